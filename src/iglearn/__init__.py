@@ -1,0 +1,27 @@
+"""iglearn: Interaction-Grounded Learning (Xie, Langford, Mineiro, Momennejad, ICML 2021).
+
+A learner sees a context x, picks one of K actions a, and observes only a feedback vector y.
+The binary reward r is latent; y is conditionally independent of (x, a) given r. iglearn
+learns a policy pi and a reward decoder psi jointly from such interactions.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("iglearn")
+except PackageNotFoundError:  # running from a source tree that is not installed
+    __version__ = "0.0.0"
+
+from iglearn.data.logs import InteractionLog
+from iglearn.errors import IGLearnError
+from iglearn.learners import BatchIGL, ContextualBandit, FitReport, Supervised
+
+__all__ = [
+    "BatchIGL",
+    "ContextualBandit",
+    "FitReport",
+    "IGLearnError",
+    "InteractionLog",
+    "Supervised",
+    "__version__",
+]

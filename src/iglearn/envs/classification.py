@@ -1,0 +1,110 @@
+"""A labelled data set becomes an IGL environment: context = an example, action = a label,
+r = 1{action == label}, and feedback = an image whose class depends on r alone."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+import numpy as np
+
+from iglearn.envs.base import Contexts, Environment
+
+
+class LabelledSource(Protocol):
+    """Anything that draws labelled examples, optionally all of one class."""
+
+    dim: int
+
+    def draw(self, n: int, rng: np.random.Generator,
+             label: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``n`` examples (n, dim) and their labels; all of class ``label`` when given."""
+        ...
+
+
+class ArraySource:
+    """Draws rows, with replacement, from a fixed labelled array."""
+
+    def __init__(self, features: np.ndarray, labels: np.ndarray):
+        self.features = np.asarray(features, dtype=np.float32)
+        self.labels = np.asarray(labels, dtype=np.int64)
+        self.dim = self.features.shape[1]
+        self._by_label = {int(c): np.flatnonzero(self.labels == c) for c in np.unique(labels)}
+
+    def draw(self, n: int, rng: np.random.Generator,
+             label: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        if label is None:
+            rows = rng.integers(0, len(self.labels), n)
+        else:
+            pool = self._by_label[label]
+            rows = pool[rng.integers(0, len(pool), n)]
+        return self.features[rows], self.labels[rows]
+
+
+class LabelFeedback:
+    """Feedback y | r: an example of a class drawn from a mixture that depends on r only.
+
+    Args:
+        source: where the feedback examples come from.
+        on_reward: class -> weight of the mixture used when r = 1.
+        on_no_reward: class -> weight of the mixture used when r = 0.
+    """
+
+    def __init__(self, source: LabelledSource, on_reward: Mapping[int, float],
+                 on_no_reward: Mapping[int, float]):
+        self.source = source
+        self.mixtures = {1: _normalised(on_reward), 0: _normalised(on_no_reward)}
+
+    def __call__(self, reward: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        reward = np.asarray(reward)
+        r = (rng.random(reward.shape) < reward).astype(np.int64)  # handles stochastic rewards
+        classes = np.empty(r.shape, dtype=np.int64)
+        for value, (labels, weights) in self.mixtures.items():
+            rows = np.flatnonzero(r == value)
+            classes[rows] = labels[rng.choice(len(labels), size=len(rows), p=weights)]
+        out = np.empty((len(r), self.source.dim), dtype=np.float32)
+        for c in np.unique(classes):
+            rows = np.flatnonzero(classes == c)
+            out[rows] = self.source.draw(len(rows), rng, label=int(c))[0]
+        return out
+
+
+def _normalised(mixture: Mapping[int, float]) -> tuple[np.ndarray, np.ndarray]:
+    labels = np.array(list(mixture.keys()), dtype=np.int64)
+    weights = np.array(list(mixture.values()), dtype=np.float64)
+    if len(labels) == 0 or (weights < 0).any() or weights.sum() <= 0:
+        raise ValueError("a feedback mixture needs at least one class with positive weight")
+    return labels, weights / weights.sum()
+
+
+class ClassificationEnvironment(Environment):
+    """The reduction from a labelled data set plus a feedback generator to IGL.
+
+    Args:
+        contexts: source of (context, label) pairs.
+        feedback: the feedback model y | r.
+        test: held-out (contexts, labels) for accuracy.
+        n_actions: the number of labels K.
+    """
+
+    def __init__(self, contexts: LabelledSource, feedback: LabelFeedback,
+                 test: tuple[np.ndarray, np.ndarray], n_actions: int):
+        self.context_source = contexts
+        self.feedback_model = feedback
+        self._test = (np.asarray(test[0], dtype=np.float32), np.asarray(test[1], dtype=np.int64))
+        self.n_actions = n_actions
+        self.context_dim = contexts.dim
+        self.feedback_dim = feedback.source.dim
+
+    def contexts(self, n: int, rng: np.random.Generator) -> Contexts:
+        features, label = self.context_source.draw(n, rng)
+        return Contexts(features, label)
+
+    def reward(self, contexts: Contexts, action: np.ndarray) -> np.ndarray:
+        return (np.asarray(action) == contexts.label).astype(np.float32)
+
+    def feedback(self, reward: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        return self.feedback_model(reward, rng)
+
+    def test_set(self) -> tuple[np.ndarray, np.ndarray]:
+        return self._test

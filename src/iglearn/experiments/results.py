@@ -1,0 +1,62 @@
+"""Tidy results on disk: atomic writes, a config record, mean +/- std summaries."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+
+import pandas as pd
+
+import iglearn
+from iglearn.errors import IGLearnError
+
+
+def prepare_output(folder: str | Path) -> Path:
+    """Create ``folder`` if needed and check it is writable, before any long work starts."""
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder):
+            pass
+    except OSError as e:
+        raise IGLearnError(f"--out {folder}: cannot write there ({e.strerror}); "
+                           f"choose a writable folder") from e
+    return folder
+
+
+def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it into place."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
+    os.close(fd)
+    try:
+        write(Path(tmp))
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` atomically."""
+    write_atomic(path, lambda tmp: tmp.write_text(text))
+
+
+def write_config(path: Path, config: object) -> None:
+    """The exact configuration and the environment it ran in, as JSON."""
+    record = {
+        "config": asdict(config) if is_dataclass(config) else dict(config),
+        "iglearn": iglearn.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+    write_text(path, json.dumps(record, indent=2, default=str) + "\n")
+
+
+def mean_std(frame: pd.DataFrame, by: list[str], value: str) -> pd.DataFrame:
+    """Mean, standard deviation (ddof=1, as papers report), min and count of ``value``."""
+    grouped = frame.groupby(by, sort=False)[value]
+    return grouped.agg(mean="mean", std="std", min="min", n="count").reset_index()

@@ -1,0 +1,166 @@
+"""Table 1 of the paper: SUP, CB and IGL in batch mode on the MNIST environment.
+
+Each trial draws a fresh uniform log of ``samples`` interactions, fits the three learners
+with the same policy class, and scores the argmax policy on the held-out test images.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from iglearn.envs import Environment, digits_environment, mnist_environment
+from iglearn.experiments.results import (
+    mean_std,
+    prepare_output,
+    write_atomic,
+    write_config,
+    write_text,
+)
+from iglearn.learners import BatchIGL, ContextualBandit, Supervised
+from iglearn.progress import progress
+from iglearn.seeding import spawn_seeds
+
+# The paper's Table 1 (policy accuracy, %, mean +/- std over 16 trials).
+PAPER = {"SUP": (90.62, 1.02), "CB": (85.58, 4.50), "IGL": (82.21, 4.33)}
+
+
+@dataclass
+class Table1Config:
+    """Settings of the Table 1 reproduction."""
+
+    trials: int = 16
+    """Independent trials (fresh log and initialisation each)."""
+    samples: int = 60000
+    """Logged interactions per trial (uniform logging policy)."""
+    seed: int = 0
+    """Root seed; trial seeds are spawned from it."""
+    dataset: str = "mnist"
+    """'mnist' (the paper's infinite-MNIST environment) or 'digits' (scikit-learn, offline)."""
+    data_dir: str | None = None
+    """Folder with the four MNIST .gz files (else $IGLEARN_DATA, the cache, a download)."""
+    policy: str = "linear"
+    """Policy class for all three learners: 'linear' (the paper's) or 'mlp'."""
+    decoder: str = "linear"
+    """IGL decoder class: 'linear' (the paper's) or 'mlp'."""
+
+
+def make_environment(dataset: str, data_dir: str | None = None) -> Environment:
+    """The environment named by ``dataset`` ('mnist' or 'digits')."""
+    if dataset == "mnist":
+        return mnist_environment(data_dir)
+    if dataset == "digits":
+        return digits_environment()
+    raise ValueError(f"unknown dataset {dataset!r}; choose 'mnist' or 'digits'")
+
+
+def run_trial(config: Table1Config, env: Environment, trial: int,
+              seed: np.random.SeedSequence) -> list[dict]:
+    """Fit SUP, CB and IGL on one fresh log; one tidy row per method."""
+    trial_seed = int(seed.generate_state(1)[0])
+    rng = np.random.default_rng(trial_seed)
+    log = env.log(config.samples, rng)
+    test_x, test_y = env.test_set()
+    learners = {
+        "SUP": Supervised(config.policy, seed=rng),
+        "CB": ContextualBandit(config.policy, seed=rng),
+        "IGL": BatchIGL(config.policy, config.decoder, seed=rng),
+    }
+    rows = []
+    for method, learner in learners.items():
+        learner.fit(log)
+        row = {"method": method, "trial": trial, "seed": trial_seed,
+               "accuracy": 100 * learner.accuracy(test_x, test_y)}
+        if isinstance(learner, BatchIGL):
+            report = learner.report_
+            row.update(seconds=report.seconds, indicator=report.indicator,
+                       restarts=report.restarts, flipped=report.flipped)
+        else:
+            row.update(seconds=learner.seconds_)
+        rows.append(row)
+    return rows
+
+
+def run(config: Table1Config, show_progress: bool = True,
+        env: Environment | None = None) -> pd.DataFrame:
+    """Run every trial and return the tidy table (one row per method and trial)."""
+    env = env or make_environment(config.dataset, config.data_dir)
+    rows: list[dict] = []
+    seeds = spawn_seeds(config.seed, config.trials)
+    for trial in progress(range(config.trials), "Table 1 trials", show_progress):
+        rows.extend(run_trial(config, env, trial, seeds[trial]))
+    return pd.DataFrame(rows)
+
+
+def summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean +/- std per method beside the paper's numbers."""
+    table = mean_std(frame, ["method"], "accuracy")
+    table["paper_mean"] = table["method"].map(lambda m: PAPER[m][0])
+    table["paper_std"] = table["method"].map(lambda m: PAPER[m][1])
+    seconds = frame.groupby("method", sort=False)["seconds"].mean()
+    table["seconds_per_fit"] = table["method"].map(seconds)
+    return table
+
+
+def markdown(table: pd.DataFrame, config: Table1Config) -> str:
+    """The summary as a Markdown table."""
+    lines = [
+        f"# Table 1: batch mode, {config.dataset}, {config.samples} uniform samples, "
+        f"{config.trials} trials, {config.policy} policy",
+        "",
+        "| Setting | iglearn accuracy (%) | min (%) | paper accuracy (%) | seconds per fit |",
+        "|---|---|---|---|---|",
+    ]
+    for row in table.itertuples():
+        lines.append(f"| {row.method} | {row.mean:.2f} ± {_std(row.std)} | {row.min:.2f} | "
+                     f"{row.paper_mean:.2f} ± {row.paper_std:.2f} | {row.seconds_per_fit:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
+def _std(value: float) -> str:
+    return "n/a" if np.isnan(value) else f"{value:.2f}"
+
+
+def plot(frame: pd.DataFrame, path: Path) -> None:
+    """Per-method accuracy: iglearn's trials and mean +/- std beside the paper's."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    methods = list(PAPER)
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for i, method in enumerate(methods):
+        ours = frame.loc[frame["method"] == method, "accuracy"].to_numpy()
+        jitter = np.linspace(-0.08, 0.08, len(ours)) if len(ours) > 1 else np.zeros(1)
+        ax.scatter(i - 0.15 + jitter, ours, s=12, color="C0", alpha=0.5)
+        ax.errorbar(i - 0.15, ours.mean(), yerr=ours.std(ddof=1) if len(ours) > 1 else 0,
+                    fmt="o", color="C0", capsize=4, label="iglearn" if i == 0 else None)
+        mean, std = PAPER[method]
+        ax.errorbar(i + 0.15, mean, yerr=std, fmt="s", color="C3", capsize=4,
+                    label="paper" if i == 0 else None)
+    ax.set_xticks(range(len(methods)), methods)
+    ax.set_ylabel("policy accuracy (%)")
+    ax.set_title("Table 1: batch mode on MNIST")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    plt.close(fig)
+
+
+def reproduce(config: Table1Config, out: str | Path, show_progress: bool = True) -> str:
+    """Run Table 1 and write table1.csv, table1.md, table1.png and config.json to ``out``."""
+    env = make_environment(config.dataset, config.data_dir)  # fails early on missing data
+    folder = prepare_output(out)
+    frame = run(config, show_progress, env)
+    table = summary(frame)
+    text = markdown(table, config)
+    write_atomic(folder / "table1.csv", lambda tmp: frame.to_csv(tmp, index=False))
+    write_text(folder / "table1.md", text)
+    plot(frame, folder / "table1.png")
+    write_config(folder / "config.json", config)
+    return text

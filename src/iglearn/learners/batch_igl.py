@@ -1,0 +1,197 @@
+"""Batch IGL: maximise Eq. 2 jointly over (pi, psi) on a logged batch (line 4 of E2G),
+with the two practical fixes of Appendix B:
+
+- the data-driven decoder corrector: a decoder that calls the majority of (uniformly
+  re-weighted) feedback a reward is flipped to 1 - psi, during training and at the end;
+- adaptive restart: refit from a fresh initialisation while the indicator (Eq. 9) stays at
+  or below a threshold close to V(pi_bad) (1/K for classification).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from iglearn.data.logs import InteractionLog
+from iglearn.learners.base import PolicyLearner, as_tensor
+from iglearn.learners.objective import (
+    corrector_statistic,
+    igl_objective,
+    policy_value,
+)
+from iglearn.learners.training import Optimisation, Stage, optimise
+from iglearn.models import Decoder, Policy, make_decoder, make_policy
+from iglearn.seeding import SeedLike, as_generator, torch_generator
+
+AMBIGUITY_MARGIN = 0.1
+
+
+class IdentifiabilityWarning(UserWarning):
+    """The data may not identify the reward's sign (Section 3, Assumption 2)."""
+
+
+@dataclass
+class FitReport:
+    """What a fit measured about itself (no hidden reward is read)."""
+
+    indicator: float
+    """Eq. 9, importance-weighted: V_hat(pi, psi) - V_hat(pi_bad, psi) on the training log."""
+    flipped: bool
+    """Whether the data-driven corrector flipped the final decoder."""
+    corrector_statistic: float
+    """Uniform-weighted share of feedback the final decoder calls a reward (psi > 0.5)."""
+    restarts: int
+    """Restarts used (0 when the first initialisation passed the threshold)."""
+    threshold: float
+    """The indicator threshold of the adaptive restart."""
+    attempt_indicators: list[float] = field(default_factory=list)
+    """Indicator of every initialisation tried, in order."""
+    seconds: float = 0.0
+    """Wall time of the fit."""
+    warnings: list[str] = field(default_factory=list)
+    """Identifiability warnings raised by the fit."""
+
+
+def identifiability_warnings(n_actions: int) -> list[str]:
+    """Warnings that hold before looking at the data."""
+    if n_actions == 2:
+        return ["K = 2: uniform play is never 'sufficiently bad' (Section 3), so the sign "
+                "of the decoded reward is not identified; expect an arbitrary direction"]
+    return []
+
+
+class BatchIGL(PolicyLearner):
+    """Jointly learns a softmax policy pi and a sigmoid reward decoder psi from a log.
+
+    Args:
+        policy: policy class, 'linear' (the paper's) or 'mlp'.
+        decoder: decoder class, 'linear' (the paper's) or 'mlp'.
+        optimisation: optimiser settings.
+        corrector: apply the data-driven decoder corrector.
+        max_restarts: most restarts of the adaptive restart procedure (0 disables it).
+        restart_threshold: indicator threshold; None means 1/K, V(pi_bad) for classification.
+        seed: seed or numpy Generator for initialisation and shuffling.
+    """
+
+    def __init__(self, policy: str = "linear", decoder: str = "linear",
+                 optimisation: Optimisation | None = None, corrector: bool = True,
+                 max_restarts: int = 4, restart_threshold: float | None = None,
+                 seed: SeedLike = None):
+        self.policy = policy
+        self.decoder = decoder
+        self.optimisation = optimisation or Optimisation()
+        self.corrector = corrector
+        self.max_restarts = max_restarts
+        self.restart_threshold = restart_threshold
+        self.seed = seed
+
+    def fit(self, log: InteractionLog) -> BatchIGL:
+        """Fit (pi, psi) on ``log``; reads context, action, probability and feedback only."""
+        start = time.perf_counter()
+        k = log.n_actions
+        threshold = 1.0 / k if self.restart_threshold is None else self.restart_threshold
+        notes = identifiability_warnings(k)
+        rng = as_generator(self.seed)
+        data = _tensors(log)
+        best: tuple[float, Policy, Decoder] | None = None
+        tried: list[float] = []
+        for _ in range(self.max_restarts + 1):
+            generator = torch_generator(rng)
+            policy = make_policy(self.policy, log.context_dim, k, generator)
+            decoder = make_decoder(self.decoder, log.feedback_dim, generator)
+            self.fit_models(policy, decoder, data, k, generator)
+            value = _indicator(policy, decoder, data, k)
+            tried.append(value)
+            if best is None or value > best[0]:
+                best = (value, policy, decoder)
+            if value > threshold:
+                break
+        value, self.policy_, self.decoder_ = best
+        with torch.no_grad():
+            statistic = float(corrector_statistic(self.decoder_(data[3]), data[2], k))
+        if value <= threshold:
+            notes.append(f"no initialisation passed the restart threshold ({value:.3f} <= "
+                         f"{threshold:.3f}): the policy may be no better than uniform play")
+        if abs(statistic - 0.5) < AMBIGUITY_MARGIN:
+            notes.append(f"the decoded sign is ambiguous: {statistic:.1%} of feedback decodes "
+                         f"as reward, close to one half")
+        for note in notes:
+            warnings.warn(note, IdentifiabilityWarning, stacklevel=2)
+        self.report_ = FitReport(
+            indicator=value, flipped=bool(self.decoder_.flipped), corrector_statistic=statistic,
+            restarts=len(tried) - 1, threshold=threshold, attempt_indicators=tried,
+            seconds=time.perf_counter() - start, warnings=notes)
+        return self
+
+    def fit_models(self, policy: Policy, decoder: Decoder, data: tuple[torch.Tensor, ...],
+                   n_actions: int, generator: torch.Generator) -> None:
+        """Maximise Eq. 2 over (policy, decoder) in place (warm-starts from their weights),
+        then set the decoder's corrector flag from all of ``data``."""
+        context, action, probability, feedback = data
+        decoder.flipped.fill_(False)
+
+        def terms(index: torch.Tensor) -> tuple[torch.Tensor, ...]:
+            log_pi = policy(context[index]).gather(1, action[index, None])[:, 0]
+            return log_pi, decoder(feedback[index]), probability[index]
+
+        def grounding(index: torch.Tensor) -> torch.Tensor:
+            # psi ascends Eq. 2 for the current pi; pi ascends the minorant.
+            log_pi, psi, p = terms(index)
+            decoder_term = igl_objective(log_pi.exp().detach(), psi, p, n_actions)
+            return -(decoder_term + policy_value(log_pi, psi / p, exact=False))
+
+        def policy_step(index: torch.Tensor) -> torch.Tensor:
+            log_pi, psi, p = terms(index)
+            return -policy_value(log_pi, psi.detach() / p, exact=False)
+
+        def exact(index: torch.Tensor) -> torch.Tensor:  # Eq. 2 over (pi, psi) jointly
+            log_pi, psi, p = terms(index)
+            return -igl_objective(log_pi.exp(), psi, p, n_actions)
+
+        def correct() -> None:
+            # The data-driven corrector, on all of the data after every epoch: a decoder
+            # that calls the majority of (uniformly re-weighted) feedback a reward is flipped.
+            with torch.no_grad():
+                if corrector_statistic(decoder(feedback), probability, n_actions) > 0.5:
+                    decoder.flipped.logical_not_()
+
+        both = [*policy.parameters(), *decoder.parameters()]
+        settings = self.optimisation
+        stages = [Stage(settings.grounding_epochs, both, grounding),
+                  Stage(settings.policy_epochs, list(policy.parameters()), policy_step),
+                  Stage(settings.epochs, both, exact)]
+        optimise(stages, len(context), settings, generator,
+                 correct if self.corrector else None)
+
+    def decode(self, feedback: np.ndarray) -> np.ndarray:
+        """The decoded reward psi(y) of each feedback vector."""
+        self._fitted_policy()
+        with torch.no_grad():
+            return self.decoder_(as_tensor(feedback)).numpy()
+
+    def indicator(self, log: InteractionLog) -> float:
+        """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log``."""
+        self._fitted_policy()
+        return _indicator(self.policy_, self.decoder_, _tensors(log), log.n_actions)
+
+
+def _tensors(log: InteractionLog) -> tuple[torch.Tensor, ...]:
+    return (as_tensor(log.context), torch.from_numpy(log.action),
+            as_tensor(log.probability), as_tensor(log.feedback))
+
+
+def _indicator(policy: Policy, decoder: Decoder, data: tuple[torch.Tensor, ...],
+               n_actions: int) -> float:
+    """Eq. 9 with importance weights: mean[(pi(a|x) - 1/K) psi(y) / p]."""
+    context, action, probability, feedback = data
+    total = 0.0
+    with torch.no_grad():
+        for index in torch.arange(len(context)).split(65536):
+            pi = policy.probabilities(context[index]).gather(1, action[index, None])[:, 0]
+            psi = decoder(feedback[index])
+            total += float(igl_objective(pi, psi, probability[index], n_actions)) * len(index)
+    return total / len(context)

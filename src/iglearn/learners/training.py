@@ -1,0 +1,75 @@
+"""One optimiser for every learner: mini-batch AdamW with a one-cycle learning-rate schedule,
+run over a sequence of stages.
+
+Policy learners first maximise a minorant of their objective in which each logged pi(a|x) is
+replaced by 1 + log pi(a|x) (<= pi(a|x)): its gradient does not vanish where a softmax policy
+puts little mass on the rewarded action, the plateau that makes softmax policy gradients
+sensitive to initialisation (Appendix B; Mei et al., 2020), and for fixed rewards it is
+concave in a linear policy's weights. The last stage maximises the exact objective.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass(frozen=True)
+class Optimisation:
+    """How a learner fits its models: epochs per stage and optimiser settings.
+
+    The stages run in this order (a stage with zero epochs is skipped):
+    grounding (IGL only: pi and psi jointly, pi on the minorant), policy (pi alone on the
+    minorant, rewards or decoder held fixed), exact (the objective itself).
+    """
+
+    grounding_epochs: int = 3
+    """Stage one (IGL): psi ascends Eq. 2 while pi ascends the minorant."""
+    policy_epochs: int = 2
+    """Stage two: pi ascends the minorant with the (decoded) reward held fixed."""
+    epochs: int = 3
+    """Stage three: the exact objective."""
+    batch_size: int = 500
+    """Interactions per gradient step."""
+    lr: float = 0.02
+    """Peak learning rate of each stage's one-cycle schedule."""
+    min_steps: int = 300
+    """Small data sets get more epochs so that each stage takes at least this many steps."""
+    weight_decay: float = 0.0
+    """L2 penalty (decoupled, AdamW)."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a fit: ``loss(batch_index)`` to minimise over ``params``."""
+
+    epochs: int
+    params: Sequence[torch.nn.Parameter]
+    loss: Callable[[torch.Tensor], torch.Tensor]
+
+
+def optimise(stages: Sequence[Stage], n: int, settings: Optimisation,
+             generator: torch.Generator, after_epoch: Callable[[], None] | None = None) -> None:
+    """Run each stage over shuffled mini-batches of ``range(n)``, calling ``after_epoch()`` at
+    the end of every pass over the data."""
+    batch = min(settings.batch_size, n)
+    per_epoch = math.ceil(n / batch)
+    for stage in stages:
+        if stage.epochs <= 0:
+            continue
+        epochs = max(stage.epochs, math.ceil(settings.min_steps / per_epoch))
+        optimiser = torch.optim.AdamW(stage.params, lr=settings.lr,
+                                      weight_decay=settings.weight_decay)
+        schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=settings.lr,
+                                                       total_steps=epochs * per_epoch)
+        for _ in range(epochs):
+            for index in torch.randperm(n, generator=generator).split(batch):
+                optimiser.zero_grad(set_to_none=True)
+                stage.loss(index).backward()
+                optimiser.step()
+                schedule.step()
+            if after_epoch is not None:
+                after_epoch()

@@ -1,0 +1,65 @@
+"""Reward decoders psi(y) = sigmoid(g(y) / temperature) in [0, 1]; temperature 0.1 as in
+Appendix B, with the data-driven corrector's flip (psi -> 1 - psi) stored in the model."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from iglearn.models.init import mlp, reset_parameters
+
+
+class Decoder(nn.Module):
+    """A sigmoid reward decoder with a corrector flag.
+
+    ``flipped`` is set by the data-driven corrector (Appendix B); when set, the decoder
+    outputs 1 - psi(y). Because the decoder classes are closed under 1 - psi (the sign of the
+    last layer), the flip keeps the decoder inside its class.
+    """
+
+    kind = "decoder"
+
+    def __init__(self, net: nn.Module, temperature: float = 0.1):
+        super().__init__()
+        self.net = net
+        self.temperature = temperature
+        self.register_buffer("flipped", torch.tensor(False))
+
+    def raw(self, feedback: torch.Tensor) -> torch.Tensor:
+        """psi(y) before the corrector, shape (n,)."""
+        return torch.sigmoid(self.net(feedback).squeeze(-1) / self.temperature)
+
+    def forward(self, feedback: torch.Tensor) -> torch.Tensor:
+        """The decoded reward psi(y) in [0, 1], shape (n,)."""
+        psi = self.raw(feedback)
+        return torch.where(self.flipped, 1 - psi, psi)
+
+
+class LinearDecoder(Decoder):
+    """Linear sigmoid decoder (the paper's decoder class)."""
+
+    kind = "linear"
+
+    def __init__(self, feedback_dim: int, temperature: float = 0.1):
+        super().__init__(nn.Linear(feedback_dim, 1), temperature)
+
+
+class MLPDecoder(Decoder):
+    """Sigmoid decoder on a one-hidden-layer ReLU network."""
+
+    kind = "mlp"
+
+    def __init__(self, feedback_dim: int, hidden: int = 64, temperature: float = 0.1):
+        super().__init__(mlp(feedback_dim, 1, hidden), temperature)
+
+
+DECODERS = {"linear": LinearDecoder, "mlp": MLPDecoder}
+
+
+def make_decoder(kind: str, feedback_dim: int, generator: torch.Generator) -> Decoder:
+    """A freshly initialised decoder of class ``kind`` ('linear' or 'mlp')."""
+    if kind not in DECODERS:
+        raise ValueError(f"unknown decoder class {kind!r}; choose one of {sorted(DECODERS)}")
+    decoder = DECODERS[kind](feedback_dim)
+    reset_parameters(decoder, generator)
+    return decoder

@@ -1,0 +1,22 @@
+"""Parameter initialisation from an explicit torch Generator (no global RNG)."""
+
+import math
+
+import torch
+from torch import nn
+
+
+def reset_parameters(module: nn.Module, generator: torch.Generator) -> None:
+    """Uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) for every Linear layer, drawn from ``generator``."""
+    with torch.no_grad():
+        for layer in module.modules():
+            if isinstance(layer, nn.Linear):
+                bound = 1.0 / math.sqrt(layer.in_features)
+                for p in (layer.weight, layer.bias):
+                    if p is not None:
+                        p.copy_((torch.rand(p.shape, generator=generator) * 2 - 1) * bound)
+
+
+def mlp(d_in: int, d_out: int, hidden: int) -> nn.Sequential:
+    """A one-hidden-layer ReLU network."""
+    return nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, d_out))

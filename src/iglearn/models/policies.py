@@ -1,0 +1,59 @@
+"""Softmax policies pi(a | x) = softmax(f(x) / temperature); temperature 1 as in Appendix B."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from iglearn.models.init import mlp, reset_parameters
+
+
+class Policy(nn.Module):
+    """A softmax policy over K actions on top of a score network."""
+
+    kind = "policy"
+
+    def __init__(self, net: nn.Module, temperature: float = 1.0):
+        super().__init__()
+        self.net = net
+        self.temperature = temperature
+
+    def forward(self, context: torch.Tensor) -> torch.Tensor:
+        """Log-probabilities log pi(. | x), shape (n, K)."""
+        return torch.log_softmax(self.net(context) / self.temperature, dim=-1)
+
+    def probabilities(self, context: torch.Tensor) -> torch.Tensor:
+        """pi(. | x), shape (n, K)."""
+        return torch.softmax(self.net(context) / self.temperature, dim=-1)
+
+
+class LinearPolicy(Policy):
+    """Linear softmax policy (the paper's policy class)."""
+
+    kind = "linear"
+
+    def __init__(self, context_dim: int, n_actions: int, temperature: float = 1.0):
+        super().__init__(nn.Linear(context_dim, n_actions), temperature)
+
+
+class MLPPolicy(Policy):
+    """Softmax policy on a one-hidden-layer ReLU network."""
+
+    kind = "mlp"
+
+    def __init__(self, context_dim: int, n_actions: int, hidden: int = 256,
+                 temperature: float = 1.0):
+        super().__init__(mlp(context_dim, n_actions, hidden), temperature)
+
+
+POLICIES = {"linear": LinearPolicy, "mlp": MLPPolicy}
+
+
+def make_policy(kind: str, context_dim: int, n_actions: int,
+                generator: torch.Generator) -> Policy:
+    """A freshly initialised policy of class ``kind`` ('linear' or 'mlp')."""
+    if kind not in POLICIES:
+        raise ValueError(f"unknown policy class {kind!r}; choose one of {sorted(POLICIES)}")
+    policy = POLICIES[kind](context_dim, n_actions)
+    reset_parameters(policy, generator)
+    return policy

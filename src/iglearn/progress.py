@@ -1,0 +1,17 @@
+"""Progress bars on stderr for long work."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+from tqdm.auto import tqdm
+
+T = TypeVar("T")
+
+
+def progress(items: Iterable[T], description: str, enabled: bool = True,
+             total: int | None = None) -> Iterator[T]:
+    """Iterate over ``items`` with a progress bar (shown only when ``enabled``)."""
+    return iter(tqdm(items, desc=description, disable=not enabled, total=total,
+                     dynamic_ncols=True, leave=False))

@@ -1,0 +1,128 @@
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from iglearn import BatchIGL, ContextualBandit, IGLearnError, InteractionLog, Supervised
+from iglearn.envs import digits_environment
+from iglearn.learners import IdentifiabilityWarning
+from iglearn.models import make_decoder
+
+
+@pytest.fixture(scope="module")
+def env():
+    return digits_environment()
+
+
+@pytest.fixture(scope="module")
+def uniform_log(env):
+    return env.log(4000, 0)
+
+
+def greedy_logger(env, accuracy=0.6):
+    """A non-uniform logging policy: plays the correct action with probability ~accuracy."""
+    supervised = Supervised(seed=0).fit(env.log(2000, 1))
+
+    def policy(context):
+        greedy = supervised.predict(context)
+        probs = np.full((len(context), env.n_actions), (1 - accuracy) / (env.n_actions - 1))
+        probs[np.arange(len(context)), greedy] = accuracy
+        return probs
+    return policy
+
+
+def delta_psi(learner, log):
+    psi = learner.decode(log.feedback)
+    return psi[log.reward > 0].mean() - psi[log.reward == 0].mean()
+
+
+def test_batch_igl_learns_without_reading_reward_or_label(env, uniform_log):
+    blind = dataclasses.replace(uniform_log, reward=None, label=None)
+    learner = BatchIGL(seed=0).fit(blind)
+    test_x, test_y = env.test_set()
+    assert learner.accuracy(test_x, test_y) > 0.6
+    assert delta_psi(learner, uniform_log) > 0.9
+    report = learner.report_
+    assert report.indicator > report.threshold == pytest.approx(0.1)
+    assert report.indicator == pytest.approx(learner.indicator(uniform_log))
+    assert len(report.attempt_indicators) == report.restarts + 1
+
+
+def test_same_seed_same_model(uniform_log):
+    a = BatchIGL(seed=3).fit(uniform_log)
+    b = BatchIGL(seed=3).fit(uniform_log)
+    np.testing.assert_array_equal(a.predict_proba(uniform_log.context),
+                                  b.predict_proba(uniform_log.context))
+
+
+def test_corrector_flips_a_flipped_decoder_and_keeps_a_right_one(env):
+    # Under a non-uniform logger most logged rewards are 1; the corrector must still agree
+    # with the truth because it re-weights to the uniform policy.
+    log = env.log(4000, 2, policy=greedy_logger(env))
+    assert log.reward.mean() > 0.5
+    learner = BatchIGL(seed=0, max_restarts=0)
+    data = (torch.from_numpy(log.context), torch.from_numpy(log.action),
+            torch.from_numpy(log.probability.astype(np.float32)),
+            torch.from_numpy(log.feedback))
+    for sign in (1.0, -1.0):
+        decoder = make_decoder("linear", log.feedback_dim, torch.Generator().manual_seed(0))
+        with torch.no_grad():  # a decoder that reads the feedback classes, in either sign
+            ones = torch.from_numpy(log.feedback[log.reward > 0].mean(0))
+            zeros = torch.from_numpy(log.feedback[log.reward == 0].mean(0))
+            decoder.net.weight.copy_(sign * (ones - zeros)[None])
+            decoder.net.bias.fill_(-sign * float((ones - zeros) @ (ones + zeros)) / 2)
+        from iglearn.models import make_policy
+        policy = make_policy("linear", log.context_dim, 10, torch.Generator().manual_seed(0))
+        learner.fit_models(policy, decoder, data, 10, torch.Generator().manual_seed(0))
+        with torch.no_grad():
+            psi = decoder(torch.from_numpy(log.feedback)).numpy()
+        assert bool(decoder.flipped) == (sign < 0)
+        assert psi[log.reward > 0].mean() - psi[log.reward == 0].mean() > 0.9
+
+
+def test_batch_igl_under_non_uniform_logging(env):
+    log = env.log(4000, 4, policy=greedy_logger(env))
+    learner = BatchIGL(seed=0).fit(log)
+    assert delta_psi(learner, log) > 0.9
+    test_x, test_y = env.test_set()
+    assert learner.accuracy(test_x, test_y) > 0.6
+
+
+def test_restart_runs_until_the_threshold_is_passed(uniform_log):
+    learner = BatchIGL(seed=0, max_restarts=2, restart_threshold=10.0)
+    with pytest.warns(IdentifiabilityWarning, match="no initialisation passed"):
+        learner.fit(uniform_log)
+    assert learner.report_.restarts == 2
+    assert learner.report_.indicator == max(learner.report_.attempt_indicators)
+
+
+def test_two_actions_warn_about_identifiability():
+    rng = np.random.default_rng(0)
+    n = 500
+    log = InteractionLog(context=rng.normal(size=(n, 3)), action=rng.integers(0, 2, n),
+                         probability=np.full(n, 0.5), feedback=rng.normal(size=(n, 2)),
+                         n_actions=2)
+    with pytest.warns(IdentifiabilityWarning, match="K = 2"):
+        learner = BatchIGL(seed=0, max_restarts=0).fit(log)
+    assert any("K = 2" in note for note in learner.report_.warnings)
+
+
+def test_baselines_learn_and_need_their_fields(env, uniform_log):
+    test_x, test_y = env.test_set()
+    assert Supervised(seed=0).fit(uniform_log).accuracy(test_x, test_y) > 0.85
+    assert ContextualBandit(seed=0).fit(uniform_log).accuracy(test_x, test_y) > 0.7
+    with pytest.raises(IGLearnError, match="needs the field 'reward'"):
+        ContextualBandit().fit(dataclasses.replace(uniform_log, reward=None))
+
+
+def test_unfitted_learner_says_so():
+    with pytest.raises(IGLearnError, match="not fitted"):
+        BatchIGL().predict(np.zeros((2, 3)))
+
+
+def test_no_warning_on_a_clean_fit(uniform_log):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        BatchIGL(seed=0).fit(uniform_log)

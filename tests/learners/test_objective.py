@@ -1,0 +1,53 @@
+"""Eq. 2 against a problem whose quantities are known exactly."""
+
+import itertools
+
+import numpy as np
+import torch
+
+from iglearn.learners.objective import corrector_statistic, igl_objective
+
+K = 3
+LABEL = np.array([0, 2, 1])             # correct action of each of 3 contexts
+P_Y_GIVEN_R = {1: (3, 1), 0: (1, 3)}    # counts of feedback values (A, B) given r
+PI = np.array([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6], [0.5, 0.25, 0.25]])
+PSI = {0: 0.9, 1: 0.2}                  # decoded reward of feedback A and B
+
+
+def enumerate_log(logging: np.ndarray):
+    """Every (x, a, y) with multiplicity proportional to its probability under ``logging``."""
+    rows = []
+    for x, a in itertools.product(range(3), range(K)):
+        r = int(LABEL[x] == a)
+        for y, count in enumerate(P_Y_GIVEN_R[r]):
+            rows += [(x, a, y, logging[x, a])] * int(count * logging[x, a] * 4 * 12)
+    x, a, y, p = map(np.array, zip(*rows, strict=True))
+    return x, a, y, p
+
+
+def exact_value(pi: np.ndarray) -> float:
+    return float(np.mean([pi[x, LABEL[x]] for x in range(3)]))
+
+
+def test_objective_equals_value_gap_times_delta_psi():
+    delta_psi = (3 * PSI[0] + PSI[1]) / 4 - (PSI[0] + 3 * PSI[1]) / 4
+    expected = (exact_value(PI) - 1 / K) * delta_psi
+    for logging in (np.full((3, K), 1 / K),
+                    np.array([[0.5, 0.25, 0.25], [0.25, 0.25, 0.5], [0.25, 0.5, 0.25]])):
+        x, a, y, p = enumerate_log(logging)
+        psi = torch.tensor([PSI[v] for v in y], dtype=torch.float64)
+        value = igl_objective(torch.tensor(PI[x, a]), psi, torch.tensor(p), K)
+        assert abs(float(value) - expected) < 1e-12
+
+
+def test_corrector_statistic_uses_importance_weights():
+    # A logging policy that is right 80% of the time: most logged rewards are 1.
+    rng = np.random.default_rng(0)
+    n = 20000
+    correct = rng.random(n) < 0.8
+    p = np.where(correct, 0.8, 0.2 / (K - 1))
+    right = torch.tensor(correct, dtype=torch.float64)     # psi = r
+    assert float((right > 0.5).double().mean()) > 0.5       # the naive rule would flip it
+    stat = float(corrector_statistic(right, torch.tensor(p), K))
+    assert abs(stat - 1 / K) < 0.02
+    assert float(corrector_statistic(1 - right, torch.tensor(p), K)) > 0.5
