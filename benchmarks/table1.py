@@ -15,6 +15,7 @@ import json
 import time
 from pathlib import Path
 
+from iglearn.experiments.runner import Execution
 from iglearn.experiments.table1 import PAPER, Table1Config, run, summary
 
 
@@ -24,14 +25,16 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=60000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--budget", type=float, default=120.0, help="seconds allowed")
+    parser.add_argument("--jobs", type=int, default=None, help="trials at once (all cores)")
+    parser.add_argument("--backend", default="local")
+    parser.add_argument("--budget", type=float, default=60.0, help="seconds allowed")
     parser.add_argument("--json", default="results/bench-table1.json")
     args = parser.parse_args()
 
     config = Table1Config(trials=args.trials, samples=args.samples, seed=args.seed,
                           data_dir=args.data_dir)
     start = time.perf_counter()
-    frame = run(config, show_progress=True)
+    frame = run(config, Execution(backend=args.backend, jobs=args.jobs))
     wall = time.perf_counter() - start
     table = summary(frame).set_index("method")
     igl = table.loc["IGL"]

@@ -15,13 +15,20 @@ from collections.abc import Sequence
 from iglearn.errors import IGLearnError
 
 
+def _execution(args: argparse.Namespace):
+    from iglearn.experiments.runner import Execution
+
+    return Execution(backend=args.backend, jobs=args.jobs, ray_address=args.ray_address,
+                     fresh=args.fresh, show_progress=not args.quiet)
+
+
 def _table1(args: argparse.Namespace) -> int:
     from iglearn.experiments.table1 import Table1Config, reproduce
 
     config = Table1Config(trials=args.trials, samples=args.samples, seed=args.seed,
                           dataset=args.dataset, data_dir=args.data_dir, policy=args.policy,
                           decoder=args.decoder)
-    print(reproduce(config, args.out, show_progress=not args.quiet))
+    print(reproduce(config, args.out, _execution(args)))
     print(f"wrote {args.out}/table1.csv, table1.md, table1.png and config.json")
     return 0
 
@@ -42,6 +49,15 @@ def _add_common(parser: argparse.ArgumentParser, out: str) -> None:
     parser.add_argument("--dataset", choices=("mnist", "digits"), default="mnist",
                         help="mnist (the paper's) or digits (scikit-learn's, always offline)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--backend", choices=("local", "ray"), default="local",
+                        help="local: a process pool on this machine (default); ray: a Ray "
+                             "cluster (--ray-address) or a local Ray instance")
+    parser.add_argument("--jobs", type=_positive, default=None,
+                        help="trials at once (default: every core)")
+    parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
+                        help="Ray cluster to join with --backend ray")
+    parser.add_argument("--fresh", action="store_true",
+                        help="start over instead of resuming the trials recorded in --out")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -88,7 +88,10 @@ class InfiniteMNIST:
         self.chunk = chunk
         self._train = torch.from_numpy(mnist.train_images.astype(np.float32) / 255.0)
         self._test = torch.from_numpy(mnist.test_images.astype(np.float32) / 255.0)
-        self._warp_basis = _warp_basis()
+        # Scaled from pixels about the centre to grid_sample's [-1, 1] (align_corners=False),
+        # and interleaved so that one matmul yields the (x, y) pair of every pixel.
+        basis = _warp_basis() * (2.0 / SIDE)
+        self._warp_basis = torch.kron(basis, torch.eye(2))  # (19 * 2, 784 * 2)
         self._by_digit = [np.flatnonzero(mnist.train_labels == d) for d in range(10)]
         self.n_test = len(mnist.test_images)
         """Indices below this are test images."""
@@ -151,11 +154,11 @@ class InfiniteMNIST:
         cos, sin = scale * torch.cos(angle), scale * torch.sin(angle)
         row = torch.stack((cos, -sin, -shift[:, 0]), dim=1)
         col = torch.stack((sin + shear * scale, cos, -shift[:, 1]), dim=1)
-        coeff = torch.stack((torch.cat((row, elastic[:, :n_control]), 1),
-                             torch.cat((col, elastic[:, n_control:]), 1)), dim=1)
-        source = coeff @ self._warp_basis  # (n, 2, 784) source (row, col) about the centre
-        # Pixel centres to grid_sample's [-1, 1] (align_corners=False); grid wants (x=col, y=row).
-        grid = (source.flip(1) * (2.0 / SIDE)).transpose(1, 2).reshape(-1, SIDE, SIDE, 2)
+        # grid_sample wants (x = column, y = row) per pixel, so the column coefficients go first.
+        coeff = torch.stack((torch.cat((col, elastic[:, n_control:]), 1),
+                             torch.cat((row, elastic[:, :n_control]), 1)), dim=2)
+        grid = coeff.reshape(len(index), -1) @ self._warp_basis  # (n, 784 * 2), (x, y) pairs
+        grid = grid.view(-1, SIDE, SIDE, 2)
         base = self._train[torch.from_numpy(self.base_index(index))][:, None]
         warped = F.grid_sample(base, grid, mode="bilinear", padding_mode="zeros",
                                align_corners=False)

@@ -6,7 +6,8 @@ with the same policy class, and scores the argmax policy on the held-out test im
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from functools import lru_cache, partial
 from pathlib import Path
 
 import numpy as np
@@ -20,9 +21,8 @@ from iglearn.experiments.results import (
     write_config,
     write_text,
 )
+from iglearn.experiments.runner import Execution, run_trials
 from iglearn.learners import BatchIGL, ContextualBandit, Supervised
-from iglearn.progress import progress
-from iglearn.seeding import spawn_seeds
 
 # The paper's Table 1 (policy accuracy, %, mean +/- std over 16 trials).
 PAPER = {"SUP": (90.62, 1.02), "CB": (85.58, 4.50), "IGL": (82.21, 4.33)}
@@ -48,8 +48,9 @@ class Table1Config:
     """IGL decoder class: 'linear' (the paper's) or 'mlp'."""
 
 
+@lru_cache(maxsize=4)
 def make_environment(dataset: str, data_dir: str | None = None) -> Environment:
-    """The environment named by ``dataset`` ('mnist' or 'digits')."""
+    """The environment named by ``dataset`` ('mnist' or 'digits'), built once per process."""
     if dataset == "mnist":
         return mnist_environment(data_dir)
     if dataset == "digits":
@@ -57,9 +58,9 @@ def make_environment(dataset: str, data_dir: str | None = None) -> Environment:
     raise ValueError(f"unknown dataset {dataset!r}; choose 'mnist' or 'digits'")
 
 
-def run_trial(config: Table1Config, env: Environment, trial: int,
-              seed: np.random.SeedSequence) -> list[dict]:
+def run_trial(config: Table1Config, trial: int, seed: np.random.SeedSequence) -> list[dict]:
     """Fit SUP, CB and IGL on one fresh log; one tidy row per method."""
+    env = make_environment(config.dataset, config.data_dir)
     trial_seed = int(seed.generate_state(1)[0])
     rng = np.random.default_rng(trial_seed)
     log = env.log(config.samples, rng)
@@ -84,14 +85,13 @@ def run_trial(config: Table1Config, env: Environment, trial: int,
     return rows
 
 
-def run(config: Table1Config, show_progress: bool = True,
-        env: Environment | None = None) -> pd.DataFrame:
-    """Run every trial and return the tidy table (one row per method and trial)."""
-    env = env or make_environment(config.dataset, config.data_dir)
-    rows: list[dict] = []
-    seeds = spawn_seeds(config.seed, config.trials)
-    for trial in progress(range(config.trials), "Table 1 trials", show_progress):
-        rows.extend(run_trial(config, env, trial, seeds[trial]))
+def run(config: Table1Config, execution: Execution | None = None,
+        folder: Path | None = None) -> pd.DataFrame:
+    """Run every trial (recording each in ``folder`` when given, and skipping those already
+    there) and return the tidy table, one row per method and trial."""
+    fingerprint = {k: v for k, v in asdict(config).items() if k != "trials"}
+    rows = run_trials(partial(run_trial, config), config.trials, config.seed,
+                      execution or Execution(), folder, fingerprint, "Table 1 trials")
     return pd.DataFrame(rows)
 
 
@@ -152,11 +152,12 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     plt.close(fig)
 
 
-def reproduce(config: Table1Config, out: str | Path, show_progress: bool = True) -> str:
-    """Run Table 1 and write table1.csv, table1.md, table1.png and config.json to ``out``."""
-    env = make_environment(config.dataset, config.data_dir)  # fails early on missing data
+def reproduce(config: Table1Config, out: str | Path, execution: Execution | None = None) -> str:
+    """Run Table 1 and write table1.csv, table1.md, table1.png and config.json to ``out``;
+    finished trials are recorded in ``out/trials`` so an interrupted run resumes."""
+    make_environment(config.dataset, config.data_dir)  # fails early on missing data
     folder = prepare_output(out)
-    frame = run(config, show_progress, env)
+    frame = run(config, execution, folder)
     table = summary(frame)
     text = markdown(table, config)
     write_atomic(folder / "table1.csv", lambda tmp: frame.to_csv(tmp, index=False))

@@ -1,0 +1,101 @@
+"""Trials give the same rows whatever runs them, and an interrupted run resumes."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from functools import partial
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from iglearn.errors import IGLearnError
+from iglearn.experiments.runner import Execution, run_trials
+from iglearn.experiments.table1 import Table1Config, run_trial
+
+CONFIG = Table1Config(trials=2, samples=800, dataset="digits", seed=7)
+
+
+def toy_trial(index: int, seed: np.random.SeedSequence) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    return [{"trial": index, "value": float(rng.random())}]
+
+
+def test_rows_are_ordered_by_trial_and_seeded_by_index(tmp_path):
+    rows = run_trials(toy_trial, 4, 3, Execution(jobs=1, show_progress=False))
+    assert [r["trial"] for r in rows] == [0, 1, 2, 3]
+    again = run_trials(toy_trial, 2, 3, Execution(jobs=1, show_progress=False))
+    assert again == rows[:2]
+
+
+def drop_timing(rows):
+    return pd.DataFrame(rows).drop(columns=["seconds"])
+
+
+def test_same_results_for_any_job_count_and_backend(tmp_path):
+    trial = partial(run_trial, CONFIG)
+    serial = run_trials(trial, 2, CONFIG.seed, Execution(jobs=1, show_progress=False))
+    pool = run_trials(trial, 2, CONFIG.seed, Execution(jobs=2, show_progress=False))
+    pd.testing.assert_frame_equal(drop_timing(serial), drop_timing(pool))
+    pytest.importorskip("ray")
+    ray = run_trials(trial, 2, CONFIG.seed,
+                     Execution(backend="ray", jobs=2, show_progress=False))
+    pd.testing.assert_frame_equal(drop_timing(serial), drop_timing(ray))
+
+
+def test_recorded_trials_are_skipped_and_fresh_starts_over(tmp_path):
+    calls = []
+
+    def counting(index, seed):
+        calls.append(index)
+        return toy_trial(index, seed)
+
+    execution = Execution(jobs=1, show_progress=False)
+    first = run_trials(counting, 3, 0, execution, tmp_path, {"a": 1})
+    assert calls == [0, 1, 2]
+    assert run_trials(counting, 4, 0, execution, tmp_path, {"a": 1})[:3] == first
+    assert calls == [0, 1, 2, 3]
+    run_trials(counting, 4, 0, Execution(jobs=1, show_progress=False, fresh=True), tmp_path,
+               {"a": 1})
+    assert calls == [0, 1, 2, 3, 0, 1, 2, 3]
+    with pytest.raises(IGLearnError, match="different configuration; pass --fresh"):
+        run_trials(counting, 4, 0, execution, tmp_path, {"a": 2})
+
+
+def table1_command(out, trials):
+    return [sys.executable, "-m", "iglearn.cli", "reproduce", "table1", "--dataset", "digits",
+            "--trials", str(trials), "--samples", "800", "--jobs", "1", "--quiet",
+            "--seed", "3", "--out", str(out)]
+
+
+def test_sigkill_mid_run_then_resume_matches_an_uninterrupted_run(tmp_path):
+    trials = 4
+    out = tmp_path / "killed"
+    process = subprocess.Popen(table1_command(out, trials), stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list(out.glob("trials/trial-*.json"))) < 2:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    recorded = len(list(out.glob("trials/trial-*.json")))
+    assert 2 <= recorded < trials, "the run should have been killed mid-way"
+    assert not (out / "table1.csv").exists()
+
+    subprocess.run(table1_command(out, trials), check=True, capture_output=True)
+    subprocess.run(table1_command(tmp_path / "whole", trials), check=True, capture_output=True)
+    resumed = pd.read_csv(out / "table1.csv")
+    whole = pd.read_csv(tmp_path / "whole" / "table1.csv")
+    assert sorted(resumed.groupby("trial").size().items()) == [(t, 3) for t in range(trials)]
+    pd.testing.assert_frame_equal(resumed.drop(columns=["seconds"]),
+                                  whole.drop(columns=["seconds"]))
+    for path in (out / "trials").glob("trial-*.json"):
+        json.loads(path.read_text())  # every record is complete JSON
+
+
+def test_unknown_backend_is_an_error():
+    with pytest.raises(IGLearnError, match="unknown backend"):
+        run_trials(toy_trial, 1, 0, Execution(backend="slurm"))
