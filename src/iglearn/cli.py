@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
-import warnings
 from collections.abc import Sequence
 
 from iglearn.errors import IGLearnError
+from iglearn.progress import one_line_warnings
 
 
 def _execution(args: argparse.Namespace):
@@ -31,6 +31,49 @@ def _table1(args: argparse.Namespace) -> int:
     print(reproduce(config, args.out, _execution(args)))
     print(f"wrote {args.out}/table1.csv, table1.md, table1.png and config.json")
     return 0
+
+
+def _sample_complexity(args: argparse.Namespace) -> int:
+    from iglearn.experiments.sample_complexity import SampleComplexityConfig, reproduce
+
+    config = SampleComplexityConfig(samples=args.samples, trials=args.trials, seed=args.seed,
+                                    dataset=args.dataset, data_dir=args.data_dir,
+                                    policy=args.policy)
+    print(reproduce(config, args.out, _execution(args)))
+    print(f"wrote {args.out}/sample_complexity.csv, .md, .png and config.json")
+    return 0
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    from iglearn.experiments.sweep import parse_grid, reproduce_sweep
+    from iglearn.experiments.table1 import Table1Config
+
+    grid = parse_grid(args.set)
+    base = Table1Config(trials=args.trials, samples=args.samples, seed=args.seed,
+                        dataset=args.dataset, data_dir=args.data_dir,
+                        methods=tuple(args.methods.split(",")))
+    print(reproduce_sweep(base, grid, args.out, _execution(args)))
+    print(f"wrote {args.out}/sweep.csv, sweep.md and config.json")
+    return 0
+
+
+def _methods(text: str) -> str:
+    methods = text.split(",")
+    unknown = [m for m in methods if m not in ("SUP", "CB", "IGL")]
+    if unknown or not methods:
+        raise argparse.ArgumentTypeError(f"unknown method {unknown[0]!r}; use SUP, CB, IGL")
+    return text
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"expected positive integers like 1000,5000; "
+                                         f"got {text}")
+    return sizes
 
 
 def _positive(text: str) -> int:
@@ -83,11 +126,35 @@ def build_parser() -> argparse.ArgumentParser:
                         help="IGL reward decoder class (default linear)")
     _add_common(table1, "results/table1")
     table1.set_defaults(run=_table1)
+
+    complexity = experiments.add_parser(
+        "sample-complexity", help="SUP, CB and IGL accuracy against the number of samples",
+        description="Accuracy of SUP, CB and IGL against the number of logged samples: "
+                    "how much data grounding costs.")
+    complexity.add_argument("--samples", type=_sizes, default=(1000, 2000, 5000, 10000,
+                                                               20000, 60000),
+                            help="comma-separated log sizes (default 1000,...,60000)")
+    complexity.add_argument("--trials", type=_positive, default=4,
+                            help="trials per size (default 4)")
+    complexity.add_argument("--policy", choices=("linear", "mlp"), default="linear")
+    _add_common(complexity, "results/sample-complexity")
+    complexity.set_defaults(run=_sample_complexity)
+
+    sweep = commands.add_parser(
+        "sweep", help="batch fits over a grid of settings, one tidy table",
+        description="Fit the chosen methods for every combination of --set values; every "
+                    "combination uses the same trial seeds.")
+    sweep.add_argument("--set", action="append", default=[], metavar="NAME=V1,V2",
+                       help="a setting and its values: lr, decoder_temperature, samples, "
+                            "policy, decoder (repeat for a grid)")
+    sweep.add_argument("--methods", type=_methods, default="IGL",
+                       help="comma-separated: SUP, CB, IGL (default IGL)")
+    sweep.add_argument("--trials", type=_positive, default=2, help="trials per point")
+    sweep.add_argument("--samples", type=_positive, default=60000,
+                       help="logged interactions (unless swept)")
+    _add_common(sweep, "results/sweep")
+    sweep.set_defaults(run=_sweep)
     return parser
-
-
-def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"iglearn: warning: {message}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -95,7 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not args.verbose:
-        warnings.showwarning = _show_warning
+        one_line_warnings()
     try:
         return args.run(args)
     except IGLearnError as e:

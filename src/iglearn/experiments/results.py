@@ -60,3 +60,14 @@ def mean_std(frame: pd.DataFrame, by: list[str], value: str) -> pd.DataFrame:
     """Mean, standard deviation (ddof=1, as papers report), min and count of ``value``."""
     grouped = frame.groupby(by, sort=False)[value]
     return grouped.agg(mean="mean", std="std", min="min", n="count").reset_index()
+
+
+def markdown_table(frame: pd.DataFrame, digits: int = 2) -> str:
+    """A DataFrame as a Markdown table (numbers rounded to ``digits``)."""
+    def cell(value: object) -> str:
+        return f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+    header = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "---|" * len(frame.columns)
+    rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(False)]
+    return "\n".join([header, rule, *rows])

@@ -23,7 +23,7 @@ import torch
 
 from iglearn.errors import IGLearnError
 from iglearn.experiments.results import write_text
-from iglearn.progress import progress
+from iglearn.progress import one_line_warnings, progress
 from iglearn.seeding import spawn_seeds
 
 Trial = Callable[[int, np.random.SeedSequence], list[dict]]
@@ -104,14 +104,16 @@ def _plain(value: object) -> object:
 
 def run_trials(trial: Trial, n_trials: int, root_seed: int, execution: Execution,
                folder: Path | None = None, fingerprint: dict | None = None,
-               description: str = "trials") -> list[dict]:
+               description: str = "trials",
+               seeds: list[np.random.SeedSequence] | None = None) -> list[dict]:
     """Run trials ``0..n_trials-1`` (skipping those recorded in ``folder``); all rows, by trial.
 
-    Trial ``i`` gets the i-th seed sequence spawned from ``root_seed``, whatever runs it.
+    Trial ``i`` gets ``seeds[i]``, by default the i-th seed sequence spawned from
+    ``root_seed``, whatever runs it.
     """
     if execution.backend not in BACKENDS:
         raise IGLearnError(f"unknown backend {execution.backend!r}; choose one of {BACKENDS}")
-    seeds = spawn_seeds(root_seed, n_trials)
+    seeds = seeds or spawn_seeds(root_seed, n_trials)
     record = TrialRecord(folder, fingerprint or {}, execution.fresh) if folder else None
     results: dict[int, list[dict]] = {}
     if record:
@@ -142,7 +144,8 @@ def run_trials(trial: Trial, n_trials: int, root_seed: int, execution: Execution
 def _run_pool(trial: Trial, todo: list[int], seeds: list, workers: int,
               finished: Callable[[int, list[dict]], None]) -> None:
     context = get_context("spawn")  # no fork of a process that already runs torch threads
-    with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context) as pool:
+    with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context,
+                             initializer=one_line_warnings) as pool:
         pending = {pool.submit(call_trial, trial, i, seeds[i]) for i in todo}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)

@@ -22,7 +22,7 @@ from iglearn.experiments.results import (
     write_text,
 )
 from iglearn.experiments.runner import Execution, run_trials
-from iglearn.learners import BatchIGL, ContextualBandit, Supervised
+from iglearn.learners import BatchIGL, ContextualBandit, Optimisation, Supervised
 
 # The paper's Table 1 (policy accuracy, %, mean +/- std over 16 trials).
 PAPER = {"SUP": (90.62, 1.02), "CB": (85.58, 4.50), "IGL": (82.21, 4.33)}
@@ -46,6 +46,12 @@ class Table1Config:
     """Policy class for all three learners: 'linear' (the paper's) or 'mlp'."""
     decoder: str = "linear"
     """IGL decoder class: 'linear' (the paper's) or 'mlp'."""
+    lr: float = 0.02
+    """Peak learning rate of every learner."""
+    decoder_temperature: float = 0.1
+    """Temperature of IGL's sigmoid decoder (Appendix B: 0.1)."""
+    methods: tuple[str, ...] = ("SUP", "CB", "IGL")
+    """Which learners to fit."""
 
 
 @lru_cache(maxsize=4)
@@ -62,16 +68,20 @@ def run_trial(config: Table1Config, trial: int, seed: np.random.SeedSequence) ->
     """Fit SUP, CB and IGL on one fresh log; one tidy row per method."""
     env = make_environment(config.dataset, config.data_dir)
     trial_seed = int(seed.generate_state(1)[0])
-    rng = np.random.default_rng(trial_seed)
-    log = env.log(config.samples, rng)
+    log_seed, *method_seeds = np.random.SeedSequence(trial_seed).spawn(4)
+    log = env.log(config.samples, np.random.default_rng(log_seed))
     test_x, test_y = env.test_set()
-    learners = {
-        "SUP": Supervised(config.policy, seed=rng),
-        "CB": ContextualBandit(config.policy, seed=rng),
-        "IGL": BatchIGL(config.policy, config.decoder, seed=rng),
+    optimisation = Optimisation(lr=config.lr)
+    learners = {  # each with its own seed, so that skipping one changes no other
+        "SUP": Supervised(config.policy, optimisation, seed=method_seeds[0]),
+        "CB": ContextualBandit(config.policy, optimisation, seed=method_seeds[1]),
+        "IGL": BatchIGL(config.policy, config.decoder, optimisation,
+                        decoder_temperature=config.decoder_temperature, seed=method_seeds[2]),
     }
     rows = []
     for method, learner in learners.items():
+        if method not in config.methods:
+            continue
         learner.fit(log)
         row = {"method": method, "trial": trial, "seed": trial_seed,
                "accuracy": 100 * learner.accuracy(test_x, test_y)}

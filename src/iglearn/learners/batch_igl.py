@@ -74,15 +74,17 @@ class BatchIGL(PolicyLearner):
         corrector: apply the data-driven decoder corrector.
         max_restarts: most restarts of the adaptive restart procedure (0 disables it).
         restart_threshold: indicator threshold; None means 1/K, V(pi_bad) for classification.
+        decoder_temperature: temperature of the decoder's sigmoid (0.1 in Appendix B).
         seed: seed or numpy Generator for initialisation and shuffling.
     """
 
     def __init__(self, policy: str = "linear", decoder: str = "linear",
                  optimisation: Optimisation | None = None, corrector: bool = True,
                  max_restarts: int = 4, restart_threshold: float | None = None,
-                 seed: SeedLike = None):
+                 decoder_temperature: float = 0.1, seed: SeedLike = None):
         self.policy = policy
         self.decoder = decoder
+        self.decoder_temperature = decoder_temperature
         self.optimisation = optimisation or Optimisation()
         self.corrector = corrector
         self.max_restarts = max_restarts
@@ -102,7 +104,8 @@ class BatchIGL(PolicyLearner):
         for _ in range(self.max_restarts + 1):
             generator = torch_generator(rng)
             policy = make_policy(self.policy, log.context_dim, k, generator)
-            decoder = make_decoder(self.decoder, log.feedback_dim, generator)
+            decoder = make_decoder(self.decoder, log.feedback_dim, generator,
+                                   self.decoder_temperature)
             self.fit_models(policy, decoder, data, k, generator)
             value = _indicator(policy, decoder, data, k)
             tried.append(value)

@@ -56,10 +56,11 @@ class MLPDecoder(Decoder):
 DECODERS = {"linear": LinearDecoder, "mlp": MLPDecoder}
 
 
-def make_decoder(kind: str, feedback_dim: int, generator: torch.Generator) -> Decoder:
+def make_decoder(kind: str, feedback_dim: int, generator: torch.Generator,
+                 temperature: float = 0.1) -> Decoder:
     """A freshly initialised decoder of class ``kind`` ('linear' or 'mlp')."""
     if kind not in DECODERS:
         raise ValueError(f"unknown decoder class {kind!r}; choose one of {sorted(DECODERS)}")
-    decoder = DECODERS[kind](feedback_dim)
+    decoder = DECODERS[kind](feedback_dim, temperature=temperature)
     reset_parameters(decoder, generator)
     return decoder

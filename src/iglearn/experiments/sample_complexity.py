@@ -1,0 +1,95 @@
+"""How much data grounding costs: SUP, CB and IGL accuracy against the number of logged
+samples, a sweep over ``samples`` with every method."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from iglearn.experiments.results import (
+    markdown_table,
+    mean_std,
+    prepare_output,
+    write_atomic,
+    write_config,
+    write_text,
+)
+from iglearn.experiments.runner import Execution
+from iglearn.experiments.sweep import run_sweep
+from iglearn.experiments.table1 import Table1Config, make_environment
+
+DEFAULT_SAMPLES = (1000, 2000, 5000, 10000, 20000, 60000)
+
+
+@dataclass
+class SampleComplexityConfig:
+    """Settings of the sample-complexity experiment."""
+
+    samples: tuple[int, ...] = DEFAULT_SAMPLES
+    """Log sizes to try."""
+    trials: int = 4
+    """Trials per log size."""
+    seed: int = 0
+    """Root seed (every log size uses the same trial seeds)."""
+    dataset: str = "mnist"
+    """'mnist' or 'digits'."""
+    data_dir: str | None = None
+    """Folder with the MNIST files."""
+    policy: str = "linear"
+    """Policy class of all three learners."""
+
+
+def plot(frame: pd.DataFrame, path: Path) -> None:
+    """Accuracy against log size (log scale), mean with a band of one std, per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for method, part in frame.groupby("method", sort=False):
+        stats = part.groupby("samples")["accuracy"].agg(["mean", "std"]).fillna(0)
+        ax.plot(stats.index, stats["mean"], marker="o", label=method)
+        ax.fill_between(stats.index, stats["mean"] - stats["std"],
+                        stats["mean"] + stats["std"], alpha=0.2)
+    ax.set_xscale("log")
+    ax.set_xlabel("logged interactions")
+    ax.set_ylabel("policy accuracy (%)")
+    ax.set_title("Sample complexity: the cost of grounding")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    plt.close(fig)
+
+
+def reproduce(config: SampleComplexityConfig, out: str | Path,
+              execution: Execution | None = None) -> str:
+    """Run the experiment; write sample_complexity.csv, .md, .png and config.json."""
+    make_environment(config.dataset, config.data_dir)  # fails early on missing data
+    folder = prepare_output(out)
+    base = Table1Config(trials=config.trials, seed=config.seed, dataset=config.dataset,
+                        data_dir=config.data_dir, policy=config.policy)
+    frame = run_sweep(base, {"samples": sorted(config.samples)}, execution, folder)
+    table = mean_std(frame, ["samples", "method"], "accuracy")
+    wide = table.pivot(index="samples", columns="method", values="mean")
+    wide = wide[[m for m in ("SUP", "CB", "IGL") if m in wide]].reset_index()
+    text = (f"# Sample complexity ({config.dataset}, {config.trials} trials per size, "
+            f"mean accuracy %)\n\n{markdown_table(wide)}\n")
+    write_atomic(folder / "sample_complexity.csv", lambda tmp: frame.to_csv(tmp, index=False))
+    write_text(folder / "sample_complexity.md", text)
+    plot(frame, folder / "sample_complexity.png")
+    write_config(folder / "config.json", config)
+    return text
+
+
+def parse_sizes(text: str) -> tuple[int, ...]:
+    """'1000,5000' -> (1000, 5000); each a positive integer."""
+    sizes = tuple(int(v) for v in text.split(","))
+    if not sizes or min(sizes) < 1:
+        raise ValueError("sizes must be positive integers")
+    return sizes
+
+
