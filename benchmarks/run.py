@@ -1,0 +1,113 @@
+"""The benchmark suite: one command, a printed table, and JSON.
+
+    python benchmarks/run.py [--repeats 3] [--data-dir DIR] [--json results/benchmarks.json]
+                             [--quick]
+
+Figures (each the median of --repeats runs):
+- Table 1 wall time (16 trials x SUP, CB, IGL on 60000 samples, local backend, every core),
+  per-fit seconds per method, and IGL accuracy;
+- act latency of a fitted linear policy (one context) and batched act throughput;
+- peak resident memory of this process and of its worker processes.
+``--quick`` runs 4 trials on 20000 samples instead, for a smoke test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from iglearn import BatchIGL
+from iglearn.experiments.runner import Execution
+from iglearn.experiments.table1 import Table1Config, make_environment, run, summary
+
+
+def median_of(repeats: int, measure) -> tuple[float, list[float]]:
+    values = [measure() for _ in range(repeats)]
+    return statistics.median(values), values
+
+
+def table1(config: Table1Config, repeats: int) -> dict:
+    frames = []
+
+    def once() -> float:
+        start = time.perf_counter()
+        frames.append(run(config, Execution(show_progress=False)))
+        return time.perf_counter() - start
+
+    wall, walls = median_of(repeats, once)
+    table = summary(frames[-1]).set_index("method")
+    per_fit = {m: float(f.groupby("method")["seconds"].median()[m])
+               for f in frames[-1:] for m in table.index}
+    return {"table1_wall_seconds": wall, "table1_wall_runs": walls,
+            "fit_seconds_median": per_fit,
+            "igl_accuracy_mean": float(table.loc["IGL", "mean"]),
+            "igl_accuracy_min": float(table.loc["IGL", "min"])}
+
+
+def act(config: Table1Config, repeats: int) -> dict:
+    env = make_environment(config.dataset, config.data_dir)
+    learner = BatchIGL(seed=0).fit(env.log(5000, 0))
+    contexts, _ = env.test_set()
+
+    def latency() -> float:
+        one = contexts[:1]
+        start = time.perf_counter()
+        for _ in range(1000):
+            learner.predict_proba(one)
+        return (time.perf_counter() - start) / 1000
+
+    def throughput() -> float:
+        start = time.perf_counter()
+        learner.predict_proba(contexts)
+        return len(contexts) / (time.perf_counter() - start)
+
+    return {"act_latency_us": median_of(repeats, latency)[0] * 1e6,
+            "act_batched_per_second": median_of(repeats, throughput)[0]}
+
+
+def peak_memory() -> dict:
+    mb = 1024.0  # ru_maxrss is in KiB on Linux
+    return {"peak_rss_mb_self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / mb,
+            "peak_rss_mb_workers": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / mb}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--dataset", default="mnist")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", default="results/benchmarks.json")
+    args = parser.parse_args()
+    warnings.simplefilter("ignore")
+    trials, samples = (4, 20000) if args.quick else (16, 60000)
+    config = Table1Config(trials=trials, samples=samples, dataset=args.dataset,
+                          data_dir=args.data_dir)
+    record: dict = {"trials": trials, "samples": samples}
+    record.update(table1(config, args.repeats))
+    record.update(act(config, args.repeats))
+    record.update(peak_memory())
+    width = max(map(len, record))
+    for name, value in record.items():
+        if isinstance(value, float):
+            value = f"{value:,.2f}"
+        elif isinstance(value, dict):
+            value = ", ".join(f"{k} {v:.2f}" for k, v in value.items())
+        elif isinstance(value, list):
+            value = ", ".join(f"{v:.1f}" for v in value)
+        print(f"{name:<{width}}  {value}")
+    record["arguments"] = vars(args)
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(record, indent=2, default=float) + "\n")
+
+
+if __name__ == "__main__":
+    np.seterr(all="ignore")
+    main()
