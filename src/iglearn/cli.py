@@ -67,6 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="IGL reward decoder class (default linear)")
     _add_common(table1, "results/table1")
     table1.set_defaults(run=_table1)
+    from iglearn.cli_logs import add_commands
+
+    add_commands(commands)
     return parser
 
 
