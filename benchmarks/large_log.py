@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -96,12 +97,24 @@ def _step(name: str, command: list[str], results: dict) -> None:
     print(name, json.dumps({k: v for k, v in record.items() if k != "output"}), flush=True)
 
 
+def _steps_before_fit(here: str, rows: int, out: Path, results: dict) -> None:
+    _step("generate_npz", [here, "--rows", str(rows), "--out", str(out), "--step", "generate"],
+          results)
+    _step("test_set", [here, "--out", str(out), "--step", "test"], results)
+    _step("convert_npz_to_parquet", ["iglearn.cli", "convert", str(out / "log.npz"),
+                                     str(out / "log.parquet")], results)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--out", default="/tmp/large-log", help="working folder")
     parser.add_argument("--fit-from", nargs="*", choices=("parquet", "npz"),
                         default=["parquet", "npz"], help="logs to fit from (none: skip fits)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep log.npz, log.parquet and test.npz from an earlier run")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads of the children (OMP_NUM_THREADS); default: torch's")
     parser.add_argument("--step", choices=("generate", "test"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     out = Path(args.out)
@@ -110,24 +123,27 @@ def main() -> None:
     if args.step == "test":
         return _test_set(str(out / "test.npz"))
     out.mkdir(parents=True, exist_ok=True)
+    if args.threads is not None:
+        os.environ["OMP_NUM_THREADS"] = str(args.threads)
     results: dict = {"rows": args.rows, "context_dim": DIM, "feedback_dim": DIM}
+    previous = out / "results.json"
     here = str(Path(__file__).resolve())
-    _step("generate_npz", [here, "--rows", str(args.rows), "--out", str(out), "--step",
-                           "generate"], results)
-    _step("test_set", [here, "--out", str(out), "--step", "test"], results)
-    _step("convert_npz_to_parquet", ["iglearn.cli", "convert", str(out / "log.npz"),
-                                     str(out / "log.parquet")], results)
+    if args.reuse and previous.exists():
+        kept = json.loads(previous.read_text())
+        results |= {key: kept[key] for key in ("generate_npz", "test_set",
+                                               "convert_npz_to_parquet") if key in kept}
+    else:
+        _steps_before_fit(here, args.rows, out, results)
+    results["threads"] = args.threads
     results["sizes_gb"] = {p.name: round(p.stat().st_size / 2**30, 2)
                            for p in sorted(out.glob("*.*")) if p.is_file()}
-    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
-    if args.fit_from:
-        for source in args.fit_from:
-            _step(f"fit_from_{source}", ["iglearn.cli", "fit", str(out / f"log.{source}"),
-                                         "--out", str(out / f"model_{source}")], results)
-            _step(f"evaluate_{source}_model", ["iglearn.cli", "evaluate",
-                                               str(out / f"model_{source}"),
-                                               str(out / "test.npz")], results)
-            (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    for source in args.fit_from:
+        (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+        _step(f"fit_from_{source}", ["iglearn.cli", "fit", str(out / f"log.{source}"),
+                                     "--out", str(out / f"model_{source}")], results)
+        _step(f"evaluate_{source}_model", ["iglearn.cli", "evaluate",
+                                           str(out / f"model_{source}"),
+                                           str(out / "test.npz")], results)
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {out / 'results.json'}")
 

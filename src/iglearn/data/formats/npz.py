@@ -135,10 +135,32 @@ class NpzReader(TableReader):
         return self._arrays[name]
 
     def batches(self, rows: int = BATCH_ROWS) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
-        arrays = {name: self.array(name) for name in self.info.fields}
-        for start in range(0, self.info.n_rows, rows):
-            yield start, {name: _column(name, a[start:start + rows])
-                          for name, a in arrays.items()}
+        """Rows in batches; uncompressed members are read with plain file reads (not mapped),
+        so streaming a large file keeps only one batch in memory."""
+        direct, arrays = {}, {}
+        for name in self.info.fields:
+            shape, fortran, dtype, offset = self._header(name)
+            if offset >= 0 and not fortran:
+                width = int(np.prod(shape[1:], dtype=np.int64))
+                direct[name] = (offset, dtype, width, shape[1:])
+            else:
+                arrays[name] = self.array(name)
+        with open(self.path, "rb") as raw:
+            for start in range(0, self.info.n_rows, rows):
+                count = min(rows, self.info.n_rows - start)
+                batch = {}
+                for name in self.info.fields:
+                    if name in direct:
+                        offset, dtype, width, tail = direct[name]
+                        raw.seek(offset + start * width * dtype.itemsize)
+                        value = np.fromfile(raw, dtype=dtype, count=count * width)
+                        if value.size != count * width:
+                            raise IGLearnError(f"{self.path}: field '{name}' is truncated; "
+                                               f"write the log again")
+                        batch[name] = _column(name, value.reshape((count, *tail)))
+                    else:
+                        batch[name] = _column(name, arrays[name][start:start + count])
+                yield start, batch
 
     def arrays(self) -> dict[str, np.ndarray]:
         """Every field; memory-mapped members come back without a copy."""
@@ -157,16 +179,27 @@ def write_npz(reader: TableReader, tmp: Path) -> None:
     work = Path(tempfile.mkdtemp(dir=tmp.parent, prefix=".npz-"))
     try:
         files = {}
-        for name in info.fields:
-            shape = (info.n_rows, info.dims[name]) if name in MATRIX_FIELDS else (info.n_rows,)
-            files[name] = np.lib.format.open_memmap(work / f"{name}.npy", mode="w+",
-                                                    dtype=DTYPES[name], shape=shape)
-        for start, batch in reader.validated_batches():
-            for name, value in batch.items():
-                files[name][start:start + len(value)] = value
-        for array in files.values():
-            array.flush()
-        del files
+        try:
+            for name in info.fields:
+                shape = ((info.n_rows, info.dims[name]) if name in MATRIX_FIELDS
+                         else (info.n_rows,))
+                files[name] = open(work / f"{name}.npy", "wb")  # noqa: SIM115
+                header = {"descr": np.lib.format.dtype_to_descr(np.dtype(DTYPES[name])),
+                          "fortran_order": False, "shape": shape}
+                np.lib.format.write_array_header_2_0(files[name], header)
+            rows = 0
+            for start, batch in reader.validated_batches():
+                if start != rows:
+                    raise IGLearnError(f"{info.source}: rows arrived out of order")
+                for name, value in batch.items():
+                    files[name].write(np.ascontiguousarray(value, dtype=DTYPES[name]).data)
+                rows += len(batch["context"])
+            if rows != info.n_rows:
+                raise IGLearnError(f"{info.source}: holds {rows} rows, not the {info.n_rows} "
+                                   f"it announced; the file is corrupt, write it again")
+        finally:
+            for f in files.values():
+                f.close()
         np.save(work / "n_actions.npy", np.int64(info.n_actions))
         names = [*info.fields, "n_actions"]
         if info.schema is not None:
