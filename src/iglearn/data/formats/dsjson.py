@@ -102,8 +102,8 @@ class DsjsonReader(TableReader):
         logged = [name for name in ("action", "probability", "feedback") if name in seen]
         if logged and len(logged) < 3:
             missing = next(x for x in ("action", "probability", "feedback") if x not in seen)
-            raise IGLearnError(f"{source}, line 1: missing {_describe(missing)}; every line of "
-                               f"a log needs the label, its probability and the feedback 'o'")
+            raise IGLearnError(f"{source}: no line has {_describe(missing)}; every line of a "
+                               f"log needs the label, its probability and the feedback 'o'")
         fields = required_fields(seen, source)
         if schema is None:
             schema = FeatureSchema(tuple(names["context"]), tuple(names["feedback"]))
