@@ -329,3 +329,20 @@ def test_verbose_shows_the_traceback(tmp_path, capsys):
     (tmp_path / "x.npz").write_bytes(b"")
     assert main(["--verbose", "convert", str(tmp_path / "x.npz"), str(tmp_path / "y.npz")]) == 2
     assert "Traceback" in capsys.readouterr().err
+
+
+def test_streaming_conversion_never_loads_whole_npz_fields(tmp_path, monkeypatch):
+    from iglearn.data.formats.npz import NpzReader
+
+    log = small_log(n=300)
+    write_table(log, tmp_path / "a.npz")
+
+    def whole_field(self, name):
+        raise AssertionError(f"field {name} was loaded whole")
+
+    monkeypatch.setattr(NpzReader, "array", whole_field)
+    for suffix in (".parquet", ".dsjson", ".npz"):
+        convert(tmp_path / "a.npz", tmp_path / f"b{suffix}")
+    monkeypatch.undo()
+    for suffix in (".parquet", ".dsjson", ".npz"):
+        assert_same(log, read_log(tmp_path / f"b{suffix}"))
