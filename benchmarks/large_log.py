@@ -46,7 +46,8 @@ class SyntheticDigits(TableReader):
                               ("context", "action", "probability", "feedback", "reward", "label"),
                               {"context": DIM, "feedback": DIM})
 
-    def batches(self, rows: int = 0) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    def batches(self, rows: int = 0, fields: tuple[str, ...] | None = None
+                ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
         seeds = np.random.SeedSequence(self.seed).spawn(-(-self.rows // self.batch))
         for i, seed in enumerate(seeds):
             start = i * self.batch

@@ -108,7 +108,7 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool):
         raise IGLearnError(f"{info.source}: field 'context' has dimension "
                            f"{info.dims['context']} but the model expects "
                            f"{meta['context_dim']}; use contexts with the model's features")
-    arrays = reader.arrays()
+    arrays = reader.arrays(("context", "label") if contexts_only else None)
     if contexts_only and info.is_log:
         table = ContextSet(arrays["context"], info.n_actions, arrays.get("label"), info.source)
     else:

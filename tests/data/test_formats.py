@@ -346,3 +346,23 @@ def test_streaming_conversion_never_loads_whole_npz_fields(tmp_path, monkeypatch
     monkeypatch.undo()
     for suffix in (".parquet", ".dsjson", ".npz"):
         assert_same(log, read_log(tmp_path / f"b{suffix}"))
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".npz"])
+def test_contexts_of_a_log_read_only_context_and_label(tmp_path, monkeypatch, suffix):
+    from iglearn.data.formats.npz import NpzReader
+    from iglearn.data.formats.parquet import ParquetReader
+
+    write_table(small_log(), tmp_path / f"a{suffix}")
+    read = []
+    if suffix == ".parquet":
+        original = ParquetReader._column
+        monkeypatch.setattr(ParquetReader, "_column",
+                            lambda self, name, column: read.append(name)
+                            or original(self, name, column))
+    else:
+        original = NpzReader.array
+        monkeypatch.setattr(NpzReader, "array",
+                            lambda self, name: read.append(name) or original(self, name))
+    contexts = read_contexts(tmp_path / f"a{suffix}")
+    assert set(read) == {"context", "label"} and contexts.label is not None

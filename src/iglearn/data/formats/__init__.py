@@ -104,7 +104,7 @@ def read_contexts(path: str | Path, schema: FeatureSchema | None = None) -> Cont
     reader = open_table(path, schema)
     info = reader.info
     if info.is_log:
-        arrays = reader.arrays()
+        arrays = reader.arrays(("context", "label"))
         return ContextSet(arrays["context"], info.n_actions, arrays.get("label"), info.source)
     return check(info, reader.arrays(), info.source)
 

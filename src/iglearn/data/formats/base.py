@@ -94,17 +94,22 @@ class TableReader(ABC):
     info: TableInfo
 
     @abstractmethod
-    def batches(self, rows: int = BATCH_ROWS) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
-        """Yield (first row, {field: array}) batches covering every row in order."""
+    def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
+                ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        """Yield (first row, {field: array}) batches covering every row in order; ``fields``
+        (default all) are the fields wanted, and a reader may skip reading the others."""
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """Every field as one array, filled batch by batch into preallocated memory."""
+    def arrays(self, fields: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
+        """Every field (or those in ``fields``) as one array, filled batch by batch into
+        preallocated memory."""
         info = self.info
+        wanted = info.fields if fields is None else tuple(f for f in info.fields if f in fields)
         out = {name: np.empty((info.n_rows, info.dims[name]) if name in MATRIX_FIELDS
                               else (info.n_rows,), dtype=DTYPES[name])
-               for name in info.fields}
-        for start, batch in self.batches():
-            for name, value in batch.items():
+               for name in wanted}
+        for start, batch in self.batches(fields=wanted):
+            for name in wanted:
+                value = batch[name]
                 out[name][start:start + len(value)] = value
         return out
 
@@ -128,10 +133,11 @@ class ArrayReader(TableReader):
                 if name in present}
         self.info = TableInfo(table.source, len(table), table.n_actions, present, dims, schema)
 
-    def batches(self, rows: int = BATCH_ROWS) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
+                ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
         for start in range(0, self.info.n_rows, rows):
             yield start, {name: getattr(self.table, name)[start:start + rows]
-                          for name in self.info.fields}
+                          for name in fields or self.info.fields}
 
 
 def check(info: TableInfo, arrays: dict[str, np.ndarray], source: str

@@ -136,7 +136,8 @@ class DsjsonReader(TableReader):
             raise IGLearnError(f"{self.path}: not UTF-8 text ({e.reason}); the file is "
                                f"corrupt or not DSJSON") from e
 
-    def batches(self, rows: int = BATCH_ROWS) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
+                ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
         info = self.info
         start = 0
         buffer: list[tuple[int, dict]] = []

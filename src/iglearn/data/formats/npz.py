@@ -134,11 +134,13 @@ class NpzReader(TableReader):
             self._arrays[name] = array
         return self._arrays[name]
 
-    def batches(self, rows: int = BATCH_ROWS) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
+                ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
         """Rows in batches; uncompressed members are read with plain file reads (not mapped),
         so streaming a large file keeps only one batch in memory."""
+        wanted = fields or self.info.fields
         direct, arrays = {}, {}
-        for name in self.info.fields:
+        for name in wanted:
             shape, fortran, dtype, offset = self._header(name)
             if offset >= 0 and not fortran:
                 width = int(np.prod(shape[1:], dtype=np.int64))
@@ -149,7 +151,7 @@ class NpzReader(TableReader):
             for start in range(0, self.info.n_rows, rows):
                 count = min(rows, self.info.n_rows - start)
                 batch = {}
-                for name in self.info.fields:
+                for name in wanted:
                     if name in direct:
                         offset, dtype, width, tail = direct[name]
                         raw.seek(offset + start * width * dtype.itemsize)
@@ -162,9 +164,11 @@ class NpzReader(TableReader):
                         batch[name] = _column(name, arrays[name][start:start + count])
                 yield start, batch
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """Every field; memory-mapped members come back without a copy."""
-        return {name: self.array(name) for name in self.info.fields}
+    def arrays(self, fields: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
+        """Every field (or those in ``fields``); memory-mapped members come back without a
+        copy."""
+        return {name: self.array(name) for name in self.info.fields
+                if fields is None or name in fields}
 
 
 def _column(name: str, value: np.ndarray) -> np.ndarray:

@@ -77,12 +77,13 @@ class ParquetReader(TableReader):
         self.info = TableInfo(source, self._file.metadata.num_rows, k, fields, dims,
                               feature_schema)
 
-    def batches(self, rows: int = BATCH_ROWS) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
+                ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        wanted = list(fields or self.info.fields)
         start = 0
         try:
-            for batch in self._file.iter_batches(batch_size=rows, columns=list(self.info.fields)):
-                yield start, {name: self._column(name, batch.column(name))
-                              for name in self.info.fields}
+            for batch in self._file.iter_batches(batch_size=rows, columns=wanted):
+                yield start, {name: self._column(name, batch.column(name)) for name in wanted}
                 start += batch.num_rows
         except (pa.ArrowException, OSError) as e:
             raise IGLearnError(f"{self.path}: reading rows from {start} failed ({e}); the file "
