@@ -154,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="logged interactions (unless swept)")
     _add_common(sweep, "results/sweep")
     sweep.set_defaults(run=_sweep)
+
+    from iglearn.cli_logs import add_commands
+
+    add_commands(commands)
     return parser
 
 

@@ -27,13 +27,23 @@ def _matrix(name: str, value: object, source: str) -> np.ndarray:
             f"{source}: field '{name}' has dtype {array.dtype}; expected real numbers"
         )
     array = array.astype(np.float32, copy=False)
-    if not np.isfinite(array).all():
-        row = int(np.argwhere(~np.isfinite(array))[0, 0])
+    row = first_non_finite_row(array)
+    if row is not None:
         raise IGLearnError(
             f"{source}: field '{name}' holds NaN or infinite values (first at row {row}); "
             f"remove or impute those rows"
         )
     return array
+
+
+def first_non_finite_row(array: np.ndarray, chunk: int = 65536) -> int | None:
+    """The first row of ``array`` holding a NaN or an infinity, or None; scans in chunks so
+    that a large (or memory-mapped) array needs no full-size temporary."""
+    for start in range(0, len(array), chunk):
+        finite = np.isfinite(array[start:start + chunk])
+        if not finite.all():
+            return start + int(np.argwhere(~finite)[0, 0])
+    return None
 
 
 def _vector(name: str, value: object, source: str) -> np.ndarray:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -26,6 +28,9 @@ from iglearn.learners.objective import (
 from iglearn.learners.training import Optimisation, Stage, optimise
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.seeding import SeedLike, as_generator, torch_generator
+
+if TYPE_CHECKING:
+    from iglearn.data.formats.base import FeatureSchema
 
 AMBIGUITY_MARGIN = 0.1
 
@@ -175,6 +180,17 @@ class BatchIGL(PolicyLearner):
         self._fitted_policy()
         with torch.no_grad():
             return self.decoder_(as_tensor(feedback)).numpy()
+
+    def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
+        """Write the fitted model to ``folder`` (see :func:`iglearn.models.io.save_model`)."""
+        from iglearn.models.io import save_model
+        return save_model(self, folder, schema)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> BatchIGL:
+        """A fitted model read from ``folder`` (see :func:`iglearn.models.io.load_model`)."""
+        from iglearn.models.io import load_model
+        return load_model(folder)
 
     def indicator(self, log: InteractionLog) -> float:
         """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log``."""

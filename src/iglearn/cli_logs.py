@@ -1,0 +1,312 @@
+"""Commands on people's own interaction logs: fit, evaluate, predict, simulate, convert.
+
+Each prints a JSON summary on stdout. Bad input raises :class:`IGLearnError` before any
+output file or folder is created.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from iglearn.errors import IGLearnError
+
+DEFAULT_IOTA = math.log(2 / 0.05)
+
+
+def _print(record: dict) -> None:
+    print(json.dumps(record, indent=2, default=float))
+
+
+def _check_model_out(folder: Path) -> None:
+    """Errors before any work when the model folder cannot be written."""
+    import os
+
+    from iglearn.models.io import METADATA
+
+    parent = folder.parent
+    if not parent.is_dir():
+        raise IGLearnError(f"--out {folder}: the folder {parent} does not exist; create it "
+                           f"first")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise IGLearnError(f"--out {folder}: cannot write in {parent}; choose a writable "
+                           f"folder")
+    if folder.exists() and not (folder.is_dir() and (
+            (folder / METADATA).exists() or not any(folder.iterdir()))):
+        raise IGLearnError(f"--out {folder}: exists and is not an iglearn model folder; choose "
+                           f"a new name")
+
+
+def _fit(args: argparse.Namespace) -> int:
+    from iglearn.data.formats import open_table
+    from iglearn.data.formats.base import check
+    from iglearn.data.logs import InteractionLog
+    from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
+    from iglearn.models.io import save_model
+    from iglearn.theory import lemma5_value_lower_bound
+
+    out = Path(args.out)
+    _check_model_out(out)
+    reader = open_table(args.log)
+    info = reader.info
+    log = check(info, reader.arrays(), info.source)
+    if not isinstance(log, InteractionLog):
+        raise IGLearnError(f"{info.source}: holds contexts only; fitting needs a log with "
+                           f"action, probability and feedback")
+    learner = BatchIGL(policy=args.policy, decoder=args.decoder, seed=args.seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        learner.fit(log)
+    report = learner.report_
+    n, k = len(log), log.n_actions
+    v_bad = 1.0 / k if args.v_bad is None else args.v_bad
+    bound = lemma5_value_lower_bound(report.indicator, n, k, args.iota, v_bad)
+    summary = {
+        "log": str(args.log), "model": str(out), "samples": n, "n_actions": k,
+        "context_dim": log.context_dim, "feedback_dim": log.feedback_dim,
+        "policy": args.policy, "decoder": args.decoder, "seed": args.seed,
+        "indicator": report.indicator, "restart_threshold": report.threshold,
+        "corrector_flipped": report.flipped, "corrector_statistic": report.corrector_statistic,
+        "restarts": report.restarts, "attempt_indicators": report.attempt_indicators,
+        "identifiability_warnings": report.warnings,
+        "lemma5": {
+            "iota": args.iota, "v_bad": v_bad, "eps_D": math.sqrt(args.iota / (2 * n)),
+            "applies": bound is not None, "value_lower_bound": bound,
+            "note": "V(pi) >= indicator - K*eps_D + V(pi_bad), eps_D = sqrt(iota/(2n)); "
+                    "holds with the probability iota encodes for the policy and decoder "
+                    "classes (iota is user-supplied, --iota)",
+        },
+        "seconds": report.seconds,
+    }
+    save_model(learner, out, info.schema, extra={"log": str(args.log), "samples": n,
+                                                 "seed": args.seed, "lemma5": summary["lemma5"]})
+    _print(summary)
+    return 0
+
+
+def _model_and_table(model_dir: str, data: str, contexts_only: bool):
+    from iglearn.data.contexts import ContextSet
+    from iglearn.data.formats import open_table
+    from iglearn.data.formats.base import check
+    from iglearn.learners.evaluation import check_compatible
+    from iglearn.models.io import load_model
+
+    learner = load_model(model_dir)
+    meta = learner.metadata_
+    reader = open_table(data, learner.schema_)
+    info = reader.info
+    if info.n_actions != meta["n_actions"]:
+        raise IGLearnError(f"{info.source}: n_actions is {info.n_actions} but the model was fit "
+                           f"with K = {meta['n_actions']}; use data with the model's actions "
+                           f"or refit")
+    if info.dims["context"] != meta["context_dim"]:
+        raise IGLearnError(f"{info.source}: field 'context' has dimension "
+                           f"{info.dims['context']} but the model expects "
+                           f"{meta['context_dim']}; use contexts with the model's features")
+    arrays = reader.arrays(("context", "label") if contexts_only else None)
+    if contexts_only and info.is_log:
+        table = ContextSet(arrays["context"], info.n_actions, arrays.get("label"), info.source)
+    else:
+        table = check(info, arrays, info.source)
+    check_compatible(table, meta["n_actions"], meta["context_dim"], meta["feedback_dim"])
+    return learner, table
+
+
+def _evaluate(args: argparse.Namespace) -> int:
+    from iglearn.learners.evaluation import evaluate
+
+    learner, table = _model_and_table(args.model, args.data, contexts_only=False)
+    record = {"model": str(args.model), "data": str(args.data), **evaluate(learner, table)}
+    if len(record) == 3:
+        raise IGLearnError(f"{args.data}: nothing to evaluate; the data need labels, a reward "
+                           f"or feedback")
+    _print(record)
+    return 0
+
+
+PREDICTION_SUFFIXES = (".npz", ".parquet", ".csv")
+
+
+def _predict(args: argparse.Namespace) -> int:
+    from iglearn.data.formats.base import output_folder, write_files_atomic
+    from iglearn.seeding import as_generator
+
+    out = Path(args.out)
+    if out.suffix.lower() not in PREDICTION_SUFFIXES:
+        raise IGLearnError(f"--out {out}: unknown file extension {out.suffix or '(none)'!r}; "
+                           f"use one of {', '.join(PREDICTION_SUFFIXES)}")
+    output_folder(out)
+    learner, table = _model_and_table(args.model, args.contexts, contexts_only=True)
+    rng = as_generator(args.seed)
+    actions, probabilities = [], []
+    for start in range(0, len(table), 65536):
+        pi = learner.predict_proba(table.context[start:start + 65536]).astype(np.float64)
+        if args.sample:
+            pi /= pi.sum(1, keepdims=True)
+            draw = rng.random(len(pi))[:, None]
+            action = np.minimum((draw >= pi.cumsum(1)).sum(1), pi.shape[1] - 1)
+        else:
+            action = pi.argmax(1)
+        actions.append(action)
+        probabilities.append(pi[np.arange(len(pi)), action])
+    action, probability = np.concatenate(actions), np.concatenate(probabilities)
+    write_files_atomic([(out, lambda tmp: _write_predictions(out.suffix.lower(), tmp, action,
+                                                             probability))])
+    _print({"model": str(args.model), "contexts": str(args.contexts), "out": str(out),
+            "rows": len(action), "sampled": args.sample,
+            "action_counts": np.bincount(action, minlength=table.n_actions).tolist()})
+    return 0
+
+
+def _write_predictions(suffix: str, tmp: Path, action: np.ndarray,
+                       probability: np.ndarray) -> None:
+    if suffix == ".npz":
+        with open(tmp, "wb") as f:
+            np.savez(f, action=action, probability=probability)
+    elif suffix == ".parquet":
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.table({"action": action, "probability": probability}), tmp)
+    else:
+        with open(tmp, "w") as f:
+            f.write("action,probability\n")
+            for a, p in zip(action, probability, strict=True):
+                f.write(f"{a},{p:.9g}\n")
+
+
+def skewed_policy(context_dim: int, n_actions: int, seed: int):
+    """A fixed non-uniform logging policy: half uniform, half a softmax of random linear scores
+    (every action keeps probability >= 1/(2K), so importance weights stay bounded)."""
+    weights = np.random.default_rng(seed).normal(size=(context_dim, n_actions)) * 3.0
+
+    def policy(context: np.ndarray) -> np.ndarray:
+        scores = context @ weights / max(1.0, math.sqrt(context_dim))
+        scores -= scores.max(1, keepdims=True)
+        soft = np.exp(scores)
+        soft /= soft.sum(1, keepdims=True)
+        return 0.5 * soft + 0.5 / n_actions
+    return policy
+
+
+def _simulate(args: argparse.Namespace) -> int:
+    from iglearn.data.contexts import ContextSet
+    from iglearn.data.formats import SUFFIXES, write_table
+    from iglearn.data.formats.base import output_folder
+    from iglearn.envs import digits_environment, mnist_environment
+
+    targets = [Path(args.out)] + ([Path(args.test_out)] if args.test_out else [])
+    for target in targets:
+        if target.suffix.lower() not in SUFFIXES:
+            raise IGLearnError(f"{target}: unknown file extension {target.suffix or '(none)'!r}; "
+                               f"use one of {', '.join(SUFFIXES)}")
+        output_folder(target)
+    env = digits_environment() if args.env == "digits" else mnist_environment(args.data_dir)
+    policy = None
+    if args.policy == "skewed":
+        policy = skewed_policy(env.context_dim, env.n_actions, args.seed + 1)
+    log = env.log(args.samples, seed=args.seed, policy=policy)
+    log = type(log)(**{**log.__dict__, "source": str(args.out)})
+    write_table(log, args.out)
+    record = {"env": args.env, "out": str(args.out), "samples": len(log),
+              "n_actions": log.n_actions, "context_dim": log.context_dim,
+              "feedback_dim": log.feedback_dim, "policy": args.policy, "seed": args.seed}
+    if args.test_out:
+        features, labels = env.test_set()
+        write_table(ContextSet(features, env.n_actions, labels, str(args.test_out)),
+                    args.test_out)
+        record["test_out"] = str(args.test_out)
+        record["test_contexts"] = len(labels)
+    _print(record)
+    return 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from iglearn.data.formats import convert
+
+    info = convert(args.input, args.output)
+    _print({"in": str(args.input), "out": str(args.output), "rows": info.n_rows,
+            "n_actions": info.n_actions, "fields": list(info.fields), "dims": info.dims})
+    return 0
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    """Register fit, evaluate, predict, simulate and convert on the ``iglearn`` parser."""
+    formats = "format from the extension: .npz, .parquet or .dsjson"
+    fit = commands.add_parser(
+        "fit", help="fit a policy and a reward decoder on a log",
+        description=f"Fit batch IGL on LOG ({formats}); logged probabilities are used as "
+                    f"importance weights, so logs from any policy work.")
+    fit.add_argument("log", metavar="LOG")
+    fit.add_argument("--out", required=True, metavar="MODEL_DIR", help="model folder to write")
+    fit.add_argument("--policy", choices=("linear", "mlp"), default="linear")
+    fit.add_argument("--decoder", choices=("linear", "mlp"), default="linear")
+    fit.add_argument("--seed", type=int, default=0, help="seed (default 0)")
+    fit.add_argument("--iota", type=_positive_float, default=DEFAULT_IOTA,
+                     help="complexity term of Lemma 5's bound (default log(2/0.05))")
+    fit.add_argument("--v-bad", type=float, default=None,
+                     help="V(pi_bad), the value of uniform play (default 1/K)")
+    fit.set_defaults(run=_fit)
+
+    evaluate = commands.add_parser(
+        "evaluate", help="measure a fitted model on a log or a labelled context set",
+        description="JSON with accuracy (labels), the importance-weighted true value "
+                    "(reward; evaluation only) and the decoded-reward value (feedback).")
+    evaluate.add_argument("model", metavar="MODEL_DIR")
+    evaluate.add_argument("data", metavar="DATA")
+    evaluate.set_defaults(run=_evaluate)
+
+    predict = commands.add_parser(
+        "predict", help="actions and their probabilities for contexts",
+        description="Greedy (or, with --sample, sampled) actions of the fitted policy and "
+                    "their probabilities pi(a|x), written to --out (.npz, .parquet or .csv).")
+    predict.add_argument("model", metavar="MODEL_DIR")
+    predict.add_argument("contexts", metavar="CONTEXTS")
+    predict.add_argument("--out", required=True, metavar="FILE")
+    predict.add_argument("--sample", action="store_true",
+                         help="draw actions from pi instead of taking the most likely one")
+    predict.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    predict.set_defaults(run=_predict)
+
+    simulate = commands.add_parser(
+        "simulate", help="write a log from a built-in environment",
+        description=f"Log interactions in a built-in environment ({formats}).")
+    simulate.add_argument("env", choices=("digits", "mnist"), metavar="ENV",
+                          help="digits (offline) or mnist")
+    simulate.add_argument("--samples", type=_positive, required=True)
+    simulate.add_argument("--out", required=True, metavar="LOG")
+    simulate.add_argument("--policy", choices=("uniform", "skewed"), default="uniform",
+                          help="logging policy: uniform, or skewed (half uniform, half a "
+                               "fixed random softmax)")
+    simulate.add_argument("--seed", type=int, default=0)
+    simulate.add_argument("--test-out", default=None, metavar="FILE",
+                          help="also write the held-out test contexts with labels")
+    simulate.add_argument("--data-dir", default=None, metavar="DIR",
+                          help="folder with the MNIST files (mnist only)")
+    simulate.set_defaults(run=_simulate)
+
+    convert = commands.add_parser(
+        "convert", help="convert a log or context set between formats",
+        description=f"Convert IN to OUT ({formats}), batch by batch.")
+    convert.add_argument("input", metavar="IN")
+    convert.add_argument("output", metavar="OUT")
+    convert.set_defaults(run=_convert)

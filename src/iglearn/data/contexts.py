@@ -1,0 +1,55 @@
+"""A set of contexts to act on (a test set, say): contexts, K, and optional correct actions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from iglearn.data.logs import _actions, _matrix
+from iglearn.errors import IGLearnError
+
+
+@dataclass(frozen=True)
+class ContextSet:
+    """Contexts without interactions, validated on construction.
+
+    Attributes:
+        context: (n, d_x) float contexts x.
+        n_actions: the number of actions K.
+        label: optional (n,) correct action, for measuring accuracy.
+        source: a name used in error messages (a file name, say).
+    """
+
+    context: np.ndarray
+    n_actions: int
+    label: np.ndarray | None = None
+    source: str = "context set"
+
+    def __post_init__(self) -> None:
+        src = self.source
+        k = self.n_actions
+        if isinstance(k, np.ndarray) and k.ndim == 0:
+            k = k.item()
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
+            raise IGLearnError(f"{src}: n_actions is {k!r}; it must be an integer >= 2")
+        object.__setattr__(self, "n_actions", int(k))
+        context = _matrix("context", self.context, src)
+        if context.shape[0] == 0:
+            raise IGLearnError(f"{src}: there are no contexts; it needs at least one row")
+        object.__setattr__(self, "context", context)
+        if self.label is not None:
+            label = _actions("label", self.label, int(k), src)
+            if label.shape[0] != context.shape[0]:
+                raise IGLearnError(
+                    f"{src}: field 'label' has {label.shape[0]} rows but 'context' has "
+                    f"{context.shape[0]}; every field needs one row per context")
+            object.__setattr__(self, "label", label)
+
+    def __len__(self) -> int:
+        return int(self.context.shape[0])
+
+    @property
+    def context_dim(self) -> int:
+        """Dimension d_x of a context."""
+        return int(self.context.shape[1])

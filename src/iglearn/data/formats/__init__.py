@@ -1,0 +1,144 @@
+"""Interaction logs and context sets on disk, in the format the file extension names.
+
+- ``.npz``: arrays ``context`` (n, d_x), ``action`` (n,), ``probability`` (n,),
+  ``feedback`` (n, d_y), optional ``reward`` and ``label`` (n,), and a scalar ``n_actions``;
+  a context set holds ``context``, optional ``label``, and ``n_actions``.
+- ``.parquet``: the same fields as columns, vectors as fixed-size lists of float32, and
+  ``n_actions`` in the schema metadata; streamed in row batches.
+- ``.dsjson``: Vowpal Wabbit's DSJSON (see :mod:`iglearn.data.formats.dsjson`), with a
+  feature schema beside it in ``<file>.schema.json``.
+
+Every problem with a file raises :class:`~iglearn.errors.IGLearnError` naming the file, the
+field, the problem and the fix; a failed write leaves no output file behind.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from iglearn.data.contexts import ContextSet
+from iglearn.data.formats.base import (
+    ArrayReader,
+    FeatureSchema,
+    TableInfo,
+    TableReader,
+    check,
+    write_files_atomic,
+)
+from iglearn.data.logs import InteractionLog
+from iglearn.errors import IGLearnError
+
+SUFFIXES = (".npz", ".parquet", ".dsjson")
+
+__all__ = [
+    "SUFFIXES",
+    "ArrayReader",
+    "FeatureSchema",
+    "TableInfo",
+    "TableReader",
+    "convert",
+    "open_table",
+    "read_contexts",
+    "read_log",
+    "read_table",
+    "write_table",
+]
+
+
+def _suffix(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise IGLearnError(f"{path}: unknown file extension {suffix or '(none)'!r}; use one of "
+                           f"{', '.join(SUFFIXES)}")
+    return suffix
+
+
+def open_table(path: str | Path, schema: FeatureSchema | None = None) -> TableReader:
+    """A batched reader of the log or context set in ``path``.
+
+    Args:
+        path: a ``.npz``, ``.parquet`` or ``.dsjson`` file.
+        schema: DSJSON only: feature positions to use instead of the file's own.
+    """
+    path = Path(path)
+    suffix = _suffix(path)
+    if not path.exists():
+        raise IGLearnError(f"{path}: no such file; check the path")
+    if path.is_dir():
+        raise IGLearnError(f"{path}: is a folder, not a {suffix} file")
+    try:
+        if suffix == ".npz":
+            from iglearn.data.formats.npz import NpzReader
+            return NpzReader(path)
+        if suffix == ".parquet":
+            from iglearn.data.formats.parquet import ParquetReader
+            return ParquetReader(path)
+        from iglearn.data.formats.dsjson import DsjsonReader
+        return DsjsonReader(path, schema)
+    except PermissionError as e:
+        raise IGLearnError(f"{path}: cannot read the file (permission denied)") from e
+
+
+def read_table(path: str | Path, schema: FeatureSchema | None = None
+               ) -> tuple[InteractionLog | ContextSet, TableInfo]:
+    """The validated log (or context set) in ``path``, and what the file said about it.
+
+    Uncompressed ``.npz`` members are memory-mapped and other formats are read batch by batch
+    into preallocated arrays, so the data are held in memory once.
+    """
+    reader = open_table(path, schema)
+    return check(reader.info, reader.arrays(), reader.info.source), reader.info
+
+
+def read_log(path: str | Path, schema: FeatureSchema | None = None) -> InteractionLog:
+    """The interaction log in ``path``; errors if the file holds contexts only."""
+    table, info = read_table(path, schema)
+    if not isinstance(table, InteractionLog):
+        raise IGLearnError(f"{info.source}: holds contexts only; a log also needs fields "
+                           f"action, probability and feedback")
+    return table
+
+
+def read_contexts(path: str | Path, schema: FeatureSchema | None = None) -> ContextSet:
+    """The contexts (and labels, if any) in ``path``, from a log or a context set."""
+    reader = open_table(path, schema)
+    info = reader.info
+    if info.is_log:
+        arrays = reader.arrays(("context", "label"))
+        return ContextSet(arrays["context"], info.n_actions, arrays.get("label"), info.source)
+    return check(info, reader.arrays(), info.source)
+
+
+def write_table(table: InteractionLog | ContextSet | TableReader, path: str | Path,
+                schema: FeatureSchema | None = None) -> None:
+    """Write a log, a context set or a reader's rows to ``path`` (format from the extension).
+
+    The file (and a DSJSON file's schema) appear only once completely written.
+    """
+    path = Path(path)
+    suffix = _suffix(path)
+    reader = table if isinstance(table, TableReader) else ArrayReader(table, schema)
+    if suffix == ".npz":
+        from iglearn.data.formats.npz import write_npz
+        write_files_atomic([(path, lambda tmp: write_npz(reader, tmp))])
+    elif suffix == ".parquet":
+        from iglearn.data.formats.parquet import write_parquet
+        write_files_atomic([(path, lambda tmp: write_parquet(reader, tmp))])
+    else:
+        from iglearn.data.formats.dsjson import schema_path, write_dsjson
+        holder: dict[str, Path] = {}
+        write_files_atomic([
+            (schema_path(path), lambda tmp: holder.setdefault("schema", tmp)),
+            (path, lambda tmp: write_dsjson(reader, tmp, holder["schema"])),
+        ])
+
+
+def convert(source: str | Path, target: str | Path) -> TableInfo:
+    """Convert a log or context set between formats, streaming batch by batch."""
+    source, target = Path(source), Path(target)
+    _suffix(target)
+    if source.resolve() == target.resolve():
+        raise IGLearnError(f"{target}: is the input file; choose another output name")
+    reader = open_table(source)
+    write_table(reader, target)
+    return reader.info

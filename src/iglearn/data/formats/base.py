@@ -1,0 +1,231 @@
+"""What every file format shares: a table description, batched readers, atomic writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from iglearn.data.contexts import ContextSet
+from iglearn.data.logs import InteractionLog
+from iglearn.errors import IGLearnError
+
+LOG_FIELDS = ("context", "action", "probability", "feedback")
+"""Fields every interaction log holds."""
+OPTIONAL_FIELDS = ("reward", "label")
+"""Fields a log or a context set may hold, for evaluation only."""
+ALL_FIELDS = LOG_FIELDS + OPTIONAL_FIELDS
+MATRIX_FIELDS = ("context", "feedback")
+DTYPES = {"context": np.float32, "feedback": np.float32, "action": np.int64,
+          "label": np.int64, "probability": np.float64, "reward": np.float32}
+BATCH_ROWS = 65536
+
+
+@dataclass(frozen=True)
+class FeatureSchema:
+    """Names of the vector positions: feature i of a context is ``context[i]``.
+
+    Names are ``namespace^feature`` as in Vowpal Wabbit's audit output. DSJSON files carry
+    named features; the schema maps them to (and from) the vectors iglearn learns on, and is
+    stored beside a DSJSON file and inside a saved model.
+    """
+
+    context: tuple[str, ...]
+    feedback: tuple[str, ...] = ()
+
+    def to_json(self) -> dict:
+        """A JSON-ready dictionary."""
+        return {"context": list(self.context), "feedback": list(self.feedback)}
+
+    @classmethod
+    def from_json(cls, record: object, source: str) -> FeatureSchema:
+        """Parse :meth:`to_json`'s output; ``source`` names the file in error messages."""
+        if not isinstance(record, dict) or not isinstance(record.get("context"), list):
+            raise IGLearnError(f"{source}: the feature schema needs a list 'context' of "
+                               f"feature names; rewrite it with 'iglearn convert'")
+        names = {}
+        for key in ("context", "feedback"):
+            value = record.get(key, [])
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise IGLearnError(f"{source}: feature schema entry '{key}' must be a list of "
+                                   f"feature names (strings)")
+            if len(set(value)) != len(value):
+                raise IGLearnError(f"{source}: feature schema entry '{key}' repeats a name; "
+                                   f"each feature needs one position")
+            names[key] = tuple(value)
+        return cls(names["context"], names["feedback"])
+
+    @classmethod
+    def default(cls, context_dim: int, feedback_dim: int) -> FeatureSchema:
+        """Positional names: ``x^x0`` ... for contexts, ``y^y0`` ... for feedback."""
+        return cls(tuple(f"x^x{i}" for i in range(context_dim)),
+                   tuple(f"y^y{i}" for i in range(feedback_dim)))
+
+
+@dataclass
+class TableInfo:
+    """What a file holds, known before reading its rows."""
+
+    source: str
+    """The file name, for error messages."""
+    n_rows: int
+    n_actions: int
+    fields: tuple[str, ...]
+    """Fields present, in the order of ``ALL_FIELDS``."""
+    dims: dict[str, int] = field(default_factory=dict)
+    """Width of each matrix field present (context, feedback)."""
+    schema: FeatureSchema | None = None
+
+    @property
+    def is_log(self) -> bool:
+        """True for an interaction log, False for a context set."""
+        return set(LOG_FIELDS) <= set(self.fields)
+
+
+class TableReader(ABC):
+    """A file (or arrays) read in row batches, so that large files stream."""
+
+    info: TableInfo
+
+    @abstractmethod
+    def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
+                ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        """Yield (first row, {field: array}) batches covering every row in order; ``fields``
+        (default all) are the fields wanted, and a reader may skip reading the others."""
+
+    def arrays(self, fields: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
+        """Every field (or those in ``fields``) as one array, filled batch by batch into
+        preallocated memory."""
+        info = self.info
+        wanted = info.fields if fields is None else tuple(f for f in info.fields if f in fields)
+        out = {name: np.empty((info.n_rows, info.dims[name]) if name in MATRIX_FIELDS
+                              else (info.n_rows,), dtype=DTYPES[name])
+               for name in wanted}
+        for start, batch in self.batches(fields=wanted):
+            for name in wanted:
+                value = batch[name]
+                out[name][start:start + len(value)] = value
+        return out
+
+    def validated_batches(self, rows: int = BATCH_ROWS
+                          ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        """:meth:`batches`, each checked like a whole log (error messages name the rows)."""
+        info = self.info
+        for start, batch in self.batches(rows):
+            n = len(batch["context"])
+            check(info, batch, f"{info.source} (rows {start}-{start + n - 1})")
+            yield start, batch
+
+
+class ArrayReader(TableReader):
+    """An in-memory log or context set seen as a table."""
+
+    def __init__(self, table: InteractionLog | ContextSet, schema: FeatureSchema | None = None):
+        self.table = table
+        present = tuple(name for name in ALL_FIELDS if getattr(table, name, None) is not None)
+        dims = {name: int(getattr(table, name).shape[1]) for name in MATRIX_FIELDS
+                if name in present}
+        self.info = TableInfo(table.source, len(table), table.n_actions, present, dims, schema)
+
+    def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
+                ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        for start in range(0, self.info.n_rows, rows):
+            yield start, {name: getattr(self.table, name)[start:start + rows]
+                          for name in fields or self.info.fields}
+
+
+def check(info: TableInfo, arrays: dict[str, np.ndarray], source: str
+          ) -> InteractionLog | ContextSet:
+    """Validate ``arrays`` as a log (or a context set) and return it."""
+    if info.is_log:
+        return InteractionLog(n_actions=info.n_actions, source=source, **arrays)
+    return ContextSet(context=arrays["context"], n_actions=info.n_actions,
+                      label=arrays.get("label"), source=source)
+
+
+def required_fields(present: set[str], source: str) -> tuple[str, ...]:
+    """The fields to read, in canonical order; errors when a log or context set is incomplete."""
+    if "context" not in present:
+        raise IGLearnError(f"{source}: missing field 'context'; every log and context set "
+                           f"needs the (n, d) contexts")
+    logged = [name for name in LOG_FIELDS[1:] if name in present]
+    if logged and len(logged) < 3:
+        missing = next(name for name in LOG_FIELDS[1:] if name not in present)
+        raise IGLearnError(f"{source}: missing field '{missing}'; an interaction log needs "
+                           f"context, action, probability and feedback (a context set needs "
+                           f"context only)")
+    return tuple(name for name in ALL_FIELDS if name in present)
+
+
+def check_n_actions(value: object, source: str) -> int:
+    """K as an int >= 2."""
+    if isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise IGLearnError(f"{source}: field 'n_actions' must be one integer, got shape "
+                               f"{value.shape}")
+        value = value.reshape(()).item()
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 2:
+        raise IGLearnError(f"{source}: n_actions is {value!r}; it must be an integer >= 2 "
+                           f"(the number of actions K)")
+    return int(value)
+
+
+def output_folder(path: Path) -> Path:
+    """The folder an output file goes into, checked to exist and be writable."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise IGLearnError(f"{path}: the folder {folder} does not exist; create it first")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise IGLearnError(f"{path}: cannot write in {folder}; choose a writable folder")
+    if path.is_dir():
+        raise IGLearnError(f"{path}: is a folder; give a file name")
+    return folder
+
+
+def write_files_atomic(writes: list[tuple[Path, Callable[[Path], None]]]) -> None:
+    """Write each file to a temporary name beside it, then rename them all into place.
+
+    If any write fails, every temporary file is removed and no output file is created.
+    """
+    temps: list[tuple[Path, Path]] = []
+    try:
+        for path, write in writes:
+            folder = output_folder(path)
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".part")
+            os.close(fd)
+            temps.append((Path(tmp), path))
+            try:
+                write(Path(tmp))
+            except OSError as e:
+                raise IGLearnError(f"{path}: cannot write ({e.strerror or e}); check the "
+                                   f"free space and permissions of {folder}") from e
+        mode = 0o666 & ~_umask()
+        for tmp, path in temps:
+            os.chmod(tmp, mode)
+            os.replace(tmp, path)
+    finally:
+        for tmp, _ in temps:
+            tmp.unlink(missing_ok=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def read_json_file(path: Path, what: str) -> object:
+    """Parse a small JSON file, with errors that name it."""
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError as e:
+        raise IGLearnError(f"{path}: {what} not found") from e
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise IGLearnError(f"{path}: {what} is not valid JSON ({e}); restore or rewrite "
+                           f"it") from e

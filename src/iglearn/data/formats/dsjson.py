@@ -1,0 +1,346 @@
+"""Vowpal Wabbit's DSJSON, one JSON object per line, as ``vw --dsjson --cb_explore_adf
+--experimental_igl`` reads it::
+
+    {"_label_cost": 0, "_label_probability": 0.1, "_label_Action": 4, "_labelIndex": 3,
+     "o": [{"y": {"y0": 0.5, "y7": 1}}], "a": [4, 1, 2, ...], "p": [0.1],
+     "c": {"x": {"x0": 0.25, "x3": 1}, "_multi": [{"a": {"a0": 1}}, ..., {"a": {"a9": 1}}]},
+     "_iglearn": {"reward": 1, "label": 3}}
+
+- the logged action is ``_labelIndex`` (0-based index into ``c._multi``; else
+  ``_label_Action`` - 1) and its probability ``_label_probability``;
+- context features are the namespaces of ``c`` other than ``_multi``; feedback features the
+  namespaces of the objects in ``o``. A feature ``{"ns": {"name": value}}`` is called
+  ``ns^name``; a string value ``{"ns": {"name": "text"}}`` is the feature ``ns^nametext``
+  with value 1, as in VW. Absent features are 0;
+- K is the length of ``c._multi``;
+- ``_iglearn`` holds the latent reward and the correct action, for evaluation only (VW
+  ignores it).
+
+Labels and ``o`` are written before ``c`` because VW's parser needs them first. Feature names
+map to vector positions by a :class:`FeatureSchema` kept beside the data in
+``<file>.schema.json``; without one, the reader builds it from the names in the file, in order
+of first appearance.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from iglearn.data.formats.base import (
+    BATCH_ROWS,
+    MATRIX_FIELDS,
+    FeatureSchema,
+    TableInfo,
+    TableReader,
+    read_json_file,
+    required_fields,
+)
+from iglearn.errors import IGLearnError
+
+SCHEMA_FORMAT = "iglearn-dsjson-schema"
+
+
+def schema_path(path: Path) -> Path:
+    """The sidecar schema of a DSJSON file: ``<file>.schema.json``."""
+    return path.with_name(path.name + ".schema.json")
+
+
+class DsjsonReader(TableReader):
+    """Reads a ``.dsjson`` log or context set line by line.
+
+    Args:
+        path: the file.
+        schema: feature positions to use (a model's, say); else the sidecar, else inferred.
+    """
+
+    def __init__(self, path: Path, schema: FeatureSchema | None = None):
+        self.path = path
+        source = str(path)
+        sidecar = schema_path(path)
+        n_actions = None
+        if schema is None and sidecar.exists():
+            record = read_json_file(sidecar, "the DSJSON feature schema")
+            schema = FeatureSchema.from_json(record, str(sidecar))
+            n_actions = record.get("n_actions") if isinstance(record, dict) else None
+        self._fixed = schema is not None
+        names: dict[str, dict[str, None]] = {"context": {}, "feedback": {}}
+        seen: set[str] = set()
+        n = 0
+        for line_no, record in self._records():
+            present = _present(record)
+            if n and present != seen:
+                if seen - present:
+                    problem = f"missing {_describe(sorted(seen - present)[0])}, which"
+                else:
+                    problem = f"has {_describe(sorted(present - seen)[0])}, which none of"
+                raise IGLearnError(
+                    f"{source}, line {line_no}: {problem} the lines before it have; every "
+                    f"line needs the same fields (a label on all lines or on none)")
+            seen = present
+            k = _n_actions(record, source, line_no)
+            if n_actions is None:
+                n_actions = k
+            elif k is not None and k != n_actions:
+                raise IGLearnError(f"{source}, line {line_no}: c._multi lists {k} actions but "
+                                   f"K is {n_actions}; every line needs the same actions")
+            if not self._fixed:
+                for key in _features(record["c"], "c", source, line_no):
+                    names["context"].setdefault(key)
+                for key in _feedback_features(record, source, line_no):
+                    names["feedback"].setdefault(key)
+            n += 1
+        if n == 0:
+            raise IGLearnError(f"{source}: the file is empty (no JSON lines); write the log "
+                               f"again")
+        if n_actions is None:
+            raise IGLearnError(f"{source}: no line lists the actions (c._multi) and there is "
+                               f"no {sidecar.name} giving n_actions; add either")
+        logged = [name for name in ("action", "probability", "feedback") if name in seen]
+        if logged and len(logged) < 3:
+            missing = next(x for x in ("action", "probability", "feedback") if x not in seen)
+            raise IGLearnError(f"{source}: no line has {_describe(missing)}; every line of a "
+                               f"log needs the label, its probability and the feedback 'o'")
+        fields = required_fields(seen, source)
+        if schema is None:
+            schema = FeatureSchema(tuple(names["context"]), tuple(names["feedback"]))
+        if not schema.context:
+            raise IGLearnError(f"{source}: no context features found; put them in 'c'")
+        if "feedback" in fields and not schema.feedback:
+            raise IGLearnError(f"{source}: no feedback features found; put them in 'o'")
+        dims = {name: len(getattr(schema, name)) for name in MATRIX_FIELDS if name in fields}
+        self.info = TableInfo(source, n, int(n_actions), fields, dims, schema)
+        self._index = {name: {key: i for i, key in enumerate(getattr(schema, name))}
+                       for name in MATRIX_FIELDS}
+
+    def _records(self) -> Iterator[tuple[int, dict]]:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                for line_no, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        record = json.loads(line)
+                    except json.JSONDecodeError as e:
+                        raise IGLearnError(f"{self.path}, line {line_no}: not valid JSON "
+                                           f"({e.msg} at column {e.colno}); fix or remove the "
+                                           f"line") from e
+                    if not isinstance(record, dict) or not isinstance(record.get("c"), dict):
+                        raise IGLearnError(f"{self.path}, line {line_no}: missing field 'c' "
+                                           f"(the context features); every line needs one")
+                    yield line_no, record
+        except UnicodeDecodeError as e:
+            raise IGLearnError(f"{self.path}: not UTF-8 text ({e.reason}); the file is "
+                               f"corrupt or not DSJSON") from e
+
+    def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
+                ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        info = self.info
+        start = 0
+        buffer: list[tuple[int, dict]] = []
+        for item in self._records():
+            buffer.append(item)
+            if len(buffer) == rows:
+                yield start, self._batch(buffer)
+                start += len(buffer)
+                buffer = []
+        if buffer:
+            yield start, self._batch(buffer)
+            start += len(buffer)
+        if start != info.n_rows:
+            raise IGLearnError(f"{self.path}: changed while being read; read it again")
+
+    def _batch(self, records: list[tuple[int, dict]]) -> dict[str, np.ndarray]:
+        info = self.info
+        n = len(records)
+        out: dict[str, np.ndarray] = {}
+        for name in MATRIX_FIELDS:
+            if name in info.fields:
+                out[name] = np.zeros((n, info.dims[name]), dtype=np.float32)
+        for name, dtype in (("action", np.int64), ("probability", np.float64),
+                            ("reward", np.float64), ("label", np.int64)):
+            if name in info.fields:
+                out[name] = np.zeros(n, dtype=dtype)
+        for row, (line_no, record) in enumerate(records):
+            self._fill(out["context"][row], "context",
+                       _features(record["c"], "c", info.source, line_no), line_no)
+            if "feedback" in out:
+                self._fill(out["feedback"][row], "feedback",
+                           _feedback_features(record, info.source, line_no), line_no)
+                out["action"][row] = _label_index(record, info.source, line_no)
+                out["probability"][row] = _number(record, "_label_probability", info.source,
+                                                  line_no)
+            extra = record.get("_iglearn", {})
+            for name in ("reward", "label"):
+                if name in out:
+                    out[name][row] = _number(extra, name, info.source, line_no,
+                                             where="_iglearn.")
+        return out
+
+    def _fill(self, row: np.ndarray, name: str, features: dict[str, float],
+              line_no: int) -> None:
+        index = self._index[name]
+        for key, value in features.items():
+            position = index.get(key)
+            if position is None:
+                raise IGLearnError(
+                    f"{self.path}, line {line_no}: {name} feature '{key}' is not in the "
+                    f"feature schema; use the schema the model or log was made with, or "
+                    f"refit with this feature")
+            row[position] = value
+
+
+def _present(record: dict) -> set[str]:
+    present = {"context"}
+    if "_labelIndex" in record or "_label_Action" in record:
+        present.add("action")
+    if "_label_probability" in record:
+        present.add("probability")
+    if "o" in record:
+        present.add("feedback")
+    extra = record.get("_iglearn")
+    if isinstance(extra, dict):
+        present.update(name for name in ("reward", "label") if name in extra)
+    return present
+
+
+def _describe(name: str) -> str:
+    return {"action": "the label ('_labelIndex')", "probability": "'_label_probability'",
+            "feedback": "the feedback 'o'", "reward": "'_iglearn.reward'",
+            "label": "'_iglearn.label'"}.get(name, name)
+
+
+def _n_actions(record: dict, source: str, line_no: int) -> int | None:
+    multi = record["c"].get("_multi")
+    if multi is None:
+        return None
+    if not isinstance(multi, list):
+        raise IGLearnError(f"{source}, line {line_no}: field 'c._multi' must be a list with "
+                           f"one entry per action")
+    return len(multi)
+
+
+def _scalar(value: object, key: str, source: str, line_no: int) -> float:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, int | float):
+        return float(value)
+    raise IGLearnError(f"{source}, line {line_no}: feature '{key}' has value {value!r}; "
+                       f"expected a number, a boolean or a string")
+
+
+def _features(namespaces: object, where: str, source: str, line_no: int) -> dict[str, float]:
+    """Named features of a VW JSON object: ``{"ns": {"name": value}}`` -> ``ns^name``."""
+    if not isinstance(namespaces, dict):
+        raise IGLearnError(f"{source}, line {line_no}: field '{where}' must be an object of "
+                           f"namespaces")
+    out: dict[str, float] = {}
+    for ns, content in namespaces.items():
+        if ns.startswith("_"):
+            continue
+        items = content.items() if isinstance(content, dict) else [(ns, content)]
+        prefix = ns if isinstance(content, dict) else ""
+        for name, value in items:
+            if name.startswith("_"):
+                continue
+            if isinstance(value, str):
+                out[f"{prefix}^{name}{value}"] = 1.0
+            else:
+                out[f"{prefix}^{name}"] = _scalar(value, f"{where}.{ns}.{name}", source,
+                                                  line_no)
+    return out
+
+
+def _feedback_features(record: dict, source: str, line_no: int) -> dict[str, float]:
+    observations = record.get("o")
+    if observations is None:
+        return {}
+    if isinstance(observations, dict):
+        observations = [observations]
+    if not isinstance(observations, list):
+        raise IGLearnError(f"{source}, line {line_no}: field 'o' must be a list of feedback "
+                           f"objects such as [{{\"v\": {{\"v=click\": 1}}}}]")
+    out: dict[str, float] = {}
+    for observation in observations:
+        out.update(_features(observation, "o", source, line_no))
+    return out
+
+
+def _number(record: object, key: str, source: str, line_no: int, where: str = "") -> float:
+    value = record.get(key) if isinstance(record, dict) else None
+    if value is None:
+        raise IGLearnError(f"{source}, line {line_no}: missing field '{where}{key}'; every line "
+                           f"needs it")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise IGLearnError(f"{source}, line {line_no}: field '{where}{key}' is {value!r}; "
+                           f"expected a number")
+    return float(value)
+
+
+def _label_index(record: dict, source: str, line_no: int) -> int:
+    if "_labelIndex" in record:
+        value, shift, key = record["_labelIndex"], 0, "_labelIndex"
+    elif "_label_Action" in record:
+        value, shift, key = record["_label_Action"], 1, "_label_Action"
+    else:
+        raise IGLearnError(f"{source}, line {line_no}: missing label '_labelIndex' (the "
+                           f"logged action); every line of a log needs it")
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
+        raise IGLearnError(f"{source}, line {line_no}: field '{key}' is {value!r}; actions "
+                           f"must be integers")
+    return int(value) - shift
+
+
+def _value(v: float) -> float | int:
+    """Shortest text that reads back as the same float32."""
+    if v == int(v) and abs(v) < 2**24:
+        return int(v)
+    return float(f"{v:.9g}")
+
+
+def _namespaces(names: tuple[str, ...], vector: np.ndarray) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for i in np.flatnonzero(vector):
+        ns, _, name = names[i].partition("^")
+        out.setdefault(ns, {})[name] = _value(float(vector[i]))
+    return out
+
+
+def write_dsjson(reader: TableReader, tmp: Path, schema_tmp: Path) -> None:
+    """Write ``reader``'s table as DSJSON to ``tmp`` and its feature schema to ``schema_tmp``."""
+    info = reader.info
+    schema = info.schema
+    if schema is None or len(schema.context) != info.dims["context"] or (
+            "feedback" in info.dims and len(schema.feedback) != info.dims["feedback"]):
+        schema = FeatureSchema.default(info.dims["context"], info.dims.get("feedback", 0))
+    k = info.n_actions
+    multi = [{"a": {f"a{i}": 1}} for i in range(k)]
+    with open(tmp, "w", encoding="utf-8") as f:
+        for _, batch in reader.validated_batches():
+            for row in range(len(batch["context"])):
+                record: dict[str, object] = {}
+                if info.is_log:
+                    action = int(batch["action"][row])
+                    probability = float(batch["probability"][row])
+                    record.update({
+                        "_label_cost": 0, "_label_probability": probability,
+                        "_label_Action": action + 1, "_labelIndex": action,
+                        "o": [_namespaces(schema.feedback, batch["feedback"][row])],
+                        "a": [action + 1] + [i + 1 for i in range(k) if i != action],
+                        "p": [probability],
+                    })
+                context = _namespaces(schema.context, batch["context"][row])
+                record["c"] = {**context, "_multi": multi}
+                extra = {}
+                if "reward" in batch:
+                    extra["reward"] = _value(float(batch["reward"][row]))
+                if "label" in batch:
+                    extra["label"] = int(batch["label"][row])
+                if extra:
+                    record["_iglearn"] = extra
+                f.write(json.dumps(record, allow_nan=False, separators=(",", ":")) + "\n")
+    sidecar = {"format": SCHEMA_FORMAT, "n_actions": k, **schema.to_json()}
+    schema_tmp.write_text(json.dumps(sidecar, indent=1) + "\n")

@@ -1,0 +1,145 @@
+"""Apache Parquet: one column per field (vectors as fixed-size lists of float32), with K in
+the schema metadata (``n_actions``). Read and written in row batches, so files larger than
+memory can be converted and scanned."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from iglearn.data.formats.base import (
+    BATCH_ROWS,
+    DTYPES,
+    MATRIX_FIELDS,
+    FeatureSchema,
+    TableInfo,
+    TableReader,
+    check_n_actions,
+    required_fields,
+)
+from iglearn.errors import IGLearnError
+
+_ARROW = {"action": pa.int64(), "label": pa.int64(), "probability": pa.float64(),
+          "reward": pa.float32()}
+
+
+class ParquetReader(TableReader):
+    """Reads a ``.parquet`` log or context set batch by batch."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        source = str(path)
+        if path.stat().st_size == 0:
+            raise IGLearnError(f"{source}: the file is empty; write the log again")
+        try:
+            self._file = pq.ParquetFile(path)
+        except (pa.ArrowException, OSError) as e:
+            raise IGLearnError(f"{source}: not a readable Parquet file ({e}); the file is "
+                               f"truncated or corrupt, write it again") from e
+        schema = self._file.schema_arrow
+        metadata = schema.metadata or {}
+        if b"n_actions" not in metadata:
+            raise IGLearnError(f"{source}: missing 'n_actions' in the schema metadata (the "
+                               f"number of actions K); write the file with iglearn or add it")
+        try:
+            k = int(metadata[b"n_actions"].decode())
+        except ValueError:
+            k = metadata[b"n_actions"].decode(errors="replace")
+        k = check_n_actions(k, source)
+        fields = required_fields(set(schema.names), source)
+        dims = {}
+        for name in fields:
+            kind = schema.field(name).type
+            if name in MATRIX_FIELDS:
+                if pa.types.is_fixed_size_list(kind) and _numeric(kind.value_type):
+                    dims[name] = kind.list_size
+                elif _numeric(kind):
+                    dims[name] = 1
+                else:
+                    raise IGLearnError(f"{source}: column '{name}' has type {kind}; expected "
+                                       f"fixed-size lists of float32 (one vector per row)")
+            elif not _numeric(kind):
+                raise IGLearnError(f"{source}: column '{name}' has type {kind}; expected "
+                                   f"numbers")
+        feature_schema = None
+        if b"feature_schema" in metadata:
+            try:
+                record = json.loads(metadata[b"feature_schema"])
+            except json.JSONDecodeError as e:
+                raise IGLearnError(f"{source}: the 'feature_schema' metadata is not valid "
+                                   f"JSON; remove it or write the file again") from e
+            feature_schema = FeatureSchema.from_json(record, f"{source} (feature_schema)")
+        self.info = TableInfo(source, self._file.metadata.num_rows, k, fields, dims,
+                              feature_schema)
+
+    def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
+                ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        wanted = list(fields or self.info.fields)
+        start = 0
+        try:
+            for batch in self._file.iter_batches(batch_size=rows, columns=wanted):
+                yield start, {name: self._column(name, batch.column(name)) for name in wanted}
+                start += batch.num_rows
+        except (pa.ArrowException, OSError) as e:
+            raise IGLearnError(f"{self.path}: reading rows from {start} failed ({e}); the file "
+                               f"is truncated or corrupt, write it again") from e
+        if start != self.info.n_rows:
+            raise IGLearnError(f"{self.path}: holds {start} rows but its metadata says "
+                               f"{self.info.n_rows}; the file is corrupt, write it again")
+
+    def _column(self, name: str, column: pa.Array) -> np.ndarray:
+        if column.null_count:
+            raise IGLearnError(f"{self.path}: column '{name}' holds missing (null) values; "
+                               f"remove or impute those rows")
+        if pa.types.is_fixed_size_list(column.type):
+            values = column.flatten()
+            if values.null_count:
+                raise IGLearnError(f"{self.path}: column '{name}' holds missing (null) vector "
+                                   f"entries; remove or impute those rows")
+            array = values.to_numpy(zero_copy_only=False).reshape(len(column), -1)
+        else:
+            array = column.to_numpy(zero_copy_only=False)
+            if name in MATRIX_FIELDS:
+                array = array[:, None]
+        return array
+
+
+def _numeric(kind: pa.DataType) -> bool:
+    return pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
+
+
+def arrow_schema(info: TableInfo) -> pa.Schema:
+    """The Parquet schema iglearn writes for ``info``."""
+    columns = []
+    for name in info.fields:
+        if name in MATRIX_FIELDS:
+            columns.append(pa.field(name, pa.list_(pa.float32(), info.dims[name])))
+        else:
+            columns.append(pa.field(name, _ARROW[name]))
+    metadata = {"n_actions": str(info.n_actions)}
+    if info.schema is not None:
+        metadata["feature_schema"] = json.dumps(info.schema.to_json())
+    return pa.schema(columns, metadata=metadata)
+
+
+def write_parquet(reader: TableReader, tmp: Path) -> None:
+    """Write ``reader``'s table to ``tmp`` batch by batch."""
+    info = reader.info
+    schema = arrow_schema(info)
+    with pq.ParquetWriter(tmp, schema) as writer:
+        for _, batch in reader.validated_batches():
+            columns = []
+            for name in info.fields:
+                value = np.ascontiguousarray(batch[name], dtype=DTYPES[name])
+                if name in MATRIX_FIELDS:
+                    value = value.reshape(len(value), -1)
+                    columns.append(pa.FixedSizeListArray.from_arrays(
+                        pa.array(value.reshape(-1)), info.dims[name]))
+                else:
+                    columns.append(pa.array(value))
+            writer.write_batch(pa.record_batch(columns, schema=schema))

@@ -1,0 +1,77 @@
+"""How good a fitted policy is on a log or a labelled context set."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from iglearn.data.contexts import ContextSet
+from iglearn.data.logs import InteractionLog
+from iglearn.errors import IGLearnError
+from iglearn.learners.base import PolicyLearner, as_tensor
+
+_CHUNK = 65536
+
+
+def check_compatible(table: InteractionLog | ContextSet, n_actions: int, context_dim: int,
+                     feedback_dim: int | None = None) -> None:
+    """Errors naming the file and the field when ``table`` does not fit the model."""
+    src = table.source
+    if table.n_actions != n_actions:
+        raise IGLearnError(f"{src}: n_actions is {table.n_actions} but the model was fit with "
+                           f"K = {n_actions}; use data with the model's actions or refit")
+    if table.context_dim != context_dim:
+        raise IGLearnError(f"{src}: field 'context' has dimension {table.context_dim} but the "
+                           f"model expects {context_dim}; use contexts with the model's "
+                           f"features (and the same feature schema)")
+    if (isinstance(table, InteractionLog) and feedback_dim is not None
+            and table.feedback_dim != feedback_dim):
+        raise IGLearnError(f"{src}: field 'feedback' has dimension {table.feedback_dim} but "
+                           f"the model's decoder expects {feedback_dim}")
+
+
+def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict[str, float]:
+    """Measures of the fitted softmax policy pi on ``table``, chunk by chunk.
+
+    - ``accuracy``: share of contexts whose greedy action is the label (when labels exist);
+    - ``value_ips`` / ``greedy_value_ips``: importance-weighted estimates mean[pi(a|x) r / p]
+      of the true value of pi and of its greedy policy (when the latent reward exists; for
+      evaluation only, nothing is learnt from it);
+    - ``decoded_value``: mean[pi(a|x) psi(y) / p], the value of pi under the decoded reward
+      (a log with a decoder only);
+    - ``indicator``: Eq. 9, decoded_value - mean[(1/K) psi(y) / p].
+    """
+    n = len(table)
+    k = table.n_actions
+    is_log = isinstance(table, InteractionLog)
+    decoder = getattr(learner, "decoder_", None)
+    sums = {"correct": 0.0, "ips": 0.0, "greedy": 0.0, "decoded": 0.0, "indicator": 0.0}
+    for start in range(0, n, _CHUNK):
+        rows = slice(start, start + _CHUNK)
+        pi = learner.predict_proba(table.context[rows]).astype(np.float64)
+        greedy = pi.argmax(1)
+        if table.label is not None:
+            sums["correct"] += float((greedy == table.label[rows]).sum())
+        if not is_log:
+            continue
+        action, p = table.action[rows], table.probability[rows]
+        pi_logged = pi[np.arange(len(action)), action]
+        if table.reward is not None:
+            weight = table.reward[rows] / p
+            sums["ips"] += float((pi_logged * weight).sum())
+            sums["greedy"] += float(((greedy == action) * weight).sum())
+        if decoder is not None:
+            with torch.no_grad():
+                psi = decoder(as_tensor(table.feedback[rows])).numpy().astype(np.float64)
+            sums["decoded"] += float((pi_logged * psi / p).sum())
+            sums["indicator"] += float(((pi_logged - 1.0 / k) * psi / p).sum())
+    out: dict[str, float] = {"samples": n}
+    if table.label is not None:
+        out["accuracy"] = sums["correct"] / n
+    if is_log and table.reward is not None:
+        out["value_ips"] = sums["ips"] / n
+        out["greedy_value_ips"] = sums["greedy"] / n
+    if is_log and decoder is not None:
+        out["decoded_value"] = sums["decoded"] / n
+        out["indicator"] = sums["indicator"] / n
+    return out

@@ -1,0 +1,205 @@
+"""The commands on people's own logs: simulate, fit, evaluate, predict, convert."""
+
+import functools
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from iglearn.cli import main
+from iglearn.data.formats import read_log, write_table
+from iglearn.learners import batch_igl
+from iglearn.learners.training import Optimisation
+from iglearn.models import io
+from iglearn.theory import lemma5_value_lower_bound
+
+
+@pytest.fixture(autouse=True)
+def _fast_fits(monkeypatch):
+    """Short optimisation and one torch thread keep the end-to-end runs to seconds."""
+    monkeypatch.setattr(batch_igl, "Optimisation",
+                        functools.partial(Optimisation, min_steps=60))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def run(capsys, *argv):
+    code = main([str(a) for a in argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    """A skewed-policy digits log, its test contexts and a model fitted on it."""
+    folder = tmp_path_factory.mktemp("cli")
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    assert main(["simulate", "digits", "--samples", "3000", "--out", str(folder / "log.npz"),
+                 "--policy", "skewed", "--seed", "3", "--test-out",
+                 str(folder / "test.parquet")]) == 0
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(batch_igl, "Optimisation", functools.partial(Optimisation, min_steps=60))
+        assert main(["fit", str(folder / "log.npz"), "--out", str(folder / "model")]) == 0
+    torch.set_num_threads(threads)
+    return folder
+
+
+def test_simulate_writes_a_log_with_logged_probabilities(workspace):
+    log = read_log(workspace / "log.npz")
+    assert len(log) == 3000 and log.n_actions == 10 and log.reward is not None
+    assert log.probability.min() >= 0.05 - 1e-9 and log.probability.std() > 0.01
+
+
+def test_fit_reports_and_evaluate_measures_far_above_chance(workspace, capsys, tmp_path):
+    code, out, err = run(capsys, "fit", workspace / "log.npz", "--out", tmp_path / "m",
+                         "--seed", "1")
+    assert code == 0
+    summary = json.loads(out)
+    for key in ("samples", "n_actions", "indicator", "corrector_flipped", "restarts",
+                "identifiability_warnings", "lemma5"):
+        assert key in summary
+    assert summary["samples"] == 3000 and summary["n_actions"] == 10
+    bound = summary["lemma5"]
+    assert bound["value_lower_bound"] == pytest.approx(lemma5_value_lower_bound(
+        summary["indicator"], 3000, 10, bound["iota"], 0.1))
+    meta = json.loads((tmp_path / "m" / io.METADATA).read_text())
+    assert meta["training"]["samples"] == 3000
+    code, out, _ = run(capsys, "evaluate", tmp_path / "m", workspace / "test.parquet")
+    assert code == 0 and json.loads(out)["accuracy"] > 0.6   # chance is 0.1
+    code, out, _ = run(capsys, "evaluate", tmp_path / "m", workspace / "log.npz")
+    measures = json.loads(out)
+    assert {"accuracy", "value_ips", "decoded_value", "indicator"} <= set(measures)
+    assert measures["value_ips"] > 0.5
+
+
+def test_fit_from_each_format_gives_the_same_model(workspace, capsys, tmp_path):
+    outputs = []
+    for suffix in (".parquet", ".dsjson"):
+        assert run(capsys, "convert", workspace / "log.npz", tmp_path / f"l{suffix}")[0] == 0
+        code, out, _ = run(capsys, "fit", tmp_path / f"l{suffix}", "--out",
+                           tmp_path / f"m{suffix}")
+        assert code == 0
+        outputs.append(json.loads(out)["indicator"])
+    reference = json.loads((workspace / "model" / io.METADATA).read_text())
+    assert outputs[0] == pytest.approx(reference["training"]["indicator"], abs=1e-6)
+    assert outputs[1] == pytest.approx(outputs[0], abs=1e-6)
+    dsjson_model = json.loads((tmp_path / "m.dsjson" / io.METADATA).read_text())
+    assert dsjson_model["feature_schema"]["context"][:2] == ["x^x0", "x^x1"]
+    # contexts in DSJSON are read with the model's feature schema
+    code, out, _ = run(capsys, "predict", tmp_path / "m.dsjson", tmp_path / "l.dsjson",
+                       "--out", tmp_path / "p.csv")
+    assert code == 0 and json.loads(out)["rows"] == 3000
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npz", ".parquet"])
+def test_predict_writes_actions_and_probabilities(workspace, capsys, tmp_path, suffix):
+    out_file = tmp_path / f"p{suffix}"
+    code, out, _ = run(capsys, "predict", workspace / "model", workspace / "test.parquet",
+                       "--out", out_file)
+    assert code == 0
+    if suffix == ".csv":
+        frame = pd.read_csv(out_file)
+    elif suffix == ".npz":
+        frame = pd.DataFrame(dict(np.load(out_file, allow_pickle=False)))
+    else:
+        frame = pd.read_parquet(out_file)
+    assert list(frame.columns) == ["action", "probability"] and len(frame) == 539
+    assert frame["action"].between(0, 9).all() and frame["probability"].between(0, 1).all()
+    assert sum(json.loads(out)["action_counts"]) == 539
+
+
+def test_sampled_predictions_are_seeded(workspace, capsys, tmp_path):
+    for name in ("a", "b"):
+        run(capsys, "predict", workspace / "model", workspace / "test.parquet", "--out",
+            tmp_path / f"{name}.csv", "--sample", "--seed", "4")
+    assert (tmp_path / "a.csv").read_text() == (tmp_path / "b.csv").read_text()
+
+
+def _other_k(path):
+    log = read_log(path)
+    write_table(type(log)(context=log.context, action=log.action % 5,
+                          probability=log.probability, feedback=log.feedback, n_actions=5,
+                          source="x"), path.parent / "k5.npz")
+    return path.parent / "k5.npz"
+
+
+def _other_dim(path):
+    log = read_log(path)
+    write_table(type(log)(context=log.context[:, :10], action=log.action,
+                          probability=log.probability, feedback=log.feedback, n_actions=10,
+                          source="x"), path.parent / "d10.npz")
+    return path.parent / "d10.npz"
+
+
+def _contexts_only(path):
+    from iglearn.data.contexts import ContextSet
+
+    log = read_log(path)
+    write_table(ContextSet(log.context, 10, source="x"), path.parent / "contexts.npz")
+    return path.parent / "contexts.npz"
+
+
+@pytest.mark.parametrize("command, make, words", [
+    ("evaluate", _other_k, ["k5.npz", "n_actions is 5", "K = 10"]),
+    ("predict", _other_k, ["k5.npz", "n_actions is 5", "K = 10"]),
+    ("evaluate", _other_dim, ["d10.npz", "'context'", "dimension 10", "expects 64"]),
+    ("predict", _other_dim, ["d10.npz", "'context'", "dimension 10", "expects 64"]),
+    ("fit", _contexts_only, ["contexts.npz", "contexts only"]),
+])
+def test_data_that_does_not_fit_the_model(workspace, capsys, tmp_path, command, make, words):
+    data = make(workspace / "log.npz")
+    out = tmp_path / "out.csv"
+    argv = {"evaluate": ["evaluate", workspace / "model", data],
+            "predict": ["predict", workspace / "model", data, "--out", out],
+            "fit": ["fit", data, "--out", tmp_path / "m"]}[command]
+    code, stdout, err = run(capsys, *argv)
+    assert code == 2 and stdout == "" and len(err.strip().splitlines()) == 1
+    for word in words:
+        assert word in err, err
+    assert not out.exists() and not (tmp_path / "m").exists()
+
+
+def test_missing_or_corrupt_model_folder(workspace, capsys, tmp_path):
+    code, _, err = run(capsys, "evaluate", tmp_path / "absent", workspace / "test.parquet")
+    assert code == 2 and "no such model folder" in err
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / io.METADATA).write_text("{")
+    code, _, err = run(capsys, "predict", tmp_path / "broken", workspace / "test.parquet",
+                       "--out", tmp_path / "p.csv")
+    assert code == 2 and "model.json" in err and "not valid JSON" in err
+    assert not (tmp_path / "p.csv").exists()
+
+
+def test_unwritable_outputs_create_nothing(workspace, capsys, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    cases = [
+        (["fit", workspace / "log.npz", "--out", blocker / "m"], "does not exist"),
+        (["fit", workspace / "log.npz", "--out", blocker], "not an iglearn model folder"),
+        (["predict", workspace / "model", workspace / "test.parquet", "--out",
+          tmp_path / "no" / "p.csv"], "does not exist"),
+        (["predict", workspace / "model", workspace / "test.parquet", "--out",
+          tmp_path / "p.txt"], "unknown file extension"),
+        (["simulate", "digits", "--samples", "10", "--out", tmp_path / "no" / "l.npz"],
+         "does not exist"),
+        (["simulate", "digits", "--samples", "10", "--out", tmp_path / "l.json"],
+         "unknown file extension"),
+    ]
+    for argv, words in cases:
+        code, _, err = run(capsys, *argv)
+        assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+def test_lemma5_bound():
+    assert lemma5_value_lower_bound(0.2, 100, 10, 1.0, 0.1) is None  # 0.2 < 0.1 + 10*0.0707
+    bound = lemma5_value_lower_bound(0.8, 100_000, 10, 2.0, 0.1)
+    assert bound == pytest.approx(0.8 - 10 * math.sqrt(2.0 / 200_000) + 0.1)
+    with pytest.raises(ValueError):
+        lemma5_value_lower_bound(0.5, 0, 10, 1.0, 0.1)
