@@ -80,7 +80,7 @@ class BatchIGL(PolicyLearner):
     def __init__(self, policy: str = "linear", decoder: str = "linear",
                  optimisation: Optimisation | None = None, corrector: bool = True,
                  max_restarts: int = 4, restart_threshold: float | None = None,
-                 seed: SeedLike = None):
+                 seed: SeedLike = None, flip_policy: bool = False):
         self.policy = policy
         self.decoder = decoder
         self.optimisation = optimisation or Optimisation()
@@ -88,6 +88,7 @@ class BatchIGL(PolicyLearner):
         self.max_restarts = max_restarts
         self.restart_threshold = restart_threshold
         self.seed = seed
+        self.flip_policy = flip_policy
 
     def fit(self, log: InteractionLog) -> BatchIGL:
         """Fit (pi, psi) on ``log``; reads context, action, probability and feedback only."""
@@ -158,6 +159,8 @@ class BatchIGL(PolicyLearner):
             with torch.no_grad():
                 if corrector_statistic(decoder(feedback), probability, n_actions) > 0.5:
                     decoder.flipped.logical_not_()
+                    if self.flip_policy:
+                        _negate_scores(policy)
 
         both = [*policy.parameters(), *decoder.parameters()]
         settings = self.optimisation
@@ -177,6 +180,15 @@ class BatchIGL(PolicyLearner):
         """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log``."""
         self._fitted_policy()
         return _indicator(self.policy_, self.decoder_, _tensors(log), log.n_actions)
+
+
+def _negate_scores(policy: Policy) -> None:
+    """Negate the policy's scores (its last linear layer): the pair (pi, psi) that ascended to
+    (pi_dagger, psi_dagger) becomes (pi_bar, 1 - psi), so the flipped decoder keeps a policy
+    that prefers, rather than avoids, the actions it decodes as rewarded."""
+    last = [m for m in policy.modules() if isinstance(m, torch.nn.Linear)][-1]
+    for parameter in last.parameters():
+        parameter.neg_()
 
 
 def _tensors(log: InteractionLog) -> tuple[torch.Tensor, ...]:
