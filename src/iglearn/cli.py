@@ -86,8 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "feedback looks the same under uniform play, compare a baseline that "
                     "decodes the reward by clustering feedback with IGL.")
     unsupervised.add_argument("--trials", type=_positive, default=2, help="trials (default 2)")
-    unsupervised.add_argument("--samples", type=_positive, default=20000,
-                              help="logged interactions per environment (default 20000)")
+    unsupervised.add_argument("--samples", type=_positive, default=60000,
+                              help="logged interactions per environment (default 60000)")
     unsupervised.add_argument("--clusters", type=_positive, default=None,
                               help="baseline clusters (default: the number of feedback "
                                    "classes of each family, 10 and 3)")

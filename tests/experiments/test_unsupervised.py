@@ -45,7 +45,7 @@ def test_cli_end_to_end_on_digits(tmp_path, capsys):
                  "--seed", "3"]) == 0
     frame = pd.read_csv(out / "unsupervised.csv")
     assert set(frame.columns) >= {"family", "environment", "method", "trial", "accuracy",
-                                  "seed", "seconds", "decoded_gap"}
+                                  "seed", "seconds", "decoded_gap", "decoded_0", "decoded_9"}
     assert len(frame) == 4 and set(frame["environment"]) == {"ENV(1)", "ENV(2)"}
     assert frame["accuracy"].between(0, 100).all() and (frame["seconds"] > 0).all()
     text = (out / "unsupervised.md").read_text()

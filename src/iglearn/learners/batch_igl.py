@@ -5,6 +5,12 @@ with the two practical fixes of Appendix B:
   re-weighted) feedback a reward is flipped to 1 - psi, during training and at the end;
 - adaptive restart: refit from a fresh initialisation while the indicator (Eq. 9) stays at
   or below a threshold close to V(pi_bad) (1/K for classification).
+
+Optionally (``flip_policy``) the policy's scores are negated whenever the corrector flips the
+decoder. Without it, a flip leaves a policy that avoids the actions the flipped decoder calls
+rewarded; psi then ascends Eq. 2 towards Delta_psi <= 0 and, when that does not make most
+feedback decode as reward (Theorem 3's environments, where every digit is a tenth of the
+feedback), collapses to psi = 0 on all feedback, a stationary point with indicator 0.
 """
 
 from __future__ import annotations
@@ -75,6 +81,9 @@ class BatchIGL(PolicyLearner):
         max_restarts: most restarts of the adaptive restart procedure (0 disables it).
         restart_threshold: indicator threshold; None means 1/K, V(pi_bad) for classification.
         seed: seed or numpy Generator for initialisation and shuffling.
+        flip_policy: negate the policy's scores (its last linear layer) whenever the
+            corrector flips the decoder, so the pair moves from (pi_dagger, psi_dagger)
+            towards (pi_star, psi_star) together; both classes are closed under the flip.
     """
 
     def __init__(self, policy: str = "linear", decoder: str = "linear",
