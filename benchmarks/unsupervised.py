@@ -2,7 +2,7 @@
 against the targets.
 
     python benchmarks/unsupervised.py [--trials 2] [--samples 60000] [--data-dir DIR]
-                                      [--json results/bench-unsupervised.json]
+                                      [--threads 1] [--json results/bench-unsupervised.json]
 
 Prints mean accuracy per environment and method, wall time and time per fit, and whether
 the targets hold: IGL mean >= 85 % in every environment of both families; the baseline's
@@ -16,6 +16,8 @@ import argparse
 import json
 import time
 from pathlib import Path
+
+import torch
 
 from iglearn.experiments.unsupervised import (
     UnsupervisedConfig,
@@ -35,7 +37,10 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--budget", type=float, default=180.0, help="seconds allowed")
     parser.add_argument("--json", default="results/bench-unsupervised.json")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (1: small models, and cores shared by others)")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
 
     config = UnsupervisedConfig(trials=args.trials, samples=args.samples, seed=args.seed,
                                 dataset=args.dataset, data_dir=args.data_dir)

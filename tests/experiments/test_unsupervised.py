@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from iglearn.cli import main
 from iglearn.envs import digits_environment
@@ -12,6 +13,15 @@ from iglearn.envs.section6 import family_environments
 from iglearn.experiments.unsupervised import UnsupervisedConfig, make_families, run_trial
 from iglearn.learners.unsupervised import ClusterDecoder
 from iglearn.seeding import spawn_seeds
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Small models fit faster on one thread, above all on cores shared with other work."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
 
 
 def test_igl_beats_the_baseline_where_the_baseline_decodes_wrong():
