@@ -27,7 +27,11 @@ def _table1(args: argparse.Namespace) -> int:
 
 
 def _unsupervised(args: argparse.Namespace) -> int:
+    import torch
+
     from iglearn.experiments.unsupervised import UnsupervisedConfig, reproduce
+
+    torch.set_num_threads(args.threads)
 
     config = UnsupervisedConfig(trials=args.trials, samples=args.samples, seed=args.seed,
                                 dataset=args.dataset, data_dir=args.data_dir,
@@ -95,6 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
                               help="baseline clustering (default gmm)")
     unsupervised.add_argument("--rule", choices=("smallest", "farthest"), default="smallest",
                               help="which cluster the baseline calls reward (default smallest)")
+    unsupervised.add_argument("--threads", type=_positive, default=1,
+                              help="torch threads (default 1: the models are small)")
     unsupervised.add_argument("--family", action="append", choices=("theorem3", "env12"),
                               help="run only this family (repeatable; default both)")
     _add_common(unsupervised, "results/unsupervised")
