@@ -1,7 +1,7 @@
 """Benchmark: the whole Section 6 experiment (``iglearn reproduce unsupervised``), timed,
 against the targets.
 
-    python benchmarks/unsupervised.py [--trials 2] [--samples 60000] [--data-dir DIR]
+    python benchmarks/unsupervised.py [--trials 1] [--samples 60000] [--data-dir DIR]
                                       [--threads 1] [--json results/bench-unsupervised.json]
 
 Prints mean accuracy per environment and method, wall time and time per fit, and whether

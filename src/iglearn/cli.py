@@ -89,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Section 6 (Theorem 3): in every environment of two families whose "
                     "feedback looks the same under uniform play, compare a baseline that "
                     "decodes the reward by clustering feedback with IGL.")
-    unsupervised.add_argument("--trials", type=_positive, default=2, help="trials (default 2)")
+    unsupervised.add_argument("--trials", type=_positive, default=1, help="trials (default 1)")
     unsupervised.add_argument("--samples", type=_positive, default=60000,
                               help="logged interactions per environment (default 60000)")
     unsupervised.add_argument("--clusters", type=_positive, default=None,
