@@ -76,6 +76,19 @@ def _sizes(text: str) -> tuple[int, ...]:
     return sizes
 
 
+def _unsupervised(args: argparse.Namespace) -> int:
+    from iglearn.experiments.unsupervised import UnsupervisedConfig, reproduce
+
+    config = UnsupervisedConfig(trials=args.trials, samples=args.samples, seed=args.seed,
+                                dataset=args.dataset, data_dir=args.data_dir,
+                                clusters=args.clusters, method=args.method, rule=args.rule,
+                                families=tuple(args.family or ("theorem3", "env12")))
+    print(reproduce(config, args.out, _execution(args)))
+    print(f"wrote {args.out}/unsupervised.csv, unsupervised.md, unsupervised.png and "
+          f"config.json")
+    return 0
+
+
 def _positive(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -158,6 +171,25 @@ def build_parser() -> argparse.ArgumentParser:
     from iglearn.cli_logs import add_commands
 
     add_commands(commands)
+    unsupervised = experiments.add_parser(
+        "unsupervised", help="Section 6: unsupervised reward decoding vs IGL",
+        description="Section 6 (Theorem 3): in every environment of two families whose "
+                    "feedback looks the same under uniform play, compare a baseline that "
+                    "decodes the reward by clustering feedback with IGL.")
+    unsupervised.add_argument("--trials", type=_positive, default=1, help="trials (default 1)")
+    unsupervised.add_argument("--samples", type=_positive, default=60000,
+                              help="logged interactions per environment (default 60000)")
+    unsupervised.add_argument("--clusters", type=_positive, default=None,
+                              help="baseline clusters (default: the number of feedback "
+                                   "classes of each family, 10 and 3)")
+    unsupervised.add_argument("--method", choices=("gmm", "kmeans"), default="gmm",
+                              help="baseline clustering (default gmm)")
+    unsupervised.add_argument("--rule", choices=("smallest", "farthest"), default="smallest",
+                              help="which cluster the baseline calls reward (default smallest)")
+    unsupervised.add_argument("--family", action="append", choices=("theorem3", "env12"),
+                              help="run only this family (repeatable; default both)")
+    _add_common(unsupervised, "results/unsupervised")
+    unsupervised.set_defaults(run=_unsupervised)
     return parser
 
 

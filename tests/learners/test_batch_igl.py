@@ -126,3 +126,21 @@ def test_no_warning_on_a_clean_fit(uniform_log):
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentifiabilityWarning)
         BatchIGL(seed=0).fit(uniform_log)
+
+
+def test_flip_policy_escapes_theorem3_collapse():
+    # Theorem 3's environment 0: every digit is a tenth of the feedback, so the corrector
+    # cannot tell psi_dagger from psi_star by the share decoded; negating the policy with the
+    # decoder keeps the pair ascending towards (pi_star, psi_star).
+    from iglearn.envs.section6 import family_environments
+
+    env = family_environments("theorem3", digits_environment())["env 0"]
+    log = env.log(4000, 0)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # small model: one thread is faster on shared cores
+    try:
+        learner = BatchIGL(max_restarts=0, flip_policy=True, seed=0).fit(log)
+    finally:
+        torch.set_num_threads(threads)
+    assert learner.accuracy(*env.test_set()) > 0.7
+    assert delta_psi(learner, log) > 0.8

@@ -5,6 +5,12 @@ with the two practical fixes of Appendix B:
   re-weighted) feedback a reward is flipped to 1 - psi, during training and at the end;
 - adaptive restart: refit from a fresh initialisation while the indicator (Eq. 9) stays at
   or below a threshold close to V(pi_bad) (1/K for classification).
+
+Optionally (``flip_policy``) the policy's scores are negated whenever the corrector flips the
+decoder. Without it, a flip leaves a policy that avoids the actions the flipped decoder calls
+rewarded; psi then ascends Eq. 2 towards Delta_psi <= 0 and, when that does not make most
+feedback decode as reward (Theorem 3's environments, where every digit is a tenth of the
+feedback), collapses to psi = 0 on all feedback, a stationary point with indicator 0.
 """
 
 from __future__ import annotations
@@ -81,12 +87,16 @@ class BatchIGL(PolicyLearner):
         restart_threshold: indicator threshold; None means 1/K, V(pi_bad) for classification.
         decoder_temperature: temperature of the decoder's sigmoid (0.1 in Appendix B).
         seed: seed or numpy Generator for initialisation and shuffling.
+        flip_policy: negate the policy's scores (its last linear layer) whenever the
+            corrector flips the decoder, so the pair moves from (pi_dagger, psi_dagger)
+            towards (pi_star, psi_star) together; both classes are closed under the flip.
     """
 
     def __init__(self, policy: str = "linear", decoder: str = "linear",
                  optimisation: Optimisation | None = None, corrector: bool = True,
                  max_restarts: int = 4, restart_threshold: float | None = None,
-                 decoder_temperature: float = 0.1, seed: SeedLike = None):
+                 decoder_temperature: float = 0.1, seed: SeedLike = None,
+                 flip_policy: bool = False):
         self.policy = policy
         self.decoder = decoder
         self.decoder_temperature = decoder_temperature
@@ -95,6 +105,7 @@ class BatchIGL(PolicyLearner):
         self.max_restarts = max_restarts
         self.restart_threshold = restart_threshold
         self.seed = seed
+        self.flip_policy = flip_policy
 
     def fit(self, log: InteractionLog) -> BatchIGL:
         """Fit (pi, psi) on ``log``; reads context, action, probability and feedback only."""
@@ -166,6 +177,8 @@ class BatchIGL(PolicyLearner):
             with torch.no_grad():
                 if corrector_statistic(decoder(feedback), probability, n_actions) > 0.5:
                     decoder.flipped.logical_not_()
+                    if self.flip_policy:
+                        _negate_scores(policy)
 
         both = [*policy.parameters(), *decoder.parameters()]
         settings = self.optimisation
@@ -196,6 +209,15 @@ class BatchIGL(PolicyLearner):
         """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log``."""
         self._fitted_policy()
         return _indicator(self.policy_, self.decoder_, _tensors(log), log.n_actions)
+
+
+def _negate_scores(policy: Policy) -> None:
+    """Negate the policy's scores (its last linear layer): the pair (pi, psi) that ascended to
+    (pi_dagger, psi_dagger) becomes (pi_bar, 1 - psi), so the flipped decoder keeps a policy
+    that prefers, rather than avoids, the actions it decodes as rewarded."""
+    last = [m for m in policy.modules() if isinstance(m, torch.nn.Linear)][-1]
+    for parameter in last.parameters():
+        parameter.neg_()
 
 
 def _tensors(log: InteractionLog) -> tuple[torch.Tensor, ...]:

@@ -1,0 +1,265 @@
+"""Section 6: unsupervised reward decoding fails where IGL does not.
+
+For each environment of Theorem 3's family and of the ENV(1)/ENV(2) family, each trial draws a
+fresh uniform log and fits the unsupervised baseline (clustering of the feedback, then a
+contextual bandit) and batch IGL, and scores the argmax policy on the held-out test images.
+All environments of a trial share the trial's seed (same contexts and actions), so the
+baseline's decoder sees samples of one and the same feedback distribution in each family.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from functools import lru_cache, partial
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from iglearn.envs.classification import ClassificationEnvironment
+from iglearn.envs.section6 import FAMILIES, section6_environments, uniform_play_marginal
+from iglearn.errors import IGLearnError
+from iglearn.experiments.results import (
+    mean_std,
+    prepare_output,
+    write_atomic,
+    write_config,
+    write_text,
+)
+from iglearn.experiments.runner import Execution, run_trials
+from iglearn.learners import BatchIGL
+from iglearn.learners.unsupervised import UnsupervisedBandit
+from iglearn.seeding import spawn_seeds
+
+Families = dict[str, dict[str, ClassificationEnvironment]]
+METHODS = ("unsupervised", "IGL")
+
+
+@dataclass
+class UnsupervisedConfig:
+    """Settings of the Section 6 experiment."""
+
+    trials: int = 1
+    """Independent trials (fresh logs and initialisations each); one keeps the default run
+    (12 environments x 2 methods on 60000 samples) within three minutes on two cores."""
+    samples: int = 60000
+    """Logged interactions per environment and trial (uniform logging policy)."""
+    seed: int = 0
+    """Root seed; trial seeds are spawned from it."""
+    dataset: str = "mnist"
+    """'mnist' (infinite MNIST, the paper's) or 'digits' (scikit-learn, offline)."""
+    data_dir: str | None = None
+    """Folder with the four MNIST .gz files (else $IGLEARN_DATA, the cache, a download)."""
+    clusters: int | None = None
+    """Clusters of the baseline; None: the number of feedback classes of the family (10 for
+    Theorem 3, 3 for ENV(1)/ENV(2)), the feedback's natural clustering."""
+    method: str = "gmm"
+    """The baseline's clustering: 'gmm' or 'kmeans'."""
+    rule: str = "smallest"
+    """The baseline's reward rule: 'smallest' or 'farthest' cluster."""
+    families: tuple[str, ...] = ("theorem3", "env12")
+    """Which families to run: 'theorem3' and/or 'env12'."""
+    max_restarts: int = 9
+    """IGL's adaptive restarts."""
+    restart_threshold: float | None = 0.4
+    """IGL's restart threshold on the indicator (Eq. 9); None: 1/K. A bad local optimum
+    (pi_dagger, psi) has indicator (V(pi_dagger) - 1/K) * Delta_psi <= 1/K, which sampling
+    noise can push past 1/K; a good one about (1 - 1/K) * Delta_psi."""
+    flip_policy: bool = True
+    """IGL negates the policy's scores whenever the corrector flips the decoder (see
+    :class:`~iglearn.learners.BatchIGL`); Theorem 3's environments need it."""
+
+
+def family_clusters(config: UnsupervisedConfig, family: str) -> int:
+    """The baseline's number of clusters in ``family``."""
+    if config.clusters is not None:
+        return config.clusters
+    return len(uniform_play_marginal(next(iter(FAMILIES[family].values()))))
+
+
+def make_families(config: UnsupervisedConfig) -> Families:
+    """The configured families of environments on the configured dataset."""
+    unknown = sorted(set(config.families) - set(FAMILIES))
+    if unknown or not config.families:
+        raise IGLearnError(f"unknown or no Section 6 families {unknown}; choose among "
+                           f"{sorted(FAMILIES)}")
+    families = _environments(config.dataset, config.data_dir)
+    return {family: families[family] for family in config.families}
+
+
+@lru_cache(maxsize=2)
+def _environments(dataset: str, data_dir: str | None) -> Families:
+    return section6_environments(dataset, data_dir)  # built once per process
+
+
+def _units(config: UnsupervisedConfig) -> list[tuple[str, str]]:
+    """The (family, environment) pairs of one trial, in order."""
+    return [(family, name) for family in config.families for name in FAMILIES[family]]
+
+
+def run_unit(config: UnsupervisedConfig, index: int, seed: np.random.SeedSequence) -> list[dict]:
+    """Unit ``index`` of the run: one trial in one environment (trial ``index // units``).
+    Fits the baseline and IGL on one fresh log; one tidy row per method.
+
+    ``decoded_gap`` is E[psi | r=1] - E[psi | r=0] on the log, ``decoded_d`` the share of
+    digit d's test images decoded as reward and ``decoded_digits`` the digits whose test
+    images mostly decode as reward (evaluation only: neither learner reads the reward).
+    Every environment of a trial uses the trial's seed (same contexts and actions)."""
+    units = _units(config)
+    trial, (family, name) = index // len(units), units[index % len(units)]
+    env = make_families(config)[family][name]
+    trial_seed = int(seed.generate_state(1)[0])
+    log = env.log(config.samples, np.random.default_rng([trial_seed, 0]))
+    learners = {
+        "unsupervised": UnsupervisedBandit(
+            family_clusters(config, family), config.method, config.rule,
+            seed=np.random.default_rng([trial_seed, 1])),
+        "IGL": BatchIGL(max_restarts=config.max_restarts,
+                        restart_threshold=config.restart_threshold,
+                        flip_policy=config.flip_policy,
+                        seed=np.random.default_rng([trial_seed, 2])),
+    }
+    test_x, test_y = env.test_set()
+    rows = []
+    for method, learner in learners.items():
+        start = time.perf_counter()
+        learner.fit(log)
+        seconds = time.perf_counter() - start
+        psi = learner.decode(log.feedback)
+        on_test = learner.decode(test_x) > 0.5
+        rates = {f"decoded_{d}": float(on_test[test_y == d].mean()) for d in range(10)}
+        rows.append({
+            "family": family, "environment": name, "method": method, "trial": trial,
+            "seed": trial_seed,
+            "accuracy": 100 * learner.accuracy(test_x, test_y),
+            "seconds": seconds,
+            "decoded_gap": float(psi[log.reward > 0].mean() - psi[log.reward == 0].mean()),
+            "decoded_digits": " ".join(str(d) for d in range(10)
+                                       if rates[f"decoded_{d}"] > 0.5),
+            **rates,
+        })
+    return rows
+
+
+def run(config: UnsupervisedConfig, execution: Execution | None = None,
+        folder: Path | None = None) -> pd.DataFrame:
+    """Run every (trial, environment) unit, in parallel as ``execution`` says and recorded in
+    ``folder`` when given; the tidy table, one row per environment, method and trial."""
+    make_families(config)  # fails early on missing data or unknown families
+    per_trial = len(_units(config))
+    trial_seeds = spawn_seeds(config.seed, config.trials)
+    seeds = [trial_seeds[i // per_trial] for i in range(config.trials * per_trial)]
+    fingerprint = {k: v for k, v in asdict(config).items() if k != "trials"}
+    rows = run_trials(partial(run_unit, config), len(seeds), config.seed,
+                      execution or Execution(), folder, fingerprint, "Section 6 fits", seeds)
+    return pd.DataFrame(rows)
+
+
+def summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Mean +/- std accuracy per family, environment and method, with the decoded gap and the
+    decoded digits (most frequent over trials)."""
+    by = ["family", "environment", "method"]
+    table = mean_std(frame, by, "accuracy")
+    grouped = frame.groupby(by, sort=False)
+    table["decoded_gap"] = grouped["decoded_gap"].mean().to_numpy()
+    table["decoded_digits"] = grouped["decoded_digits"].agg(
+        lambda s: s.mode().iloc[0] if len(s.mode()) else "").to_numpy()
+    table["seconds_per_fit"] = grouped["seconds"].mean().to_numpy()
+    return table
+
+
+def same_decoding(frame: pd.DataFrame, tolerance: float = 0.1) -> pd.DataFrame:
+    """Per family and trial, the baseline's largest difference across the family's
+    environments in the share of any digit decoded as reward (``spread``), and whether it is
+    within ``tolerance`` (``same``)."""
+    columns = [f"decoded_{d}" for d in range(10)]
+    unsupervised = frame[frame["method"] == "unsupervised"]
+    grouped = unsupervised.groupby(["family", "trial"], sort=False)[columns]
+    spread = (grouped.max() - grouped.min()).max(axis=1).rename("spread").reset_index()
+    spread["same"] = spread["spread"] <= tolerance
+    profile = grouped.mean().round(2)
+    spread["profile"] = [" ".join(f"{v:.2f}" for v in row) for row in profile.to_numpy()]
+    return spread
+
+
+def markdown(table: pd.DataFrame, frame: pd.DataFrame, config: UnsupervisedConfig) -> str:
+    """The summary as Markdown: one table per family, then the baseline's decoding."""
+    lines = [f"# Section 6: unsupervised decoding vs IGL, {config.dataset}, {config.samples} "
+             f"uniform samples, {config.trials} trials", ""]
+    for family in dict.fromkeys(table["family"]):
+        part = table[table["family"] == family]
+        lines += [f"## {family} ({family_clusters(config, family)} clusters, rule "
+                  f"'{config.rule}', {config.method})", "",
+                  "| Environment | Method | accuracy (%) | min (%) | decoded gap | "
+                  "digits decoded as reward | seconds per fit |",
+                  "|---|---|---|---|---|---|---|"]
+        for row in part.itertuples():
+            lines.append(f"| {row.environment} | {row.method} | {row.mean:.2f} ± "
+                         f"{_std(row.std)} | {row.min:.2f} | {row.decoded_gap:+.3f} | "
+                         f"{row.decoded_digits or '-'} | {row.seconds_per_fit:.2f} |")
+        lines.append("")
+    lines += ["## The baseline's decoding across each family",
+              "",
+              "Share of each digit's test images decoded as reward (mean over the family), and "
+              "the largest difference between two environments of the family.",
+              "",
+              "| Family | Trial | digits 0..9 | largest difference | same (<= 0.1) |",
+              "|---|---|---|---|---|"]
+    for row in same_decoding(frame).itertuples():
+        lines.append(f"| {row.family} | {row.trial} | {row.profile} | {row.spread:.3f} | "
+                     f"{'yes' if row.same else 'no'} |")
+    return "\n".join(lines) + "\n"
+
+
+def _std(value: float) -> str:
+    return "n/a" if np.isnan(value) else f"{value:.2f}"
+
+
+def plot(frame: pd.DataFrame, path: Path) -> None:
+    """Accuracy per environment of each family: the baseline beside IGL, trials as dots."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    families = [f for f in FAMILIES if (frame["family"] == f).any()]
+    widths = [len(FAMILIES[f]) + 1 for f in families]
+    fig, axes = plt.subplots(1, len(families), figsize=(11, 4), sharey=True, squeeze=False,
+                             gridspec_kw={"width_ratios": widths})
+    for ax, family in zip(axes[0], families, strict=True):
+        names = list(FAMILIES[family])
+        for m, method in enumerate(METHODS):
+            offset = (m - 0.5) * 0.38
+            sub = frame[(frame["family"] == family) & (frame["method"] == method)]
+            means = [sub.loc[sub["environment"] == n, "accuracy"].mean() for n in names]
+            ax.bar(np.arange(len(names)) + offset, means, 0.36, color=f"C{m}", alpha=0.7,
+                   label=method)
+            for i, name in enumerate(names):
+                dots = sub.loc[sub["environment"] == name, "accuracy"].to_numpy()
+                ax.scatter(np.full(len(dots), i + offset), dots, s=8, color="k", zorder=3)
+        ax.axhline(10, color="grey", lw=0.8, ls=":", label="chance (10%)")
+        ax.set_xticks(range(len(names)), [n.replace("env ", "") for n in names])
+        ax.set_title("Theorem 3: environment i" if family == "theorem3" else "ENV(1), ENV(2)")
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("policy accuracy (%)")
+    axes[0][0].set_ylim(0, 100)
+    axes[0][-1].legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    plt.close(fig)
+
+
+def reproduce(config: UnsupervisedConfig, out: str | Path,
+              execution: Execution | None = None) -> str:
+    """Run the experiment and write unsupervised.csv, unsupervised.md, unsupervised.png and
+    config.json to ``out``; finished fits are recorded in ``out/trials`` for resumption."""
+    make_families(config)  # fails early on missing data
+    folder = prepare_output(out)
+    frame = run(config, execution, folder)
+    text = markdown(summary(frame), frame, config)
+    write_atomic(folder / "unsupervised.csv", lambda tmp: frame.to_csv(tmp, index=False))
+    write_text(folder / "unsupervised.md", text)
+    plot(frame, folder / "unsupervised.png")
+    write_config(folder / "config.json", config)
+    return text
