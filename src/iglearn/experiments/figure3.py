@@ -111,10 +111,7 @@ def play(learner: OnlineLearner, env: Environment, rng: np.random.Generator, rou
     test_x, test_y = env.test_set()
     records, total, start = [], 0.0, time.perf_counter()
     while learner.round_ < rounds:
-        block = learner.block_size()
-        if not isinstance(learner, EpochGreedy):  # one round per interaction
-            block = min(block, eval_every - learner.round_ % eval_every,
-                        rounds - learner.round_)
+        block = learner.block_size(min(rounds, (learner.round_ // eval_every + 1) * eval_every))
         contexts = env.contexts(block, rng)
         actions, probabilities = learner.act_batch(contexts.features)
         reward = env.reward(contexts, actions)  # hidden from E2G

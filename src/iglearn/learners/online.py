@@ -69,10 +69,13 @@ class OnlineLearner(ABC):
         self.learn_batch(np.asarray(context)[None], np.array([action]),
                          np.array([probability]), np.asarray(feedback)[None])
 
-    def block_size(self) -> int:
+    def block_size(self, stop_round: int | None = None) -> int:
         """How many contexts ``act_batch`` may take before ``learn_batch`` must see their
-        outcome for the learner to behave exactly as if it acted one step at a time."""
-        return 100
+        outcome for the learner to behave exactly as if it acted one step at a time; with
+        ``stop_round``, also stop after the exploration step of that round."""
+        if stop_round is None:
+            return 100
+        return max(1, min(100, stop_round - self.round_))
 
 
 class UniformLearner(OnlineLearner):
@@ -177,15 +180,16 @@ class EpochGreedy(OnlineLearner):
             actions = np.minimum((draws >= cumulative).sum(1), self.n_actions - 1)
         return actions, probs[np.arange(len(contexts)), actions]
 
-    def block_size(self) -> int:
+    def block_size(self, stop_round: int | None = None) -> int:
         """Steps until (and including) the exploration step after which the next re-fit
-        happens: acting on that many contexts at once is exactly Algorithm 1."""
+        happens, or of round ``stop_round`` if that comes first: acting on that many
+        contexts at once is exactly Algorithm 1."""
         steps = self._exploit_left if self.policy_ is not None else 0
         i = self.round_
         while True:
             i += 1
             steps += 1
-            if self._refit_due(i):
+            if self._refit_due(i) or (stop_round is not None and i >= stop_round):
                 return steps
             steps += self.schedule.exploit_steps(i, self.n_actions, self.certified_)
 
