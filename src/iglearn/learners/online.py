@@ -28,7 +28,7 @@ EXPLOIT = ("greedy", "softmax")
 # The first fit (from scratch) uses the batch learners' settings. Warm-started re-fits start
 # near the previous optimum, so a few exact-objective steps at a lower rate suffice.
 FIRST_FIT = Optimisation()
-REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, min_steps=20,
+REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, min_steps=40,
                      batch_size=500, lr=0.005)
 
 
@@ -100,6 +100,8 @@ class EpochGreedy(OnlineLearner):
     Exploitation either plays the greedy action of the fitted softmax policy (probability
     1.0, as epoch-greedy and the paper's test-time argmax) or samples from it
     (``exploit='softmax'``, line 5 of Algorithm 1 literally, probability pi_i(a|x)).
+    n_i is fixed when round i begins, so a data-driven certificate earned by the fit after
+    round i's exploration step first allows exploitation in round i + 1.
 
     Args:
         n_actions: K.
