@@ -79,7 +79,7 @@ def main() -> None:
         folder = prepare_output(args.out)
         write_atomic(folder / "figure3.csv", lambda tmp: frame.to_csv(tmp, index=False))
         write_text(folder / "figure3.md", markdown(summary(frame), frame, config))
-        plot(frame, folder / "figure3.png")
+        plot(frame, folder / "figure3.png", config.dataset)
         write_config(folder / "config.json", config)
     last = final_values(frame)
     accuracy = last[last["metric"] == "accuracy"].groupby("method")["value"]

@@ -231,7 +231,7 @@ def _std(value: float, digits: int = 2) -> str:
     return "n/a" if np.isnan(value) else f"{value:.{digits}f}"
 
 
-def plot(frame: pd.DataFrame, path: Path) -> None:
+def plot(frame: pd.DataFrame, path: Path, dataset: str = "mnist") -> None:
     """Running average reward and greedy test accuracy against interactions: the mean over
     trials with a band of one standard deviation, one curve per method."""
     import matplotlib
@@ -256,7 +256,8 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
         ax.legend()
-    fig.suptitle("Figure 3: E2G and online CB on MNIST (mean ± std over trials)")
+    name = "MNIST" if dataset == "mnist" else dataset
+    fig.suptitle(f"Figure 3: E2G and online CB on {name} (mean ± std over trials)")
     fig.tight_layout()
     write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     plt.close(fig)
@@ -271,6 +272,6 @@ def reproduce(config: Figure3Config, out: str | Path, show_progress: bool = True
     text = markdown(summary(frame), frame, config)
     write_atomic(folder / "figure3.csv", lambda tmp: frame.to_csv(tmp, index=False))
     write_text(folder / "figure3.md", text)
-    plot(frame, folder / "figure3.png")
+    plot(frame, folder / "figure3.png", config.dataset)
     write_config(folder / "config.json", config)
     return text
