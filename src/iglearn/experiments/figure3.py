@@ -126,7 +126,7 @@ def play(learner: OnlineLearner, env: Environment, rng: np.random.Generator, rou
                 fit = learner.fits_[-1]
                 record["indicator"] = fit["indicator"]
                 record["value_lower_bound"] = theory.value_lower_bound(
-                    fit["indicator"], fit["round"], env.n_actions,
+                    fit["indicator"], fit["indicator_samples"], env.n_actions,
                     learner.schedule.iota, 1.0 / env.n_actions)
             records.append(record)
     records[-1]["seconds"] = time.perf_counter() - start

@@ -118,6 +118,7 @@ class BatchIGL(PolicyLearner):
                           rng: np.random.Generator,
                           start: tuple[Policy, Decoder] | None = None,
                           start_optimisation: Optimisation | None = None,
+                          holdout: tuple[torch.Tensor, ...] | None = None,
                           ) -> tuple[float, Policy, Decoder, list[float]]:
         """Line 4 of E2G with the adaptive restart (Appendix B) on tensors
         (context, action, probability, feedback).
@@ -125,7 +126,9 @@ class BatchIGL(PolicyLearner):
         The first attempt warm-starts from ``start`` (fitted in place, with
         ``start_optimisation`` if given) when it is given; every further attempt starts from a
         fresh initialisation with this learner's optimisation. Attempts stop once the
-        indicator (Eq. 9) exceeds the threshold or after ``max_restarts`` restarts.
+        indicator (Eq. 9) exceeds the threshold or after ``max_restarts`` restarts. With
+        ``holdout`` (interactions not in ``data``) the indicator is measured there: an
+        unbiased estimate that a fit memorising ``data`` cannot inflate.
 
         Returns:
             (indicator, policy, decoder, indicator of every attempt) of the best attempt.
@@ -142,7 +145,8 @@ class BatchIGL(PolicyLearner):
                 policy = make_policy(self.policy, data[0].shape[1], n_actions, generator)
                 decoder = make_decoder(self.decoder, data[3].shape[1], generator)
             self.fit_models(policy, decoder, data, n_actions, generator, settings)
-            value = _indicator(policy, decoder, data, n_actions)
+            value = _indicator(policy, decoder, data if holdout is None else holdout,
+                               n_actions)
             tried.append(value)
             if best is None or value > best[0]:
                 best = (value, policy, decoder)

@@ -43,6 +43,9 @@ class E2G(EpochGreedy):
         refit_optimisation: settings of warm-started re-fits.
         max_restarts: most restarts per fit of the adaptive restart.
         restart_threshold: its indicator threshold; None means 1/K.
+        holdout_every: every this many exploration samples, one is held out of line 4 and
+            measures the indicator instead (default 5: a fifth), so that the adaptive
+            restart also rejects fits that memorise D; 0 fits on all of D.
         seed: seed or numpy Generator.
     """
 
@@ -51,19 +54,21 @@ class E2G(EpochGreedy):
                  exploit: str = "greedy", policy: str = "linear", decoder: str = "linear",
                  optimisation: Optimisation | None = FIRST_FIT,
                  refit_optimisation: Optimisation | None = REFIT, max_restarts: int = 4,
-                 restart_threshold: float | None = None, seed: SeedLike = None):
+                 restart_threshold: float | None = None, holdout_every: int = 5,
+                 seed: SeedLike = None):
         super().__init__(n_actions, context_dim, feedback_dim, schedule, update_every,
-                         exploit, seed)
+                         exploit, holdout_every, seed)
         self.refit_optimisation = refit_optimisation
         self._batch = BatchIGL(policy, decoder, optimisation, max_restarts=max_restarts,
                                restart_threshold=restart_threshold)
         self.decoder_: Decoder | None = None
 
-    def _refit(self, data: tuple[torch.Tensor, ...]) -> tuple[float, dict]:
+    def _refit(self, data: tuple[torch.Tensor, ...],
+               holdout: tuple[torch.Tensor, ...] | None) -> tuple[float, dict]:
         # Line 4 on D_i, warm-started from (pi_{i-1}, psi_{i-1}) once they exist.
         start = None if self.policy_ is None else (self.policy_, self.decoder_)
         indicator, self.policy_, self.decoder_, tried = self._batch.fit_with_restarts(
-            data, self.n_actions, self.rng, start, self.refit_optimisation)
+            data, self.n_actions, self.rng, start, self.refit_optimisation, holdout)
         return indicator, {"restarts": len(tried) - 1, "flipped": bool(self.decoder_.flipped)}
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:

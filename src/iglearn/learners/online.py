@@ -110,12 +110,14 @@ class EpochGreedy(OnlineLearner):
         schedule: the schedule {n_i}; default the paper's (4000 warm-up rounds).
         update_every: rounds between re-fits.
         exploit: 'greedy' or 'softmax'.
+        holdout_every: every this many exploration samples, one is held out of the fits
+            and used to measure their indicator (0: none held out).
         seed: seed or numpy Generator.
     """
 
     def __init__(self, n_actions: int, context_dim: int, signal_dim: int,
                  schedule: Schedule | None = None, update_every: int = 100,
-                 exploit: str = "greedy", seed: SeedLike = None):
+                 exploit: str = "greedy", holdout_every: int = 0, seed: SeedLike = None):
         super().__init__(n_actions, seed)
         if exploit not in EXPLOIT:
             raise IGLearnError(f"unknown exploit mode {exploit!r}; choose one of {EXPLOIT}")
@@ -132,7 +134,9 @@ class EpochGreedy(OnlineLearner):
         self.fits_: list[dict] = []
         self._exploit_left = 0
         self._pending: list[np.ndarray] = []
+        self.holdout_every = holdout_every
         self._store = _Store(context_dim, signal_dim)
+        self._holdout = _Store(context_dim, signal_dim)
 
     # -- acting ---------------------------------------------------------------------------
     def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -200,18 +204,34 @@ class EpochGreedy(OnlineLearner):
                     probabilities: np.ndarray, feedback: np.ndarray) -> None:
         explore = self._take_pending(len(actions))
         rows = np.flatnonzero(explore)
-        first = len(self._store) + 1
-        self._store.append(np.asarray(contexts)[rows], np.asarray(actions)[rows],
-                           np.asarray(probabilities)[rows], np.asarray(feedback)[rows])
-        for count in range(first, len(self._store) + 1):  # line 3, then line 4 when due
+        first = self.explored_learned + 1
+        held = np.zeros(len(rows), dtype=bool)
+        if self.holdout_every:
+            held = (np.arange(first - 1, first - 1 + len(rows)) % self.holdout_every
+                    == self.holdout_every - 1)
+        contexts, actions = np.asarray(contexts), np.asarray(actions)
+        probabilities, feedback = np.asarray(probabilities), np.asarray(feedback)
+        for store, part in ((self._store, rows[~held]), (self._holdout, rows[held])):
+            store.append(contexts[part], actions[part], probabilities[part], feedback[part])
+        for count in range(first, self.explored_learned + 1):  # line 3, then line 4 when due
             if self._refit_due(count):
                 start = time.perf_counter()
-                indicator, extra = self._refit(self._store.tensors(count))
+                held_out = count // self.holdout_every if self.holdout_every else 0
+                holdout = self._holdout.tensors(held_out) if held_out else None
+                indicator, extra = self._refit(self._store.tensors(count - held_out),
+                                               holdout)
+                measured = held_out or count
                 self.certified_ = self.certified_ or self.schedule.certifies(
-                    indicator, count, self.n_actions)
+                    indicator, measured, self.n_actions)
                 self.fits_.append({"round": count, "indicator": indicator,
+                                   "indicator_samples": measured,
                                    "certified": self.certified_,
                                    "seconds": time.perf_counter() - start, **extra})
+
+    @property
+    def explored_learned(self) -> int:
+        """|D|: exploration samples learned from so far (held out or not)."""
+        return len(self._store) + len(self._holdout)
 
     def _take_pending(self, n: int) -> np.ndarray:
         pending = np.concatenate(self._pending) if self._pending else np.empty(0, bool)
@@ -229,8 +249,10 @@ class EpochGreedy(OnlineLearner):
         return count % self.update_every == 0 or count == warmup
 
     @abstractmethod
-    def _refit(self, data: tuple[torch.Tensor, ...]) -> tuple[float, dict]:
-        """Re-fit the policy on the exploration set; return its indicator and fit notes."""
+    def _refit(self, data: tuple[torch.Tensor, ...],
+               holdout: tuple[torch.Tensor, ...] | None) -> tuple[float, dict]:
+        """Re-fit the policy on the exploration set; return its indicator (on ``holdout``
+        when given) and fit notes."""
 
     # -- evaluation -----------------------------------------------------------------------
     def _fitted(self) -> Policy:
@@ -269,12 +291,13 @@ class OnlineContextualBandit(EpochGreedy):
                  update_every: int = 100, exploit: str = "greedy", policy: str = "linear",
                  optimisation: Optimisation | None = FIRST_FIT,
                  refit_optimisation: Optimisation | None = REFIT, seed: SeedLike = None):
-        super().__init__(n_actions, context_dim, 0, schedule, update_every, exploit, seed)
+        super().__init__(n_actions, context_dim, 0, schedule, update_every, exploit, 0, seed)
         self.context_dim = context_dim
         self.refit_optimisation = refit_optimisation
         self._batch = ContextualBandit(policy, optimisation)
 
-    def _refit(self, data: tuple[torch.Tensor, ...]) -> tuple[float, dict]:
+    def _refit(self, data: tuple[torch.Tensor, ...],
+               holdout: tuple[torch.Tensor, ...] | None) -> tuple[float, dict]:
         generator = torch_generator(self.rng)
         settings = None
         if self.policy_ is None:
@@ -283,7 +306,7 @@ class OnlineContextualBandit(EpochGreedy):
         else:
             settings = self.refit_optimisation
         self._batch.fit_models(self.policy_, data, generator, settings)
-        context, action, probability, reward = data
+        context, action, probability, reward = data if holdout is None else holdout
         with torch.no_grad():  # Eq. 9 with psi = r: the IPS estimate of V(pi) - V(pi_bad)
             pi = self.policy_.probabilities(context).gather(1, action[:, None])[:, 0]
             indicator = float(igl_objective(pi, reward, probability, self.n_actions))
