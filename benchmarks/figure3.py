@@ -66,6 +66,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--budget", type=float, default=180.0, help="seconds allowed")
     parser.add_argument("--json", default="results/bench-figure3.json")
+    parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--out", default=None, metavar="DIR",
                         help="also write figure3.csv, figure3.md and figure3.png there")
     args = parser.parse_args()
@@ -85,16 +86,18 @@ def main() -> None:
     accuracy = last[last["metric"] == "accuracy"].groupby("method")["value"]
     table = (100 * accuracy.agg(["mean", "std", "min"])).round(2)
     seconds = last[last["metric"] == "seconds"].groupby("method")["value"].sum()
-    speed = {method: throughput(config, method) for method in ("E2G", "CB")}
+    speed = {} if args.skip_throughput else {
+        method: throughput(config, method) for method in ("E2G", "CB")}
     e2g, cb = table.loc["E2G"], table.loc["CB"]
     checks = {
         "E2G mean >= 86": bool(e2g["mean"] >= 86),
         "E2G every trial >= 80": bool(e2g["min"] >= 80),
         "CB mean > E2G mean": bool(cb["mean"] > e2g["mean"]),
         f"wall time <= {args.budget:.0f} s": bool(wall <= args.budget),
-        "E2G act+learn >= 10000/s (excluding re-fits)":
-            bool(speed["E2G"]["per_second_excluding_fits"] >= 10000),
     }
+    if speed:
+        checks["E2G act+learn >= 10000/s (excluding re-fits)"] = bool(
+            speed["E2G"]["per_second_excluding_fits"] >= 10000)
     print(table.to_string())
     print(f"wall time: {wall:.1f} s ({cpu:.1f} s of CPU: the wall time of an otherwise idle "
           f"core) for {args.trials} trials "

@@ -42,7 +42,7 @@ def test_cli_figure3_writes_tidy_results(tmp_path, capsys):
 
 def test_same_seed_same_curve():
     env = digits_environment()
-    config = Figure3Config(trials=1, rounds=700, warmup=500, iota=10.0, eval_every=100,
+    config = Figure3Config(trials=1, rounds=600, warmup=500, iota=10.0, eval_every=100,
                            dataset="digits")
     seed = np.random.SeedSequence(11)
     with one_torch_thread():
