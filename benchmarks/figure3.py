@@ -34,14 +34,13 @@ from iglearn.experiments.table1 import make_environment
 
 
 def throughput(config: Figure3Config, method: str) -> dict:
-    """act_batch + learn_batch on pre-drawn interactions of one full run of ``method``."""
+    """act_batch + learn_batch over one full run of ``method`` on pre-drawn contexts and
+    feedback (drawing them is not timed)."""
     env = make_environment(config.dataset, config.data_dir)
     rng = np.random.default_rng(0)
     learner = make_learner(method, config, env, np.random.default_rng(1))
     pool = env.contexts(4096, rng)
-    feedback = env.feedback(rng.random(4096) < 0.5, rng)
-    reward = (rng.random(4096) < 0.5).astype(np.float32)
-    signal = reward if method == "CB" else feedback
+    feedback = {r: env.feedback(np.full(4096, float(r)), rng) for r in (0, 1)}
     seconds = 0.0
     with one_torch_thread():
         while learner.round_ < config.rounds:
@@ -49,7 +48,12 @@ def throughput(config: Figure3Config, method: str) -> dict:
             rows = rng.integers(0, len(pool), block)
             start = time.perf_counter()
             actions, probabilities = learner.act_batch(pool.features[rows])
-            learner.learn_batch(pool.features[rows], actions, probabilities, signal[rows])
+            seconds += time.perf_counter() - start
+            reward = (actions == pool.label[rows]).astype(np.float32)
+            signal = reward if method == "CB" else np.where(
+                reward[:, None] > 0, feedback[1][rows], feedback[0][rows])
+            start = time.perf_counter()
+            learner.learn_batch(pool.features[rows], actions, probabilities, signal)
             seconds += time.perf_counter() - start
     fitting = sum(fit["seconds"] for fit in learner.fits_)
     n = learner.interactions_
