@@ -9,7 +9,10 @@
 Line 4 is :meth:`BatchIGL.fit_with_restarts` (the corrector and the adaptive restart of
 Appendix B) on D_i, warm-started from (pi_{i-1}, psi_{i-1}) with a short optimisation and
 re-run from fresh initialisations only when the warm start's indicator falls to the restart
-threshold. As in Appendix B, line 4 runs every ``update_every`` rounds (100) rather than
+threshold. A fifth of D is held out of the fits to measure the indicator (Eq. 9), an
+unbiased estimate of (V(pi) - V(pi_bad)) Delta_psi that a fit memorising a few thousand
+samples cannot inflate; the first fit keeps the best of five initialisations by it.
+As in Appendix B, line 4 runs every ``update_every`` rounds (100) rather than
 every round. The reward is never read: ``learn`` receives feedback vectors.
 """
 
