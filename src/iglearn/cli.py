@@ -86,6 +86,16 @@ def _unsupervised(args: argparse.Namespace) -> int:
     print(reproduce(config, args.out, _execution(args)))
     print(f"wrote {args.out}/unsupervised.csv, unsupervised.md, unsupervised.png and "
           f"config.json")
+def _figure3(args: argparse.Namespace) -> int:
+    from iglearn.experiments.figure3 import Figure3Config, reproduce
+
+    config = Figure3Config(trials=args.trials, rounds=args.rounds, warmup=args.warmup,
+                           schedule=args.schedule, eta=args.eta, iota=args.iota,
+                           update_every=args.update_every, eval_every=args.eval_every,
+                           exploit=args.exploit, seed=args.seed, dataset=args.dataset,
+                           data_dir=args.data_dir)
+    print(reproduce(config, args.out, _execution(args)))
+    print(f"wrote {args.out}/figure3.csv, figure3.md, figure3.png and config.json")
     return 0
 
 
@@ -190,6 +200,32 @@ def build_parser() -> argparse.ArgumentParser:
                               help="run only this family (repeatable; default both)")
     _add_common(unsupervised, "results/unsupervised")
     unsupervised.set_defaults(run=_unsupervised)
+    figure3 = experiments.add_parser(
+        "figure3", help="Figure 3: E2G and online CB on MNIST",
+        description="Figure 3: each trial plays E2G (feedback vectors only), epoch-greedy CB "
+                    "(true reward) with the same schedule, and uniform play; it records the "
+                    "running average reward and the greedy policy's test accuracy.")
+    figure3.add_argument("--trials", type=_positive, default=16, help="trials (default 16)")
+    figure3.add_argument("--rounds", type=_positive, default=10000,
+                         help="rounds of Algorithm 1 per trial (default 10000)")
+    figure3.add_argument("--warmup", type=_positive, default=4000,
+                         help="exploration rounds of the paper schedule (default 4000)")
+    figure3.add_argument("--schedule", choices=("paper", "theory", "data-driven"),
+                         default="paper", help="warm-up: fixed (paper), T0 = 2K^2 iota/eta^2 "
+                                               "(theory), or the indicator test (data-driven)")
+    figure3.add_argument("--eta", type=float, default=0.7,
+                         help="Assumption 2's eta for the theory schedule (default 0.7)")
+    figure3.add_argument("--iota", type=float, default=100.0,
+                         help="complexity term of n_i = floor(sqrt(i/(K iota))) (default 100)")
+    figure3.add_argument("--update-every", type=_positive, default=100,
+                         help="rounds between re-fits (default 100)")
+    figure3.add_argument("--eval-every", type=_positive, default=500,
+                         help="rounds between checkpoints, a multiple of --update-every "
+                              "(default 500)")
+    figure3.add_argument("--exploit", choices=("greedy", "softmax"), default="greedy",
+                         help="exploitation plays the argmax (default) or samples pi_i")
+    _add_common(figure3, "results/figure3")
+    figure3.set_defaults(run=_figure3)
     return parser
 
 

@@ -1,36 +1,116 @@
-"""Finite-sample guarantees of the paper, as small functions."""
+"""The paper's finite-sample quantities: Theorem 1's statistical error, Theorem 2's schedule and
+regret order, and the lemmas that turn the indicator (Eq. 9) into guarantees. Lemmas are
+named by their LaTeX labels: decodebadpi (a bad policy scores low), pistarregret_agn (a high
+score certifies Delta_psi > 0), enterlowreg (the warm-up T0) and idctor (a lower bound on
+V(pi)).
+
+Notation: K actions, ``iota`` the complexity term of a supervised sample-complexity bound
+(e.g. log(2 T |Pi| |Psi| / delta)), ``n`` = |D| uniform exploration samples, and
+eps_D = sqrt(iota / (2 |D|)), so that the indicator is within K eps_D of
+(V(pi) - V(pi_bad)) Delta_psi (Section 4).
+"""
 
 from __future__ import annotations
 
 import math
 
+from iglearn.errors import IGLearnError
+
+
+def _positive(name: str, value: float) -> None:
+    if not value > 0:
+        raise IGLearnError(f"{name} must be positive, got {value}")
+
+
+def eps_stat(n: int, log_term: float, weight_norm: float, max_weight: float) -> float:
+    """Theorem 1's epsilon_stat,n:
+
+        sqrt(4 max_pi ||pi(a|x)/d(a|x)||_{2,d} log(2|Pi||Psi|/delta) / n)
+          + max_{x,a} (1/d(a|x)) log(2|Pi||Psi|/delta) / (3 n).
+
+    Args:
+        n: logged samples.
+        log_term: log(2 |Pi| |Psi| / delta).
+        weight_norm: max_pi ||pi / d||_{2,d}.
+        max_weight: max_{x,a} 1 / d(a|x).
+    """
+    _positive("n", n)
+    return (math.sqrt(4 * weight_norm * log_term / n) + max_weight * log_term / (3 * n))
+
+
+def eps_stat_uniform(n: int, n_actions: int, log_term: float) -> float:
+    """Theorem 1's epsilon_stat,n for uniform logging d = 1/K: max 1/d = K, and the largest
+    ||pi/d||_{2,d} = sqrt(E_d[(pi/d)^2]) = sqrt(K sum_a pi(a|x)^2), sqrt(K) for a
+    deterministic pi."""
+    return eps_stat(n, log_term, math.sqrt(n_actions), float(n_actions))
+
+
+def eps_d(n: int, iota: float) -> float:
+    """eps_D = sqrt(iota / (2 |D|)) (Section 4.1): the indicator's error is at most K eps_D."""
+    _positive("n", n)
+    return math.sqrt(iota / (2 * n))
+
+
+def warmup_length(n_actions: int, eta: float, iota: float) -> float:
+    """T0 = 2 K^2 iota / eta^2 (lemma enterlowreg): exploration rounds after which the indicator of
+    the line-4 maximiser certifies Delta_psi > 0. (Theorem 2's statement writes 2K^2/eta^2;
+    its proof and lemma enterlowreg use T0 with the iota factor, as here.)"""
+    _positive("eta", eta)
+    return 2 * n_actions**2 * iota / eta**2
+
+
+def exploit_steps(i: int, n_actions: int, iota: float) -> int:
+    """Theorem 2's schedule (Eq. epscheduling) after warm-up: n_i = floor(sqrt(i / (K iota)))
+    exploitation steps in round i."""
+    return math.floor(math.sqrt(i / (n_actions * iota)))
+
+
+def regret_bound(t: int, n_actions: int, iota: float, eta: float,
+                 delta_psi_star: float) -> float:
+    """The order of Theorem 2's regret bound, constants dropped (its proof's form):
+    K^(1/3) T^(2/3) iota^(1/3) / Delta_psi* + 2 K^2 iota / eta^2."""
+    _positive("delta_psi_star", delta_psi_star)
+    return (n_actions ** (1 / 3) * t ** (2 / 3) * iota ** (1 / 3) / delta_psi_star
+            + warmup_length(n_actions, eta, iota))
+
+
+def certifies_decoder(indicator: float, n: int, n_actions: int, iota: float,
+                      v_bad: float) -> bool:
+    """The condition of lemma pistarregret_agn (Eq. pitildegvb_a):
+    indicator > V(pi_bad) + K eps_D.
+
+    By lemma decodebadpi a policy no better than pi_bad cannot pass it for any decoder, so
+    passing it certifies Delta_psi > 0 for the fitted decoder (the Remark after Theorem 2).
+    ``v_bad`` is an upper bound on V(pi_bad) (1/K for classification).
+    """
+    return indicator > v_bad + n_actions * eps_d(n, iota)
+
+
+def value_lower_bound(indicator: float, n: int, n_actions: int, iota: float, v_bad: float,
+                      delta_psi_star: float | None = None) -> float:
+    """Lemma idctor: for a decoder with Delta_psi > 0 (e.g. certified by :func:`certifies_decoder`)
+
+        V(pi) >= (indicator - K eps_D) / Delta_psi* + V(pi_bad).
+
+    Delta_psi* is unknown in practice but at most 1. When the numerator is positive,
+    dividing by Delta_psi* <= 1 can only increase it, so indicator - K eps_D + V(pi_bad) is a
+    lower bound for every Delta_psi*; when it is not, Delta_psi* -> 0 makes the bound vacuous
+    and only V(pi) >= 0 remains. Pass ``delta_psi_star`` to use the exact form. Here ``v_bad``
+    must be V(pi_bad) itself or a lower bound on it.
+    """
+    numerator = indicator - n_actions * eps_d(n, iota)
+    if delta_psi_star is not None:
+        _positive("delta_psi_star", delta_psi_star)
+        return max(0.0, numerator / delta_psi_star + v_bad)
+    if numerator <= 0:
+        return 0.0
+    return numerator + v_bad
+
 
 def lemma5_value_lower_bound(indicator: float, n: int, n_actions: int, iota: float,
                              v_bad: float) -> float | None:
-    """Lemma 5: a lower bound on the true value V(pi) of a learned policy, or None.
-
-    With eps_D = sqrt(iota / (2 n)) the uniform deviation of the importance-weighted indicator
-    (Eq. 9) from its expectation is at most K * eps_D (Section 4). When the indicator exceeds
-    V(pi_bad) + K * eps_D, the decoded reward has the right sign (Delta psi > 0), and
-    (V(pi) - V(pi_bad)) * Delta psi >= indicator - K * eps_D with Delta psi <= 1 gives
-
-        V(pi) >= indicator - K * eps_D + V(pi_bad).
-
-    Args:
-        indicator: Eq. 9 of the fitted (pi, psi) on the n logged interactions.
-        n: number of interactions the indicator was measured on.
-        n_actions: K.
-        iota: the complexity term of the policy and decoder classes
-            (log(2 T |Psi| |Pi| / delta) for finite classes).
-        v_bad: V(pi_bad), the value of uniform play (1/K for classification).
-
-    Returns:
-        The bound, or None when the indicator does not clear V(pi_bad) + K * eps_D, where the
-        lemma does not apply (the sign of the decoded reward is not certified).
-    """
-    if n < 1 or n_actions < 2 or iota <= 0:
-        raise ValueError("need n >= 1, n_actions >= 2 and iota > 0")
-    eps = math.sqrt(iota / (2 * n))
-    if indicator <= v_bad + n_actions * eps:
+    """The lower bound of :func:`value_lower_bound` where the lemma applies, else None: only
+    when the indicator certifies Delta_psi > 0 (:func:`certifies_decoder`)."""
+    if not certifies_decoder(indicator, n, n_actions, iota, v_bad):
         return None
-    return indicator - n_actions * eps + v_bad
+    return value_lower_bound(indicator, n, n_actions, iota, v_bad)

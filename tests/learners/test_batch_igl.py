@@ -144,3 +144,21 @@ def test_flip_policy_escapes_theorem3_collapse():
         torch.set_num_threads(threads)
     assert learner.accuracy(*env.test_set()) > 0.7
     assert delta_psi(learner, log) > 0.8
+
+
+def test_restart_indicator_on_a_holdout(uniform_log, env):
+    # A fit memorising a tiny log scores high on it but not on fresh interactions.
+    log = uniform_log
+    data = (torch.from_numpy(log.context[:60]), torch.from_numpy(log.action[:60]),
+            torch.from_numpy(log.probability[:60].astype(np.float32)),
+            torch.from_numpy(log.feedback[:60]))
+    fresh = env.log(2000, 9)
+    holdout = (torch.from_numpy(fresh.context), torch.from_numpy(fresh.action),
+               torch.from_numpy(fresh.probability.astype(np.float32)),
+               torch.from_numpy(fresh.feedback))
+    learner = BatchIGL(max_restarts=0)
+    rng = np.random.default_rng(0)
+    on_data = learner.fit_with_restarts(data, 10, rng)[0]
+    on_holdout = learner.fit_with_restarts(data, 10, np.random.default_rng(0),
+                                           holdout=holdout)[0]
+    assert on_data > on_holdout + 0.2

@@ -1,14 +1,33 @@
-"""Learners: batch IGL (Eq. 2 with the Appendix B fixes) and the SUP and CB baselines."""
+"""Learners: batch IGL (Eq. 2 with the Appendix B fixes), the SUP and CB baselines, and the
+online learners (E2G, online CB, uniform play)."""
 
 from iglearn.learners.baselines import ContextualBandit, Supervised
 from iglearn.learners.batch_igl import BatchIGL, FitReport, IdentifiabilityWarning
+from iglearn.learners.e2g import E2G
+from iglearn.learners.online import OnlineContextualBandit, OnlineLearner, UniformLearner
+from iglearn.learners.schedules import (
+    DataDrivenSchedule,
+    PaperSchedule,
+    Schedule,
+    TheorySchedule,
+    make_schedule,
+)
 from iglearn.learners.training import Optimisation
 
 __all__ = [
     "BatchIGL",
     "ContextualBandit",
+    "DataDrivenSchedule",
+    "E2G",
     "FitReport",
     "IdentifiabilityWarning",
+    "OnlineContextualBandit",
+    "OnlineLearner",
     "Optimisation",
+    "PaperSchedule",
+    "Schedule",
     "Supervised",
+    "TheorySchedule",
+    "UniformLearner",
+    "make_schedule",
 ]

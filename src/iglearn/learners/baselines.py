@@ -11,7 +11,7 @@ from iglearn.errors import IGLearnError
 from iglearn.learners.base import PolicyLearner, as_tensor
 from iglearn.learners.objective import policy_value
 from iglearn.learners.training import Optimisation, Stage, optimise
-from iglearn.models import make_policy
+from iglearn.models import Policy, make_policy
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 
 
@@ -33,16 +33,22 @@ class _Baseline(PolicyLearner):
         start = time.perf_counter()
         generator = torch_generator(as_generator(self.seed))
         self.policy_ = make_policy(self.policy, log.context_dim, log.n_actions, generator)
-        context = as_tensor(log.context)
-        action = torch.from_numpy(log.action)
-        probability = as_tensor(log.probability)
-        target = torch.from_numpy(target)
-        params = list(self.policy_.parameters())
-        stages = [Stage(epochs, params, loss) for epochs, loss in
-                  self._stages(context, action, probability, target)]
-        optimise(stages, len(log), self.optimisation, generator)
+        data = (as_tensor(log.context), torch.from_numpy(log.action),
+                as_tensor(log.probability), torch.from_numpy(target))
+        self.fit_models(self.policy_, data, generator)
         self.seconds_ = time.perf_counter() - start
         return self
+
+    def fit_models(self, policy: Policy, data: tuple[torch.Tensor, ...],
+                   generator: torch.Generator, optimisation: Optimisation | None = None) -> None:
+        """Fit ``policy`` in place (warm-starts from its weights) on tensors
+        (context, action, probability, target); ``optimisation`` overrides the settings."""
+        context, action, probability, target = data
+        self.policy_ = policy
+        settings = optimisation or self.optimisation
+        stages = [Stage(epochs, list(policy.parameters()), loss) for epochs, loss in
+                  self._stages(context, action, probability, target, settings)]
+        optimise(stages, len(context), settings, generator)
 
 
 class Supervised(_Baseline):
@@ -50,10 +56,10 @@ class Supervised(_Baseline):
 
     needs = "label"
 
-    def _stages(self, context, action, probability, label):
+    def _stages(self, context, action, probability, label, settings):
         def loss(index: torch.Tensor) -> torch.Tensor:
             return torch.nn.functional.nll_loss(self.policy_(context[index]), label[index])
-        return [(self.optimisation.epochs, loss)]
+        return [(settings.epochs, loss)]
 
 
 class ContextualBandit(_Baseline):
@@ -63,11 +69,10 @@ class ContextualBandit(_Baseline):
 
     needs = "reward"
 
-    def _stages(self, context, action, probability, reward):
+    def _stages(self, context, action, probability, reward, settings):
         def loss(index: torch.Tensor, exact: bool) -> torch.Tensor:
             log_pi = self.policy_(context[index]).gather(1, action[index, None])[:, 0]
             return -policy_value(log_pi, reward[index] / probability[index], exact)
-        settings = self.optimisation
         return [(settings.grounding_epochs + settings.policy_epochs,
                  lambda index: loss(index, exact=False)),
                 (settings.epochs, lambda index: loss(index, exact=True))]

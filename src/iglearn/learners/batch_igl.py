@@ -111,25 +111,11 @@ class BatchIGL(PolicyLearner):
         """Fit (pi, psi) on ``log``; reads context, action, probability and feedback only."""
         start = time.perf_counter()
         k = log.n_actions
-        threshold = 1.0 / k if self.restart_threshold is None else self.restart_threshold
+        threshold = self.threshold(k)
         notes = identifiability_warnings(k)
-        rng = as_generator(self.seed)
         data = _tensors(log)
-        best: tuple[float, Policy, Decoder] | None = None
-        tried: list[float] = []
-        for _ in range(self.max_restarts + 1):
-            generator = torch_generator(rng)
-            policy = make_policy(self.policy, log.context_dim, k, generator)
-            decoder = make_decoder(self.decoder, log.feedback_dim, generator,
-                                   self.decoder_temperature)
-            self.fit_models(policy, decoder, data, k, generator)
-            value = _indicator(policy, decoder, data, k)
-            tried.append(value)
-            if best is None or value > best[0]:
-                best = (value, policy, decoder)
-            if value > threshold:
-                break
-        value, self.policy_, self.decoder_ = best
+        value, self.policy_, self.decoder_, tried = self.fit_with_restarts(
+            data, k, as_generator(self.seed))
         with torch.no_grad():
             statistic = float(corrector_statistic(self.decoder_(data[3]), data[2], k))
         if value <= threshold:
@@ -146,12 +132,58 @@ class BatchIGL(PolicyLearner):
             seconds=time.perf_counter() - start, warnings=notes)
         return self
 
+    def fit_with_restarts(self, data: tuple[torch.Tensor, ...], n_actions: int,
+                          rng: np.random.Generator,
+                          start: tuple[Policy, Decoder] | None = None,
+                          start_optimisation: Optimisation | None = None,
+                          holdout: tuple[torch.Tensor, ...] | None = None,
+                          ) -> tuple[float, Policy, Decoder, list[float]]:
+        """Line 4 of E2G with the adaptive restart (Appendix B) on tensors
+        (context, action, probability, feedback).
+
+        The first attempt warm-starts from ``start`` (fitted in place, with
+        ``start_optimisation`` if given) when it is given; every further attempt starts from a
+        fresh initialisation with this learner's optimisation. Attempts stop once the
+        indicator (Eq. 9) exceeds the threshold or after ``max_restarts`` restarts. With
+        ``holdout`` (interactions not in ``data``) the indicator is measured there: an
+        unbiased estimate that a fit memorising ``data`` cannot inflate.
+
+        Returns:
+            (indicator, policy, decoder, indicator of every attempt) of the best attempt.
+        """
+        threshold = self.threshold(n_actions)
+        best: tuple[float, Policy, Decoder] | None = None
+        tried: list[float] = []
+        for attempt in range(self.max_restarts + 1):
+            generator = torch_generator(rng)
+            settings = None
+            if attempt == 0 and start is not None:
+                (policy, decoder), settings = start, start_optimisation
+            else:
+                policy = make_policy(self.policy, data[0].shape[1], n_actions, generator)
+                decoder = make_decoder(self.decoder, data[3].shape[1], generator,
+                                       self.decoder_temperature)
+            self.fit_models(policy, decoder, data, n_actions, generator, settings)
+            value = _indicator(policy, decoder, data if holdout is None else holdout,
+                               n_actions)
+            tried.append(value)
+            if best is None or value > best[0]:
+                best = (value, policy, decoder)
+            if value > threshold:
+                break
+        return (*best, tried)
+
+    def threshold(self, n_actions: int) -> float:
+        """The adaptive restart's indicator threshold (1/K unless set)."""
+        return 1.0 / n_actions if self.restart_threshold is None else self.restart_threshold
+
     def fit_models(self, policy: Policy, decoder: Decoder, data: tuple[torch.Tensor, ...],
-                   n_actions: int, generator: torch.Generator) -> None:
-        """Maximise Eq. 2 over (policy, decoder) in place (warm-starts from their weights),
-        then set the decoder's corrector flag from all of ``data``."""
+                   n_actions: int, generator: torch.Generator,
+                   optimisation: Optimisation | None = None) -> None:
+        """Maximise Eq. 2 over (policy, decoder) in place (warm-starts from their weights and
+        the decoder's corrector flag), updating the flag from all of ``data`` after every
+        epoch. ``optimisation`` overrides this learner's settings for this call."""
         context, action, probability, feedback = data
-        decoder.flipped.fill_(False)
 
         def terms(index: torch.Tensor) -> tuple[torch.Tensor, ...]:
             log_pi = policy(context[index]).gather(1, action[index, None])[:, 0]
@@ -181,7 +213,7 @@ class BatchIGL(PolicyLearner):
                         _negate_scores(policy)
 
         both = [*policy.parameters(), *decoder.parameters()]
-        settings = self.optimisation
+        settings = optimisation or self.optimisation
         stages = [Stage(settings.grounding_epochs, both, grounding),
                   Stage(settings.policy_epochs, list(policy.parameters()), policy_step),
                   Stage(settings.epochs, both, exact)]

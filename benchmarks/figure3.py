@@ -1,0 +1,123 @@
+"""Benchmark: the whole Figure 3 reproduction, timed, and the online learners' throughput.
+
+    python benchmarks/figure3.py [--trials 16] [--rounds 10000] [--data-dir DIR]
+                                 [--json results/bench-figure3.json]
+
+Prints E2G's and CB's final greedy accuracy (mean, std, min over trials), the wall time, and
+the act + learn throughput in interactions per second when acting on blocks of contexts
+(with and without the time spent re-fitting), and whether the targets hold: E2G mean
+>= 86 %, every trial >= 80 %, CB above E2G, the run within the time budget, and at least
+10000 interactions/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from iglearn.experiments.figure3 import (
+    Figure3Config,
+    final_values,
+    make_learner,
+    markdown,
+    plot,
+    run,
+    summary,
+)
+from iglearn.experiments.results import prepare_output, write_atomic, write_config, write_text
+from iglearn.experiments.runner import Execution, one_thread
+from iglearn.experiments.table1 import make_environment
+
+
+def throughput(config: Figure3Config, method: str) -> dict:
+    """act_batch + learn_batch over one full run of ``method`` on pre-drawn contexts and
+    feedback (drawing them is not timed)."""
+    env = make_environment(config.dataset, config.data_dir)
+    rng = np.random.default_rng(0)
+    learner = make_learner(method, config, env, np.random.default_rng(1))
+    pool = env.contexts(4096, rng)
+    feedback = {r: env.feedback(np.full(4096, float(r)), rng) for r in (0, 1)}
+    seconds = 0.0
+    with one_thread():
+        while learner.round_ < config.rounds:
+            block = min(learner.block_size(config.rounds), len(pool))
+            rows = rng.integers(0, len(pool), block)
+            start = time.perf_counter()
+            actions, probabilities = learner.act_batch(pool.features[rows])
+            seconds += time.perf_counter() - start
+            reward = (actions == pool.label[rows]).astype(np.float32)
+            signal = reward if method == "CB" else np.where(
+                reward[:, None] > 0, feedback[1][rows], feedback[0][rows])
+            start = time.perf_counter()
+            learner.learn_batch(pool.features[rows], actions, probabilities, signal)
+            seconds += time.perf_counter() - start
+    fitting = sum(fit["seconds"] for fit in learner.fits_)
+    n = learner.interactions_
+    return {"interactions": n, "seconds": seconds, "fit_seconds": fitting,
+            "per_second": n / seconds, "per_second_excluding_fits": n / (seconds - fitting)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=10000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dataset", default="mnist")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--budget", type=float, default=180.0, help="seconds allowed")
+    parser.add_argument("--json", default="results/bench-figure3.json")
+    parser.add_argument("--skip-throughput", action="store_true")
+    parser.add_argument("--jobs", type=int, default=None, help="trials at once (all cores)")
+    parser.add_argument("--out", default=None, metavar="DIR",
+                        help="also write figure3.csv, figure3.md and figure3.png there")
+    args = parser.parse_args()
+
+    config = Figure3Config(trials=args.trials, rounds=args.rounds, seed=args.seed,
+                           dataset=args.dataset, data_dir=args.data_dir)
+    start, cpu = time.perf_counter(), time.process_time()
+    frame = run(config, Execution(jobs=args.jobs))
+    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    if args.out:
+        folder = prepare_output(args.out)
+        write_atomic(folder / "figure3.csv", lambda tmp: frame.to_csv(tmp, index=False))
+        write_text(folder / "figure3.md", markdown(summary(frame), frame, config))
+        plot(frame, folder / "figure3.png", config.dataset)
+        write_config(folder / "config.json", config)
+    last = final_values(frame)
+    accuracy = last[last["metric"] == "accuracy"].groupby("method")["value"]
+    table = (100 * accuracy.agg(["mean", "std", "min"])).round(2)
+    seconds = last[last["metric"] == "seconds"].groupby("method")["value"].sum()
+    speed = {} if args.skip_throughput else {
+        method: throughput(config, method) for method in ("E2G", "CB")}
+    e2g, cb = table.loc["E2G"], table.loc["CB"]
+    checks = {
+        "E2G mean >= 86": bool(e2g["mean"] >= 86),
+        "E2G every trial >= 80": bool(e2g["min"] >= 80),
+        "CB mean > E2G mean": bool(cb["mean"] > e2g["mean"]),
+        f"wall time <= {args.budget:.0f} s": bool(wall <= args.budget),
+    }
+    if speed:
+        checks["E2G act+learn >= 10000/s (excluding re-fits)"] = bool(
+            speed["E2G"]["per_second_excluding_fits"] >= 10000)
+    print(table.to_string())
+    print(f"wall time: {wall:.1f} s ({cpu:.1f} s of CPU: the wall time of an otherwise idle "
+          f"core) for {args.trials} trials "
+          f"(seconds per method, summed: {seconds.round(1).to_dict()})")
+    for method, numbers in speed.items():
+        print(f"{method} act+learn: {numbers['per_second']:.0f} interactions/s with re-fits, "
+              f"{numbers['per_second_excluding_fits']:.0f}/s excluding them")
+    for name, ok in checks.items():
+        print(f"  {'PASS' if ok else 'FAIL'}  {name}")
+    record = {"wall_seconds": wall, "cpu_seconds": cpu, "config": vars(args),
+              "accuracy": table.reset_index().to_dict("records"),
+              "method_seconds": seconds.to_dict(), "throughput": speed, "checks": checks}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(record, indent=2, default=float) + "\n")
+
+
+if __name__ == "__main__":
+    main()

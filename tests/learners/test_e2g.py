@@ -1,0 +1,121 @@
+"""E2G (Algorithm 1): warm-up, probabilities, learning from feedback alone, determinism."""
+
+import numpy as np
+import pytest
+import torch
+
+from iglearn.envs import digits_environment
+from iglearn.learners.e2g import E2G
+from iglearn.learners.online import UniformLearner
+from iglearn.learners.schedules import DataDrivenSchedule, PaperSchedule
+from iglearn.learners.training import Optimisation
+from tests.learners.test_online import play
+
+QUICK = Optimisation(min_steps=50)
+
+
+@pytest.fixture(scope="module")
+def env():
+    return digits_environment()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def trained(env):
+    """E2G after 4000 warm-up rounds and 1000 more on digits (feedback only)."""
+    learner = E2G(10, env.context_dim, env.feedback_dim,
+                  PaperSchedule(iota=10.0, warmup_rounds=4000), seed=0)
+    before = learner.exploited_
+    total = play(learner, env, np.random.default_rng(0), 5000, "feedback")
+    return learner, total, before
+
+
+def test_no_exploitation_before_the_warmup_ends(env):
+    learner = E2G(10, env.context_dim, env.feedback_dim,
+                  PaperSchedule(iota=10.0, warmup_rounds=300), optimisation=QUICK,
+                  max_restarts=0, seed=0)
+    rng = np.random.default_rng(0)
+    assert learner.block_size() == 300  # up to the first fit, at the end of the warm-up
+    x = env.contexts(299, rng).features
+    actions, probabilities = learner.act_batch(x)
+    np.testing.assert_allclose(probabilities, 0.1)
+    learner.learn_batch(x, actions, probabilities, env.feedback(np.zeros(299), rng))
+    assert learner.policy_ is None and learner.exploited_ == 0 and learner.fits_ == []
+    action, probability = learner.act(x[0])  # round 300: the last exploration-only round
+    assert probability == pytest.approx(0.1) and learner.exploited_ == 0
+    learner.learn(x[0], action, probability, env.feedback(np.zeros(1), rng)[0])
+    assert learner.policy_ is not None and [f["round"] for f in learner.fits_] == [300]
+    # A fifth of D is held out of line 4 and measures the indicator instead.
+    assert learner.fits_[0]["indicator_samples"] == 60 and learner.explored_learned == 300
+    # Round 301 explores once, then exploits n_301 = floor(sqrt(301 / 100)) = 1 (iota = 10) step.
+    assert learner.block_size() == 99 * (1 + 1) + 1  # up to the exploration of round 400
+    x = env.contexts(2, rng).features
+    _, probabilities = learner.act_batch(x)
+    assert probabilities[0] == pytest.approx(0.1) and probabilities[1] == 1.0
+    assert learner.exploited_ == 1
+
+
+def test_probabilities_are_those_of_the_executed_policy(trained, env):
+    learner, _, _ = trained
+    x = env.test_set()[0][:200]
+    for mode in ("greedy", "softmax"):
+        learner.exploit = mode
+        distribution = learner.exploit_distribution(x)
+        np.testing.assert_allclose(distribution.sum(1), 1.0, atol=1e-9)
+        actions, probabilities = learner._exploit(x)
+        np.testing.assert_allclose(probabilities, distribution[np.arange(200), actions])
+    # Sampling one context many times reproduces pi_i(. | x).
+    learner.exploit = "softmax"
+    one = np.repeat(x[:1], 20000, axis=0)
+    actions, _ = learner._exploit(one)
+    frequency = np.bincount(actions, minlength=10) / len(actions)
+    np.testing.assert_allclose(frequency, learner.exploit_distribution(x[:1])[0], atol=0.015)
+    learner.exploit = "greedy"
+
+
+def test_e2g_beats_uniform_play_by_a_wide_margin(trained, env):
+    learner, total, before = trained
+    assert before == 0 and learner.exploited_ > 3000
+    test_x, test_y = env.test_set()
+    assert learner.accuracy(test_x, test_y) > 0.6  # uniform play: 0.1
+    uniform = UniformLearner(10, seed=0)
+    uniform_total = play(uniform, env, np.random.default_rng(0), learner.interactions_,
+                         "feedback")
+    assert total / learner.interactions_ > 0.3 > 2 * uniform_total / uniform.interactions_
+    psi = learner.decode(env.feedback(np.r_[np.ones(100), np.zeros(100)],
+                                      np.random.default_rng(1)))
+    assert psi[:100].mean() - psi[100:].mean() > 0.8  # Delta_psi > 0: the right direction
+
+
+def test_same_seed_same_run(env):
+    runs = []
+    for _ in range(2):
+        learner = E2G(10, env.context_dim, env.feedback_dim,
+                      PaperSchedule(iota=10.0, warmup_rounds=500), optimisation=QUICK,
+                      seed=7)
+        total = play(learner, env, np.random.default_rng(3), 700, "feedback")
+        runs.append((total, [f["indicator"] for f in learner.fits_],
+                     learner.predict(env.test_set()[0])))
+    assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1]
+    np.testing.assert_array_equal(runs[0][2], runs[1][2])
+
+
+def test_data_driven_schedule_explores_until_certified(env):
+    # iota = 1: K eps_D = 10 sqrt(1 / (2 n)) falls below 0.8 - 0.1 after about 100 samples,
+    # so a good fit certifies Delta_psi > 0 well before 2000 rounds.
+    learner = E2G(10, env.context_dim, env.feedback_dim, DataDrivenSchedule(iota=1.0),
+                  update_every=500, seed=0)
+    play(learner, env, np.random.default_rng(0), 2000, "feedback")
+    certified = [f["round"] for f in learner.fits_ if f["certified"]]
+    assert certified, "no fit certified the decoder"
+    first = certified[0]
+    assert learner.exploited_ > 0
+    uncertified = [f for f in learner.fits_ if f["round"] < first]
+    assert all(not f["certified"] for f in uncertified)

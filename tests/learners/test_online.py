@@ -1,0 +1,107 @@
+"""Schedules, the act/learn contract, uniform play and the online CB baseline."""
+
+import numpy as np
+import pytest
+import torch
+
+from iglearn import IGLearnError
+from iglearn.envs import digits_environment
+from iglearn.learners.online import OnlineContextualBandit, UniformLearner
+from iglearn.learners.schedules import (
+    DataDrivenSchedule,
+    PaperSchedule,
+    TheorySchedule,
+    make_schedule,
+)
+
+
+@pytest.fixture(scope="module")
+def env():
+    return digits_environment()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_thread():
+    """Small models run faster on one thread, and much faster on a busy machine."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def test_paper_schedule_matches_appendix_b():
+    schedule = PaperSchedule()  # 4000 warm-up rounds, iota = 100, K = 10
+    assert [schedule.exploit_steps(i, 10) for i in (1, 4000, 4001, 8999, 9000, 10000)] == \
+        [0, 0, 2, 2, 3, 3]
+    assert schedule.warmup(10) == 4000
+
+
+def test_theory_schedule_uses_t0():
+    schedule = TheorySchedule(iota=1.0, eta=0.5)  # T0 = 2 * 100 * 1 / 0.25 = 800
+    assert schedule.warmup(10) == 800
+    assert schedule.exploit_steps(800, 10) == 0
+    assert schedule.exploit_steps(801, 10) == 8  # floor(sqrt(801 / 10))
+    with pytest.raises(IGLearnError, match="eta"):
+        TheorySchedule(eta=0.0)
+
+
+def test_data_driven_schedule_waits_for_the_certificate():
+    schedule = DataDrivenSchedule(iota=100.0)
+    assert schedule.warmup(10) is None
+    assert schedule.exploit_steps(9000, 10, certified=False) == 0
+    assert schedule.exploit_steps(9000, 10, certified=True) == 3
+    # n = 500000: K eps_D = 0.1, V(pi_bad) = 1/K = 0.1 -> the indicator must exceed 0.2.
+    assert schedule.certifies(0.25, 500000, 10)
+    assert not schedule.certifies(0.15, 500000, 10)
+    assert not DataDrivenSchedule(v_bad=0.2).certifies(0.25, 500000, 10)
+
+
+def test_make_schedule_names_the_choices():
+    assert isinstance(make_schedule("theory", eta=0.5), TheorySchedule)
+    with pytest.raises(IGLearnError, match="paper, theory, data-driven"):
+        make_schedule("sometimes")
+
+
+def test_uniform_play_probabilities(env):
+    learner = UniformLearner(10, seed=0)
+    actions, probabilities = learner.act_batch(env.contexts(5000, np.random.default_rng(0))
+                                               .features)
+    np.testing.assert_allclose(probabilities, 0.1)
+    assert np.bincount(actions, minlength=10).min() > 400
+    action, probability = learner.act(env.contexts(1, np.random.default_rng(1)).features[0])
+    assert 0 <= action < 10 and probability == pytest.approx(0.1)
+    assert learner.interactions_ == learner.round_ == 5001
+
+
+def test_learn_must_follow_act(env):
+    learner = OnlineContextualBandit(10, env.context_dim, seed=0)
+    x = env.contexts(3, np.random.default_rng(0)).features
+    actions, probabilities = learner.act_batch(x)
+    with pytest.raises(IGLearnError, match="acted on"):
+        learner.learn_batch(np.vstack([x, x]), np.r_[actions, actions],
+                            np.r_[probabilities, probabilities], np.zeros(6))
+    with pytest.raises(IGLearnError, match="no policy yet"):
+        learner.predict(x)
+
+
+def play(learner, env, rng, rounds, reads):
+    """Play ``rounds`` rounds in blocks; the total true reward."""
+    total = 0.0
+    while learner.round_ < rounds:
+        contexts = env.contexts(learner.block_size(), rng)
+        actions, probabilities = learner.act_batch(contexts.features)
+        reward = env.reward(contexts, actions)
+        total += reward.sum()
+        signal = reward if reads == "reward" else env.feedback(reward, rng)
+        learner.learn_batch(contexts.features, actions, probabilities, signal)
+    return total
+
+
+def test_online_cb_learns_with_the_paper_loop(env):
+    schedule = PaperSchedule(iota=10.0, warmup_rounds=1000)
+    learner = OnlineContextualBandit(10, env.context_dim, schedule, seed=0)
+    total = play(learner, env, np.random.default_rng(0), 1500, "reward")
+    test_x, test_y = env.test_set()
+    assert learner.accuracy(test_x, test_y) > 0.7
+    assert total / learner.interactions_ > 0.3  # uniform play earns 0.1
+    assert [fit["round"] for fit in learner.fits_] == list(range(1000, 1501, 100))
