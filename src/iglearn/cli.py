@@ -86,6 +86,9 @@ def _unsupervised(args: argparse.Namespace) -> int:
     print(reproduce(config, args.out, _execution(args)))
     print(f"wrote {args.out}/unsupervised.csv, unsupervised.md, unsupervised.png and "
           f"config.json")
+    return 0
+
+
 def _figure3(args: argparse.Namespace) -> int:
     from iglearn.experiments.figure3 import Figure3Config, reproduce
 
