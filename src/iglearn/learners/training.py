@@ -26,7 +26,7 @@ class Optimisation:
     minorant, rewards or decoder held fixed), exact (the objective itself).
     """
 
-    grounding_epochs: int = 3
+    grounding_epochs: int = 2
     """Stage one (IGL): psi ascends Eq. 2 while pi ascends the minorant."""
     policy_epochs: int = 2
     """Stage two: pi ascends the minorant with the (decoded) reward held fixed."""
@@ -36,7 +36,7 @@ class Optimisation:
     """Interactions per gradient step."""
     lr: float = 0.02
     """Peak learning rate of each stage's one-cycle schedule."""
-    min_steps: int = 300
+    min_steps: int = 240
     """Small data sets get more epochs so that each stage takes at least this many steps."""
     weight_decay: float = 0.0
     """L2 penalty (decoupled, AdamW)."""
