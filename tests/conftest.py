@@ -11,6 +11,7 @@ import pytest
 
 from iglearn.data.mnist import MNIST, find_mnist
 from iglearn.errors import DataNotFoundError
+from iglearn.experiments.runner import one_thread
 
 
 @pytest.fixture(autouse=True)
@@ -18,6 +19,14 @@ def _no_global_cache(tmp_path_factory, monkeypatch):
     """Tests never touch the user's cache unless they point at it themselves."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
     warnings.simplefilter("default")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_torch_thread():
+    """Small models fit fastest on one thread, as every trial runner does (and a second
+    thread spinning on a busy machine slows them many times over)."""
+    with one_thread():
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -7,7 +7,6 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from iglearn.cli import main
 from iglearn.data.formats import read_log, write_table
@@ -19,13 +18,9 @@ from iglearn.theory import lemma5_value_lower_bound
 
 @pytest.fixture(autouse=True)
 def _fast_fits(monkeypatch):
-    """Short optimisation and one torch thread keep the end-to-end runs to seconds."""
+    """Short optimisation keeps the end-to-end runs to seconds."""
     monkeypatch.setattr(batch_igl, "Optimisation",
                         functools.partial(Optimisation, min_steps=60))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def run(capsys, *argv):
@@ -38,15 +33,12 @@ def run(capsys, *argv):
 def workspace(tmp_path_factory):
     """A skewed-policy digits log, its test contexts and a model fitted on it."""
     folder = tmp_path_factory.mktemp("cli")
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
     assert main(["simulate", "digits", "--samples", "3000", "--out", str(folder / "log.npz"),
                  "--policy", "skewed", "--seed", "3", "--test-out",
                  str(folder / "test.parquet")]) == 0
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(batch_igl, "Optimisation", functools.partial(Optimisation, min_steps=60))
         assert main(["fit", str(folder / "log.npz"), "--out", str(folder / "model")]) == 0
-    torch.set_num_threads(threads)
     return folder
 
 

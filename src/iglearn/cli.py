@@ -102,7 +102,8 @@ def _figure3(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
@@ -121,7 +122,7 @@ def _add_common(parser: argparse.ArgumentParser, out: str) -> None:
     parser.add_argument("--backend", choices=("local", "ray"), default="local",
                         help="local: a process pool on this machine (default); ray: a Ray "
                              "cluster (--ray-address) or a local Ray instance")
-    parser.add_argument("--jobs", type=_positive, default=None,
+    parser.add_argument("--jobs", type=positive_int, default=None,
                         help="trials at once (default: every core)")
     parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
                         help="Ray cluster to join with --backend ray")
@@ -143,8 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
         "table1", help="Table 1: SUP, CB and IGL in batch mode on MNIST",
         description="Table 1: each trial logs fresh uniform interactions and fits SUP, CB "
                     "and IGL; accuracy is the argmax policy's on the test images.")
-    table1.add_argument("--trials", type=_positive, default=16, help="trials (default 16)")
-    table1.add_argument("--samples", type=_positive, default=60000,
+    table1.add_argument("--trials", type=positive_int, default=16, help="trials (default 16)")
+    table1.add_argument("--samples", type=positive_int, default=60000,
                         help="logged interactions per trial (default 60000)")
     table1.add_argument("--policy", choices=("linear", "mlp"), default="linear",
                         help="policy class of all three learners (default linear)")
@@ -160,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
     complexity.add_argument("--samples", type=_sizes, default=(1000, 2000, 5000, 10000,
                                                                20000, 60000),
                             help="comma-separated log sizes (default 1000,...,60000)")
-    complexity.add_argument("--trials", type=_positive, default=4,
+    complexity.add_argument("--trials", type=positive_int, default=4,
                             help="trials per size (default 4)")
     complexity.add_argument("--policy", choices=("linear", "mlp"), default="linear")
     _add_common(complexity, "results/sample-complexity")
@@ -175,8 +176,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "policy, decoder (repeat for a grid)")
     sweep.add_argument("--methods", type=_methods, default="IGL",
                        help="comma-separated: SUP, CB, IGL (default IGL)")
-    sweep.add_argument("--trials", type=_positive, default=2, help="trials per point")
-    sweep.add_argument("--samples", type=_positive, default=60000,
+    sweep.add_argument("--trials", type=positive_int, default=2, help="trials per point")
+    sweep.add_argument("--samples", type=positive_int, default=60000,
                        help="logged interactions (unless swept)")
     _add_common(sweep, "results/sweep")
     sweep.set_defaults(run=_sweep)
@@ -189,10 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Section 6 (Theorem 3): in every environment of two families whose "
                     "feedback looks the same under uniform play, compare a baseline that "
                     "decodes the reward by clustering feedback with IGL.")
-    unsupervised.add_argument("--trials", type=_positive, default=1, help="trials (default 1)")
-    unsupervised.add_argument("--samples", type=_positive, default=60000,
+    unsupervised.add_argument("--trials", type=positive_int, default=1, help="trials (default 1)")
+    unsupervised.add_argument("--samples", type=positive_int, default=60000,
                               help="logged interactions per environment (default 60000)")
-    unsupervised.add_argument("--clusters", type=_positive, default=None,
+    unsupervised.add_argument("--clusters", type=positive_int, default=None,
                               help="baseline clusters (default: the number of feedback "
                                    "classes of each family, 10 and 3)")
     unsupervised.add_argument("--method", choices=("gmm", "kmeans"), default="gmm",
@@ -208,10 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Figure 3: each trial plays E2G (feedback vectors only), epoch-greedy CB "
                     "(true reward) with the same schedule, and uniform play; it records the "
                     "running average reward and the greedy policy's test accuracy.")
-    figure3.add_argument("--trials", type=_positive, default=16, help="trials (default 16)")
-    figure3.add_argument("--rounds", type=_positive, default=10000,
+    figure3.add_argument("--trials", type=positive_int, default=16, help="trials (default 16)")
+    figure3.add_argument("--rounds", type=positive_int, default=10000,
                          help="rounds of Algorithm 1 per trial (default 10000)")
-    figure3.add_argument("--warmup", type=_positive, default=4000,
+    figure3.add_argument("--warmup", type=positive_int, default=4000,
                          help="exploration rounds of the paper schedule (default 4000)")
     figure3.add_argument("--schedule", choices=("paper", "theory", "data-driven"),
                          default="paper", help="warm-up: fixed (paper), T0 = 2K^2 iota/eta^2 "
@@ -220,9 +221,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="Assumption 2's eta for the theory schedule (default 0.7)")
     figure3.add_argument("--iota", type=float, default=100.0,
                          help="complexity term of n_i = floor(sqrt(i/(K iota))) (default 100)")
-    figure3.add_argument("--update-every", type=_positive, default=100,
+    figure3.add_argument("--update-every", type=positive_int, default=100,
                          help="rounds between re-fits (default 100)")
-    figure3.add_argument("--eval-every", type=_positive, default=500,
+    figure3.add_argument("--eval-every", type=positive_int, default=500,
                          help="rounds between checkpoints, a multiple of --update-every "
                               "(default 500)")
     figure3.add_argument("--exploit", choices=("greedy", "softmax"), default="greedy",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from iglearn.cli import positive_int
 from iglearn.errors import IGLearnError
 
 DEFAULT_IOTA = math.log(2 / 0.05)
@@ -235,13 +236,6 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
 def _positive_float(text: str) -> float:
     value = float(text)
     if not value > 0 or not math.isfinite(value):
@@ -292,7 +286,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         description=f"Log interactions in a built-in environment ({formats}).")
     simulate.add_argument("env", choices=("digits", "mnist"), metavar="ENV",
                           help="digits (offline) or mnist")
-    simulate.add_argument("--samples", type=_positive, required=True)
+    simulate.add_argument("--samples", type=positive_int, required=True)
     simulate.add_argument("--out", required=True, metavar="LOG")
     simulate.add_argument("--policy", choices=("uniform", "skewed"), default="uniform",
                           help="logging policy: uniform, or skewed (half uniform, half a "

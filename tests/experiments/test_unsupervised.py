@@ -5,7 +5,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-import torch
 
 from iglearn.cli import main
 from iglearn.envs import digits_environment
@@ -13,15 +12,6 @@ from iglearn.envs.section6 import FAMILIES, family_environments
 from iglearn.experiments.unsupervised import UnsupervisedConfig, make_families, run_unit
 from iglearn.learners.unsupervised import ClusterDecoder
 from iglearn.seeding import spawn_seeds
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Small models fit faster on one thread, above all on cores shared with other work."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_igl_beats_the_baseline_where_the_baseline_decodes_wrong():

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 
 from iglearn.envs import digits_environment
 from iglearn.learners.e2g import E2G
@@ -17,14 +16,6 @@ QUICK = Optimisation(min_steps=50)
 @pytest.fixture(scope="module")
 def env():
     return digits_environment()
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 
 from iglearn import IGLearnError
 from iglearn.envs import digits_environment
@@ -18,15 +17,6 @@ from iglearn.learners.schedules import (
 @pytest.fixture(scope="module")
 def env():
     return digits_environment()
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Small models run faster on one thread, and much faster on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 def test_paper_schedule_matches_appendix_b():

@@ -2,7 +2,6 @@ import dataclasses
 
 import numpy as np
 import pytest
-import torch
 
 from iglearn.envs import digits_environment
 from iglearn.envs.section6 import family_environments
@@ -11,15 +10,6 @@ from iglearn.learners import Optimisation
 from iglearn.learners.unsupervised import ClusterDecoder, UnsupervisedBandit
 
 FAST = Optimisation(min_steps=100)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Small models fit faster on one thread, above all on cores shared with other work."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ import warnings
 
 import numpy as np
 import pytest
-import torch
 
 from iglearn import BatchIGL, IGLearnError
 from iglearn.data.formats import FeatureSchema
@@ -14,15 +13,6 @@ from iglearn.learners.training import Optimisation
 from iglearn.models import io
 
 FAST = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, min_steps=10)
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_thread():
-    """Small fits are fastest on one thread (and far slower on a busy machine without it)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 
 @pytest.fixture(scope="module")
