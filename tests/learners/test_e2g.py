@@ -43,8 +43,8 @@ def test_no_exploitation_before_the_warmup_ends(env):
     assert probability == pytest.approx(0.1) and learner.exploited_ == 0
     learner.learn(x[0], action, probability, env.feedback(np.zeros(1), rng)[0])
     assert learner.policy_ is not None and [f["round"] for f in learner.fits_] == [300]
-    # A fifth of D is held out of line 4 and measures the indicator instead.
-    assert learner.fits_[0]["indicator_samples"] == 60 and learner.explored_learned == 300
+    # A tenth of D is held out of line 4 and measures the indicator instead.
+    assert learner.fits_[0]["indicator_samples"] == 30 and learner.explored_learned == 300
     # Round 301 explores once, then exploits n_301 = floor(sqrt(301 / 100)) = 1 (iota = 10) step.
     assert learner.block_size() == 99 * (1 + 1) + 1  # up to the exploration of round 400
     x = env.contexts(2, rng).features

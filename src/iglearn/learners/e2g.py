@@ -9,7 +9,7 @@
 Line 4 is :meth:`BatchIGL.fit_with_restarts` (the corrector and the adaptive restart of
 Appendix B) on D_i, warm-started from (pi_{i-1}, psi_{i-1}) with a short optimisation and
 re-run from fresh initialisations only when the warm start's indicator falls to the restart
-threshold. A fifth of D is held out of the fits to measure the indicator (Eq. 9), an
+threshold. A tenth of D is held out of the fits to measure the indicator (Eq. 9), an
 unbiased estimate of (V(pi) - V(pi_bad)) Delta_psi that a fit memorising a few thousand
 samples cannot inflate; the first fit keeps the best of five initialisations by it.
 As in Appendix B, line 4 runs every ``update_every`` rounds (100) rather than
@@ -49,7 +49,7 @@ class E2G(EpochGreedy):
         first_fit_attempts: initialisations tried by the first fit, which keeps the one with
             the highest held-out indicator (the warm-started chain starts from it).
         holdout_every: every this many exploration samples, one is held out of line 4 and
-            measures the indicator instead (default 5: a fifth), so that the adaptive
+            measures the indicator instead (default 10: a tenth), so that the adaptive
             restart also rejects fits that memorise D; 0 fits on all of D.
         seed: seed or numpy Generator.
     """
@@ -60,7 +60,7 @@ class E2G(EpochGreedy):
                  optimisation: Optimisation | None = FIRST_FIT,
                  refit_optimisation: Optimisation | None = REFIT, max_restarts: int = 4,
                  restart_threshold: float | None = None, first_fit_attempts: int = 5,
-                 holdout_every: int = 5, seed: SeedLike = None):
+                 holdout_every: int = 10, seed: SeedLike = None):
         super().__init__(n_actions, context_dim, feedback_dim, schedule, update_every,
                          exploit, holdout_every, seed)
         self.refit_optimisation = refit_optimisation
