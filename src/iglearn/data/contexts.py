@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iglearn.data.logs import _actions, _matrix
+from iglearn.data.logs import _actions, _matrix, _n_actions
 from iglearn.errors import IGLearnError
 
 
@@ -28,18 +28,13 @@ class ContextSet:
 
     def __post_init__(self) -> None:
         src = self.source
-        k = self.n_actions
-        if isinstance(k, np.ndarray) and k.ndim == 0:
-            k = k.item()
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
-            raise IGLearnError(f"{src}: n_actions is {k!r}; it must be an integer >= 2")
-        object.__setattr__(self, "n_actions", int(k))
+        object.__setattr__(self, "n_actions", _n_actions(self.n_actions, src))
         context = _matrix("context", self.context, src)
         if context.shape[0] == 0:
             raise IGLearnError(f"{src}: there are no contexts; it needs at least one row")
         object.__setattr__(self, "context", context)
         if self.label is not None:
-            label = _actions("label", self.label, int(k), src)
+            label = _actions("label", self.label, self.n_actions, src)
             if label.shape[0] != context.shape[0]:
                 raise IGLearnError(
                     f"{src}: field 'label' has {label.shape[0]} rows but 'context' has "

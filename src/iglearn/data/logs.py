@@ -78,6 +78,15 @@ def _actions(name: str, value: object, n_actions: int, source: str) -> np.ndarra
     return array
 
 
+def _n_actions(value: object, source: str) -> int:
+    """The number of actions K as an int, or an error naming the fix."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 2:
+        raise IGLearnError(f"{source}: n_actions is {value!r}; it must be an integer >= 2")
+    return int(value)
+
+
 @dataclass(frozen=True)
 class InteractionLog:
     """A batch of logged interactions, validated on construction.
@@ -104,12 +113,7 @@ class InteractionLog:
 
     def __post_init__(self) -> None:
         src = self.source
-        k = self.n_actions
-        if isinstance(k, np.ndarray) and k.ndim == 0:
-            k = k.item()
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 2:
-            raise IGLearnError(f"{src}: n_actions is {k!r}; it must be an integer >= 2")
-        k = int(k)
+        k = _n_actions(self.n_actions, src)
         object.__setattr__(self, "n_actions", k)
         context = _matrix("context", self.context, src)
         n = context.shape[0]

@@ -21,6 +21,7 @@ from iglearn import theory
 from iglearn.envs import Environment
 from iglearn.errors import IGLearnError
 from iglearn.experiments.results import (
+    format_std,
     mean_std,
     prepare_output,
     write_atomic,
@@ -202,16 +203,13 @@ def markdown(table: pd.DataFrame, frame: pd.DataFrame, config: Figure3Config) ->
         acc = cells.get((method, "accuracy"))
         reward = cells[(method, "average_reward")]
         seconds = cells.get((method, "seconds"))
-        accuracy = (f"{100 * acc.mean:.2f} ± {_std(100 * acc.std)}", f"{100 * acc.min:.2f}") \
-            if acc is not None else ("n/a", "n/a")
+        accuracy = ((f"{100 * acc.mean:.2f} ± {format_std(100 * acc.std)}",
+                     f"{100 * acc.min:.2f}") if acc is not None else ("n/a", "n/a"))
         lines.append(f"| {method} | {interactions[method]:.0f} | {accuracy[0]} | "
-                     f"{accuracy[1]} | {reward.mean:.4f} ± {_std(reward.std, 4)} | "
+                     f"{accuracy[1]} | {reward.mean:.4f} ± {format_std(reward.std, 4)} | "
                      f"{seconds.mean:.1f} |")
     return "\n".join(lines) + "\n"
 
-
-def _std(value: float, digits: int = 2) -> str:
-    return "n/a" if np.isnan(value) else f"{value:.{digits}f}"
 
 
 def plot(frame: pd.DataFrame, path: Path, dataset: str = "mnist") -> None:

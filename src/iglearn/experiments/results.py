@@ -71,3 +71,8 @@ def markdown_table(frame: pd.DataFrame, digits: int = 2) -> str:
     rule = "|" + "---|" * len(frame.columns)
     rows = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(False)]
     return "\n".join([header, rule, *rows])
+
+
+def format_std(value: float, digits: int = 2) -> str:
+    """A standard deviation for a table: 'n/a' when undefined (a single trial)."""
+    return "n/a" if pd.isna(value) else f"{value:.{digits}f}"

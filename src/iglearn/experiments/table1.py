@@ -15,6 +15,7 @@ import pandas as pd
 
 from iglearn.envs import Environment, digits_environment, mnist_environment
 from iglearn.experiments.results import (
+    format_std,
     mean_std,
     prepare_output,
     write_atomic,
@@ -126,13 +127,10 @@ def markdown(table: pd.DataFrame, config: Table1Config) -> str:
         "|---|---|---|---|---|",
     ]
     for row in table.itertuples():
-        lines.append(f"| {row.method} | {row.mean:.2f} ± {_std(row.std)} | {row.min:.2f} | "
+        lines.append(f"| {row.method} | {row.mean:.2f} ± {format_std(row.std)} | {row.min:.2f} | "
                      f"{row.paper_mean:.2f} ± {row.paper_std:.2f} | {row.seconds_per_fit:.2f} |")
     return "\n".join(lines) + "\n"
 
-
-def _std(value: float) -> str:
-    return "n/a" if np.isnan(value) else f"{value:.2f}"
 
 
 def plot(frame: pd.DataFrame, path: Path) -> None:

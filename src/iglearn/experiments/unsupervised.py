@@ -21,6 +21,7 @@ from iglearn.envs.classification import ClassificationEnvironment
 from iglearn.envs.section6 import FAMILIES, section6_environments, uniform_play_marginal
 from iglearn.errors import IGLearnError
 from iglearn.experiments.results import (
+    format_std,
     mean_std,
     prepare_output,
     write_atomic,
@@ -196,7 +197,7 @@ def markdown(table: pd.DataFrame, frame: pd.DataFrame, config: UnsupervisedConfi
                   "|---|---|---|---|---|---|---|"]
         for row in part.itertuples():
             lines.append(f"| {row.environment} | {row.method} | {row.mean:.2f} ± "
-                         f"{_std(row.std)} | {row.min:.2f} | {row.decoded_gap:+.3f} | "
+                         f"{format_std(row.std)} | {row.min:.2f} | {row.decoded_gap:+.3f} | "
                          f"{row.decoded_digits or '-'} | {row.seconds_per_fit:.2f} |")
         lines.append("")
     lines += ["## The baseline's decoding across each family",
@@ -211,9 +212,6 @@ def markdown(table: pd.DataFrame, frame: pd.DataFrame, config: UnsupervisedConfi
                      f"{'yes' if row.same else 'no'} |")
     return "\n".join(lines) + "\n"
 
-
-def _std(value: float) -> str:
-    return "n/a" if np.isnan(value) else f"{value:.2f}"
 
 
 def plot(frame: pd.DataFrame, path: Path) -> None:
