@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iglearn.data.logs import _actions, _matrix, _n_actions
+from iglearn.data.logs import _actions, _check_rows, _matrix, _n_actions
 from iglearn.errors import IGLearnError
 
 
@@ -35,10 +35,7 @@ class ContextSet:
         object.__setattr__(self, "context", context)
         if self.label is not None:
             label = _actions("label", self.label, self.n_actions, src)
-            if label.shape[0] != context.shape[0]:
-                raise IGLearnError(
-                    f"{src}: field 'label' has {label.shape[0]} rows but 'context' has "
-                    f"{context.shape[0]}; every field needs one row per context")
+            _check_rows("label", label, context.shape[0], src, unit="context")
             object.__setattr__(self, "label", label)
 
     def __len__(self) -> int:

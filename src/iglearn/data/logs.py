@@ -78,6 +78,14 @@ def _actions(name: str, value: object, n_actions: int, source: str) -> np.ndarra
     return array
 
 
+def _check_rows(name: str, array: np.ndarray, n: int, source: str,
+                unit: str = "interaction") -> None:
+    """An error unless ``array`` has one row per ``unit`` (``n`` rows, as 'context' has)."""
+    if array.shape[0] != n:
+        raise IGLearnError(f"{source}: field '{name}' has {array.shape[0]} rows but 'context' "
+                           f"has {n}; every field needs one row per {unit}")
+
+
 def _n_actions(value: object, source: str) -> int:
     """The number of actions K as an int, or an error naming the fix."""
     if isinstance(value, np.ndarray) and value.ndim == 0:
@@ -124,11 +132,7 @@ class InteractionLog:
         probability = _vector("probability", self.probability, src).astype(np.float64)
         for name, array in (("feedback", feedback), ("action", action),
                             ("probability", probability)):
-            if array.shape[0] != n:
-                raise IGLearnError(
-                    f"{src}: field '{name}' has {array.shape[0]} rows but 'context' has {n}; "
-                    f"every field needs one row per interaction"
-                )
+            _check_rows(name, array, n, src)
         if not np.all((probability > 0) & (probability <= 1)):
             bad = probability[~((probability > 0) & (probability <= 1))][0]
             raise IGLearnError(
@@ -141,11 +145,7 @@ class InteractionLog:
         object.__setattr__(self, "probability", probability)
         if self.reward is not None:
             reward = _vector("reward", self.reward, src).astype(np.float32)
-            if reward.shape[0] != n:
-                raise IGLearnError(
-                    f"{src}: field 'reward' has {reward.shape[0]} rows but 'context' has {n}; "
-                    f"every field needs one row per interaction"
-                )
+            _check_rows("reward", reward, n, src)
             if not np.all((reward >= 0) & (reward <= 1)):
                 raise IGLearnError(
                     f"{src}: field 'reward' holds values outside [0, 1]; the latent reward "
@@ -154,11 +154,7 @@ class InteractionLog:
             object.__setattr__(self, "reward", reward)
         if self.label is not None:
             label = _actions("label", self.label, k, src)
-            if label.shape[0] != n:
-                raise IGLearnError(
-                    f"{src}: field 'label' has {label.shape[0]} rows but 'context' has {n}; "
-                    f"every field needs one row per interaction"
-                )
+            _check_rows("label", label, n, src)
             object.__setattr__(self, "label", label)
 
     def __len__(self) -> int:

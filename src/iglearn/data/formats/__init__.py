@@ -66,6 +66,8 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None) -> TableRe
         raise IGLearnError(f"{path}: no such file; check the path")
     if path.is_dir():
         raise IGLearnError(f"{path}: is a folder, not a {suffix} file")
+    if suffix != ".dsjson" and path.stat().st_size == 0:  # DSJSON says so with its own words
+        raise IGLearnError(f"{path}: the file is empty; write the log again")
     try:
         if suffix == ".npz":
             from iglearn.data.formats.npz import NpzReader

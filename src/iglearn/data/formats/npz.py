@@ -38,8 +38,6 @@ class NpzReader(TableReader):
     def __init__(self, path: Path):
         self.path = path
         source = str(path)
-        if path.stat().st_size == 0:
-            raise IGLearnError(f"{source}: the file is empty; write the log again")
         try:
             self._zip = zipfile.ZipFile(path)
         except (zipfile.BadZipFile, OSError) as e:

@@ -34,8 +34,6 @@ class ParquetReader(TableReader):
     def __init__(self, path: Path):
         self.path = path
         source = str(path)
-        if path.stat().st_size == 0:
-            raise IGLearnError(f"{source}: the file is empty; write the log again")
         try:
             self._file = pq.ParquetFile(path)
         except (pa.ArrowException, OSError) as e:
