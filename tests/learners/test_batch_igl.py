@@ -8,6 +8,7 @@ import torch
 from iglearn import BatchIGL, ContextualBandit, IGLearnError, InteractionLog, Supervised
 from iglearn.envs import digits_environment
 from iglearn.learners import IdentifiabilityWarning
+from iglearn.learners.training import Optimisation
 from iglearn.models import make_decoder
 
 
@@ -136,13 +137,14 @@ def test_flip_policy_escapes_theorem3_collapse():
 
     env = family_environments("theorem3", digits_environment())["env 0"]
     log = env.log(4000, 0)
-    learner = BatchIGL(max_restarts=0, flip_policy=True, seed=0).fit(log)
+    learner = BatchIGL(max_restarts=0, seed=0).fit(log)
     assert learner.accuracy(*env.test_set()) > 0.7
     assert delta_psi(learner, log) > 0.8
 
 
 def test_restart_indicator_on_a_holdout(uniform_log, env):
-    # A fit memorising a tiny log scores high on it but not on fresh interactions.
+    # A fit memorising a tiny log (no weight decay) scores high on it but not on fresh
+    # interactions.
     log = uniform_log
     data = (torch.from_numpy(log.context[:60]), torch.from_numpy(log.action[:60]),
             torch.from_numpy(log.probability[:60].astype(np.float32)),
@@ -151,7 +153,8 @@ def test_restart_indicator_on_a_holdout(uniform_log, env):
     holdout = (torch.from_numpy(fresh.context), torch.from_numpy(fresh.action),
                torch.from_numpy(fresh.probability.astype(np.float32)),
                torch.from_numpy(fresh.feedback))
-    learner = BatchIGL(max_restarts=0)
+    learner = BatchIGL(optimisation=Optimisation(weight_decay_scale=0), max_restarts=0,
+                       flip_policy=False)
     rng = np.random.default_rng(0)
     on_data = learner.fit_with_restarts(data, 10, rng)[0]
     on_holdout = learner.fit_with_restarts(data, 10, np.random.default_rng(0),

@@ -69,7 +69,7 @@ class UnsupervisedConfig:
     noise can push past 1/K; a good one about (1 - 1/K) * Delta_psi."""
     flip_policy: bool = True
     """IGL negates the policy's scores whenever the corrector flips the decoder (see
-    :class:`~iglearn.learners.BatchIGL`); Theorem 3's environments need it."""
+    :class:`~iglearn.learners.BatchIGL`; its default)."""
 
 
 def family_clusters(config: UnsupervisedConfig, family: str) -> int:

@@ -9,7 +9,7 @@ import torch
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import PolicyLearner, as_tensor
-from iglearn.learners.objective import policy_value
+from iglearn.learners.objective import BASELINE, igl_objective, policy_minorant
 from iglearn.learners.training import Optimisation, Stage, optimise
 from iglearn.models import Policy, make_policy
 from iglearn.seeding import SeedLike, as_generator, torch_generator
@@ -63,16 +63,21 @@ class Supervised(_Baseline):
 
 
 class ContextualBandit(_Baseline):
-    """CB: maximise the IPS estimate mean[pi(a|x) r / p] of V(pi) with the true reward, after
-    as many epochs on its minorant as IGL's first two stages, so the two differ only in the
-    reward."""
+    """CB: IGL's policy stages with the true reward r in place of psi(y): as many epochs on
+    the minorant as IGL's first two stages, then the IPS estimate of V(pi) - V(pi_bad)
+    (Eq. 2 with psi = r and the same control variate), so the two differ only in the reward."""
 
     needs = "reward"
 
     def _stages(self, context, action, probability, reward, settings):
-        def loss(index: torch.Tensor, exact: bool) -> torch.Tensor:
-            log_pi = self.policy_(context[index]).gather(1, action[index, None])[:, 0]
-            return -policy_value(log_pi, reward[index] / probability[index], exact)
-        return [(settings.grounding_epochs + settings.policy_epochs,
-                 lambda index: loss(index, exact=False)),
-                (settings.epochs, lambda index: loss(index, exact=True))]
+        def minorant(index: torch.Tensor) -> torch.Tensor:
+            log_pi = self.policy_(context[index])
+            return -policy_minorant(log_pi, action[index], reward[index], probability[index])
+
+        def exact(index: torch.Tensor) -> torch.Tensor:
+            log_pi = self.policy_(context[index])
+            pi_a = log_pi.gather(1, action[index, None])[:, 0].exp()
+            return -igl_objective(pi_a, reward[index], probability[index], log_pi.shape[1],
+                                  BASELINE)
+        return [(settings.grounding_epochs + settings.policy_epochs, minorant),
+                (settings.epochs, exact)]

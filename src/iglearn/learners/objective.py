@@ -8,24 +8,36 @@ empirical objective is
 
 which for uniform logging (p = 1/K) is line 4 of Algorithm 1 (E2G). In expectation it equals
 (V(pi) - V(pi_bad)) * Delta_psi (Eq. 3), Delta_psi = E[psi | r=1] - E[psi | r=0].
+
+Learners ascend it with a control variate: mean[(pi(a|x) - 1/K)(psi(y) - c) / p] differs from
+L by c * mean[(pi(a|x) - 1/K) / p], whose expectation is zero under any logging policy
+(E_p[pi(a|x) / p] = 1 = E_p[(1/K) / p]), so both estimate the same quantity and have the same
+gradient in psi. With c = 0 only interactions decoded as rewarded move pi; with c = 1/2 those
+decoded as not rewarded push their action's probability down as well, and a few thousand
+logged interactions teach pi about as much as twice as many did (measured on MNIST).
 """
 
 from __future__ import annotations
 
 import torch
 
+BASELINE = 0.5
+"""The control variate c with which learners ascend Eq. 2 (see the module docstring)."""
+
 
 def igl_objective(pi_logged: torch.Tensor, psi: torch.Tensor, probability: torch.Tensor,
-                  n_actions: int) -> torch.Tensor:
-    """Eq. 2: mean[(pi(a|x) - 1/K) * psi(y) / p] over a batch of logged interactions.
+                  n_actions: int, baseline: float = 0.0) -> torch.Tensor:
+    """Eq. 2: mean[(pi(a|x) - 1/K) * (psi(y) - c) / p] over a batch of logged interactions;
+    c = ``baseline`` is a control variate that leaves its expectation unchanged.
 
     Args:
         pi_logged: pi(a_i | x_i) of the logged actions, shape (n,).
         psi: decoded rewards psi(y_i), shape (n,).
         probability: logging probabilities p_i, shape (n,).
         n_actions: K.
+        baseline: the control variate c (0: Eq. 2 exactly as written).
     """
-    return ((pi_logged - 1.0 / n_actions) * psi / probability).mean()
+    return ((pi_logged - 1.0 / n_actions) * (psi - baseline) / probability).mean()
 
 
 def corrector_statistic(psi: torch.Tensor, probability: torch.Tensor,
@@ -47,13 +59,31 @@ def corrected(psi: torch.Tensor, probability: torch.Tensor, n_actions: int) -> t
     return torch.where(flip, 1 - psi, psi)
 
 
-def policy_value(log_pi_logged: torch.Tensor, weight: torch.Tensor, exact: bool) -> torch.Tensor:
-    """mean[pi(a|x) * weight] (exact), or its minorant mean[(1 + log pi(a|x)) * weight] with
-    the weight held fixed (stage one of :mod:`iglearn.learners.training`; weight >= 0).
+def policy_minorant(log_pi: torch.Tensor, action: torch.Tensor, psi: torch.Tensor,
+                    probability: torch.Tensor, both_sides: bool = True) -> torch.Tensor:
+    """mean[(psi log pi(a|x) + (1 - psi) log(1 - pi(a|x))) / p] with psi held fixed: the
+    policy's surrogate in the first stages of a fit (:mod:`iglearn.learners.training`).
 
-    Both have the same maximiser over unrestricted policies given the weights, but the
-    minorant's gradient does not vanish where pi(a|x) is small.
+    Since log u <= u - 1 and log(1 - u) <= -u, it is at most 2 mean[pi(a|x) (psi - 1/2) / p]
+    minus a constant: a minorant of the policy's part of Eq. 2 with the control variate
+    c = 1/2, concave in a linear policy's weights, whose gradient does not vanish where
+    pi(a|x) is near 0 or 1. For each context its maximiser ranks actions as E[psi | x, a]
+    does, so its greedy policy is the objective's.
+
+    Args:
+        log_pi: log pi(. | x_i) of every action, shape (n, K).
+        action: logged actions a_i, shape (n,).
+        psi: decoded rewards (or rewards) in [0, 1], shape (n,); not differentiated.
+        probability: logging probabilities p_i, shape (n,).
+        both_sides: with False, only the psi log pi term (a minorant of Eq. 2's policy part
+            with c = 0): pi then moves towards the actions with the highest psi even while
+            psi is small on every feedback, which is what lets a fresh (pi, psi) pair break
+            its symmetry while psi is being grounded.
     """
-    if exact:
-        return (log_pi_logged.exp() * weight).mean()
-    return (log_pi_logged * weight.detach()).mean()
+    psi = psi.detach()
+    if not both_sides:
+        return (psi * log_pi.gather(1, action[:, None])[:, 0] / probability).mean()
+    chosen = torch.nn.functional.one_hot(action, log_pi.shape[1]).bool()
+    log_pi_a = log_pi[chosen]
+    log_not_a = log_pi.masked_fill(chosen, float("-inf")).logsumexp(1)  # log(1 - pi(a|x))
+    return ((psi * log_pi_a + (1 - psi) * log_not_a) / probability).mean()
