@@ -94,3 +94,14 @@ def test_family_environments_share_contexts_reward_and_test_set(base):
     assert not np.array_equal(log1.feedback, log2.feedback)
     with pytest.raises(IGLearnError, match="unknown Section 6 family"):
         family_environments("env3", base)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_feedback_first_logs_are_identical_in_feedback_across_a_family(base, family):
+    logs = [env.feedback_first_log(3000, 7) for env in family_environments(family, base).values()]
+    for log in logs:
+        np.testing.assert_array_equal(log.feedback, logs[0].feedback)
+        np.testing.assert_array_equal(log.context, logs[0].context)
+        np.testing.assert_array_equal(log.reward, log.action == log.label)
+        assert log.reward.mean() == pytest.approx(0.1, abs=0.02)
+    assert len({log.reward.tobytes() for log in logs}) == len(logs)  # the rewards differ

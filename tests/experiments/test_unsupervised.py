@@ -9,29 +9,51 @@ import pytest
 from iglearn.cli import main
 from iglearn.envs import digits_environment
 from iglearn.envs.section6 import FAMILIES, family_environments
-from iglearn.experiments.unsupervised import UnsupervisedConfig, make_families, run_unit
-from iglearn.learners.unsupervised import ClusterDecoder
+from iglearn.experiments.unsupervised import (
+    UnsupervisedConfig,
+    family_clusters,
+    make_families,
+    run_unit,
+    same_decoding,
+)
+from iglearn.learners.unsupervised import UnsupervisedBandit
 from iglearn.seeding import spawn_seeds
 
 
 def test_igl_beats_the_baseline_where_the_baseline_decodes_wrong():
-    envs = family_environments("theorem3", digits_environment())
-    # The environment whose decoded gap r_i - mean_{j != i} r_j is lowest (Theorem 3's proof).
-    test_x, test_y = envs["env 0"].test_set()
-    psi = ClusterDecoder(10, seed=0).fit(envs["env 0"].log(3000, 0).feedback).decode(test_x)
-    r = np.array([psi[test_y == d].mean() for d in range(10)])
-    worst = int(np.argmin([r[i] - np.delete(r, i).mean() for i in range(10)]))
-    name = f"env {worst}"
     config = UnsupervisedConfig(trials=1, samples=3000, dataset="digits",
                                 families=("theorem3",))
-    rows = run_unit(config, list(FAMILIES["theorem3"]).index(name), spawn_seeds(0, 1)[0])
+    names, seed = list(FAMILIES["theorem3"]), spawn_seeds(0, 1)[0]
+    first = {row["method"]: row for row in run_unit(config, 0, seed)}["unsupervised"]
+    # The baseline decodes alike in every environment, so the one whose decoded gap
+    # r_i - mean_{j != i} r_j is lowest (Theorem 3's proof) is known from any of them.
+    r = np.array([first[f"decoded_{d}"] for d in range(10)])
+    worst = int(np.argmin([r[i] - np.delete(r, i).mean() for i in range(10)]))
+    rows = run_unit(config, worst, seed)
     by_method = {row["method"]: row for row in rows}
     assert set(by_method) == {"unsupervised", "IGL"}
-    assert all(row["environment"] == name and row["family"] == "theorem3" for row in rows)
+    assert all(row["environment"] == names[worst] and row["family"] == "theorem3"
+               for row in rows)
+    assert [by_method["unsupervised"][f"decoded_{d}"] for d in range(10)] == r.tolist()
     assert by_method["unsupervised"]["decoded_gap"] < 0.1
     assert by_method["IGL"]["decoded_gap"] > 0.8
     assert by_method["IGL"]["accuracy"] > 70
     assert by_method["IGL"]["accuracy"] > by_method["unsupervised"]["accuracy"] + 40
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_the_baseline_decodes_the_same_reward_in_every_environment_of_a_family(family):
+    envs = family_environments(family, digits_environment())
+    clusters = family_clusters(UnsupervisedConfig(), family)
+    test_x = next(iter(envs.values())).test_set()[0]
+    logs = [env.feedback_first_log(1000, 0) for env in envs.values()]
+    fits = [UnsupervisedBandit(clusters, seed=1).fit(log) for log in logs]
+    on_log = [fit.decode(log.feedback) for fit, log in zip(fits, logs, strict=True)]
+    assert 0 < on_log[0].mean() < 1
+    for log, fit, psi in zip(logs, fits, on_log, strict=True):
+        np.testing.assert_array_equal(log.feedback, logs[0].feedback)
+        np.testing.assert_array_equal(psi, on_log[0])
+        np.testing.assert_array_equal(fit.decode(test_x), fits[0].decode(test_x))
 
 
 def test_unknown_family_is_a_user_error():
@@ -49,6 +71,7 @@ def test_cli_end_to_end_on_digits(tmp_path, capsys):
                                   "seed", "seconds", "decoded_gap", "decoded_0", "decoded_9"}
     assert len(frame) == 4 and set(frame["environment"]) == {"ENV(1)", "ENV(2)"}
     assert frame["accuracy"].between(0, 100).all() and (frame["seconds"] > 0).all()
+    assert (same_decoding(frame)["spread"] == 0).all()  # one log's feedback, one decoder
     text = (out / "unsupervised.md").read_text()
     assert "ENV(1)" in text and "ENV(2)" in text and "IGL" in text
     assert (out / "unsupervised.png").stat().st_size > 1000

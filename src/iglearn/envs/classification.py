@@ -8,7 +8,9 @@ from typing import Protocol
 
 import numpy as np
 
+from iglearn.data.logs import InteractionLog
 from iglearn.envs.base import Contexts, Environment
+from iglearn.seeding import SeedLike, as_generator
 
 
 class LabelledSource(Protocol):
@@ -62,11 +64,32 @@ class LabelFeedback:
         for value, (labels, weights) in self.mixtures.items():
             rows = np.flatnonzero(r == value)
             classes[rows] = labels[rng.choice(len(labels), size=len(rows), p=weights)]
-        out = np.empty((len(r), self.source.dim), dtype=np.float32)
+        return self.images(classes, rng)
+
+    def images(self, classes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """One feedback example of each class in ``classes``, drawn class by class in
+        ascending order."""
+        out = np.empty((len(classes), self.source.dim), dtype=np.float32)
         for c in np.unique(classes):
             rows = np.flatnonzero(classes == c)
             out[rows] = self.source.draw(len(rows), rng, label=int(c))[0]
         return out
+
+    def uniform_play(self, n_actions: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Under uniform play over ``n_actions`` actions with one correct action per context
+        (P(r = 1) = 1/K): the feedback classes of positive mass in ascending order, their
+        marginal m(l) = (1/K) p(l | r=1) + (1 - 1/K) p(l | r=0), rounded to 12 decimals so
+        that float noise in the mixtures cannot tell equal marginals apart, and
+        P(r = 1 | l) = (1/K) p(l | r=1) / m(l)."""
+        k = n_actions
+        labels = np.union1d(self.mixtures[0][0], self.mixtures[1][0])
+        given = {r: np.zeros(len(labels)) for r in (0, 1)}
+        for r, (classes, weights) in self.mixtures.items():
+            given[r][np.searchsorted(labels, classes)] = weights
+        marginal = given[1] / k + (1 - 1 / k) * given[0]
+        keep = np.round(marginal, 12) > 0
+        p_reward = np.minimum(given[1][keep] / k / marginal[keep], 1.0)
+        return labels[keep], np.round(marginal[keep], 12), p_reward
 
 
 def _normalised(mixture: Mapping[int, float]) -> tuple[np.ndarray, np.ndarray]:
@@ -108,3 +131,34 @@ class ClassificationEnvironment(Environment):
 
     def test_set(self) -> tuple[np.ndarray, np.ndarray]:
         return self._test
+
+    def feedback_first_log(self, n: int, seed: SeedLike = None) -> InteractionLog:
+        """``n`` uniform-play interactions drawn feedback first: the joint law of ``log(n)``,
+        but environments with the same feedback marginal under uniform play get byte-identical
+        feedback (and contexts) from the same seed.
+
+        An unsupervised decoder sees the feedback alone, so by Theorem 3 it must decode alike
+        in environments whose feedback marginals agree; coupling the draws makes that
+        literal. The feedback class comes from the marginal m(l) (inverse CDF over ascending
+        classes) with its image, then r ~ Bernoulli(P(r = 1 | l)), the context independently
+        of r (under uniform play P(r = 1 | x) = 1/K), and the action: the context's label if
+        r = 1, else uniform over the other K - 1. Each of the four draws has its own stream
+        derived from ``seed``.
+        """
+        root = int(as_generator(seed).integers(0, 2**63 - 1))
+        feedback_rng, reward_rng, context_rng, action_rng = (
+            np.random.default_rng([root, stream]) for stream in range(4))
+        k = self.n_actions
+        labels, marginal, p_reward = self.feedback_model.uniform_play(k)
+        pick = np.minimum(np.searchsorted(np.cumsum(marginal), feedback_rng.random(n),
+                                          side="right"), len(labels) - 1)
+        feedback = self.feedback_model.images(labels[pick], feedback_rng)
+        rewarded = reward_rng.random(n) < p_reward[pick]
+        ctx = self.contexts(n, context_rng)
+        wrong = action_rng.integers(0, k - 1, n)
+        action = np.where(rewarded, ctx.label, wrong + (wrong >= ctx.label))
+        return InteractionLog(
+            context=ctx.features, action=action, probability=np.full(n, 1.0 / k),
+            feedback=feedback, n_actions=k, reward=self.reward(ctx, action), label=ctx.label,
+            source=type(self).__name__,
+        )

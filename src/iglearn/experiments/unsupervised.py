@@ -3,8 +3,9 @@
 For each environment of Theorem 3's family and of the ENV(1)/ENV(2) family, each trial draws a
 fresh uniform log and fits the unsupervised baseline (clustering of the feedback, then a
 contextual bandit) and batch IGL, and scores the argmax policy on the held-out test images.
-All environments of a trial share the trial's seed (same contexts and actions), so the
-baseline's decoder sees samples of one and the same feedback distribution in each family.
+Logs are drawn feedback first (:meth:`~iglearn.envs.ClassificationEnvironment.feedback_first_log`)
+from the trial's seed, so every environment of a family shows the same contexts and
+byte-identical feedback, and the baseline's decoder is the same in each (Theorem 3).
 """
 
 from __future__ import annotations
@@ -106,12 +107,13 @@ def run_unit(config: UnsupervisedConfig, index: int, seed: np.random.SeedSequenc
     ``decoded_gap`` is E[psi | r=1] - E[psi | r=0] on the log, ``decoded_d`` the share of
     digit d's test images decoded as reward and ``decoded_digits`` the digits whose test
     images mostly decode as reward (evaluation only: neither learner reads the reward).
-    Every environment of a trial uses the trial's seed (same contexts and actions)."""
+    Both methods see one log drawn feedback first from the trial's seed: the same contexts
+    and feedback in every environment of the family, the actions as each one's reward says."""
     units = _units(config)
     trial, (family, name) = index // len(units), units[index % len(units)]
     env = make_families(config)[family][name]
     trial_seed = int(seed.generate_state(1)[0])
-    log = env.log(config.samples, np.random.default_rng([trial_seed, 0]))
+    log = env.feedback_first_log(config.samples, np.random.default_rng([trial_seed, 0]))
     learners = {
         "unsupervised": UnsupervisedBandit(
             family_clusters(config, family), config.method, config.rule,
