@@ -99,10 +99,10 @@ def test_same_seed_same_run(env):
 
 
 def test_data_driven_schedule_explores_until_certified(env):
-    # iota = 1, indicator measured on the held-out tenth of D (m = |D| / 10 samples):
-    # K eps_D = 10 sqrt(1 / (2 m)) falls below 0.6 - 0.1 once m = 200 (2000 rounds), so a
+    # iota = 1/2, indicator measured on the held-out tenth of D (m = |D| / 10 samples):
+    # K eps_D = 10 sqrt(1 / (4 m)) falls below 0.45 - 0.1 once m = 200 (2000 rounds), so a
     # good fit certifies Delta_psi > 0 before 3000 rounds and E2G then exploits.
-    learner = E2G(10, env.context_dim, env.feedback_dim, DataDrivenSchedule(iota=1.0),
+    learner = E2G(10, env.context_dim, env.feedback_dim, DataDrivenSchedule(iota=0.5),
                   update_every=500, seed=0)
     play(learner, env, np.random.default_rng(0), 3000, "feedback")
     certified = [f["round"] for f in learner.fits_ if f["certified"]]

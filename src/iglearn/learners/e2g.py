@@ -11,7 +11,7 @@ Appendix B) on D_i, warm-started from (pi_{i-1}, psi_{i-1}) with a short optimis
 re-run from fresh initialisations only when the warm start's indicator falls to the restart
 threshold. A tenth of D is held out of the fits to measure the indicator (Eq. 9), an
 unbiased estimate of (V(pi) - V(pi_bad)) Delta_psi that a fit memorising a few thousand
-samples cannot inflate; the first fit keeps the best of five initialisations by it.
+samples cannot inflate.
 As in Appendix B, line 4 runs every ``update_every`` rounds (100) rather than
 every round. The reward is never read: ``learn`` receives feedback vectors.
 """
@@ -46,8 +46,6 @@ class E2G(EpochGreedy):
         refit_optimisation: settings of warm-started re-fits.
         max_restarts: most restarts per fit of the adaptive restart.
         restart_threshold: its indicator threshold; None means 1/K.
-        first_fit_attempts: initialisations tried by the first fit, which keeps the one with
-            the highest held-out indicator (the warm-started chain starts from it).
         holdout_every: every this many exploration samples, one is held out of line 4 and
             measures the indicator instead (default 10: a tenth), so that the adaptive
             restart also rejects fits that memorise D; 0 fits on all of D.
@@ -59,29 +57,21 @@ class E2G(EpochGreedy):
                  exploit: str = "greedy", policy: str = "linear", decoder: str = "linear",
                  optimisation: Optimisation | None = FIRST_FIT,
                  refit_optimisation: Optimisation | None = REFIT, max_restarts: int = 4,
-                 restart_threshold: float | None = None, first_fit_attempts: int = 5,
-                 holdout_every: int = 10, seed: SeedLike = None):
+                 restart_threshold: float | None = None, holdout_every: int = 10,
+                 seed: SeedLike = None):
         super().__init__(n_actions, context_dim, feedback_dim, schedule, update_every,
                          exploit, holdout_every, seed)
         self.refit_optimisation = refit_optimisation
         self._batch = BatchIGL(policy, decoder, optimisation, max_restarts=max_restarts,
                                restart_threshold=restart_threshold)
-        # Best of several initialisations: an infinite threshold tries them all.
-        self._first = BatchIGL(policy, decoder, optimisation,
-                               max_restarts=max(first_fit_attempts - 1, 0),
-                               restart_threshold=float("inf"))
         self.decoder_: Decoder | None = None
 
     def _refit(self, data: tuple[torch.Tensor, ...],
                holdout: tuple[torch.Tensor, ...] | None) -> tuple[float, dict]:
         # Line 4 on D_i, warm-started from (pi_{i-1}, psi_{i-1}) once they exist.
-        if self.policy_ is None:
-            indicator, self.policy_, self.decoder_, tried = self._first.fit_with_restarts(
-                data, self.n_actions, self.rng, holdout=holdout)
-        else:
-            indicator, self.policy_, self.decoder_, tried = self._batch.fit_with_restarts(
-                data, self.n_actions, self.rng, (self.policy_, self.decoder_),
-                self.refit_optimisation, holdout)
+        start = None if self.policy_ is None else (self.policy_, self.decoder_)
+        indicator, self.policy_, self.decoder_, tried = self._batch.fit_with_restarts(
+            data, self.n_actions, self.rng, start, self.refit_optimisation, holdout)
         return indicator, {"restarts": len(tried) - 1, "flipped": bool(self.decoder_.flipped)}
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:
