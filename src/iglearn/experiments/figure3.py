@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from iglearn import theory
-from iglearn.envs import Environment
+from iglearn.envs import Contexts, Environment
 from iglearn.errors import IGLearnError
 from iglearn.experiments.results import (
     format_std,
@@ -102,20 +102,42 @@ def make_learner(method: str, config: Figure3Config, env: Environment,
     raise IGLearnError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 
-def play(learner: OnlineLearner, env: Environment, rng: np.random.Generator, rounds: int,
-         eval_every: int, reads: str) -> list[dict]:
-    """Play ``rounds`` rounds, acting on whole blocks of contexts at once; one record per
-    checkpoint. ``reads`` is what ``learn`` receives: 'feedback' or 'reward'."""
+class ContextStream:
+    """A trial's contexts, drawn once (in chunks, as needed) and replayed in the same order to
+    every method, so the methods meet the same contexts and no image is generated twice."""
+
+    def __init__(self, env: Environment, rng: np.random.Generator, chunk: int = 8192):
+        self.env, self.rng, self.chunk = env, rng, chunk
+        self._parts: list[Contexts] = []
+        self._drawn = 0
+
+    def read(self, start: int, count: int) -> Contexts:
+        """Contexts ``start .. start + count - 1`` of the stream."""
+        while self._drawn < start + count:
+            self._parts.append(self.env.contexts(self.chunk, self.rng))
+            self._drawn += self.chunk
+        if len(self._parts) > 1:
+            self._parts = [Contexts(np.concatenate([c.features for c in self._parts]),
+                                    np.concatenate([c.label for c in self._parts]))]
+        whole = self._parts[0]
+        return Contexts(whole.features[start:start + count], whole.label[start:start + count])
+
+
+def play(learner: OnlineLearner, env: Environment, contexts: ContextStream,
+         rng: np.random.Generator, rounds: int, eval_every: int, reads: str) -> list[dict]:
+    """Play ``rounds`` rounds on the stream's contexts, acting on whole blocks at once; one
+    record per checkpoint. ``rng`` draws the feedback; ``reads`` is what ``learn`` receives:
+    'feedback' or 'reward'."""
     test_x, test_y = env.test_set()
     records, total, start = [], 0.0, time.perf_counter()
     while learner.round_ < rounds:
         block = learner.block_size(min(rounds, (learner.round_ // eval_every + 1) * eval_every))
-        contexts = env.contexts(block, rng)
-        actions, probabilities = learner.act_batch(contexts.features)
-        reward = env.reward(contexts, actions)  # hidden from E2G
+        shown = contexts.read(learner.interactions_, block)
+        actions, probabilities = learner.act_batch(shown.features)
+        reward = env.reward(shown, actions)  # hidden from E2G
         total += float(reward.sum())
         signal = env.feedback(reward, rng) if reads == "feedback" else reward
-        learner.learn_batch(contexts.features, actions, probabilities, signal)
+        learner.learn_batch(shown.features, actions, probabilities, signal)
         if learner.round_ % eval_every == 0 or learner.round_ >= rounds:
             record = {"rounds": learner.round_, "interactions": learner.interactions_,
                       "average_reward": total / learner.interactions_}
@@ -138,14 +160,15 @@ def run_trial(config: Figure3Config, trial: int, seed: np.random.SeedSequence) -
     trial_seed = int(seed.generate_state(1)[0])
     rows: list[dict] = []
     interactions = config.rounds
+    contexts = ContextStream(env, np.random.default_rng([trial_seed, 0]))
     for index, method in enumerate(METHODS):
-        # The same context stream for every method; each learner its own Generator.
-        env_rng = np.random.default_rng([trial_seed, 0])
+        # The same contexts for every method; each learner and its feedback its own Generator.
         learner = make_learner(method, config, env, np.random.default_rng([trial_seed, 1,
                                                                            index]))
         reads = "reward" if method == "CB" else "feedback"
         rounds = interactions if method == "Uniform" else config.rounds
-        records = play(learner, env, env_rng, rounds, config.eval_every, reads)
+        records = play(learner, env, contexts, np.random.default_rng([trial_seed, 2, index]),
+                       rounds, config.eval_every, reads)
         if method == "E2G":
             interactions = records[-1]["interactions"]  # uniform play spans the same range
         for record in records:
