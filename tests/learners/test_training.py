@@ -1,0 +1,28 @@
+"""The shared optimiser: stages, and weight decay scaled by inputs per sample."""
+
+import torch
+
+from iglearn.learners.training import Optimisation, Stage, optimise
+
+
+def _fit(n: int, settings: Optimisation) -> torch.nn.Linear:
+    # Zero loss: only the weight decay moves the parameters.
+    layer = torch.nn.Linear(50, 2)
+    with torch.no_grad():
+        layer.weight.fill_(1.0)
+        layer.bias.fill_(1.0)
+    stage = Stage(1, list(layer.parameters()), lambda index: 0.0 * layer(
+        torch.zeros(len(index), 50)).sum())
+    optimise([stage], n, settings, torch.Generator().manual_seed(0))
+    return layer
+
+
+def test_weight_decay_grows_with_inputs_per_sample_and_spares_biases():
+    settings = Optimisation(epochs=1, min_steps=20, batch_size=100, lr=0.01)
+    small, large = _fit(500, settings), _fit(50000, settings)
+    assert torch.all(small.bias == 1.0) and torch.all(large.bias == 1.0)
+    # 8 * 50 / 500 = 0.8 against 0.008: far more shrinkage on the small data set.
+    assert float(small.weight.mean()) < 0.95 < float(large.weight.mean()) < 1.0
+    off = _fit(500, Optimisation(epochs=1, min_steps=20, batch_size=100, lr=0.01,
+                                 weight_decay_scale=0.0))
+    assert torch.all(off.weight == 1.0)
