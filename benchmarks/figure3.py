@@ -6,7 +6,7 @@
 Prints E2G's and CB's final greedy accuracy (mean, std, min over trials), the wall time, and
 the act + learn throughput in interactions per second when acting on blocks of contexts
 (with and without the time spent re-fitting), and whether the targets hold: E2G mean
->= 86 %, every trial >= 80 %, CB above E2G, the run within the time budget, and at least
+>= 86 %, every trial >= 80 %, CB above E2G, the run within 180 s and within 60 s, and at least
 10000 interactions/s.
 """
 
@@ -68,7 +68,6 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dataset", default="mnist")
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--budget", type=float, default=180.0, help="seconds allowed")
     parser.add_argument("--json", default="results/bench-figure3.json")
     parser.add_argument("--skip-throughput", action="store_true")
     parser.add_argument("--jobs", type=int, default=None, help="trials at once (all cores)")
@@ -78,9 +77,9 @@ def main() -> None:
 
     config = Figure3Config(trials=args.trials, rounds=args.rounds, seed=args.seed,
                            dataset=args.dataset, data_dir=args.data_dir)
-    start, cpu = time.perf_counter(), time.process_time()
+    start = time.perf_counter()
     frame = run(config, Execution(jobs=args.jobs))
-    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
+    wall = time.perf_counter() - start
     if args.out:
         folder = prepare_output(args.out)
         write_atomic(folder / "figure3.csv", lambda tmp: frame.to_csv(tmp, index=False))
@@ -98,21 +97,21 @@ def main() -> None:
         "E2G mean >= 86": bool(e2g["mean"] >= 86),
         "E2G every trial >= 80": bool(e2g["min"] >= 80),
         "CB mean > E2G mean": bool(cb["mean"] > e2g["mean"]),
-        f"wall time <= {args.budget:.0f} s": bool(wall <= args.budget),
+        "wall time <= 180 s (the online issue)": bool(wall <= 180),
+        "wall time <= 60 s (the scale issue)": bool(wall <= 60),
     }
     if speed:
         checks["E2G act+learn >= 10000/s (excluding re-fits)"] = bool(
             speed["E2G"]["per_second_excluding_fits"] >= 10000)
     print(table.to_string())
-    print(f"wall time: {wall:.1f} s ({cpu:.1f} s of CPU: the wall time of an otherwise idle "
-          f"core) for {args.trials} trials "
-          f"(seconds per method, summed: {seconds.round(1).to_dict()})")
+    print(f"wall time: {wall:.1f} s for {args.trials} trials (seconds per method, summed "
+          f"over trials: {seconds.round(1).to_dict()})")
     for method, numbers in speed.items():
         print(f"{method} act+learn: {numbers['per_second']:.0f} interactions/s with re-fits, "
               f"{numbers['per_second_excluding_fits']:.0f}/s excluding them")
     for name, ok in checks.items():
         print(f"  {'PASS' if ok else 'FAIL'}  {name}")
-    record = {"wall_seconds": wall, "cpu_seconds": cpu, "config": vars(args),
+    record = {"wall_seconds": wall, "config": vars(args),
               "accuracy": table.reset_index().to_dict("records"),
               "method_seconds": seconds.to_dict(), "throughput": speed, "checks": checks}
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)

@@ -6,9 +6,13 @@
 Figures (each the median of --repeats runs):
 - Table 1 wall time (16 trials x SUP, CB, IGL on 60000 samples, local backend, every core),
   per-fit seconds per method, and IGL accuracy;
+- Figure 3 wall time (16 trials x E2G, CB, uniform play, 10000 rounds) and E2G's final
+  accuracy;
+- E2G act + learn interactions per second over a whole run, with and without its re-fits;
 - act latency of a fitted linear policy (one context) and batched act throughput;
 - peak resident memory of this process and of its worker processes.
-``--quick`` runs 4 trials on 20000 samples instead, for a smoke test.
+``--quick`` runs 4 trials on 20000 samples (Figure 3: 4 trials of 6000 rounds) instead, for a
+smoke test.
 """
 
 from __future__ import annotations
@@ -22,8 +26,11 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from figure3 import throughput  # benchmarks/figure3.py, beside this file
 
 from iglearn import BatchIGL
+from iglearn.experiments.figure3 import Figure3Config, final_values
+from iglearn.experiments.figure3 import run as run_figure3
 from iglearn.experiments.runner import Execution
 from iglearn.experiments.table1 import Table1Config, make_environment, run, summary
 
@@ -49,6 +56,27 @@ def table1(config: Table1Config, repeats: int) -> dict:
             "fit_seconds_median": per_fit,
             "igl_accuracy_mean": float(table.loc["IGL", "mean"]),
             "igl_accuracy_min": float(table.loc["IGL", "min"])}
+
+
+def online(config: Figure3Config, repeats: int) -> dict:
+    frames = []
+
+    def once() -> float:
+        start = time.perf_counter()
+        frames.append(run_figure3(config, Execution(show_progress=False)))
+        return time.perf_counter() - start
+
+    wall, walls = median_of(repeats, once)
+    last = final_values(frames[-1])
+    accuracy = last[(last["metric"] == "accuracy") & (last["method"] == "E2G")]["value"]
+    speeds = [throughput(config, "E2G") for _ in range(repeats)]
+    return {"figure3_wall_seconds": wall, "figure3_wall_runs": walls,
+            "e2g_accuracy_mean": 100 * float(accuracy.mean()),
+            "e2g_accuracy_min": 100 * float(accuracy.min()),
+            "e2g_interactions_per_second": statistics.median(
+                s["per_second"] for s in speeds),
+            "e2g_interactions_per_second_excluding_fits": statistics.median(
+                s["per_second_excluding_fits"] for s in speeds)}
 
 
 def act(config: Table1Config, repeats: int) -> dict:
@@ -92,6 +120,9 @@ def main() -> None:
                           data_dir=args.data_dir)
     record: dict = {"trials": trials, "samples": samples}
     record.update(table1(config, args.repeats))
+    record.update(online(Figure3Config(
+        trials=trials, rounds=6000 if args.quick else 10000, dataset=args.dataset,
+        data_dir=args.data_dir), args.repeats))
     record.update(act(config, args.repeats))
     record.update(peak_memory())
     width = max(map(len, record))
