@@ -6,7 +6,7 @@ with the same policy class, and scores the argmax policy on the held-out test im
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from functools import lru_cache, partial
 from pathlib import Path
 
@@ -74,8 +74,7 @@ def run_trial(config: Table1Config, trial: int, seed: np.random.SeedSequence) ->
     test_x, test_y = env.test_set()
     optimisation = Optimisation(lr=config.lr)
     learners = {  # each with its own seed, so that skipping one changes no other
-        "SUP": Supervised(config.policy, replace(optimisation, epochs=3),  # converges sooner
-                          seed=method_seeds[0]),
+        "SUP": Supervised(config.policy, optimisation, seed=method_seeds[0]),
         "CB": ContextualBandit(config.policy, optimisation, seed=method_seeds[1]),
         "IGL": BatchIGL(config.policy, config.decoder, optimisation,
                         decoder_temperature=config.decoder_temperature, seed=method_seeds[2]),

@@ -31,7 +31,7 @@ class Optimisation:
     """Stage one (IGL): psi ascends Eq. 2 while pi ascends the minorant."""
     policy_epochs: int = 2
     """Stage two: pi ascends the minorant with the (decoded) reward held fixed."""
-    epochs: int = 5
+    epochs: int = 3
     """Stage three: the exact objective."""
     batch_size: int = 500
     """Interactions per gradient step."""
