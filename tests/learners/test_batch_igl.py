@@ -146,9 +146,9 @@ def test_restart_indicator_on_a_holdout(uniform_log, env):
     # A fit memorising a tiny log (no weight decay) scores high on it but not on fresh
     # interactions.
     log = uniform_log
-    data = (torch.from_numpy(log.context[:60]), torch.from_numpy(log.action[:60]),
-            torch.from_numpy(log.probability[:60].astype(np.float32)),
-            torch.from_numpy(log.feedback[:60]))
+    data = (torch.from_numpy(log.context[:120]), torch.from_numpy(log.action[:120]),
+            torch.from_numpy(log.probability[:120].astype(np.float32)),
+            torch.from_numpy(log.feedback[:120]))
     fresh = env.log(2000, 9)
     holdout = (torch.from_numpy(fresh.context), torch.from_numpy(fresh.action),
                torch.from_numpy(fresh.probability.astype(np.float32)),
@@ -160,3 +160,18 @@ def test_restart_indicator_on_a_holdout(uniform_log, env):
     on_holdout = learner.fit_with_restarts(data, 10, np.random.default_rng(0),
                                            holdout=holdout)[0]
     assert on_data > on_holdout + 0.2
+
+
+def test_fresh_fits_do_not_collapse_to_a_constant_decoder():
+    # Theorem 3's environment 4: a decoder that outran the random initial policy saturated to
+    # psi = 1 on every feedback (then 0 after the corrector's flip), indicator 0, in half of
+    # the fresh initialisations; a self-normalised decoder term and the decoder learning at
+    # lr * temperature in the grounding stage keep every one of these.
+    from iglearn.envs.section6 import family_environments
+
+    env = family_environments("theorem3", digits_environment())["env 4"]
+    log = env.feedback_first_log(3000, 0)
+    for seed in range(5):
+        learner = BatchIGL(max_restarts=0, seed=seed).fit(log)
+        assert learner.report_.indicator > 0.4, seed
+        assert learner.accuracy(*env.test_set()) > 0.8, seed

@@ -6,7 +6,12 @@ import numpy as np
 import pytest
 import torch
 
-from iglearn.learners.objective import corrector_statistic, igl_objective, policy_minorant
+from iglearn.learners.objective import (
+    corrector_statistic,
+    igl_objective,
+    policy_minorant,
+    self_normalised_objective,
+)
 
 K = 3
 LABEL = np.array([0, 2, 1])             # correct action of each of 3 contexts
@@ -91,3 +96,22 @@ def test_corrector_statistic_uses_importance_weights():
     stat = float(corrector_statistic(right, torch.tensor(p), K))
     assert abs(stat - 1 / K) < 0.02
     assert float(corrector_statistic(1 - right, torch.tensor(p), K)) > 0.5
+
+
+def test_self_normalised_objective_ignores_constant_decoders():
+    gen = torch.Generator().manual_seed(0)
+    pi_a = torch.rand(200, generator=gen) * 0.3
+    p = torch.full((200,), 1.0 / K)
+    for c in (0.0, 0.3, 1.0):
+        psi = torch.full((200,), c)
+        assert abs(float(self_normalised_objective(pi_a, psi, p, K))) < 1e-6
+        assert abs(float(igl_objective(pi_a, psi, p, K))) > 1e-3 or c == 0.0
+
+
+def test_self_normalised_objective_is_eq2_under_exact_uniform_logging():
+    x, a, y, p = enumerate_log(np.full((3, K), 1.0 / K))
+    pi_a = torch.tensor(PI[x, a], dtype=torch.float64)
+    psi = torch.tensor([PSI[v] for v in y], dtype=torch.float64)
+    prob = torch.tensor(p, dtype=torch.float64)
+    assert float(self_normalised_objective(pi_a, psi, prob, K)) == pytest.approx(
+        float(igl_objective(pi_a, psi, prob, K)))

@@ -40,6 +40,23 @@ def igl_objective(pi_logged: torch.Tensor, psi: torch.Tensor, probability: torch
     return ((pi_logged - 1.0 / n_actions) * (psi - baseline) / probability).mean()
 
 
+def self_normalised_objective(pi_logged: torch.Tensor, psi: torch.Tensor,
+                              probability: torch.Tensor, n_actions: int) -> torch.Tensor:
+    """Eq. 2 with self-normalised importance weights: V_hat(pi, psi) - V_hat(pi_bad, psi), each
+    value the weighted mean of psi with weights pi(a|x)/p and (1/K)/p divided by their sums.
+
+    Both weights then sum to one, so a constant decoder scores exactly zero and no shift of
+    psi by a constant changes the objective. With plain Eq. 2 a constant decoder psi = c
+    scores c * mean[(pi(a|x) - 1/K) / p], zero in expectation but positive on the sample a
+    policy was fitted on (it puts more than 1/K on the logged actions): psi then ascends to 1
+    on every feedback, where the temperature-0.1 sigmoid saturates (and the corrector's flip
+    leaves psi = 0 everywhere, equally saturated): a stationary point with indicator 0.
+    """
+    w_pi = pi_logged / probability
+    w_bad = 1.0 / (n_actions * probability)
+    return ((w_pi / w_pi.sum() - w_bad / w_bad.sum()) * psi).sum()
+
+
 def corrector_statistic(psi: torch.Tensor, probability: torch.Tensor,
                         n_actions: int) -> torch.Tensor:
     """The corrector's ``sign`` (Appendix B): the fraction of feedback decoded as reward,

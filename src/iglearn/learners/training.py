@@ -56,6 +56,9 @@ class Stage:
     epochs: int
     params: Sequence[torch.nn.Parameter]
     loss: Callable[[torch.Tensor], torch.Tensor]
+    scaled: Sequence[torch.nn.Parameter] = ()
+    """Parameters among ``params`` trained at ``lr_scale`` times the learning rate."""
+    lr_scale: float = 1.0
 
 
 def optimise(stages: Sequence[Stage], n: int, settings: Optimisation,
@@ -68,9 +71,10 @@ def optimise(stages: Sequence[Stage], n: int, settings: Optimisation,
         if stage.epochs <= 0:
             continue
         epochs = max(stage.epochs, math.ceil(settings.min_steps / per_epoch))
-        optimiser = torch.optim.AdamW(_decay_groups(stage.params, settings, n), lr=settings.lr)
-        schedule = torch.optim.lr_scheduler.OneCycleLR(optimiser, max_lr=settings.lr,
-                                                       total_steps=epochs * per_epoch)
+        groups = _decay_groups(stage, settings, n)
+        optimiser = torch.optim.AdamW(groups, lr=settings.lr)
+        schedule = torch.optim.lr_scheduler.OneCycleLR(
+            optimiser, max_lr=[group["lr"] for group in groups], total_steps=epochs * per_epoch)
         for _ in range(epochs):
             for index in torch.randperm(n, generator=generator).split(batch):
                 optimiser.zero_grad(set_to_none=True)
@@ -81,14 +85,16 @@ def optimise(stages: Sequence[Stage], n: int, settings: Optimisation,
                 after_epoch()
 
 
-def _decay_groups(params: Sequence[torch.nn.Parameter], settings: Optimisation,
-                  n: int) -> list[dict]:
-    """One AdamW parameter group per weight matrix, decayed by weight_decay +
-    weight_decay_scale * inputs / n; biases undecayed."""
+def _decay_groups(stage: Stage, settings: Optimisation, n: int) -> list[dict]:
+    """One AdamW parameter group per parameter of ``stage``: weight matrices decayed by
+    weight_decay + weight_decay_scale * inputs / n, biases undecayed; peak learning rate
+    settings.lr, times stage.lr_scale for the stage's scaled parameters."""
+    scaled = {id(param) for param in stage.scaled}
     groups = []
-    for param in params:
+    for param in stage.params:
         decay = 0.0
         if param.dim() >= 2:
             decay = settings.weight_decay + settings.weight_decay_scale * param.shape[-1] / n
-        groups.append({"params": [param], "weight_decay": decay})
+        lr = settings.lr * (stage.lr_scale if id(param) in scaled else 1.0)
+        groups.append({"params": [param], "weight_decay": decay, "lr": lr})
     return groups
