@@ -28,12 +28,12 @@ EXPLOIT = ("greedy", "softmax")
 # The first fit (from scratch) uses the batch learners' settings with half their minimum of
 # steps per stage: on the warm-up's 4000 samples that is still 15 epochs a stage, and the
 # re-fits continue from it. Warm-started re-fits start near the previous optimum: one epoch
-# (at least 10 steps) of the exact objective in batches of 1000 at half the rate suffices.
-# Measured on Figure 3 (4 trials, final E2G accuracy): these re-fits 87.2 %, 20+ steps of 500
-# 87.3 % in a quarter more time, one epoch of 500 86.8 %; 20 steps at a quarter of the rate
-# could not lift a weak first fit (77.6 % -> 80.4 %), these do (-> 87.5 %).
+# (at least 6 steps) of the exact objective in batches of 1000 at half the rate suffices.
+# Measured on Figure 3 (4 trials, final E2G accuracy): these re-fits 87.0 %, at least 10 steps
+# 87.1 % in 40 % more time, 20+ steps of 500 87.3 % in twice the time; 20 steps at a quarter
+# of the rate could not lift a weak first fit (77.6 % -> 80.4 %), these do (-> 86-87 %).
 FIRST_FIT = Optimisation(min_steps=120)
-REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, min_steps=10,
+REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, min_steps=6,
                      batch_size=1000, lr=0.01)
 
 
