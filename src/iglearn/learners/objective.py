@@ -13,8 +13,8 @@ Learners ascend it with a control variate: mean[(pi(a|x) - 1/K)(psi(y) - c) / p]
 L by c * mean[(pi(a|x) - 1/K) / p], whose expectation is zero under any logging policy
 (E_p[pi(a|x) / p] = 1 = E_p[(1/K) / p]), so both estimate the same quantity and have the same
 gradient in psi. With c = 0 only interactions decoded as rewarded move pi; with c = 1/2 those
-decoded as not rewarded push their action's probability down as well, and a few thousand
-logged interactions teach pi about as much as twice as many did (measured on MNIST).
+decoded as not rewarded push their action's probability down as well (measured on MNIST, CB
+on 6000 uniform samples, 3 seeds: 81.6 % -> 84.5 %; on 10000: 86.0 % -> 87.8 %).
 """
 
 from __future__ import annotations
@@ -84,8 +84,9 @@ def policy_minorant(log_pi: torch.Tensor, action: torch.Tensor, psi: torch.Tenso
     Since log u <= u - 1 and log(1 - u) <= -u, it is at most 2 mean[pi(a|x) (psi - 1/2) / p]
     minus a constant: a minorant of the policy's part of Eq. 2 with the control variate
     c = 1/2, concave in a linear policy's weights, whose gradient does not vanish where
-    pi(a|x) is near 0 or 1. For each context its maximiser ranks actions as E[psi | x, a]
-    does, so its greedy policy is the objective's.
+    pi(a|x) is near 0 or 1. In expectation over any logging policy (the 1/p weights cancel
+    it), its maximiser for each context ranks actions as E[psi | x, a] does, so its greedy
+    policy is the objective's.
 
     Args:
         log_pi: log pi(. | x_i) of every action, shape (n, K).
