@@ -24,35 +24,16 @@ def _print(record: dict) -> None:
     print(json.dumps(record, indent=2, default=float))
 
 
-def _check_model_out(folder: Path) -> None:
-    """Errors before any work when the model folder cannot be written."""
-    import os
-
-    from iglearn.models.io import METADATA
-
-    parent = folder.parent
-    if not parent.is_dir():
-        raise IGLearnError(f"--out {folder}: the folder {parent} does not exist; create it "
-                           f"first")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise IGLearnError(f"--out {folder}: cannot write in {parent}; choose a writable "
-                           f"folder")
-    if folder.exists() and not (folder.is_dir() and (
-            (folder / METADATA).exists() or not any(folder.iterdir()))):
-        raise IGLearnError(f"--out {folder}: exists and is not an iglearn model folder; choose "
-                           f"a new name")
-
-
 def _fit(args: argparse.Namespace) -> int:
     from iglearn.data.formats import open_table
     from iglearn.data.formats.base import check
     from iglearn.data.logs import InteractionLog
     from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
-    from iglearn.models.io import save_model
+    from iglearn.models.io import check_model_folder, save_model
     from iglearn.theory import lemma5_value_lower_bound
 
     out = Path(args.out)
-    _check_model_out(out)
+    check_model_folder(out)
     reader = open_table(args.log)
     info = reader.info
     log = check(info, reader.arrays(), info.source)

@@ -48,6 +48,22 @@ def _describe(module: Policy | Decoder) -> dict:
     return record
 
 
+def check_model_folder(folder: Path) -> None:
+    """Raise IGLearnError, before any work, when a model cannot be written to ``folder``: its
+    parent is missing or not writable, or it exists and is not an (empty or) model folder."""
+    parent = folder.parent
+    if not parent.is_dir():
+        raise IGLearnError(f"--out {folder}: the folder {parent} does not exist; create it "
+                           f"first")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise IGLearnError(f"--out {folder}: cannot write in {parent}; choose a writable "
+                           f"folder")
+    if folder.exists() and not (folder.is_dir() and (
+            (folder / METADATA).exists() or not any(folder.iterdir()))):
+        raise IGLearnError(f"--out {folder}: exists and is not an iglearn model folder; "
+                           f"choose a new name")
+
+
 def save_model(learner: BatchIGL, folder: str | Path, schema: FeatureSchema | None = None,
                extra: dict | None = None) -> Path:
     """Write a fitted :class:`~iglearn.learners.BatchIGL` to ``folder``.
@@ -60,14 +76,8 @@ def save_model(learner: BatchIGL, folder: str | Path, schema: FeatureSchema | No
     """
     folder = Path(folder)
     policy, decoder = learner._fitted_policy(), learner.decoder_
+    check_model_folder(folder)
     parent = folder.parent
-    if not parent.is_dir():
-        raise IGLearnError(f"--out {folder}: the folder {parent} does not exist; create it "
-                           f"first")
-    if folder.exists() and not (folder.is_dir() and (
-            (folder / METADATA).exists() or not any(folder.iterdir()))):
-        raise IGLearnError(f"--out {folder}: exists and is not an iglearn model folder; "
-                           f"choose a new name")
     p, d = _describe(policy), _describe(decoder)
     report = getattr(learner, "report_", None)
     metadata = {
