@@ -26,6 +26,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from figure3 import throughput  # benchmarks/figure3.py, beside this file
 
 from iglearn import BatchIGL
@@ -40,34 +41,33 @@ def median_of(repeats: int, measure) -> tuple[float, list[float]]:
     return statistics.median(values), values
 
 
-def table1(config: Table1Config, repeats: int) -> dict:
+def timed_runs(repeats: int, experiment) -> tuple[float, list[float], pd.DataFrame]:
+    """Run ``experiment(execution)`` ``repeats`` times: the median wall time, every wall time
+    and the last run's table."""
     frames = []
 
     def once() -> float:
         start = time.perf_counter()
-        frames.append(run(config, Execution(show_progress=False)))
+        frames.append(experiment(Execution(show_progress=False)))
         return time.perf_counter() - start
 
     wall, walls = median_of(repeats, once)
-    table = summary(frames[-1]).set_index("method")
-    per_fit = {m: float(f.groupby("method")["seconds"].median()[m])
-               for f in frames[-1:] for m in table.index}
+    return wall, walls, frames[-1]
+
+
+def table1(config: Table1Config, repeats: int) -> dict:
+    wall, walls, frame = timed_runs(repeats, lambda execution: run(config, execution))
+    table = summary(frame).set_index("method")
+    per_fit = frame.groupby("method")["seconds"].median()
     return {"table1_wall_seconds": wall, "table1_wall_runs": walls,
-            "fit_seconds_median": per_fit,
+            "fit_seconds_median": {m: float(per_fit[m]) for m in table.index},
             "igl_accuracy_mean": float(table.loc["IGL", "mean"]),
             "igl_accuracy_min": float(table.loc["IGL", "min"])}
 
 
 def online(config: Figure3Config, repeats: int) -> dict:
-    frames = []
-
-    def once() -> float:
-        start = time.perf_counter()
-        frames.append(run_figure3(config, Execution(show_progress=False)))
-        return time.perf_counter() - start
-
-    wall, walls = median_of(repeats, once)
-    last = final_values(frames[-1])
+    wall, walls, frame = timed_runs(repeats, lambda execution: run_figure3(config, execution))
+    last = final_values(frame)
     accuracy = last[(last["metric"] == "accuracy") & (last["method"] == "E2G")]["value"]
     speeds = [throughput(config, "E2G") for _ in range(repeats)]
     return {"figure3_wall_seconds": wall, "figure3_wall_runs": walls,
