@@ -23,12 +23,10 @@ from iglearn.experiments.figure3 import (
     Figure3Config,
     final_values,
     make_learner,
-    markdown,
-    plot,
     run,
-    summary,
+    write_results,
 )
-from iglearn.experiments.results import prepare_output, write_atomic, write_config, write_text
+from iglearn.experiments.results import prepare_output
 from iglearn.experiments.runner import Execution, one_thread
 from iglearn.experiments.table1 import make_environment
 
@@ -81,11 +79,7 @@ def main() -> None:
     frame = run(config, Execution(jobs=args.jobs))
     wall = time.perf_counter() - start
     if args.out:
-        folder = prepare_output(args.out)
-        write_atomic(folder / "figure3.csv", lambda tmp: frame.to_csv(tmp, index=False))
-        write_text(folder / "figure3.md", markdown(summary(frame), frame, config))
-        plot(frame, folder / "figure3.png", config.dataset)
-        write_config(folder / "config.json", config)
+        write_results(frame, config, prepare_output(args.out))
     last = final_values(frame)
     accuracy = last[last["metric"] == "accuracy"].groupby("method")["value"]
     table = (100 * accuracy.agg(["mean", "std", "min"])).round(2)

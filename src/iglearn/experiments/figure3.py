@@ -274,7 +274,12 @@ def reproduce(config: Figure3Config, out: str | Path,
     config.check()
     make_environment(config.dataset, config.data_dir)  # fails early on missing data
     folder = prepare_output(out)
-    frame = run(config, execution, folder)
+    return write_results(run(config, execution, folder), config, folder)
+
+
+def write_results(frame: pd.DataFrame, config: Figure3Config, folder: Path) -> str:
+    """Write figure3.csv, figure3.md, figure3.png and config.json of a run to ``folder``;
+    the Markdown table."""
     text = markdown(summary(frame), frame, config)
     write_atomic(folder / "figure3.csv", lambda tmp: frame.to_csv(tmp, index=False))
     write_text(folder / "figure3.md", text)
