@@ -25,8 +25,7 @@ from iglearn.experiments.results import (
     mean_std,
     prepare_output,
     write_atomic,
-    write_config,
-    write_text,
+    write_outputs,
 )
 from iglearn.experiments.runner import Execution, run_trials
 from iglearn.experiments.table1 import make_environment
@@ -280,9 +279,5 @@ def reproduce(config: Figure3Config, out: str | Path,
 def write_results(frame: pd.DataFrame, config: Figure3Config, folder: Path) -> str:
     """Write figure3.csv, figure3.md, figure3.png and config.json of a run to ``folder``;
     the Markdown table."""
-    text = markdown(summary(frame), frame, config)
-    write_atomic(folder / "figure3.csv", lambda tmp: frame.to_csv(tmp, index=False))
-    write_text(folder / "figure3.md", text)
-    plot(frame, folder / "figure3.png", config.dataset)
-    write_config(folder / "config.json", config)
-    return text
+    return write_outputs(folder, "figure3", frame, markdown(summary(frame), frame, config),
+                         config, lambda f, path: plot(f, path, config.dataset))

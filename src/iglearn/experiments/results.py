@@ -56,6 +56,18 @@ def write_config(path: Path, config: object) -> None:
     write_text(path, json.dumps(record, indent=2, default=str) + "\n")
 
 
+def write_outputs(folder: Path, name: str, frame: pd.DataFrame, text: str, config: object,
+                  plot: Callable[[pd.DataFrame, Path], None] | None = None) -> str:
+    """An experiment's files in ``folder``: NAME.csv (the tidy table), NAME.md (``text``),
+    NAME.png (``plot(frame, path)``, when given) and config.json; returns ``text``."""
+    write_atomic(folder / f"{name}.csv", lambda tmp: frame.to_csv(tmp, index=False))
+    write_text(folder / f"{name}.md", text)
+    if plot is not None:
+        plot(frame, folder / f"{name}.png")
+    write_config(folder / "config.json", config)
+    return text
+
+
 def mean_std(frame: pd.DataFrame, by: list[str], value: str) -> pd.DataFrame:
     """Mean, standard deviation (ddof=1, as papers report), min and count of ``value``."""
     grouped = frame.groupby(by, sort=False)[value]

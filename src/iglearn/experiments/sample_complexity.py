@@ -13,8 +13,7 @@ from iglearn.experiments.results import (
     mean_std,
     prepare_output,
     write_atomic,
-    write_config,
-    write_text,
+    write_outputs,
 )
 from iglearn.experiments.runner import Execution
 from iglearn.experiments.sweep import run_sweep
@@ -78,11 +77,7 @@ def reproduce(config: SampleComplexityConfig, out: str | Path,
     wide = wide[[m for m in ("SUP", "CB", "IGL") if m in wide]].reset_index()
     text = (f"# Sample complexity ({config.dataset}, {config.trials} trials per size, "
             f"mean accuracy %)\n\n{markdown_table(wide)}\n")
-    write_atomic(folder / "sample_complexity.csv", lambda tmp: frame.to_csv(tmp, index=False))
-    write_text(folder / "sample_complexity.md", text)
-    plot(frame, folder / "sample_complexity.png")
-    write_config(folder / "config.json", config)
-    return text
+    return write_outputs(folder, "sample_complexity", frame, text, config, plot)
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:

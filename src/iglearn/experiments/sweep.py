@@ -19,9 +19,7 @@ from iglearn.experiments.results import (
     markdown_table,
     mean_std,
     prepare_output,
-    write_atomic,
-    write_config,
-    write_text,
+    write_outputs,
 )
 from iglearn.experiments.runner import Execution, run_trials
 from iglearn.experiments.table1 import Table1Config, make_environment, run_trial
@@ -98,7 +96,4 @@ def reproduce_sweep(base: Table1Config, grid: dict[str, list], out: str | Path,
     table = summary(frame, list(grid))
     text = (f"# Sweep over {', '.join(grid)} ({base.dataset}, {base.trials} trials per point)"
             f"\n\n{markdown_table(table)}\n")
-    write_atomic(folder / "sweep.csv", lambda tmp: frame.to_csv(tmp, index=False))
-    write_text(folder / "sweep.md", text)
-    write_config(folder / "config.json", {"base": asdict(base), "grid": grid})
-    return text
+    return write_outputs(folder, "sweep", frame, text, {"base": asdict(base), "grid": grid})

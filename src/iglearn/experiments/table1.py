@@ -19,8 +19,7 @@ from iglearn.experiments.results import (
     mean_std,
     prepare_output,
     write_atomic,
-    write_config,
-    write_text,
+    write_outputs,
 )
 from iglearn.experiments.runner import Execution, run_trials
 from iglearn.learners import BatchIGL, ContextualBandit, Optimisation, Supervised
@@ -166,10 +165,5 @@ def reproduce(config: Table1Config, out: str | Path, execution: Execution | None
     make_environment(config.dataset, config.data_dir)  # fails early on missing data
     folder = prepare_output(out)
     frame = run(config, execution, folder)
-    table = summary(frame)
-    text = markdown(table, config)
-    write_atomic(folder / "table1.csv", lambda tmp: frame.to_csv(tmp, index=False))
-    write_text(folder / "table1.md", text)
-    plot(frame, folder / "table1.png")
-    write_config(folder / "config.json", config)
-    return text
+    return write_outputs(folder, "table1", frame, markdown(summary(frame), config), config,
+                         plot)

@@ -26,8 +26,7 @@ from iglearn.experiments.results import (
     mean_std,
     prepare_output,
     write_atomic,
-    write_config,
-    write_text,
+    write_outputs,
 )
 from iglearn.experiments.runner import Execution, run_trials
 from iglearn.learners import BatchIGL
@@ -257,9 +256,5 @@ def reproduce(config: UnsupervisedConfig, out: str | Path,
     make_families(config)  # fails early on missing data
     folder = prepare_output(out)
     frame = run(config, execution, folder)
-    text = markdown(summary(frame), frame, config)
-    write_atomic(folder / "unsupervised.csv", lambda tmp: frame.to_csv(tmp, index=False))
-    write_text(folder / "unsupervised.md", text)
-    plot(frame, folder / "unsupervised.png")
-    write_config(folder / "config.json", config)
-    return text
+    return write_outputs(folder, "unsupervised", frame, markdown(summary(frame), frame, config),
+                         config, plot)
