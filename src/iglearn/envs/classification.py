@@ -55,7 +55,7 @@ class LabelFeedback:
     def __init__(self, source: LabelledSource, on_reward: Mapping[int, float],
                  on_no_reward: Mapping[int, float]):
         self.source = source
-        self.mixtures = {1: _normalised(on_reward), 0: _normalised(on_no_reward)}
+        self.mixtures = {1: normalised(on_reward), 0: normalised(on_no_reward)}
 
     def __call__(self, reward: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         reward = np.asarray(reward)
@@ -76,23 +76,31 @@ class LabelFeedback:
         return out
 
     def uniform_play(self, n_actions: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Under uniform play over ``n_actions`` actions with one correct action per context
-        (P(r = 1) = 1/K): the feedback classes of positive mass in ascending order, their
-        marginal m(l) = (1/K) p(l | r=1) + (1 - 1/K) p(l | r=0), rounded to 12 decimals so
-        that float noise in the mixtures cannot tell equal marginals apart, and
-        P(r = 1 | l) = (1/K) p(l | r=1) / m(l)."""
-        k = n_actions
-        labels = np.union1d(self.mixtures[0][0], self.mixtures[1][0])
-        given = {r: np.zeros(len(labels)) for r in (0, 1)}
-        for r, (classes, weights) in self.mixtures.items():
-            given[r][np.searchsorted(labels, classes)] = weights
-        marginal = given[1] / k + (1 - 1 / k) * given[0]
-        keep = np.round(marginal, 12) > 0
-        p_reward = np.minimum(given[1][keep] / k / marginal[keep], 1.0)
-        return labels[keep], np.round(marginal[keep], 12), p_reward
+        """See :func:`uniform_play`."""
+        return uniform_play(self.mixtures, n_actions)
 
 
-def _normalised(mixture: Mapping[int, float]) -> tuple[np.ndarray, np.ndarray]:
+def uniform_play(mixtures: Mapping[int, tuple[np.ndarray, np.ndarray]], n_actions: int,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Under uniform play over ``n_actions`` actions with one correct action per context
+    (P(r = 1) = 1/K), for the normalised class mixtures r -> (classes, weights): the feedback
+    classes of positive mass in ascending order, their marginal
+    m(l) = (1/K) p(l | r=1) + (1 - 1/K) p(l | r=0), rounded to 12 decimals so that float
+    noise in the mixtures cannot tell equal marginals apart, and
+    P(r = 1 | l) = (1/K) p(l | r=1) / m(l)."""
+    k = n_actions
+    labels = np.union1d(mixtures[0][0], mixtures[1][0])
+    given = {r: np.zeros(len(labels)) for r in (0, 1)}
+    for r, (classes, weights) in mixtures.items():
+        given[r][np.searchsorted(labels, classes)] = weights
+    marginal = given[1] / k + (1 - 1 / k) * given[0]
+    keep = np.round(marginal, 12) > 0
+    p_reward = np.minimum(given[1][keep] / k / marginal[keep], 1.0)
+    return labels[keep], np.round(marginal[keep], 12), p_reward
+
+
+def normalised(mixture: Mapping[int, float]) -> tuple[np.ndarray, np.ndarray]:
+    """A class mixture {class: weight} as (classes, weights summing to one)."""
     labels = np.array(list(mixture.keys()), dtype=np.int64)
     weights = np.array(list(mixture.values()), dtype=np.float64)
     if len(labels) == 0 or (weights < 0).any() or weights.sum() <= 0:

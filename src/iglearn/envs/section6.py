@@ -14,10 +14,14 @@ family, so any decoder fitted on feedback alone decodes the same reward in every
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 
-from iglearn.envs.classification import ClassificationEnvironment, LabelFeedback
+from iglearn.envs.classification import (
+    ClassificationEnvironment,
+    LabelFeedback,
+    normalised,
+    uniform_play,
+)
 from iglearn.envs.mnist import digits_environment, mnist_environment
 from iglearn.errors import IGLearnError
 
@@ -52,18 +56,12 @@ FAMILIES: dict[str, dict[str, Feedback]] = {
 
 def uniform_play_marginal(feedback: Feedback, n_actions: int = 10) -> dict[int, float]:
     """P(feedback class) under uniform play, where P(r = 1) = 1/K exactly (one correct action
-    per context): (1/K) * mixture(r = 1) + (1 - 1/K) * mixture(r = 0)."""
-    on_reward, on_no_reward = (_normalise(m) for m in feedback)
-    marginal: dict[int, float] = {}
-    for mixture, weight in ((on_reward, 1.0 / n_actions), (on_no_reward, 1 - 1.0 / n_actions)):
-        for label, p in mixture.items():
-            marginal[label] = marginal.get(label, 0.0) + weight * p
-    return dict(sorted(marginal.items()))
-
-
-def _normalise(mixture: Mapping[int, float]) -> dict[int, float]:
-    total = sum(mixture.values())
-    return {label: weight / total for label, weight in mixture.items()}
+    per context): (1/K) * mixture(r = 1) + (1 - 1/K) * mixture(r = 0), over the classes of
+    positive mass (see :func:`~iglearn.envs.classification.uniform_play`)."""
+    on_reward, on_no_reward = feedback
+    labels, marginal, _ = uniform_play({1: normalised(on_reward), 0: normalised(on_no_reward)},
+                                       n_actions)
+    return dict(zip(labels.tolist(), marginal.tolist(), strict=True))
 
 
 def with_feedback(env: ClassificationEnvironment, feedback: Feedback,
