@@ -8,6 +8,7 @@ import torch
 from iglearn import BatchIGL, ContextualBandit, IGLearnError, InteractionLog, Supervised
 from iglearn.envs import digits_environment
 from iglearn.learners import IdentifiabilityWarning
+from iglearn.learners.base import one_trial
 from iglearn.learners.training import Optimisation
 from iglearn.models import make_decoder
 
@@ -76,7 +77,8 @@ def test_corrector_flips_a_flipped_decoder_and_keeps_a_right_one(env):
             decoder.net.bias.fill_(-sign * float((ones - zeros) @ (ones + zeros)) / 2)
         from iglearn.models import make_policy
         policy = make_policy("linear", log.context_dim, 10, torch.Generator().manual_seed(0))
-        learner.fit_models(policy, decoder, data, 10, torch.Generator().manual_seed(0))
+        learner.fit_models([policy], [decoder], one_trial(data), 10,
+                           [torch.Generator().manual_seed(0)])
         with torch.no_grad():
             psi = decoder(torch.from_numpy(log.feedback)).numpy()
         assert bool(decoder.flipped) == (sign < 0)
@@ -156,9 +158,9 @@ def test_restart_indicator_on_a_holdout(uniform_log, env):
     learner = BatchIGL(optimisation=Optimisation(weight_decay_scale=0), max_restarts=0,
                        flip_policy=False)
     rng = np.random.default_rng(0)
-    on_data = learner.fit_with_restarts(data, 10, rng)[0]
-    on_holdout = learner.fit_with_restarts(data, 10, np.random.default_rng(0),
-                                           holdout=holdout)[0]
+    [(on_data, *_)] = learner.fit_with_restarts(one_trial(data), 10, [rng])
+    [(on_holdout, *_)] = learner.fit_with_restarts(one_trial(data), 10, [np.random.default_rng(0)],
+                                                   holdout=one_trial(holdout))
     assert on_data > on_holdout + 0.2
 
 

@@ -3,18 +3,20 @@
 import torch
 
 from iglearn.learners.training import Optimisation, Stage, optimise
+from iglearn.models.stacked import stack
 
 
-def _fit(n: int, settings: Optimisation) -> torch.nn.Linear:
-    # Zero loss: only the weight decay moves the parameters.
+def _fit(n: int, settings: Optimisation) -> torch.nn.Module:
+    # Zero loss: only the weight decay moves the parameters (two trials side by side).
     layer = torch.nn.Linear(50, 2)
     with torch.no_grad():
         layer.weight.fill_(1.0)
         layer.bias.fill_(1.0)
-    stage = Stage(1, list(layer.parameters()), lambda index: 0.0 * layer(
-        torch.zeros(len(index), 50)).sum())
-    optimise([stage], n, settings, torch.Generator().manual_seed(0))
-    return layer
+    layers = stack([layer, layer])
+    stage = Stage(1, list(layers.parameters()), lambda index: 0.0 * layers(
+        torch.zeros(*index.shape, 50)).sum((1, 2)))
+    optimise([stage], n, settings, [torch.Generator().manual_seed(s) for s in range(2)])
+    return layers
 
 
 def test_weight_decay_grows_with_inputs_per_sample_and_spares_biases():
@@ -22,7 +24,7 @@ def test_weight_decay_grows_with_inputs_per_sample_and_spares_biases():
     small, large = _fit(500, settings), _fit(50000, settings)
     assert torch.all(small.bias == 1.0) and torch.all(large.bias == 1.0)
     # 8 * 50 / 500 = 0.8 against 0.008: far more shrinkage on the small data set.
-    assert float(small.weight.mean()) < 0.95 < float(large.weight.mean()) < 1.0
+    assert float(small.weight.detach().mean()) < 0.95 < float(large.weight.detach().mean()) < 1.0
     off = _fit(500, Optimisation(epochs=1, min_steps=20, batch_size=100, lr=0.01,
                                  weight_decay_scale=0.0))
     assert torch.all(off.weight == 1.0)

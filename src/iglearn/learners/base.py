@@ -1,10 +1,15 @@
-"""What every policy learner offers once fitted: probabilities, greedy actions, accuracy."""
+"""What every policy learner offers once fitted: probabilities, greedy actions, accuracy;
+and what the learners trained by gradient share: fitting many trials as one computation."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Self
 
 import numpy as np
 import torch
 
+from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.models import Policy
 
@@ -43,3 +48,76 @@ class PolicyLearner:
     def accuracy(self, context: np.ndarray, label: np.ndarray) -> float:
         """Fraction of contexts whose greedy action equals the label."""
         return float((self.predict(context) == np.asarray(label)).mean())
+
+
+class StackableLearner(PolicyLearner):
+    """A learner whose fits can run side by side: ``fit_many`` fits several learners of one
+    class and settings (seeds may differ) on logs of one shape as one batched computation
+    (:mod:`iglearn.models.stacked`), each ending with exactly the model it would have had
+    alone. Subclasses implement ``_fit_stacked(learners, logs)``."""
+
+    seed: object
+
+    def fit(self, log: InteractionLog) -> Self:
+        """Fit on ``log``."""
+        return self.fit_many([self], [log])[0]
+
+    @classmethod
+    def fit_many(cls, learners: Sequence[Self], logs: Sequence[InteractionLog]) -> list[Self]:
+        """Fit ``learners[t]`` on ``logs[t]`` for every t as one batched computation.
+
+        The learners must be of one class with the same settings (their seeds may differ) and
+        the logs must share their number of interactions, dimensions and actions. Each
+        learner ends exactly as ``learners[t].fit(logs[t])`` would leave it (one torch
+        thread), in less time than fitting them one after another; their ``seconds`` share
+        the wall time equally.
+        """
+        learners, logs = list(learners), list(logs)
+        if not learners or len(learners) != len(logs):
+            raise IGLearnError(f"fit_many needs one log per learner; got {len(learners)} "
+                               f"learners and {len(logs)} logs")
+        first, shape = learners[0], _shape(logs[0])
+        for learner, log in zip(learners, logs, strict=True):
+            if type(learner) is not type(first) or _settings(learner) != _settings(first):
+                raise IGLearnError("fit_many fits learners of one class and settings (seeds "
+                                   "may differ); fit the others separately")
+            if _shape(log) != shape:
+                raise IGLearnError(f"{log.source}: fit_many needs logs of one shape "
+                                   f"(interactions, context and feedback dimensions, "
+                                   f"actions); got {_shape(log)}, expected {shape}")
+        type(first)._fit_stacked(learners, logs)
+        return learners
+
+    @classmethod
+    def _fit_stacked(cls, learners: list[Self], logs: list[InteractionLog]) -> None:
+        raise NotImplementedError
+
+
+TrialData = tuple[list[torch.Tensor], ...]
+"""The (context, action, probability, signal) of T trials: each field a list of T tensors
+with the same number of rows, views of the logs' arrays (nothing is copied)."""
+
+
+def trial_tensors(logs: Sequence[InteractionLog], signal: str) -> TrialData:
+    """(context, action, probability, signal) of every log, one tensor per log in each field;
+    ``signal`` names the field a learner reads ('feedback', 'reward' or 'label')."""
+    return tuple([_tensor(getattr(log, name)) for log in logs]
+                 for name in ("context", "action", "probability", signal))
+
+
+def one_trial(data: Sequence[torch.Tensor]) -> TrialData:
+    """The tensors of one fit as the data of one trial."""
+    return tuple([tensor] for tensor in data)
+
+
+def _tensor(array: np.ndarray) -> torch.Tensor:
+    return as_tensor(array) if np.issubdtype(array.dtype, np.floating) else torch.from_numpy(
+        np.ascontiguousarray(array))
+
+
+def _shape(log: InteractionLog) -> tuple[int, ...]:
+    return len(log), log.context_dim, log.feedback_dim, log.n_actions
+
+
+def _settings(learner: object) -> dict:
+    return {k: v for k, v in vars(learner).items() if k != "seed" and not k.endswith("_")}

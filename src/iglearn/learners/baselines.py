@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import torch
 
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
-from iglearn.learners.base import PolicyLearner, as_tensor
+from iglearn.learners.base import StackableLearner, TrialData, trial_tensors
 from iglearn.learners.objective import BASELINE, igl_objective, policy_minorant
-from iglearn.learners.training import Optimisation, Stage, optimise
+from iglearn.learners.training import Optimisation, Stage, optimise, take
 from iglearn.models import Policy, make_policy
+from iglearn.models.stacked import stack, unstack_into
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 
 
-class _Baseline(PolicyLearner):
+class _Baseline(StackableLearner):
     needs = ""
 
     def __init__(self, policy: str = "linear", optimisation: Optimisation | None = None,
@@ -24,31 +26,35 @@ class _Baseline(PolicyLearner):
         self.optimisation = optimisation or Optimisation()
         self.seed = seed
 
-    def fit(self, log: InteractionLog):
-        """Fit the policy on ``log``."""
-        target = getattr(log, self.needs)
-        if target is None:
-            raise IGLearnError(f"{log.source}: {type(self).__name__} needs the field "
-                               f"'{self.needs}', which this log does not have")
+    @classmethod
+    def _fit_stacked(cls, learners: list[_Baseline], logs: list[InteractionLog]) -> None:
+        """Fit every learner's policy on its log."""
+        for log in logs:
+            if getattr(log, cls.needs) is None:
+                raise IGLearnError(f"{log.source}: {cls.__name__} needs the field "
+                                   f"'{cls.needs}', which this log does not have")
         start = time.perf_counter()
-        generator = torch_generator(as_generator(self.seed))
-        self.policy_ = make_policy(self.policy, log.context_dim, log.n_actions, generator)
-        data = (as_tensor(log.context), torch.from_numpy(log.action),
-                as_tensor(log.probability), torch.from_numpy(target))
-        self.fit_models(self.policy_, data, generator)
-        self.seconds_ = time.perf_counter() - start
-        return self
+        first, log = learners[0], logs[0]
+        generators = [torch_generator(as_generator(learner.seed)) for learner in learners]
+        policies = [make_policy(first.policy, log.context_dim, log.n_actions, generator)
+                    for generator in generators]
+        first.fit_models(policies, trial_tensors(logs, cls.needs), generators)
+        seconds = (time.perf_counter() - start) / len(learners)
+        for learner, policy in zip(learners, policies, strict=True):
+            learner.policy_, learner.seconds_ = policy, seconds
 
-    def fit_models(self, policy: Policy, data: tuple[torch.Tensor, ...],
-                   generator: torch.Generator, optimisation: Optimisation | None = None) -> None:
-        """Fit ``policy`` in place (warm-starts from its weights) on tensors
-        (context, action, probability, target); ``optimisation`` overrides the settings."""
-        context, action, probability, target = data
-        self.policy_ = policy
+    def fit_models(self, policies: Sequence[Policy], data: TrialData,
+                   generators: Sequence[torch.Generator],
+                   optimisation: Optimisation | None = None) -> None:
+        """Fit ``policies[t]`` in place (warm-starts from its weights) on trial t of ``data``
+        (context, action, probability, target), all trials as one batched computation;
+        ``optimisation`` overrides the settings."""
+        policy = stack(policies)
         settings = optimisation or self.optimisation
-        stages = [Stage(epochs, list(policy.parameters()), loss) for epochs, loss in
-                  self._stages(context, action, probability, target, settings)]
-        optimise(stages, len(context), settings, generator)
+        stages = [Stage(epochs, list(policy.parameters()), loss)
+                  for epochs, loss in self._stages(policy, *data, settings)]
+        optimise(stages, len(data[0][0]), settings, generators)
+        unstack_into(policy, policies)
 
 
 class Supervised(_Baseline):
@@ -56,9 +62,10 @@ class Supervised(_Baseline):
 
     needs = "label"
 
-    def _stages(self, context, action, probability, label, settings):
+    def _stages(self, policy, context, action, probability, label, settings):
         def loss(index: torch.Tensor) -> torch.Tensor:
-            return torch.nn.functional.nll_loss(self.policy_(context[index]), label[index])
+            log_pi = policy(take(context, index))
+            return -log_pi.gather(-1, take(label, index)[..., None])[..., 0].mean(-1)
         return [(settings.epochs, loss)]
 
 
@@ -69,15 +76,16 @@ class ContextualBandit(_Baseline):
 
     needs = "reward"
 
-    def _stages(self, context, action, probability, reward, settings):
+    def _stages(self, policy, context, action, probability, reward, settings):
         def minorant(index: torch.Tensor) -> torch.Tensor:
-            log_pi = self.policy_(context[index])
-            return -policy_minorant(log_pi, action[index], reward[index], probability[index])
+            log_pi = policy(take(context, index))
+            return -policy_minorant(log_pi, take(action, index), take(reward, index),
+                                    take(probability, index))
 
         def exact(index: torch.Tensor) -> torch.Tensor:
-            log_pi = self.policy_(context[index])
-            pi_a = log_pi.gather(1, action[index, None])[:, 0].exp()
-            return -igl_objective(pi_a, reward[index], probability[index], log_pi.shape[1],
-                                  BASELINE)
+            log_pi, a = policy(take(context, index)), take(action, index)
+            pi_a = log_pi.gather(-1, a[..., None])[..., 0].exp()
+            return -igl_objective(pi_a, take(reward, index), take(probability, index),
+                                  log_pi.shape[-1], BASELINE)
         return [(settings.grounding_epochs + settings.policy_epochs, minorant),
                 (settings.epochs, exact)]

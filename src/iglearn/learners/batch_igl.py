@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,7 +34,7 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
-from iglearn.learners.base import PolicyLearner, as_tensor
+from iglearn.learners.base import StackableLearner, TrialData, as_tensor, trial_tensors
 from iglearn.learners.objective import (
     BASELINE,
     corrector_statistic,
@@ -41,8 +42,9 @@ from iglearn.learners.objective import (
     policy_minorant,
     self_normalised_objective,
 )
-from iglearn.learners.training import Optimisation, Stage, optimise
+from iglearn.learners.training import Optimisation, Stage, optimise, take
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
+from iglearn.models.stacked import last_linear, stack, unstack_into
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 
 if TYPE_CHECKING:
@@ -85,8 +87,9 @@ def identifiability_warnings(n_actions: int) -> list[str]:
     return []
 
 
-class BatchIGL(PolicyLearner):
-    """Jointly learns a softmax policy pi and a sigmoid reward decoder psi from a log.
+class BatchIGL(StackableLearner):
+    """Jointly learns a softmax policy pi and a sigmoid reward decoder psi from a log
+    (``fit``), or several pairs from several logs as one batched computation (``fit_many``).
 
     Args:
         policy: policy class, 'linear' (the paper's) or 'mlp'.
@@ -117,88 +120,107 @@ class BatchIGL(PolicyLearner):
         self.seed = seed
         self.flip_policy = flip_policy
 
-    def fit(self, log: InteractionLog) -> BatchIGL:
-        """Fit (pi, psi) on ``log``; reads context, action, probability and feedback only."""
+    @classmethod
+    def _fit_stacked(cls, learners: list[BatchIGL], logs: list[InteractionLog]) -> None:
+        """Fit every learner on its log (reads context, action, probability and feedback)."""
         start = time.perf_counter()
-        k = log.n_actions
-        threshold = self.threshold(k)
-        notes = identifiability_warnings(k)
-        data = _tensors(log)
-        value, self.policy_, self.decoder_, tried = self.fit_with_restarts(
-            data, k, as_generator(self.seed))
-        with torch.no_grad():
-            statistic = float(corrector_statistic(self.decoder_(data[3]), data[2], k))
-        if value <= threshold:
-            notes.append(f"no initialisation passed the restart threshold ({value:.3f} <= "
-                         f"{threshold:.3f}): the policy may be no better than uniform play")
-        if abs(statistic - 0.5) < AMBIGUITY_MARGIN:
-            notes.append(f"the decoded sign is ambiguous: {statistic:.1%} of feedback decodes "
-                         f"as reward, close to one half")
-        for note in notes:
-            warnings.warn(note, IdentifiabilityWarning, stacklevel=2)
-        self.report_ = FitReport(
-            indicator=value, flipped=bool(self.decoder_.flipped), corrector_statistic=statistic,
-            restarts=len(tried) - 1, threshold=threshold, attempt_indicators=tried,
-            seconds=time.perf_counter() - start, warnings=notes)
-        return self
+        first, k = learners[0], logs[0].n_actions
+        threshold = first.threshold(k)
+        data = trial_tensors(logs, "feedback")
+        fits = first.fit_with_restarts(data, k, [as_generator(each.seed) for each in learners])
+        seconds = (time.perf_counter() - start) / len(learners)
+        for t, (learner, fit) in enumerate(zip(learners, fits, strict=True)):
+            value, policy, decoder, tried = fit
+            with torch.no_grad():
+                statistic = float(corrector_statistic(decoder(data[3][t]), data[2][t], k))
+            notes = identifiability_warnings(k)
+            if value <= threshold:
+                notes.append(f"no initialisation passed the restart threshold ({value:.3f} <= "
+                             f"{threshold:.3f}): the policy may be no better than uniform play")
+            if abs(statistic - 0.5) < AMBIGUITY_MARGIN:
+                notes.append(f"the decoded sign is ambiguous: {statistic:.1%} of feedback "
+                             f"decodes as reward, close to one half")
+            for note in notes:
+                warnings.warn(note, IdentifiabilityWarning, stacklevel=4)
+            learner.policy_, learner.decoder_ = policy, decoder
+            learner.report_ = FitReport(
+                indicator=value, flipped=bool(decoder.flipped), corrector_statistic=statistic,
+                restarts=len(tried) - 1, threshold=threshold, attempt_indicators=tried,
+                seconds=seconds, warnings=notes)
 
-    def fit_with_restarts(self, data: tuple[torch.Tensor, ...], n_actions: int,
-                          rng: np.random.Generator,
-                          start: tuple[Policy, Decoder] | None = None,
+    def fit_with_restarts(self, data: TrialData, n_actions: int,
+                          rngs: Sequence[np.random.Generator],
+                          starts: Sequence[tuple[Policy, Decoder]] | None = None,
                           start_optimisation: Optimisation | None = None,
-                          holdout: tuple[torch.Tensor, ...] | None = None,
-                          ) -> tuple[float, Policy, Decoder, list[float]]:
-        """Line 4 of E2G with the adaptive restart (Appendix B) on tensors
-        (context, action, probability, feedback).
+                          holdout: TrialData | None = None,
+                          ) -> list[tuple[float, Policy, Decoder, list[float]]]:
+        """Line 4 of E2G with the adaptive restart (Appendix B), for T trials at once, on
+        ``data`` (context, action, probability, feedback of each trial); trial t draws its
+        initialisations and shuffles from ``rngs[t]``.
 
-        The first attempt warm-starts from ``start`` (fitted in place, with
-        ``start_optimisation`` if given) when it is given; every further attempt starts from a
-        fresh initialisation with this learner's optimisation. Attempts stop once the
-        indicator (Eq. 9) exceeds the threshold or after ``max_restarts`` restarts. With
-        ``holdout`` (interactions not in ``data``) the indicator is measured there: an
-        unbiased estimate that a fit memorising ``data`` cannot inflate.
+        The first attempt warm-starts from ``starts[t]`` (fitted in place, with
+        ``start_optimisation`` if given) when they are given; every further attempt starts
+        from a fresh initialisation with this learner's optimisation. A trial stops once its
+        indicator (Eq. 9) exceeds the threshold or after ``max_restarts`` restarts; the trials
+        still below it restart together. With ``holdout`` (interactions not in ``data``) the
+        indicator is measured there: an unbiased estimate that a fit memorising ``data``
+        cannot inflate.
 
         Returns:
-            (indicator, policy, decoder, indicator of every attempt) of the best attempt.
+            per trial, (indicator, policy, decoder, indicator of every attempt) of its best
+            attempt.
         """
         threshold = self.threshold(n_actions)
-        best: tuple[float, Policy, Decoder] | None = None
-        tried: list[float] = []
+        best: list[tuple[float, Policy, Decoder]] = []
+        tried: list[list[float]] = [[] for _ in rngs]
+        pending = list(range(len(rngs)))
         for attempt in range(self.max_restarts + 1):
-            generator = torch_generator(rng)
+            generators = [torch_generator(rngs[t]) for t in pending]
             settings = None
-            if attempt == 0 and start is not None:
-                (policy, decoder), settings = start, start_optimisation
+            if attempt == 0 and starts is not None:
+                policies, decoders = (list(models) for models in zip(*starts, strict=True))
+                settings = start_optimisation
             else:
-                policy = make_policy(self.policy, data[0].shape[1], n_actions, generator)
-                decoder = make_decoder(self.decoder, data[3].shape[1], generator,
-                                       self.decoder_temperature)
-            self.fit_models(policy, decoder, data, n_actions, generator, settings)
-            value = _indicator(policy, decoder, data if holdout is None else holdout,
-                               n_actions)
-            tried.append(value)
-            if best is None or value > best[0]:
-                best = (value, policy, decoder)
-            if value > threshold:
+                policies = [make_policy(self.policy, data[0][0].shape[-1], n_actions, g)
+                            for g in generators]
+                decoders = [make_decoder(self.decoder, data[3][0].shape[-1], g,
+                                         self.decoder_temperature) for g in generators]
+            self.fit_models(policies, decoders, _trials(data, pending), n_actions, generators,
+                            settings)
+            values = _indicator(policies, decoders,
+                                _trials(data if holdout is None else holdout, pending),
+                                n_actions)
+            for t, value, policy, decoder in zip(pending, values, policies, decoders, strict=True):
+                tried[t].append(value)
+                if attempt == 0:
+                    best.append((value, policy, decoder))
+                elif value > best[t][0]:
+                    best[t] = (value, policy, decoder)
+            pending = [t for t, value in zip(pending, values, strict=True) if value <= threshold]
+            if not pending:
                 break
-        return (*best, tried)
+        return [(*best[t], tried[t]) for t in range(len(rngs))]
 
     def threshold(self, n_actions: int) -> float:
         """The adaptive restart's indicator threshold (1/K unless set)."""
         return 1.0 / n_actions if self.restart_threshold is None else self.restart_threshold
 
-    def fit_models(self, policy: Policy, decoder: Decoder, data: tuple[torch.Tensor, ...],
-                   n_actions: int, generator: torch.Generator,
+    def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Decoder],
+                   data: TrialData, n_actions: int, generators: Sequence[torch.Generator],
                    optimisation: Optimisation | None = None) -> None:
-        """Maximise Eq. 2 over (policy, decoder) in place (warm-starts from their weights and
-        the decoder's corrector flag), updating the flag from all of ``data`` after every
-        epoch. ``optimisation`` overrides this learner's settings for this call."""
+        """Maximise Eq. 2 over each pair (policies[t], decoders[t]) on trial t of ``data``, all
+        trials as one batched computation, in place: warm-starts
+        from their weights and the decoders' corrector flags, and updates each flag from all
+        of its trial's data after every epoch. ``optimisation`` overrides this learner's
+        settings for this call."""
         context, action, probability, feedback = data
+        policy, decoder = stack(policies), stack(decoders)
+        every_probability = torch.stack(probability)
 
         def terms(index: torch.Tensor) -> tuple[torch.Tensor, ...]:
-            log_pi, a = policy(context[index]), action[index]
-            pi_a = log_pi.gather(1, a[:, None])[:, 0].exp()
-            return log_pi, a, pi_a, decoder(feedback[index]), probability[index]
+            log_pi, a = policy(take(context, index)), take(action, index)
+            pi_a = log_pi.gather(-1, a[..., None])[..., 0].exp()
+            return log_pi, a, pi_a, decoder(take(feedback, index)), take(probability, index)
 
         def grounding(index: torch.Tensor) -> torch.Tensor:
             # psi ascends Eq. 2 for the current pi; pi ascends the minorant.
@@ -215,13 +237,15 @@ class BatchIGL(PolicyLearner):
             return -igl_objective(pi_a, psi, p, n_actions, BASELINE)
 
         def correct() -> None:
-            # The data-driven corrector, on all of the data after every epoch: a decoder
-            # that calls the majority of (uniformly re-weighted) feedback a reward is flipped.
+            # The data-driven corrector, on all of each trial's data after every epoch: a
+            # decoder that calls the majority of (uniformly re-weighted) feedback a reward
+            # is flipped.
             with torch.no_grad():
-                if corrector_statistic(decoder(feedback), probability, n_actions) > 0.5:
-                    decoder.flipped.logical_not_()
-                    if self.flip_policy:
-                        _negate_scores(policy)
+                psi = decoder(feedback)
+                flip = corrector_statistic(psi, every_probability, n_actions) > 0.5
+                decoder.flipped.logical_xor_(flip)
+                if self.flip_policy:
+                    _negate_scores(policy, flip)
 
         both = [*policy.parameters(), *decoder.parameters()]
         settings = optimisation or self.optimisation
@@ -233,8 +257,10 @@ class BatchIGL(PolicyLearner):
                         list(decoder.parameters()), decoder.temperature),
                   Stage(settings.policy_epochs, list(policy.parameters()), policy_step),
                   Stage(settings.epochs, both, exact)]
-        optimise(stages, len(context), settings, generator,
+        optimise(stages, len(context[0]), settings, generators,
                  correct if self.corrector else None)
+        unstack_into(policy, policies)
+        unstack_into(decoder, decoders)
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:
         """The decoded reward psi(y) of each feedback vector."""
@@ -256,31 +282,38 @@ class BatchIGL(PolicyLearner):
     def indicator(self, log: InteractionLog) -> float:
         """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log``."""
         self._fitted_policy()
-        return _indicator(self.policy_, self.decoder_, _tensors(log), log.n_actions)
+        return _indicator([self.policy_], [self.decoder_], trial_tensors([log], "feedback"),
+                          log.n_actions)[0]
 
 
-def _negate_scores(policy: Policy) -> None:
-    """Negate the policy's scores (its last linear layer): the pair (pi, psi) that ascended to
-    (pi_dagger, psi_dagger) becomes (pi_bar, 1 - psi), so the flipped decoder keeps a policy
-    that prefers, rather than avoids, the actions it decodes as rewarded."""
-    last = [m for m in policy.modules() if isinstance(m, torch.nn.Linear)][-1]
-    for parameter in last.parameters():
-        parameter.neg_()
+def _negate_scores(policy: torch.nn.Module, flip: torch.Tensor) -> None:
+    """Negate the scores (the last linear layer) of the stacked policy's trials in ``flip``:
+    the pair (pi, psi) that ascended to (pi_dagger, psi_dagger) becomes (pi_bar, 1 - psi), so
+    the flipped decoder keeps a policy that prefers, rather than avoids, the actions it
+    decodes as rewarded."""
+    for parameter in last_linear(policy).parameters():
+        sign = 1 - 2 * flip.to(parameter.dtype)
+        parameter.mul_(sign.view(-1, *[1] * (parameter.dim() - 1)))
 
 
-def _tensors(log: InteractionLog) -> tuple[torch.Tensor, ...]:
-    return (as_tensor(log.context), torch.from_numpy(log.action),
-            as_tensor(log.probability), as_tensor(log.feedback))
+def _trials(data: TrialData, rows: list[int]) -> TrialData:
+    """The data of trials ``rows``."""
+    return tuple([field[t] for t in rows] for field in data)
 
 
-def _indicator(policy: Policy, decoder: Decoder, data: tuple[torch.Tensor, ...],
-               n_actions: int) -> float:
-    """Eq. 9 with importance weights: mean[(pi(a|x) - 1/K) psi(y) / p]."""
-    context, action, probability, feedback = data
-    total = 0.0
+def _indicator(policies: Sequence[Policy], decoders: Sequence[Decoder], data: TrialData,
+               n_actions: int) -> list[float]:
+    """Eq. 9 with importance weights, mean[(pi(a|x) - 1/K) psi(y) / p], of each trial's pair
+    on its data."""
+    policy, decoder = stack(policies), stack(decoders)
+    n = len(data[0][0])
+    total = torch.zeros(len(policies), dtype=torch.float64)
     with torch.no_grad():
-        for index in torch.arange(len(context)).split(65536):
-            pi = policy.probabilities(context[index]).gather(1, action[index, None])[:, 0]
-            psi = decoder(feedback[index])
-            total += float(igl_objective(pi, psi, probability[index], n_actions)) * len(index)
-    return total / len(context)
+        for start in range(0, n, 65536):
+            context, action, probability, feedback = (
+                [tensor[start:start + 65536] for tensor in field] for field in data)
+            pi = policy.probabilities(context).gather(-1, torch.stack(action)[..., None])
+            value = igl_objective(pi[..., 0], decoder(feedback), torch.stack(probability),
+                                  n_actions)
+            total += value.double() * len(context[0])
+    return (total / n).tolist()

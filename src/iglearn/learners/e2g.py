@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from iglearn.learners.base import as_tensor
+from iglearn.learners.base import as_tensor, one_trial
 from iglearn.learners.batch_igl import BatchIGL
 from iglearn.learners.online import FIRST_FIT, REFIT, EpochGreedy
 from iglearn.learners.schedules import Schedule
@@ -69,9 +69,10 @@ class E2G(EpochGreedy):
     def _refit(self, data: tuple[torch.Tensor, ...],
                holdout: tuple[torch.Tensor, ...] | None) -> tuple[float, dict]:
         # Line 4 on D_i, warm-started from (pi_{i-1}, psi_{i-1}) once they exist.
-        start = None if self.policy_ is None else (self.policy_, self.decoder_)
-        indicator, self.policy_, self.decoder_, tried = self._batch.fit_with_restarts(
-            data, self.n_actions, self.rng, start, self.refit_optimisation, holdout)
+        starts = None if self.policy_ is None else [(self.policy_, self.decoder_)]
+        [(indicator, self.policy_, self.decoder_, tried)] = self._batch.fit_with_restarts(
+            one_trial(data), self.n_actions, [self.rng], starts, self.refit_optimisation,
+            None if holdout is None else one_trial(holdout))
         return indicator, {"restarts": len(tried) - 1, "flipped": bool(self.decoder_.flipped)}
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from iglearn.errors import IGLearnError
-from iglearn.learners.base import as_tensor
+from iglearn.learners.base import as_tensor, one_trial
 from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.objective import igl_objective
 from iglearn.learners.schedules import PaperSchedule, Schedule
@@ -310,7 +310,7 @@ class OnlineContextualBandit(EpochGreedy):
                                        generator)
         else:
             settings = self.refit_optimisation
-        self._batch.fit_models(self.policy_, data, generator, settings)
+        self._batch.fit_models([self.policy_], one_trial(data), [generator], settings)
         context, action, probability, reward = data if holdout is None else holdout
         with torch.no_grad():  # Eq. 9 with psi = r: the IPS estimate of V(pi) - V(pi_bad)
             pi = self.policy_.probabilities(context).gather(1, action[:, None])[:, 0]

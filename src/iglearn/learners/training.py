@@ -7,6 +7,12 @@ its gradient does not vanish where a softmax policy puts little mass on the rewa
 the plateau that makes softmax policy gradients sensitive to initialisation (Appendix B;
 Mei et al., 2020), and for fixed rewards it is concave in a linear policy's weights. The last
 stage maximises the exact objective.
+
+A fit runs T trials at once (T = 1 for a single fit): every parameter carries a leading trial
+axis (:mod:`iglearn.models.stacked`), each trial shuffles with its own generator, each
+mini-batch gathers T trials' rows into one tensor (:func:`take`), and a stage's loss returns
+one value per trial. AdamW's updates are elementwise, so each trial
+follows exactly the path it would follow alone.
 """
 
 from __future__ import annotations
@@ -51,7 +57,8 @@ class Optimisation:
 
 @dataclass(frozen=True)
 class Stage:
-    """One stage of a fit: ``loss(batch_index)`` to minimise over ``params``."""
+    """One stage of a fit: ``loss(index)`` to minimise over ``params``, where ``index`` holds
+    each trial's mini-batch (shape (T, batch)) and the loss one value per trial (shape (T,))."""
 
     epochs: int
     params: Sequence[torch.nn.Parameter]
@@ -62,9 +69,10 @@ class Stage:
 
 
 def optimise(stages: Sequence[Stage], n: int, settings: Optimisation,
-             generator: torch.Generator, after_epoch: Callable[[], None] | None = None) -> None:
-    """Run each stage over shuffled mini-batches of ``range(n)``, calling ``after_epoch()`` at
-    the end of every pass over the data."""
+             generators: Sequence[torch.Generator],
+             after_epoch: Callable[[], None] | None = None) -> None:
+    """Run each stage over shuffled mini-batches of ``range(n)``, trial t shuffling with
+    ``generators[t]``, calling ``after_epoch()`` at the end of every pass over the data."""
     batch = min(settings.batch_size, n)
     per_epoch = math.ceil(n / batch)
     for stage in stages:
@@ -76,24 +84,37 @@ def optimise(stages: Sequence[Stage], n: int, settings: Optimisation,
         schedule = torch.optim.lr_scheduler.OneCycleLR(
             optimiser, max_lr=[group["lr"] for group in groups], total_steps=epochs * per_epoch)
         for _ in range(epochs):
-            for index in torch.randperm(n, generator=generator).split(batch):
+            orders = torch.stack([torch.randperm(n, generator=g) for g in generators])
+            for index in orders.split(batch, dim=1):
                 optimiser.zero_grad(set_to_none=True)
-                stage.loss(index).backward()
+                stage.loss(index).sum().backward()  # trials share no parameter
                 optimiser.step()
                 schedule.step()
             if after_epoch is not None:
                 after_epoch()
 
 
+def take(trials: Sequence[torch.Tensor], index: torch.Tensor) -> torch.Tensor:
+    """Rows ``index[t]`` of each trial's tensor ``trials[t]``, as one (T, batch, ...) tensor.
+
+    A fit holds each field of its T logs as T separate tensors (no copy of the logs); only
+    the mini-batches are gathered into one tensor."""
+    first = trials[0]
+    out = torch.empty((*index.shape, *first.shape[1:]), dtype=first.dtype)
+    for t, tensor in enumerate(trials):
+        torch.index_select(tensor, 0, index[t], out=out[t])
+    return out
+
+
 def _decay_groups(stage: Stage, settings: Optimisation, n: int) -> list[dict]:
-    """One AdamW parameter group per parameter of ``stage``: weight matrices decayed by
-    weight_decay + weight_decay_scale * inputs / n, biases undecayed; peak learning rate
-    settings.lr, times stage.lr_scale for the stage's scaled parameters."""
+    """One AdamW parameter group per parameter of ``stage``: weight matrices (a trial axis and
+    two more) decayed by weight_decay + weight_decay_scale * inputs / n, biases undecayed;
+    peak learning rate settings.lr, times stage.lr_scale for the stage's scaled parameters."""
     scaled = {id(param) for param in stage.scaled}
     groups = []
     for param in stage.params:
         decay = 0.0
-        if param.dim() >= 2:
+        if param.dim() >= 3:
             decay = settings.weight_decay + settings.weight_decay_scale * param.shape[-1] / n
         lr = settings.lr * (stage.lr_scale if id(param) in scaled else 1.0)
         groups.append({"params": [param], "weight_decay": decay, "lr": lr})

@@ -9,6 +9,15 @@ from torch import nn
 from iglearn.models.init import mlp, reset_parameters
 
 
+def logistic(z: torch.Tensor) -> torch.Tensor:
+    """The sigmoid 1 / (1 + exp(-z)), from exp(-|z|) so that it neither overflows nor loses
+    precision. Unlike ``torch.sigmoid``, whose last few elements take a scalar path that rounds
+    differently, every element is computed alike wherever it lies in the tensor: a decoder
+    gives the same bits alone and stacked with others (:mod:`iglearn.models.stacked`)."""
+    e = torch.exp(-z.abs())
+    return torch.where(z >= 0, 1 / (1 + e), e / (1 + e))
+
+
 class Decoder(nn.Module):
     """A sigmoid reward decoder with a corrector flag.
 
@@ -27,12 +36,12 @@ class Decoder(nn.Module):
 
     def raw(self, feedback: torch.Tensor) -> torch.Tensor:
         """psi(y) before the corrector, shape (n,)."""
-        return torch.sigmoid(self.net(feedback).squeeze(-1) / self.temperature)
+        return logistic(self.net(feedback).squeeze(-1) / self.temperature)
 
     def forward(self, feedback: torch.Tensor) -> torch.Tensor:
         """The decoded reward psi(y) in [0, 1], shape (n,)."""
         psi = self.raw(feedback)
-        return torch.where(self.flipped, 1 - psi, psi)
+        return torch.where(self.flipped[..., None], 1 - psi, psi)  # one flag per trial
 
 
 class LinearDecoder(Decoder):

@@ -1,0 +1,72 @@
+"""Several models of one architecture run side by side, as one module with a leading trial
+axis: how learners fit many trials (seeds, logs) as one batched computation.
+
+``stack(models)`` copies T models into one module whose linear layers hold (T, out, in)
+weights. They multiply (T, n, in) inputs by batched matmuls (``torch.baddbmm``), and a list of
+T (n, in) inputs (a full pass over T logs, which are never copied into one tensor) trial by
+trial; buffers get the same leading axis. Each trial's slice of every result equals, bit for
+bit on one thread, what the model computes alone (a test checks it), so a stacked fit gives
+each trial exactly the weights it would have had alone. ``unstack_into`` copies the trained
+slices back into the original models.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+
+import torch
+from torch import nn
+
+
+class StackedLinear(nn.Module):
+    """T independent linear layers applied to T batches at once: (T, n, in) -> (T, n, out)."""
+
+    def __init__(self, layers: Sequence[nn.Linear]):
+        super().__init__()
+        self.weight = nn.Parameter(torch.stack([layer.weight.detach() for layer in layers]))
+        self.bias = nn.Parameter(torch.stack([layer.bias.detach() for layer in layers]))
+
+    def forward(self, inputs: torch.Tensor | Sequence[torch.Tensor]) -> torch.Tensor:
+        """(T, n, in) inputs, or T tensors of shape (n, in), to (T, n, out) outputs."""
+        if self.weight.shape[1] == 1 or not isinstance(inputs, torch.Tensor):
+            # Trial by trial. With one output the batched kernel rounds differently for
+            # different numbers of trials; each trial's matrix-vector product does not.
+            return torch.stack([torch.nn.functional.linear(x, w, b) for x, w, b
+                                in zip(inputs, self.weight, self.bias, strict=True)])
+        return torch.baddbmm(self.bias[:, None, :], inputs, self.weight.transpose(1, 2))
+
+
+def stack(models: Sequence[nn.Module]) -> nn.Module:
+    """One module running ``models`` (same class and shapes, linear layers with biases) side
+    by side on a leading trial axis; its parameters are copies, not views."""
+    if isinstance(models[0], nn.Linear):
+        return StackedLinear(models)
+    stacked = copy.deepcopy(models[0])
+    for name, layer in list(stacked.named_modules()):
+        if isinstance(layer, nn.Linear):
+            _replace(stacked, name, StackedLinear([m.get_submodule(name) for m in models]))
+    for name, _ in list(stacked.named_buffers()):
+        owner, _, attribute = name.rpartition(".")
+        setattr(stacked.get_submodule(owner), attribute,
+                torch.stack([m.get_buffer(name) for m in models]))
+    return stacked
+
+
+def unstack_into(stacked: nn.Module, models: Sequence[nn.Module]) -> None:
+    """Copy trial t's slice of every parameter and buffer of ``stacked`` into ``models[t]``."""
+    stacked_state = stacked.state_dict()
+    with torch.no_grad():
+        for t, model in enumerate(models):
+            for name, tensor in model.state_dict().items():
+                tensor.copy_(stacked_state[name][t])
+
+
+def last_linear(model: nn.Module) -> nn.Module:
+    """The last linear layer (plain or stacked) of ``model``: the one that outputs scores."""
+    return [m for m in model.modules() if isinstance(m, nn.Linear | StackedLinear)][-1]
+
+
+def _replace(root: nn.Module, name: str, module: nn.Module) -> None:
+    owner, _, attribute = name.rpartition(".")
+    setattr(root.get_submodule(owner), attribute, module)

@@ -1,0 +1,67 @@
+"""fit_many: several fits as one batched computation, each exactly as it would be alone."""
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from iglearn import BatchIGL, ContextualBandit, IGLearnError, Supervised
+from iglearn.envs import digits_environment
+from iglearn.learners import IdentifiabilityWarning, Optimisation
+
+
+@pytest.fixture(scope="module")
+def logs():
+    env = digits_environment()
+    return [env.log(1500, np.random.default_rng(seed)) for seed in range(3)]
+
+
+def _same_models(a, b) -> bool:
+    models = ("policy_", "decoder_")
+    return all(torch.equal(x, y) for name in models if hasattr(a, name)
+               for x, y in zip(getattr(a, name).state_dict().values(),
+                               getattr(b, name).state_dict().values(), strict=True))
+
+
+QUICK = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, min_steps=60)
+
+
+@pytest.mark.parametrize("make", [
+    lambda seed: Supervised(seed=seed, optimisation=QUICK),
+    lambda seed: ContextualBandit(seed=seed, optimisation=QUICK),
+    lambda seed: BatchIGL(seed=seed, optimisation=QUICK),
+    lambda seed: BatchIGL("mlp", "mlp", seed=seed, optimisation=QUICK),
+    # every trial restarts; the ones still below the threshold restart together
+    lambda seed: BatchIGL(seed=seed, optimisation=QUICK, restart_threshold=0.93,
+                          max_restarts=2),
+], ids=["SUP", "CB", "IGL", "IGL-mlp", "IGL-restarts"])
+def test_fit_many_equals_fitting_each_alone(make, logs):
+    with warnings.catch_warnings():  # the restart case warns that no attempt passed
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        alone = [make(10 + t).fit(log) for t, log in enumerate(logs)]
+        together = type(alone[0]).fit_many([make(10 + t) for t in range(len(logs))], logs)
+    for a, b in zip(alone, together, strict=True):
+        assert _same_models(a, b)
+        if isinstance(a, BatchIGL):
+            assert a.report_.attempt_indicators == b.report_.attempt_indicators
+            assert a.report_.flipped == b.report_.flipped
+    if isinstance(alone[0], BatchIGL) and alone[0].restart_threshold:
+        assert sorted(len(a.report_.attempt_indicators) for a in alone) != [1, 1, 1]
+
+
+def test_fit_many_rejects_what_cannot_run_together(logs):
+    with pytest.raises(IGLearnError, match="one class and settings"):
+        BatchIGL.fit_many([BatchIGL(seed=0), BatchIGL(seed=1, max_restarts=0)], logs[:2])
+    with pytest.raises(IGLearnError, match="one class and settings"):
+        BatchIGL.fit_many([BatchIGL(seed=0), Supervised(seed=1)], logs[:2])
+    with pytest.raises(IGLearnError, match="one log per learner"):
+        BatchIGL.fit_many([BatchIGL(seed=0)], logs[:2])
+    with pytest.raises(IGLearnError, match="logs of one shape"):
+        BatchIGL.fit_many([BatchIGL(seed=0), BatchIGL(seed=1)],
+                          [logs[0], logs[1].subset(np.arange(1000))])
+    blind = dataclasses.replace(logs[1], reward=None)
+    with pytest.raises(IGLearnError, match="needs the field 'reward'"):
+        ContextualBandit.fit_many([ContextualBandit(seed=0), ContextualBandit(seed=1)],
+                                  [logs[0], blind])
