@@ -19,7 +19,7 @@ def _execution(args: argparse.Namespace):
     from iglearn.experiments.runner import Execution
 
     return Execution(backend=args.backend, jobs=args.jobs, ray_address=args.ray_address,
-                     fresh=args.fresh, show_progress=not args.quiet)
+                     fresh=args.fresh, show_progress=not args.quiet, stack=args.stack)
 
 
 def _table1(args: argparse.Namespace) -> int:
@@ -123,7 +123,10 @@ def _add_common(parser: argparse.ArgumentParser, out: str) -> None:
                         help="local: a process pool on this machine (default); ray: a Ray "
                              "cluster (--ray-address) or a local Ray instance")
     parser.add_argument("--jobs", type=positive_int, default=None,
-                        help="trials at once (default: every core)")
+                        help="worker processes (default: every core)")
+    parser.add_argument("--stack", type=positive_int, default=4,
+                        help="batch fits each worker runs side by side as one computation "
+                             "(default 4); results do not depend on it")
     parser.add_argument("--ray-address", default=None, metavar="ADDRESS",
                         help="Ray cluster to join with --backend ray")
     parser.add_argument("--fresh", action="store_true",

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 
 from iglearn.errors import IGLearnError
-from iglearn.experiments.runner import Execution, run_trials
-from iglearn.experiments.table1 import Table1Config, run_trial
+from iglearn.experiments.runner import Execution, StackedTrials, run_trials
+from iglearn.experiments.table1 import Table1Config, run_stacked, run_trial
 
-CONFIG = Table1Config(trials=2, samples=800, dataset="digits", seed=7)
+CONFIG = Table1Config(trials=3, samples=800, dataset="digits", seed=7)
 
 
 def toy_trial(index: int, seed: np.random.SeedSequence) -> list[dict]:
@@ -35,15 +35,18 @@ def drop_timing(rows):
     return pd.DataFrame(rows).drop(columns=["seconds"])
 
 
-def test_same_results_for_any_job_count_and_backend(tmp_path):
-    trial = partial(run_trial, CONFIG)
-    serial = run_trials(trial, 2, CONFIG.seed, Execution(jobs=1, show_progress=False))
-    pool = run_trials(trial, 2, CONFIG.seed, Execution(jobs=2, show_progress=False))
-    pd.testing.assert_frame_equal(drop_timing(serial), drop_timing(pool))
+def test_same_results_for_any_job_count_stack_and_backend(tmp_path):
+    trials = StackedTrials(partial(run_stacked, CONFIG))
+    alone = run_trials(partial(run_trial, CONFIG), 3, CONFIG.seed,
+                       Execution(jobs=1, show_progress=False))
+    for jobs, stack in ((1, 3), (2, 2), (2, 1)):
+        rows = run_trials(trials, 3, CONFIG.seed,
+                          Execution(jobs=jobs, stack=stack, show_progress=False))
+        pd.testing.assert_frame_equal(drop_timing(alone), drop_timing(rows))
     pytest.importorskip("ray")
-    ray = run_trials(trial, 2, CONFIG.seed,
+    ray = run_trials(trials, 3, CONFIG.seed,
                      Execution(backend="ray", jobs=2, show_progress=False))
-    pd.testing.assert_frame_equal(drop_timing(serial), drop_timing(ray))
+    pd.testing.assert_frame_equal(drop_timing(alone), drop_timing(ray))
 
 
 def test_recorded_trials_are_skipped_and_fresh_starts_over(tmp_path):
@@ -67,7 +70,7 @@ def test_recorded_trials_are_skipped_and_fresh_starts_over(tmp_path):
 
 def table1_command(out, trials):
     return [sys.executable, "-m", "iglearn.cli", "reproduce", "table1", "--dataset", "digits",
-            "--trials", str(trials), "--samples", "800", "--jobs", "1", "--quiet",
+            "--trials", str(trials), "--samples", "800", "--jobs", "1", "--stack", "2", "--quiet",
             "--seed", "3", "--out", str(out)]
 
 

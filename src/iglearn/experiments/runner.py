@@ -1,14 +1,18 @@
 """Running trials: in-process, on a local process pool, or on Ray; resumable.
 
-Every trial is a pure function ``trial(index, seed_sequence) -> rows``. Finished trials are
-recorded atomically, one JSON file each, in ``OUT/trials/``; running the same command again
-skips them, and ``fresh`` starts over. Each trial runs with one torch thread whatever the
-backend, so results are identical for every backend and number of jobs.
+Every trial is a pure function ``trial(index, seed_sequence) -> rows``, or, for experiments
+that fit several trials as one batched computation, ``StackedTrials``: a function of several
+indices and seeds that returns each trial's rows, and gives every trial the rows it would give
+alone. Finished trials are recorded atomically, one JSON file each, in ``OUT/trials/``;
+running the same command again skips them, and ``fresh`` starts over. Trials run with one
+torch thread whatever the backend, so results are identical for every backend, number of
+jobs and stack size.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -31,19 +35,30 @@ BACKENDS = ("local", "ray")
 
 
 @dataclass(frozen=True)
+class StackedTrials:
+    """Trials that run several at a time: ``run(indices, seeds)`` returns each trial's rows,
+    the same rows as ``run([index], [seed])`` would."""
+
+    run: Callable[[list[int], list[np.random.SeedSequence]], list[list[dict]]]
+
+
+@dataclass(frozen=True)
 class Execution:
     """Where and how trials run."""
 
     backend: str = "local"
     """'local' (a process pool on this machine) or 'ray' (a Ray cluster or local instance)."""
     jobs: int | None = None
-    """Trials at once; None means every core. With 'local', 1 runs in this process."""
+    """Workers at once; None means every core. With 'local', 1 runs in this process."""
     ray_address: str | None = None
     """Address of a Ray cluster to join; None starts a local Ray instance."""
     fresh: bool = False
     """Ignore (and delete) trials recorded by an earlier run in the same folder."""
     show_progress: bool = True
     """Show a progress bar over trials."""
+    stack: int = 4
+    """Trials fitted side by side as one batched computation, by experiments that can
+    (Table 1, sweeps): faster per trial, and the results do not depend on it."""
 
     def workers(self) -> int:
         """The number of trials run at once."""
@@ -61,10 +76,22 @@ def one_thread() -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def call_trial(trial: Trial, index: int, seed: np.random.SeedSequence) -> tuple[int, list[dict]]:
-    """Run one trial with one torch thread; returns (index, rows)."""
+def call_trials(trials: StackedTrials, indices: list[int],
+                seeds: list[np.random.SeedSequence]) -> list[tuple[int, list[dict]]]:
+    """Run trials ``indices`` together with one torch thread; returns (index, rows) of each."""
     with one_thread():
-        return index, trial(index, seed)
+        return list(zip(indices, trials.run(indices, seeds), strict=True))
+
+
+@dataclass(frozen=True)
+class _OneByOne:
+    """A per-trial function as StackedTrials that runs its trials one after another."""
+
+    trial: Trial
+
+    def __call__(self, indices: list[int],
+                 seeds: list[np.random.SeedSequence]) -> list[list[dict]]:
+        return [self.trial(index, seed) for index, seed in zip(indices, seeds, strict=True)]
 
 
 class TrialRecord:
@@ -102,14 +129,15 @@ def _plain(value: object) -> object:
     raise TypeError(f"cannot record {type(value).__name__} in a trial row")
 
 
-def run_trials(trial: Trial, n_trials: int, root_seed: int, execution: Execution,
-               folder: Path | None = None, fingerprint: dict | None = None,
-               description: str = "trials",
+def run_trials(trial: Trial | StackedTrials, n_trials: int, root_seed: int,
+               execution: Execution, folder: Path | None = None,
+               fingerprint: dict | None = None, description: str = "trials",
                seeds: list[np.random.SeedSequence] | None = None) -> list[dict]:
     """Run trials ``0..n_trials-1`` (skipping those recorded in ``folder``); all rows, by trial.
 
     Trial ``i`` gets ``seeds[i]``, by default the i-th seed sequence spawned from
-    ``root_seed``, whatever runs it.
+    ``root_seed``, whatever runs it. ``StackedTrials`` run ``execution.stack`` at a time (fewer
+    when that leaves a worker idle).
     """
     if execution.backend not in BACKENDS:
         raise IGLearnError(f"unknown backend {execution.backend!r}; choose one of {BACKENDS}")
@@ -124,37 +152,47 @@ def run_trials(trial: Trial, n_trials: int, root_seed: int, execution: Execution
     todo = [i for i in range(n_trials) if i not in results]
     bar = progress(range(len(todo)), description, execution.show_progress, total=len(todo))
 
-    def finished(index: int, rows: list[dict]) -> None:
-        results[index] = rows
-        if record:
-            record.save(index, rows)
-        next(bar, None)
+    def finished(done: list[tuple[int, list[dict]]]) -> None:
+        for index, rows in done:
+            results[index] = rows
+            if record:
+                record.save(index, rows)
+            next(bar, None)
 
     if todo:
+        stacked = isinstance(trial, StackedTrials)
+        trials = trial if stacked else StackedTrials(_OneByOne(trial))
+        workers = execution.workers()
+        size = max(1, min(execution.stack, math.ceil(len(todo) / workers))) if stacked else 1
+        groups = [(todo[i:i + size], [seeds[j] for j in todo[i:i + size]])
+                  for i in range(0, len(todo), size)]
         if execution.backend == "ray":
-            _run_ray(trial, todo, seeds, execution, finished)
-        elif execution.workers() == 1 or len(todo) == 1:
-            for index in todo:
-                finished(*call_trial(trial, index, seeds[index]))
+            _run_ray(trials, groups, execution, finished)
+        elif workers == 1 or len(groups) == 1:
+            for indices, group_seeds in groups:
+                finished(call_trials(trials, indices, group_seeds))
         else:
-            _run_pool(trial, todo, seeds, execution.workers(), finished)
+            _run_pool(trials, groups, workers, finished)
     return [row for index in range(n_trials) for row in results[index]]
 
 
-def _run_pool(trial: Trial, todo: list[int], seeds: list, workers: int,
-              finished: Callable[[int, list[dict]], None]) -> None:
+Groups = list[tuple[list[int], list[np.random.SeedSequence]]]
+Finished = Callable[[list[tuple[int, list[dict]]]], None]
+
+
+def _run_pool(trials: StackedTrials, groups: Groups, workers: int, finished: Finished) -> None:
     context = get_context("spawn")  # no fork of a process that already runs torch threads
-    with ProcessPoolExecutor(max_workers=min(workers, len(todo)), mp_context=context,
+    with ProcessPoolExecutor(max_workers=min(workers, len(groups)), mp_context=context,
                              initializer=one_line_warnings) as pool:
-        pending = {pool.submit(call_trial, trial, i, seeds[i]) for i in todo}
+        pending = {pool.submit(call_trials, trials, *group) for group in groups}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
-                finished(*future.result())
+                finished(future.result())
 
 
-def _run_ray(trial: Trial, todo: list[int], seeds: list, execution: Execution,
-             finished: Callable[[int, list[dict]], None]) -> None:
+def _run_ray(trials: StackedTrials, groups: Groups, execution: Execution,
+             finished: Finished) -> None:
     try:
         import ray
     except ImportError as e:
@@ -168,11 +206,11 @@ def _run_ray(trial: Trial, todo: list[int], seeds: list, execution: Execution,
         else:
             ray.init(num_cpus=execution.workers(), **options)
     try:
-        remote = ray.remote(num_cpus=1)(call_trial)
-        pending = [remote.remote(trial, i, seeds[i]) for i in todo]
+        remote = ray.remote(num_cpus=1)(call_trials)
+        pending = [remote.remote(trials, *group) for group in groups]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
-            finished(*ray.get(done[0]))
+            finished(ray.get(done[0]))
     finally:
         if started:
             ray.shutdown()

@@ -21,8 +21,8 @@ from iglearn.experiments.results import (
     prepare_output,
     write_outputs,
 )
-from iglearn.experiments.runner import Execution, run_trials
-from iglearn.experiments.table1 import Table1Config, make_environment, run_trial
+from iglearn.experiments.runner import Execution, StackedTrials, run_trials
+from iglearn.experiments.table1 import Table1Config, make_environment, run_stacked
 from iglearn.seeding import spawn_seeds
 
 # Settings a sweep may vary, with how to read their values.
@@ -62,12 +62,20 @@ def grid_points(grid: dict[str, list]) -> list[dict]:
             for values in itertools.product(*(grid[n] for n in names))]
 
 
-def sweep_trial(base: Table1Config, points: list[dict], index: int,
-                seed: np.random.SeedSequence) -> list[dict]:
-    """Trial ``index % trials`` of grid point ``index // trials``; rows carry the settings."""
-    point = points[index // base.trials]
-    rows = run_trial(replace(base, **point), index % base.trials, seed)
-    return [{**point, **row} for row in rows]
+def sweep_trials(base: Table1Config, points: list[dict], indices: list[int],
+                 seeds: list[np.random.SeedSequence]) -> list[list[dict]]:
+    """Trial ``index % trials`` of grid point ``index // trials`` for every index, the trials
+    of one point fitted side by side; rows carry the settings."""
+    rows: dict[int, list[dict]] = {}
+    for p, point in enumerate(points):
+        members = [k for k, index in enumerate(indices) if index // base.trials == p]
+        if members:
+            fitted = run_stacked(replace(base, **point),
+                                 [indices[k] % base.trials for k in members],
+                                 [seeds[k] for k in members])
+            for k, trial_rows in zip(members, fitted, strict=True):
+                rows[k] = [{**point, **row} for row in trial_rows]
+    return [rows[k] for k in range(len(indices))]
 
 
 def run_sweep(base: Table1Config, grid: dict[str, list], execution: Execution | None = None,
@@ -77,7 +85,7 @@ def run_sweep(base: Table1Config, grid: dict[str, list], execution: Execution | 
     trial_seeds = spawn_seeds(base.seed, base.trials)
     seeds = [trial_seeds[i % base.trials] for i in range(len(points) * base.trials)]
     fingerprint = {"base": asdict(base), "grid": grid}
-    rows = run_trials(partial(sweep_trial, base, points), len(seeds), base.seed,
+    rows = run_trials(StackedTrials(partial(sweep_trials, base, points)), len(seeds), base.seed,
                       execution or Execution(), folder, fingerprint, "sweep", seeds)
     return pd.DataFrame(rows)
 

@@ -21,7 +21,7 @@ from iglearn.experiments.results import (
     write_atomic,
     write_outputs,
 )
-from iglearn.experiments.runner import Execution, run_trials
+from iglearn.experiments.runner import Execution, StackedTrials, run_trials
 from iglearn.learners import BatchIGL, ContextualBandit, Optimisation, Supervised
 
 # The paper's Table 1 (policy accuracy, %, mean +/- std over 16 trials).
@@ -64,35 +64,48 @@ def make_environment(dataset: str, data_dir: str | None = None) -> Environment:
     raise ValueError(f"unknown dataset {dataset!r}; choose 'mnist' or 'digits'")
 
 
-def run_trial(config: Table1Config, trial: int, seed: np.random.SeedSequence) -> list[dict]:
-    """Fit SUP, CB and IGL on one fresh log; one tidy row per method."""
+def run_stacked(config: Table1Config, trials: list[int],
+                seeds: list[np.random.SeedSequence]) -> list[list[dict]]:
+    """Fit SUP, CB and IGL on one fresh log per trial, each method's fits side by side as one
+    batched computation (``fit_many``, the same models as fitting each alone); per trial, one
+    tidy row per method."""
     env = make_environment(config.dataset, config.data_dir)
-    trial_seed = int(seed.generate_state(1)[0])
-    log_seed, *method_seeds = np.random.SeedSequence(trial_seed).spawn(4)
-    log = env.log(config.samples, np.random.default_rng(log_seed))
+    trial_seeds = [int(seed.generate_state(1)[0]) for seed in seeds]
+    # per trial: the log's seed, then one per method, so that skipping one changes no other
+    spawned = [np.random.SeedSequence(trial_seed).spawn(4) for trial_seed in trial_seeds]
+    logs = [env.log(config.samples, np.random.default_rng(log_seed))
+            for log_seed, *_ in spawned]
     test_x, test_y = env.test_set()
     optimisation = Optimisation(lr=config.lr)
-    learners = {  # each with its own seed, so that skipping one changes no other
-        "SUP": Supervised(config.policy, optimisation, seed=method_seeds[0]),
-        "CB": ContextualBandit(config.policy, optimisation, seed=method_seeds[1]),
-        "IGL": BatchIGL(config.policy, config.decoder, optimisation,
-                        decoder_temperature=config.decoder_temperature, seed=method_seeds[2]),
+    learners = {
+        "SUP": lambda seed: Supervised(config.policy, optimisation, seed=seed),
+        "CB": lambda seed: ContextualBandit(config.policy, optimisation, seed=seed),
+        "IGL": lambda seed: BatchIGL(config.policy, config.decoder, optimisation,
+                                     decoder_temperature=config.decoder_temperature,
+                                     seed=seed),
     }
-    rows = []
-    for method, learner in learners.items():
+    rows: list[list[dict]] = [[] for _ in trials]
+    for m, (method, make) in enumerate(learners.items()):
         if method not in config.methods:
             continue
-        learner.fit(log)
-        row = {"method": method, "trial": trial, "seed": trial_seed,
-               "accuracy": 100 * learner.accuracy(test_x, test_y)}
-        if isinstance(learner, BatchIGL):
-            report = learner.report_
-            row.update(seconds=report.seconds, indicator=report.indicator,
-                       restarts=report.restarts, flipped=report.flipped)
-        else:
-            row.update(seconds=learner.seconds_)
-        rows.append(row)
+        batch = [make(method_seeds[1 + m]) for method_seeds in spawned]
+        fitted = batch[0].fit_many(batch, logs)
+        for t, learner in enumerate(fitted):
+            row = {"method": method, "trial": trials[t], "seed": trial_seeds[t],
+                   "accuracy": 100 * learner.accuracy(test_x, test_y)}
+            if isinstance(learner, BatchIGL):
+                report = learner.report_
+                row.update(seconds=report.seconds, indicator=report.indicator,
+                           restarts=report.restarts, flipped=report.flipped)
+            else:
+                row.update(seconds=learner.seconds_)
+            rows[t].append(row)
     return rows
+
+
+def run_trial(config: Table1Config, trial: int, seed: np.random.SeedSequence) -> list[dict]:
+    """Fit SUP, CB and IGL on one fresh log; one tidy row per method."""
+    return run_stacked(config, [trial], [seed])[0]
 
 
 def run(config: Table1Config, execution: Execution | None = None,
@@ -100,7 +113,7 @@ def run(config: Table1Config, execution: Execution | None = None,
     """Run every trial (recording each in ``folder`` when given, and skipping those already
     there) and return the tidy table, one row per method and trial."""
     fingerprint = {k: v for k, v in asdict(config).items() if k != "trials"}
-    rows = run_trials(partial(run_trial, config), config.trials, config.seed,
+    rows = run_trials(StackedTrials(partial(run_stacked, config)), config.trials, config.seed,
                       execution or Execution(), folder, fingerprint, "Table 1 trials")
     return pd.DataFrame(rows)
 
