@@ -1,6 +1,6 @@
 """Benchmark: the whole Table 1 reproduction, timed, against the targets.
 
-    python benchmarks/table1.py [--trials 16] [--samples 60000] [--data-dir DIR]
+    python benchmarks/table1.py [--trials 16] [--samples 60000] [--data-dir DIR] [--stack 4]
                                 [--json results/bench-table1.json]
 
 Prints accuracy (mean, std, min per method), wall time and time per fit, and whether
@@ -25,7 +25,9 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=60000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--jobs", type=int, default=None, help="trials at once (all cores)")
+    parser.add_argument("--jobs", type=int, default=None, help="worker processes (all cores)")
+    parser.add_argument("--stack", type=int, default=Execution.stack,
+                        help="trials each worker fits side by side")
     parser.add_argument("--backend", default="local")
     parser.add_argument("--budget", type=float, default=60.0, help="seconds allowed")
     parser.add_argument("--json", default="results/bench-table1.json")
@@ -34,7 +36,7 @@ def main() -> None:
     config = Table1Config(trials=args.trials, samples=args.samples, seed=args.seed,
                           data_dir=args.data_dir)
     start = time.perf_counter()
-    frame = run(config, Execution(backend=args.backend, jobs=args.jobs))
+    frame = run(config, Execution(backend=args.backend, jobs=args.jobs, stack=args.stack))
     wall = time.perf_counter() - start
     table = summary(frame).set_index("method")
     igl = table.loc["IGL"]
