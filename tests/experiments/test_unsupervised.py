@@ -13,7 +13,7 @@ from iglearn.experiments.unsupervised import (
     UnsupervisedConfig,
     family_clusters,
     make_families,
-    run_unit,
+    run_units,
     same_decoding,
 )
 from iglearn.learners.unsupervised import UnsupervisedBandit
@@ -24,12 +24,12 @@ def test_igl_beats_the_baseline_where_the_baseline_decodes_wrong():
     config = UnsupervisedConfig(trials=1, samples=3000, dataset="digits",
                                 families=("theorem3",))
     names, seed = list(FAMILIES["theorem3"]), spawn_seeds(0, 1)[0]
-    first = {row["method"]: row for row in run_unit(config, 0, seed)}["unsupervised"]
+    first = {row["method"]: row for row in run_units(config, [0], [seed])[0]}["unsupervised"]
     # The baseline decodes alike in every environment, so the one whose decoded gap
     # r_i - mean_{j != i} r_j is lowest (Theorem 3's proof) is known from any of them.
     r = np.array([first[f"decoded_{d}"] for d in range(10)])
     worst = int(np.argmin([r[i] - np.delete(r, i).mean() for i in range(10)]))
-    rows = run_unit(config, worst, seed)
+    rows = run_units(config, [worst], [seed])[0]
     by_method = {row["method"]: row for row in rows}
     assert set(by_method) == {"unsupervised", "IGL"}
     assert all(row["environment"] == names[worst] and row["family"] == "theorem3"

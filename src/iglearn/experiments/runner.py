@@ -136,8 +136,8 @@ def run_trials(trial: Trial | StackedTrials, n_trials: int, root_seed: int,
     """Run trials ``0..n_trials-1`` (skipping those recorded in ``folder``); all rows, by trial.
 
     Trial ``i`` gets ``seeds[i]``, by default the i-th seed sequence spawned from
-    ``root_seed``, whatever runs it. ``StackedTrials`` run ``execution.stack`` at a time (fewer
-    when that leaves a worker idle).
+    ``root_seed``, whatever runs it. ``StackedTrials`` run in groups of at most
+    ``execution.stack``, sized so that every worker gets as many groups.
     """
     if execution.backend not in BACKENDS:
         raise IGLearnError(f"unknown backend {execution.backend!r}; choose one of {BACKENDS}")
@@ -163,7 +163,10 @@ def run_trials(trial: Trial | StackedTrials, n_trials: int, root_seed: int,
         stacked = isinstance(trial, StackedTrials)
         trials = trial if stacked else StackedTrials(_OneByOne(trial))
         workers = execution.workers()
-        size = max(1, min(execution.stack, math.ceil(len(todo) / workers))) if stacked else 1
+        size = 1
+        if stacked:  # at most execution.stack per group, and as many groups per worker
+            per_worker = math.ceil(len(todo) / (workers * execution.stack))
+            size = math.ceil(len(todo) / (workers * per_worker))
         groups = [(todo[i:i + size], [seeds[j] for j in todo[i:i + size]])
                   for i in range(0, len(todo), size)]
         if execution.backend == "ray":

@@ -28,7 +28,7 @@ from iglearn.experiments.results import (
     write_atomic,
     write_outputs,
 )
-from iglearn.experiments.runner import Execution, run_trials
+from iglearn.experiments.runner import Execution, StackedTrials, run_trials
 from iglearn.learners import BatchIGL
 from iglearn.learners.unsupervised import UnsupervisedBandit
 from iglearn.seeding import spawn_seeds
@@ -99,9 +99,11 @@ def _units(config: UnsupervisedConfig) -> list[tuple[str, str]]:
     return [(family, name) for family in config.families for name in FAMILIES[family]]
 
 
-def run_unit(config: UnsupervisedConfig, index: int, seed: np.random.SeedSequence) -> list[dict]:
-    """Unit ``index`` of the run: one trial in one environment (trial ``index // units``).
-    Fits the baseline and IGL on one fresh log; one tidy row per method.
+def run_units(config: UnsupervisedConfig, indices: list[int],
+              seeds: list[np.random.SeedSequence]) -> list[list[dict]]:
+    """Units ``indices`` of the run, unit i being one trial (i // units) in one environment.
+    Each fits the baseline and IGL on one fresh log (IGL's fits side by side, as each would be
+    alone); per unit, one tidy row per method.
 
     ``decoded_gap`` is E[psi | r=1] - E[psi | r=0] on the log, ``decoded_d`` the share of
     digit d's test images decoded as reward and ``decoded_digits`` the digits whose test
@@ -109,38 +111,47 @@ def run_unit(config: UnsupervisedConfig, index: int, seed: np.random.SeedSequenc
     Both methods see one log drawn feedback first from the trial's seed: the same contexts
     and feedback in every environment of the family, the actions as each one's reward says."""
     units = _units(config)
-    trial, (family, name) = index // len(units), units[index % len(units)]
-    env = make_families(config)[family][name]
-    trial_seed = int(seed.generate_state(1)[0])
-    log = env.feedback_first_log(config.samples, np.random.default_rng([trial_seed, 0]))
-    learners = {
-        "unsupervised": UnsupervisedBandit(
+    families = make_families(config)
+    fits = []
+    for index, seed in zip(indices, seeds, strict=True):
+        family, name = units[index % len(units)]
+        env = families[family][name]
+        trial_seed = int(seed.generate_state(1)[0])
+        log = env.feedback_first_log(config.samples, np.random.default_rng([trial_seed, 0]))
+        baseline = UnsupervisedBandit(
             family_clusters(config, family), config.method, config.rule,
-            seed=np.random.default_rng([trial_seed, 1])),
-        "IGL": BatchIGL(max_restarts=config.max_restarts,
-                        restart_threshold=config.restart_threshold,
-                        flip_policy=config.flip_policy,
-                        seed=np.random.default_rng([trial_seed, 2])),
-    }
-    test_x, test_y = env.test_set()
-    rows = []
-    for method, learner in learners.items():
+            seed=np.random.default_rng([trial_seed, 1]))
         start = time.perf_counter()
-        learner.fit(log)
+        baseline.fit(log)
         seconds = time.perf_counter() - start
-        psi = learner.decode(log.feedback)
-        on_test = learner.decode(test_x) > 0.5
-        rates = {f"decoded_{d}": float(on_test[test_y == d].mean()) for d in range(10)}
-        rows.append({
-            "family": family, "environment": name, "method": method, "trial": trial,
-            "seed": trial_seed,
-            "accuracy": 100 * learner.accuracy(test_x, test_y),
-            "seconds": seconds,
-            "decoded_gap": float(psi[log.reward > 0].mean() - psi[log.reward == 0].mean()),
-            "decoded_digits": " ".join(str(d) for d in range(10)
-                                       if rates[f"decoded_{d}"] > 0.5),
-            **rates,
-        })
+        igl = BatchIGL(max_restarts=config.max_restarts,
+                       restart_threshold=config.restart_threshold,
+                       flip_policy=config.flip_policy,
+                       seed=np.random.default_rng([trial_seed, 2]))
+        fits.append((index, family, name, env, trial_seed, log,
+                     {"unsupervised": (baseline, seconds), "IGL": igl}))
+    fitted = BatchIGL.fit_many([fit[-1]["IGL"] for fit in fits], [fit[5] for fit in fits])
+    rows = []
+    for (index, family, name, env, trial_seed, log, learners), igl in zip(fits, fitted,
+                                                                          strict=True):
+        learners["IGL"] = (igl, igl.report_.seconds)
+        test_x, test_y = env.test_set()
+        unit_rows = []
+        for method, (learner, seconds) in learners.items():
+            psi = learner.decode(log.feedback)
+            on_test = learner.decode(test_x) > 0.5
+            rates = {f"decoded_{d}": float(on_test[test_y == d].mean()) for d in range(10)}
+            unit_rows.append({
+                "family": family, "environment": name, "method": method,
+                "trial": index // len(units), "seed": trial_seed,
+                "accuracy": 100 * learner.accuracy(test_x, test_y),
+                "seconds": seconds,
+                "decoded_gap": float(psi[log.reward > 0].mean() - psi[log.reward == 0].mean()),
+                "decoded_digits": " ".join(str(d) for d in range(10)
+                                           if rates[f"decoded_{d}"] > 0.5),
+                **rates,
+            })
+        rows.append(unit_rows)
     return rows
 
 
@@ -153,7 +164,7 @@ def run(config: UnsupervisedConfig, execution: Execution | None = None,
     trial_seeds = spawn_seeds(config.seed, config.trials)
     seeds = [trial_seeds[i // per_trial] for i in range(config.trials * per_trial)]
     fingerprint = {k: v for k, v in asdict(config).items() if k != "trials"}
-    rows = run_trials(partial(run_unit, config), len(seeds), config.seed,
+    rows = run_trials(StackedTrials(partial(run_units, config)), len(seeds), config.seed,
                       execution or Execution(), folder, fingerprint, "Section 6 fits", seeds)
     return pd.DataFrame(rows)
 
