@@ -60,7 +60,8 @@ class StackableLearner(PolicyLearner):
 
     def fit(self, log: InteractionLog) -> Self:
         """Fit on ``log``."""
-        return self.fit_many([self], [log])[0]
+        type(self)._fit_stacked([self], [log])
+        return self
 
     @classmethod
     def fit_many(cls, learners: Sequence[Self], logs: Sequence[InteractionLog]) -> list[Self]:

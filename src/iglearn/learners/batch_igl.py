@@ -74,7 +74,7 @@ class FitReport:
     attempt_indicators: list[float] = field(default_factory=list)
     """Indicator of every initialisation tried, in order."""
     seconds: float = 0.0
-    """Wall time of the fit."""
+    """Wall time of the fit (with ``fit_many``, an equal share of the whole)."""
     warnings: list[str] = field(default_factory=list)
     """Identifiability warnings raised by the fit."""
 
@@ -141,7 +141,7 @@ class BatchIGL(StackableLearner):
                 notes.append(f"the decoded sign is ambiguous: {statistic:.1%} of feedback "
                              f"decodes as reward, close to one half")
             for note in notes:
-                warnings.warn(note, IdentifiabilityWarning, stacklevel=4)
+                warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line
             learner.policy_, learner.decoder_ = policy, decoder
             learner.report_ = FitReport(
                 indicator=value, flipped=bool(decoder.flipped), corrector_statistic=statistic,
