@@ -171,7 +171,7 @@ class BatchIGL(StackableLearner):
             attempt.
         """
         threshold = self.threshold(n_actions)
-        best: list[tuple[float, Policy, Decoder]] = []
+        best: dict[int, tuple[float, Policy, Decoder]] = {}
         tried: list[list[float]] = [[] for _ in rngs]
         pending = list(range(len(rngs)))
         for attempt in range(self.max_restarts + 1):
@@ -192,9 +192,7 @@ class BatchIGL(StackableLearner):
                                 n_actions)
             for t, value, policy, decoder in zip(pending, values, policies, decoders, strict=True):
                 tried[t].append(value)
-                if attempt == 0:
-                    best.append((value, policy, decoder))
-                elif value > best[t][0]:
+                if t not in best or value > best[t][0]:
                     best[t] = (value, policy, decoder)
             pending = [t for t, value in zip(pending, values, strict=True) if value <= threshold]
             if not pending:
@@ -209,10 +207,9 @@ class BatchIGL(StackableLearner):
                    data: TrialData, n_actions: int, generators: Sequence[torch.Generator],
                    optimisation: Optimisation | None = None) -> None:
         """Maximise Eq. 2 over each pair (policies[t], decoders[t]) on trial t of ``data``, all
-        trials as one batched computation, in place: warm-starts
-        from their weights and the decoders' corrector flags, and updates each flag from all
-        of its trial's data after every epoch. ``optimisation`` overrides this learner's
-        settings for this call."""
+        trials as one batched computation, in place: warm-starts from their weights and the
+        decoders' corrector flags, and updates each flag from all of its trial's data after
+        every epoch. ``optimisation`` overrides this learner's settings for this call."""
         context, action, probability, feedback = data
         policy, decoder = stack(policies), stack(decoders)
         every_probability = torch.stack(probability)
