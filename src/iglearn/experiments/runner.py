@@ -57,11 +57,12 @@ class Execution:
     show_progress: bool = True
     """Show a progress bar over trials."""
     stack: int = 4
-    """Trials fitted side by side as one batched computation, by experiments that can
-    (Table 1, sweeps): faster per trial, and the results do not depend on it."""
+    """Most trials a worker fits side by side as one batched computation, in experiments that
+    can (Table 1, sweeps, sample complexity, Section 6): faster per trial, and the results do
+    not depend on it."""
 
     def workers(self) -> int:
-        """The number of trials run at once."""
+        """The number of workers run at once."""
         return self.jobs or os.cpu_count() or 1
 
 
