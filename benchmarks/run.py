@@ -10,6 +10,8 @@ Figures (each the median of --repeats runs):
   accuracy;
 - E2G act + learn interactions per second over a whole run, with and without its re-fits;
 - act latency of a fitted linear policy (one context) and batched act throughput;
+- seconds per SUP, CB and IGL fit on 4 logs one by one and side by side (``fit_many``), and
+  whether both give identical weights;
 - peak resident memory of this process and of its worker processes.
 ``--quick`` runs 4 trials on 20000 samples (Figure 3: 4 trials of 6000 rounds) instead, for a
 smoke test.
@@ -28,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from figure3 import throughput  # benchmarks/figure3.py, beside this file
+from vectorised_trials import compare  # benchmarks/vectorised_trials.py
 
 from iglearn import BatchIGL
 from iglearn.experiments.figure3 import Figure3Config, final_values
@@ -100,6 +103,22 @@ def act(config: Table1Config, repeats: int) -> dict:
             "act_batched_per_second": median_of(repeats, throughput)[0]}
 
 
+def side_by_side(config: Table1Config, repeats: int) -> dict:
+    """Seconds per fit of each method on 4 logs, one by one and with fit_many (median of
+    ``repeats``), and whether the weights are identical both ways."""
+    env = make_environment(config.dataset, config.data_dir)
+    logs = [env.log(config.samples, np.random.default_rng(seed)) for seed in range(4)]
+    runs = [compare(logs) for _ in range(repeats)]
+    methods = [r["method"] for r in runs[0]]
+
+    def median(key: str) -> dict:
+        return {m: statistics.median(run[i][key] for run in runs)
+                for i, m in enumerate(methods)}
+    return {"fit_seconds_one_by_one": median("seconds_per_fit_alone"),
+            "fit_seconds_side_by_side": median("seconds_per_fit_stacked"),
+            "side_by_side_identical": all(r["identical"] for run in runs for r in run)}
+
+
 def peak_memory() -> dict:
     mb = 1024.0  # ru_maxrss is in KiB on Linux
     return {"peak_rss_mb_self": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / mb,
@@ -124,6 +143,7 @@ def main() -> None:
         trials=trials, rounds=6000 if args.quick else 10000, dataset=args.dataset,
         data_dir=args.data_dir), args.repeats))
     record.update(act(config, args.repeats))
+    record.update(side_by_side(config, args.repeats))
     record.update(peak_memory())
     width = max(map(len, record))
     for name, value in record.items():

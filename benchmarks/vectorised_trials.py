@@ -32,6 +32,28 @@ def same_weights(a, b) -> bool:
                for x, y in zip(m.state_dict().values(), n.state_dict().values(), strict=True))
 
 
+def compare(logs: list) -> list[dict]:
+    """For SUP, CB and IGL: seconds per fit one by one and side by side on ``logs`` (one torch
+    thread), the speed-up, and whether every trial's weights are identical both ways."""
+    records = []
+    trials = len(logs)
+    with one_thread(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for cls in (Supervised, ContextualBandit, BatchIGL):
+            cls(seed=0).fit(logs[0].subset(np.arange(1000)))  # first-use costs, not timed
+            start = time.perf_counter()
+            alone = [cls(seed=t).fit(log) for t, log in enumerate(logs)]
+            one_by_one = (time.perf_counter() - start) / trials
+            start = time.perf_counter()
+            together = cls.fit_many([cls(seed=t) for t in range(trials)], logs)
+            stacked = (time.perf_counter() - start) / trials
+            identical = all(same_weights(a, b) for a, b in zip(alone, together, strict=True))
+            records.append({"method": cls.__name__, "seconds_per_fit_alone": one_by_one,
+                            "seconds_per_fit_stacked": stacked,
+                            "speed_up": one_by_one / stacked, "identical": identical})
+    return records
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=4)
@@ -39,26 +61,13 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--json", default="results/bench-vectorised.json")
     args = parser.parse_args()
-    warnings.simplefilter("ignore")
     env = make_environment("mnist", args.data_dir)
     logs = [env.log(args.samples, np.random.default_rng(seed)) for seed in range(args.trials)]
-    records = []
-    with one_thread():
-        for cls in (Supervised, ContextualBandit, BatchIGL):
-            cls(seed=0).fit(logs[0].subset(np.arange(1000)))  # first-use costs, not timed
-            start = time.perf_counter()
-            alone = [cls(seed=t).fit(log) for t, log in enumerate(logs)]
-            one_by_one = (time.perf_counter() - start) / args.trials
-            start = time.perf_counter()
-            together = cls.fit_many([cls(seed=t) for t in range(args.trials)], logs)
-            stacked = (time.perf_counter() - start) / args.trials
-            identical = all(same_weights(a, b) for a, b in zip(alone, together, strict=True))
-            records.append({"method": cls.__name__, "seconds_per_fit_alone": one_by_one,
-                            "seconds_per_fit_stacked": stacked,
-                            "speed_up": one_by_one / stacked, "identical": identical})
-            print(f"{cls.__name__:>16}: alone {one_by_one:.2f} s/fit, side by side "
-                  f"{stacked:.2f} s/fit, {one_by_one / stacked:.2f}x, identical weights: "
-                  f"{identical}", flush=True)
+    records = compare(logs)
+    for r in records:
+        print(f"{r['method']:>16}: alone {r['seconds_per_fit_alone']:.2f} s/fit, side by side "
+              f"{r['seconds_per_fit_stacked']:.2f} s/fit, {r['speed_up']:.2f}x, identical "
+              f"weights: {r['identical']}")
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps({"config": vars(args), "methods": records},
                                           indent=2) + "\n")
