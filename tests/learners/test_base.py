@@ -61,6 +61,9 @@ def test_fit_many_rejects_what_cannot_run_together(logs):
     with pytest.raises(IGLearnError, match="logs of one shape"):
         BatchIGL.fit_many([BatchIGL(seed=0), BatchIGL(seed=1)],
                           [logs[0], logs[1].subset(np.arange(1000))])
+    rng = np.random.default_rng(0)
+    with pytest.raises(IGLearnError, match="share one numpy Generator"):
+        BatchIGL.fit_many([BatchIGL(seed=rng), BatchIGL(seed=rng)], logs[:2])
     blind = dataclasses.replace(logs[1], reward=None)
     with pytest.raises(IGLearnError, match="needs the field 'reward'"):
         ContextualBandit.fit_many([ContextualBandit(seed=0), ContextualBandit(seed=1)],

@@ -86,6 +86,12 @@ class StackableLearner(PolicyLearner):
                 raise IGLearnError(f"{log.source}: fit_many needs logs of one shape "
                                    f"(interactions, context and feedback dimensions, "
                                    f"actions); got {_shape(log)}, expected {shape}")
+        shared = [learner.seed for learner in learners
+                  if isinstance(learner.seed, np.random.Generator)]
+        if len({id(generator) for generator in shared}) < len(shared):
+            raise IGLearnError("fit_many: several learners share one numpy Generator as their "
+                               "seed; give each its own seed (an int, a SeedSequence or a "
+                               "Generator of its own)")
         type(first)._fit_stacked(learners, logs)
         return learners
 
