@@ -45,7 +45,9 @@ def stack(models: Sequence[nn.Module]) -> nn.Module:
     stacked = copy.deepcopy(models[0])
     for name, layer in list(stacked.named_modules()):
         if isinstance(layer, nn.Linear):
-            _replace(stacked, name, StackedLinear([m.get_submodule(name) for m in models]))
+            owner, _, attribute = name.rpartition(".")
+            setattr(stacked.get_submodule(owner), attribute,
+                    StackedLinear([m.get_submodule(name) for m in models]))
     for name, _ in list(stacked.named_buffers()):
         owner, _, attribute = name.rpartition(".")
         setattr(stacked.get_submodule(owner), attribute,
@@ -62,11 +64,6 @@ def unstack_into(stacked: nn.Module, models: Sequence[nn.Module]) -> None:
                 tensor.copy_(stacked_state[name][t])
 
 
-def last_linear(model: nn.Module) -> nn.Module:
-    """The last linear layer (plain or stacked) of ``model``: the one that outputs scores."""
-    return [m for m in model.modules() if isinstance(m, nn.Linear | StackedLinear)][-1]
-
-
-def _replace(root: nn.Module, name: str, module: nn.Module) -> None:
-    owner, _, attribute = name.rpartition(".")
-    setattr(root.get_submodule(owner), attribute, module)
+def last_linear(stacked: nn.Module) -> StackedLinear:
+    """The last linear layer of a stacked model: the one that outputs scores."""
+    return [m for m in stacked.modules() if isinstance(m, StackedLinear)][-1]
