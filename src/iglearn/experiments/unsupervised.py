@@ -14,10 +14,12 @@ import time
 from dataclasses import asdict, dataclass
 from functools import lru_cache, partial
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
 
+from iglearn.data.logs import InteractionLog
 from iglearn.envs.classification import ClassificationEnvironment
 from iglearn.envs.section6 import FAMILIES, section6_environments, uniform_play_marginal
 from iglearn.errors import IGLearnError
@@ -99,60 +101,68 @@ def _units(config: UnsupervisedConfig) -> list[tuple[str, str]]:
     return [(family, name) for family in config.families for name in FAMILIES[family]]
 
 
+class _Unit(NamedTuple):
+    """One trial in one environment, with the log both methods see."""
+
+    trial: int
+    family: str
+    name: str
+    env: ClassificationEnvironment
+    seed: int
+    log: InteractionLog
+
+
 def run_units(config: UnsupervisedConfig, indices: list[int],
               seeds: list[np.random.SeedSequence]) -> list[list[dict]]:
     """Units ``indices`` of the run, unit i being one trial (i // units) in one environment.
     Each fits the baseline and IGL on one fresh log (IGL's fits side by side, as each would be
     alone); per unit, one tidy row per method.
 
-    ``decoded_gap`` is E[psi | r=1] - E[psi | r=0] on the log, ``decoded_d`` the share of
-    digit d's test images decoded as reward and ``decoded_digits`` the digits whose test
-    images mostly decode as reward (evaluation only: neither learner reads the reward).
     Both methods see one log drawn feedback first from the trial's seed: the same contexts
     and feedback in every environment of the family, the actions as each one's reward says."""
-    units = _units(config)
-    families = make_families(config)
-    fits = []
+    names, families = _units(config), make_families(config)
+    units = []
     for index, seed in zip(indices, seeds, strict=True):
-        family, name = units[index % len(units)]
+        family, name = names[index % len(names)]
         env = families[family][name]
         trial_seed = int(seed.generate_state(1)[0])
         log = env.feedback_first_log(config.samples, np.random.default_rng([trial_seed, 0]))
-        baseline = UnsupervisedBandit(
-            family_clusters(config, family), config.method, config.rule,
-            seed=np.random.default_rng([trial_seed, 1]))
-        start = time.perf_counter()
-        baseline.fit(log)
-        seconds = time.perf_counter() - start
-        igl = BatchIGL(max_restarts=config.max_restarts,
-                       restart_threshold=config.restart_threshold,
-                       flip_policy=config.flip_policy,
-                       seed=np.random.default_rng([trial_seed, 2]))
-        fits.append((index, family, name, env, trial_seed, log,
-                     {"unsupervised": (baseline, seconds), "IGL": igl}))
-    fitted = BatchIGL.fit_many([fit[-1]["IGL"] for fit in fits], [fit[5] for fit in fits])
+        units.append(_Unit(index // len(names), family, name, env, trial_seed, log))
+    igls = BatchIGL.fit_many(
+        [BatchIGL(max_restarts=config.max_restarts, restart_threshold=config.restart_threshold,
+                  flip_policy=config.flip_policy, seed=np.random.default_rng([unit.seed, 2]))
+         for unit in units], [unit.log for unit in units])
     rows = []
-    for (index, family, name, env, trial_seed, log, learners), igl in zip(fits, fitted,
-                                                                          strict=True):
-        learners["IGL"] = (igl, igl.report_.seconds)
-        test_x, test_y = env.test_set()
-        unit_rows = []
-        for method, (learner, seconds) in learners.items():
-            psi = learner.decode(log.feedback)
-            on_test = learner.decode(test_x) > 0.5
-            rates = {f"decoded_{d}": float(on_test[test_y == d].mean()) for d in range(10)}
-            unit_rows.append({
-                "family": family, "environment": name, "method": method,
-                "trial": index // len(units), "seed": trial_seed,
-                "accuracy": 100 * learner.accuracy(test_x, test_y),
-                "seconds": seconds,
-                "decoded_gap": float(psi[log.reward > 0].mean() - psi[log.reward == 0].mean()),
-                "decoded_digits": " ".join(str(d) for d in range(10)
-                                           if rates[f"decoded_{d}"] > 0.5),
-                **rates,
-            })
-        rows.append(unit_rows)
+    for unit, igl in zip(units, igls, strict=True):
+        baseline = UnsupervisedBandit(family_clusters(config, unit.family), config.method,
+                                      config.rule, seed=np.random.default_rng([unit.seed, 1]))
+        start = time.perf_counter()
+        baseline.fit(unit.log)
+        rows.append([_row(unit, "unsupervised", baseline, time.perf_counter() - start),
+                     _row(unit, "IGL", igl, igl.report_.seconds)])
     return rows
+
+
+def _row(unit: _Unit, method: str, learner: BatchIGL | UnsupervisedBandit,
+         seconds: float) -> dict:
+    """One tidy row. ``decoded_gap`` is E[psi | r=1] - E[psi | r=0] on the log, ``decoded_d``
+    the share of digit d's test images decoded as reward and ``decoded_digits`` the digits
+    whose test images mostly decode as reward (evaluation only: neither learner reads the
+    reward)."""
+    test_x, test_y = unit.env.test_set()
+    psi = learner.decode(unit.log.feedback)
+    on_test = learner.decode(test_x) > 0.5
+    rates = {f"decoded_{d}": float(on_test[test_y == d].mean()) for d in range(10)}
+    reward = unit.log.reward
+    return {
+        "family": unit.family, "environment": unit.name, "method": method,
+        "trial": unit.trial, "seed": unit.seed,
+        "accuracy": 100 * learner.accuracy(test_x, test_y),
+        "seconds": seconds,
+        "decoded_gap": float(psi[reward > 0].mean() - psi[reward == 0].mean()),
+        "decoded_digits": " ".join(str(d) for d in range(10) if rates[f"decoded_{d}"] > 0.5),
+        **rates,
+    }
 
 
 def run(config: UnsupervisedConfig, execution: Execution | None = None,
