@@ -20,6 +20,11 @@ def spawn_seeds(root: int, n: int) -> list[np.random.SeedSequence]:
     return np.random.SeedSequence(root).spawn(n)
 
 
+def integer_seed(seed: np.random.SeedSequence) -> int:
+    """A trial's integer seed (recorded in its rows), derived from its seed sequence."""
+    return int(seed.generate_state(1)[0])
+
+
 def torch_generator(rng: np.random.Generator) -> torch.Generator:
     """A torch Generator seeded from (and advancing) a numpy Generator."""
     return torch.Generator().manual_seed(int(rng.integers(0, 2**63 - 1)))

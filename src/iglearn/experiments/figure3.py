@@ -37,6 +37,7 @@ from iglearn.learners.online import (
     UniformLearner,
 )
 from iglearn.learners.schedules import make_schedule
+from iglearn.seeding import integer_seed
 
 METHODS = ("E2G", "CB", "Uniform")
 
@@ -156,7 +157,7 @@ def run_trial(config: Figure3Config, trial: int, seed: np.random.SeedSequence) -
     """Play E2G, CB and uniform play in one trial; tidy rows (method, trial, seed, rounds,
     interactions, metric, value). A pure function of its arguments."""
     env = make_environment(config.dataset, config.data_dir)
-    trial_seed = int(seed.generate_state(1)[0])
+    trial_seed = integer_seed(seed)
     rows: list[dict] = []
     interactions = config.rounds
     contexts = ContextStream(env, np.random.default_rng([trial_seed, 0]))

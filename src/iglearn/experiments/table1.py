@@ -23,6 +23,7 @@ from iglearn.experiments.results import (
 )
 from iglearn.experiments.runner import Execution, StackedTrials, run_trials
 from iglearn.learners import BatchIGL, ContextualBandit, Optimisation, Supervised
+from iglearn.seeding import integer_seed
 
 # The paper's Table 1 (policy accuracy, %, mean +/- std over 16 trials).
 PAPER = {"SUP": (90.62, 1.02), "CB": (85.58, 4.50), "IGL": (82.21, 4.33)}
@@ -70,7 +71,7 @@ def run_stacked(config: Table1Config, trials: list[int],
     batched computation (``fit_many``, the same models as fitting each alone); per trial, one
     tidy row per method."""
     env = make_environment(config.dataset, config.data_dir)
-    trial_seeds = [int(seed.generate_state(1)[0]) for seed in seeds]
+    trial_seeds = [integer_seed(seed) for seed in seeds]
     # per trial: the log's seed, then one per method, so that skipping one changes no other
     spawned = [np.random.SeedSequence(trial_seed).spawn(4) for trial_seed in trial_seeds]
     logs = [env.log(config.samples, np.random.default_rng(log_seed))

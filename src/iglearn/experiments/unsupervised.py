@@ -33,7 +33,7 @@ from iglearn.experiments.results import (
 from iglearn.experiments.runner import Execution, StackedTrials, run_trials
 from iglearn.learners import BatchIGL
 from iglearn.learners.unsupervised import UnsupervisedBandit
-from iglearn.seeding import spawn_seeds
+from iglearn.seeding import integer_seed, spawn_seeds
 
 Families = dict[str, dict[str, ClassificationEnvironment]]
 METHODS = ("unsupervised", "IGL")
@@ -125,7 +125,7 @@ def run_units(config: UnsupervisedConfig, indices: list[int],
     for index, seed in zip(indices, seeds, strict=True):
         family, name = names[index % len(names)]
         env = families[family][name]
-        trial_seed = int(seed.generate_state(1)[0])
+        trial_seed = integer_seed(seed)
         log = env.feedback_first_log(config.samples, np.random.default_rng([trial_seed, 0]))
         units.append(_Unit(index // len(names), family, name, env, trial_seed, log))
     igls = BatchIGL.fit_many(
