@@ -10,7 +10,7 @@ import torch
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner, TrialData, trial_tensors
-from iglearn.learners.objective import BASELINE, igl_objective, policy_minorant
+from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
 from iglearn.learners.training import Optimisation, Stage, optimise, take
 from iglearn.models import Policy, make_policy
 from iglearn.models.stacked import stack, unstack_into
@@ -65,7 +65,7 @@ class Supervised(_Baseline):
     def _stages(self, policy, context, action, probability, label, settings):
         def loss(index: torch.Tensor) -> torch.Tensor:
             log_pi = policy(take(context, index))
-            return -log_pi.gather(-1, take(label, index)[..., None])[..., 0].mean(-1)
+            return -at_action(log_pi, take(label, index)).mean(-1)
         return [(settings.epochs, loss)]
 
 
@@ -84,7 +84,7 @@ class ContextualBandit(_Baseline):
 
         def exact(index: torch.Tensor) -> torch.Tensor:
             log_pi, a = policy(take(context, index)), take(action, index)
-            pi_a = log_pi.gather(-1, a[..., None])[..., 0].exp()
+            pi_a = at_action(log_pi, a).exp()
             return -igl_objective(pi_a, take(reward, index), take(probability, index),
                                   log_pi.shape[-1], BASELINE)
         return [(settings.grounding_epochs + settings.policy_epochs, minorant),

@@ -37,6 +37,7 @@ from iglearn.data.logs import InteractionLog
 from iglearn.learners.base import StackableLearner, TrialData, as_tensor, trial_tensors
 from iglearn.learners.objective import (
     BASELINE,
+    at_action,
     corrector_statistic,
     igl_objective,
     policy_minorant,
@@ -216,7 +217,7 @@ class BatchIGL(StackableLearner):
 
         def terms(index: torch.Tensor) -> tuple[torch.Tensor, ...]:
             log_pi, a = policy(take(context, index)), take(action, index)
-            pi_a = log_pi.gather(-1, a[..., None])[..., 0].exp()
+            pi_a = at_action(log_pi, a).exp()
             return log_pi, a, pi_a, decoder(take(feedback, index)), take(probability, index)
 
         def grounding(index: torch.Tensor) -> torch.Tensor:
@@ -309,8 +310,8 @@ def _indicator(policies: Sequence[Policy], decoders: Sequence[Decoder], data: Tr
         for start in range(0, n, 65536):
             context, action, probability, feedback = (
                 [tensor[start:start + 65536] for tensor in field] for field in data)
-            pi = policy.probabilities(context).gather(-1, torch.stack(action)[..., None])
-            value = igl_objective(pi[..., 0], decoder(feedback), torch.stack(probability),
+            pi = at_action(policy.probabilities(context), torch.stack(action))
+            value = igl_objective(pi, decoder(feedback), torch.stack(probability),
                                   n_actions)
             total += value.double() * len(context[0])
     return (total / n).tolist()

@@ -28,6 +28,12 @@ BASELINE = 0.5
 """The control variate c with which learners ascend Eq. 2 (see the module docstring)."""
 
 
+def at_action(values: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+    """Each row's entry at its action: values (..., n, K) and actions (..., n) -> (..., n);
+    with log pi(. | x_i), log pi(a_i | x_i)."""
+    return values.gather(-1, action[..., None])[..., 0]
+
+
 def igl_objective(pi_logged: torch.Tensor, psi: torch.Tensor, probability: torch.Tensor,
                   n_actions: int, baseline: float = 0.0) -> torch.Tensor:
     """Eq. 2: mean[(pi(a|x) - 1/K) * (psi(y) - c) / p] over a batch of logged interactions;
@@ -97,7 +103,7 @@ def policy_minorant(log_pi: torch.Tensor, action: torch.Tensor, psi: torch.Tenso
             its symmetry while psi is being grounded.
     """
     psi = psi.detach()
-    log_pi_a = log_pi.gather(-1, action[..., None])[..., 0]
+    log_pi_a = at_action(log_pi, action)
     if not both_sides:
         return (psi * log_pi_a / probability).mean(-1)
     chosen = torch.nn.functional.one_hot(action, log_pi.shape[-1]).bool()

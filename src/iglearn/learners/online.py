@@ -17,7 +17,7 @@ import torch
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import as_tensor, one_trial
 from iglearn.learners.baselines import ContextualBandit
-from iglearn.learners.objective import igl_objective
+from iglearn.learners.objective import at_action, igl_objective
 from iglearn.learners.schedules import PaperSchedule, Schedule
 from iglearn.learners.training import Optimisation
 from iglearn.models import Policy, make_policy
@@ -313,7 +313,7 @@ class OnlineContextualBandit(EpochGreedy):
         self._batch.fit_models([self.policy_], one_trial(data), [generator], settings)
         context, action, probability, reward = data if holdout is None else holdout
         with torch.no_grad():  # Eq. 9 with psi = r: the IPS estimate of V(pi) - V(pi_bad)
-            pi = self.policy_.probabilities(context).gather(1, action[:, None])[:, 0]
+            pi = at_action(self.policy_.probabilities(context), action)
             indicator = float(igl_objective(pi, reward, probability, self.n_actions))
         return indicator, {}
 
