@@ -34,9 +34,14 @@ def _table1(args: argparse.Namespace) -> int:
 
 
 def _sample_complexity(args: argparse.Namespace) -> int:
-    from iglearn.experiments.sample_complexity import SampleComplexityConfig, reproduce
+    from iglearn.experiments.sample_complexity import (
+        DEFAULT_SAMPLES,
+        SampleComplexityConfig,
+        reproduce,
+    )
 
-    config = SampleComplexityConfig(samples=args.samples, trials=args.trials, seed=args.seed,
+    config = SampleComplexityConfig(samples=args.samples or DEFAULT_SAMPLES,
+                                    trials=args.trials, seed=args.seed,
                                     dataset=args.dataset, data_dir=args.data_dir,
                                     policy=args.policy)
     print(reproduce(config, args.out, _execution(args)))
@@ -161,8 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         "sample-complexity", help="SUP, CB and IGL accuracy against the number of samples",
         description="Accuracy of SUP, CB and IGL against the number of logged samples: "
                     "how much data grounding costs.")
-    complexity.add_argument("--samples", type=_sizes, default=(1000, 2000, 5000, 10000,
-                                                               20000, 60000),
+    complexity.add_argument("--samples", type=_sizes, default=None,
                             help="comma-separated log sizes (default 1000,...,60000)")
     complexity.add_argument("--trials", type=positive_int, default=4,
                             help="trials per size (default 4)")

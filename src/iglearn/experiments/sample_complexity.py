@@ -78,13 +78,3 @@ def reproduce(config: SampleComplexityConfig, out: str | Path,
     text = (f"# Sample complexity ({config.dataset}, {config.trials} trials per size, "
             f"mean accuracy %)\n\n{markdown_table(wide)}\n")
     return write_outputs(folder, "sample_complexity", frame, text, config, plot)
-
-
-def parse_sizes(text: str) -> tuple[int, ...]:
-    """'1000,5000' -> (1000, 5000); each a positive integer."""
-    sizes = tuple(int(v) for v in text.split(","))
-    if not sizes or min(sizes) < 1:
-        raise ValueError("sizes must be positive integers")
-    return sizes
-
-
