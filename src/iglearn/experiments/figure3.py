@@ -10,7 +10,7 @@ and the test accuracy of the current greedy policy.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -27,7 +27,7 @@ from iglearn.experiments.results import (
     write_atomic,
     write_outputs,
 )
-from iglearn.experiments.runner import Execution, run_trials
+from iglearn.experiments.runner import Execution, fingerprint, run_trials
 from iglearn.experiments.table1 import make_environment
 from iglearn.learners.e2g import E2G
 from iglearn.learners.online import (
@@ -186,9 +186,8 @@ def run(config: Figure3Config, execution: Execution | None = None,
     """Run every trial (in parallel and recorded in ``folder`` as ``execution`` says) and
     return the tidy table."""
     config.check()
-    fingerprint = {k: v for k, v in asdict(config).items() if k != "trials"}
     rows = run_trials(partial(run_trial, config), config.trials, config.seed,
-                      execution or Execution(), folder, fingerprint, "Figure 3 trials")
+                      execution or Execution(), folder, fingerprint(config), "Figure 3 trials")
     return pd.DataFrame(rows)
 
 

@@ -18,7 +18,7 @@ import shutil
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
@@ -93,6 +93,12 @@ class _OneByOne:
     def __call__(self, indices: list[int],
                  seeds: list[np.random.SeedSequence]) -> list[list[dict]]:
         return [self.trial(index, seed) for index, seed in zip(indices, seeds, strict=True)]
+
+
+def fingerprint(config: object) -> dict:
+    """What identifies a run's trials: every setting of its (dataclass) config except the
+    number of trials, so that a run with more trials resumes one with fewer."""
+    return {k: v for k, v in asdict(config).items() if k != "trials"}
 
 
 class TrialRecord:

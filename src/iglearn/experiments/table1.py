@@ -6,7 +6,7 @@ with the same policy class, and scores the argmax policy on the held-out test im
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
 
@@ -21,7 +21,7 @@ from iglearn.experiments.results import (
     write_atomic,
     write_outputs,
 )
-from iglearn.experiments.runner import Execution, StackedTrials, run_trials
+from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
 from iglearn.learners import BatchIGL, ContextualBandit, Optimisation, Supervised
 from iglearn.seeding import integer_seed
 
@@ -113,9 +113,8 @@ def run(config: Table1Config, execution: Execution | None = None,
         folder: Path | None = None) -> pd.DataFrame:
     """Run every trial (recording each in ``folder`` when given, and skipping those already
     there) and return the tidy table, one row per method and trial."""
-    fingerprint = {k: v for k, v in asdict(config).items() if k != "trials"}
     rows = run_trials(StackedTrials(partial(run_stacked, config)), config.trials, config.seed,
-                      execution or Execution(), folder, fingerprint, "Table 1 trials")
+                      execution or Execution(), folder, fingerprint(config), "Table 1 trials")
     return pd.DataFrame(rows)
 
 

@@ -11,7 +11,7 @@ byte-identical feedback, and the baseline's decoder is the same in each (Theorem
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import NamedTuple
@@ -30,7 +30,7 @@ from iglearn.experiments.results import (
     write_atomic,
     write_outputs,
 )
-from iglearn.experiments.runner import Execution, StackedTrials, run_trials
+from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
 from iglearn.learners import BatchIGL
 from iglearn.learners.unsupervised import UnsupervisedBandit
 from iglearn.seeding import integer_seed, spawn_seeds
@@ -173,9 +173,9 @@ def run(config: UnsupervisedConfig, execution: Execution | None = None,
     per_trial = len(_units(config))
     trial_seeds = spawn_seeds(config.seed, config.trials)
     seeds = [trial_seeds[i // per_trial] for i in range(config.trials * per_trial)]
-    fingerprint = {k: v for k, v in asdict(config).items() if k != "trials"}
     rows = run_trials(StackedTrials(partial(run_units, config)), len(seeds), config.seed,
-                      execution or Execution(), folder, fingerprint, "Section 6 fits", seeds)
+                      execution or Execution(), folder, fingerprint(config), "Section 6 fits",
+                      seeds)
     return pd.DataFrame(rows)
 
 
