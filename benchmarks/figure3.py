@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from iglearn.envs import make_environment
 from iglearn.experiments.figure3 import (
     Figure3Config,
     final_values,
@@ -28,7 +29,6 @@ from iglearn.experiments.figure3 import (
 )
 from iglearn.experiments.results import prepare_output
 from iglearn.experiments.runner import Execution, one_thread
-from iglearn.experiments.table1 import make_environment
 
 
 def throughput(config: Figure3Config, method: str) -> dict:

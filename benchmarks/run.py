@@ -33,10 +33,11 @@ from figure3 import throughput  # benchmarks/figure3.py, beside this file
 from vectorised_trials import compare  # benchmarks/vectorised_trials.py
 
 from iglearn import BatchIGL
+from iglearn.envs import make_environment
 from iglearn.experiments.figure3 import Figure3Config, final_values
 from iglearn.experiments.figure3 import run as run_figure3
 from iglearn.experiments.runner import Execution
-from iglearn.experiments.table1 import Table1Config, make_environment, run, summary
+from iglearn.experiments.table1 import Table1Config, run, summary
 
 
 def median_of(repeats: int, measure) -> tuple[float, list[float]]:

@@ -19,8 +19,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from iglearn.envs import make_environment
 from iglearn.experiments.runner import one_thread
-from iglearn.experiments.table1 import make_environment
 from iglearn.learners import BatchIGL, ContextualBandit, Supervised
 
 

@@ -115,7 +115,8 @@ PREDICTION_SUFFIXES = (".npz", ".parquet", ".csv")
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from iglearn.data.formats.base import output_folder, write_files_atomic
+    from iglearn.files import output_folder, write_files_atomic
+    from iglearn.sampling import sample_actions
     from iglearn.seeding import as_generator
 
     out = Path(args.out)
@@ -130,8 +131,7 @@ def _predict(args: argparse.Namespace) -> int:
         pi = learner.predict_proba(table.context[start:start + 65536]).astype(np.float64)
         if args.sample:
             pi /= pi.sum(1, keepdims=True)
-            draw = rng.random(len(pi))[:, None]
-            action = np.minimum((draw >= pi.cumsum(1)).sum(1), pi.shape[1] - 1)
+            action = sample_actions(pi, rng)
         else:
             action = pi.argmax(1)
         actions.append(action)
@@ -179,8 +179,8 @@ def skewed_policy(context_dim: int, n_actions: int, seed: int):
 def _simulate(args: argparse.Namespace) -> int:
     from iglearn.data.contexts import ContextSet
     from iglearn.data.formats import SUFFIXES, write_table
-    from iglearn.data.formats.base import output_folder
     from iglearn.envs import digits_environment, mnist_environment
+    from iglearn.files import output_folder
 
     targets = [Path(args.out)] + ([Path(args.test_out)] if args.test_out else [])
     for target in targets:

@@ -2,7 +2,7 @@
 
 from iglearn.envs.base import Contexts, Environment
 from iglearn.envs.classification import ArraySource, ClassificationEnvironment, LabelFeedback
-from iglearn.envs.mnist import digits_environment, mnist_environment
+from iglearn.envs.mnist import digits_environment, make_environment, mnist_environment
 
 __all__ = [
     "ArraySource",
@@ -11,5 +11,6 @@ __all__ = [
     "Environment",
     "LabelFeedback",
     "digits_environment",
+    "make_environment",
     "mnist_environment",
 ]

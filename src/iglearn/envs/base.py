@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from iglearn.data.logs import InteractionLog
+from iglearn.sampling import sample_actions
 from iglearn.seeding import SeedLike, as_generator
 
 # A logging policy maps contexts (n, d_x) to action probabilities (n, K).
@@ -63,9 +64,7 @@ class Environment(ABC):
             probs = np.asarray(policy(ctx.features), dtype=np.float64)
             if probs.shape != (n, k) or not np.allclose(probs.sum(1), 1.0, atol=1e-5):
                 raise ValueError(f"a logging policy must return (n, {k}) rows summing to one")
-            cumulative = probs.cumsum(1)
-            draws = rng.random(n)[:, None] * cumulative[:, -1:]
-            action = np.minimum((draws >= cumulative).sum(1), k - 1)
+            action = sample_actions(probs, rng)
             probability = probs[np.arange(n), action]
         reward = self.reward(ctx, action)
         return InteractionLog(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +11,7 @@ import numpy as np
 from iglearn.data.infimnist import InfiniteMNIST
 from iglearn.data.mnist import load_mnist
 from iglearn.envs.classification import ArraySource, ClassificationEnvironment, LabelFeedback
+from iglearn.errors import IGLearnError
 
 # Feedback of the paper's MNIST task (Section 5): an image of "1" if r = 1, of "0" otherwise.
 PAPER_FEEDBACK: tuple[dict[int, float], dict[int, float]] = ({1: 1.0}, {0: 1.0})
@@ -55,3 +57,17 @@ def digits_environment(feedback: tuple[Mapping[int, float], Mapping[int, float]]
     source = ArraySource(features[:split], digits.target[:split])
     test = (features[split:], digits.target[split:])
     return ClassificationEnvironment(source, LabelFeedback(source, *feedback), test, 10)
+
+
+DATASETS = ("mnist", "digits")
+
+
+@lru_cache(maxsize=4)
+def make_environment(dataset: str, data_dir: str | None = None) -> ClassificationEnvironment:
+    """The environment named by ``dataset`` ('mnist', the paper's infinite MNIST, or
+    'digits', scikit-learn's bundled digits), built once per process."""
+    if dataset == "mnist":
+        return mnist_environment(data_dir)
+    if dataset == "digits":
+        return digits_environment()
+    raise IGLearnError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from iglearn import theory
-from iglearn.envs import Contexts, Environment
+from iglearn.envs import Contexts, Environment, make_environment
 from iglearn.errors import IGLearnError
 from iglearn.experiments.results import (
     format_std,
@@ -28,7 +28,6 @@ from iglearn.experiments.results import (
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, fingerprint, run_trials
-from iglearn.experiments.table1 import make_environment
 from iglearn.learners.e2g import E2G
 from iglearn.learners.online import (
     EpochGreedy,

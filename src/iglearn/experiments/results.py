@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import platform
 import tempfile
 from collections.abc import Callable
@@ -14,6 +13,7 @@ import pandas as pd
 
 import iglearn
 from iglearn.errors import IGLearnError
+from iglearn.files import write_atomic, write_text  # noqa: F401 (re-exported)
 
 
 def prepare_output(folder: str | Path) -> Path:
@@ -27,22 +27,6 @@ def prepare_output(folder: str | Path) -> Path:
         raise IGLearnError(f"--out {folder}: cannot write there ({e.strerror}); "
                            f"choose a writable folder") from e
     return folder
-
-
-def write_atomic(path: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it into place."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=path.suffix)
-    os.close(fd)
-    try:
-        write(Path(tmp))
-        os.replace(tmp, path)
-    finally:
-        Path(tmp).unlink(missing_ok=True)
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` atomically."""
-    write_atomic(path, lambda tmp: tmp.write_text(text))
 
 
 def write_config(path: Path, config: object) -> None:

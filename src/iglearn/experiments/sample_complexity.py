@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from iglearn.envs import make_environment
 from iglearn.experiments.results import (
     markdown_table,
     mean_std,
@@ -17,7 +18,7 @@ from iglearn.experiments.results import (
 )
 from iglearn.experiments.runner import Execution
 from iglearn.experiments.sweep import run_sweep
-from iglearn.experiments.table1 import Table1Config, make_environment
+from iglearn.experiments.table1 import Table1Config
 
 DEFAULT_SAMPLES = (1000, 2000, 5000, 10000, 20000, 60000)
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from iglearn.envs import make_environment
 from iglearn.errors import IGLearnError
 from iglearn.experiments.results import (
     markdown_table,
@@ -22,7 +23,7 @@ from iglearn.experiments.results import (
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, StackedTrials, run_trials
-from iglearn.experiments.table1 import Table1Config, make_environment, run_stacked
+from iglearn.experiments.table1 import Table1Config, run_stacked
 from iglearn.seeding import spawn_seeds
 
 # Settings a sweep may vary, with how to read their values.

@@ -7,13 +7,13 @@ with the same policy class, and scores the argmax policy on the held-out test im
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache, partial
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from iglearn.envs import Environment, digits_environment, mnist_environment
+from iglearn.envs import make_environment
 from iglearn.experiments.results import (
     format_std,
     mean_std,
@@ -53,16 +53,6 @@ class Table1Config:
     """Temperature of IGL's sigmoid decoder (Appendix B: 0.1)."""
     methods: tuple[str, ...] = ("SUP", "CB", "IGL")
     """Which learners to fit."""
-
-
-@lru_cache(maxsize=4)
-def make_environment(dataset: str, data_dir: str | None = None) -> Environment:
-    """The environment named by ``dataset`` ('mnist' or 'digits'), built once per process."""
-    if dataset == "mnist":
-        return mnist_environment(data_dir)
-    if dataset == "digits":
-        return digits_environment()
-    raise ValueError(f"unknown dataset {dataset!r}; choose 'mnist' or 'digits'")
 
 
 def run_stacked(config: Table1Config, trials: list[int],

@@ -21,6 +21,7 @@ from iglearn.learners.objective import at_action, igl_objective
 from iglearn.learners.schedules import PaperSchedule, Schedule
 from iglearn.learners.training import Optimisation
 from iglearn.models import Policy, make_policy
+from iglearn.sampling import sample_actions
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 
 EXPLOIT = ("greedy", "softmax")
@@ -183,12 +184,8 @@ class EpochGreedy(OnlineLearner):
 
     def _exploit(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         probs = self.exploit_distribution(contexts)
-        if self.exploit == "greedy":
-            actions = probs.argmax(1)
-        else:
-            cumulative = probs.cumsum(1)
-            draws = self.rng.random(len(contexts))[:, None] * cumulative[:, -1:]
-            actions = np.minimum((draws >= cumulative).sum(1), self.n_actions - 1)
+        greedy = self.exploit == "greedy"
+        actions = probs.argmax(1) if greedy else sample_actions(probs, self.rng)
         return actions, probs[np.arange(len(contexts)), actions]
 
     def block_size(self, stop_round: int | None = None) -> int:

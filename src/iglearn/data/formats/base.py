@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import numpy as np
 from iglearn.data.contexts import ContextSet
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
+from iglearn.files import output_folder, write_files_atomic  # noqa: F401 (re-exported)
 
 LOG_FIELDS = ("context", "action", "probability", "feedback")
 """Fields every interaction log holds."""
@@ -174,50 +173,6 @@ def check_n_actions(value: object, source: str) -> int:
         raise IGLearnError(f"{source}: n_actions is {value!r}; it must be an integer >= 2 "
                            f"(the number of actions K)")
     return int(value)
-
-
-def output_folder(path: Path) -> Path:
-    """The folder an output file goes into, checked to exist and be writable."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise IGLearnError(f"{path}: the folder {folder} does not exist; create it first")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise IGLearnError(f"{path}: cannot write in {folder}; choose a writable folder")
-    if path.is_dir():
-        raise IGLearnError(f"{path}: is a folder; give a file name")
-    return folder
-
-
-def write_files_atomic(writes: list[tuple[Path, Callable[[Path], None]]]) -> None:
-    """Write each file to a temporary name beside it, then rename them all into place.
-
-    If any write fails, every temporary file is removed and no output file is created.
-    """
-    temps: list[tuple[Path, Path]] = []
-    try:
-        for path, write in writes:
-            folder = output_folder(path)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".part")
-            os.close(fd)
-            temps.append((Path(tmp), path))
-            try:
-                write(Path(tmp))
-            except OSError as e:
-                raise IGLearnError(f"{path}: cannot write ({e.strerror or e}); check the "
-                                   f"free space and permissions of {folder}") from e
-        mode = 0o666 & ~_umask()
-        for tmp, path in temps:
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
-    finally:
-        for tmp, _ in temps:
-            tmp.unlink(missing_ok=True)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def read_json_file(path: Path, what: str) -> object:
