@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
 
 import torch
 
@@ -17,14 +19,21 @@ from iglearn.models.stacked import stack, unstack_into
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 
 
+@dataclass(eq=False)
 class _Baseline(StackableLearner):
-    needs = ""
+    """A policy learner that reads one field of the log besides the interactions."""
 
-    def __init__(self, policy: str = "linear", optimisation: Optimisation | None = None,
-                 seed: SeedLike = None):
-        self.policy = policy
-        self.optimisation = optimisation or Optimisation()
-        self.seed = seed
+    needs: ClassVar[str] = ""
+    policy: str = "linear"
+    """Policy class: 'linear' (the paper's) or 'mlp'."""
+    optimisation: Optimisation = field(default_factory=Optimisation)
+    """Optimiser settings (epochs, batch size, learning rate, weight decay)."""
+    seed: SeedLike = None
+    """Seed or numpy Generator for initialisation and shuffling."""
+
+    def __post_init__(self) -> None:
+        if self.optimisation is None:  # accepted for convenience: the default settings
+            self.optimisation = Optimisation()
 
     @classmethod
     def _fit_stacked(cls, learners: list[_Baseline], logs: list[InteractionLog]) -> None:
@@ -57,10 +66,11 @@ class _Baseline(StackableLearner):
         unstack_into(policy, policies)
 
 
+@dataclass(eq=False)
 class Supervised(_Baseline):
     """SUP: logistic regression (cross-entropy) on the correct labels."""
 
-    needs = "label"
+    needs: ClassVar[str] = "label"
 
     def _stages(self, policy, context, action, probability, label, settings):
         def loss(index: torch.Tensor) -> torch.Tensor:
@@ -69,12 +79,13 @@ class Supervised(_Baseline):
         return [(settings.epochs, loss)]
 
 
+@dataclass(eq=False)
 class ContextualBandit(_Baseline):
     """CB: IGL's policy stages with the true reward r in place of psi(y): as many epochs on
     the minorant as IGL's first two stages, then the IPS estimate of V(pi) - V(pi_bad)
     (Eq. 2 with psi = r and the same control variate), so the two differ only in the reward."""
 
-    needs = "reward"
+    needs: ClassVar[str] = "reward"
 
     def _stages(self, policy, context, action, probability, reward, settings):
         def minorant(index: torch.Tensor) -> torch.Tensor:

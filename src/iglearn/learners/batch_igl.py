@@ -88,38 +88,62 @@ def identifiability_warnings(n_actions: int) -> list[str]:
     return []
 
 
+@dataclass(eq=False)
 class BatchIGL(StackableLearner):
     """Jointly learns a softmax policy pi and a sigmoid reward decoder psi from a log
     (``fit``), or several pairs from several logs as one batched computation (``fit_many``).
 
-    Args:
-        policy: policy class, 'linear' (the paper's) or 'mlp'.
-        decoder: decoder class, 'linear' (the paper's) or 'mlp'.
-        optimisation: optimiser settings.
-        corrector: apply the data-driven decoder corrector.
-        max_restarts: most restarts of the adaptive restart procedure (0 disables it).
-        restart_threshold: indicator threshold; None means 1/K, V(pi_bad) for classification.
-        decoder_temperature: temperature of the decoder's sigmoid (0.1 in Appendix B).
-        seed: seed or numpy Generator for initialisation and shuffling.
-        flip_policy: negate the policy's scores (its last linear layer) whenever the
-            corrector flips the decoder, so the pair moves from (pi_dagger, psi_dagger)
-            towards (pi_star, psi_star) together; both classes are closed under the flip.
+    The settings are the dataclass fields below. The paper's objective and its Appendix B
+    fixes (the corrector and the adaptive restart) are always there; iglearn's own additions
+    (the staged fit and the scaled weight decay in ``optimisation``, the control variate, the
+    self-normalised grounding term, the two-sided minorant and the policy negation) are each
+    one setting, and :meth:`paper` switches them all off.
     """
 
-    def __init__(self, policy: str = "linear", decoder: str = "linear",
-                 optimisation: Optimisation | None = None, corrector: bool = True,
-                 max_restarts: int = 4, restart_threshold: float | None = None,
-                 decoder_temperature: float = 0.1, seed: SeedLike = None,
-                 flip_policy: bool = True):
-        self.policy = policy
-        self.decoder = decoder
-        self.decoder_temperature = decoder_temperature
-        self.optimisation = optimisation or Optimisation()
-        self.corrector = corrector
-        self.max_restarts = max_restarts
-        self.restart_threshold = restart_threshold
-        self.seed = seed
-        self.flip_policy = flip_policy
+    policy: str = "linear"
+    """Policy class: 'linear' (the paper's) or 'mlp'."""
+    decoder: str = "linear"
+    """Reward decoder class: 'linear' (the paper's) or 'mlp'."""
+    optimisation: Optimisation = field(default_factory=Optimisation)
+    """Optimiser settings: epochs of each stage, batch size, learning rate, weight decay."""
+    corrector: bool = True
+    """Apply the data-driven decoder corrector (Appendix B) after every epoch."""
+    max_restarts: int = 4
+    """Most restarts of the adaptive restart (Appendix B); 0 disables it."""
+    restart_threshold: float | None = None
+    """Indicator threshold of the adaptive restart; None means 1/K, V(pi_bad) for
+    classification."""
+    decoder_temperature: float = 0.1
+    """Temperature of the decoder's sigmoid (Appendix B: 0.1)."""
+    seed: SeedLike = None
+    """Seed or numpy Generator for initialisation and shuffling."""
+    flip_policy: bool = True
+    """Policy negation: negate the policy's scores whenever the corrector flips the decoder,
+    so the pair moves from (pi_dagger, psi_dagger) towards (pi_star, psi_star) together."""
+    control_variate: float = BASELINE
+    """The constant c subtracted from psi in Eq. 2 (0: Eq. 2 exactly as written)."""
+    self_normalised_grounding: bool = True
+    """In the grounding stage, psi ascends Eq. 2 with self-normalised importance weights (so
+    a constant decoder scores 0), rather than plain Eq. 2."""
+    two_sided_minorant: bool = True
+    """The policy stage's minorant has both terms, psi log pi + (1 - psi) log(1 - pi), rather
+    than psi log pi alone."""
+
+    def __post_init__(self) -> None:
+        if self.optimisation is None:  # accepted for convenience: the default settings
+            self.optimisation = Optimisation()
+
+    @classmethod
+    def paper(cls, **settings: object) -> BatchIGL:
+        """A learner that maximises the paper's objective plainly: Eq. 2 as written (no
+        control variate) over (pi, psi) from the start, with the corrector and the adaptive
+        restart of Appendix B and none of iglearn's additions (no grounding or policy
+        stage, no scaled weight decay, no policy negation); ``settings`` override."""
+        plain = dict(optimisation=Optimisation(grounding_epochs=0, policy_epochs=0,
+                                               weight_decay_scale=0.0),
+                     flip_policy=False, control_variate=0.0,
+                     self_normalised_grounding=False, two_sided_minorant=False)
+        return cls(**{**plain, **settings})
 
     @classmethod
     def _fit_stacked(cls, learners: list[BatchIGL], logs: list[InteractionLog]) -> None:
@@ -223,16 +247,20 @@ class BatchIGL(StackableLearner):
         def grounding(index: torch.Tensor) -> torch.Tensor:
             # psi ascends Eq. 2 for the current pi; pi ascends the minorant.
             log_pi, a, pi_a, psi, p = terms(index)
-            decoder_term = self_normalised_objective(pi_a.detach(), psi, p, n_actions)
+            if self.self_normalised_grounding:
+                decoder_term = self_normalised_objective(pi_a.detach(), psi, p, n_actions)
+            else:
+                decoder_term = igl_objective(pi_a.detach(), psi, p, n_actions,
+                                             self.control_variate)
             return -(decoder_term + policy_minorant(log_pi, a, psi, p, both_sides=False))
 
         def policy_step(index: torch.Tensor) -> torch.Tensor:
             log_pi, a, _, psi, p = terms(index)
-            return -policy_minorant(log_pi, a, psi, p)
+            return -policy_minorant(log_pi, a, psi, p, both_sides=self.two_sided_minorant)
 
         def exact(index: torch.Tensor) -> torch.Tensor:  # Eq. 2 over (pi, psi) jointly
             _, _, pi_a, psi, p = terms(index)
-            return -igl_objective(pi_a, psi, p, n_actions, BASELINE)
+            return -igl_objective(pi_a, psi, p, n_actions, self.control_variate)
 
         def correct() -> None:
             # The data-driven corrector, on all of each trial's data after every epoch: a
