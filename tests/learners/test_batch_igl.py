@@ -8,8 +8,8 @@ import torch
 from iglearn import BatchIGL, ContextualBandit, IGLearnError, InteractionLog, Supervised
 from iglearn.envs import digits_environment
 from iglearn.learners import IdentifiabilityWarning
-from iglearn.learners.base import one_trial
 from iglearn.learners.training import Optimisation
+from iglearn.learners.trials import Batch, Trials
 from iglearn.models import make_decoder
 
 
@@ -77,7 +77,7 @@ def test_corrector_flips_a_flipped_decoder_and_keeps_a_right_one(env):
             decoder.net.bias.fill_(-sign * float((ones - zeros) @ (ones + zeros)) / 2)
         from iglearn.models import make_policy
         policy = make_policy("linear", log.context_dim, 10, torch.Generator().manual_seed(0))
-        learner.fit_models([policy], [decoder], one_trial(data), 10,
+        learner.fit_models([policy], [decoder], Trials.one(Batch(*data)), 10,
                            [torch.Generator().manual_seed(0)])
         with torch.no_grad():
             psi = decoder(torch.from_numpy(log.feedback)).numpy()
@@ -161,9 +161,10 @@ def test_restart_indicator_on_a_holdout(uniform_log, env):
     learner = BatchIGL(optimisation=Optimisation(weight_decay_scale=0), max_restarts=0,
                        flip_policy=False)
     rng = np.random.default_rng(0)
-    [(on_data, *_)] = learner.fit_with_restarts(one_trial(data), 10, [rng])
-    [(on_holdout, *_)] = learner.fit_with_restarts(one_trial(data), 10, [np.random.default_rng(0)],
-                                                   holdout=one_trial(holdout))
+    [(on_data, *_)] = learner.fit_with_restarts(Trials.one(Batch(*data)), 10, [rng])
+    [(on_holdout, *_)] = learner.fit_with_restarts(
+        Trials.one(Batch(*data)), 10, [np.random.default_rng(0)],
+        holdout=Trials.one(Batch(*holdout)))
     assert on_data > on_holdout + 0.2
 
 

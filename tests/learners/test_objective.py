@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from iglearn.learners.corrector import corrector_statistic
 from iglearn.learners.objective import (
-    corrector_statistic,
     igl_objective,
     policy_minorant,
     self_normalised_objective,

@@ -5,7 +5,7 @@ import pytest
 
 from iglearn import IGLearnError
 from iglearn.envs import digits_environment
-from iglearn.learners.online import OnlineContextualBandit, UniformLearner
+from iglearn.learners import OnlineContextualBandit, UniformLearner
 from iglearn.learners.schedules import (
     DataDrivenSchedule,
     PaperSchedule,

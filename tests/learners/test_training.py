@@ -3,6 +3,7 @@
 import torch
 
 from iglearn.learners.training import Optimisation, Stage, optimise
+from iglearn.learners.trials import Trials
 from iglearn.models.stacked import stack
 
 
@@ -13,9 +14,11 @@ def _fit(n: int, settings: Optimisation) -> torch.nn.Module:
         layer.weight.fill_(1.0)
         layer.bias.fill_(1.0)
     layers = stack([layer, layer])
-    stage = Stage(1, list(layers.parameters()), lambda index: 0.0 * layers(
-        torch.zeros(*index.shape, 50)).sum((1, 2)))
-    optimise([stage], n, settings, [torch.Generator().manual_seed(s) for s in range(2)])
+    stage = Stage(1, list(layers.parameters()),
+                  lambda batch: 0.0 * layers(batch.context).sum((1, 2)))
+    data = Trials([torch.zeros(n, 50)] * 2, [torch.zeros(n, dtype=torch.long)] * 2,
+                  [torch.ones(n)] * 2, [torch.zeros(n)] * 2)
+    optimise([stage], data, settings, [torch.Generator().manual_seed(s) for s in range(2)])
     return layers
 
 

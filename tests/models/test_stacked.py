@@ -1,4 +1,7 @@
-"""Stacked models: each trial's slice computes exactly what its model computes alone."""
+"""Stacked models: each trial's slice computes what its model computes alone.
+
+Batched and single-trial kernels may round differently (they do on some x86-64 CPUs), so the
+promise, and what is tested, is equality up to float32 rounding."""
 
 import pytest
 import torch
@@ -18,10 +21,11 @@ def test_stacked_forward_and_backward_equal_each_model_alone(kind):
     for t, model in enumerate(models):
         alone = model(x[t])
         alone.square().sum().backward()
-        assert torch.equal(out[t], alone)
-        assert torch.equal(stacked(list(x))[t], alone)  # trial by trial, from a list
+        torch.testing.assert_close(out[t], alone)
+        torch.testing.assert_close(stacked(list(x))[t], alone)  # trial by trial, from a list
         for name, param in model.named_parameters():
-            assert torch.equal(stacked.get_parameter(name).grad[t], param.grad)
+            torch.testing.assert_close(stacked.get_parameter(name).grad[t], param.grad,
+                                       rtol=1e-5, atol=1e-4)
 
 
 @pytest.mark.parametrize("kind", ["linear", "mlp"])
@@ -33,7 +37,7 @@ def test_stacked_decoders_keep_their_own_flags(kind):
     assert stacked.flipped.tolist() == [False, True]
     psi = stacked(y)
     for t, decoder in enumerate(decoders):
-        assert torch.equal(psi[t], decoder(y[t]))
+        torch.testing.assert_close(psi[t], decoder(y[t]))
 
 
 def test_unstack_copies_trained_slices_back():
@@ -50,7 +54,7 @@ def test_unstack_copies_trained_slices_back():
 def test_logistic_is_the_sigmoid_and_ignores_position():
     z = torch.randn(3, 333, generator=torch.Generator().manual_seed(0)) * 40
     assert torch.allclose(logistic(z), torch.sigmoid(z), rtol=1e-6, atol=1e-7)
-    assert torch.equal(logistic(z)[1], logistic(z[1].clone()))
+    torch.testing.assert_close(logistic(z)[1], logistic(z[1].clone()))
     extreme = torch.tensor([-1e4, 1e4], requires_grad=True)
     logistic(extreme).sum().backward()
     assert torch.all(torch.isfinite(extreme.grad))

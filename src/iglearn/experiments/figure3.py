@@ -28,13 +28,13 @@ from iglearn.experiments.results import (
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, fingerprint, run_trials
-from iglearn.learners.e2g import E2G
-from iglearn.learners.online import (
+from iglearn.learners import (
     EpochGreedy,
     OnlineContextualBandit,
     OnlineLearner,
     UniformLearner,
 )
+from iglearn.learners.e2g import E2G
 from iglearn.learners.schedules import make_schedule
 from iglearn.seeding import integer_seed
 

@@ -3,8 +3,8 @@ online learners (E2G, online CB, uniform play)."""
 
 from iglearn.learners.baselines import ContextualBandit, Supervised
 from iglearn.learners.batch_igl import BatchIGL, FitReport, IdentifiabilityWarning
-from iglearn.learners.e2g import E2G
-from iglearn.learners.online import OnlineContextualBandit, OnlineLearner, UniformLearner
+from iglearn.learners.e2g import E2G, EpochGreedy, OnlineContextualBandit
+from iglearn.learners.online import OnlineLearner, UniformLearner
 from iglearn.learners.schedules import (
     DataDrivenSchedule,
     PaperSchedule,
@@ -19,6 +19,7 @@ __all__ = [
     "ContextualBandit",
     "DataDrivenSchedule",
     "E2G",
+    "EpochGreedy",
     "FitReport",
     "IdentifiabilityWarning",
     "OnlineContextualBandit",

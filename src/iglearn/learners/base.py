@@ -11,14 +11,10 @@ import torch
 
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
+from iglearn.learners.trials import as_tensor
 from iglearn.models import Policy
 
 _CHUNK = 65536
-
-
-def as_tensor(array: np.ndarray) -> torch.Tensor:
-    """A float32 torch view of a numpy array (no copy when already float32)."""
-    return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
 
 
 class PolicyLearner:
@@ -53,8 +49,8 @@ class PolicyLearner:
 class StackableLearner(PolicyLearner):
     """A learner whose fits can run side by side: ``fit_many`` fits several learners of one
     class and settings (seeds may differ) on logs of one shape as one batched computation
-    (:mod:`iglearn.models.stacked`), each ending with exactly the model it would have had
-    alone. Subclasses implement ``_fit_stacked(learners, logs)``."""
+    (:mod:`iglearn.learners.trials`), each ending with the model it would have had alone, up
+    to floating-point rounding. Subclasses implement ``_fit_stacked(learners, logs)``."""
 
     seed: object
 
@@ -69,9 +65,10 @@ class StackableLearner(PolicyLearner):
 
         The learners must be of one class with the same settings (their seeds may differ) and
         the logs must share their number of interactions, dimensions and actions. Each
-        learner ends exactly as ``learners[t].fit(logs[t])`` would leave it (one torch
-        thread), in less time than fitting them one after another; their ``seconds`` share
-        the wall time equally.
+        learner ends as ``learners[t].fit(logs[t])`` would leave it, up to floating-point
+        rounding (the batched kernels may round differently from the single-trial ones), in
+        less time than fitting them one after another; their ``seconds`` share the wall
+        time equally.
         """
         learners, logs = list(learners), list(logs)
         if not learners or len(learners) != len(logs):
@@ -98,28 +95,6 @@ class StackableLearner(PolicyLearner):
     @classmethod
     def _fit_stacked(cls, learners: list[Self], logs: list[InteractionLog]) -> None:
         raise NotImplementedError
-
-
-TrialData = tuple[list[torch.Tensor], ...]
-"""The (context, action, probability, signal) of T trials: each field a list of T tensors
-with the same number of rows, views of the logs' arrays (nothing is copied)."""
-
-
-def trial_tensors(logs: Sequence[InteractionLog], signal: str) -> TrialData:
-    """(context, action, probability, signal) of every log, one tensor per log in each field;
-    ``signal`` names the field a learner reads ('feedback', 'reward' or 'label')."""
-    return tuple([_tensor(getattr(log, name)) for log in logs]
-                 for name in ("context", "action", "probability", signal))
-
-
-def one_trial(data: Sequence[torch.Tensor]) -> TrialData:
-    """The tensors of one fit as the data of one trial."""
-    return tuple([tensor] for tensor in data)
-
-
-def _tensor(array: np.ndarray) -> torch.Tensor:
-    return as_tensor(array) if np.issubdtype(array.dtype, np.floating) else torch.from_numpy(
-        np.ascontiguousarray(array))
 
 
 def _shape(log: InteractionLog) -> tuple[int, ...]:

@@ -11,11 +11,11 @@ import torch
 
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
-from iglearn.learners.base import StackableLearner, TrialData, trial_tensors
+from iglearn.learners.base import StackableLearner
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
-from iglearn.learners.training import Optimisation, Stage, optimise, take
+from iglearn.learners.training import Optimisation, Stage, optimise
+from iglearn.learners.trials import Batch, Trials, side_by_side
 from iglearn.models import Policy, make_policy
-from iglearn.models.stacked import stack, unstack_into
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 
 
@@ -47,23 +47,24 @@ class _Baseline(StackableLearner):
         generators = [torch_generator(as_generator(learner.seed)) for learner in learners]
         policies = [make_policy(first.policy, log.context_dim, log.n_actions, generator)
                     for generator in generators]
-        first.fit_models(policies, trial_tensors(logs, cls.needs), generators)
+        first.fit_models(policies, Trials.from_logs(logs, cls.needs), generators)
         seconds = (time.perf_counter() - start) / len(learners)
         for learner, policy in zip(learners, policies, strict=True):
             learner.policy_, learner.seconds_ = policy, seconds
 
-    def fit_models(self, policies: Sequence[Policy], data: TrialData,
+    def fit_models(self, policies: Sequence[Policy], data: Trials,
                    generators: Sequence[torch.Generator],
                    optimisation: Optimisation | None = None) -> None:
         """Fit ``policies[t]`` in place (warm-starts from its weights) on trial t of ``data``
-        (context, action, probability, target), all trials as one batched computation;
-        ``optimisation`` overrides the settings."""
-        policy = stack(policies)
+        (the signal is the target), all trials as one batched computation; ``optimisation``
+        overrides the settings."""
         settings = optimisation or self.optimisation
-        stages = [Stage(epochs, list(policy.parameters()), loss)
-                  for epochs, loss in self._stages(policy, *data, settings)]
-        optimise(stages, len(data[0][0]), settings, generators)
-        unstack_into(policy, policies)
+        with side_by_side(policies) as policy:
+            optimise(self.stages(policy, settings), data, settings, generators)
+
+    def stages(self, policy: Policy, settings: Optimisation) -> list[Stage]:
+        """The stages of a fit, as losses of a mini-batch (one value per trial)."""
+        raise NotImplementedError
 
 
 @dataclass(eq=False)
@@ -72,11 +73,10 @@ class Supervised(_Baseline):
 
     needs: ClassVar[str] = "label"
 
-    def _stages(self, policy, context, action, probability, label, settings):
-        def loss(index: torch.Tensor) -> torch.Tensor:
-            log_pi = policy(take(context, index))
-            return -at_action(log_pi, take(label, index)).mean(-1)
-        return [(settings.epochs, loss)]
+    def stages(self, policy: Policy, settings: Optimisation) -> list[Stage]:
+        def cross_entropy(batch: Batch) -> torch.Tensor:
+            return -at_action(policy(batch.context), batch.signal).mean(-1)
+        return [Stage(settings.epochs, list(policy.parameters()), cross_entropy)]
 
 
 @dataclass(eq=False)
@@ -87,16 +87,16 @@ class ContextualBandit(_Baseline):
 
     needs: ClassVar[str] = "reward"
 
-    def _stages(self, policy, context, action, probability, reward, settings):
-        def minorant(index: torch.Tensor) -> torch.Tensor:
-            log_pi = policy(take(context, index))
-            return -policy_minorant(log_pi, take(action, index), take(reward, index),
-                                    take(probability, index))
+    def stages(self, policy: Policy, settings: Optimisation) -> list[Stage]:
+        def minorant(batch: Batch) -> torch.Tensor:
+            return -policy_minorant(policy(batch.context), batch.action, batch.signal,
+                                    batch.probability)
 
-        def exact(index: torch.Tensor) -> torch.Tensor:
-            log_pi, a = policy(take(context, index)), take(action, index)
-            pi_a = at_action(log_pi, a).exp()
-            return -igl_objective(pi_a, take(reward, index), take(probability, index),
-                                  log_pi.shape[-1], BASELINE)
-        return [(settings.grounding_epochs + settings.policy_epochs, minorant),
-                (settings.epochs, exact)]
+        def exact(batch: Batch) -> torch.Tensor:
+            log_pi = policy(batch.context)
+            pi_a = at_action(log_pi, batch.action).exp()
+            return -igl_objective(pi_a, batch.signal, batch.probability, log_pi.shape[-1],
+                                  BASELINE)
+        params = list(policy.parameters())
+        return [Stage(settings.grounding_epochs + settings.policy_epochs, params, minorant),
+                Stage(settings.epochs, params, exact)]

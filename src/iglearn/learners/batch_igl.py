@@ -1,24 +1,21 @@
-"""Batch IGL: maximise Eq. 2 jointly over (pi, psi) on a logged batch (line 4 of E2G),
-with the two practical fixes of Appendix B:
+"""Batch IGL: maximise Eq. 2 jointly over (pi, psi) on a logged batch (line 4 of E2G), with
+the two practical fixes of Appendix B: the data-driven decoder corrector
+(:mod:`iglearn.learners.corrector`) and the adaptive restart (:meth:`BatchIGL.fit_with_restarts`).
 
-- the data-driven decoder corrector: a decoder that calls the majority of (uniformly
-  re-weighted) feedback a reward is flipped to 1 - psi, during training and at the end;
-- adaptive restart: refit from a fresh initialisation while the indicator (Eq. 9) stays at
-  or below a threshold close to V(pi_bad) (1/K for classification).
+A fit is three stages (:meth:`BatchIGL.stages`), iglearn's additions to the paper, each a
+setting of :class:`BatchIGL` or its :class:`~iglearn.learners.training.Optimisation`:
 
-Whenever the corrector flips the decoder, the policy's scores are negated with it
-(``flip_policy``, on by default). Without that, a flip leaves a policy that avoids the actions
-the flipped decoder calls rewarded; psi then ascends Eq. 2 towards feedback seen after those
-actions, that is towards calling every feedback a reward, and the next flip leaves psi = 0 on
-all feedback: a stationary point with indicator 0 (measured: 2 of 4 seeds on scikit-learn
-digits end there even with restarts; none with the negation).
+1. grounding: psi ascends Eq. 2 with self-normalised importance weights, at the learning rate
+   times its temperature (the policy's pace), while pi ascends the one-sided minorant
+   psi log pi(a|x). A fresh decoder trained at the policy's learning rate with plain weights
+   saturates to a constant (indicator 0) on the random initial policy's preferences in many
+   initialisations, before pi carries any signal;
+2. policy: pi alone ascends the two-sided minorant psi log pi + (1 - psi) log(1 - pi), with
+   psi held fixed (concave for a linear policy);
+3. exact: Eq. 2 with its control variate over (pi, psi) jointly.
 
-In the grounding stage psi ascends Eq. 2 with self-normalised weights and at the learning rate
-times its temperature: with neither, a fresh decoder saturated to a constant (psi = 1 on all
-feedback, then 0 after the flip, indicator 0) on the random initial policy's preferences in
-most initialisations of Section 6's environments, where the rewarded digit is a tenth of the
-feedback (measured on MNIST: 0-2 of 6 initialisations passed the restart threshold in
-Theorem 3's environments 5 and 8, 4-6 of 6 with both).
+``BatchIGL.paper()`` runs stage 3 alone on Eq. 2 as written, with the corrector and the
+restart: the paper's algorithm, for comparison.
 """
 
 from __future__ import annotations
@@ -34,18 +31,20 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
-from iglearn.learners.base import StackableLearner, TrialData, as_tensor, trial_tensors
+from iglearn.learners.base import StackableLearner
+from iglearn.learners.corrector import corrector_statistic, data_driven_corrector
 from iglearn.learners.objective import (
     BASELINE,
     at_action,
-    corrector_statistic,
     igl_objective,
+    indicator,
     policy_minorant,
     self_normalised_objective,
 )
-from iglearn.learners.training import Optimisation, Stage, optimise, take
+from iglearn.learners.training import Optimisation, Stage, run_stage
+from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
-from iglearn.models.stacked import last_linear, stack, unstack_into
+from iglearn.models.stacked import stack
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 
 if TYPE_CHECKING:
@@ -80,12 +79,21 @@ class FitReport:
     """Identifiability warnings raised by the fit."""
 
 
-def identifiability_warnings(n_actions: int) -> list[str]:
-    """Warnings that hold before looking at the data."""
-    if n_actions == 2:
-        return ["K = 2: uniform play is never 'sufficiently bad' (Section 3), so the sign "
-                "of the decoded reward is not identified; expect an arbitrary direction"]
-    return []
+def identifiability_warnings(log: InteractionLog) -> list[str]:
+    """Warnings that hold before fitting: K = 2, and actions the log never shows."""
+    notes = []
+    k = log.n_actions
+    if k == 2:
+        notes.append("K = 2: uniform play is never 'sufficiently bad' (Section 3), so the sign "
+                     "of the decoded reward is not identified; expect an arbitrary direction")
+    seen = np.bincount(np.asarray(log.action), minlength=k)
+    missing = np.flatnonzero(seen == 0)
+    if len(missing):
+        shown = ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
+        notes.append(f"{log.source}: n_actions is {k} but actions {shown} never occur in the "
+                     f"log; the corrector and the restart threshold assume K = {k} "
+                     f"equally likely actions under uniform play: check n_actions")
+    return notes
 
 
 @dataclass(eq=False)
@@ -151,14 +159,15 @@ class BatchIGL(StackableLearner):
         start = time.perf_counter()
         first, k = learners[0], logs[0].n_actions
         threshold = first.threshold(k)
-        data = trial_tensors(logs, "feedback")
+        data = Trials.from_logs(logs, "feedback")
         fits = first.fit_with_restarts(data, k, [as_generator(each.seed) for each in learners])
         seconds = (time.perf_counter() - start) / len(learners)
-        for t, (learner, fit) in enumerate(zip(learners, fits, strict=True)):
+        for t, (learner, log, fit) in enumerate(zip(learners, logs, fits, strict=True)):
             value, policy, decoder, tried = fit
             with torch.no_grad():
-                statistic = float(corrector_statistic(decoder(data[3][t]), data[2][t], k))
-            notes = identifiability_warnings(k)
+                statistic = float(corrector_statistic(decoder(data.signal[t]),
+                                                      data.probability[t], k))
+            notes = identifiability_warnings(log)
             if value <= threshold:
                 notes.append(f"no initialisation passed the restart threshold ({value:.3f} <= "
                              f"{threshold:.3f}): the policy may be no better than uniform play")
@@ -173,23 +182,22 @@ class BatchIGL(StackableLearner):
                 restarts=len(tried) - 1, threshold=threshold, attempt_indicators=tried,
                 seconds=seconds, warnings=notes)
 
-    def fit_with_restarts(self, data: TrialData, n_actions: int,
+    def fit_with_restarts(self, data: Trials, n_actions: int,
                           rngs: Sequence[np.random.Generator],
                           starts: Sequence[tuple[Policy, Decoder]] | None = None,
                           start_optimisation: Optimisation | None = None,
-                          holdout: TrialData | None = None,
+                          holdout: Trials | None = None,
                           ) -> list[tuple[float, Policy, Decoder, list[float]]]:
-        """Line 4 of E2G with the adaptive restart (Appendix B), for T trials at once, on
-        ``data`` (context, action, probability, feedback of each trial); trial t draws its
-        initialisations and shuffles from ``rngs[t]``.
+        """The adaptive restart (Appendix B) around line 4 of E2G, for the T trials of ``data``
+        at once; trial t draws its initialisations and shuffles from ``rngs[t]``.
 
-        The first attempt warm-starts from ``starts[t]`` (fitted in place, with
-        ``start_optimisation`` if given) when they are given; every further attempt starts
-        from a fresh initialisation with this learner's optimisation. A trial stops once its
-        indicator (Eq. 9) exceeds the threshold or after ``max_restarts`` restarts; the trials
-        still below it restart together. With ``holdout`` (interactions not in ``data``) the
-        indicator is measured there: an unbiased estimate that a fit memorising ``data``
-        cannot inflate.
+        Each attempt fits (pi, psi) (:meth:`fit_models`) and measures the indicator (Eq. 9);
+        a trial stops once its indicator exceeds the threshold, or after ``max_restarts``
+        restarts, and the trials still at or below it restart together from fresh
+        initialisations. The first attempt warm-starts from ``starts[t]`` (fitted in place,
+        with ``start_optimisation`` if given) when they are given. With ``holdout``
+        (interactions not in ``data``) the indicator is measured there: an unbiased estimate
+        that a fit memorising ``data`` cannot inflate.
 
         Returns:
             per trial, (indicator, policy, decoder, indicator of every attempt) of its best
@@ -206,14 +214,14 @@ class BatchIGL(StackableLearner):
                 policies, decoders = (list(models) for models in zip(*starts, strict=True))
                 settings = start_optimisation
             else:
-                policies = [make_policy(self.policy, data[0][0].shape[-1], n_actions, g)
+                policies = [make_policy(self.policy, data.context[0].shape[-1], n_actions, g)
                             for g in generators]
-                decoders = [make_decoder(self.decoder, data[3][0].shape[-1], g,
+                decoders = [make_decoder(self.decoder, data.signal[0].shape[-1], g,
                                          self.decoder_temperature) for g in generators]
-            self.fit_models(policies, decoders, _trials(data, pending), n_actions, generators,
+            self.fit_models(policies, decoders, data.select(pending), n_actions, generators,
                             settings)
-            values = _indicator(policies, decoders,
-                                _trials(data if holdout is None else holdout, pending),
+            values = indicators(policies, decoders,
+                                (data if holdout is None else holdout).select(pending),
                                 n_actions)
             for t, value, policy, decoder in zip(pending, values, policies, decoders, strict=True):
                 tried[t].append(value)
@@ -228,65 +236,53 @@ class BatchIGL(StackableLearner):
         """The adaptive restart's indicator threshold (1/K unless set)."""
         return 1.0 / n_actions if self.restart_threshold is None else self.restart_threshold
 
-    def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Decoder],
-                   data: TrialData, n_actions: int, generators: Sequence[torch.Generator],
+    def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Decoder], data: Trials,
+                   n_actions: int, generators: Sequence[torch.Generator],
                    optimisation: Optimisation | None = None) -> None:
-        """Maximise Eq. 2 over each pair (policies[t], decoders[t]) on trial t of ``data``, all
-        trials as one batched computation, in place: warm-starts from their weights and the
-        decoders' corrector flags, and updates each flag from all of its trial's data after
-        every epoch. ``optimisation`` overrides this learner's settings for this call."""
-        context, action, probability, feedback = data
-        policy, decoder = stack(policies), stack(decoders)
-        every_probability = torch.stack(probability)
-
-        def terms(index: torch.Tensor) -> tuple[torch.Tensor, ...]:
-            log_pi, a = policy(take(context, index)), take(action, index)
-            pi_a = at_action(log_pi, a).exp()
-            return log_pi, a, pi_a, decoder(take(feedback, index)), take(probability, index)
-
-        def grounding(index: torch.Tensor) -> torch.Tensor:
-            # psi ascends Eq. 2 for the current pi; pi ascends the minorant.
-            log_pi, a, pi_a, psi, p = terms(index)
-            if self.self_normalised_grounding:
-                decoder_term = self_normalised_objective(pi_a.detach(), psi, p, n_actions)
-            else:
-                decoder_term = igl_objective(pi_a.detach(), psi, p, n_actions,
-                                             self.control_variate)
-            return -(decoder_term + policy_minorant(log_pi, a, psi, p, both_sides=False))
-
-        def policy_step(index: torch.Tensor) -> torch.Tensor:
-            log_pi, a, _, psi, p = terms(index)
-            return -policy_minorant(log_pi, a, psi, p, both_sides=self.two_sided_minorant)
-
-        def exact(index: torch.Tensor) -> torch.Tensor:  # Eq. 2 over (pi, psi) jointly
-            _, _, pi_a, psi, p = terms(index)
-            return -igl_objective(pi_a, psi, p, n_actions, self.control_variate)
-
-        def correct() -> None:
-            # The data-driven corrector, on all of each trial's data after every epoch: a
-            # decoder that calls the majority of (uniformly re-weighted) feedback a reward
-            # is flipped.
-            with torch.no_grad():
-                psi = decoder(feedback)
-                flip = corrector_statistic(psi, every_probability, n_actions) > 0.5
-                decoder.flipped.logical_xor_(flip)
-                if self.flip_policy:
-                    _negate_scores(policy, flip)
-
-        both = [*policy.parameters(), *decoder.parameters()]
+        """Maximise Eq. 2 over each pair (policies[t], decoders[t]) on trial t of ``data``, in
+        place, warm-starting from their weights and corrector flags: the stages of
+        :meth:`stages` in order, with the data-driven corrector after every epoch.
+        ``optimisation`` overrides this learner's settings for this call."""
         settings = optimisation or self.optimisation
-        # Grounding: psi = sigmoid(g / T) moves 1/T times faster in its logit than pi (T = 1)
-        # under Adam's per-parameter steps, so it learns at lr * T, at the policy's pace;
-        # otherwise it saturates on the random initial policy's preferences within a few
-        # dozen steps (constant psi: indicator 0) before pi carries any signal.
-        stages = [Stage(settings.grounding_epochs, both, grounding,
-                        list(decoder.parameters()), decoder.temperature),
-                  Stage(settings.policy_epochs, list(policy.parameters()), policy_step),
-                  Stage(settings.epochs, both, exact)]
-        optimise(stages, len(context[0]), settings, generators,
-                 correct if self.corrector else None)
-        unstack_into(policy, policies)
-        unstack_into(decoder, decoders)
+        with side_by_side(policies) as policy, side_by_side(decoders) as decoder:
+            for stage in self.stages(policy, decoder, n_actions, settings):
+                for _ in run_stage(stage, data, settings, generators):
+                    if self.corrector:
+                        data_driven_corrector(policy, decoder, data, n_actions,
+                                              self.flip_policy)
+
+    def stages(self, policy: Policy, decoder: Decoder, n_actions: int,
+               settings: Optimisation) -> list[Stage]:
+        """The three stages of a fit (see the module docstring), as losses of a mini-batch
+        (one value per trial) and the parameters each moves."""
+        c, k = self.control_variate, n_actions
+
+        def grounding(batch: Batch) -> torch.Tensor:
+            log_pi, psi = policy(batch.context), decoder(batch.signal)
+            pi_a = at_action(log_pi, batch.action).exp().detach()
+            if self.self_normalised_grounding:
+                psi_term = self_normalised_objective(pi_a, psi, batch.probability, k)
+            else:
+                psi_term = igl_objective(pi_a, psi, batch.probability, k, c)
+            pi_term = policy_minorant(log_pi, batch.action, psi, batch.probability,
+                                      both_sides=False)
+            return -(psi_term + pi_term)
+
+        def policy_only(batch: Batch) -> torch.Tensor:
+            return -policy_minorant(policy(batch.context), batch.action,
+                                    decoder(batch.signal), batch.probability,
+                                    both_sides=self.two_sided_minorant)
+
+        def exact(batch: Batch) -> torch.Tensor:
+            pi_a = at_action(policy(batch.context), batch.action).exp()
+            return -igl_objective(pi_a, decoder(batch.signal), batch.probability, k, c)
+
+        pi, psi = list(policy.parameters()), list(decoder.parameters())
+        # psi = sigmoid(g / T) moves 1/T times faster in its logit than pi under Adam's
+        # per-parameter steps: at lr * T it grounds at the policy's pace.
+        return [Stage(settings.grounding_epochs, pi + psi, grounding, psi, decoder.temperature),
+                Stage(settings.policy_epochs, pi, policy_only),
+                Stage(settings.epochs, pi + psi, exact)]
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:
         """The decoded reward psi(y) of each feedback vector."""
@@ -308,38 +304,21 @@ class BatchIGL(StackableLearner):
     def indicator(self, log: InteractionLog) -> float:
         """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log``."""
         self._fitted_policy()
-        return _indicator([self.policy_], [self.decoder_], trial_tensors([log], "feedback"),
-                          log.n_actions)[0]
+        return indicators([self.policy_], [self.decoder_],
+                          Trials.from_logs([log], "feedback"), log.n_actions)[0]
 
 
-def _negate_scores(policy: torch.nn.Module, flip: torch.Tensor) -> None:
-    """Negate the scores (the last linear layer) of the stacked policy's trials in ``flip``:
-    the pair (pi, psi) that ascended to (pi_dagger, psi_dagger) becomes (pi_bar, 1 - psi), so
-    the flipped decoder keeps a policy that prefers, rather than avoids, the actions it
-    decodes as rewarded."""
-    for parameter in last_linear(policy).parameters():
-        sign = 1 - 2 * flip.to(parameter.dtype)
-        parameter.mul_(sign.view(-1, *[1] * (parameter.dim() - 1)))
-
-
-def _trials(data: TrialData, rows: list[int]) -> TrialData:
-    """The data of trials ``rows``."""
-    return tuple([field[t] for t in rows] for field in data)
-
-
-def _indicator(policies: Sequence[Policy], decoders: Sequence[Decoder], data: TrialData,
+def indicators(policies: Sequence[Policy], decoders: Sequence[Decoder] | None, data: Trials,
                n_actions: int) -> list[float]:
-    """Eq. 9 with importance weights, mean[(pi(a|x) - 1/K) psi(y) / p], of each trial's pair
-    on its data."""
-    policy, decoder = stack(policies), stack(decoders)
-    n = len(data[0][0])
-    total = torch.zeros(len(policies), dtype=torch.float64)
+    """Eq. 9 (:func:`~iglearn.learners.objective.indicator`) of each trial's pair on its data,
+    in one pass of 65536 rows at a time; without decoders, the signal itself stands for psi
+    (the true reward: the IPS estimate of V(pi) - V(pi_bad))."""
+    policy, decoder = stack(policies), None if decoders is None else stack(decoders)
+    total = torch.zeros(len(data), dtype=torch.float64)
     with torch.no_grad():
-        for start in range(0, n, 65536):
-            context, action, probability, feedback = (
-                [tensor[start:start + 65536] for tensor in field] for field in data)
-            pi = at_action(policy.probabilities(context), torch.stack(action))
-            value = igl_objective(pi, decoder(feedback), torch.stack(probability),
-                                  n_actions)
-            total += value.double() * len(context[0])
-    return (total / n).tolist()
+        for chunk in data.chunks():
+            pi_a = at_action(policy.probabilities(chunk.context), chunk.action)
+            psi = torch.stack(chunk.signal) if decoder is None else decoder(chunk.signal)
+            rows = chunk.action.shape[-1]
+            total += indicator(pi_a, psi, chunk.probability, n_actions).double() * rows
+    return (total / data.n).tolist()

@@ -8,7 +8,9 @@ import torch
 from iglearn.data.contexts import ContextSet
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
-from iglearn.learners.base import PolicyLearner, as_tensor
+from iglearn.learners.base import PolicyLearner
+from iglearn.learners.objective import indicator
+from iglearn.learners.trials import as_tensor
 
 _CHUNK = 65536
 
@@ -62,9 +64,10 @@ def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict
             sums["greedy"] += float(((greedy == action) * weight).sum())
         if decoder is not None:
             with torch.no_grad():
-                psi = decoder(as_tensor(table.feedback[rows])).numpy().astype(np.float64)
-            sums["decoded"] += float((pi_logged * psi / p).sum())
-            sums["indicator"] += float(((pi_logged - 1.0 / k) * psi / p).sum())
+                psi = decoder(as_tensor(table.feedback[rows])).double()
+            pi_a, p_a = torch.from_numpy(pi_logged), torch.from_numpy(np.asarray(p, np.float64))
+            sums["decoded"] += float((pi_a * psi / p_a).sum())
+            sums["indicator"] += float(indicator(pi_a, psi, p_a, k)) * len(action)
     out: dict[str, float] = {"samples": n}
     if table.label is not None:
         out["accuracy"] = sums["correct"] / n

@@ -8,20 +8,22 @@ the plateau that makes softmax policy gradients sensitive to initialisation (App
 Mei et al., 2020), and for fixed rewards it is concave in a linear policy's weights. The last
 stage maximises the exact objective.
 
-A fit runs T trials at once (T = 1 for a single fit): every parameter carries a leading trial
-axis (:mod:`iglearn.models.stacked`), each trial shuffles with its own generator, each
-mini-batch gathers T trials' rows into one tensor (:func:`take`), and a stage's loss returns
-one value per trial. AdamW's updates are elementwise, so each trial
-follows exactly the path it would follow alone.
+A fit runs T trials at once (T = 1 for a single fit, :mod:`iglearn.learners.trials`): every
+parameter carries a leading trial axis, each trial shuffles with its own generator, and a
+stage's loss returns one value per trial. AdamW's updates are elementwise, so each trial
+follows the path it would follow alone.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import torch
+
+from iglearn.errors import IGLearnError
+from iglearn.learners.trials import Batch, Trials
 
 
 @dataclass(frozen=True)
@@ -51,59 +53,74 @@ class Optimisation:
     """Data-scaled part: a fit on n interactions decays a weight matrix with d inputs by
     weight_decay + weight_decay_scale * d / n, a penalty that grows with the parameters per
     output and fades as the data grows (on MNIST, d = 784: 1.6 at 4000 samples, 0.1 at 60000).
-    Without it, a few thousand interactions let pi and psi co-adapt to the sample: psi calls a
-    third of the feedback a reward and the policy follows it. Biases are not decayed."""
+    Without it, a few thousand interactions let pi and psi co-adapt to the sample: psi calls
+    far more than a K-th of the feedback a reward and the policy follows it. Biases are not
+    decayed; 0 switches this iglearn addition off."""
+
+    def __post_init__(self) -> None:
+        counts = {"grounding_epochs": self.grounding_epochs,
+                  "policy_epochs": self.policy_epochs, "epochs": self.epochs,
+                  "min_steps": self.min_steps}
+        for name, value in counts.items():
+            if not isinstance(value, int) or value < 0:
+                raise IGLearnError(f"{name} must be a whole number >= 0, got {value!r}")
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise IGLearnError(f"batch_size must be a whole number >= 1, got "
+                               f"{self.batch_size!r}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise IGLearnError(f"lr must be a positive finite number, got {self.lr!r}")
+        for name in ("weight_decay", "weight_decay_scale"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise IGLearnError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
 @dataclass(frozen=True)
 class Stage:
-    """One stage of a fit: ``loss(index)`` to minimise over ``params``, where ``index`` holds
-    each trial's mini-batch (shape (T, batch)) and the loss one value per trial (shape (T,))."""
+    """One stage of a fit: ``loss(batch)`` to minimise over ``params``, where ``batch`` holds
+    each trial's mini-batch (fields of shape (T, batch, ...)) and the loss is one value per
+    trial (shape (T,))."""
 
     epochs: int
     params: Sequence[torch.nn.Parameter]
-    loss: Callable[[torch.Tensor], torch.Tensor]
+    loss: Callable[[Batch], torch.Tensor]
     scaled: Sequence[torch.nn.Parameter] = ()
     """Parameters among ``params`` trained at ``lr_scale`` times the learning rate."""
     lr_scale: float = 1.0
 
 
-def optimise(stages: Sequence[Stage], n: int, settings: Optimisation,
-             generators: Sequence[torch.Generator],
-             after_epoch: Callable[[], None] | None = None) -> None:
-    """Run each stage over shuffled mini-batches of ``range(n)``, trial t shuffling with
-    ``generators[t]``, calling ``after_epoch()`` at the end of every pass over the data."""
+def run_stage(stage: Stage, data: Trials, settings: Optimisation,
+              generators: Sequence[torch.Generator]) -> Iterator[int]:
+    """Minimise ``stage.loss`` over shuffled mini-batches of ``data``, trial t shuffling with
+    ``generators[t]``; yields the epoch number after every pass over the data. A stage with
+    zero epochs is skipped; a small log gets more epochs, so that the stage takes at least
+    ``settings.min_steps`` steps."""
+    if stage.epochs <= 0:
+        return
+    n = data.n
     batch = min(settings.batch_size, n)
     per_epoch = math.ceil(n / batch)
+    epochs = max(stage.epochs, math.ceil(settings.min_steps / per_epoch))
+    groups = _decay_groups(stage, settings, n)
+    optimiser = torch.optim.AdamW(groups, lr=settings.lr)
+    schedule = torch.optim.lr_scheduler.OneCycleLR(
+        optimiser, max_lr=[group["lr"] for group in groups], total_steps=epochs * per_epoch)
+    for epoch in range(epochs):
+        orders = torch.stack([torch.randperm(n, generator=g) for g in generators])
+        for index in orders.split(batch, dim=1):
+            optimiser.zero_grad(set_to_none=True)
+            stage.loss(data.batch(index)).sum().backward()  # trials share no parameter
+            optimiser.step()
+            schedule.step()
+        yield epoch
+
+
+def optimise(stages: Sequence[Stage], data: Trials, settings: Optimisation,
+             generators: Sequence[torch.Generator]) -> None:
+    """Run every stage in order (:func:`run_stage`)."""
     for stage in stages:
-        if stage.epochs <= 0:
-            continue
-        epochs = max(stage.epochs, math.ceil(settings.min_steps / per_epoch))
-        groups = _decay_groups(stage, settings, n)
-        optimiser = torch.optim.AdamW(groups, lr=settings.lr)
-        schedule = torch.optim.lr_scheduler.OneCycleLR(
-            optimiser, max_lr=[group["lr"] for group in groups], total_steps=epochs * per_epoch)
-        for _ in range(epochs):
-            orders = torch.stack([torch.randperm(n, generator=g) for g in generators])
-            for index in orders.split(batch, dim=1):
-                optimiser.zero_grad(set_to_none=True)
-                stage.loss(index).sum().backward()  # trials share no parameter
-                optimiser.step()
-                schedule.step()
-            if after_epoch is not None:
-                after_epoch()
-
-
-def take(trials: Sequence[torch.Tensor], index: torch.Tensor) -> torch.Tensor:
-    """Rows ``index[t]`` of each trial's tensor ``trials[t]``, as one (T, batch, ...) tensor.
-
-    A fit holds each field of its T logs as T separate tensors (no copy of the logs); only
-    the mini-batches are gathered into one tensor."""
-    first = trials[0]
-    out = torch.empty((*index.shape, *first.shape[1:]), dtype=first.dtype)
-    for t, tensor in enumerate(trials):
-        torch.index_select(tensor, 0, index[t], out=out[t])
-    return out
+        for _ in run_stage(stage, data, settings, generators):
+            pass
 
 
 def _decay_groups(stage: Stage, settings: Optimisation, n: int) -> list[dict]:

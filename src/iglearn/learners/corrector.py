@@ -1,0 +1,55 @@
+"""The data-driven decoder corrector of Appendix B.
+
+Eq. 2 is symmetric under (pi, psi) -> (pi_bar, 1 - psi): ascending it can end at the local
+optimum (pi_dagger, psi_dagger) that decodes the reward's opposite. Under uniform play a
+rewarded interaction is the rarer event (a 1/K share for classification, K >= 3), so a decoder
+that calls more than half of the feedback a reward is decoding the opposite, and the corrector
+flips it to 1 - psi. Decoders store the flip (their ``flipped`` flag), so it stays in their
+class and in saved models.
+
+iglearn adds the policy negation (``BatchIGL.flip_policy``): whenever the decoder is flipped,
+the policy's scores are negated with it, so that the pair (pi_dagger, psi_dagger) becomes
+(pi_bar, 1 - psi) and moves on towards (pi_star, psi_star). Without it, a flip leaves a policy
+that avoids what the flipped decoder calls rewarded; psi then ascends Eq. 2 towards calling
+every feedback a reward and the next flip leaves psi = 0 on all feedback: a stationary point
+with indicator 0.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from iglearn.learners.trials import Trials
+from iglearn.models import Decoder
+from iglearn.models.stacked import last_linear
+
+
+def corrector_statistic(psi: torch.Tensor, probability: torch.Tensor,
+                        n_actions: int) -> torch.Tensor:
+    """The corrector's ``sign`` (Appendix B): the fraction of feedback decoded as reward,
+    psi(y) > 0.5, estimated for the uniform policy by self-normalised importance weights
+    (1/K)/p, so that it stays right when the log was not gathered uniformly. Reduces over the
+    last axis (one value per trial)."""
+    weight = (1.0 / n_actions) / probability
+    return (weight * (psi > 0.5).to(weight.dtype)).sum(-1) / weight.sum(-1)
+
+
+def data_driven_corrector(policy: nn.Module, decoder: Decoder, data: Trials, n_actions: int,
+                          negate_policy: bool) -> torch.Tensor:
+    """Appendix B's corrector on all of each trial's feedback: flip the decoders (stacked, one
+    per trial) whose statistic exceeds one half, and with ``negate_policy`` negate the scores
+    of those trials' policies (the last linear layer of the stacked ``policy``).
+
+    Returns:
+        which trials were flipped, a boolean tensor of shape (T,).
+    """
+    with torch.no_grad():
+        psi = decoder(data.signal)
+        flip = corrector_statistic(psi, torch.stack(data.probability), n_actions) > 0.5
+        decoder.flipped.logical_xor_(flip)
+        if negate_policy:
+            for parameter in last_linear(policy).parameters():
+                sign = 1 - 2 * flip.to(parameter.dtype)
+                parameter.mul_(sign.view(-1, *[1] * (parameter.dim() - 1)))
+    return flip

@@ -1,0 +1,120 @@
+"""The data of T trials fitted side by side, and the models that run them.
+
+A fit runs T trials at once (T = 1 for a single fit). Each trial has its own log; the logs are
+never copied into one tensor: :class:`Trials` holds each field as T tensors (views of the logs'
+arrays), and only a mini-batch gathers the T trials' rows into one (T, batch, ...) tensor
+(:meth:`Trials.batch`). :func:`side_by_side` runs T models of one class as one module with a
+leading trial axis (:mod:`iglearn.models.stacked`) and writes the trained weights back.
+
+The learners write their per-trial mathematics once, on a :class:`Batch` whose fields carry the
+trial axis in front; every objective reduces over the last (sample) axis, so it gives one value
+per trial.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import nn
+
+from iglearn.data.logs import InteractionLog
+from iglearn.models.stacked import stack, unstack_into
+
+
+def as_tensor(array: np.ndarray) -> torch.Tensor:
+    """A float32 torch view of a numpy array (no copy when already float32)."""
+    return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
+
+
+def _field_tensor(array: np.ndarray) -> torch.Tensor:
+    if np.issubdtype(array.dtype, np.floating):
+        return as_tensor(array)
+    return torch.from_numpy(np.ascontiguousarray(array))
+
+
+class Batch(NamedTuple):
+    """Interactions as tensors: contexts x, actions a, logging probabilities p, and the signal
+    the learner reads (feedback y, reward r or label). Fields have a leading trial axis in a fit
+    (shape (T, n, ...)), none for one log."""
+
+    context: torch.Tensor
+    action: torch.Tensor
+    probability: torch.Tensor
+    signal: torch.Tensor
+
+
+@dataclass(frozen=True)
+class Trials:
+    """The interactions of T trials with the same number of rows, each field a list of T
+    tensors (views of the logs' arrays: nothing is copied)."""
+
+    context: list[torch.Tensor]
+    action: list[torch.Tensor]
+    probability: list[torch.Tensor]
+    signal: list[torch.Tensor]
+
+    @classmethod
+    def from_logs(cls, logs: Sequence[InteractionLog], signal: str) -> Trials:
+        """The trials of ``logs``; ``signal`` names the field a learner reads ('feedback',
+        'reward' or 'label')."""
+        return cls(*([_field_tensor(getattr(log, name)) for log in logs]
+                     for name in ("context", "action", "probability", signal)))
+
+    @classmethod
+    def one(cls, batch: Batch) -> Trials:
+        """One trial of the interactions ``batch`` (tensors without a trial axis)."""
+        return cls(*([tensor] for tensor in batch))
+
+    @property
+    def n(self) -> int:
+        """Interactions in each trial."""
+        return len(self.context[0])
+
+    def __len__(self) -> int:
+        """The number of trials T."""
+        return len(self.context)
+
+    def select(self, trials: Sequence[int]) -> Trials:
+        """The trials numbered ``trials``."""
+        return Trials(*([tensors[t] for t in trials] for tensors in self._fields()))
+
+    def batch(self, index: torch.Tensor) -> Batch:
+        """Rows ``index[t]`` of trial t for every t, as one (T, batch, ...) tensor a field."""
+        return Batch(*(take(tensors, index) for tensors in self._fields()))
+
+    def chunks(self, size: int = 65536) -> Iterator[Batch]:
+        """Consecutive rows of every trial, ``size`` at a time, for full passes over the data:
+        actions and probabilities as (T, rows) tensors, contexts and signals as lists of T
+        views (stacked models take either form; the wide fields are never copied)."""
+        for start in range(0, self.n, size):
+            rows = slice(start, start + size)
+            yield Batch([x[rows] for x in self.context],
+                        torch.stack([a[rows] for a in self.action]),
+                        torch.stack([p[rows] for p in self.probability]),
+                        [s[rows] for s in self.signal])
+
+    def _fields(self) -> tuple[list[torch.Tensor], ...]:
+        return self.context, self.action, self.probability, self.signal
+
+
+def take(tensors: Sequence[torch.Tensor], index: torch.Tensor) -> torch.Tensor:
+    """Rows ``index[t]`` of each trial's tensor ``tensors[t]``, as one (T, batch, ...) tensor."""
+    first = tensors[0]
+    out = torch.empty((*index.shape, *first.shape[1:]), dtype=first.dtype)
+    for t, tensor in enumerate(tensors):
+        torch.index_select(tensor, 0, index[t], out=out[t])
+    return out
+
+
+@contextmanager
+def side_by_side(models: Sequence[nn.Module]) -> Iterator[nn.Module]:
+    """One module that runs ``models`` (one class and shape) on a leading trial axis; on leaving
+    the block, each model receives its trial's trained weights and buffers."""
+    stacked = stack(models)
+    yield stacked
+    unstack_into(stacked, models)
