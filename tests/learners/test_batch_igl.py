@@ -181,3 +181,53 @@ def test_fresh_fits_do_not_collapse_to_a_constant_decoder():
         learner = BatchIGL(max_restarts=0, seed=seed).fit(log)
         assert learner.report_.indicator > 0.4, seed
         assert learner.accuracy(*env.test_set()) > 0.8, seed
+
+
+def test_unlogged_actions_warn(uniform_log):
+    # K = 11 for a log of 10 real actions: the corrector and the threshold assume K.
+    log = dataclasses.replace(uniform_log, n_actions=11)
+    with pytest.warns(IdentifiabilityWarning, match="actions 10 never occur"):
+        BatchIGL(seed=0, max_restarts=0, optimisation=Optimisation(min_steps=20)).fit(log)
+
+
+def test_each_addition_is_a_setting_and_paper_switches_them_off(uniform_log):
+    plain = BatchIGL.paper(seed=0)
+    assert (plain.control_variate, plain.flip_policy, plain.self_normalised_grounding,
+            plain.two_sided_minorant) == (0.0, False, False, False)
+    assert plain.optimisation.grounding_epochs == plain.optimisation.policy_epochs == 0
+    assert plain.optimisation.weight_decay_scale == 0.0
+    assert plain.corrector and plain.max_restarts == BatchIGL().max_restarts  # Appendix B
+    assert BatchIGL.paper(max_restarts=1).max_restarts == 1  # settings override
+    quick = Optimisation(min_steps=40)
+    fits = {}
+    for name, learner in {
+        "iglearn": BatchIGL(seed=0, max_restarts=0, optimisation=quick),
+        "no control variate": BatchIGL(seed=0, max_restarts=0, optimisation=quick,
+                                       control_variate=0.0),
+        "plain grounding": BatchIGL(seed=0, max_restarts=0, optimisation=quick,
+                                    self_normalised_grounding=False),
+        "one-sided minorant": BatchIGL(seed=0, max_restarts=0, optimisation=quick,
+                                       two_sided_minorant=False),
+    }.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", IdentifiabilityWarning)
+            learner.fit(uniform_log)
+        fits[name] = learner.policy_.net.weight.detach()
+    # each switch changes the fit it governs
+    for name in ("no control variate", "plain grounding", "one-sided minorant"):
+        assert not torch.allclose(fits[name], fits["iglearn"]), name
+
+
+def test_eq9_is_one_computation(uniform_log):
+    from iglearn.learners.evaluation import evaluate
+
+    learner = BatchIGL(seed=0, optimisation=Optimisation(min_steps=40)).fit(uniform_log)
+    by_learner = learner.indicator(uniform_log)
+    assert by_learner == pytest.approx(learner.report_.indicator, rel=1e-5)
+    assert evaluate(learner, uniform_log)["indicator"] == pytest.approx(by_learner, rel=1e-4)
+    # and it is mean[(pi(a|x) - 1/K) psi(y) / p], computed here by hand
+    pi = learner.predict_proba(uniform_log.context)[np.arange(len(uniform_log)),
+                                                    uniform_log.action]
+    psi = learner.decode(uniform_log.feedback)
+    by_hand = np.mean((pi - 0.1) * psi / uniform_log.probability)
+    assert by_learner == pytest.approx(by_hand, rel=1e-4)

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 
 from iglearn.envs import digits_environment
 from iglearn.learners.e2g import E2G
@@ -56,18 +57,24 @@ def test_no_exploitation_before_the_warmup_ends(env):
 def test_probabilities_are_those_of_the_executed_policy(trained, env):
     learner, _, _ = trained
     x = env.test_set()[0][:200]
-    for mode in ("greedy", "softmax"):
-        learner.exploit = mode
-        distribution = learner.exploit_distribution(x)
-        np.testing.assert_allclose(distribution.sum(1), 1.0, atol=1e-9)
-        actions, probabilities = learner._exploit(x)
-        np.testing.assert_allclose(probabilities, distribution[np.arange(200), actions])
-    # Sampling one context many times reproduces pi_i(. | x).
+    scores = learner.policy_.net(torch.from_numpy(x)).detach().double()
+    softmax = torch.softmax(scores, 1).numpy()  # pi_i(. | x), computed here from the weights
+    learner.exploit = "greedy"
+    actions, probabilities = learner._exploit(x)
+    np.testing.assert_array_equal(actions, scores.argmax(1).numpy())
+    np.testing.assert_array_equal(probabilities, 1.0)
     learner.exploit = "softmax"
+    actions, probabilities = learner._exploit(x)
+    np.testing.assert_allclose(probabilities, softmax[np.arange(200), actions], rtol=1e-5)
+    # The logged probability is how often that action is drawn: sample one context many times.
     one = np.repeat(x[:1], 20000, axis=0)
-    actions, _ = learner._exploit(one)
+    actions, probabilities = learner._exploit(one)
     frequency = np.bincount(actions, minlength=10) / len(actions)
-    np.testing.assert_allclose(frequency, learner.exploit_distribution(x[:1])[0], atol=0.015)
+    logged = np.zeros(10)
+    logged[actions] = probabilities
+    drawn = frequency > 0
+    np.testing.assert_allclose(frequency[drawn], logged[drawn], atol=0.015)
+    assert softmax[0][~drawn].sum() < 0.01  # actions never drawn carry almost no mass
     learner.exploit = "greedy"
 
 

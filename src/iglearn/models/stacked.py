@@ -4,10 +4,11 @@ axis: how learners fit many trials (seeds, logs) as one batched computation.
 ``stack(models)`` copies T models into one module whose linear layers hold (T, out, in)
 weights. They multiply (T, n, in) inputs by batched matmuls (``torch.baddbmm``), and a list of
 T (n, in) inputs (a full pass over T logs, which are never copied into one tensor) trial by
-trial; buffers get the same leading axis. Each trial's slice of every result equals, bit for
-bit on one thread, what the model computes alone (a test checks it), so a stacked fit gives
-each trial exactly the weights it would have had alone. ``unstack_into`` copies the trained
-slices back into the original models.
+trial; buffers get the same leading axis. Each trial's slice of every result equals what the
+model computes alone up to float32 rounding (the batched kernels may round differently from
+the single-trial ones, as they do on some CPUs; a test checks the tolerance), so a stacked fit
+gives each trial the weights it would have had alone, up to rounding. ``unstack_into`` copies
+the trained slices back into the original models.
 """
 
 from __future__ import annotations
