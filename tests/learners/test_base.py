@@ -40,10 +40,11 @@ QUICK = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, min_steps=60
     lambda seed: Supervised(seed=seed, optimisation=QUICK),
     lambda seed: ContextualBandit(seed=seed, optimisation=QUICK),
     lambda seed: BatchIGL(seed=seed, optimisation=QUICK),
-    lambda seed: BatchIGL("mlp", "mlp", seed=seed, optimisation=QUICK),
+    pytest.param(lambda seed: BatchIGL("mlp", "mlp", seed=seed, optimisation=QUICK),
+                 marks=pytest.mark.slow),
     # every trial restarts; the ones still below the threshold restart together
-    lambda seed: BatchIGL(seed=seed, optimisation=QUICK, restart_threshold=0.93,
-                          max_restarts=2),
+    pytest.param(lambda seed: BatchIGL(seed=seed, optimisation=QUICK, restart_threshold=0.93,
+                                       max_restarts=2), marks=pytest.mark.slow),
 ], ids=["SUP", "CB", "IGL", "IGL-mlp", "IGL-restarts"])
 def test_fit_many_equals_fitting_each_alone(make, logs):
     with warnings.catch_warnings():  # the restart case warns that no attempt passed

@@ -93,6 +93,7 @@ def test_batch_igl_under_non_uniform_logging(env):
     assert learner.accuracy(test_x, test_y) > 0.6
 
 
+@pytest.mark.slow
 def test_restart_runs_until_the_threshold_is_passed(uniform_log):
     learner = BatchIGL(seed=0, max_restarts=2, restart_threshold=10.0)
     with pytest.warns(IdentifiabilityWarning, match="no initialisation passed"):
@@ -147,6 +148,7 @@ def test_flip_policy_escapes_theorem3_collapse():
     assert delta_psi(learner, log) > 0.8
 
 
+@pytest.mark.slow
 def test_restart_indicator_on_a_holdout(uniform_log, env):
     # A fit memorising a tiny log (no weight decay) scores high on it but not on fresh
     # interactions.
@@ -168,6 +170,7 @@ def test_restart_indicator_on_a_holdout(uniform_log, env):
     assert on_data > on_holdout + 0.2
 
 
+@pytest.mark.slow
 def test_fresh_fits_do_not_collapse_to_a_constant_decoder():
     # Theorem 3's environment 4: a decoder that outran the random initial policy saturated to
     # psi = 1 on every feedback (then 0 after the corrector's flip), indicator 0, in half of
