@@ -10,14 +10,20 @@ import argparse
 import json
 import math
 import warnings
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
-from iglearn.cli import positive_int
+from iglearn.cli.settings import add_settings, build_settings, number
+from iglearn.envs.mnist import DATASETS
 from iglearn.errors import IGLearnError
+from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
 
 DEFAULT_IOTA = math.log(2 / 0.05)
+LEARNER = "learner"
+# Where `iglearn fit` starts from: iglearn's settings, or the paper's objective plainly.
+OBJECTIVES = {"iglearn": BatchIGL, "paper": BatchIGL.paper}
 
 
 def _print(record: dict) -> None:
@@ -28,7 +34,6 @@ def _fit(args: argparse.Namespace) -> int:
     from iglearn.data.formats import open_table
     from iglearn.data.formats.base import check
     from iglearn.data.logs import InteractionLog
-    from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
     from iglearn.models.io import check_model_folder, save_model
     from iglearn.theory import lemma5_value_lower_bound
 
@@ -40,7 +45,8 @@ def _fit(args: argparse.Namespace) -> int:
     if not isinstance(log, InteractionLog):
         raise IGLearnError(f"{info.source}: holds contexts only; fitting needs a log with "
                            f"action, probability and feedback")
-    learner = BatchIGL(policy=args.policy, decoder=args.decoder, seed=args.seed)
+    learner = build_settings(args, OBJECTIVES[args.objective](seed=args.seed), LEARNER)
+    settings = asdict(learner)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         learner.fit(log)
@@ -51,7 +57,7 @@ def _fit(args: argparse.Namespace) -> int:
     summary = {
         "log": str(args.log), "model": str(out), "samples": n, "n_actions": k,
         "context_dim": log.context_dim, "feedback_dim": log.feedback_dim,
-        "policy": args.policy, "decoder": args.decoder, "seed": args.seed,
+        "objective": args.objective, "settings": settings,
         "indicator": report.indicator, "restart_threshold": report.threshold,
         "corrector_flipped": report.flipped, "corrector_statistic": report.corrector_statistic,
         "restarts": report.restarts, "attempt_indicators": report.attempt_indicators,
@@ -65,8 +71,9 @@ def _fit(args: argparse.Namespace) -> int:
         },
         "seconds": report.seconds,
     }
-    save_model(learner, out, info.schema, extra={"log": str(args.log), "samples": n,
-                                                 "seed": args.seed, "lemma5": summary["lemma5"]})
+    save_model(learner, out, info.schema,
+               extra={"log": str(args.log), "samples": n, "objective": args.objective,
+                      "settings": settings, "lemma5": summary["lemma5"]})
     _print(summary)
     return 0
 
@@ -217,71 +224,82 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0 or not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """Register fit, evaluate, predict, simulate and convert on the ``iglearn`` parser."""
     formats = "format from the extension: .npz, .parquet or .dsjson"
     fit = commands.add_parser(
         "fit", help="fit a policy and a reward decoder on a log",
         description=f"Fit batch IGL on LOG ({formats}); logged probabilities are used as "
-                    f"importance weights, so logs from any policy work.")
-    fit.add_argument("log", metavar="LOG")
-    fit.add_argument("--out", required=True, metavar="MODEL_DIR", help="model folder to write")
-    fit.add_argument("--policy", choices=("linear", "mlp"), default="linear")
-    fit.add_argument("--decoder", choices=("linear", "mlp"), default="linear")
-    fit.add_argument("--seed", type=int, default=0, help="seed (default 0)")
-    fit.add_argument("--iota", type=_positive_float, default=DEFAULT_IOTA,
-                     help="complexity term of Lemma 5's bound (default log(2/0.05))")
-    fit.add_argument("--v-bad", type=float, default=None,
-                     help="V(pi_bad), the value of uniform play (default 1/K)")
+                    f"importance weights, so logs from any policy work. Every setting of "
+                    f"BatchIGL and of its optimisation is an option below.")
+    fit.add_argument("log", metavar="LOG", help="the interaction log to fit")
+    fit.add_argument("--out", required=True, metavar="MODEL_DIR",
+                     help="model folder to write (an existing model there is replaced)")
+    fit.add_argument("--seed", type=number(int), default=0,
+                     help="seed of the initialisations and the shuffles")
+    fit.add_argument("--objective", choices=tuple(OBJECTIVES), default="iglearn",
+                     help="iglearn: the defaults below; paper: Eq. 2 as written, with the "
+                          "corrector and the adaptive restart and none of iglearn's additions "
+                          "(BatchIGL.paper(): no grounding or policy stage, no scaled weight "
+                          "decay, no control variate, no policy negation); options given "
+                          "below override either")
+    fit.add_argument("--iota", type=number(float, positive=True), default=DEFAULT_IOTA,
+                     help="complexity term of Lemma 5's bound (default: log(2/0.05))")
+    fit.add_argument("--v-bad", type=number(float), default=None,
+                     help="V(pi_bad), the value of the sufficiently bad policy in Lemma 5's "
+                          "bound (default: 1/K, uniform play)")
+    add_settings(fit, BatchIGL(), LEARNER, "learner settings (BatchIGL)",
+                 "The defaults are those of --objective iglearn.", skip=("seed",))
     fit.set_defaults(run=_fit)
 
     evaluate = commands.add_parser(
         "evaluate", help="measure a fitted model on a log or a labelled context set",
         description="JSON with accuracy (labels), the importance-weighted true value "
                     "(reward; evaluation only) and the decoded-reward value (feedback).")
-    evaluate.add_argument("model", metavar="MODEL_DIR")
-    evaluate.add_argument("data", metavar="DATA")
+    evaluate.add_argument("model", metavar="MODEL_DIR", help="a model folder from iglearn fit")
+    evaluate.add_argument("data", metavar="DATA",
+                          help=f"a log or a labelled context set ({formats})")
     evaluate.set_defaults(run=_evaluate)
 
     predict = commands.add_parser(
         "predict", help="actions and their probabilities for contexts",
         description="Greedy (or, with --sample, sampled) actions of the fitted policy and "
                     "their probabilities pi(a|x), written to --out (.npz, .parquet or .csv).")
-    predict.add_argument("model", metavar="MODEL_DIR")
-    predict.add_argument("contexts", metavar="CONTEXTS")
-    predict.add_argument("--out", required=True, metavar="FILE")
+    predict.add_argument("model", metavar="MODEL_DIR", help="a model folder from iglearn fit")
+    predict.add_argument("contexts", metavar="CONTEXTS",
+                         help=f"a context set or a log whose contexts to act on ({formats})")
+    predict.add_argument("--out", required=True, metavar="FILE",
+                         help=f"predictions to write: action and probability per row "
+                              f"({', '.join(PREDICTION_SUFFIXES)})")
     predict.add_argument("--sample", action="store_true",
                          help="draw actions from pi instead of taking the most likely one")
-    predict.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    predict.add_argument("--seed", type=number(int), default=0, help="seed of --sample")
     predict.set_defaults(run=_predict)
 
     simulate = commands.add_parser(
         "simulate", help="write a log from a built-in environment",
         description=f"Log interactions in a built-in environment ({formats}).")
-    simulate.add_argument("env", choices=("digits", "mnist"), metavar="ENV",
-                          help="digits (offline) or mnist")
-    simulate.add_argument("--samples", type=positive_int, required=True)
-    simulate.add_argument("--out", required=True, metavar="LOG")
+    simulate.add_argument("env", choices=DATASETS, metavar="ENV",
+                          help="digits (scikit-learn's, offline) or mnist (infinite MNIST)")
+    simulate.add_argument("--samples", type=number(int, positive=True), required=True,
+                          help="interactions to log")
+    simulate.add_argument("--out", required=True, metavar="LOG", help=f"the log ({formats})")
     simulate.add_argument("--policy", choices=("uniform", "skewed"), default="uniform",
                           help="logging policy: uniform, or skewed (half uniform, half a "
                                "fixed random softmax)")
-    simulate.add_argument("--seed", type=int, default=0)
+    simulate.add_argument("--seed", type=number(int), default=0,
+                          help="seed of the contexts, actions and feedback")
     simulate.add_argument("--test-out", default=None, metavar="FILE",
-                          help="also write the held-out test contexts with labels")
+                          help="also write the held-out test contexts with labels "
+                               "(default: not written)")
     simulate.add_argument("--data-dir", default=None, metavar="DIR",
-                          help="folder with the MNIST files (mnist only)")
+                          help="folder with the four MNIST .gz files, for mnist (default: "
+                               "$IGLEARN_DATA, the user cache, or a verified download)")
     simulate.set_defaults(run=_simulate)
 
     convert = commands.add_parser(
         "convert", help="convert a log or context set between formats",
         description=f"Convert IN to OUT ({formats}), batch by batch.")
-    convert.add_argument("input", metavar="IN")
-    convert.add_argument("output", metavar="OUT")
+    convert.add_argument("input", metavar="IN", help="the log or context set to read")
+    convert.add_argument("output", metavar="OUT", help="the file to write")
     convert.set_defaults(run=_convert)

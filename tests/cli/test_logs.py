@@ -1,8 +1,8 @@
 """The commands on people's own logs: simulate, fit, evaluate, predict, convert."""
 
-import functools
 import json
 import math
+from dataclasses import asdict
 
 import numpy as np
 import pandas as pd
@@ -10,17 +10,11 @@ import pytest
 
 from iglearn.cli import main
 from iglearn.data.formats import read_log, write_table
-from iglearn.learners import batch_igl
-from iglearn.learners.training import Optimisation
+from iglearn.learners import BatchIGL
 from iglearn.models import io
 from iglearn.theory import lemma5_value_lower_bound
 
-
-@pytest.fixture(autouse=True)
-def _fast_fits(monkeypatch):
-    """Short optimisation keeps the end-to-end runs to seconds."""
-    monkeypatch.setattr(batch_igl, "Optimisation",
-                        functools.partial(Optimisation, min_steps=60))
+FAST = ("--min-steps", "60")   # short fits keep the end-to-end runs to seconds
 
 
 def run(capsys, *argv):
@@ -36,9 +30,7 @@ def workspace(tmp_path_factory):
     assert main(["simulate", "digits", "--samples", "3000", "--out", str(folder / "log.npz"),
                  "--policy", "skewed", "--seed", "3", "--test-out",
                  str(folder / "test.parquet")]) == 0
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(batch_igl, "Optimisation", functools.partial(Optimisation, min_steps=60))
-        assert main(["fit", str(folder / "log.npz"), "--out", str(folder / "model")]) == 0
+    assert main(["fit", str(folder / "log.npz"), "--out", str(folder / "model"), *FAST]) == 0
     return folder
 
 
@@ -50,7 +42,7 @@ def test_simulate_writes_a_log_with_logged_probabilities(workspace):
 
 def test_fit_reports_and_evaluate_measures_far_above_chance(workspace, capsys, tmp_path):
     code, out, err = run(capsys, "fit", workspace / "log.npz", "--out", tmp_path / "m",
-                         "--seed", "1")
+                         "--seed", "1", *FAST)
     assert code == 0
     summary = json.loads(out)
     for key in ("samples", "n_actions", "indicator", "corrector_flipped", "restarts",
@@ -70,12 +62,29 @@ def test_fit_reports_and_evaluate_measures_far_above_chance(workspace, capsys, t
     assert measures["value_ips"] > 0.5
 
 
+def test_fit_options_reach_the_learner_and_the_model(workspace, capsys, tmp_path):
+    code, out, _ = run(capsys, "fit", workspace / "log.npz", "--out", tmp_path / "m",
+                       "--objective", "paper", "--lr", "0.05", "--no-corrector", "--epochs", "2",
+                       "--restart-threshold", "0.3", "--seed", "2", *FAST)
+    assert code == 0
+    expected = BatchIGL.paper(corrector=False, restart_threshold=0.3, seed=2)
+    settings = json.loads(out)["settings"]
+    assert settings["optimisation"] == {**asdict(expected.optimisation), "lr": 0.05,
+                                        "epochs": 2, "min_steps": 60}
+    assert {k: v for k, v in settings.items() if k != "optimisation"} == {
+        k: v for k, v in asdict(expected).items() if k != "optimisation"}
+    model = json.loads((tmp_path / "m" / io.METADATA).read_text())
+    assert model["training"]["settings"] == settings
+    assert model["training"]["objective"] == "paper"
+    assert json.loads(out)["restart_threshold"] == 0.3
+
+
 def test_fit_from_each_format_gives_the_same_model(workspace, capsys, tmp_path):
     outputs = []
     for suffix in (".parquet", ".dsjson"):
         assert run(capsys, "convert", workspace / "log.npz", tmp_path / f"l{suffix}")[0] == 0
         code, out, _ = run(capsys, "fit", tmp_path / f"l{suffix}", "--out",
-                           tmp_path / f"m{suffix}")
+                           tmp_path / f"m{suffix}", *FAST)
         assert code == 0
         outputs.append(json.loads(out)["indicator"])
     reference = json.loads((workspace / "model" / io.METADATA).read_text())
@@ -149,7 +158,7 @@ def test_data_that_does_not_fit_the_model(workspace, capsys, tmp_path, command, 
     out = tmp_path / "out.csv"
     argv = {"evaluate": ["evaluate", workspace / "model", data],
             "predict": ["predict", workspace / "model", data, "--out", out],
-            "fit": ["fit", data, "--out", tmp_path / "m"]}[command]
+            "fit": ["fit", data, "--out", tmp_path / "m", *FAST]}[command]
     code, stdout, err = run(capsys, *argv)
     assert code == 2 and stdout == "" and len(err.strip().splitlines()) == 1
     for word in words:

@@ -1,0 +1,134 @@
+"""``iglearn reproduce EXPERIMENT`` and ``iglearn sweep``: the paper's experiments, with one
+option per field of each experiment's settings and of :class:`Execution`."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from iglearn.cli.settings import add_settings, build_settings, value_parser
+from iglearn.experiments import figure3, sample_complexity, table1, unsupervised
+from iglearn.experiments.runner import Execution
+from iglearn.experiments.sweep import SWEEPABLE, reproduce_sweep
+from iglearn.experiments.table1 import Table1Config
+
+CONFIG, EXECUTION = "config", "execution"
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """One ``iglearn reproduce`` command."""
+
+    name: str
+    """The command's name."""
+    help: str
+    """One line for the list of commands."""
+    description: str
+    """What the command does, for its --help."""
+    defaults: object
+    """The experiment's settings (a dataclass) with the options' defaults."""
+    reproduce: Callable[[object, str, Execution], str]
+    """Runs the experiment: (settings, output folder, execution) -> Markdown summary."""
+    files: str
+    """The files it writes, for the closing line."""
+
+
+EXPERIMENTS = (
+    Experiment("table1", "Table 1: SUP, CB and IGL in batch mode on MNIST",
+               "Table 1: each trial logs fresh uniform interactions and fits SUP, CB and IGL; "
+               "accuracy is the argmax policy's on the test images.",
+               table1.Table1Config(), table1.reproduce,
+               "table1.csv, table1.md, table1.png and config.json"),
+    Experiment("sample-complexity", "SUP, CB and IGL accuracy against the number of samples",
+               "Accuracy of SUP, CB and IGL against the number of logged samples: how much "
+               "data grounding costs.",
+               sample_complexity.SampleComplexityConfig(), sample_complexity.reproduce,
+               "sample_complexity.csv, .md, .png and config.json"),
+    Experiment("unsupervised", "Section 6: unsupervised reward decoding vs IGL",
+               "Section 6 (Theorem 3): in every environment of two families whose feedback "
+               "looks the same under uniform play, compare a baseline that decodes the reward "
+               "by clustering feedback with IGL.",
+               unsupervised.UnsupervisedConfig(), unsupervised.reproduce,
+               "unsupervised.csv, unsupervised.md, unsupervised.png and config.json"),
+    Experiment("figure3", "Figure 3: E2G and online CB on MNIST",
+               "Figure 3: each trial plays E2G (feedback vectors only), epoch-greedy CB (true "
+               "reward) with the same schedule, and uniform play; it records the running "
+               "average reward and the greedy policy's test accuracy.",
+               figure3.Figure3Config(), figure3.reproduce,
+               "figure3.csv, figure3.md, figure3.png and config.json"),
+)
+
+# The settings a sweep starts from: Table 1's, with fewer trials and IGL alone.
+SWEEP_DEFAULTS = Table1Config(trials=2, methods=("IGL",))
+
+
+def add_run_options(parser: argparse.ArgumentParser, out: str) -> None:
+    """--out, and one option per field of :class:`Execution` (where and how trials run), its
+    ``show_progress`` as --quiet."""
+    group = add_settings(parser, Execution(), EXECUTION, "output and execution",
+                         Execution.__doc__, skip=("show_progress",))
+    group.add_argument("--out", default=out, metavar="DIR",
+                       help="output folder; running again there resumes its recorded trials")
+    group.add_argument("--quiet", dest=f"{EXECUTION}.show_progress", action="store_false",
+                       default=argparse.SUPPRESS,
+                       help="hide the progress bar over trials (default: shown)")
+
+
+def _run(experiment: Experiment, args: argparse.Namespace) -> int:
+    config = build_settings(args, experiment.defaults, CONFIG)
+    print(experiment.reproduce(config, args.out, build_settings(args, Execution(), EXECUTION)))
+    print(f"wrote {args.out}/{experiment.files}")
+    return 0
+
+
+def _grid_item(text: str) -> tuple[str, list]:
+    """argparse type of --set: ``NAME=V1,V2,...``, each value read as option --NAME reads it."""
+    name, sep, values = text.partition("=")
+    name = name.strip().replace("-", "_")
+    if not sep or not values:
+        raise argparse.ArgumentTypeError(f"{text!r}: write NAME=V1,V2,... (e.g. lr=0.01,0.02)")
+    if name not in SWEEPABLE:
+        raise argparse.ArgumentTypeError(f"cannot sweep {name!r}; choose from "
+                                         f"{', '.join(SWEEPABLE)}")
+    parse = value_parser(Table1Config, name)
+    try:
+        return name, [parse(value) for value in values.split(",")]
+    except argparse.ArgumentTypeError as e:
+        raise argparse.ArgumentTypeError(f"{name}: {e}") from e
+
+
+def _sweep(args: argparse.Namespace) -> int:
+    base = build_settings(args, SWEEP_DEFAULTS, CONFIG)
+    print(reproduce_sweep(base, dict(args.set), args.out,
+                          build_settings(args, Execution(), EXECUTION)))
+    print(f"wrote {args.out}/sweep.csv, sweep.md and config.json")
+    return 0
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    """Register ``reproduce EXPERIMENT`` and ``sweep`` on the ``iglearn`` parser."""
+    reproduce = commands.add_parser("reproduce", help="reproduce an experiment of the paper",
+                                    description="Reproduce an experiment of the paper.")
+    experiments = reproduce.add_subparsers(dest="experiment", required=True,
+                                           metavar="EXPERIMENT")
+    for experiment in EXPERIMENTS:
+        parser = experiments.add_parser(experiment.name, help=experiment.help,
+                                        description=experiment.description)
+        settings = type(experiment.defaults)
+        add_settings(parser, experiment.defaults, CONFIG, f"settings ({settings.__name__})",
+                     aliases={"families": "--family"})
+        add_run_options(parser, f"results/{experiment.name}")
+        parser.set_defaults(run=lambda args, experiment=experiment: _run(experiment, args))
+
+    sweep = commands.add_parser(
+        "sweep", help="batch fits over a grid of settings, one tidy table",
+        description="Fit the chosen methods with Table 1's settings at every combination of "
+                    "--set values; every combination uses the same trial seeds.")
+    sweep.add_argument("--set", action="append", type=_grid_item, default=[],
+                       metavar="NAME=V1,V2",
+                       help=f"a setting and its values, one of {', '.join(SWEEPABLE)}; "
+                            f"repeat for a grid (default: no grid, one point)")
+    add_settings(sweep, SWEEP_DEFAULTS, CONFIG, "settings at every point (Table1Config)")
+    add_run_options(sweep, "results/sweep")
+    sweep.set_defaults(run=_sweep)

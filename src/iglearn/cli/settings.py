@@ -1,0 +1,263 @@
+"""Command-line options generated from settings dataclasses.
+
+Every setting of iglearn is one dataclass field with an attribute docstring (the string
+literal right after the field). :func:`add_settings` gives each field of a settings object one
+option: ``--kebab-case`` of the field's name, its docstring as help and its value in that
+object as default. A field that holds a dataclass (``BatchIGL.optimisation``) gives one option
+per field of its own, under the same kebab-case rule. :func:`build_settings` applies the
+options given on the command line to a settings object; :func:`value_parser` reads one value
+of a field as its option does.
+
+Types: ``int``, ``float``, ``str``, ``bool`` (``--flag/--no-flag``), ``X | None`` (the value
+``none`` gives None, except for ``str``), ``tuple[X, ...]`` (comma-separated values) and
+``Literal[...]``. What a type does not say is in :data:`CHOICES` (the values of a ``str``
+setting) and :data:`POSITIVE`: every number is finite and at least 0, those named in
+``POSITIVE`` above 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import inspect
+import math
+import re
+import textwrap
+import types
+import typing
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import Field, dataclass, fields, is_dataclass, replace
+from functools import cache, partial
+from typing import Literal, TypeVar
+
+from iglearn.envs.mnist import DATASETS
+from iglearn.envs.section6 import FAMILIES
+from iglearn.experiments.runner import BACKENDS
+from iglearn.experiments.table1 import PAPER
+from iglearn.learners import e2g, unsupervised
+from iglearn.learners.schedules import SCHEDULES
+from iglearn.models.decoders import DECODERS
+from iglearn.models.policies import POLICIES
+
+T = TypeVar("T")
+
+# The values a str setting takes, by field name (a name means one setting in every class).
+CHOICES: Mapping[str, tuple[str, ...]] = {
+    "backend": BACKENDS,
+    "dataset": DATASETS,
+    "decoder": tuple(DECODERS),
+    "exploit": e2g.EXPLOIT,
+    "families": tuple(FAMILIES),
+    "method": unsupervised.METHODS,
+    "methods": tuple(PAPER),
+    "policy": tuple(POLICIES),
+    "rule": unsupervised.RULES,
+    "schedule": SCHEDULES,
+}
+
+# Numeric settings that must be above 0 (every other one must be at least 0).
+POSITIVE = frozenset({
+    "batch_size", "clusters", "decoder_temperature", "eta", "eval_every", "iota", "jobs",
+    "lr", "rounds", "samples", "stack", "trials", "update_every",
+})
+
+NONE = "none"
+
+
+def flag(name: str) -> str:
+    """The option of a field: ``decoder_temperature`` -> ``--decoder-temperature``."""
+    return "--" + name.replace("_", "-")
+
+
+@cache
+def field_docs(cls: type) -> dict[str, str]:
+    """The attribute docstrings of a dataclass's fields (its bases' too), read with ``ast``
+    from the class source, as one line of plain text each."""
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if "__dataclass_fields__" not in vars(klass):
+            continue
+        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        for statement, after in zip(body, body[1:], strict=False):
+            if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
+                    and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
+                    and isinstance(after.value.value, str)):
+                docs[statement.target.id] = _plain_text(after.value.value)
+    return docs
+
+
+def _plain_text(doc: str) -> str:
+    """A docstring as one line without reStructuredText markup (:class:`~a.B` -> B)."""
+    doc = re.sub(r":\w+:`~?(?:[\w.]*\.)?(\w+)`", r"\1", doc).replace("``", "")
+    return " ".join(doc.split())
+
+
+@dataclass(frozen=True)
+class _Kind:
+    """What a field's type says about its values."""
+
+    type: type
+    optional: bool = False
+    sequence: bool = False
+    choices: tuple[str, ...] | None = None
+
+
+def _kind(cls: type, field: Field) -> _Kind:
+    hint = typing.get_type_hints(cls)[field.name]
+    optional = False
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        args = typing.get_args(hint)
+        optional = type(None) in args
+        if len(args) == 2 and optional:  # X | None
+            hint = next(arg for arg in args if arg is not type(None))
+    sequence = typing.get_origin(hint) is tuple
+    if sequence:
+        hint = typing.get_args(hint)[0]
+    choices = CHOICES.get(field.name)
+    if typing.get_origin(hint) is Literal:
+        choices = tuple(str(arg) for arg in typing.get_args(hint))
+        hint = str
+    if hint not in (int, float, str, bool) or (hint is bool and (optional or sequence)):
+        raise TypeError(f"{cls.__name__}.{field.name}: no command-line option for type "
+                        f"{field.type}")
+    return _Kind(hint, optional, sequence, choices)
+
+
+def number(kind: type[int] | type[float], positive: bool = False) -> Callable[[str], float]:
+    """argparse type: a finite ``kind`` at least 0 (above 0 when ``positive``)."""
+    if kind is int:
+        bound = "an integer >= 1" if positive else "an integer >= 0"
+    else:
+        bound = "a finite number > 0" if positive else "a finite number >= 0"
+
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = math.nan
+        if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {text!r}")
+        return value
+    return parse
+
+
+def value_parser(cls: type, name: str) -> Callable[[str], object]:
+    """Read one command-line value of field ``name`` of dataclass ``cls``, as its option does;
+    raises ``argparse.ArgumentTypeError`` naming what the value must be."""
+    kind = _kind(cls, next(f for f in fields(cls) if f.name == name))
+    one: Callable[[str], object]
+    if kind.choices is not None:
+        one = partial(_choice, kind.choices)
+    elif kind.type is str:
+        one = _text
+    else:
+        one = number(kind.type, name in POSITIVE)
+
+    def parse(text: str) -> object:
+        text = text.strip()
+        if kind.optional and kind.type is not str and text.lower() == NONE:
+            return None
+        if kind.sequence:
+            return tuple(one(item.strip()) for item in text.split(","))
+        return one(text)
+    return parse
+
+
+def _choice(choices: tuple[str, ...], text: str) -> str:
+    if text not in choices:
+        raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(choices)}")
+    return text
+
+
+def _text(text: str) -> str:
+    if not text:
+        raise argparse.ArgumentTypeError("must not be empty")
+    return text
+
+
+def shown(value: object) -> str:
+    """A default as the command line writes it."""
+    if value is None:
+        return NONE
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    return str(value)
+
+
+def add_settings(parser: argparse.ArgumentParser, settings: object, key: str, title: str,
+                 description: str | None = None, *, skip: Collection[str] = (),
+                 aliases: Mapping[str, str] | None = None) -> argparse._ArgumentGroup:
+    """Add one option per field of the dataclass instance ``settings`` (and per field of each
+    dataclass it holds) to ``parser``, in an argument group ``title`` (with ``description``).
+
+    Options given on the command line land in the namespace under ``KEY.FIELD`` (nested:
+    ``KEY.FIELD.FIELD``) for :func:`build_settings`; options not given leave nothing there.
+    ``skip`` names fields that get no option; ``aliases`` maps a field to a second flag.
+    Returns the argument group.
+    """
+    cls = type(settings)
+    docs = field_docs(cls)
+    group = parser.add_argument_group(title, description)
+    nested = []
+    for field in fields(settings):
+        if field.name in skip or not field.init:
+            continue
+        value = getattr(settings, field.name)
+        if is_dataclass(value):
+            nested.append((field.name, value))
+            continue
+        if field.name not in docs:
+            raise TypeError(f"{cls.__name__}.{field.name} has no docstring to be its help")
+        kind = _kind(cls, field)
+        flags = [flag(field.name)]
+        if aliases and field.name in aliases:
+            flags.append(aliases[field.name])
+        text = f"{docs[field.name]} (default: {shown(value)})".replace("%", "%%")
+        dest = f"{key}.{field.name}"
+        if kind.type is bool:
+            group.add_argument(*flags, dest=dest, action=argparse.BooleanOptionalAction,
+                               default=argparse.SUPPRESS, help=text)
+            continue
+        metavar = "{" + ",".join(kind.choices) + "}" if kind.choices else field.name.upper()
+        group.add_argument(*flags, dest=dest, type=value_parser(cls, field.name),
+                           default=argparse.SUPPRESS, help=text,
+                           metavar=f"{metavar}[,...]" if kind.sequence else metavar)
+    for name, value in nested:
+        add_settings(parser, value, f"{key}.{name}", f"{title}: {name}", docs[name])
+    return group
+
+
+def build_settings(args: argparse.Namespace, settings: T, key: str) -> T:
+    """``settings`` with the options given on the command line (as :func:`add_settings` added
+    them under ``key``) in place of its values."""
+    given = {dest[len(key) + 1:]: value for dest, value in vars(args).items()
+             if dest.startswith(key + ".")}
+    return _with(settings, given)
+
+
+def _with(settings: T, given: dict[str, object]) -> T:
+    changes: dict[str, object] = {}
+    nested: dict[str, dict[str, object]] = {}
+    for path, value in given.items():
+        name, dot, rest = path.partition(".")
+        if dot:
+            nested.setdefault(name, {})[rest] = value
+        else:
+            changes[name] = value
+    for name, inner in nested.items():
+        changes[name] = _with(getattr(settings, name), inner)
+    return replace(settings, **changes)
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """Help that states the default of every option that takes a value (generated options
+    state theirs in their text)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if ("(default" in text or action.default in (None, argparse.SUPPRESS)
+                or action.required or action.nargs == 0 or not action.option_strings):
+            return text
+        return f"{text} (default: {shown(action.default)})"

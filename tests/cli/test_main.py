@@ -1,0 +1,173 @@
+"""The ``iglearn`` parser: every setting an option with help and its default; --version,
+--verbose anywhere, ``python -m iglearn``, one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import types
+import typing
+from dataclasses import fields, is_dataclass
+
+import pytest
+
+import iglearn
+from iglearn.cli import build_parser, experiments, logs, main
+from iglearn.cli.settings import CHOICES, build_settings, flag
+from iglearn.experiments.figure3 import Figure3Config
+from iglearn.experiments.runner import Execution
+from iglearn.experiments.sample_complexity import SampleComplexityConfig
+from iglearn.experiments.table1 import Table1Config
+from iglearn.experiments.unsupervised import UnsupervisedConfig
+from iglearn.learners import BatchIGL
+
+# (command, its required arguments, settings whose every field is an option, the namespace
+# key, fields left out)
+SETTINGS = [
+    (("reproduce", "table1"), [], Table1Config(), experiments.CONFIG, ()),
+    (("reproduce", "sample-complexity"), [], SampleComplexityConfig(), experiments.CONFIG, ()),
+    (("reproduce", "unsupervised"), [], UnsupervisedConfig(), experiments.CONFIG, ()),
+    (("reproduce", "figure3"), [], Figure3Config(), experiments.CONFIG, ()),
+    (("sweep",), [], experiments.SWEEP_DEFAULTS, experiments.CONFIG, ()),
+    *[(("reproduce", e.name), [], Execution(), experiments.EXECUTION, ())
+      for e in experiments.EXPERIMENTS],
+    (("sweep",), [], Execution(), experiments.EXECUTION, ()),
+    (("fit",), ["log.npz", "--out", "m"], BatchIGL(), logs.LEARNER, ("seed",)),
+]
+
+
+def leaf_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    """(command path, parser) of every command that runs something."""
+    subparsers = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subparsers:
+        yield path, parser
+    for action in subparsers:
+        for name, sub in action.choices.items():
+            yield from leaf_parsers(sub, (*path, name))
+
+
+def setting_fields(settings: object, prefix: str = ""):
+    """(dotted path, owner class, field, value) of every setting, nested dataclasses
+    flattened."""
+    for field in fields(settings):
+        value = getattr(settings, field.name)
+        if is_dataclass(value):
+            yield from setting_fields(value, f"{prefix}{field.name}.")
+        else:
+            yield f"{prefix}{field.name}", type(settings), field, value
+
+
+def another_value(cls: type, field, value) -> tuple[list[str], object]:
+    """Command-line words that set ``field`` to a value other than ``value``, and that value."""
+    hint = typing.get_type_hints(cls)[field.name]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        hint = next(a for a in typing.get_args(hint) if a is not type(None))
+    sequence = typing.get_origin(hint) is tuple
+    item = typing.get_args(hint)[0] if sequence else hint
+    if field.name == "show_progress":  # its option is --quiet
+        return ["--quiet"], False
+    if item is bool:
+        words = ["--no-" + field.name.replace("_", "-")] if value else [flag(field.name)]
+        return words, not value
+    if field.name in CHOICES:
+        choices = CHOICES[field.name]
+        if sequence:
+            new = (choices[-1],) if value != (choices[-1],) else (choices[0],)
+        else:
+            new = next(c for c in choices if c != value)
+    elif item is str:
+        new = "somewhere"
+    elif sequence:
+        new = (7, 9)
+    else:
+        new = item(2 * value) if value else item(3)
+    return [flag(field.name), ",".join(map(str, new)) if sequence else str(new)], new
+
+
+@pytest.mark.parametrize("command, required, settings, key, left_out", SETTINGS)
+def test_every_setting_has_an_option_with_help_and_default(command, required, settings, key,
+                                                           left_out):
+    parser = dict(leaf_parsers(build_parser()))[command]
+    options = {action.dest: action for action in parser._actions}
+    for path, _, _, _ in setting_fields(settings):
+        if path in left_out:
+            continue
+        action = options.get(f"{key}.{path}")
+        assert action is not None, f"{type(settings).__name__}.{path} has no option"
+        assert action.help and len(action.help) > 20, path
+        assert "(default: " in action.help, path
+
+
+@pytest.mark.parametrize("command, required, settings, key, left_out", SETTINGS)
+def test_every_setting_given_reaches_the_settings(command, required, settings, key, left_out):
+    parser = dict(leaf_parsers(build_parser()))[command]
+    for path, owner, field, value in setting_fields(settings):
+        if path in left_out:
+            continue
+        words, new = another_value(owner, field, value)
+        built = build_settings(parser.parse_args([*required, *words]), settings, key)
+        for name in path.split("."):
+            built = getattr(built, name)
+        assert built == new, (path, words)
+
+
+def test_every_option_and_argument_has_help_and_every_default_is_shown():
+    for path, parser in leaf_parsers(build_parser()):
+        for action in parser._actions:
+            if isinstance(action, argparse._HelpAction):
+                continue
+            assert action.help, (path, action.dest)
+            takes_value = action.option_strings and action.nargs != 0
+            if takes_value and not action.required:
+                help_text = parser._get_formatter()._get_help_string(action)
+                assert "(default: " in help_text, (path, action.dest)
+
+
+def test_version(capsys):
+    assert main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"iglearn {iglearn.__version__}"
+
+
+def test_python_dash_m_iglearn_help():
+    result = subprocess.run([sys.executable, "-m", "iglearn", "--help"], capture_output=True,
+                            text=True)
+    assert result.returncode == 0
+    for command in ("reproduce", "sweep", "fit", "evaluate", "predict", "simulate", "convert"):
+        assert command in result.stdout
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_verbose_before_or_after_the_command_shows_the_traceback(tmp_path, capsys, before):
+    command = ["convert", str(tmp_path / "absent.npz"), str(tmp_path / "out.npz")]
+    argv = ["--verbose", *command] if before else [*command, "--verbose"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and err.strip().splitlines()[-1].startswith("iglearn: error:")
+    assert main(command) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_usage_errors_are_one_line_naming_the_option(capsys):
+    assert main(["reproduce", "table1", "--trials", "0"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("iglearn: error:")
+    assert "--trials" in err and "iglearn reproduce table1 --help" in err
+
+
+def test_an_internal_error_is_one_line_asking_for_verbose(monkeypatch, capsys, tmp_path):
+    def broken(args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(logs, "_convert", broken)
+    assert main(["convert", str(tmp_path / "a.npz"), str(tmp_path / "b.npz")]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "internal error" in err and "a bug" in err and "--verbose" in err
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["reproduce", "--help"],
+                                  ["reproduce", "table1", "--help"], ["fit", "--help"]])
+def test_help(argv, capsys):
+    assert main(argv) == 0 and "iglearn" in capsys.readouterr().out
