@@ -5,9 +5,9 @@
 
 Figures (each the median of --repeats runs):
 - Table 1 wall time (16 trials x SUP, CB, IGL on 60000 samples, local backend, every core),
-  per-fit seconds per method, and IGL accuracy;
+  per-fit seconds per method, and IGL accuracy (a fraction);
 - Figure 3 wall time (16 trials x E2G, CB, uniform play, 10000 rounds) and E2G's final
-  accuracy;
+  accuracy (a fraction);
 - E2G act + learn interactions per second over a whole run, with and without its re-fits;
 - act latency of a fitted linear policy (one context) and batched act throughput;
 - seconds per SUP, CB and IGL fit on 4 logs one by one and side by side (``fit_many``), and
@@ -36,6 +36,7 @@ from iglearn import BatchIGL
 from iglearn.envs import make_environment
 from iglearn.experiments.figure3 import Figure3Config, final_values
 from iglearn.experiments.figure3 import run as run_figure3
+from iglearn.experiments.results import metric
 from iglearn.experiments.runner import Execution
 from iglearn.experiments.table1 import Table1Config, run, summary
 
@@ -62,7 +63,7 @@ def timed_runs(repeats: int, experiment) -> tuple[float, list[float], pd.DataFra
 def table1(config: Table1Config, repeats: int) -> dict:
     wall, walls, frame = timed_runs(repeats, lambda execution: run(config, execution))
     table = summary(frame).set_index("method")
-    per_fit = frame.groupby("method")["seconds"].median()
+    per_fit = metric(frame, "seconds").groupby("method")["value"].median()
     return {"table1_wall_seconds": wall, "table1_wall_runs": walls,
             "fit_seconds_median": {m: float(per_fit[m]) for m in table.index},
             "igl_accuracy_mean": float(table.loc["IGL", "mean"]),
@@ -72,11 +73,11 @@ def table1(config: Table1Config, repeats: int) -> dict:
 def online(config: Figure3Config, repeats: int) -> dict:
     wall, walls, frame = timed_runs(repeats, lambda execution: run_figure3(config, execution))
     last = final_values(frame)
-    accuracy = last[(last["metric"] == "accuracy") & (last["method"] == "E2G")]["value"]
+    accuracy = metric(last, "accuracy").query("method == 'E2G'")["value"]
     speeds = [throughput(config, "E2G") for _ in range(repeats)]
     return {"figure3_wall_seconds": wall, "figure3_wall_runs": walls,
-            "e2g_accuracy_mean": 100 * float(accuracy.mean()),
-            "e2g_accuracy_min": 100 * float(accuracy.min()),
+            "e2g_accuracy_mean": float(accuracy.mean()),
+            "e2g_accuracy_min": float(accuracy.min()),
             "e2g_interactions_per_second": statistics.median(
                 s["per_second"] for s in speeds),
             "e2g_interactions_per_second_excluding_fits": statistics.median(

@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 
 from iglearn.errors import IGLearnError
-from iglearn.experiments.runner import Execution, StackedTrials, run_trials
-from iglearn.experiments.table1 import Table1Config, run_stacked, run_trial
+from iglearn.experiments.results import SCHEMA
+from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
+from iglearn.experiments.table1 import Table1Config, run_stacked
 
 CONFIG = Table1Config(trials=3, samples=800, dataset="digits", seed=7)
 
@@ -32,13 +33,15 @@ def test_rows_are_ordered_by_trial_and_seeded_by_index(tmp_path):
 
 
 def drop_timing(rows):
-    return pd.DataFrame(rows).drop(columns=["seconds"])
+    frame = pd.DataFrame(rows)
+    return frame[frame["metric"] != "seconds"].reset_index(drop=True)
 
 
 def test_same_results_for_any_job_count_stack_and_backend(tmp_path):
     trials = StackedTrials(partial(run_stacked, CONFIG))
-    alone = run_trials(partial(run_trial, CONFIG), 3, CONFIG.seed,
-                       Execution(jobs=1, show_progress=False))
+    alone = run_trials(trials, 3, CONFIG.seed, Execution(jobs=1, stack=1, show_progress=False))
+    assert set(pd.DataFrame(alone)["metric"]) == {"accuracy", "seconds", "indicator",
+                                                  "restarts", "flipped"}
     for jobs, stack in ((1, 3), (2, 2), (2, 1)):
         rows = run_trials(trials, 3, CONFIG.seed,
                           Execution(jobs=jobs, stack=stack, show_progress=False))
@@ -92,9 +95,9 @@ def test_sigkill_mid_run_then_resume_matches_an_uninterrupted_run(tmp_path):
     subprocess.run(table1_command(tmp_path / "whole", trials), check=True, capture_output=True)
     resumed = pd.read_csv(out / "table1.csv")
     whole = pd.read_csv(tmp_path / "whole" / "table1.csv")
-    assert sorted(resumed.groupby("trial").size().items()) == [(t, 3) for t in range(trials)]
-    pd.testing.assert_frame_equal(resumed.drop(columns=["seconds"]),
-                                  whole.drop(columns=["seconds"]))
+    methods = resumed.groupby("trial")["method"].nunique()
+    assert sorted(methods.items()) == [(t, 3) for t in range(trials)]
+    pd.testing.assert_frame_equal(drop_timing(resumed), drop_timing(whole))
     for path in (out / "trials").glob("trial-*.json"):
         json.loads(path.read_text())  # every record is complete JSON
 
@@ -102,3 +105,9 @@ def test_sigkill_mid_run_then_resume_matches_an_uninterrupted_run(tmp_path):
 def test_unknown_backend_is_an_error():
     with pytest.raises(IGLearnError, match="unknown backend"):
         run_trials(toy_trial, 1, 0, Execution(backend="slurm"))
+
+
+def test_fingerprint_names_the_row_schema_and_not_the_trial_count():
+    assert fingerprint(CONFIG)["schema"] == SCHEMA and "trials" not in fingerprint(CONFIG)
+    assert fingerprint(CONFIG) == fingerprint(Table1Config(trials=9, samples=800,
+                                                           dataset="digits", seed=7))

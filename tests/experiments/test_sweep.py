@@ -3,6 +3,7 @@ import pytest
 
 from iglearn.cli import main
 from iglearn.errors import IGLearnError
+from iglearn.experiments.results import RESULT_COLUMNS
 from iglearn.experiments.sweep import grid_points, parse_grid
 
 
@@ -27,9 +28,14 @@ def test_sweep_cli_writes_one_tidy_table_with_common_seeds(tmp_path):
                  "--trials", "2", "--methods", "IGL,CB", "--jobs", "1", "--quiet",
                  "--out", str(out)]) == 0
     frame = pd.read_csv(out / "sweep.csv")
-    assert len(frame) == 2 * 2 * 2 and set(frame["method"]) == {"IGL", "CB"}
+    assert list(frame.columns) == [*RESULT_COLUMNS[:5], "lr", *RESULT_COLUMNS[5:]]
+    assert set(frame["experiment"]) == {"sweep"} and (frame["step"] == 800).all()
+    accuracy = frame[frame["metric"] == "accuracy"]
+    assert len(accuracy) == 2 * 2 * 2 and set(accuracy["method"]) == {"IGL", "CB"}
+    assert accuracy["value"].between(0.5, 1).all()
     assert frame.groupby("trial")["seed"].nunique().eq(1).all()  # same seeds at every point
-    assert "lr" in (out / "sweep.md").read_text()
+    text = (out / "sweep.md").read_text()
+    assert "| lr | method | accuracy (%) |" in text and "| 0.03 | IGL |" in text
 
 
 def test_sample_complexity_cli(tmp_path):
@@ -37,8 +43,14 @@ def test_sample_complexity_cli(tmp_path):
     assert main(["reproduce", "sample-complexity", "--samples", "300,1200", "--trials", "1",
                  "--dataset", "digits", "--jobs", "1", "--quiet", "--out", str(out)]) == 0
     frame = pd.read_csv(out / "sample_complexity.csv")
+    assert list(frame.columns) == [*RESULT_COLUMNS[:5], "samples", *RESULT_COLUMNS[5:]]
+    assert set(frame["experiment"]) == {"sample-complexity"}
     assert sorted(frame["samples"].unique()) == [300, 1200]
+    assert (frame["step"] == frame["samples"]).all()
     assert set(frame["method"]) == {"SUP", "CB", "IGL"}
-    sup = frame[frame["method"] == "SUP"].set_index("samples")["accuracy"]
-    assert sup[1200] > 70
+    accuracy = frame[frame["metric"] == "accuracy"]
+    sup = accuracy[accuracy["method"] == "SUP"].set_index("samples")["value"]
+    assert 0.7 < sup[1200] <= 1
+    text = (out / "sample_complexity.md").read_text()
+    assert "SUP accuracy (%)" in text and "± is the standard deviation over 1 trial" in text
     assert (out / "sample_complexity.png").stat().st_size > 1000

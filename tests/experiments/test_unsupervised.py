@@ -9,6 +9,7 @@ import pytest
 from iglearn.cli import main
 from iglearn.envs import digits_environment
 from iglearn.envs.section6 import FAMILIES, family_environments
+from iglearn.experiments.results import RESULT_COLUMNS
 from iglearn.experiments.unsupervised import (
     UnsupervisedConfig,
     family_clusters,
@@ -20,25 +21,33 @@ from iglearn.learners.unsupervised import UnsupervisedBandit
 from iglearn.seeding import spawn_seeds
 
 
+def measured(rows: list[dict]) -> dict[str, dict]:
+    """Each method's metrics from a unit's tidy rows."""
+    by_method: dict[str, dict] = {}
+    for row in rows:
+        by_method.setdefault(row["method"], {})[row["metric"]] = row["value"]
+    return by_method
+
+
 def test_igl_beats_the_baseline_where_the_baseline_decodes_wrong():
     config = UnsupervisedConfig(trials=1, samples=3000, dataset="digits",
                                 families=("theorem3",))
     names, seed = list(FAMILIES["theorem3"]), spawn_seeds(0, 1)[0]
-    first = {row["method"]: row for row in run_units(config, [0], [seed])[0]}["unsupervised"]
+    first = measured(run_units(config, [0], [seed])[0])["unsupervised"]
     # The baseline decodes alike in every environment, so the one whose decoded gap
     # r_i - mean_{j != i} r_j is lowest (Theorem 3's proof) is known from any of them.
     r = np.array([first[f"decoded_{d}"] for d in range(10)])
     worst = int(np.argmin([r[i] - np.delete(r, i).mean() for i in range(10)]))
     rows = run_units(config, [worst], [seed])[0]
-    by_method = {row["method"]: row for row in rows}
+    by_method = measured(rows)
     assert set(by_method) == {"unsupervised", "IGL"}
     assert all(row["environment"] == names[worst] and row["family"] == "theorem3"
-               for row in rows)
+               and row["step"] == 3000 for row in rows)
     assert [by_method["unsupervised"][f"decoded_{d}"] for d in range(10)] == r.tolist()
     assert by_method["unsupervised"]["decoded_gap"] < 0.1
     assert by_method["IGL"]["decoded_gap"] > 0.8
-    assert by_method["IGL"]["accuracy"] > 70
-    assert by_method["IGL"]["accuracy"] > by_method["unsupervised"]["accuracy"] + 40
+    assert by_method["IGL"]["accuracy"] > 0.7
+    assert by_method["IGL"]["accuracy"] > by_method["unsupervised"]["accuracy"] + 0.4
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -67,13 +76,18 @@ def test_cli_end_to_end_on_digits(tmp_path, capsys):
                  "--trials", "1", "--samples", "2000", "--out", str(out), "--quiet",
                  "--seed", "3", "--jobs", "1"]) == 0
     frame = pd.read_csv(out / "unsupervised.csv")
-    assert set(frame.columns) >= {"family", "environment", "method", "trial", "accuracy",
-                                  "seed", "seconds", "decoded_gap", "decoded_0", "decoded_9"}
-    assert len(frame) == 4 and set(frame["environment"]) == {"ENV(1)", "ENV(2)"}
-    assert frame["accuracy"].between(0, 100).all() and (frame["seconds"] > 0).all()
+    assert list(frame.columns) == [*RESULT_COLUMNS[:5], "family", "environment",
+                                   *RESULT_COLUMNS[5:]]
+    assert set(frame["metric"]) == {"accuracy", "seconds", "decoded_gap",
+                                    *(f"decoded_{d}" for d in range(10))}
+    assert len(frame) == 4 * 13 and set(frame["environment"]) == {"ENV(1)", "ENV(2)"}
+    accuracy = frame.loc[frame["metric"] == "accuracy", "value"]
+    assert accuracy.between(0, 1).all() and accuracy.max() > 0.5
+    assert (frame.loc[frame["metric"] == "seconds", "value"] > 0).all()
     assert (same_decoding(frame)["spread"] == 0).all()  # one log's feedback, one decoder
     text = (out / "unsupervised.md").read_text()
     assert "ENV(1)" in text and "ENV(2)" in text and "IGL" in text
+    assert "accuracy (%)" in text and "± is the standard deviation over 1 trial" in text
     assert (out / "unsupervised.png").stat().st_size > 1000
     config = json.loads((out / "config.json").read_text())["config"]
     assert config["samples"] == 2000 and config["families"] == ["env12"]

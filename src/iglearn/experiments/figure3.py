@@ -2,9 +2,12 @@
 
 Each trial plays E2G (which sees feedback vectors only), epoch-greedy CB (which sees the
 true reward) with the same schedule, and uniform play, for ``rounds`` rounds of Algorithm 1
-(one exploration step plus n_i exploitation steps each). At every ``eval_every`` rounds it
-records, against the number of interactions so far, the running average of the true reward
-and the test accuracy of the current greedy policy.
+(one exploration step plus n_i exploitation steps each), all with
+:func:`iglearn.envs.play.play` on the same contexts. At every ``eval_every`` rounds it
+records, against the number of interactions so far (``step``), the running average of the
+true reward and, once a policy is fitted, its greedy test accuracy, its fit's indicator
+(Eq. 9) and, where the indicator certifies Delta_psi > 0, Lemma 5's lower bound on its value.
+Settings under which no learner would ever exploit are refused before anything runs.
 """
 
 from __future__ import annotations
@@ -18,16 +21,21 @@ import numpy as np
 import pandas as pd
 
 from iglearn import theory
-from iglearn.envs import Contexts, Environment, make_environment
+from iglearn.envs import Environment, make_environment
+from iglearn.envs.play import Checkpoint, ContextStream, play
 from iglearn.errors import IGLearnError
 from iglearn.experiments.results import (
     format_std,
-    mean_std,
+    metric,
+    percent,
     prepare_output,
-    write_atomic,
+    std_note,
+    tidy_frame,
+    tidy_rows,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, fingerprint, run_trials
+from iglearn.files import write_atomic
 from iglearn.learners import (
     EpochGreedy,
     OnlineContextualBandit,
@@ -74,14 +82,24 @@ class Figure3Config:
     decoder: str = "linear"
     """E2G's decoder class: 'linear' (the paper's) or 'mlp'."""
 
-    def check(self) -> None:
-        """Raise IGLearnError on settings that cannot run."""
+    def check(self, n_actions: int) -> None:
+        """Raise IGLearnError on settings that cannot run, or that would end before the
+        learners fit a policy and exploit it with ``n_actions`` (K) actions."""
         if self.eval_every % self.update_every:
             raise IGLearnError(f"--eval-every {self.eval_every} must be a multiple of "
                                f"--update-every {self.update_every}")
         if self.rounds < 1 or self.trials < 1:
             raise IGLearnError("--rounds and --trials must be positive")
-        make_schedule(self.schedule, self.warmup, self.eta, self.iota)
+        warmup = make_schedule(self.schedule, self.warmup, self.eta, self.iota).warmup(n_actions)
+        if warmup is not None and self.rounds <= warmup:
+            fix = ("lower --warmup" if self.schedule == "paper" else
+                   f"lower --iota or raise --eta (T0 = 2 K^2 iota / eta^2 with K = {n_actions})")
+            raise IGLearnError(f"--rounds {self.rounds} ends within the {self.schedule} "
+                               f"schedule's warm-up of {warmup} rounds, so no learner would "
+                               f"exploit; raise --rounds above {warmup} or {fix}")
+        if warmup is None and self.rounds < self.update_every:
+            raise IGLearnError(f"--rounds {self.rounds} ends before the first fit at round "
+                               f"{self.update_every}; raise --rounds or lower --update-every")
 
 
 def make_learner(method: str, config: Figure3Config, env: Environment,
@@ -101,60 +119,35 @@ def make_learner(method: str, config: Figure3Config, env: Environment,
     raise IGLearnError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
 
 
-class ContextStream:
-    """A trial's contexts, drawn once (in chunks, as needed) and replayed in the same order to
-    every method, so the methods meet the same contexts and no image is generated twice."""
-
-    def __init__(self, env: Environment, rng: np.random.Generator, chunk: int = 8192):
-        self.env, self.rng, self.chunk = env, rng, chunk
-        self._parts: list[Contexts] = []
-        self._drawn = 0
-
-    def read(self, start: int, count: int) -> Contexts:
-        """Contexts ``start .. start + count - 1`` of the stream."""
-        while self._drawn < start + count:
-            self._parts.append(self.env.contexts(self.chunk, self.rng))
-            self._drawn += self.chunk
-        if len(self._parts) > 1:
-            self._parts = [Contexts(np.concatenate([c.features for c in self._parts]),
-                                    np.concatenate([c.label for c in self._parts]))]
-        whole = self._parts[0]
-        return Contexts(whole.features[start:start + count], whole.label[start:start + count])
+def measure(learner: OnlineLearner, config: Figure3Config, env: Environment,
+            point: Checkpoint) -> dict[str, float | bool | None]:
+    """The metrics of a checkpoint: the running average reward, and for a learner with a
+    policy its greedy test accuracy, the indicator of its last fit and Lemma 5's lower bound
+    on its value where that fit certifies Delta_psi > 0 (else None: not measured); under the
+    data-driven schedule, whether a fit has been certified."""
+    metrics: dict[str, float | bool | None] = {"average_reward": point.average_reward}
+    if isinstance(learner, EpochGreedy) and learner.policy_ is not None:
+        test_x, test_y = env.test_set()
+        fit = learner.fits_[-1]
+        metrics["accuracy"] = learner.accuracy(test_x, test_y)
+        metrics["indicator"] = fit["indicator"]
+        metrics["value_lower_bound"] = value_bound(fit, env.n_actions, learner.schedule.iota)
+    if isinstance(learner, EpochGreedy) and config.schedule == "data-driven":
+        metrics["certified"] = learner.certified_
+    return metrics
 
 
-def play(learner: OnlineLearner, env: Environment, contexts: ContextStream,
-         rng: np.random.Generator, rounds: int, eval_every: int, reads: str) -> list[dict]:
-    """Play ``rounds`` rounds on the stream's contexts, acting on whole blocks at once; one
-    record per checkpoint. ``rng`` draws the feedback; ``reads`` is what ``learn`` receives:
-    'feedback' or 'reward'."""
-    test_x, test_y = env.test_set()
-    records, total, start = [], 0.0, time.perf_counter()
-    while learner.round_ < rounds:
-        block = learner.block_size(min(rounds, (learner.round_ // eval_every + 1) * eval_every))
-        shown = contexts.read(learner.interactions_, block)
-        actions, probabilities = learner.act_batch(shown.features)
-        reward = env.reward(shown, actions)  # hidden from E2G
-        total += float(reward.sum())
-        signal = env.feedback(reward, rng) if reads == "feedback" else reward
-        learner.learn_batch(shown.features, actions, probabilities, signal)
-        if learner.round_ % eval_every == 0 or learner.round_ >= rounds:
-            record = {"rounds": learner.round_, "interactions": learner.interactions_,
-                      "average_reward": total / learner.interactions_}
-            if isinstance(learner, EpochGreedy) and learner.policy_ is not None:
-                record["accuracy"] = learner.accuracy(test_x, test_y)
-                fit = learner.fits_[-1]
-                record["indicator"] = fit["indicator"]
-                record["value_lower_bound"] = theory.value_lower_bound(
-                    fit["indicator"], fit["indicator_samples"], env.n_actions,
-                    learner.schedule.iota, 1.0 / env.n_actions)
-            records.append(record)
-    records[-1]["seconds"] = time.perf_counter() - start
-    return records
+def value_bound(fit: dict, n_actions: int, iota: float) -> float | None:
+    """Lemma 5's lower bound on V(pi) from a fit's indicator, clipped to [0, 1], or None where
+    the indicator does not certify Delta_psi > 0 (V(pi_bad) = 1/K, as in classification)."""
+    bound = theory.lemma5_value_lower_bound(fit["indicator"], fit["indicator_samples"],
+                                            n_actions, iota, 1.0 / n_actions)
+    return None if bound is None else min(1.0, max(0.0, bound))
 
 
 def run_trial(config: Figure3Config, trial: int, seed: np.random.SeedSequence) -> list[dict]:
-    """Play E2G, CB and uniform play in one trial; tidy rows (method, trial, seed, rounds,
-    interactions, metric, value). A pure function of its arguments."""
+    """Play E2G, CB and uniform play in one trial; the tidy rows of every checkpoint (step:
+    the interactions so far; setting: the round). A pure function of its arguments."""
     env = make_environment(config.dataset, config.data_dir)
     trial_seed = integer_seed(seed)
     rows: list[dict] = []
@@ -162,53 +155,67 @@ def run_trial(config: Figure3Config, trial: int, seed: np.random.SeedSequence) -
     contexts = ContextStream(env, np.random.default_rng([trial_seed, 0]))
     for index, method in enumerate(METHODS):
         # The same contexts for every method; each learner and its feedback its own Generator.
-        learner = make_learner(method, config, env, np.random.default_rng([trial_seed, 1,
-                                                                           index]))
-        reads = "reward" if method == "CB" else "feedback"
         rounds = interactions if method == "Uniform" else config.rounds
-        records = play(learner, env, contexts, np.random.default_rng([trial_seed, 2, index]),
-                       rounds, config.eval_every, reads)
+        measured = play_method(method, config, env, contexts, rounds,
+                               np.random.default_rng([trial_seed, 1, index]),
+                               np.random.default_rng([trial_seed, 2, index]))
         if method == "E2G":
-            interactions = records[-1]["interactions"]  # uniform play spans the same range
-        for record in records:
-            for metric, value in record.items():
-                if metric not in ("rounds", "interactions"):
-                    rows.append({"method": method, "trial": trial, "seed": trial_seed,
-                                 "rounds": record["rounds"],
-                                 "interactions": record["interactions"],
-                                 "metric": metric, "value": float(value)})
+            interactions = measured[-1][0].interactions  # uniform play spans the same range
+        for point, metrics in measured:
+            rows += tidy_rows("figure3", method, trial, trial_seed, point.interactions,
+                              metrics, {"round": point.round})
     return rows
+
+
+def play_method(method: str, config: Figure3Config, env: Environment, contexts: ContextStream,
+                rounds: int, learner_rng: np.random.Generator,
+                feedback_rng: np.random.Generator) -> list[tuple[Checkpoint, dict]]:
+    """Play a fresh ``method`` learner for ``rounds`` rounds on ``contexts``; each
+    checkpoint with its metrics (:func:`measure`), the last also with the seconds played."""
+    learner = make_learner(method, config, env, learner_rng)
+    measured: list[tuple[Checkpoint, dict]] = []
+
+    def evaluate(point: Checkpoint) -> None:
+        measured.append((point, measure(learner, config, env, point)))
+
+    start = time.perf_counter()
+    play(learner, env, rounds, feedback_rng, contexts=contexts, on_checkpoint=evaluate,
+         learns_from="reward" if method == "CB" else "feedback",
+         checkpoints=range(config.eval_every, rounds, config.eval_every))
+    measured[-1][1]["seconds"] = time.perf_counter() - start
+    return measured
 
 
 def run(config: Figure3Config, execution: Execution | None = None,
         folder: Path | None = None) -> pd.DataFrame:
     """Run every trial (in parallel and recorded in ``folder`` as ``execution`` says) and
     return the tidy table."""
-    config.check()
+    config.check(make_environment(config.dataset, config.data_dir).n_actions)
     rows = run_trials(partial(run_trial, config), config.trials, config.seed,
                       execution or Execution(), folder, fingerprint(config), "Figure 3 trials")
-    return pd.DataFrame(rows)
+    return tidy_frame(rows)
 
 
 def final_values(frame: pd.DataFrame) -> pd.DataFrame:
     """Each method's last value of each metric per trial."""
-    last = frame.sort_values("interactions").groupby(["method", "trial", "metric"],
-                                                     sort=False).tail(1)
+    last = frame.sort_values("step", kind="stable").groupby(["method", "trial", "metric"],
+                                                            sort=False).tail(1)
     return last.reset_index(drop=True)
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Final values per method and metric: mean, std, min and count over trials."""
-    last = final_values(frame)
-    table = mean_std(last, ["method", "metric"], "value")
+    """Final values per method and metric: mean, std (ddof=1), min and count over trials."""
+    table = final_values(frame).groupby(["method", "metric"], sort=False)["value"].agg(
+        mean="mean", std="std", min="min", n="count").reset_index()
     order = {m: i for i, m in enumerate(METHODS)}
     return table.sort_values(["method", "metric"], key=lambda c: c.map(order)
                              if c.name == "method" else c).reset_index(drop=True)
 
 
 def markdown(table: pd.DataFrame, frame: pd.DataFrame, config: Figure3Config) -> str:
-    """The final values as a Markdown table."""
-    interactions = final_values(frame).groupby("method")["interactions"].mean()
+    """The final values as a Markdown table (accuracy in percent), with what ± is and,
+    under the data-driven schedule, whether any fit was certified."""
+    interactions = final_values(frame).groupby("method")["step"].mean()
     lines = [
         f"# Figure 3: online, {config.dataset}, {config.rounds} rounds, {config.schedule} "
         f"schedule, {config.trials} trials, {config.policy} policy",
@@ -224,36 +231,59 @@ def markdown(table: pd.DataFrame, frame: pd.DataFrame, config: Figure3Config) ->
         acc = cells.get((method, "accuracy"))
         reward = cells[(method, "average_reward")]
         seconds = cells.get((method, "seconds"))
-        accuracy = ((f"{100 * acc.mean:.2f} ± {format_std(100 * acc.std)}",
-                     f"{100 * acc.min:.2f}") if acc is not None else ("n/a", "n/a"))
+        accuracy = ((percent(acc.mean, acc.std), f"{100 * acc.min:.2f}") if acc is not None
+                    else ("n/a", "n/a"))
         lines.append(f"| {method} | {interactions[method]:.0f} | {accuracy[0]} | "
                      f"{accuracy[1]} | {reward.mean:.4f} ± {format_std(reward.std, 4)} | "
                      f"{seconds.mean:.1f} |")
+    lines += ["", f"Final values. {std_note(config.trials)} Uniform play has no policy to "
+              f"score (n/a)."]
+    if config.schedule == "data-driven":
+        lines += ["", *certification(frame)]
     return "\n".join(lines) + "\n"
 
 
+def certification(frame: pd.DataFrame) -> list[str]:
+    """Per learner of the data-driven schedule, a line saying in how many trials a fit was
+    certified (indicator > 1/K + K eps_D), or that none was."""
+    certified = metric(final_values(frame), "certified")
+    lines = []
+    for method in METHODS:
+        part = certified[certified["method"] == method]
+        if part.empty:
+            continue
+        count, trials = int((part["value"] > 0).sum()), len(part)
+        if count:
+            lines.append(f"{method}: a fit was certified in {count} of {trials} trials.")
+        else:
+            lines.append(f"{method}: no fit was certified in any of its {trials} trials, so it "
+                         f"explored throughout and never played its policy; its accuracy is "
+                         f"that of an uncertified fit.")
+    return lines
+
 
 def plot(frame: pd.DataFrame, path: Path, dataset: str = "mnist") -> None:
-    """Running average reward and greedy test accuracy against interactions: the mean over
-    trials with a band of one standard deviation, one curve per method."""
+    """Running average reward and greedy test accuracy (%) against interactions: the mean
+    over trials with a band of one standard deviation, one curve per method."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, metric, label in ((axes[0], "average_reward", "running average reward"),
-                              (axes[1], "accuracy", "greedy policy test accuracy")):
+    for ax, name, label, scale in (
+            (axes[0], "average_reward", "running average reward", 1.0),
+            (axes[1], "accuracy", "greedy policy test accuracy (%)", 100.0)):
         for i, method in enumerate(METHODS):
-            part = frame[(frame["method"] == method) & (frame["metric"] == metric)]
+            part = metric(frame, name)
+            part = part[part["method"] == method]
             if part.empty:
                 continue
-            curve = part.groupby("rounds").agg(x=("interactions", "mean"),
-                                               mean=("value", "mean"), std=("value", "std"))
-            std = curve["std"].fillna(0.0)
-            ax.plot(curve["x"], curve["mean"], color=f"C{i}", label=method)
-            ax.fill_between(curve["x"], curve["mean"] - std, curve["mean"] + std,
-                            color=f"C{i}", alpha=0.2)
+            curve = part.groupby("round").agg(x=("step", "mean"), mean=("value", "mean"),
+                                              std=("value", "std"))
+            mean, std = scale * curve["mean"], scale * curve["std"].fillna(0.0)
+            ax.plot(curve["x"], mean, color=f"C{i}", label=method)
+            ax.fill_between(curve["x"], mean - std, mean + std, color=f"C{i}", alpha=0.2)
         ax.set_xlabel("interactions")
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
@@ -269,8 +299,7 @@ def reproduce(config: Figure3Config, out: str | Path,
               execution: Execution | None = None) -> str:
     """Run Figure 3 and write figure3.csv, figure3.md, figure3.png and config.json; finished
     trials are recorded in ``out/trials`` for resumption."""
-    config.check()
-    make_environment(config.dataset, config.data_dir)  # fails early on missing data
+    config.check(make_environment(config.dataset, config.data_dir).n_actions)  # data too
     folder = prepare_output(out)
     return write_results(run(config, execution, folder), config, folder)
 

@@ -26,7 +26,8 @@ import numpy as np
 import torch
 
 from iglearn.errors import IGLearnError
-from iglearn.experiments.results import write_text
+from iglearn.experiments.results import SCHEMA
+from iglearn.files import write_text
 from iglearn.progress import one_line_warnings, progress
 from iglearn.seeding import spawn_seeds
 
@@ -95,10 +96,12 @@ class _OneByOne:
         return [self.trial(index, seed) for index, seed in zip(indices, seeds, strict=True)]
 
 
-def fingerprint(config: object) -> dict:
+def fingerprint(config: object, **more: object) -> dict:
     """What identifies a run's trials: every setting of its (dataclass) config except the
-    number of trials, so that a run with more trials resumes one with fewer."""
-    return {k: v for k, v in asdict(config).items() if k != "trials"}
+    number of trials, so that a run with more trials resumes one with fewer, anything in
+    ``more``, and the version of the rows' schema."""
+    settings = {k: v for k, v in asdict(config).items() if k != "trials"}
+    return {**settings, **more, "schema": SCHEMA}
 
 
 class TrialRecord:

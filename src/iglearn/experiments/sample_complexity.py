@@ -12,13 +12,16 @@ from iglearn.envs import make_environment
 from iglearn.experiments.results import (
     markdown_table,
     mean_std,
+    metric,
+    percent,
     prepare_output,
-    write_atomic,
+    std_note,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution
 from iglearn.experiments.sweep import run_sweep
 from iglearn.experiments.table1 import Table1Config
+from iglearn.files import write_atomic
 
 DEFAULT_SAMPLES = (1000, 2000, 5000, 10000, 20000, 60000)
 
@@ -42,27 +45,38 @@ class SampleComplexityConfig:
 
 
 def plot(frame: pd.DataFrame, path: Path) -> None:
-    """Accuracy against log size (log scale), mean with a band of one std, per method."""
+    """Accuracy (%) against log size (log scale), mean with a band of one std, per method."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 4))
-    for method, part in frame.groupby("method", sort=False):
-        stats = part.groupby("samples")["accuracy"].agg(["mean", "std"]).fillna(0)
+    for method, part in metric(frame, "accuracy").groupby("method", sort=False):
+        stats = 100 * part.groupby("samples")["value"].agg(["mean", "std"]).fillna(0)
         ax.plot(stats.index, stats["mean"], marker="o", label=method)
         ax.fill_between(stats.index, stats["mean"] - stats["std"],
                         stats["mean"] + stats["std"], alpha=0.2)
     ax.set_xscale("log")
     ax.set_xlabel("logged interactions")
     ax.set_ylabel("policy accuracy (%)")
-    ax.set_title("Sample complexity: the cost of grounding")
+    ax.set_title("Sample complexity: the cost of grounding (mean ± std over trials)")
     ax.grid(alpha=0.3)
     ax.legend()
     fig.tight_layout()
     write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     plt.close(fig)
+
+
+def markdown(frame: pd.DataFrame, config: SampleComplexityConfig) -> str:
+    """Mean accuracy (%) per log size and method, ± its standard deviation."""
+    table = mean_std(frame, ["samples", "method"], "accuracy")
+    table["cell"] = [percent(m, s) for m, s in zip(table["mean"], table["std"], strict=True)]
+    wide = table.pivot(index="samples", columns="method", values="cell")
+    wide = wide[[m for m in ("SUP", "CB", "IGL") if m in wide]]
+    wide.columns = [f"{m} accuracy (%)" for m in wide.columns]
+    return (f"# Sample complexity ({config.dataset}, {config.trials} trials per size)\n\n"
+            f"{markdown_table(wide.reset_index())}\n\n{std_note(config.trials)}\n")
 
 
 def reproduce(config: SampleComplexityConfig, out: str | Path,
@@ -72,10 +86,7 @@ def reproduce(config: SampleComplexityConfig, out: str | Path,
     folder = prepare_output(out)
     base = Table1Config(trials=config.trials, seed=config.seed, dataset=config.dataset,
                         data_dir=config.data_dir, policy=config.policy)
-    frame = run_sweep(base, {"samples": sorted(config.samples)}, execution, folder)
-    table = mean_std(frame, ["samples", "method"], "accuracy")
-    wide = table.pivot(index="samples", columns="method", values="mean")
-    wide = wide[[m for m in ("SUP", "CB", "IGL") if m in wide]].reset_index()
-    text = (f"# Sample complexity ({config.dataset}, {config.trials} trials per size, "
-            f"mean accuracy %)\n\n{markdown_table(wide)}\n")
-    return write_outputs(folder, "sample_complexity", frame, text, config, plot)
+    frame = run_sweep(base, {"samples": sorted(config.samples)}, execution, folder,
+                      "sample-complexity")
+    return write_outputs(folder, "sample_complexity", frame, markdown(frame, config), config,
+                         plot)

@@ -17,9 +17,11 @@ import pandas as pd
 from iglearn.envs import make_environment
 from iglearn.errors import IGLearnError
 from iglearn.experiments.results import (
+    SCHEMA,
     markdown_table,
     mean_std,
     prepare_output,
+    tidy_frame,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, StackedTrials, run_trials
@@ -63,37 +65,45 @@ def grid_points(grid: dict[str, list]) -> list[dict]:
             for values in itertools.product(*(grid[n] for n in names))]
 
 
-def sweep_trials(base: Table1Config, points: list[dict], indices: list[int],
+def sweep_trials(base: Table1Config, points: list[dict], experiment: str, indices: list[int],
                  seeds: list[np.random.SeedSequence]) -> list[list[dict]]:
     """Trial ``index % trials`` of grid point ``index // trials`` for every index, the trials
-    of one point fitted side by side; rows carry the settings."""
+    of one point fitted side by side; rows carry the point's settings."""
     rows: dict[int, list[dict]] = {}
     for p, point in enumerate(points):
         members = [k for k, index in enumerate(indices) if index // base.trials == p]
         if members:
             fitted = run_stacked(replace(base, **point),
                                  [indices[k] % base.trials for k in members],
-                                 [seeds[k] for k in members])
+                                 [seeds[k] for k in members], experiment)
             for k, trial_rows in zip(members, fitted, strict=True):
-                rows[k] = [{**point, **row} for row in trial_rows]
+                rows[k] = [{**row, **point} for row in trial_rows]
     return [rows[k] for k in range(len(indices))]
 
 
 def run_sweep(base: Table1Config, grid: dict[str, list], execution: Execution | None = None,
-              folder: Path | None = None) -> pd.DataFrame:
-    """All grid points x ``base.trials`` trials, as one tidy table."""
+              folder: Path | None = None, experiment: str = "sweep") -> pd.DataFrame:
+    """All grid points x ``base.trials`` trials, as one tidy table whose settings columns are
+    the grid's names."""
     points = grid_points(grid)
     trial_seeds = spawn_seeds(base.seed, base.trials)
     seeds = [trial_seeds[i % base.trials] for i in range(len(points) * base.trials)]
-    fingerprint = {"base": asdict(base), "grid": grid}
-    rows = run_trials(StackedTrials(partial(sweep_trials, base, points)), len(seeds), base.seed,
-                      execution or Execution(), folder, fingerprint, "sweep", seeds)
-    return pd.DataFrame(rows)
+    fingerprint = {"base": asdict(base), "grid": grid, "experiment": experiment,
+                   "schema": SCHEMA}
+    rows = run_trials(StackedTrials(partial(sweep_trials, base, points, experiment)),
+                      len(seeds), base.seed, execution or Execution(), folder, fingerprint,
+                      experiment, seeds)
+    return tidy_frame(rows)
 
 
 def summary(frame: pd.DataFrame, settings: list[str]) -> pd.DataFrame:
-    """Mean, std and min accuracy per setting and method."""
-    return mean_std(frame, [*settings, "method"], "accuracy")
+    """Accuracy per setting and method, in percent for people to read: mean, std (ddof=1),
+    min and trials."""
+    table = mean_std(frame, [*settings, "method"], "accuracy")
+    for column in ("mean", "std", "min"):
+        table[column] = 100 * table[column]
+    return table.rename(columns={"mean": "accuracy (%)", "std": "std (%)", "min": "min (%)",
+                                 "n": "trials"})
 
 
 def reproduce_sweep(base: Table1Config, grid: dict[str, list], out: str | Path,
@@ -104,5 +114,6 @@ def reproduce_sweep(base: Table1Config, grid: dict[str, list], out: str | Path,
     frame = run_sweep(base, grid, execution, folder)
     table = summary(frame, list(grid))
     text = (f"# Sweep over {', '.join(grid)} ({base.dataset}, {base.trials} trials per point)"
-            f"\n\n{markdown_table(table)}\n")
+            f"\n\n{markdown_table(table, exact=tuple(grid))}\n\nstd is the standard deviation "
+            f"over the trials (ddof=1; n/a for one trial).\n")
     return write_outputs(folder, "sweep", frame, text, {"base": asdict(base), "grid": grid})

@@ -15,18 +15,24 @@ import pandas as pd
 
 from iglearn.envs import make_environment
 from iglearn.experiments.results import (
-    format_std,
     mean_std,
+    metric,
+    percent,
     prepare_output,
-    write_atomic,
+    std_note,
+    tidy_frame,
+    tidy_rows,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
+from iglearn.files import write_atomic
 from iglearn.learners import BatchIGL, ContextualBandit, Optimisation, Supervised
 from iglearn.seeding import integer_seed
 
-# The paper's Table 1 (policy accuracy, %, mean +/- std over 16 trials).
-PAPER = {"SUP": (90.62, 1.02), "CB": (85.58, 4.50), "IGL": (82.21, 4.33)}
+PAPER = {"SUP": (0.9062, 0.0102), "CB": (0.8558, 0.0450), "IGL": (0.8221, 0.0433)}
+"""The paper's reported Table 1: policy accuracy as a fraction, (mean, std) over its trials."""
+PAPER_TRIALS = 16
+"""The trials behind the paper's Table 1."""
 
 
 @dataclass
@@ -56,10 +62,13 @@ class Table1Config:
 
 
 def run_stacked(config: Table1Config, trials: list[int],
-                seeds: list[np.random.SeedSequence]) -> list[list[dict]]:
+                seeds: list[np.random.SeedSequence],
+                experiment: str = "table1") -> list[list[dict]]:
     """Fit SUP, CB and IGL on one fresh log per trial, each method's fits side by side as one
-    batched computation (``fit_many``, the same models as fitting each alone); per trial, one
-    tidy row per method."""
+    batched computation (``fit_many``, the same models as fitting each alone); per trial, the
+    tidy rows (:func:`~iglearn.experiments.results.tidy_rows`) of every method at step
+    ``config.samples``: accuracy and seconds, and for IGL its indicator, restarts and whether
+    the corrector flipped."""
     env = make_environment(config.dataset, config.data_dir)
     trial_seeds = [integer_seed(seed) for seed in seeds]
     # per trial: the log's seed, then one per method, so that skipping one changes no other
@@ -82,44 +91,40 @@ def run_stacked(config: Table1Config, trials: list[int],
         batch = [make(method_seeds[1 + m]) for method_seeds in spawned]
         fitted = batch[0].fit_many(batch, logs)
         for t, learner in enumerate(fitted):
-            row = {"method": method, "trial": trials[t], "seed": trial_seeds[t],
-                   "accuracy": 100 * learner.accuracy(test_x, test_y)}
+            metrics = {"accuracy": learner.accuracy(test_x, test_y)}
             if isinstance(learner, BatchIGL):
                 report = learner.report_
-                row.update(seconds=report.seconds, indicator=report.indicator,
-                           restarts=report.restarts, flipped=report.flipped)
+                metrics.update(seconds=report.seconds, indicator=report.indicator,
+                               restarts=report.restarts, flipped=report.flipped)
             else:
-                row.update(seconds=learner.seconds_)
-            rows[t].append(row)
+                metrics.update(seconds=learner.seconds_)
+            rows[t] += tidy_rows(experiment, method, trials[t], trial_seeds[t],
+                                 config.samples, metrics)
     return rows
-
-
-def run_trial(config: Table1Config, trial: int, seed: np.random.SeedSequence) -> list[dict]:
-    """Fit SUP, CB and IGL on one fresh log; one tidy row per method."""
-    return run_stacked(config, [trial], [seed])[0]
 
 
 def run(config: Table1Config, execution: Execution | None = None,
         folder: Path | None = None) -> pd.DataFrame:
     """Run every trial (recording each in ``folder`` when given, and skipping those already
-    there) and return the tidy table, one row per method and trial."""
+    there) and return the tidy table."""
     rows = run_trials(StackedTrials(partial(run_stacked, config)), config.trials, config.seed,
                       execution or Execution(), folder, fingerprint(config), "Table 1 trials")
-    return pd.DataFrame(rows)
+    return tidy_frame(rows)
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean +/- std per method beside the paper's numbers."""
+    """Accuracy (a fraction) per method: mean, std (ddof=1), min and trials, beside the
+    paper's, and the mean seconds per fit."""
     table = mean_std(frame, ["method"], "accuracy")
     table["paper_mean"] = table["method"].map(lambda m: PAPER[m][0])
     table["paper_std"] = table["method"].map(lambda m: PAPER[m][1])
-    seconds = frame.groupby("method", sort=False)["seconds"].mean()
+    seconds = metric(frame, "seconds").groupby("method", sort=False)["value"].mean()
     table["seconds_per_fit"] = table["method"].map(seconds)
     return table
 
 
 def markdown(table: pd.DataFrame, config: Table1Config) -> str:
-    """The summary as a Markdown table."""
+    """The summary as a Markdown table (accuracy in percent)."""
     lines = [
         f"# Table 1: batch mode, {config.dataset}, {config.samples} uniform samples, "
         f"{config.trials} trials, {config.policy} policy",
@@ -128,33 +133,37 @@ def markdown(table: pd.DataFrame, config: Table1Config) -> str:
         "|---|---|---|---|---|",
     ]
     for row in table.itertuples():
-        lines.append(f"| {row.method} | {row.mean:.2f} ± {format_std(row.std)} | {row.min:.2f} | "
-                     f"{row.paper_mean:.2f} ± {row.paper_std:.2f} | {row.seconds_per_fit:.2f} |")
+        lines.append(f"| {row.method} | {percent(row.mean, row.std)} | {100 * row.min:.2f} | "
+                     f"{percent(row.paper_mean, row.paper_std)} | "
+                     f"{row.seconds_per_fit:.2f} |")
+    lines += ["", f"{std_note(config.trials)} The paper's columns are its reported "
+              f"Table 1, over {PAPER_TRIALS} trials."]
     return "\n".join(lines) + "\n"
 
 
-
 def plot(frame: pd.DataFrame, path: Path) -> None:
-    """Per-method accuracy: iglearn's trials and mean +/- std beside the paper's."""
+    """Per-method accuracy (%): iglearn's trials and mean +/- std beside the paper's."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    accuracy = metric(frame, "accuracy")
     methods = list(PAPER)
     fig, ax = plt.subplots(figsize=(6, 4))
     for i, method in enumerate(methods):
-        ours = frame.loc[frame["method"] == method, "accuracy"].to_numpy()
-        jitter = np.linspace(-0.08, 0.08, len(ours)) if len(ours) > 1 else np.zeros(1)
-        ax.scatter(i - 0.15 + jitter, ours, s=12, color="C0", alpha=0.5)
-        ax.errorbar(i - 0.15, ours.mean(), yerr=ours.std(ddof=1) if len(ours) > 1 else 0,
-                    fmt="o", color="C0", capsize=4, label="iglearn" if i == 0 else None)
+        ours = 100 * accuracy.loc[accuracy["method"] == method, "value"].to_numpy()
+        if len(ours):
+            jitter = np.linspace(-0.08, 0.08, len(ours)) if len(ours) > 1 else np.zeros(1)
+            ax.scatter(i - 0.15 + jitter, ours, s=12, color="C0", alpha=0.5)
+            ax.errorbar(i - 0.15, ours.mean(), yerr=ours.std(ddof=1) if len(ours) > 1 else 0,
+                        fmt="o", color="C0", capsize=4, label="iglearn" if i == 0 else None)
         mean, std = PAPER[method]
-        ax.errorbar(i + 0.15, mean, yerr=std, fmt="s", color="C3", capsize=4,
+        ax.errorbar(i + 0.15, 100 * mean, yerr=100 * std, fmt="s", color="C3", capsize=4,
                     label="paper" if i == 0 else None)
     ax.set_xticks(range(len(methods)), methods)
     ax.set_ylabel("policy accuracy (%)")
-    ax.set_title("Table 1: batch mode on MNIST")
+    ax.set_title("Table 1: batch mode on MNIST (mean ± std over trials)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend()
     fig.tight_layout()

@@ -24,13 +24,18 @@ from iglearn.envs.classification import ClassificationEnvironment
 from iglearn.envs.section6 import FAMILIES, section6_environments, uniform_play_marginal
 from iglearn.errors import IGLearnError
 from iglearn.experiments.results import (
-    format_std,
     mean_std,
+    metric,
+    percent,
     prepare_output,
-    write_atomic,
+    std_note,
+    tidy_frame,
+    tidy_rows,
+    wide,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
+from iglearn.files import write_atomic
 from iglearn.learners import BatchIGL
 from iglearn.learners.unsupervised import UnsupervisedBandit
 from iglearn.seeding import integer_seed, spawn_seeds
@@ -45,7 +50,7 @@ class UnsupervisedConfig:
 
     trials: int = 1
     """Independent trials (fresh logs and initialisations each); one keeps the default run
-    (12 environments x 2 methods on 60000 samples) within three minutes on two cores."""
+    (12 environments x 2 methods on 60000 samples) short (benchmarks/unsupervised.md)."""
     samples: int = 60000
     """Logged interactions per environment and trial (uniform logging policy)."""
     seed: int = 0
@@ -116,7 +121,7 @@ def run_units(config: UnsupervisedConfig, indices: list[int],
               seeds: list[np.random.SeedSequence]) -> list[list[dict]]:
     """Units ``indices`` of the run, unit i being one trial (i // units) in one environment.
     Each fits the baseline and IGL on one fresh log (IGL's fits side by side, as each would be
-    alone); per unit, one tidy row per method.
+    alone); per unit, the tidy rows of both methods.
 
     Both methods see one log drawn feedback first from the trial's seed: the same contexts
     and feedback in every environment of the family, the actions as each one's reward says."""
@@ -138,37 +143,32 @@ def run_units(config: UnsupervisedConfig, indices: list[int],
                                       config.rule, seed=np.random.default_rng([unit.seed, 1]))
         start = time.perf_counter()
         baseline.fit(unit.log)
-        rows.append([_row(unit, "unsupervised", baseline, time.perf_counter() - start),
-                     _row(unit, "IGL", igl, igl.report_.seconds)])
+        rows.append([*_rows(unit, config.samples, "unsupervised", baseline,
+                            time.perf_counter() - start),
+                     *_rows(unit, config.samples, "IGL", igl, igl.report_.seconds)])
     return rows
 
 
-def _row(unit: _Unit, method: str, learner: BatchIGL | UnsupervisedBandit,
-         seconds: float) -> dict:
-    """One tidy row. ``decoded_gap`` is E[psi | r=1] - E[psi | r=0] on the log, ``decoded_d``
-    the share of digit d's test images decoded as reward and ``decoded_digits`` the digits
-    whose test images mostly decode as reward (evaluation only: neither learner reads the
-    reward)."""
+def _rows(unit: _Unit, samples: int, method: str, learner: BatchIGL | UnsupervisedBandit,
+          seconds: float) -> list[dict]:
+    """The tidy rows of one method in one unit: accuracy, seconds, ``decoded_gap``
+    (E[psi | r=1] - E[psi | r=0] on the log) and ``decoded_d`` (the share of digit d's test
+    images decoded as reward); evaluation only: neither learner reads the reward."""
     test_x, test_y = unit.env.test_set()
     psi = learner.decode(unit.log.feedback)
     on_test = learner.decode(test_x) > 0.5
-    rates = {f"decoded_{d}": float(on_test[test_y == d].mean()) for d in range(10)}
     reward = unit.log.reward
-    return {
-        "family": unit.family, "environment": unit.name, "method": method,
-        "trial": unit.trial, "seed": unit.seed,
-        "accuracy": 100 * learner.accuracy(test_x, test_y),
-        "seconds": seconds,
-        "decoded_gap": float(psi[reward > 0].mean() - psi[reward == 0].mean()),
-        "decoded_digits": " ".join(str(d) for d in range(10) if rates[f"decoded_{d}"] > 0.5),
-        **rates,
-    }
+    metrics = {"accuracy": learner.accuracy(test_x, test_y), "seconds": seconds,
+               "decoded_gap": float(psi[reward > 0].mean() - psi[reward == 0].mean()),
+               **{f"decoded_{d}": float(on_test[test_y == d].mean()) for d in range(10)}}
+    return tidy_rows("unsupervised", method, unit.trial, unit.seed, samples, metrics,
+                     {"family": unit.family, "environment": unit.name})
 
 
 def run(config: UnsupervisedConfig, execution: Execution | None = None,
         folder: Path | None = None) -> pd.DataFrame:
     """Run every (trial, environment) unit, in parallel as ``execution`` says and recorded in
-    ``folder`` when given; the tidy table, one row per environment, method and trial."""
+    ``folder`` when given; the tidy table."""
     make_families(config)  # fails early on missing data or unknown families
     per_trial = len(_units(config))
     trial_seeds = spawn_seeds(config.seed, config.trials)
@@ -176,29 +176,41 @@ def run(config: UnsupervisedConfig, execution: Execution | None = None,
     rows = run_trials(StackedTrials(partial(run_units, config)), len(seeds), config.seed,
                       execution or Execution(), folder, fingerprint(config), "Section 6 fits",
                       seeds)
-    return pd.DataFrame(rows)
+    return tidy_frame(rows)
+
+
+DECODED = [f"decoded_{d}" for d in range(10)]
+
+
+def decoded_digits(frame: pd.DataFrame) -> pd.Series:
+    """Per measurement of a wide table (:func:`~iglearn.experiments.results.wide`), the
+    digits whose test images mostly decode as reward, as text ('1 2 7')."""
+    shares = frame[DECODED].to_numpy()
+    return pd.Series([" ".join(str(d) for d in range(10) if row[d] > 0.5) for row in shares],
+                     index=frame.index)
 
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
-    """Mean +/- std accuracy per family, environment and method, with the decoded gap and the
-    decoded digits (most frequent over trials)."""
+    """Accuracy (a fraction) per family, environment and method: mean, std (ddof=1), min
+    and trials; with the mean decoded gap, the digits decoded as reward (the most frequent
+    set over trials) and the mean seconds per fit."""
     by = ["family", "environment", "method"]
     table = mean_std(frame, by, "accuracy")
-    grouped = frame.groupby(by, sort=False)
-    table["decoded_gap"] = grouped["decoded_gap"].mean().to_numpy()
-    table["decoded_digits"] = grouped["decoded_digits"].agg(
-        lambda s: s.mode().iloc[0] if len(s.mode()) else "").to_numpy()
-    table["seconds_per_fit"] = grouped["seconds"].mean().to_numpy()
-    return table
+    measured = wide(frame)
+    measured["decoded_digits"] = decoded_digits(measured)
+    extra = measured.groupby(by, sort=False).agg(
+        decoded_gap=("decoded_gap", "mean"),
+        decoded_digits=("decoded_digits", lambda s: s.mode().iloc[0]),
+        seconds_per_fit=("seconds", "mean")).reset_index()
+    return table.merge(extra, on=by, how="left")
 
 
 def same_decoding(frame: pd.DataFrame, tolerance: float = 0.1) -> pd.DataFrame:
     """Per family and trial, the baseline's largest difference across the family's
     environments in the share of any digit decoded as reward (``spread``), and whether it is
     within ``tolerance`` (``same``)."""
-    columns = [f"decoded_{d}" for d in range(10)]
-    unsupervised = frame[frame["method"] == "unsupervised"]
-    grouped = unsupervised.groupby(["family", "trial"], sort=False)[columns]
+    unsupervised = wide(frame[frame["method"] == "unsupervised"], DECODED)
+    grouped = unsupervised.groupby(["family", "trial"], sort=False)[DECODED]
     spread = (grouped.max() - grouped.min()).max(axis=1).rename("spread").reset_index()
     spread["same"] = spread["spread"] <= tolerance
     profile = grouped.mean().round(2)
@@ -207,9 +219,10 @@ def same_decoding(frame: pd.DataFrame, tolerance: float = 0.1) -> pd.DataFrame:
 
 
 def markdown(table: pd.DataFrame, frame: pd.DataFrame, config: UnsupervisedConfig) -> str:
-    """The summary as Markdown: one table per family, then the baseline's decoding."""
+    """The summary as Markdown (accuracy in percent): one table per family, then the
+    baseline's decoding."""
     lines = [f"# Section 6: unsupervised decoding vs IGL, {config.dataset}, {config.samples} "
-             f"uniform samples, {config.trials} trials", ""]
+             f"uniform samples, {config.trials} trials", "", std_note(config.trials), ""]
     for family in dict.fromkeys(table["family"]):
         part = table[table["family"] == family]
         lines += [f"## {family} ({family_clusters(config, family)} clusters, rule "
@@ -218,8 +231,8 @@ def markdown(table: pd.DataFrame, frame: pd.DataFrame, config: UnsupervisedConfi
                   "digits decoded as reward | seconds per fit |",
                   "|---|---|---|---|---|---|---|"]
         for row in part.itertuples():
-            lines.append(f"| {row.environment} | {row.method} | {row.mean:.2f} ± "
-                         f"{format_std(row.std)} | {row.min:.2f} | {row.decoded_gap:+.3f} | "
+            lines.append(f"| {row.environment} | {row.method} | {percent(row.mean, row.std)} | "
+                         f"{100 * row.min:.2f} | {row.decoded_gap:+.3f} | "
                          f"{row.decoded_digits or '-'} | {row.seconds_per_fit:.2f} |")
         lines.append("")
     lines += ["## The baseline's decoding across each family",
@@ -235,14 +248,15 @@ def markdown(table: pd.DataFrame, frame: pd.DataFrame, config: UnsupervisedConfi
     return "\n".join(lines) + "\n"
 
 
-
 def plot(frame: pd.DataFrame, path: Path) -> None:
-    """Accuracy per environment of each family: the baseline beside IGL, trials as dots."""
+    """Accuracy (%) per environment of each family: the baseline beside IGL (mean over
+    trials), trials as dots."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    accuracy = metric(frame, "accuracy").assign(value=lambda f: 100 * f["value"])
     families = [f for f in FAMILIES if (frame["family"] == f).any()]
     widths = [len(FAMILIES[f]) + 1 for f in families]
     fig, axes = plt.subplots(1, len(families), figsize=(11, 4), sharey=True, squeeze=False,
@@ -251,12 +265,12 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
         names = list(FAMILIES[family])
         for m, method in enumerate(METHODS):
             offset = (m - 0.5) * 0.38
-            sub = frame[(frame["family"] == family) & (frame["method"] == method)]
-            means = [sub.loc[sub["environment"] == n, "accuracy"].mean() for n in names]
+            sub = accuracy[(accuracy["family"] == family) & (accuracy["method"] == method)]
+            means = [sub.loc[sub["environment"] == n, "value"].mean() for n in names]
             ax.bar(np.arange(len(names)) + offset, means, 0.36, color=f"C{m}", alpha=0.7,
                    label=method)
             for i, name in enumerate(names):
-                dots = sub.loc[sub["environment"] == name, "accuracy"].to_numpy()
+                dots = sub.loc[sub["environment"] == name, "value"].to_numpy()
                 ax.scatter(np.full(len(dots), i + offset), dots, s=8, color="k", zorder=3)
         ax.axhline(10, color="grey", lw=0.8, ls=":", label="chance (10%)")
         ax.set_xticks(range(len(names)), [n.replace("env ", "") for n in names])
