@@ -30,7 +30,7 @@ from iglearn.experiments.figure3 import (
 )
 from iglearn.experiments.results import metric, prepare_output
 from iglearn.experiments.runner import Execution, one_thread
-from iglearn.learners.online import OnlineLearner
+from iglearn.learners import OnlineLearner
 
 
 class Timed:

@@ -6,7 +6,7 @@ import pytest
 from iglearn.envs import digits_environment
 from iglearn.envs.play import Checkpoint, ContextStream, play
 from iglearn.errors import IGLearnError
-from iglearn.learners.online import OnlineContextualBandit, UniformLearner
+from iglearn.learners import OnlineContextualBandit, UniformLearner
 from iglearn.learners.schedules import PaperSchedule
 
 
