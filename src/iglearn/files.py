@@ -1,11 +1,13 @@
 """The one way iglearn writes files: to a temporary name beside the target, then renamed into
 place, with the permissions an ordinary file would get (the process umask), so a crash never
-leaves half a file and collaborators can read what was written."""
+leaves half a file and collaborators can read what was written. And the one check of an input
+file: a regular file this process may read."""
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,10 +25,46 @@ def umask() -> int:
     return mask
 
 
+def input_file(path: str | Path, what: str = "file") -> int:
+    """The size in bytes of ``path``, checked to be a regular file this process may read.
+
+    A folder, a FIFO, a device or a socket is refused (reading one could block or never end),
+    and a permission problem is reported as such.
+    """
+    path = Path(path)
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise IGLearnError(f"{path}: no such {what}; check the path") from None
+    except PermissionError:
+        raise IGLearnError(f"{path}: cannot read the {what} (permission denied); check the "
+                           f"permissions of its folders") from None
+    except OSError as e:
+        raise IGLearnError(f"{path}: cannot read the {what} ({e.strerror or e}); check the "
+                           f"path") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise IGLearnError(f"{path}: is a folder, not a {what}; give the path of a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise IGLearnError(f"{path}: is not a regular file (a FIFO, a device or a socket); "
+                           f"give the path of a {what}")
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+    except PermissionError:
+        raise IGLearnError(f"{path}: cannot read the {what} (permission denied); check its "
+                           f"permissions") from None
+    except OSError as e:
+        raise IGLearnError(f"{path}: cannot read the {what} ({e.strerror or e}); check the "
+                           f"path") from None
+    return info.st_size
+
+
 def output_folder(path: Path) -> Path:
     """The folder an output file goes into, checked to exist and be writable."""
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
+    if folder.exists() and not folder.is_dir():
+        raise IGLearnError(f"{path}: {folder} is a file, not a folder; choose an output path "
+                           f"in a folder")
     if not folder.is_dir():
         raise IGLearnError(f"{path}: the folder {folder} does not exist; create it first")
     if not os.access(folder, os.W_OK | os.X_OK):
@@ -47,18 +85,22 @@ def write_files_atomic(writes: Sequence[tuple[Path, Write]]) -> None:
         for path, write in writes:
             path = Path(path)
             folder = output_folder(path)
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".part")
-            os.close(fd)
-            temps.append((Path(tmp), path))
             try:
+                fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".part")
+                os.close(fd)
+                temps.append((Path(tmp), path))
                 write(Path(tmp))
             except OSError as e:
                 raise IGLearnError(f"{path}: cannot write ({e.strerror or e}); check the "
                                    f"free space and permissions of {folder}") from e
         mode = 0o666 & ~umask()
         for tmp, path in temps:
-            os.chmod(tmp, mode)
-            os.replace(tmp, path)
+            try:
+                os.chmod(tmp, mode)
+                os.replace(tmp, path)
+            except OSError as e:
+                raise IGLearnError(f"{path}: cannot write ({e.strerror or e}); check the "
+                                   f"permissions of {path.parent}") from e
     finally:
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)

@@ -1,10 +1,15 @@
 """Logs and context sets on disk: round trips, streaming, DSJSON layout, bad files."""
 
+import io
 import json
-import shutil
+import os
+import resource
+import signal
 import subprocess
 import sys
+import warnings
 import zipfile
+from contextlib import contextmanager
 
 import numpy as np
 import pyarrow as pa
@@ -161,16 +166,52 @@ def _npz(path, **changes):
     np.savez(path, **{k: v for k, v in arrays.items() if v is not None})
 
 
-def _parquet(path, metadata=True, **changes):
+def _parquet(path, metadata=None, **changes):
     log = small_log()
     columns = {"context": pa.FixedSizeListArray.from_arrays(pa.array(log.context.ravel()), 5),
                "action": pa.array(log.action), "probability": pa.array(log.probability),
                "feedback": pa.FixedSizeListArray.from_arrays(pa.array(log.feedback.ravel()), 3)}
     columns.update(changes)
     table = pa.table({k: v for k, v in columns.items() if v is not None})
-    if metadata:
-        table = table.replace_schema_metadata({"n_actions": "4"})
+    metadata = {"n_actions": "4"} if metadata is None else metadata
+    table = table.replace_schema_metadata({k: v for k, v in metadata.items() if v is not None})
     pq.write_table(table, path)
+
+
+def _parquet_duplicate_column(path):
+    log = small_log()
+    context = pa.FixedSizeListArray.from_arrays(pa.array(log.context.ravel()), 5)
+    table = pa.Table.from_arrays(
+        [context, pa.array(log.action), pa.array(log.probability), context,
+         pa.FixedSizeListArray.from_arrays(pa.array(log.feedback.ravel()), 3)],
+        names=["context", "action", "probability", "context", "feedback"])
+    pq.write_table(table.replace_schema_metadata({"n_actions": "4"}), path)
+
+
+def _npy(array=None, header=None, data=b""):
+    """The bytes of a .npy member: ``array``'s, or a hand-written ``header`` and ``data``."""
+    out = io.BytesIO()
+    if array is not None:
+        np.save(out, array)
+    else:
+        np.lib.format.write_array_header_1_0(out, header)
+        out.write(data)
+    return out.getvalue()
+
+
+def _npz_claiming(path, rows, compression=zipfile.ZIP_DEFLATED, forged_size=None):
+    """A small .npz whose 'context' header claims ``rows`` rows of 5 float32; with
+    ``forged_size``, the zip directory also claims that many uncompressed bytes."""
+    context = _npy(header={"descr": "<f4", "fortran_order": False, "shape": (rows, 5)},
+                   data=bytes(1000))
+    with zipfile.ZipFile(path, "w", compression) as z:
+        z.writestr("context.npy", context)
+        z.writestr("n_actions.npy", _npy(np.int64(4)))
+    if forged_size is not None:
+        raw = bytearray(path.read_bytes())
+        at = raw.index(b"PK\x01\x02")  # the central directory entry of context.npy
+        raw[at + 24:at + 28] = forged_size.to_bytes(4, "little")
+        path.write_bytes(bytes(raw))
 
 
 def _dsjson(path, edit=None):
@@ -204,6 +245,56 @@ def _set(key, value):
     return edit
 
 
+def _text(old, new):
+    def edit(line):
+        assert old in line
+        return line.replace(old, new, 1)
+    return edit
+
+
+def _sidecar(**changes):
+    def make(path):
+        _dsjson(path)
+        sidecar = schema_path(path)
+        record = json.loads(sidecar.read_text())
+        record.update(changes)
+        sidecar.write_text(json.dumps(record))
+    return make
+
+
+def _sidecar_text(text):
+    def make(path):
+        _dsjson(path)
+        schema_path(path).write_text(text)
+    return make
+
+
+def _field(name, value):
+    """A log's field replaced by ``value`` (rows beyond it keep the log's values)."""
+    def make(path):
+        log = small_log()
+        _npz(path, **{name: value(getattr(log, name).copy())})
+    return make
+
+
+def _at(row, value):
+    def change(array):
+        array = array.astype(np.result_type(array, np.asarray(value)))
+        array[row] = value
+        return array
+    return change
+
+
+def _npz_twice(path):
+    _npz(path)
+    with zipfile.ZipFile(path, "a") as z, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # zipfile warns of the duplicate name
+        z.writestr("context.npy", _npy(np.zeros((40, 5), np.float32)))
+
+
+DEEP = "[" * 100000 + "]" * 100000
+
+
 BAD = {
     "npz wrong shape": ("x.npz", lambda p: _npz(p, context=np.zeros((40, 5, 2))),
                         ["'context'", "shape"]),
@@ -219,7 +310,7 @@ BAD = {
     "npz action out of range": ("x.npz", lambda p: _npz(p, action=np.full(40, 4)),
                                 ["'action'", "outside [0, 4)"]),
     "npz action not integer": ("x.npz", lambda p: _npz(p, action=np.full(40, 0.5)),
-                               ["'action'", "non-integer"]),
+                               ["'action'", "not an integer"]),
     "npz missing field": ("x.npz", lambda p: _npz(p, feedback=None), ["missing field 'feedback'"]),
     "npz missing n_actions": ("x.npz", lambda p: _npz(p, n_actions=None),
                               ["missing field 'n_actions'"]),
@@ -231,7 +322,7 @@ BAD = {
                     ["truncated or corrupt"]),
     "parquet missing field": ("x.parquet", lambda p: _parquet(p, probability=None),
                               ["missing field 'probability'"]),
-    "parquet missing n_actions": ("x.parquet", lambda p: _parquet(p, metadata=False),
+    "parquet missing n_actions": ("x.parquet", lambda p: _parquet(p, {}),
                                   ["'n_actions'", "metadata"]),
     "parquet probability > 1": ("x.parquet",
                                 lambda p: _parquet(p, probability=pa.array(np.full(40, 2.0))),
@@ -263,6 +354,130 @@ BAD = {
     "dsjson empty file": ("x.dsjson", lambda p: p.write_text("\n"), ["empty"]),
     "unknown extension": ("x.csv", lambda p: p.write_text("a,b\n"), ["unknown file extension"]),
     "missing file": ("absent.npz", lambda p: None, ["no such file"]),
+    "a folder": ("x.npz", lambda p: p.mkdir(), ["is a folder"]),
+    # hostile or numerically meaningless files
+    "npz K 10**12": ("x.npz", lambda p: _npz(p, n_actions=10**12),
+                     ["n_actions", "1000000000000", "MAX_ACTIONS"]),
+    "npz K a float": ("x.npz", lambda p: _npz(p, n_actions=3.9), ["'n_actions'", "float64"]),
+    "npz K an array": ("x.npz", lambda p: _npz(p, n_actions=np.arange(3)), ["'n_actions'",
+                                                                              "one integer"]),
+    "npz complex context": ("x.npz", lambda p: _npz(p, context=np.ones((40, 5), complex)),
+                            ["'context'", "complex128", "real numbers"]),
+    "npz complex probability": ("x.npz", lambda p: _npz(p, probability=np.full(40, 0.5 + 1j)),
+                                ["'probability'", "complex128"]),
+    "npz timedelta action": ("x.npz",
+                             lambda p: _npz(p, action=np.zeros(40, "timedelta64[s]")),
+                             ["'action'", "timedelta64", "real numbers"]),
+    "npz datetime feedback": ("x.npz",
+                              lambda p: _npz(p, feedback=np.zeros((40, 3), "datetime64[D]")),
+                              ["'feedback'", "datetime64"]),
+    "npz zero-width dtype": ("x.npz", lambda p: _npz(p, action=np.zeros(40, "V0")),
+                             ["'action'", "V0"]),
+    "npz text context": ("x.npz", lambda p: _npz(p, context=np.full((40, 5), "a")),
+                         ["'context'", "<U1"]),
+    "npz zero-width context": ("x.npz", lambda p: _npz(p, context=np.zeros((40, 0))),
+                               ["'context'", "0 values per row", "MAX_DIM"]),
+    "npz 10**11 rows compressed": ("x.npz", lambda p: _npz_claiming(p, 10**11),
+                                   ["'context'", "truncated", "2000000000000 bytes"]),
+    "npz 10**11 rows stored": ("x.npz", lambda p: _npz_claiming(p, 10**11, zipfile.ZIP_STORED),
+                               ["'context'", "truncated"]),
+    "npz forged zip sizes": ("x.npz", lambda p: _npz_claiming(p, 10**8, forged_size=2**32 - 1),
+                             ["'context'", "4294967295 bytes", "MAX_EXPANSION"]),
+    "npz member twice": ("x.npz", lambda p: _npz_twice(p), ["'context.npy' twice"]),
+    "npz action 3.7": ("x.npz", _field("action", _at(3, 3.7)),
+                       ["'action'", "3.7 at row 3", "not an integer"]),
+    "npz action 1e300": ("x.npz", _field("action", _at(2, 1e300)),
+                         ["'action'", "1e+300 at row 2", "outside [0, 4)"]),
+    "npz action beyond int64": ("x.npz",
+                                _field("action", lambda a: np.full(40, 2**64 - 1, np.uint64)),
+                                ["'action'", "18446744073709551615 at row 0"]),
+    "npz label -1": ("x.npz", lambda p: _npz(p, label=np.full(40, -1)),
+                     ["'label'", "-1 at row 0"]),
+    "npz probability 1e-30": ("x.npz", _field("probability", _at([4, 9], 1e-30)),
+                              ["'probability'", "below 1e-06", "rows 4, 9 (2 rows)",
+                               "PROBABILITY_FLOOR"]),
+    "npz probability 1e-42": ("x.npz", _field("probability", lambda a: np.full(40, 1e-42)),
+                              ["'probability'", "below 1e-06", "(40 rows)"]),
+    "npz context 3e38": ("x.npz", _field("context", _at(6, np.float32(3e38))),
+                         ["'context'", "3e+38 at row 6", "MAX_ABS_VALUE"]),
+    "npz feedback -3e38": ("x.npz", _field("feedback", _at(1, np.float32(-3e38))),
+                           ["'feedback'", "-3e+38 at row 1", "MAX_ABS_VALUE"]),
+    "npz context 1e300 float64": ("x.npz", _field("context", _at(0, 1e300)),
+                                  ["'context'", "1e+300 at row 0"]),
+    "npz deep feature schema": ("x.npz", lambda p: _npz(p, feature_schema=np.array(DEEP)),
+                                ["'feature_schema'", "deep", "MAX_JSON_DEPTH"]),
+    "parquet action 3.7": ("x.parquet",
+                           lambda p: _parquet(p, action=pa.array(np.full(40, 3.7))),
+                           ["'action'", "3.7 at row 0", "not an integer"]),
+    "parquet label 2.5": ("x.parquet", lambda p: _parquet(p, label=pa.array(np.full(40, 2.5))),
+                          ["'label'", "2.5 at row 0", "not an integer"]),
+    "parquet action beyond int64": ("x.parquet", lambda p: _parquet(
+        p, action=pa.array(np.full(40, 2**63, np.uint64))), ["'action'", "9223372036854775808"]),
+    "parquet probability 1e-42": ("x.parquet",
+                                  lambda p: _parquet(p, probability=pa.array(np.full(40, 1e-42))),
+                                  ["'probability'", "below 1e-06"]),
+    "parquet context 3e38": ("x.parquet", lambda p: _parquet(
+        p, context=pa.FixedSizeListArray.from_arrays(pa.array(np.full(200, 3e38, np.float32)),
+                                                     5)), ["'context'", "MAX_ABS_VALUE"]),
+    "parquet K 1_0": ("x.parquet", lambda p: _parquet(p, {"n_actions": "1_0"}),
+                      ["'n_actions'", "1_0", "decimal digits"]),
+    "parquet K 3.9": ("x.parquet", lambda p: _parquet(p, {"n_actions": "3.9"}),
+                      ["'n_actions'", "3.9"]),
+    "parquet K 10**12": ("x.parquet", lambda p: _parquet(p, {"n_actions": str(10**12)}),
+                         ["n_actions", "MAX_ACTIONS"]),
+    "parquet K with escapes": ("x.parquet",
+                               lambda p: _parquet(p, {"n_actions": "4\n\x1b[31mred"}),
+                               ["'n_actions'", "\\n\\x1b[31mred"]),
+    "parquet duplicate column": ("x.parquet", _parquet_duplicate_column,
+                                 ["two columns named 'context'"]),
+    "parquet zero-width context": ("x.parquet", lambda p: _parquet(
+        p, context=pa.array([[]] * 40, pa.list_(pa.float32(), 0))),
+        ["'context'", "0 values per row"]),
+    "parquet deep feature schema": ("x.parquet", lambda p: _parquet(
+        p, {"n_actions": "4", "feature_schema": DEEP}), ["'feature_schema'", "deep"]),
+    "parquet NaN in feature schema": ("x.parquet", lambda p: _parquet(
+        p, {"n_actions": "4", "feature_schema": '{"context": NaN}'}),
+        ["'feature_schema'", "NaN"]),
+    "dsjson NaN probability": ("x.dsjson", lambda p: _dsjson(
+        p, _text('"_label_probability":', '"_label_probability":NaN,"x":')),
+        ["line 3", "NaN"]),
+    "dsjson Infinity label": ("x.dsjson", lambda p: _dsjson(
+        p, _text('"_labelIndex":', '"_labelIndex":Infinity,"x":')), ["line 3", "Infinity"]),
+    "dsjson 1e300 label": ("x.dsjson", lambda p: _dsjson(p, _set("_labelIndex", 1e300)),
+                           ["line 3", "'_labelIndex'", "1e+300", "outside [0, 4)"]),
+    "dsjson 1e400 label": ("x.dsjson", lambda p: _dsjson(
+        p, _text('"_labelIndex":', '"_labelIndex":1e400,"x":')),
+        ["line 3", "'1e400'", "range"]),
+    "dsjson 1e300 probability": ("x.dsjson",
+                                 lambda p: _dsjson(p, _set("_label_probability", 1e300)),
+                                 ["'probability'", "1e+300", "(0, 1]"]),
+    "dsjson 5000-digit label": ("x.dsjson", lambda p: _dsjson(
+        p, _text('"_labelIndex":', '"_labelIndex":' + "7" * 5000 + ',"x":')),
+        ["line 3", "5000 digits", "MAX_INTEGER_DIGITS"]),
+    "dsjson 1e300 _iglearn.label": ("x.dsjson", lambda p: _dsjson(
+        p, _set("_iglearn", {"reward": 1, "label": 1e300})),
+        ["line 3", "'_iglearn.label'", "1e+300"]),
+    "dsjson feature 1e300": ("x.dsjson", lambda p: _dsjson(
+        p, _set("c", {"x": {"x0": 1e300}, "_multi": [{}] * 4})),
+        ["line 3", "'c.x.x0'", "1e+300", "MAX_ABS_VALUE"]),
+    "dsjson deep line": ("x.dsjson", lambda p: _dsjson(p, _text('"c":', f'"deep":{DEEP},"c":')),
+                         ["line 3", "deep"]),
+    "dsjson key twice": ("x.dsjson", lambda p: _dsjson(
+        p, _text('"_labelIndex":', '"_labelIndex":0,"_labelIndex":')),
+        ["line 3", "'_labelIndex' twice"]),
+    "dsjson escapes in a value": ("x.dsjson", lambda p: _dsjson(
+        p, _set("c", {"x": {"x0": ["\n\x1b[2J"]}, "_multi": [{}] * 4})),
+        ["line 3", "\\n\\x1b[2J"]),
+    "sidecar K 3.9": ("x.dsjson", _sidecar(n_actions=3.9), ["schema.json", "n_actions", "3.9"]),
+    "sidecar K ten": ("x.dsjson", _sidecar(n_actions="ten"), ["schema.json", "'ten'"]),
+    "sidecar K [3]": ("x.dsjson", _sidecar(n_actions=[3]), ["schema.json", "[3]"]),
+    "sidecar K true": ("x.dsjson", _sidecar(n_actions=True), ["schema.json", "True"]),
+    "sidecar K 10**12": ("x.dsjson", _sidecar(n_actions=10**12), ["schema.json",
+                                                                   "MAX_ACTIONS"]),
+    "sidecar deep": ("x.dsjson", _sidecar_text(DEEP), ["schema.json", "deep"]),
+    "sidecar Infinity": ("x.dsjson", _sidecar_text('{"context": ["a"], "n_actions": Infinity}'),
+                         ["schema.json", "Infinity"]),
+    "sidecar not JSON": ("x.dsjson", _sidecar_text("{"), ["schema.json", "not valid JSON"]),
 }
 
 
@@ -308,21 +523,121 @@ def test_bad_row_late_in_a_stream_leaves_no_output(tmp_path, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npz"]
 
 
-def test_unwritable_output_and_same_file(tmp_path, capsys):
+def test_missing_output_folder_and_same_file(tmp_path, capsys):
     write_table(small_log(), tmp_path / "a.npz")
     assert main(["convert", str(tmp_path / "a.npz"), str(tmp_path / "no" / "b.npz")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert main(["convert", str(tmp_path / "a.npz"), str(tmp_path / "a.npz")]) == 2
     assert "is the input file" in capsys.readouterr().err
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0o500)
+
+
+def test_an_output_under_a_file_is_refused(tmp_path, capsys):
+    """No one, root included, can create a file whose parent is a regular file."""
+    write_table(small_log(), tmp_path / "a.npz")
+    assert main(["convert", str(tmp_path / "a.npz"), str(tmp_path / "a.npz" / "b.npz")]) == 2
+    err = capsys.readouterr().err
+    assert "is a file, not a folder" in err and len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npz"]
+
+
+@contextmanager
+def file_size_limit(size):
+    """Writes beyond ``size`` bytes fail with EFBIG (RLIMIT_FSIZE binds root too)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+    handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (size, hard))
     try:
-        if not shutil.os.access(locked, shutil.os.W_OK):  # root may write anyway
-            assert main(["convert", str(tmp_path / "a.npz"), str(locked / "b.npz")]) == 2
-            assert "cannot write" in capsys.readouterr().err
+        yield
     finally:
-        locked.chmod(0o700)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+        signal.signal(signal.SIGXFSZ, handler)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".parquet", ".dsjson"])
+def test_a_write_that_fails_midway_is_one_line_and_leaves_nothing(tmp_path, capsys, suffix):
+    write_table(small_log(n=3000), tmp_path / "a.npz")
+    with file_size_limit(8192):
+        code = main(["convert", str(tmp_path / "a.npz"), str(tmp_path / f"b{suffix}")])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"b{suffix}" in err and "cannot write (" in err and "File too large" in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npz"]
+
+
+@contextmanager
+def deadline(seconds):
+    """Fail, rather than hang, when the body takes longer than ``seconds``."""
+    def expired(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    handler = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, handler)
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".parquet", ".dsjson", ".schema.json"])
+def test_a_fifo_is_refused_not_read(tmp_path, suffix):
+    path = tmp_path / f"x{suffix}"
+    if suffix == ".schema.json":
+        write_table(small_log(), tmp_path / "x.dsjson")
+        path = schema_path(tmp_path / "x.dsjson")
+        path.unlink()
+    os.mkfifo(path)
+    with deadline(20), pytest.raises(IGLearnError, match="not a regular file"):
+        read_log(tmp_path / f"x{suffix.replace('.schema.json', '.dsjson')}")
+
+
+@pytest.mark.parametrize("suffix", [".npz", ".parquet", ".dsjson", ".schema.json"])
+def test_an_unreadable_file_is_reported_as_such_not_as_corrupt(tmp_path, monkeypatch, suffix):
+    write_table(small_log(), tmp_path / "x.dsjson" if suffix == ".schema.json"
+                else tmp_path / f"x{suffix}")
+    target = str(schema_path(tmp_path / "x.dsjson") if suffix == ".schema.json"
+                 else tmp_path / f"x{suffix}")
+    real_open = os.open
+
+    def refusing_open(path, *args, **kwargs):  # what a file without read permission does
+        if os.fspath(path) == target:
+            raise PermissionError(13, "Permission denied", target)
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refusing_open)
+    with pytest.raises(IGLearnError) as error:
+        read_log(tmp_path / f"x{suffix.replace('.schema.json', '.dsjson')}")
+    message = str(error.value)
+    assert message.startswith(target) and "permission denied" in message
+    assert "corrupt" not in message
+
+
+def test_limits_are_settings(tmp_path, monkeypatch):
+    from iglearn.data import limits
+
+    log = small_log()
+    probability = log.probability.copy()
+    probability[3] = 1e-30
+    _npz(tmp_path / "rare.npz", probability=probability)
+    with pytest.raises(IGLearnError, match="PROBABILITY_FLOOR"):
+        read_log(tmp_path / "rare.npz")
+    monkeypatch.setattr(limits, "PROBABILITY_FLOOR", 1e-40)
+    assert read_log(tmp_path / "rare.npz").probability[3] == 1e-30
+    write_table(log, tmp_path / "a.dsjson")
+    schema_path(tmp_path / "a.dsjson").unlink()
+    monkeypatch.setattr(limits, "MAX_JSON_BYTES", 100)
+    with pytest.raises(IGLearnError, match=r"line 1: longer than 100 bytes.*MAX_JSON_BYTES"):
+        read_log(tmp_path / "a.dsjson")
+    n = 20000  # constant columns: Parquet stores them in a few bytes per thousand rows
+    constant = InteractionLog(np.zeros((n, 5)), np.zeros(n, int), np.ones(n), np.zeros((n, 3)),
+                              2)
+    write_table(constant, tmp_path / "a.parquet")
+    monkeypatch.setattr(limits, "MAX_EXPANSION", 10)
+    with pytest.raises(IGLearnError, match=r"claims 20000 rows.*MAX_EXPANSION"):
+        read_log(tmp_path / "a.parquet")
+    monkeypatch.setattr(limits, "MAX_ACTIONS", 3)
+    with pytest.raises(IGLearnError, match=r"n_actions is 4.*<= 3"):
+        read_log(tmp_path / "rare.npz")
 
 
 def test_verbose_shows_the_traceback(tmp_path, capsys):

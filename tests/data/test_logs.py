@@ -2,6 +2,8 @@ import numpy as np
 import pytest
 
 from iglearn import IGLearnError, InteractionLog
+from iglearn.data import limits
+from iglearn.data.contexts import ContextSet
 
 
 def make(**changes):
@@ -35,7 +37,7 @@ def test_one_dimensional_feedback_becomes_a_column():
     (dict(action=np.arange(5) % 3), ["'action'", "5 rows"]),
     (dict(action=np.array([0, 1, 2, 3, 0, 1])), ["'action'", "outside [0, 3)"]),
     (dict(action=np.array([0, -1, 2, 0, 0, 1])), ["'action'", "-1"]),
-    (dict(action=np.array([0, 1.5, 2, 0, 0, 1])), ["'action'", "non-integer"]),
+    (dict(action=np.array([0, 1.5, 2, 0, 0, 1])), ["'action'", "not an integer"]),
     (dict(probability=np.zeros(6)), ["'probability'", "(0, 1]"]),
     (dict(probability=np.full(6, 1.5)), ["'probability'", "(0, 1]"]),
     (dict(probability=np.full(5, 0.5)), ["'probability'", "5 rows"]),
@@ -46,6 +48,26 @@ def test_one_dimensional_feedback_becomes_a_column():
     (dict(label=np.full(6, 7)), ["'label'", "outside"]),
     (dict(label=np.zeros(3, dtype=int)), ["'label'", "3 rows"]),
     (dict(context=np.array([["a", "b", "c"]] * 6)), ["'context'", "dtype"]),
+    # values a cast would change, and numerically meaningless ones
+    (dict(context=np.zeros((6, 0))), ["'context'", "no values per row"]),
+    (dict(context=np.ones((6, 3), complex)), ["'context'", "complex128"]),
+    (dict(probability=np.full(6, 0.5 + 0j)), ["'probability'", "complex128"]),
+    (dict(action=np.zeros(6, "timedelta64[s]")), ["'action'", "timedelta64"]),
+    (dict(action=np.full(6, 2**64 - 1, np.uint64)), ["18446744073709551615 at row 0"]),
+    (dict(action=np.array([0, 1, 1e300, 0, 0, 1])), ["1e+300 at row 2", "outside [0, 3)"]),
+    (dict(label=np.array([0, 1, 2, 0, 0, np.nan])), ["'label'", "nan at row 5",
+                                                      "not an integer"]),
+    (dict(probability=np.array([0.5, 1e-30, 0.5, 1e-42, 0.5, 0.5])),
+     ["'probability'", "below 1e-06", "rows 1, 3 (2 rows)", "PROBABILITY_FLOOR"]),
+    (dict(probability=np.full(6, np.nan)), ["'probability'", "nan at row 0", "(0, 1]"]),
+    (dict(context=np.full((6, 3), 3e38, np.float32)), ["'context'", "3e+38 at row 0",
+                                                        "MAX_ABS_VALUE"]),
+    (dict(feedback=np.full((6, 2), -1e300)), ["'feedback'", "-1e+300 at row 0"]),
+    (dict(feedback=np.full((6, 2), np.iinfo(np.int64).min)), ["'feedback'",
+                                                                "-9223372036854775808"]),
+    (dict(reward=np.full(6, np.nan)), ["'reward'", "nan at row 0", "[0, 1]"]),
+    (dict(n_actions=10**12), ["n_actions", "MAX_ACTIONS"]),
+    (dict(n_actions=np.float64(3.0)), ["n_actions", "3.0"]),
 ])
 def test_every_validation_error_names_the_field(changes, words):
     with pytest.raises(IGLearnError) as error:
@@ -54,3 +76,30 @@ def test_every_validation_error_names_the_field(changes, words):
     assert message.startswith("log.npz:")
     for word in words:
         assert word in message
+
+
+def test_many_rare_rows_are_counted_and_a_few_named():
+    probability = np.full(6, 1e-9)
+    with pytest.raises(IGLearnError, match=r"rows 0, 1, 2, 3, 4, \.\.\. \(6 rows\)"):
+        make(probability=probability)
+
+
+def test_the_limits_are_settings(monkeypatch):
+    monkeypatch.setattr(limits, "PROBABILITY_FLOOR", 1e-12)
+    assert make(probability=np.full(6, 1e-9)).uniform_weight[0] == pytest.approx(1 / 3e-9)
+    monkeypatch.setattr(limits, "MAX_ABS_VALUE", 1e40)
+    assert make(context=np.full((6, 3), 3e38, np.float32)).context[0, 0] == np.float32(3e38)
+
+
+def test_integral_floats_and_booleans_are_accepted_exactly():
+    log = make(action=np.array([0.0, 1, 2, 0, 1, 2]), context=np.ones((6, 3), bool),
+               probability=np.full(6, 1, np.int8))
+    assert log.action.dtype == np.int64 and log.action.tolist() == [0, 1, 2, 0, 1, 2]
+    assert log.context.dtype == np.float32 and log.probability.dtype == np.float64
+
+
+def test_a_context_set_checks_labels_like_a_log():
+    with pytest.raises(IGLearnError, match=r"'label' holds 2.5 at row 1, not an integer"):
+        ContextSet(np.zeros((2, 3)), 4, np.array([1, 2.5]), "c.npz")
+    with pytest.raises(IGLearnError, match=r"'context' holds inf at row 1"):
+        ContextSet(np.array([[0.0], [np.inf]]), 4, source="c.npz")

@@ -2,79 +2,157 @@
 
 ``reward`` (the latent reward) and ``label`` (the correct action) are optional and exist for
 evaluation only: no IGL learner reads them.
+
+Every value is checked in the type it arrived in, before it is cast to the field's type
+(:data:`DTYPES`), so a cast never changes a value: a float action such as 3.7, an integer
+beyond int64 or a context of 1e300 is an error showing the value as given. The bounds are
+settings of :mod:`iglearn.data.limits`: contexts and feedback within ``MAX_ABS_VALUE``,
+probabilities at least ``PROBABILITY_FLOOR``, K at most ``MAX_ACTIONS``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 
 import numpy as np
 
-from iglearn.errors import IGLearnError
+from iglearn.data import limits
+from iglearn.errors import IGLearnError, shown
+
+DTYPES = {"context": np.float32, "feedback": np.float32, "action": np.int64,
+          "label": np.int64, "probability": np.float64, "reward": np.float32}
+"""The type each field is held in."""
+MATRIX_FIELDS = ("context", "feedback")
+"""Fields with one vector per row."""
+REAL_KINDS = "biuf"
+"""NumPy dtype kinds a field may arrive in: booleans, integers and floats."""
+_CHUNK = 65536
+_ROWS_SHOWN = 5
 
 
-def _matrix(name: str, value: object, source: str) -> np.ndarray:
-    array = np.asarray(value)
-    if array.ndim == 1:
-        array = array[:, None]
-    if array.ndim != 2:
-        raise IGLearnError(
-            f"{source}: field '{name}' has shape {array.shape}; expected (n, d), "
-            f"one row per interaction"
-        )
-    if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
-        raise IGLearnError(
-            f"{source}: field '{name}' has dtype {array.dtype}; expected real numbers"
-        )
-    array = array.astype(np.float32, copy=False)
-    row = first_non_finite_row(array)
-    if row is not None:
-        raise IGLearnError(
-            f"{source}: field '{name}' holds NaN or infinite values (first at row {row}); "
-            f"remove or impute those rows"
-        )
-    return array
+def check_n_actions(value: object, source: str) -> int:
+    """The number of actions K as an int in [2, MAX_ACTIONS], or an error naming the fix."""
+    if isinstance(value, np.ndarray):
+        if value.size != 1:
+            raise IGLearnError(f"{source}: field 'n_actions' must be one integer, got shape "
+                               f"{value.shape}")
+        value = value.reshape(()).item()
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, int) or not (
+            2 <= value <= limits.MAX_ACTIONS):
+        raise IGLearnError(f"{source}: n_actions is {shown(value)}; it must be an integer >= 2 "
+                           f"and <= {limits.MAX_ACTIONS} (the number of actions K; "
+                           f"iglearn.data.limits.MAX_ACTIONS)")
+    return value
 
 
-def first_non_finite_row(array: np.ndarray, chunk: int = 65536) -> int | None:
-    """The first row of ``array`` holding a NaN or an infinity, or None; scans in chunks so
-    that a large (or memory-mapped) array needs no full-size temporary."""
-    for start in range(0, len(array), chunk):
-        finite = np.isfinite(array[start:start + chunk])
-        if not finite.all():
-            return start + int(np.argwhere(~finite)[0, 0])
+def _first_bad(array: np.ndarray, ok: Callable[[np.ndarray], np.ndarray]
+               ) -> tuple[int, object] | None:
+    """(row, value) of the first entry of ``array`` failing ``ok``, or None; scans in chunks
+    of rows so that a large (or memory-mapped) array needs no full-size temporary."""
+    for start in range(0, len(array), _CHUNK):
+        chunk = array[start:start + _CHUNK]
+        good = ok(chunk)
+        if not good.all():
+            index = tuple(np.argwhere(~good)[0])
+            return start + int(index[0]), chunk[index]
     return None
 
 
-def _vector(name: str, value: object, source: str) -> np.ndarray:
+def _bad_rows(array: np.ndarray, ok: Callable[[np.ndarray], np.ndarray],
+              first_row: int) -> str:
+    """The rows failing ``ok``, as 'rows 3, 9 (2 rows)' listing at most a few."""
+    rows: list[int] = []
+    count = 0
+    for start in range(0, len(array), _CHUNK):
+        bad = np.flatnonzero(~ok(array[start:start + _CHUNK]))
+        count += len(bad)
+        rows.extend(first_row + start + int(r) for r in bad[:_ROWS_SHOWN - len(rows)])
+    listed = ", ".join(map(str, rows)) + (", ..." if count > len(rows) else "")
+    return f"row{'s' if count > 1 else ''} {listed} ({count} row{'s' if count > 1 else ''})"
+
+
+def _kind(name: str, array: np.ndarray, source: str) -> None:
+    if array.dtype.kind not in REAL_KINDS or array.dtype.itemsize == 0:
+        raise IGLearnError(f"{source}: field '{name}' has dtype {shown(str(array.dtype))}; "
+                           f"expected real numbers (integers, floats or booleans)")
+
+
+def field_values(name: str, value: object, source: str, n_actions: int | None = None,
+                 first_row: int = 0) -> np.ndarray:
+    """One field's values (any shape) as given, checked, then cast to ``DTYPES[name]``.
+
+    Actions and labels must be integers in [0, n_actions); probabilities in
+    [PROBABILITY_FLOOR, 1]; rewards in [0, 1]; contexts and feedback finite and within
+    ±MAX_ABS_VALUE. Messages count rows from ``first_row``.
+    """
     array = np.asarray(value)
-    if array.ndim != 1:
-        raise IGLearnError(
-            f"{source}: field '{name}' has shape {array.shape}; expected (n,), one value "
-            f"per interaction"
-        )
-    if not np.issubdtype(array.dtype, np.number) and array.dtype != bool:
-        raise IGLearnError(
-            f"{source}: field '{name}' has dtype {array.dtype}; expected numbers"
-        )
-    return array
+    _kind(name, array, source)
+    if array.dtype == np.float16:  # exactly, so that bounds such as K compare without overflow
+        array = array.astype(np.float32)
 
+    def require(ok: Callable[[np.ndarray], np.ndarray], problem: str) -> None:
+        bad = _first_bad(array, ok)
+        if bad is not None:
+            row, item = bad
+            raise IGLearnError(f"{source}: field '{name}' holds {item!s} at row "
+                               f"{first_row + row}{problem}")
 
-def _actions(name: str, value: object, n_actions: int, source: str) -> np.ndarray:
-    array = _vector(name, value, source)
-    if not np.issubdtype(array.dtype, np.integer) and (
-            not np.isfinite(array).all() or not np.all(np.mod(array, 1) == 0)):
+    floating = array.dtype.kind == "f"
+    if name in ("action", "label"):
+        if n_actions is None:
+            raise TypeError(f"field_values needs n_actions to check field '{name}'")
+        if floating:
+            require(lambda a: np.isfinite(a) & (np.floor(a) == a),
+                    f", not an integer; {name}s must be integers in [0, {n_actions})")
+        require(lambda a: (a >= 0) & (a < n_actions),
+                f", outside [0, {n_actions}); fix the value or set n_actions to the true "
+                f"number of actions")
+    elif name == "probability":
+        require(lambda a: (a > 0) & (a <= 1), ", outside (0, 1]; it must be the logging "
+                "policy's probability of the logged action")
+        floor = limits.PROBABILITY_FLOOR
+        if _first_bad(array, lambda a: a >= floor) is not None:
             raise IGLearnError(
-                f"{source}: field '{name}' holds non-integer values; actions must be "
-                f"integers in [0, {n_actions})"
-            )
-    array = array.astype(np.int64)
-    if array.size and (array.min() < 0 or array.max() >= n_actions):
-        bad = int(array[(array < 0) | (array >= n_actions)][0])
-        raise IGLearnError(
-            f"{source}: field '{name}' holds {bad}, outside [0, {n_actions}); "
-            f"fix the value or set n_actions to the true number of actions"
-        )
+                f"{source}: field 'probability' is below {floor:g} at "
+                f"{_bad_rows(array, lambda a: a >= floor, first_row)}: importance weights 1/p "
+                f"above {1 / floor:g} let single interactions dominate every estimate; check "
+                f"the logging, or lower iglearn.data.limits.PROBABILITY_FLOOR if the logging "
+                f"policy did play them this rarely")
+    elif name == "reward":
+        require(lambda a: (a >= 0) & (a <= 1),
+                ", outside [0, 1]; the latent reward is binary (or a probability)")
+    else:
+        if floating:
+            require(np.isfinite, "; NaN or infinite values cannot be learned from: remove or "
+                                 "impute those rows")
+        bound = limits.MAX_ABS_VALUE
+        if floating:  # a bound beyond the type's range holds for every finite value
+            bound = min(bound, float(np.finfo(array.dtype).max))
+        require(lambda a: (a >= -bound) & (a <= bound),
+                f", beyond ±{bound:g} (iglearn.data.limits.MAX_ABS_VALUE); standardise the "
+                f"features, or raise the limit")
+    return array.astype(DTYPES[name], copy=False)
+
+
+def _shaped(name: str, value: object, source: str) -> np.ndarray:
+    """``value`` as an array of the field's shape: (n, d) with d >= 1 for contexts and
+    feedback (a vector becomes one column), (n,) for the others."""
+    array = np.asarray(value)
+    if name in MATRIX_FIELDS:
+        if array.ndim == 1:
+            array = array[:, None]
+        if array.ndim != 2:
+            raise IGLearnError(f"{source}: field '{name}' has shape {array.shape}; expected "
+                               f"(n, d), one row per interaction")
+        if array.shape[1] == 0:
+            raise IGLearnError(f"{source}: field '{name}' has shape {array.shape}, no values "
+                               f"per row; it needs at least one column")
+    elif array.ndim != 1:
+        raise IGLearnError(f"{source}: field '{name}' has shape {array.shape}; expected (n,), "
+                           f"one value per interaction")
     return array
 
 
@@ -86,25 +164,17 @@ def _check_rows(name: str, array: np.ndarray, n: int, source: str,
                            f"has {n}; every field needs one row per {unit}")
 
 
-def _n_actions(value: object, source: str) -> int:
-    """The number of actions K as an int, or an error naming the fix."""
-    if isinstance(value, np.ndarray) and value.ndim == 0:
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 2:
-        raise IGLearnError(f"{source}: n_actions is {value!r}; it must be an integer >= 2")
-    return int(value)
-
-
 @dataclass(frozen=True)
 class InteractionLog:
     """A batch of logged interactions, validated on construction.
 
     Attributes:
-        context: (n, d_x) float contexts x.
+        context: (n, d_x) float contexts x, finite and within ±MAX_ABS_VALUE.
         action: (n,) int actions a in [0, n_actions).
-        probability: (n,) float in (0, 1], the logging policy's probability of the logged action.
-        feedback: (n, d_y) float feedback vectors y.
-        n_actions: the number of actions K.
+        probability: (n,) float in [PROBABILITY_FLOOR, 1], the logging policy's probability of
+            the logged action.
+        feedback: (n, d_y) float feedback vectors y, finite and within ±MAX_ABS_VALUE.
+        n_actions: the number of actions K, in [2, MAX_ACTIONS].
         reward: optional (n,) latent reward in [0, 1], for evaluation only.
         label: optional (n,) correct action, for evaluation only.
         source: a name used in error messages (a file name, say).
@@ -121,41 +191,17 @@ class InteractionLog:
 
     def __post_init__(self) -> None:
         src = self.source
-        k = _n_actions(self.n_actions, src)
+        k = check_n_actions(self.n_actions, src)
         object.__setattr__(self, "n_actions", k)
-        context = _matrix("context", self.context, src)
-        n = context.shape[0]
+        shaped = {name: _shaped(name, getattr(self, name), src) for name in DTYPES
+                  if getattr(self, name) is not None or name not in ("reward", "label")}
+        n = shaped["context"].shape[0]
         if n == 0:
             raise IGLearnError(f"{src}: the log is empty; it needs at least one interaction")
-        feedback = _matrix("feedback", self.feedback, src)
-        action = _actions("action", self.action, k, src)
-        probability = _vector("probability", self.probability, src).astype(np.float64)
-        for name, array in (("feedback", feedback), ("action", action),
-                            ("probability", probability)):
+        for name, array in shaped.items():
             _check_rows(name, array, n, src)
-        if not np.all((probability > 0) & (probability <= 1)):
-            bad = probability[~((probability > 0) & (probability <= 1))][0]
-            raise IGLearnError(
-                f"{src}: field 'probability' holds {bad}, outside (0, 1]; it must be the "
-                f"logging policy's probability of the logged action"
-            )
-        object.__setattr__(self, "context", context)
-        object.__setattr__(self, "feedback", feedback)
-        object.__setattr__(self, "action", action)
-        object.__setattr__(self, "probability", probability)
-        if self.reward is not None:
-            reward = _vector("reward", self.reward, src).astype(np.float32)
-            _check_rows("reward", reward, n, src)
-            if not np.all((reward >= 0) & (reward <= 1)):
-                raise IGLearnError(
-                    f"{src}: field 'reward' holds values outside [0, 1]; the latent reward "
-                    f"is binary (or a probability)"
-                )
-            object.__setattr__(self, "reward", reward)
-        if self.label is not None:
-            label = _actions("label", self.label, k, src)
-            _check_rows("label", label, n, src)
-            object.__setattr__(self, "label", label)
+        for name, array in shaped.items():
+            object.__setattr__(self, name, field_values(name, array, src, k))
 
     def __len__(self) -> int:
         return int(self.context.shape[0])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+import math
 import os
 import shutil
 import struct
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from iglearn.errors import DataNotFoundError, IGLearnError
+from iglearn.files import input_file
 
 ENV_VAR = "IGLEARN_DATA"
 
@@ -53,6 +55,7 @@ _IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f
 def read_idx(path: str | Path) -> np.ndarray:
     """Parse an IDX file (gzip-compressed or plain) into a numpy array."""
     path = Path(path)
+    input_file(path, "IDX file")
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rb") as f:
@@ -67,7 +70,7 @@ def read_idx(path: str | Path) -> np.ndarray:
         raise IGLearnError(f"{path}: truncated IDX header; download it again")
     shape = struct.unpack(f">{ndim}I", data[4:header])
     dtype = np.dtype(_IDX_TYPES[data[2]])
-    expected = int(np.prod(shape)) * dtype.itemsize
+    expected = math.prod(shape) * dtype.itemsize
     if len(data) - header != expected:
         raise IGLearnError(
             f"{path}: IDX body has {len(data) - header} bytes, header promises {expected}; "

@@ -9,7 +9,9 @@
   feature schema beside it in ``<file>.schema.json``.
 
 Every problem with a file raises :class:`~iglearn.errors.IGLearnError` naming the file, the
-field, the problem and the fix; a failed write leaves no output file behind.
+field, the problem and the fix; a failed write leaves no output file behind. Readers check
+what a file claims (types, K, dimensions, rows) against :mod:`iglearn.data.limits` and the
+file's real size before they allocate memory, and open regular files only.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from iglearn.data.formats.base import (
 )
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
+from iglearn.files import input_file
 
 SUFFIXES = (".npz", ".parquet", ".dsjson")
 
@@ -62,23 +65,17 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None) -> TableRe
     """
     path = Path(path)
     suffix = _suffix(path)
-    if not path.exists():
-        raise IGLearnError(f"{path}: no such file; check the path")
-    if path.is_dir():
-        raise IGLearnError(f"{path}: is a folder, not a {suffix} file")
-    if suffix != ".dsjson" and path.stat().st_size == 0:  # DSJSON says so with its own words
+    size = input_file(path)
+    if suffix != ".dsjson" and size == 0:  # DSJSON says so with its own words
         raise IGLearnError(f"{path}: the file is empty; write the log again")
-    try:
-        if suffix == ".npz":
-            from iglearn.data.formats.npz import NpzReader
-            return NpzReader(path)
-        if suffix == ".parquet":
-            from iglearn.data.formats.parquet import ParquetReader
-            return ParquetReader(path)
-        from iglearn.data.formats.dsjson import DsjsonReader
-        return DsjsonReader(path, schema)
-    except PermissionError as e:
-        raise IGLearnError(f"{path}: cannot read the file (permission denied)") from e
+    if suffix == ".npz":
+        from iglearn.data.formats.npz import NpzReader
+        return NpzReader(path)
+    if suffix == ".parquet":
+        from iglearn.data.formats.parquet import ParquetReader
+        return ParquetReader(path)
+    from iglearn.data.formats.dsjson import DsjsonReader
+    return DsjsonReader(path, schema)
 
 
 def read_table(path: str | Path, schema: FeatureSchema | None = None

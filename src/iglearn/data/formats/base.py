@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 
+from iglearn.data import limits
 from iglearn.data.contexts import ContextSet
-from iglearn.data.logs import InteractionLog
+from iglearn.data.logs import (  # noqa: F401 (check_n_actions re-exported)
+    DTYPES,
+    MATRIX_FIELDS,
+    InteractionLog,
+    check_n_actions,
+    field_values,
+)
 from iglearn.errors import IGLearnError
 from iglearn.files import output_folder, write_files_atomic  # noqa: F401 (re-exported)
 
@@ -20,9 +25,6 @@ LOG_FIELDS = ("context", "action", "probability", "feedback")
 OPTIONAL_FIELDS = ("reward", "label")
 """Fields a log or a context set may hold, for evaluation only."""
 ALL_FIELDS = LOG_FIELDS + OPTIONAL_FIELDS
-MATRIX_FIELDS = ("context", "feedback")
-DTYPES = {"context": np.float32, "feedback": np.float32, "action": np.int64,
-          "label": np.int64, "probability": np.float64, "reward": np.float32}
 BATCH_ROWS = 65536
 
 
@@ -100,7 +102,8 @@ class TableReader(ABC):
 
     def arrays(self, fields: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
         """Every field (or those in ``fields``) as one array, filled batch by batch into
-        preallocated memory."""
+        preallocated memory. A batch in another type than the field's is checked before it is
+        cast (:func:`~iglearn.data.logs.field_values`), so the cast changes no value."""
         info = self.info
         wanted = info.fields if fields is None else tuple(f for f in info.fields if f in fields)
         out = {name: np.empty((info.n_rows, info.dims[name]) if name in MATRIX_FIELDS
@@ -108,18 +111,25 @@ class TableReader(ABC):
                for name in wanted}
         for start, batch in self.batches(fields=wanted):
             for name in wanted:
-                value = batch[name]
-                out[name][start:start + len(value)] = value
+                value, target = batch[name], out[name]
+                if start + len(value) > info.n_rows or value.shape[1:] != target.shape[1:]:
+                    raise IGLearnError(f"{info.source}: field '{name}' holds more rows or "
+                                       f"values than the file announced; the file is corrupt, "
+                                       f"write it again")
+                if value.dtype != target.dtype:
+                    value = field_values(name, value, info.source, info.n_actions, start)
+                target[start:start + len(value)] = value
         return out
 
     def validated_batches(self, rows: int = BATCH_ROWS
                           ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
-        """:meth:`batches`, each checked like a whole log (error messages name the rows)."""
+        """:meth:`batches`, each checked like a whole log (error messages name the rows) and
+        given in the fields' types."""
         info = self.info
         for start, batch in self.batches(rows):
             n = len(batch["context"])
-            check(info, batch, f"{info.source} (rows {start}-{start + n - 1})")
-            yield start, batch
+            table = check(info, batch, f"{info.source} (rows {start}-{start + n - 1})")
+            yield start, {name: getattr(table, name) for name in batch}
 
 
 class ArrayReader(TableReader):
@@ -159,28 +169,27 @@ def required_fields(present: set[str], source: str) -> tuple[str, ...]:
         raise IGLearnError(f"{source}: missing field '{missing}'; an interaction log needs "
                            f"context, action, probability and feedback (a context set needs "
                            f"context only)")
+    if not logged and "reward" in present:
+        raise IGLearnError(f"{source}: field 'reward' without the logged actions; a reward "
+                           f"belongs to an interaction log (add action, probability and "
+                           f"feedback) or remove it")
     return tuple(name for name in ALL_FIELDS if name in present)
 
 
-def check_n_actions(value: object, source: str) -> int:
-    """K as an int >= 2."""
-    if isinstance(value, np.ndarray):
-        if value.size != 1:
-            raise IGLearnError(f"{source}: field 'n_actions' must be one integer, got shape "
-                               f"{value.shape}")
-        value = value.reshape(()).item()
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 2:
-        raise IGLearnError(f"{source}: n_actions is {value!r}; it must be an integer >= 2 "
-                           f"(the number of actions K)")
-    return int(value)
-
-
-def read_json_file(path: Path, what: str) -> object:
-    """Parse a small JSON file, with errors that name it."""
-    try:
-        return json.loads(path.read_text())
-    except FileNotFoundError as e:
-        raise IGLearnError(f"{path}: {what} not found") from e
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise IGLearnError(f"{path}: {what} is not valid JSON ({e}); restore or rewrite "
-                           f"it") from e
+def check_table_size(info: TableInfo, file_bytes: int) -> None:
+    """An error unless the table ``info`` describes has a plausible size for a file of
+    ``file_bytes`` bytes: every dimension in [1, MAX_DIM], and the arrays it decodes to at most
+    MAX_EXPANSION times the file. Readers call it before allocating anything."""
+    for name, width in info.dims.items():
+        if not 1 <= width <= limits.MAX_DIM:
+            raise IGLearnError(f"{info.source}: field '{name}' has {width} values per row; "
+                               f"expected between 1 and {limits.MAX_DIM} "
+                               f"(iglearn.data.limits.MAX_DIM)")
+    row = sum(np.dtype(DTYPES[name]).itemsize * info.dims.get(name, 1) for name in info.fields)
+    total = info.n_rows * row
+    if info.n_rows < 0 or total > limits.MAX_EXPANSION * max(file_bytes, 1):
+        raise IGLearnError(
+            f"{info.source}: claims {info.n_rows} rows of {row} bytes ({total} bytes) in a file "
+            f"of {file_bytes} bytes, more than {limits.MAX_EXPANSION} times its size "
+            f"(iglearn.data.limits.MAX_EXPANSION); the file is damaged, write it again (or "
+            f"raise the limit if it really holds that much)")

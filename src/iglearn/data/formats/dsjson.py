@@ -24,22 +24,26 @@ of first appearance.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
+from iglearn.data import limits, safejson
 from iglearn.data.formats.base import (
     BATCH_ROWS,
     MATRIX_FIELDS,
     FeatureSchema,
     TableInfo,
     TableReader,
-    read_json_file,
+    check_n_actions,
+    check_table_size,
     required_fields,
 )
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, shown
+from iglearn.files import input_file
 
 SCHEMA_FORMAT = "iglearn-dsjson-schema"
 
@@ -61,11 +65,15 @@ class DsjsonReader(TableReader):
         self.path = path
         source = str(path)
         sidecar = schema_path(path)
+        size = input_file(path)
         n_actions = None
         if schema is None and sidecar.exists():
-            record = read_json_file(sidecar, "the DSJSON feature schema")
+            size += input_file(sidecar, "feature schema")
+            record = safejson.read(sidecar, "restore it or write the log again",
+                                   "feature schema")
             schema = FeatureSchema.from_json(record, str(sidecar))
-            n_actions = record.get("n_actions") if isinstance(record, dict) else None
+            if record.get("n_actions") is not None:
+                n_actions = check_n_actions(record["n_actions"], str(sidecar))
         self._fixed = schema is not None
         names: dict[str, dict[str, None]] = {"context": {}, "feedback": {}}
         seen: set[str] = set()
@@ -112,29 +120,34 @@ class DsjsonReader(TableReader):
         if "feedback" in fields and not schema.feedback:
             raise IGLearnError(f"{source}: no feedback features found; put them in 'o'")
         dims = {name: len(getattr(schema, name)) for name in MATRIX_FIELDS if name in fields}
-        self.info = TableInfo(source, n, int(n_actions), fields, dims, schema)
+        self.info = TableInfo(source, n, n_actions, fields, dims, schema)
+        check_table_size(self.info, size)
         self._index = {name: {key: i for i, key in enumerate(getattr(schema, name))}
                        for name in MATRIX_FIELDS}
 
     def _records(self) -> Iterator[tuple[int, dict]]:
+        limit = limits.MAX_JSON_BYTES
         try:
-            with open(self.path, encoding="utf-8") as f:
-                for line_no, line in enumerate(f, 1):
+            with open(self.path, "rb") as f:
+                for line_no in itertools.count(1):
+                    line = f.readline(limit + 1)
+                    if not line:
+                        break
+                    if len(line) > limit:
+                        raise IGLearnError(f"{self.path}, line {line_no}: longer than {limit} "
+                                           f"bytes (iglearn.data.limits.MAX_JSON_BYTES); the "
+                                           f"file is corrupt or not DSJSON")
                     if not line.strip():
                         continue
-                    try:
-                        record = json.loads(line)
-                    except json.JSONDecodeError as e:
-                        raise IGLearnError(f"{self.path}, line {line_no}: not valid JSON "
-                                           f"({e.msg} at column {e.colno}); fix or remove the "
-                                           f"line") from e
+                    record = safejson.parse(line, f"{self.path}, line {line_no}",
+                                            "fix or remove the line")
                     if not isinstance(record, dict) or not isinstance(record.get("c"), dict):
                         raise IGLearnError(f"{self.path}, line {line_no}: missing field 'c' "
                                            f"(the context features); every line needs one")
                     yield line_no, record
-        except UnicodeDecodeError as e:
-            raise IGLearnError(f"{self.path}: not UTF-8 text ({e.reason}); the file is "
-                               f"corrupt or not DSJSON") from e
+        except PermissionError:
+            raise IGLearnError(f"{self.path}: cannot read the file (permission denied); check "
+                               f"its permissions") from None
 
     def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
                 ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
@@ -170,14 +183,17 @@ class DsjsonReader(TableReader):
             if "feedback" in out:
                 self._fill(out["feedback"][row], "feedback",
                            _feedback_features(record, info.source, line_no), line_no)
-                out["action"][row] = _label_index(record, info.source, line_no)
+                out["action"][row] = _label_index(record, info.n_actions, info.source, line_no)
                 out["probability"][row] = _number(record, "_label_probability", info.source,
                                                   line_no)
             extra = record.get("_iglearn", {})
-            for name in ("reward", "label"):
-                if name in out:
-                    out[name][row] = _number(extra, name, info.source, line_no,
+            if "reward" in out:
+                out["reward"][row] = _number(extra, "reward", info.source, line_no,
                                              where="_iglearn.")
+            if "label" in out:
+                value = _number(extra, "label", info.source, line_no, where="_iglearn.")
+                out["label"][row] = _action(value, 0, "_iglearn.label", info.n_actions,
+                                            info.source, line_no)
         return out
 
     def _fill(self, row: np.ndarray, name: str, features: dict[str, float],
@@ -187,7 +203,7 @@ class DsjsonReader(TableReader):
             position = index.get(key)
             if position is None:
                 raise IGLearnError(
-                    f"{self.path}, line {line_no}: {name} feature '{key}' is not in the "
+                    f"{self.path}, line {line_no}: {name} feature {shown(key)} is not in the "
                     f"feature schema; use the schema the model or log was made with, or "
                     f"refit with this feature")
             row[position] = value
@@ -227,9 +243,14 @@ def _scalar(value: object, key: str, source: str, line_no: int) -> float:
     if isinstance(value, bool):
         return float(value)
     if isinstance(value, int | float):
+        if abs(value) > limits.MAX_ABS_VALUE:
+            raise IGLearnError(f"{source}, line {line_no}: feature {shown(key)} is "
+                               f"{shown(value)}, beyond ±{limits.MAX_ABS_VALUE:g} "
+                               f"(iglearn.data.limits.MAX_ABS_VALUE); standardise the feature, "
+                               f"or raise the limit")
         return float(value)
-    raise IGLearnError(f"{source}, line {line_no}: feature '{key}' has value {value!r}; "
-                       f"expected a number, a boolean or a string")
+    raise IGLearnError(f"{source}, line {line_no}: feature {shown(key)} has value "
+                       f"{shown(value)}; expected a number, a boolean or a string")
 
 
 def _features(namespaces: object, where: str, source: str, line_no: int) -> dict[str, float]:
@@ -269,29 +290,41 @@ def _feedback_features(record: dict, source: str, line_no: int) -> dict[str, flo
     return out
 
 
-def _number(record: object, key: str, source: str, line_no: int, where: str = "") -> float:
+def _number(record: object, key: str, source: str, line_no: int, where: str = ""
+            ) -> int | float:
     value = record.get(key) if isinstance(record, dict) else None
     if value is None:
         raise IGLearnError(f"{source}, line {line_no}: missing field '{where}{key}'; every line "
                            f"needs it")
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise IGLearnError(f"{source}, line {line_no}: field '{where}{key}' is {value!r}; "
+        raise IGLearnError(f"{source}, line {line_no}: field '{where}{key}' is {shown(value)}; "
                            f"expected a number")
-    return float(value)
+    return value
 
 
-def _label_index(record: dict, source: str, line_no: int) -> int:
+def _action(value: int | float, shift: int, key: str, n_actions: int, source: str,
+            line_no: int) -> int:
+    """``value - shift`` as an action in [0, n_actions), or an error showing ``value``."""
+    if value != int(value):
+        raise IGLearnError(f"{source}, line {line_no}: field '{key}' is {shown(value)}; actions "
+                           f"must be integers")
+    if not 0 <= value - shift < n_actions:
+        raise IGLearnError(f"{source}, line {line_no}: field '{key}' is {shown(value)}, outside "
+                           f"[{shift}, {n_actions + shift}); fix the value or set n_actions to "
+                           f"the true number of actions")
+    return int(value) - shift
+
+
+def _label_index(record: dict, n_actions: int, source: str, line_no: int) -> int:
     if "_labelIndex" in record:
-        value, shift, key = record["_labelIndex"], 0, "_labelIndex"
+        key, shift = "_labelIndex", 0
     elif "_label_Action" in record:
-        value, shift, key = record["_label_Action"], 1, "_label_Action"
+        key, shift = "_label_Action", 1
     else:
         raise IGLearnError(f"{source}, line {line_no}: missing label '_labelIndex' (the "
                            f"logged action); every line of a log needs it")
-    if isinstance(value, bool) or not isinstance(value, int | float) or value != int(value):
-        raise IGLearnError(f"{source}, line {line_no}: field '{key}' is {value!r}; actions "
-                           f"must be integers")
-    return int(value) - shift
+    return _action(_number(record, key, source, line_no), shift, key, n_actions, source,
+                   line_no)
 
 
 def _value(v: float) -> float | int:

@@ -8,15 +8,17 @@ are read into memory. Loading never unpickles (``allow_pickle=False``).
 from __future__ import annotations
 
 import json
-import shutil
+import math
 import struct
-import tempfile
 import zipfile
+import zlib
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
+from iglearn.data import limits, safejson
 from iglearn.data.formats.base import (
     BATCH_ROWS,
     DTYPES,
@@ -25,34 +27,60 @@ from iglearn.data.formats.base import (
     TableInfo,
     TableReader,
     check_n_actions,
+    check_table_size,
     required_fields,
 )
-from iglearn.errors import IGLearnError
+from iglearn.data.logs import REAL_KINDS
+from iglearn.errors import IGLearnError, shown
+from iglearn.files import input_file, remove_folder, temporary_folder
 
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
+_CORRUPT = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError,
+            struct.error)
+"""What reading a damaged archive raises (zipfile, zlib and numpy's header parser)."""
 
 
 class NpzReader(TableReader):
-    """Reads an ``.npz`` log or context set, memory-mapping uncompressed members."""
+    """Reads an ``.npz`` log or context set, memory-mapping uncompressed members.
+
+    Every member's header is checked before its data are read: its type (real numbers only;
+    never Python objects), and its shape against the bytes the archive really holds (at most
+    MAX_EXPANSION times its compressed size), so a damaged or hostile archive cannot make the
+    reader allocate more than the file could hold.
+    """
 
     def __init__(self, path: Path):
         self.path = path
         source = str(path)
+        self._size = input_file(path)
         try:
             self._zip = zipfile.ZipFile(path)
-        except (zipfile.BadZipFile, OSError) as e:
-            raise IGLearnError(f"{source}: not a readable .npz archive ({e}); the file is "
-                               f"truncated or corrupt, write it again") from e
-        members = {name[:-4]: info for name in self._zip.namelist()
-                   if name.endswith(".npy") and (info := self._zip.getinfo(name))}
+            names = self._zip.namelist()
+        except PermissionError:
+            raise IGLearnError(f"{source}: cannot read the file (permission denied); check its "
+                               f"permissions") from None
+        except _CORRUPT as e:
+            raise IGLearnError(f"{source}: not a readable .npz archive ({shown(str(e))}); the "
+                               f"file is truncated or corrupt, write it again") from None
+        twice = [name for name, count in Counter(names).items() if count > 1]
+        if twice:
+            raise IGLearnError(f"{source}: holds the member {shown(twice[0])} twice; the file "
+                               f"is corrupt, write it again")
+        members = {name[:-4]: self._zip.getinfo(name) for name in names
+                   if name.endswith(".npy")}
+        self._members = members
+        self._arrays: dict[str, np.ndarray] = {}
+        self._headers: dict[str, tuple[tuple[int, ...], bool, np.dtype, int]] = {}
         if "n_actions" not in members:
             raise IGLearnError(f"{source}: missing field 'n_actions' (the number of actions K); "
                                f"add a scalar array n_actions to the archive")
-        k = check_n_actions(self._load("n_actions", members["n_actions"]), source)
+        shape = self._header("n_actions", "iu")[0]
+        if math.prod(shape) != 1:
+            raise IGLearnError(f"{source}: field 'n_actions' must be one integer, got shape "
+                               f"{shape}")
+        k = check_n_actions(self._load("n_actions"), source)
         fields = required_fields(set(members), source)
-        self._members = {name: members[name] for name in fields}
-        self._arrays: dict[str, np.ndarray] = {}
-        shapes = {name: self._header(name)[0] for name in fields}
+        shapes = {name: self._header(name, REAL_KINDS)[0] for name in fields}
         n = shapes["context"][0] if shapes["context"] else 0
         dims = {}
         for name, shape in shapes.items():
@@ -69,27 +97,47 @@ class NpzReader(TableReader):
                 dims[name] = shape[1] if len(shape) == 2 else 1
         schema = None
         if "feature_schema" in members:
-            text = self._load("feature_schema", members["feature_schema"])
-            try:
-                record = json.loads(str(text.reshape(()).item()))
-            except (ValueError, json.JSONDecodeError) as e:
-                raise IGLearnError(f"{source}: field 'feature_schema' is not valid JSON; "
-                                   f"remove it or write the log again") from e
+            shape = self._header("feature_schema", "U")[0]
+            if shape != ():
+                raise IGLearnError(f"{source}: field 'feature_schema' has shape {shape}; "
+                                   f"expected one JSON string")
+            text = str(self._load("feature_schema").item())
+            record = safejson.parse(text, f"{source} (field 'feature_schema')",
+                                    "remove it or write the log again")
             schema = FeatureSchema.from_json(record, f"{source} (feature_schema)")
         self.info = TableInfo(source, n, k, fields, dims, schema)
+        check_table_size(self.info, self._size)
 
-    def _load(self, name: str, member: zipfile.ZipInfo) -> np.ndarray:
+    def _corrupt(self, name: str, error: BaseException) -> IGLearnError:
+        return IGLearnError(f"{self.path}: field '{name}' cannot be read ({shown(str(error))}); "
+                            f"the file is truncated or corrupt, write it again")
+
+    def _load(self, name: str) -> np.ndarray:
+        """The whole member ``name``, read after :meth:`_header` checked it."""
         try:
-            with self._zip.open(member) as f:
+            with self._zip.open(self._members[name]) as f:
                 return np.lib.format.read_array(f, allow_pickle=False)
-        except (ValueError, OSError, zipfile.BadZipFile, EOFError) as e:
-            raise IGLearnError(f"{self.path}: field '{name}' cannot be read ({e}); the file is "
-                               f"truncated or corrupt, or stores Python objects; write it "
-                               f"again with numeric arrays") from e
+        except _CORRUPT as e:
+            raise self._corrupt(name, e) from None
 
-    def _header(self, name: str) -> tuple[tuple[int, ...], bool, np.dtype, int]:
-        """(shape, fortran order, dtype, byte offset of the data in the file or -1)."""
+    def _header(self, name: str, kinds: str = REAL_KINDS
+                ) -> tuple[tuple[int, ...], bool, np.dtype, int]:
+        """(shape, fortran order, dtype, byte offset of the data in the file or -1), checked:
+        a dtype of one of ``kinds``, and data that the archive really holds."""
+        if name in self._headers:
+            return self._headers[name]
         member = self._members[name]
+        method = member.compress_type
+        if member.header_offset + member.compress_size > self._size or (
+                method == zipfile.ZIP_STORED and member.file_size != member.compress_size):
+            raise IGLearnError(f"{self.path}: field '{name}' claims more bytes than the file "
+                               f"holds; the file is truncated or corrupt, write it again")
+        if member.file_size > limits.MAX_EXPANSION * max(member.compress_size, 1):
+            raise IGLearnError(f"{self.path}: field '{name}' claims {member.file_size} bytes "
+                               f"from {member.compress_size} compressed, more than "
+                               f"{limits.MAX_EXPANSION} times as many "
+                               f"(iglearn.data.limits.MAX_EXPANSION); the file is damaged, "
+                               f"write it again")
         try:
             with self._zip.open(member) as f:
                 version = np.lib.format.read_magic(f)
@@ -97,25 +145,42 @@ class NpzReader(TableReader):
                     shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
                 else:
                     shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
-                header_length = f.tell() if hasattr(f, "tell") else None
-        except (ValueError, OSError, zipfile.BadZipFile, EOFError) as e:
-            raise IGLearnError(f"{self.path}: field '{name}' cannot be read ({e}); the file is "
-                               f"truncated or corrupt; write it again") from e
+                header_length = f.tell()
+        except _CORRUPT as e:
+            raise self._corrupt(name, e) from None
         if dtype.hasobject:
             raise IGLearnError(f"{self.path}: field '{name}' stores Python objects; iglearn "
                                f"never unpickles them, save numeric arrays instead")
+        if dtype.kind not in kinds or dtype.itemsize == 0:
+            expected = "real numbers" if kinds == REAL_KINDS else "integers" if kinds == "iu" \
+                else "text"
+            raise IGLearnError(f"{self.path}: field '{name}' has dtype {shown(str(dtype))}; "
+                               f"expected {expected}")
+        if any(s < 0 for s in shape):
+            raise IGLearnError(f"{self.path}: field '{name}' has shape {shape}; the file is "
+                               f"corrupt, write it again")
+        needed = math.prod(shape) * dtype.itemsize
+        if member.file_size - header_length < needed:
+            raise IGLearnError(f"{self.path}: field '{name}' is truncated: its shape {shape} "
+                               f"needs {needed} bytes but it holds "
+                               f"{max(member.file_size - header_length, 0)}; write the log "
+                               f"again")
         offset = -1
-        if member.compress_type == zipfile.ZIP_STORED and header_length is not None:
+        if method == zipfile.ZIP_STORED:
             with open(self.path, "rb") as raw:
                 raw.seek(member.header_offset)
-                local = _LOCAL_HEADER.unpack(raw.read(_LOCAL_HEADER.size))
-            offset = member.header_offset + _LOCAL_HEADER.size + local[-2] + local[-1]
+                local = raw.read(_LOCAL_HEADER.size)
+            if len(local) < _LOCAL_HEADER.size or local[:4] != b"PK\x03\x04":
+                raise IGLearnError(f"{self.path}: field '{name}' has a damaged zip header; "
+                                   f"the file is corrupt, write it again")
+            fields = _LOCAL_HEADER.unpack(local)
+            offset = member.header_offset + _LOCAL_HEADER.size + fields[-2] + fields[-1]
             offset += header_length
-            needed = int(np.prod(shape)) * dtype.itemsize
-            if member.file_size - header_length < needed:
+            if offset + needed > self._size:
                 raise IGLearnError(f"{self.path}: field '{name}' is truncated; write the log "
                                    f"again")
-        return shape, fortran, dtype, offset
+        self._headers[name] = (shape, fortran, dtype, offset)
+        return self._headers[name]
 
     def array(self, name: str) -> np.ndarray:
         """The whole field, memory-mapped (copy-on-write) when stored uncompressed."""
@@ -125,10 +190,7 @@ class NpzReader(TableReader):
                 array = np.memmap(self.path, dtype=dtype, mode="c", offset=offset, shape=shape,
                                   order="F" if fortran else "C")
             else:
-                array = self._load(name, self._members[name])
-            if not (np.issubdtype(array.dtype, np.number) or array.dtype == bool):
-                raise IGLearnError(f"{self.path}: field '{name}' has dtype {array.dtype}; "
-                                   f"expected numbers")
+                array = self._load(name)
             self._arrays[name] = array
         return self._arrays[name]
 
@@ -178,7 +240,7 @@ def _column(name: str, value: np.ndarray) -> np.ndarray:
 def write_npz(reader: TableReader, tmp: Path) -> None:
     """Write ``reader``'s table to ``tmp`` as an uncompressed ``.npz`` in one pass over it."""
     info = reader.info
-    work = Path(tempfile.mkdtemp(dir=tmp.parent, prefix=".npz-"))
+    work = temporary_folder(tmp)
     try:
         files = {}
         try:
@@ -211,4 +273,4 @@ def write_npz(reader: TableReader, tmp: Path) -> None:
             for name in names:
                 z.write(work / f"{name}.npy", arcname=f"{name}.npy")
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        remove_folder(work)

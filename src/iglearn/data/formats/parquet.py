@@ -5,6 +5,8 @@ memory can be converted and scanned."""
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from iglearn.data import safejson
 from iglearn.data.formats.base import (
     BATCH_ROWS,
     DTYPES,
@@ -20,12 +23,15 @@ from iglearn.data.formats.base import (
     TableInfo,
     TableReader,
     check_n_actions,
+    check_table_size,
     required_fields,
 )
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, shown
+from iglearn.files import input_file
 
 _ARROW = {"action": pa.int64(), "label": pa.int64(), "probability": pa.float64(),
           "reward": pa.float32()}
+_DIGITS = re.compile(rb"[0-9]{1,19}")
 
 
 class ParquetReader(TableReader):
@@ -34,21 +40,30 @@ class ParquetReader(TableReader):
     def __init__(self, path: Path):
         self.path = path
         source = str(path)
+        size = input_file(path)
         try:
             self._file = pq.ParquetFile(path)
-        except (pa.ArrowException, OSError) as e:
-            raise IGLearnError(f"{source}: not a readable Parquet file ({e}); the file is "
-                               f"truncated or corrupt, write it again") from e
-        schema = self._file.schema_arrow
-        metadata = schema.metadata or {}
-        if b"n_actions" not in metadata:
+            metadata = self._file.metadata
+            schema = self._file.schema_arrow
+        except PermissionError:
+            raise IGLearnError(f"{source}: cannot read the file (permission denied); check its "
+                               f"permissions") from None
+        except (pa.ArrowException, OSError, UnicodeDecodeError) as e:
+            raise IGLearnError(f"{source}: not a readable Parquet file ({shown(str(e))}); the "
+                               f"file is truncated or corrupt, write it again") from None
+        twice = [name for name, count in Counter(schema.names).items() if count > 1]
+        if twice:
+            raise IGLearnError(f"{source}: has two columns named {shown(twice[0])}; give each "
+                               f"field one column")
+        meta = schema.metadata or {}
+        if b"n_actions" not in meta:
             raise IGLearnError(f"{source}: missing 'n_actions' in the schema metadata (the "
                                f"number of actions K); write the file with iglearn or add it")
-        try:
-            k = int(metadata[b"n_actions"].decode())
-        except ValueError:
-            k = metadata[b"n_actions"].decode(errors="replace")
-        k = check_n_actions(k, source)
+        text = meta[b"n_actions"]
+        if not _DIGITS.fullmatch(text):
+            raise IGLearnError(f"{source}: the 'n_actions' metadata is {shown(text)}; it must be "
+                               f"the number of actions K in decimal digits")
+        k = check_n_actions(int(text), source)
         fields = required_fields(set(schema.names), source)
         dims = {}
         for name in fields:
@@ -59,21 +74,24 @@ class ParquetReader(TableReader):
                 elif _numeric(kind):
                     dims[name] = 1
                 else:
-                    raise IGLearnError(f"{source}: column '{name}' has type {kind}; expected "
-                                       f"fixed-size lists of float32 (one vector per row)")
+                    raise IGLearnError(f"{source}: column '{name}' has type "
+                                       f"{shown(str(kind))}; expected fixed-size lists of "
+                                       f"float32 (one vector per row)")
             elif not _numeric(kind):
-                raise IGLearnError(f"{source}: column '{name}' has type {kind}; expected "
-                                   f"numbers")
+                raise IGLearnError(f"{source}: column '{name}' has type {shown(str(kind))}; "
+                                   f"expected numbers")
         feature_schema = None
-        if b"feature_schema" in metadata:
-            try:
-                record = json.loads(metadata[b"feature_schema"])
-            except json.JSONDecodeError as e:
-                raise IGLearnError(f"{source}: the 'feature_schema' metadata is not valid "
-                                   f"JSON; remove it or write the file again") from e
+        if b"feature_schema" in meta:
+            record = safejson.parse(meta[b"feature_schema"],
+                                    f"{source} (metadata 'feature_schema')",
+                                    "remove it or write the file again")
             feature_schema = FeatureSchema.from_json(record, f"{source} (feature_schema)")
-        self.info = TableInfo(source, self._file.metadata.num_rows, k, fields, dims,
-                              feature_schema)
+        n = metadata.num_rows
+        if n != sum(metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)):
+            raise IGLearnError(f"{source}: its metadata says {n} rows but its row groups hold "
+                               f"another number; the file is corrupt, write it again")
+        self.info = TableInfo(source, n, k, fields, dims, feature_schema)
+        check_table_size(self.info, size)
 
     def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
                 ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
@@ -83,9 +101,10 @@ class ParquetReader(TableReader):
             for batch in self._file.iter_batches(batch_size=rows, columns=wanted):
                 yield start, {name: self._column(name, batch.column(name)) for name in wanted}
                 start += batch.num_rows
-        except (pa.ArrowException, OSError) as e:
-            raise IGLearnError(f"{self.path}: reading rows from {start} failed ({e}); the file "
-                               f"is truncated or corrupt, write it again") from e
+        except (pa.ArrowException, OSError, UnicodeDecodeError) as e:
+            raise IGLearnError(f"{self.path}: reading rows from {start} failed "
+                               f"({shown(str(e))}); the file is truncated or corrupt, write it "
+                               f"again") from None
         if start != self.info.n_rows:
             raise IGLearnError(f"{self.path}: holds {start} rows but its metadata says "
                                f"{self.info.n_rows}; the file is corrupt, write it again")

@@ -1,0 +1,42 @@
+"""Limits on what iglearn accepts from files and logs, checked before memory is allocated.
+
+Each limit is a module-level setting read when a file is read, so a program may change it,
+e.g. ``iglearn.data.limits.MAX_ACTIONS = 10**7``; every message about a limit names it.
+"""
+
+MAX_ACTIONS = 1_000_000
+"""Most actions K a log, a context set or a model may have (a linear policy holds K x d_x
+weights)."""
+
+MAX_DIM = 1_000_000
+"""Most context or feedback dimensions d_x, d_y a file or a model may have."""
+
+MAX_HIDDEN = 1_000_000
+"""Most hidden units a saved MLP policy or decoder may have."""
+
+MAX_EXPANSION = 10_000
+"""Most bytes of arrays a file may decode to per byte it holds (data file plus feature
+schema). Deflate (compressed ``.npz``) cannot expand data more than 1032 times and files
+iglearn writes stay below 600 (a Parquet log of constant columns); a file that claims more
+rows or dimensions than this is damaged or hostile."""
+
+MAX_JSON_BYTES = 64 * 2**20
+"""Largest JSON text read: a ``model.json``, a DSJSON feature schema, one DSJSON line, the
+feature schema in Parquet or ``.npz`` metadata."""
+
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of objects and lists in that JSON (DSJSON lines need 5)."""
+
+MAX_INTEGER_DIGITS = 20
+"""Most digits of an integer in JSON (an int64 has at most 19)."""
+
+MAX_ABS_VALUE = 1e9
+"""Largest magnitude of a context or feedback value. Beyond it, products and squares of such
+values with importance weights up to 1 / PROBABILITY_FLOOR leave float32's range (3.4e38) in
+the optimiser's state; standardise such features."""
+
+PROBABILITY_FLOOR = 1e-6
+"""Smallest logged probability accepted. 1/p is the importance weight of an interaction: one
+logged with p = 1e-30 outweighs every other interaction in every estimate by a factor of
+10**24, and its gradients overflow float32. Lower the floor for logs whose logging policy
+really did play some actions this rarely."""
