@@ -5,11 +5,11 @@ import pytest
 import torch
 
 from iglearn.envs import digits_environment
+from iglearn.learners import UniformLearner
 from iglearn.learners.e2g import E2G
-from iglearn.learners.online import UniformLearner
 from iglearn.learners.schedules import DataDrivenSchedule, PaperSchedule
 from iglearn.learners.training import Optimisation
-from tests.learners.test_online import play
+from tests.learners.test_online import total_reward
 
 QUICK = Optimisation(min_steps=50)
 
@@ -25,7 +25,7 @@ def trained(env):
     learner = E2G(10, env.context_dim, env.feedback_dim,
                   PaperSchedule(iota=10.0, warmup_rounds=4000), seed=0)
     before = learner.exploited_
-    total = play(learner, env, np.random.default_rng(0), 5000, "feedback")
+    total = total_reward(learner, env, np.random.default_rng(0), 5000, "feedback")
     return learner, total, before
 
 
@@ -84,7 +84,7 @@ def test_e2g_beats_uniform_play_by_a_wide_margin(trained, env):
     test_x, test_y = env.test_set()
     assert learner.accuracy(test_x, test_y) > 0.6  # uniform play: 0.1
     uniform = UniformLearner(10, seed=0)
-    uniform_total = play(uniform, env, np.random.default_rng(0), learner.interactions_,
+    uniform_total = total_reward(uniform, env, np.random.default_rng(0), learner.interactions_,
                          "feedback")
     assert total / learner.interactions_ > 0.3 > 2 * uniform_total / uniform.interactions_
     psi = learner.decode(env.feedback(np.r_[np.ones(100), np.zeros(100)],
@@ -98,7 +98,7 @@ def test_same_seed_same_run(env):
         learner = E2G(10, env.context_dim, env.feedback_dim,
                       PaperSchedule(iota=10.0, warmup_rounds=500), optimisation=QUICK,
                       seed=7)
-        total = play(learner, env, np.random.default_rng(3), 700, "feedback")
+        total = total_reward(learner, env, np.random.default_rng(3), 700, "feedback")
         runs.append((total, [f["indicator"] for f in learner.fits_],
                      learner.predict(env.test_set()[0])))
     assert runs[0][0] == runs[1][0] and runs[0][1] == runs[1][1]
@@ -111,7 +111,7 @@ def test_data_driven_schedule_explores_until_certified(env):
     # good fit certifies Delta_psi > 0 before 3000 rounds and E2G then exploits.
     learner = E2G(10, env.context_dim, env.feedback_dim, DataDrivenSchedule(iota=0.5),
                   update_every=500, seed=0)
-    play(learner, env, np.random.default_rng(0), 3000, "feedback")
+    total_reward(learner, env, np.random.default_rng(0), 3000, "feedback")
     certified = [f["round"] for f in learner.fits_ if f["certified"]]
     assert certified, "no fit certified the decoder"
     first = certified[0]

@@ -5,6 +5,7 @@ import pytest
 
 from iglearn import IGLearnError
 from iglearn.envs import digits_environment
+from iglearn.envs.play import play
 from iglearn.learners import OnlineContextualBandit, UniformLearner
 from iglearn.learners.schedules import (
     DataDrivenSchedule,
@@ -74,23 +75,15 @@ def test_learn_must_follow_act(env):
         learner.predict(x)
 
 
-def play(learner, env, rng, rounds, reads):
-    """Play ``rounds`` rounds in blocks; the total true reward."""
-    total = 0.0
-    while learner.round_ < rounds:
-        contexts = env.contexts(learner.block_size(), rng)
-        actions, probabilities = learner.act_batch(contexts.features)
-        reward = env.reward(contexts, actions)
-        total += reward.sum()
-        signal = reward if reads == "reward" else env.feedback(reward, rng)
-        learner.learn_batch(contexts.features, actions, probabilities, signal)
-    return total
+def total_reward(learner, env, rng, rounds, learns_from):
+    """Play ``rounds`` rounds with the one play loop; the total true reward."""
+    return play(learner, env, rounds, rng, learns_from=learns_from)[-1].total_reward
 
 
 def test_online_cb_learns_with_the_paper_loop(env):
     schedule = PaperSchedule(iota=10.0, warmup_rounds=1000)
     learner = OnlineContextualBandit(10, env.context_dim, schedule, seed=0)
-    total = play(learner, env, np.random.default_rng(0), 1500, "reward")
+    total = total_reward(learner, env, np.random.default_rng(0), 1500, "reward")
     test_x, test_y = env.test_set()
     assert learner.accuracy(test_x, test_y) > 0.7
     assert total / learner.interactions_ > 0.3  # uniform play earns 0.1

@@ -151,13 +151,15 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     accuracy = metric(frame, "accuracy")
     methods = list(PAPER)
     fig, ax = plt.subplots(figsize=(6, 4))
+    labelled = False
     for i, method in enumerate(methods):
         ours = 100 * accuracy.loc[accuracy["method"] == method, "value"].to_numpy()
         if len(ours):
             jitter = np.linspace(-0.08, 0.08, len(ours)) if len(ours) > 1 else np.zeros(1)
             ax.scatter(i - 0.15 + jitter, ours, s=12, color="C0", alpha=0.5)
             ax.errorbar(i - 0.15, ours.mean(), yerr=ours.std(ddof=1) if len(ours) > 1 else 0,
-                        fmt="o", color="C0", capsize=4, label="iglearn" if i == 0 else None)
+                        fmt="o", color="C0", capsize=4, label=None if labelled else "iglearn")
+            labelled = True
         mean, std = PAPER[method]
         ax.errorbar(i + 0.15, 100 * mean, yerr=100 * std, fmt="s", color="C3", capsize=4,
                     label="paper" if i == 0 else None)
