@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 
 from iglearn.envs import make_environment
-from iglearn.errors import IGLearnError
 from iglearn.experiments.results import (
     SCHEMA,
     markdown_table,
@@ -28,34 +27,9 @@ from iglearn.experiments.runner import Execution, StackedTrials, run_trials
 from iglearn.experiments.table1 import Table1Config, run_stacked
 from iglearn.seeding import spawn_seeds
 
-# Settings a sweep may vary, with how to read their values.
-SWEEPABLE = {"lr": float, "decoder_temperature": float, "samples": int, "policy": str,
-             "decoder": str}
-CHOICES = {"policy": ("linear", "mlp"), "decoder": ("linear", "mlp")}
-
-
-def parse_grid(items: list[str]) -> dict[str, list]:
-    """``["lr=0.01,0.02", "policy=linear,mlp"]`` -> ``{"lr": [0.01, 0.02], ...}``."""
-    grid: dict[str, list] = {}
-    for item in items:
-        name, sep, values = item.partition("=")
-        name = name.strip().replace("-", "_")
-        if not sep or not values:
-            raise IGLearnError(f"--set {item!r}: write NAME=V1,V2,... (e.g. lr=0.01,0.02)")
-        if name not in SWEEPABLE:
-            raise IGLearnError(f"--set {item!r}: cannot sweep {name!r}; choose from "
-                               f"{', '.join(SWEEPABLE)}")
-        try:
-            parsed = [SWEEPABLE[name](v.strip()) for v in values.split(",")]
-        except ValueError as e:
-            raise IGLearnError(f"--set {item!r}: {e}; give {SWEEPABLE[name].__name__} "
-                               f"values") from e
-        bad = [v for v in parsed if name in CHOICES and v not in CHOICES[name]]
-        bad += [v for v in parsed if isinstance(v, int | float) and v <= 0]
-        if bad:
-            raise IGLearnError(f"--set {item!r}: invalid value {bad[0]!r} for {name}")
-        grid[name] = parsed
-    return grid
+SWEEPABLE = ("lr", "decoder_temperature", "samples", "policy", "decoder")
+"""Settings of :class:`Table1Config` a sweep may vary (the command line reads each value as
+that setting's own option does)."""
 
 
 def grid_points(grid: dict[str, list]) -> list[dict]:
