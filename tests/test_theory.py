@@ -57,3 +57,34 @@ def test_value_lower_bound_of_lemma_idctor():
         assert theory.value_lower_bound(0.6, 500000, 10, 100, 0.1, star) >= \
             theory.value_lower_bound(0.6, 500000, 10, 100, 0.1) - 1e-12
     assert math.isclose(theory.value_lower_bound(0.6, 500000, 10, 100, 0.1, 1.0), 0.6)
+
+
+def test_data_from_another_logging_policy_needs_its_largest_importance_weight():
+    # n = 500000, iota = 100: eps_D = 0.01. Uniform over K = 10: W = K = 10, margin 0.1.
+    assert theory.certifies_decoder(0.21, 500000, 10, 100, 0.1)
+    # The same indicator from a log whose smallest probability is 1/40: margin 0.4.
+    assert not theory.certifies_decoder(0.21, 500000, 10, 100, 0.1, max_weight=40.0)
+    assert theory.certifies_decoder(0.51, 500000, 10, 100, 0.1, max_weight=40.0)
+    assert theory.value_lower_bound(0.6, 500000, 10, 100, 0.1, max_weight=40.0) == \
+        pytest.approx(0.6 - 0.4 + 0.1)
+    # One probability of 1e-30 is a weight of 1e30: nothing is certified, however large the
+    # indicator it produced.
+    assert theory.lemma5_value_lower_bound(1.7e25, 500000, 10, 100, 0.1, 1e30) is None
+
+
+def test_the_value_bound_stays_in_0_1_and_non_finite_input_certifies_nothing():
+    # An indicator above 1 (heavy importance weights) cannot bound a value above 1.
+    assert theory.value_lower_bound(5.0, 500000, 10, 100, 0.1) == 1.0
+    assert theory.lemma5_value_lower_bound(5.0, 500000, 10, 100, 0.1) == 1.0
+    assert theory.value_lower_bound(0.9, 500000, 10, 100, 0.5, delta_psi_star=0.2) == 1.0
+    for indicator in (math.nan, math.inf, -math.inf):
+        assert not theory.certifies_decoder(indicator, 500000, 10, 100, 0.1)
+        assert theory.lemma5_value_lower_bound(indicator, 500000, 10, 100, 0.1) is None
+        assert theory.value_lower_bound(indicator, 500000, 10, 100, 0.1) == 0.0
+    assert theory.lemma5_value_lower_bound(0.9, 500000, 10, 100, 0.1, math.inf) is None
+    for v_bad in (-0.1, 1.5, math.nan):
+        with pytest.raises(IGLearnError, match="v_bad"):
+            theory.value_lower_bound(0.9, 500000, 10, 100, v_bad)
+    for iota in (-1.0, math.nan):
+        with pytest.raises(IGLearnError, match="iota"):
+            theory.eps_d(100, iota)

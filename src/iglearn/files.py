@@ -6,6 +6,7 @@ file: a regular file this process may read."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import tempfile
@@ -131,3 +132,86 @@ def temporary_folder(target: Path) -> Path:
 def remove_folder(folder: Path) -> None:
     """Delete a temporary folder and everything in it, ignoring one that is already gone."""
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def remove_stale_temporaries(target: Path, before: float) -> tuple[list[Path], Path | None]:
+    """Remove what interrupted writes of ``target`` left beside it.
+
+    iglearn builds its outputs beside them under hidden names, XXXXXXXX being tempfile's eight
+    random characters and NAME the target's name:
+
+    - ``.NAME.XXXXXXXX.part``: a file being written (:func:`write_files_atomic`);
+    - ``.NAME.XXXXXXXX``: a model folder being written (:func:`iglearn.models.io.save_model`),
+      holding ``model.json`` and ``weights.safetensors`` at most;
+    - ``.NAME.old.XXXXXXXX``: the previous model, as ``model`` inside it, set aside while the
+      new one is renamed into place;
+    - ``.npz-XXXXXXXX``: the ``.npy`` members of an ``.npz`` being written (whatever its name).
+
+    Every entry of the target's folder with one of these names and nothing else inside, last
+    modified (it or, for a folder, anything directly in it) before ``before`` (a time stamp:
+    the caller's start), is removed; links among them are removed, never followed. When
+    ``target`` does not exist, a model set aside under ``.NAME.old.*`` (a write killed between
+    save_model's two renames) is first renamed back to ``target``, the newest if several.
+
+    Call it only while no other process writes in that folder: a live writer's temporaries
+    have the same names (the command line makes sure of it with a lock,
+    :class:`iglearn.cli.paths.Outputs`).
+
+    Returns:
+        the entries removed, and ``target`` if a set-aside model was put back there (else None).
+    """
+    target = Path(target)
+    folder = target.parent if str(target.parent) else Path(".")
+    name, random = re.escape(target.name), "[a-z0-9_]{8}"
+    set_aside = re.compile(rf"\.{name}\.old\.{random}")
+    # (name of a temporary, what it may hold: None for a file, else its entries' names)
+    kinds = ((re.compile(rf"\.{name}\.{random}\.part"), None),
+             (re.compile(rf"\.{name}\.{random}"), re.compile(r"model\.json|weights\.safetensors")),
+             (set_aside, re.compile("model")),
+             (re.compile(rf"\.npz-{random}"), re.compile(r"\w+\.npy")))
+    stale = []
+    for entry in os.scandir(folder):
+        for pattern, holds in kinds:
+            if pattern.fullmatch(entry.name):
+                changed = _last_change(Path(entry.path), holds)
+                if changed is not None and changed < before:
+                    stale.append((changed, Path(entry.path)))
+                break
+    stale = [path for _, path in sorted(stale, reverse=True)]   # the newest first
+    restored = None
+    for path in stale:
+        if (set_aside.fullmatch(path.name) and not os.path.lexists(target)
+                and _is_folder(path / "model")):
+            os.replace(path / "model", target)
+            restored = target
+    for path in stale:
+        if _is_folder(path):
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+    return [path for path in stale if not os.path.lexists(path)], restored
+
+
+def _last_change(path: Path, holds: re.Pattern | None) -> float | None:
+    """When ``path`` or anything directly in it last changed, if it is a file (``holds`` None)
+    or a folder whose entries' names all match ``holds``; else (or if it is gone) None."""
+    try:
+        if holds is None:
+            return None if _is_folder(path) else os.lstat(path).st_mtime
+        if not _is_folder(path):
+            return None
+        entries = list(os.scandir(path))
+        if not all(holds.fullmatch(entry.name) for entry in entries):
+            return None
+        return max([os.lstat(path).st_mtime]
+                   + [entry.stat(follow_symlinks=False).st_mtime for entry in entries])
+    except FileNotFoundError:
+        return None
+
+
+def _is_folder(path: Path) -> bool:
+    """True when ``path`` is a folder itself (not a link to one)."""
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False

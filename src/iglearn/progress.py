@@ -1,8 +1,10 @@
-"""Progress bars on stderr for long work."""
+"""What iglearn shows on the terminal besides its results: progress bars on stderr, warnings
+as one line each, and text from files made printable."""
 
 from __future__ import annotations
 
 import sys
+import unicodedata
 import warnings
 from collections.abc import Iterable, Iterator
 from typing import TypeVar
@@ -10,6 +12,34 @@ from typing import TypeVar
 from tqdm.auto import tqdm
 
 T = TypeVar("T")
+
+# Characters that move the cursor or reorder text without being control characters.
+_INVISIBLE_LAYOUT = frozenset("\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
+                              "\u2066\u2067\u2068\u2069")
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text: object) -> str:
+    """``str(text)`` with every control character escaped as Python writes it in a string
+    literal (``\\n``, ``\\x1b``, ``\\x9b``, ``\\u202e``): a file name or a feature name read from
+    a file then prints on the line it belongs to, and cannot move the cursor, recolour the
+    terminal or reverse the text after it."""
+    out = []
+    for char in str(text):
+        if char in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[char])
+        elif unicodedata.category(char) == "Cc" or char in _INVISIBLE_LAYOUT:
+            code = ord(char)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+        else:
+            out.append(char)
+    return "".join(out)
+
+
+def one_line(text: object) -> str:
+    """Free text (a library's error message, say) on one printable line: runs of whitespace,
+    line breaks included, become one space, then :func:`printable`."""
+    return printable(" ".join(str(text).split()))
 
 
 def progress(items: Iterable[T], description: str, enabled: bool = True,
@@ -20,9 +50,11 @@ def progress(items: Iterable[T], description: str, enabled: bool = True,
 
 
 def _one_line(message, category, filename, lineno, file=None, line=None) -> None:
-    print(f"iglearn: warning: {message}", file=sys.stderr)
+    print(f"iglearn: warning: {printable(message)}", file=sys.stderr)
 
 
 def one_line_warnings() -> None:
-    """Show warnings as one line each on stderr (for the command line and its workers)."""
+    """Show each warning as one line on stderr, ``iglearn: warning: ...``, its control
+    characters (line breaks included) escaped by :func:`printable` (for the command line and
+    its workers)."""
     warnings.showwarning = _one_line

@@ -7,7 +7,8 @@ V(pi)).
 Notation: K actions, ``iota`` the complexity term of a supervised sample-complexity bound
 (e.g. log(2 T |Pi| |Psi| / delta)), ``n`` = |D| uniform exploration samples, and
 eps_D = sqrt(iota / (2 |D|)), so that the indicator is within K eps_D of
-(V(pi) - V(pi_bad)) Delta_psi (Section 4).
+(V(pi) - V(pi_bad)) Delta_psi (Section 4); for data logged by another policy, within
+W eps_D, W the largest importance weight 1/p (:func:`certifies_decoder`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ def eps_stat_uniform(n: int, n_actions: int, log_term: float) -> float:
 def eps_d(n: int, iota: float) -> float:
     """eps_D = sqrt(iota / (2 |D|)) (Section 4.1): the indicator's error is at most K eps_D."""
     _positive("n", n)
+    if not iota >= 0:
+        raise IGLearnError(f"iota must be at least 0, got {iota}")
     return math.sqrt(iota / (2 * n))
 
 
@@ -75,42 +78,64 @@ def regret_bound(t: int, n_actions: int, iota: float, eta: float,
 
 
 def certifies_decoder(indicator: float, n: int, n_actions: int, iota: float,
-                      v_bad: float) -> bool:
+                      v_bad: float, max_weight: float | None = None) -> bool:
     """The condition of lemma pistarregret_agn (Eq. pitildegvb_a):
-    indicator > V(pi_bad) + K eps_D.
+    indicator > V(pi_bad) + W eps_D, with W = K under uniform logging.
 
     By lemma decodebadpi a policy no better than pi_bad cannot pass it for any decoder, so
     passing it certifies Delta_psi > 0 for the fitted decoder (the Remark after Theorem 2).
     ``v_bad`` is an upper bound on V(pi_bad) (1/K for classification).
+
+    The indicator is a mean of n terms (pi(a|x) - 1/K) psi(y) / p, each in an interval of
+    width at most W = max 1/p, the largest importance weight of the data (K under uniform
+    logging, the paper's case), so by Hoeffding's inequality it is within W eps_D of its
+    expectation. ``max_weight`` is that W for data logged by another policy (default: K). A
+    non-finite indicator or weight certifies nothing.
     """
-    return indicator > v_bad + n_actions * eps_d(n, iota)
+    weight = n_actions if max_weight is None else max_weight
+    if not (math.isfinite(indicator) and math.isfinite(weight)):
+        return False
+    return indicator > v_bad + weight * eps_d(n, iota)
 
 
 def value_lower_bound(indicator: float, n: int, n_actions: int, iota: float, v_bad: float,
-                      delta_psi_star: float | None = None) -> float:
+                      delta_psi_star: float | None = None,
+                      max_weight: float | None = None) -> float:
     """Lemma idctor: for a decoder with Delta_psi > 0 (e.g. certified by :func:`certifies_decoder`)
 
-        V(pi) >= (indicator - K eps_D) / Delta_psi* + V(pi_bad).
+        V(pi) >= (indicator - W eps_D) / Delta_psi* + V(pi_bad),
+
+    with W = K under uniform logging, or ``max_weight`` (the largest importance weight 1/p,
+    see :func:`certifies_decoder`).
 
     Delta_psi* is unknown in practice but at most 1. When the numerator is positive,
-    dividing by Delta_psi* <= 1 can only increase it, so indicator - K eps_D + V(pi_bad) is a
+    dividing by Delta_psi* <= 1 can only increase it, so indicator - W eps_D + V(pi_bad) is a
     lower bound for every Delta_psi*; when it is not, Delta_psi* -> 0 makes the bound vacuous
     and only V(pi) >= 0 remains. Pass ``delta_psi_star`` to use the exact form. Here ``v_bad``
-    must be V(pi_bad) itself or a lower bound on it.
+    must be V(pi_bad) itself or a lower bound on it, in [0, 1].
+
+    A value lies in [0, 1], so the bound is clipped to [0, 1]; a non-finite indicator or
+    weight gives the trivial bound 0.
     """
-    numerator = indicator - n_actions * eps_d(n, iota)
+    if not 0 <= v_bad <= 1:
+        raise IGLearnError(f"v_bad is a value, in [0, 1]; got {v_bad}")
+    weight = n_actions if max_weight is None else max_weight
+    numerator = indicator - weight * eps_d(n, iota)
+    if not math.isfinite(numerator):
+        return 0.0
     if delta_psi_star is not None:
         _positive("delta_psi_star", delta_psi_star)
-        return max(0.0, numerator / delta_psi_star + v_bad)
+        return min(1.0, max(0.0, numerator / delta_psi_star + v_bad))
     if numerator <= 0:
         return 0.0
-    return numerator + v_bad
+    return min(1.0, numerator + v_bad)
 
 
 def lemma5_value_lower_bound(indicator: float, n: int, n_actions: int, iota: float,
-                             v_bad: float) -> float | None:
-    """The lower bound of :func:`value_lower_bound` where the lemma applies, else None: only
-    when the indicator certifies Delta_psi > 0 (:func:`certifies_decoder`)."""
-    if not certifies_decoder(indicator, n, n_actions, iota, v_bad):
+                             v_bad: float, max_weight: float | None = None) -> float | None:
+    """The lower bound of :func:`value_lower_bound`, in [0, 1], where the lemma applies, else
+    None: only when the indicator certifies Delta_psi > 0 (:func:`certifies_decoder`, with
+    the same ``max_weight``: the largest importance weight of the data, K by default)."""
+    if not certifies_decoder(indicator, n, n_actions, iota, v_bad, max_weight):
         return None
-    return value_lower_bound(indicator, n, n_actions, iota, v_bad)
+    return value_lower_bound(indicator, n, n_actions, iota, v_bad, max_weight=max_weight)

@@ -100,7 +100,9 @@ def test_table1_on_mnist_far_above_chance(tmp_path):
 def test_missing_mnist_exits_2_and_offers_digits(tmp_path, monkeypatch, capsys):
     monkeypatch.delenv("IGLEARN_DATA", raising=False)
     out = tmp_path / "never"
-    assert main(["reproduce", "table1", "--data-dir", str(tmp_path), "--out", str(out)]) == 2
+    (tmp_path / "empty").mkdir()
+    assert main(["reproduce", "table1", "--data-dir", str(tmp_path / "empty"), "--out",
+                 str(out)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("iglearn: error:") and "--dataset digits" in err
     assert len(err.strip().splitlines()) == 1

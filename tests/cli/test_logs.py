@@ -50,8 +50,11 @@ def test_fit_reports_and_evaluate_measures_far_above_chance(workspace, capsys, t
         assert key in summary
     assert summary["samples"] == 3000 and summary["n_actions"] == 10
     bound = summary["lemma5"]
+    # the skewed policy logs probabilities down to 1/(2K): importance weights up to 20, not K
+    weight = 1 / read_log(workspace / "log.npz").probability.min()
+    assert bound["max_importance_weight"] == pytest.approx(weight) and 10 < weight <= 20
     assert bound["value_lower_bound"] == pytest.approx(lemma5_value_lower_bound(
-        summary["indicator"], 3000, 10, bound["iota"], 0.1))
+        summary["indicator"], 3000, 10, bound["iota"], 0.1, weight))
     meta = json.loads((tmp_path / "m" / io.METADATA).read_text())
     assert meta["training"]["samples"] == 3000
     code, out, _ = run(capsys, "evaluate", tmp_path / "m", workspace / "test.parquet")
@@ -182,7 +185,7 @@ def test_unwritable_outputs_create_nothing(workspace, capsys, tmp_path):
     blocker.write_text("")
     cases = [
         (["fit", workspace / "log.npz", "--out", blocker / "m"], "does not exist"),
-        (["fit", workspace / "log.npz", "--out", blocker], "not an iglearn model folder"),
+        (["fit", workspace / "log.npz", "--out", blocker], "is a file, not a model folder"),
         (["predict", workspace / "model", workspace / "test.parquet", "--out",
           tmp_path / "no" / "p.csv"], "does not exist"),
         (["predict", workspace / "model", workspace / "test.parquet", "--out",

@@ -3,30 +3,48 @@
 Every setting of an experiment, of where its trials run and of the ``fit`` learner is an
 option generated from its dataclass field (:mod:`iglearn.cli.settings`); the commands are in
 :mod:`iglearn.cli.experiments` (``reproduce``, ``sweep``) and :mod:`iglearn.cli.logs` (``fit``,
-``evaluate``, ``predict``, ``simulate``, ``convert``).
+``evaluate``, ``predict``, ``simulate``, ``convert``); where they may write, and the clean-up
+of what killed runs left, in :mod:`iglearn.cli.paths`.
 
 Errors print one line on stderr and no traceback (``--verbose``, before or after the command,
-shows it). Exit codes: 2 for what the user can fix (a bad option or value, bad input data, a
-missing file, an unwritable output: ``iglearn: error: ...`` names the problem and the fix), 1
-for an internal error (``iglearn: internal error: ...``, a bug to report with the output of
-``--verbose``), 130 when interrupted.
+shows it), control characters escaped (:func:`iglearn.progress.printable`). Exit codes: 2 for
+what the user can fix (``iglearn: error: ...`` names the problem and the fix): a bad option or
+value, bad input data (an :class:`IGLearnError`, or an error of a library that reads files
+raised on a file given: :func:`describe`), a missing, unreadable or unwritable file, no
+memory left; 1 for an internal error (``iglearn: internal error: ...``, a bug to report with
+the output of ``--verbose``); 130 when interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
+import json
 import sys
 import traceback
+import zipfile
+import zlib
 from collections.abc import Sequence
 from typing import NoReturn
 
 import iglearn
 from iglearn.cli import experiments, logs
+from iglearn.cli.paths import Outputs
 from iglearn.cli.settings import HelpFormatter
 from iglearn.errors import IGLearnError
-from iglearn.progress import one_line_warnings
+from iglearn.progress import one_line, one_line_warnings, printable
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "describe", "main"]
+
+# Raised by the libraries that read files only because of what a file holds.
+INPUT_ERRORS: tuple[type[BaseException], ...] = (
+    json.JSONDecodeError, UnicodeError, zipfile.BadZipFile, zlib.error, EOFError)
+# The same, looked up only when their library is loaded: (module, class name).
+LIBRARY_INPUT_ERRORS = (("pyarrow", "ArrowException"), ("safetensors", "SafetensorError"))
+# Errors that mean "this input is malformed" when raised inside one of READERS.
+READER_ERRORS = (ValueError, TypeError, KeyError, IndexError, OverflowError)
+READERS = frozenset({"numpy", "pyarrow", "pandas", "safetensors", "json", "zipfile", "gzip",
+                     "csv"})
 
 
 class Parser(argparse.ArgumentParser):
@@ -41,14 +59,14 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """Print ``message`` on one line with where to find the options; exit with code 2."""
-        self.exit(2, f"iglearn: error: {message}; see '{self.prog} --help'\n")
+        self.exit(2, f"iglearn: error: {printable(message)}; see '{self.prog} --help'\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``iglearn`` command."""
     parser = Parser(prog="iglearn", description="Interaction-Grounded Learning: learn from "
                                                 "feedback vectors without an explicit reward.")
-    parser.set_defaults(verbose=False)
+    parser.set_defaults(verbose=False, reads=())
     parser.add_argument("--version", action="version", version=f"%(prog)s {iglearn.__version__}",
                         help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -65,25 +83,86 @@ def main(argv: Sequence[str] | None = None) -> int:
         return done.code if isinstance(done.code, int) else 0
     if not args.verbose:
         one_line_warnings()
+    args.outputs = Outputs()
     try:
         return args.run(args)
     except KeyboardInterrupt:
         print("iglearn: interrupted", file=sys.stderr)
         return 130
-    except IGLearnError as e:
-        _report(args.verbose, f"iglearn: error: {e}")
-        return 2
-    except OSError as e:
-        _report(args.verbose, f"iglearn: error: {e}; check the path, its permissions and the "
-                              f"free space")
-        return 2
     except Exception as e:
-        _report(args.verbose, f"iglearn: internal error: {type(e).__name__}: {e}; run again "
-                              f"with --verbose for the traceback and report it")
-        return 1
+        code, line = describe(e, [str(getattr(args, name)) for name in args.reads
+                                  if getattr(args, name, None) is not None])
+        if args.verbose:
+            traceback.print_exc()
+        print(printable(line), file=sys.stderr)
+        return code
+    finally:
+        args.outputs.close()
 
 
-def _report(verbose: bool, line: str) -> None:
-    if verbose:
-        traceback.print_exc()
-    print(" ".join(line.split()), file=sys.stderr)
+def describe(error: Exception, inputs: Sequence[str] = ()) -> tuple[int, str]:
+    """The exit code and the one line that report ``error``, raised by a command that reads
+    the files or folders ``inputs``.
+
+    2 (``iglearn: error: ...``): an :class:`IGLearnError`; an ``OSError`` (a permission
+    error, a missing file and a full disk each said as such); ``MemoryError`` and
+    ``RecursionError``; and what a file can make the libraries that read it raise: a JSON,
+    Unicode, zip or zlib error, an end of file, an Arrow or safetensors error, or a
+    ValueError, TypeError, KeyError, IndexError or OverflowError raised inside one of
+    :data:`READERS` (numpy, pyarrow, ...). Those name the inputs. 1 (``iglearn: internal
+    error: ...``): anything else, a bug.
+    """
+    files = " or ".join(inputs)
+    if isinstance(error, IGLearnError):
+        return 2, f"iglearn: error: {error}"
+    if isinstance(error, MemoryError):
+        return 2, (f"iglearn: error: {files or 'this run'}: not enough memory; use a smaller "
+                   f"input or smaller option values, or a machine with more memory")
+    if isinstance(error, RecursionError):
+        return 2, (f"iglearn: error: {files or 'the input'}: nested too deeply to read "
+                   f"(RecursionError); the file is malformed, write it again")
+    if _input_error(error):
+        cause = f"{type(error).__name__}: {one_line(error)}"
+        if not files:
+            return 2, (f"iglearn: error: the option values cannot be used ({cause}); check "
+                       f"them (--verbose shows where it failed)")
+        return 2, (f"iglearn: error: {files}: cannot be read ({cause}); the file is truncated, "
+                   f"corrupt or not in the format its extension names: write it again "
+                   f"(--verbose shows where it failed)")
+    if isinstance(error, OSError):
+        return 2, f"iglearn: error: {_os_error(error, files or 'a file')}"
+    return 1, (f"iglearn: internal error: {type(error).__name__}: {one_line(error)}; run again "
+               f"with --verbose for the traceback and report it")
+
+
+def _input_error(error: Exception) -> bool:
+    """True for what a malformed input makes a file-reading library raise."""
+    if isinstance(error, INPUT_ERRORS):
+        return True
+    for module, name in LIBRARY_INPUT_ERRORS:
+        cls = getattr(sys.modules.get(module), name, None)
+        if cls is not None and isinstance(error, cls):
+            return True
+    if not isinstance(error, READER_ERRORS) or error.__traceback__ is None:
+        return False
+    tb = error.__traceback__
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return str(tb.tb_frame.f_globals.get("__name__", "")).split(".")[0] in READERS
+
+
+def _os_error(error: OSError, files: str) -> str:
+    """An OSError as its kind says it: permission denied, no such file, no space left."""
+    names = [str(name) for name in (error.filename, error.filename2) if name is not None]
+    where = " -> ".join(names) or files
+    if isinstance(error, PermissionError):
+        return (f"{where}: permission denied; check the permissions of the file and its "
+                f"folder, or choose another path")
+    if isinstance(error, FileNotFoundError):
+        return f"{where}: no such file or folder; check the path"
+    if error.errno == errno.ENOSPC:
+        return f"{where}: no space left on the device; free some space or write elsewhere"
+    if error.errno == errno.EROFS:
+        return f"{where}: the file system is read-only; write elsewhere"
+    return (f"{where}: {one_line(error.strerror or error)}; check the path, its permissions "
+            f"and the free space")

@@ -7,11 +7,13 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from iglearn.cli.paths import check_paths
 from iglearn.cli.settings import add_settings, build_settings, value_parser
 from iglearn.experiments import figure3, sample_complexity, table1, unsupervised
 from iglearn.experiments.runner import Execution
 from iglearn.experiments.sweep import SWEEPABLE, reproduce_sweep
 from iglearn.experiments.table1 import Table1Config
+from iglearn.progress import printable
 
 CONFIG, EXECUTION = "config", "execution"
 
@@ -75,10 +77,18 @@ def add_run_options(parser: argparse.ArgumentParser, out: str) -> None:
                        help="hide the progress bar over trials (default: shown)")
 
 
+def _check_out(config: object, out: str) -> None:
+    """--out may not be, lie inside or hold the MNIST folder --data-dir (``--fresh`` deletes
+    OUT/trials)."""
+    data_dir = getattr(config, "data_dir", None)
+    check_paths([("--data-dir", data_dir)] if data_dir else [], [("--out", out)])
+
+
 def _run(experiment: Experiment, args: argparse.Namespace) -> int:
     config = build_settings(args, experiment.defaults, CONFIG)
+    _check_out(config, args.out)
     print(experiment.reproduce(config, args.out, build_settings(args, Execution(), EXECUTION)))
-    print(f"wrote {args.out}/{experiment.files}")
+    print(f"wrote {printable(args.out)}/{experiment.files}")
     return 0
 
 
@@ -100,9 +110,10 @@ def _grid_item(text: str) -> tuple[str, list]:
 
 def _sweep(args: argparse.Namespace) -> int:
     base = build_settings(args, SWEEP_DEFAULTS, CONFIG)
+    _check_out(base, args.out)
     print(reproduce_sweep(base, dict(args.set), args.out,
                           build_settings(args, Execution(), EXECUTION)))
-    print(f"wrote {args.out}/sweep.csv, sweep.md and config.json")
+    print(f"wrote {printable(args.out)}/sweep.csv, sweep.md and config.json")
     return 0
 
 
@@ -119,7 +130,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         add_settings(parser, experiment.defaults, CONFIG, f"settings ({settings.__name__})",
                      aliases={"families": "--family"})
         add_run_options(parser, f"results/{experiment.name}")
-        parser.set_defaults(run=lambda args, experiment=experiment: _run(experiment, args))
+        parser.set_defaults(run=lambda args, experiment=experiment: _run(experiment, args),
+                            reads=(f"{CONFIG}.data_dir",))
 
     sweep = commands.add_parser(
         "sweep", help="batch fits over a grid of settings, one tidy table",
@@ -131,4 +143,4 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                             f"repeat for a grid (default: no grid, one point)")
     add_settings(sweep, SWEEP_DEFAULTS, CONFIG, "settings at every point (Table1Config)")
     add_run_options(sweep, "results/sweep")
-    sweep.set_defaults(run=_sweep)
+    sweep.set_defaults(run=_sweep, reads=(f"{CONFIG}.data_dir",))

@@ -1,7 +1,8 @@
 """Commands on people's own interaction logs: fit, evaluate, predict, simulate, convert.
 
-Each prints a JSON summary on stdout. Bad input raises :class:`IGLearnError` before any
-output file or folder is created.
+Each prints a JSON summary on stdout: strict JSON, in which a number that is not finite (NaN,
+an infinity) is null. Bad input raises :class:`IGLearnError` before any output file or folder
+is created, and no output may overlap an input (:mod:`iglearn.cli.paths`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from iglearn.cli.paths import check_model_output, check_paths, with_sidecar
 from iglearn.cli.settings import add_settings, build_settings, number
 from iglearn.envs.mnist import DATASETS
 from iglearn.errors import IGLearnError
@@ -26,19 +28,47 @@ LEARNER = "learner"
 OBJECTIVES = {"iglearn": BatchIGL, "paper": BatchIGL.paper}
 
 
+def json_ready(value: object) -> object:
+    """``value`` as strict JSON holds it: numpy scalars and arrays as numbers and lists, other
+    objects (paths) as strings, and numbers that are not finite (NaN, the infinities) as None,
+    which JSON writes null."""
+    if isinstance(value, dict):
+        return {str(key): json_ready(item) for key, item in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [json_ready(item) for item in value]
+    if isinstance(value, bool | np.bool_):
+        return bool(value)
+    if isinstance(value, int | np.integer):
+        return int(value)
+    if isinstance(value, float | np.floating):
+        return float(value) if math.isfinite(value) else None
+    if value is None or isinstance(value, str):
+        return value
+    return str(value)
+
+
 def _print(record: dict) -> None:
-    print(json.dumps(record, indent=2, default=float))
+    print(json.dumps(json_ready(record), indent=2, allow_nan=False))
+
+
+def unit_value(text: str) -> float:
+    """argparse type: a value, a number in [0, 1]."""
+    value = number(float)(text)
+    if value > 1:
+        raise argparse.ArgumentTypeError(f"must be a value in [0, 1], got {text!r}")
+    return value
 
 
 def _fit(args: argparse.Namespace) -> int:
     from iglearn.data.formats import open_table
     from iglearn.data.formats.base import check
     from iglearn.data.logs import InteractionLog
-    from iglearn.models.io import check_model_folder, save_model
+    from iglearn.models.io import save_model
     from iglearn.theory import lemma5_value_lower_bound
 
     out = Path(args.out)
-    check_model_folder(out)
+    check_paths(with_sidecar("LOG", args.log), [("--out", out)])
+    check_model_output(out)
     reader = open_table(args.log)
     info = reader.info
     log = check(info, reader.arrays(), info.source)
@@ -47,13 +77,15 @@ def _fit(args: argparse.Namespace) -> int:
                            f"action, probability and feedback")
     learner = build_settings(args, OBJECTIVES[args.objective](seed=args.seed), LEARNER)
     settings = asdict(learner)
+    args.outputs.claim([out])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         learner.fit(log)
     report = learner.report_
     n, k = len(log), log.n_actions
     v_bad = 1.0 / k if args.v_bad is None else args.v_bad
-    bound = lemma5_value_lower_bound(report.indicator, n, k, args.iota, v_bad)
+    max_weight = 1.0 / float(np.min(log.probability))
+    bound = lemma5_value_lower_bound(report.indicator, n, k, args.iota, v_bad, max_weight)
     summary = {
         "log": str(args.log), "model": str(out), "samples": n, "n_actions": k,
         "context_dim": log.context_dim, "feedback_dim": log.feedback_dim,
@@ -64,16 +96,21 @@ def _fit(args: argparse.Namespace) -> int:
         "identifiability_warnings": report.warnings,
         "lemma5": {
             "iota": args.iota, "v_bad": v_bad, "eps_D": math.sqrt(args.iota / (2 * n)),
+            "max_importance_weight": max_weight,
             "applies": bound is not None, "value_lower_bound": bound,
-            "note": "V(pi) >= indicator - K*eps_D + V(pi_bad), eps_D = sqrt(iota/(2n)); "
-                    "holds with the probability iota encodes for the policy and decoder "
-                    "classes (iota is user-supplied, --iota)",
+            "note": "V(pi) >= indicator - W*eps_D + V(pi_bad), eps_D = sqrt(iota/(2n)), W the "
+                    "largest importance weight 1/p of the log (K under uniform logging); "
+                    "reported only when the indicator exceeds V(pi_bad) + W*eps_D, which "
+                    "certifies the decoder, and clipped to [0, 1]; holds with the probability "
+                    "iota encodes for the policy and decoder classes (iota is user-supplied, "
+                    "--iota)",
         },
         "seconds": report.seconds,
     }
     save_model(learner, out, info.schema,
-               extra={"log": str(args.log), "samples": n, "objective": args.objective,
-                      "settings": settings, "lemma5": summary["lemma5"]})
+               extra=json_ready({"log": str(args.log), "samples": n,
+                                 "objective": args.objective, "settings": settings,
+                                 "lemma5": summary["lemma5"]}))
     _print(summary)
     return 0
 
@@ -130,8 +167,11 @@ def _predict(args: argparse.Namespace) -> int:
     if out.suffix.lower() not in PREDICTION_SUFFIXES:
         raise IGLearnError(f"--out {out}: unknown file extension {out.suffix or '(none)'!r}; "
                            f"use one of {', '.join(PREDICTION_SUFFIXES)}")
+    check_paths([("MODEL_DIR", args.model), *with_sidecar("CONTEXTS", args.contexts)],
+                [("--out", out)])
     output_folder(out)
     learner, table = _model_and_table(args.model, args.contexts, contexts_only=True)
+    args.outputs.claim([out])
     rng = as_generator(args.seed)
     actions, probabilities = [], []
     for start in range(0, len(table), 65536):
@@ -195,6 +235,11 @@ def _simulate(args: argparse.Namespace) -> int:
             raise IGLearnError(f"{target}: unknown file extension {target.suffix or '(none)'!r}; "
                                f"use one of {', '.join(SUFFIXES)}")
         output_folder(target)
+    outputs = [*with_sidecar("--out", args.out)]
+    if args.test_out:
+        outputs += with_sidecar("--test-out", args.test_out)
+    check_paths([("--data-dir", args.data_dir)] if args.data_dir else [], outputs)
+    args.outputs.claim([path for _, path in outputs])
     env = digits_environment() if args.env == "digits" else mnist_environment(args.data_dir)
     policy = None
     if args.policy == "skewed":
@@ -218,6 +263,9 @@ def _simulate(args: argparse.Namespace) -> int:
 def _convert(args: argparse.Namespace) -> int:
     from iglearn.data.formats import convert
 
+    outputs = with_sidecar("OUT", args.output)
+    check_paths(with_sidecar("IN", args.input), outputs)
+    args.outputs.claim([path for _, path in outputs])
     info = convert(args.input, args.output)
     _print({"in": str(args.input), "out": str(args.output), "rows": info.n_rows,
             "n_actions": info.n_actions, "fields": list(info.fields), "dims": info.dims})
@@ -234,7 +282,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     f"BatchIGL and of its optimisation is an option below.")
     fit.add_argument("log", metavar="LOG", help="the interaction log to fit")
     fit.add_argument("--out", required=True, metavar="MODEL_DIR",
-                     help="model folder to write (an existing model there is replaced)")
+                     help="model folder to write: a new or empty folder, or one that holds "
+                          "exactly a model iglearn wrote, which is replaced")
     fit.add_argument("--seed", type=number(int), default=0,
                      help="seed of the initialisations and the shuffles")
     fit.add_argument("--objective", choices=tuple(OBJECTIVES), default="iglearn",
@@ -245,12 +294,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                           "below override either")
     fit.add_argument("--iota", type=number(float, positive=True), default=DEFAULT_IOTA,
                      help="complexity term of Lemma 5's bound (default: log(2/0.05))")
-    fit.add_argument("--v-bad", type=number(float), default=None,
-                     help="V(pi_bad), the value of the sufficiently bad policy in Lemma 5's "
-                          "bound (default: 1/K, uniform play)")
+    fit.add_argument("--v-bad", type=unit_value, default=None,
+                     help="V(pi_bad) in [0, 1], the value of the sufficiently bad policy in "
+                          "Lemma 5's bound (default: 1/K, uniform play)")
     add_settings(fit, BatchIGL(), LEARNER, "learner settings (BatchIGL)",
                  "The defaults are those of --objective iglearn.", skip=("seed",))
-    fit.set_defaults(run=_fit)
+    fit.set_defaults(run=_fit, reads=("log",))
 
     evaluate = commands.add_parser(
         "evaluate", help="measure a fitted model on a log or a labelled context set",
@@ -259,7 +308,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("model", metavar="MODEL_DIR", help="a model folder from iglearn fit")
     evaluate.add_argument("data", metavar="DATA",
                           help=f"a log or a labelled context set ({formats})")
-    evaluate.set_defaults(run=_evaluate)
+    evaluate.set_defaults(run=_evaluate, reads=("model", "data"))
 
     predict = commands.add_parser(
         "predict", help="actions and their probabilities for contexts",
@@ -274,7 +323,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     predict.add_argument("--sample", action="store_true",
                          help="draw actions from pi instead of taking the most likely one")
     predict.add_argument("--seed", type=number(int), default=0, help="seed of --sample")
-    predict.set_defaults(run=_predict)
+    predict.set_defaults(run=_predict, reads=("model", "contexts"))
 
     simulate = commands.add_parser(
         "simulate", help="write a log from a built-in environment",
@@ -295,11 +344,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     simulate.add_argument("--data-dir", default=None, metavar="DIR",
                           help="folder with the four MNIST .gz files, for mnist (default: "
                                "$IGLEARN_DATA, the user cache, or a verified download)")
-    simulate.set_defaults(run=_simulate)
+    simulate.set_defaults(run=_simulate, reads=("data_dir",))
 
     convert = commands.add_parser(
         "convert", help="convert a log or context set between formats",
         description=f"Convert IN to OUT ({formats}), batch by batch.")
     convert.add_argument("input", metavar="IN", help="the log or context set to read")
     convert.add_argument("output", metavar="OUT", help="the file to write")
-    convert.set_defaults(run=_convert)
+    convert.set_defaults(run=_convert, reads=("input",))

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
+from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.corrector import corrector_statistic, data_driven_corrector
 from iglearn.learners.objective import (
@@ -164,6 +165,13 @@ class BatchIGL(StackableLearner):
         seconds = (time.perf_counter() - start) / len(learners)
         for t, (learner, log, fit) in enumerate(zip(learners, logs, fits, strict=True)):
             value, policy, decoder, tried = fit
+            parameters = [*policy.parameters(), *decoder.parameters()]
+            if not (np.isfinite(value) and all(bool(p.isfinite().all()) for p in parameters)):
+                raise IGLearnError(
+                    f"{log.source}: the fit diverged (indicator {value}, or a parameter not "
+                    f"finite); the smallest logged probability is {log.probability.min():.3g} "
+                    f"(importance weight 1/p): drop or clip near-zero probabilities, or lower "
+                    f"the learning rate")
             with torch.no_grad():
                 statistic = float(corrector_statistic(decoder(data.signal[t]),
                                                       data.probability[t], k))

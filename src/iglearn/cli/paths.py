@@ -1,0 +1,194 @@
+"""Where a command reads and writes: the rules that keep its outputs off its inputs and off
+what iglearn did not write, and the clean-up of what killed runs left behind.
+
+- An output may not be an input, lie inside an input folder, or hold an input inside it
+  (paths compared after resolving ``..`` and symbolic links, and by device and inode when
+  both exist, so a link or a hard link to an input counts as the input); two outputs of one
+  command may not overlap either. A DSJSON file's ``<file>.schema.json`` counts with it.
+- ``fit --out DIR`` replaces DIR only when it is missing, empty, or holds exactly a model
+  iglearn wrote: ``model.json`` (whose ``format`` says so, read by
+  :func:`iglearn.models.io.read_metadata`) and ``weights.safetensors``, plain files both.
+- Each command locks the folders it writes in (:class:`Outputs`) and, when no other iglearn
+  command writes there, removes the temporaries of its targets that killed runs left
+  (:func:`iglearn.files.remove_stale_temporaries`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+
+from iglearn.errors import IGLearnError
+from iglearn.files import remove_stale_temporaries
+
+try:
+    import fcntl
+except ImportError:  # Windows: no locks, so no clean-up
+    fcntl = None
+
+Named = tuple[str, str | Path]
+"""A path and how the command line names it (``--out``, ``LOG``)."""
+
+
+def with_sidecar(name: str, path: str | Path) -> list[Named]:
+    """``path`` and, for a DSJSON file, its feature schema ``<file>.schema.json``."""
+    from iglearn.data.formats.dsjson import schema_path
+
+    path = Path(path)
+    if path.suffix.lower() != ".dsjson":
+        return [(name, path)]
+    return [(name, path), (f"{name}'s schema", schema_path(path))]
+
+
+def _resolved(path: str | Path) -> Path:
+    """The absolute path with ``..`` and symbolic links resolved (a loop left as it is)."""
+    return Path(os.path.realpath(path))
+
+
+def _relation(output: str | Path, other: str | Path) -> str | None:
+    """How ``output`` overlaps ``other``: 'is', 'lies inside', 'holds', or None."""
+    a, b = _resolved(output), _resolved(other)
+    if a == b:
+        return "is"
+    with contextlib.suppress(OSError):
+        if os.path.samefile(a, b):
+            return "is"
+    if b in a.parents:
+        return "lies inside"
+    if a in b.parents:
+        return "holds"
+    return None
+
+
+def check_paths(inputs: Sequence[Named], outputs: Sequence[Named]) -> None:
+    """Raise IGLearnError when an output is, lies inside or holds an input, or overlaps an
+    earlier output; the message names both and the fix."""
+    for i, (name, output) in enumerate(outputs):
+        for kind, others in (("input", inputs), ("output", outputs[:i])):
+            for other_name, other in others:
+                relation = _relation(output, other)
+                if relation is not None:
+                    rule = ("an output may not be, lie inside or hold an input" if kind == "input"
+                            else "two outputs may not overlap")
+                    noun = "folder" if Path(other).is_dir() else "file"
+                    raise IGLearnError(f"{name} {output}: {relation} the {kind} {noun} "
+                                       f"{other_name} {other}; {rule}: choose another path "
+                                       f"for {name}")
+
+
+def check_model_output(folder: Path) -> None:
+    """Raise IGLearnError unless ``fit`` may write a model to ``folder``: missing, empty, or
+    exactly a model iglearn wrote (model.json recognised by its ``format``, and
+    weights.safetensors, both plain files, nothing else); and its parent writable."""
+    from iglearn.models.io import check_model_folder
+
+    if folder.is_symlink():
+        raise IGLearnError(f"--out {folder}: is a symbolic link; give the folder itself "
+                           f"({os.path.realpath(folder)}) or a new name")
+    if folder.exists():
+        _check_only_a_model(folder)
+    check_model_folder(folder)    # its parent exists and is writable
+
+
+def _check_only_a_model(folder: Path) -> None:
+    from iglearn.models.io import METADATA, WEIGHTS, read_metadata
+
+    if not folder.is_dir():
+        raise IGLearnError(f"--out {folder}: is a file, not a model folder; choose a new name "
+                           f"for --out")
+    entries = {entry.name: entry for entry in os.scandir(folder)}
+    if not entries:
+        return
+    model = {METADATA, WEIGHTS}
+    others = sorted(set(entries) - model)
+    if others:
+        more = f" and {len(others) - 1} more entries" if len(others) > 1 else ""
+        raise IGLearnError(f"--out {folder}: holds {others[0]}{more}, so it is not a model "
+                           f"iglearn wrote; fit replaces a folder only when it holds exactly "
+                           f"{METADATA} and {WEIGHTS}: choose a new folder for --out")
+    if any(not entry.is_file(follow_symlinks=False) for entry in entries.values()):
+        raise IGLearnError(f"--out {folder}: its {METADATA} or {WEIGHTS} is not a plain file, "
+                           f"so it is not a model iglearn wrote; choose a new folder for --out")
+    if set(entries) != model:
+        raise IGLearnError(f"--out {folder}: holds {next(iter(entries))} alone, not a whole "
+                           f"iglearn model; choose a new folder for --out, or remove it")
+    try:
+        read_metadata(folder)
+    except IGLearnError as e:
+        raise IGLearnError(f"--out {folder}: is not a model this iglearn wrote ({e}); choose a "
+                           f"new folder for --out, or remove it") from e
+
+
+class Outputs:
+    """The folders one command run writes in, and the clean-up of its targets.
+
+    :meth:`claim` takes, for the rest of the run, a shared lock (``flock``) on each folder a
+    target goes in. Just before, it tries for an exclusive lock without waiting: granted, no
+    other iglearn command is writing in that folder, so the temporaries there named after
+    the target and unchanged since this run started are leftovers of killed runs, and are
+    removed (:func:`iglearn.files.remove_stale_temporaries`); refused, they are left for a
+    later run. Where locks are not available (Windows, some network file systems) nothing
+    is removed. :meth:`close` releases the locks (so does the end of the process, killed or
+    not).
+    """
+
+    def __init__(self) -> None:
+        self.started = time.time()
+        self._locks: dict[Path, int] = {}
+
+    def claim(self, targets: Sequence[str | Path]) -> None:
+        """Lock the folders of ``targets`` and remove their targets' stale temporaries."""
+        by_folder: dict[Path, list[Path]] = {}
+        for target in targets:
+            target = Path(os.path.abspath(target))
+            by_folder.setdefault(target.parent, []).append(target)
+        for folder, names in by_folder.items():
+            if folder in self._locks or fcntl is None:
+                continue
+            try:
+                fd = os.open(folder, os.O_RDONLY)
+            except OSError:
+                continue  # a missing folder is reported by the command's own checks
+            self._locks[folder] = fd
+            try:
+                if _alone(fd):
+                    for target in names:
+                        self._clean(target)
+            finally:
+                with contextlib.suppress(OSError):
+                    fcntl.flock(fd, fcntl.LOCK_SH)
+
+    def _clean(self, target: Path) -> None:
+        try:
+            removed, restored = remove_stale_temporaries(target, self.started)
+        except OSError as e:
+            warnings.warn(f"{target}: could not remove what interrupted runs left beside it "
+                          f"({e}); remove its hidden temporaries by hand", stacklevel=2)
+            return
+        if restored is not None:
+            warnings.warn(f"{target}: put back the model an interrupted run had set aside",
+                          stacklevel=2)
+        if removed:
+            names = ", ".join(path.name for path in removed)
+            warnings.warn(f"removed what interrupted runs left beside {target}: {names}",
+                          stacklevel=2)
+
+    def close(self) -> None:
+        """Release the locks."""
+        for fd in self._locks.values():
+            os.close(fd)
+        self._locks.clear()
+
+
+def _alone(fd: int) -> bool:
+    """Take the exclusive lock on the folder open as ``fd`` without waiting: True when
+    granted (no other iglearn command writes there), False when not (or if it cannot)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True

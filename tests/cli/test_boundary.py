@@ -1,0 +1,267 @@
+"""What the command prints: every exception a one-line message with the right exit code,
+strict JSON, printable text, and Lemma 5's bound only where it holds, within [0, 1]."""
+
+from __future__ import annotations
+
+import io as bytes_io
+import json
+import os
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from iglearn.cli import describe, logs, main
+from iglearn.data.formats import read_log, write_table
+from iglearn.errors import IGLearnError
+from iglearn.learners import BatchIGL
+from iglearn.models import io
+from iglearn.progress import printable
+from tests.cli.conftest import FAST, listing, run
+
+
+def strict_json(text: str) -> object:
+    """``text`` parsed as strict JSON: NaN and Infinity are errors."""
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not strict JSON: {constant}")
+    return json.loads(text, parse_constant=refuse)
+
+
+def _numpy_value_error() -> ValueError:
+    """A ValueError raised inside numpy on bytes that are not a .npy file."""
+    try:
+        np.lib.format.read_magic(bytes_io.BytesIO(b"no"))
+    except ValueError as e:
+        return e
+    raise AssertionError("numpy read two bytes as a .npy header")
+
+
+def _arrow_error() -> Exception:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        pq.read_table(pa.BufferReader(b"PAR1 not parquet PAR1"))
+    except pa.ArrowException as e:
+        return e
+    raise AssertionError("pyarrow read garbage")
+
+
+def _safetensors_error() -> Exception:
+    from safetensors import SafetensorError
+    from safetensors.numpy import load
+
+    try:
+        load(b"\xff" * 16)
+    except SafetensorError as e:
+        return e
+    raise AssertionError("safetensors read garbage")
+
+
+def _our_value_error() -> ValueError:
+    try:
+        int("a bug in iglearn's own code")
+    except ValueError as e:
+        return e
+    raise AssertionError
+
+
+def _recursion_error() -> RecursionError:
+    try:
+        json.loads("[" * 100_000 + "]" * 100_000)
+    except RecursionError as e:
+        return e
+    raise AssertionError("json parsed 100000 nested lists")
+
+
+# (exception raised by a command, exit code, words of its one line)
+ERRORS = [
+    (lambda: IGLearnError("x.npz: field 'action' is bad; fix it"), 2, ["field 'action'"]),
+    (lambda: PermissionError(13, "Permission denied", "/data/x.npz"), 2,
+     ["/data/x.npz: permission denied"]),
+    (lambda: FileNotFoundError(2, "No such file or directory", "y.npz"), 2,
+     ["y.npz: no such file or folder"]),
+    (lambda: OSError(28, "No space left on device", "out.npz"), 2, ["no space left"]),
+    (lambda: OSError(30, "Read-only file system", "out.npz"), 2, ["read-only"]),
+    (lambda: OSError(5, "Input/output error"), 2, ["in.npz: Input/output error"]),
+    (lambda: MemoryError(), 2, ["in.npz: not enough memory"]),
+    (_recursion_error, 2, ["in.npz: nested too deeply"]),
+    (lambda: json.JSONDecodeError("Expecting value", "{", 1), 2,
+     ["in.npz: cannot be read (JSONDecodeError"]),
+    (lambda: UnicodeDecodeError("utf-8", b"\xff", 0, 1, "invalid start byte"), 2,
+     ["in.npz: cannot be read (UnicodeDecodeError"]),
+    (lambda: zipfile.BadZipFile("File is not a zip file"), 2, ["cannot be read (BadZipFile"]),
+    (lambda: EOFError("no more data"), 2, ["cannot be read (EOFError"]),
+    (_numpy_value_error, 2, ["in.npz: cannot be read (ValueError"]),
+    (_arrow_error, 2, ["in.npz: cannot be read (Arrow"]),
+    (_safetensors_error, 2, ["in.npz: cannot be read (SafetensorError"]),
+    (_our_value_error, 1, ["internal error: ValueError", "--verbose"]),
+    (lambda: RuntimeError("a bug\nover two lines"), 1,
+     ["internal error: RuntimeError: a bug over"]),
+]
+
+
+@pytest.mark.parametrize("make, code, words", ERRORS,
+                         ids=[f"{i}-{code}" for i, (_, code, _) in enumerate(ERRORS)])
+def test_every_exception_is_one_line_with_its_exit_code(monkeypatch, capsys, tmp_path, make,
+                                                        code, words):
+    error = make()
+
+    def failing(args):
+        raise error
+
+    monkeypatch.setattr(logs, "_convert", failing)
+    assert main(["convert", "in.npz", str(tmp_path / "out.npz")]) == code
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("iglearn: error:" if code == 2 else "iglearn: internal error:")
+    for word in words:
+        assert word in err, err
+    assert describe(error, ["in.npz"])[0] == code
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes whatever the permissions")
+def test_real_permission_errors_say_so(small, tmp_path, capsys):
+    locked = tmp_path / "locked.npz"
+    locked.write_bytes((small / "log.npz").read_bytes())
+    locked.chmod(0)
+    code, _, err = run(capsys, "evaluate", small / "model", locked)
+    assert code == 2 and "permission denied" in err
+    (tmp_path / "ro").mkdir()
+    (tmp_path / "ro").chmod(0o500)
+    code, _, err = run(capsys, "convert", small / "log.npz", tmp_path / "ro" / "x.parquet")
+    assert code == 2 and ("cannot write" in err or "permission denied" in err)
+
+
+def test_a_permission_error_while_writing_says_permission_denied(small, tmp_path, capsys,
+                                                                 monkeypatch):
+    import iglearn.files
+
+    def denied(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(tmp_path / ".x.npz.part"))
+
+    monkeypatch.setattr(iglearn.files.tempfile, "mkstemp", denied)
+    code, _, err = run(capsys, "convert", small / "log.npz", tmp_path / "x.npz")
+    assert code == 2 and "permission denied" in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("text, shown", [
+    ("plain \u00e9t\u00e9 \u6570\u636e", "plain \u00e9t\u00e9 \u6570\u636e"),
+    ("a\nb\r\tc", "a\\nb\\r\\tc"),
+    ("\x1b[31mred\x1b[0m", "\\x1b[31mred\\x1b[0m"),
+    ("csi\x9b2J del\x7f nul\x00", "csi\\x9b2J del\\x7f nul\\x00"),
+    ("left\u202eright\u2028next", "left\\u202eright\\u2028next"),
+])
+def test_printable_escapes_control_characters(text, shown):
+    assert printable(text) == shown
+
+
+def test_file_names_and_warnings_print_escaped_on_one_line(small, tmp_path, capsys,
+                                                           monkeypatch):
+    hostile = tmp_path / "bad\x1b[2J\nname\u202e.npz"
+    hostile.write_bytes(b"not an archive")
+    code, out, err = run(capsys, "evaluate", small / "model", hostile)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert "\x1b" not in err and "\u202e" not in err and "bad\\x1b[2J\\nname\\u202e.npz" in err
+
+    def warns(args):
+        warnings.warn("first line\nsecond \x1b[31mline", UserWarning, stacklevel=1)
+        return 0
+
+    monkeypatch.setattr(logs, "_convert", warns)
+    code, _, err = run(capsys, "convert", "a.npz", tmp_path / "b.npz")
+    assert code == 0 and err == "iglearn: warning: first line\\nsecond \\x1b[31mline\n"
+
+
+def test_json_ready_maps_what_strict_json_cannot_hold():
+    record = {"nan": float("nan"), "inf": np.float32("inf"), "ok": np.float64(0.5),
+              "n": np.int64(3), "flag": np.bool_(True), "list": (1.0, float("-inf")),
+              "array": np.array([1.0, np.nan]), "path": Path("some/where")}
+    assert logs.json_ready(record) == {"nan": None, "inf": None, "ok": 0.5, "n": 3,
+                                       "flag": True, "list": [1.0, None],
+                                       "array": [1.0, None], "path": "some/where"}
+
+
+def _log_with(small, tmp_path, row: int, probability: float, reward: float | None = None):
+    log = read_log(small / "log.npz")
+    p = log.probability.copy()
+    p[row] = probability
+    rewards = None if log.reward is None else log.reward.copy()
+    if reward is not None:
+        rewards[row] = reward
+    fields = {**log.__dict__, "probability": p, "reward": rewards, "source": "x"}
+    path = tmp_path / "tiny.npz"
+    write_table(type(log)(**fields), path)
+    return path
+
+
+def test_a_non_finite_measure_prints_as_null(small, tmp_path, capsys, monkeypatch):
+    # a real one: a reward over a subnormal probability is an infinite importance weight
+    tiny = _log_with(small, tmp_path, 0, 1e-320, reward=1.0)
+    code, out, err = run(capsys, "evaluate", small / "model", tiny)
+    if code == 0:      # (a data layer that refuses such a probability exits 2 instead)
+        assert strict_json(out)["value_ips"] is None
+    else:
+        assert code == 2 and len(err.strip().splitlines()) == 1
+    import iglearn.learners.evaluation as evaluation
+
+    monkeypatch.setattr(evaluation, "evaluate",
+                        lambda learner, table: {"accuracy": float("nan"),
+                                                "value_ips": np.float32("inf")})
+    code, out, _ = run(capsys, "evaluate", small / "model", small / "test.npz")
+    assert code == 0 and strict_json(out)["accuracy"] is None
+    assert strict_json(out)["value_ips"] is None
+
+
+def test_one_tiny_probability_never_gives_a_bound_outside_0_1(small, tmp_path, capsys):
+    tiny = _log_with(small, tmp_path, 3, 1e-30)
+    code, out, err = run(capsys, "fit", tiny, "--out", tmp_path / "m", *FAST)
+    if code == 0:
+        lemma5 = strict_json(out)["lemma5"]
+        assert lemma5["max_importance_weight"] == pytest.approx(1e30)
+        assert lemma5["applies"] is False and lemma5["value_lower_bound"] is None
+        strict_json((tmp_path / "m" / io.METADATA).read_text())
+    else:              # the fit diverged, or the data layer refused the probability
+        assert code == 2 and len(err.strip().splitlines()) == 1
+        assert sorted(p.name for p in tmp_path.iterdir()) == ["tiny.npz"]
+
+
+def test_a_certified_bound_is_reported_within_0_1(small, capsys, tmp_path):
+    code, out, _ = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m", "--iota",
+                       "1e-9", "--v-bad", "1", *FAST)
+    lemma5 = strict_json(out)["lemma5"]
+    assert code == 0
+    # V(pi_bad) = 1 leaves no room: nothing certifies a decoder against a perfect bad policy
+    assert lemma5["applies"] is False and lemma5["value_lower_bound"] is None
+    code, out, _ = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m", "--iota",
+                       "1e-9", "--v-bad", "0", *FAST)
+    lemma5 = strict_json(out)["lemma5"]
+    if lemma5["applies"]:
+        assert 0 <= lemma5["value_lower_bound"] <= 1
+
+
+@pytest.mark.parametrize("broken", ["indicator", "parameter"])
+def test_a_fit_that_diverges_exits_2_and_writes_nothing(small, tmp_path, capsys, monkeypatch,
+                                                        broken):
+    real = BatchIGL.fit_with_restarts
+
+    def diverging(self, *args, **kwargs):
+        fits = real(self, *args, **kwargs)
+        value, policy, decoder, tried = fits[0]
+        if broken == "indicator":
+            value = float("nan")
+        else:
+            with torch.no_grad():
+                next(policy.parameters()).view(-1)[0] = float("inf")
+        return [(value, policy, decoder, tried), *fits[1:]]
+
+    monkeypatch.setattr(BatchIGL, "fit_with_restarts", diverging)
+    before = listing(tmp_path)
+    code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m", *FAST)
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "the fit diverged" in err and "log.npz" in err
+    assert listing(tmp_path) == before

@@ -1,0 +1,294 @@
+"""Outputs never overlap inputs, fit replaces only a model iglearn wrote, and the next run
+cleans what killed runs left (in this process; tests/cli/test_kill.py kills real ones)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from iglearn.models import io
+from tests.cli.conftest import FAST, copy, listing, run
+
+
+def _one_line_refusal(code: int, out: str, err: str, *words: str) -> None:
+    assert code == 2 and out == "", (code, out, err)
+    assert len(err.strip().splitlines()) == 1 and err.startswith("iglearn: error:"), err
+    assert "Traceback" not in err
+    for word in words:
+        assert word in err, err
+
+
+def _model_with_log_inside(small, tmp):
+    model = copy(small / "model", tmp)
+    copy(small / "log.npz", model)
+    return ["fit", model / "log.npz", "--out", model], ["holds the input file LOG"]
+
+
+def _folder_holding_the_log(small, tmp):
+    copy(small / "log.npz", tmp)
+    return ["fit", tmp / "log.npz", "--out", tmp], ["holds the input file LOG"]
+
+
+def _model_with_another_file(small, tmp):
+    model = copy(small / "model", tmp)
+    (model / "notes.txt").write_text("mine")
+    return ["fit", small / "log.npz", "--out", model], ["holds notes.txt", "choose a new"]
+
+
+def _folder_with_a_hidden_file(small, tmp):
+    (tmp / "m").mkdir()
+    (tmp / "m" / ".keep").write_text("")
+    return ["fit", small / "log.npz", "--out", tmp / "m"], ["holds .keep"]
+
+
+def _model_json_alone(small, tmp):
+    (tmp / "m").mkdir()
+    shutil.copy(small / "model" / io.METADATA, tmp / "m")
+    return ["fit", small / "log.npz", "--out", tmp / "m"], ["model.json alone"]
+
+
+def _model_json_of_another_program(small, tmp):
+    model = copy(small / "model", tmp)
+    (model / io.METADATA).write_text(json.dumps({"format": "someone-else"}))
+    return ["fit", small / "log.npz", "--out", model], ["not a model this iglearn wrote"]
+
+
+def _model_json_a_link(small, tmp):
+    model = copy(small / "model", tmp)
+    (tmp / "elsewhere.json").write_bytes((model / io.METADATA).read_bytes())
+    (model / io.METADATA).unlink()
+    (model / io.METADATA).symlink_to(tmp / "elsewhere.json")
+    return ["fit", small / "log.npz", "--out", model], ["not a plain file"]
+
+
+def _out_a_link_to_a_model(small, tmp):
+    copy(small / "model", tmp)
+    (tmp / "link").symlink_to(tmp / "model")
+    return ["fit", small / "log.npz", "--out", tmp / "link"], ["symbolic link"]
+
+
+def _predict_over_its_contexts(small, tmp):
+    contexts = copy(small / "test.npz", tmp)
+    return (["predict", small / "model", contexts, "--out", contexts],
+            ["is the input file CONTEXTS"])
+
+
+def _predict_into_the_model(small, tmp):
+    model = copy(small / "model", tmp)
+    return (["predict", model, small / "test.npz", "--out", model / "p.csv"],
+            ["lies inside the input folder MODEL_DIR"])
+
+
+def _predict_through_a_link(small, tmp):
+    contexts = copy(small / "test.npz", tmp)
+    (tmp / "p.npz").symlink_to(contexts)
+    return (["predict", small / "model", contexts, "--out", tmp / "p.npz"],
+            ["is the input file CONTEXTS"])
+
+
+def _predict_over_a_hard_link(small, tmp):
+    contexts = copy(small / "test.npz", tmp)
+    os.link(contexts, tmp / "p.npz")
+    return (["predict", small / "model", contexts, "--out", tmp / "p.npz"],
+            ["is the input file CONTEXTS"])
+
+
+def _simulate_two_equal_outputs(small, tmp):
+    (tmp / "sub").mkdir()
+    return (["simulate", "digits", "--samples", "50", "--out", tmp / "a.npz", "--test-out",
+             tmp / "sub" / ".." / "a.npz"], ["is the output file --out"])
+
+
+def _simulate_dsjson_twice(small, tmp):
+    return (["simulate", "digits", "--samples", "50", "--out", tmp / "a.dsjson", "--test-out",
+             tmp / "a.dsjson"], ["is the output file --out"])
+
+
+def _simulate_into_the_data_folder(small, tmp):
+    return (["simulate", "mnist", "--samples", "50", "--data-dir", tmp, "--out",
+             tmp / "log.npz"], ["lies inside the input folder --data-dir"])
+
+
+def _convert_onto_itself(small, tmp):
+    log = copy(small / "log.npz", tmp)
+    return ["convert", log, tmp / "." / "log.npz"], ["is the input file IN"]
+
+
+def _convert_onto_a_link_to_the_input(small, tmp):
+    log = copy(small / "log.npz", tmp)
+    (tmp / "link.npz").symlink_to(log)
+    return ["convert", log, tmp / "link.npz"], ["is the input file IN"]
+
+
+def _convert_onto_the_input_schema(small, tmp):
+    assert run_quiet("convert", small / "log.npz", tmp / "log.dsjson") == 0
+    (tmp / "out.npz").symlink_to(tmp / "log.dsjson.schema.json")
+    return ["convert", tmp / "log.dsjson", tmp / "out.npz"], ["is the input file IN's schema"]
+
+
+def _convert_whose_schema_is_the_input(small, tmp):
+    log = copy(small / "log.npz", tmp)
+    (tmp / "out.dsjson.schema.json").symlink_to(log)
+    return ["convert", log, tmp / "out.dsjson"], ["OUT's schema", "is the input file IN"]
+
+
+def _reproduce_into_the_data_folder(small, tmp):
+    return (["reproduce", "table1", "--dataset", "mnist", "--data-dir", tmp, "--out", tmp],
+            ["--out", "is the input folder --data-dir"])
+
+
+def _sweep_around_the_data_folder(small, tmp):
+    (tmp / "mnist").mkdir()
+    return (["sweep", "--data-dir", tmp / "mnist", "--out", tmp],
+            ["holds the input folder --data-dir"])
+
+
+def run_quiet(*argv) -> int:
+    from iglearn.cli import main
+
+    return main([str(a) for a in argv])
+
+
+REFUSED = [_model_with_log_inside, _folder_holding_the_log, _model_with_another_file,
+           _folder_with_a_hidden_file, _model_json_alone, _model_json_of_another_program,
+           _model_json_a_link, _out_a_link_to_a_model, _predict_over_its_contexts,
+           _predict_into_the_model, _predict_through_a_link, _predict_over_a_hard_link,
+           _simulate_two_equal_outputs, _simulate_dsjson_twice, _simulate_into_the_data_folder,
+           _convert_onto_itself, _convert_onto_a_link_to_the_input,
+           _convert_onto_the_input_schema, _convert_whose_schema_is_the_input,
+           _reproduce_into_the_data_folder, _sweep_around_the_data_folder]
+
+
+@pytest.mark.parametrize("case", REFUSED, ids=[case.__name__.strip("_") for case in REFUSED])
+def test_an_output_over_an_input_or_not_iglearns_is_refused_and_nothing_changes(
+        small, tmp_path, capsys, case):
+    argv, words = case(small, tmp_path)
+    capsys.readouterr()
+    before = listing(tmp_path)
+    code, out, err = run(capsys, *argv, *(FAST if argv[0] == "fit" else ()))
+    _one_line_refusal(code, out, err, *words)
+    assert listing(tmp_path) == before
+
+
+def test_fit_replaces_a_model_iglearn_wrote_and_fills_an_empty_folder(small, tmp_path, capsys):
+    model = copy(small / "model", tmp_path)
+    (tmp_path / "empty").mkdir()
+    for target in (model, tmp_path / "empty"):
+        code, out, err = run(capsys, "fit", small / "log.npz", "--out", target, "--seed", "7",
+                             *FAST)
+        assert code == 0, err
+        assert sorted(p.name for p in target.iterdir()) == [io.METADATA, io.WEIGHTS]
+        assert json.loads((target / io.METADATA).read_text())["training"]["settings"][
+            "seed"] == 7
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "model"]
+
+
+def _age(path: Path, seconds: float = 60) -> Path:
+    """Make ``path`` (and what is directly in it) look ``seconds`` old."""
+    when = time.time() - seconds
+    for each in [*(path.iterdir() if path.is_dir() and not path.is_symlink() else ()), path]:
+        os.utime(each, (when, when), follow_symlinks=False)
+    return path
+
+
+def _leftovers(folder: Path, small: Path) -> dict[str, Path]:
+    """What killed runs of predict --out p.csv, fit --out m and convert to .npz leave."""
+    part = folder / ".p.csv.a1b2c3d4.part"
+    part.write_text("action,proba")
+    building = folder / ".m.x9y8z7w6"
+    building.mkdir()
+    (building / io.WEIGHTS).write_bytes(b"half")
+    npy = folder / ".npz-q1w2e3r4"
+    npy.mkdir()
+    (npy / "context.npy").write_bytes(b"\x93NUMPY")
+    return {name: _age(path) for name, path in
+            (("part", part), ("building", building), ("npy", npy))}
+
+
+def _lookalikes(folder: Path) -> dict[str, Path]:
+    """Files a user may have that look like temporaries but are not iglearn's."""
+    notes = folder / ".m.settings"
+    notes.mkdir()
+    (notes / "notes.txt").write_text("mine")        # a temporary's name, not its content
+    other = folder / ".p.csv.backup"
+    other.write_text("mine")                        # not tempfile's pattern
+    folder_part = folder / ".p.csv.abcdefgh.part"
+    folder_part.mkdir()                             # a .part that is a folder
+    fresh = folder / ".m.fresh123"
+    fresh.mkdir()
+    (fresh / io.METADATA).write_text("{}")          # changed after the run started
+    os.utime(fresh, (time.time() + 3600, time.time() + 3600))
+    for path in (notes, other, folder_part):
+        _age(path)
+    return {"notes": notes, "other": other, "folder_part": folder_part, "fresh": fresh}
+
+
+def test_the_next_run_removes_stale_temporaries_of_its_targets_and_nothing_else(
+        small, tmp_path, capsys):
+    stale = _leftovers(tmp_path, small)
+    kept = _lookalikes(tmp_path)
+    code, _, err = run(capsys, "predict", small / "model", small / "test.npz", "--out",
+                       tmp_path / "p.csv")
+    assert code == 0, err
+    assert not stale["part"].exists() and not stale["npy"].exists()
+    assert stale["building"].exists()                   # another target's (m): left
+    assert "removed what interrupted runs left" in err and len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m", *FAST)
+    assert code == 0, err
+    assert not stale["building"].exists()
+    assert all(path.exists() for path in kept.values())
+    assert (kept["notes"] / "notes.txt").read_text() == "mine"
+
+
+def test_no_clean_up_while_another_run_writes_in_the_folder(small, tmp_path, capsys):
+    stale = _leftovers(tmp_path, small)
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)                  # as a running iglearn command holds it
+        code, _, err = run(capsys, "predict", small / "model", small / "test.npz", "--out",
+                           tmp_path / "p.csv")
+    finally:
+        os.close(fd)
+    assert code == 0, err
+    assert stale["part"].exists() and "removed" not in err
+    code, _, err = run(capsys, "predict", small / "model", small / "test.npz", "--out",
+                       tmp_path / "p.csv")
+    assert code == 0 and not stale["part"].exists()
+
+
+def test_a_model_set_aside_by_a_killed_fit_is_put_back_first(small, tmp_path, capsys):
+    aside = tmp_path / ".m.old.k2j3h4g5"
+    aside.mkdir()
+    shutil.copytree(small / "model", aside / "model")
+    _age(aside)
+    # the target is missing: the run was killed between save_model's two renames; evaluate
+    # does not write, so it finds no model, while the next fit puts the old one back first
+    assert run(capsys, "evaluate", tmp_path / "m", small / "test.npz")[0] == 2
+    code, _, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m", "--seed", "3",
+                       *FAST)
+    assert code == 0, err
+    assert "put back the model an interrupted run had set aside" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
+    assert json.loads((tmp_path / "m" / io.METADATA).read_text())["training"]["settings"][
+        "seed"] == 3
+
+
+def test_a_clean_up_that_fails_warns_and_the_command_still_runs(small, tmp_path, capsys,
+                                                                monkeypatch):
+    import iglearn.cli.paths
+
+    def failing(target, before):
+        raise PermissionError(13, "Permission denied", str(target))
+
+    monkeypatch.setattr(iglearn.cli.paths, "remove_stale_temporaries", failing)
+    code, _, err = run(capsys, "predict", small / "model", small / "test.npz", "--out",
+                       tmp_path / "p.csv")
+    assert code == 0 and (tmp_path / "p.csv").exists()
+    assert err.startswith("iglearn: warning:") and "could not remove" in err
+    assert len(err.strip().splitlines()) == 1
