@@ -91,6 +91,9 @@ def write_files_atomic(writes: Sequence[tuple[Path, Write]]) -> None:
                 os.close(fd)
                 temps.append((Path(tmp), path))
                 write(Path(tmp))
+            except PermissionError as e:
+                raise IGLearnError(f"{path}: permission denied while writing in {folder}; "
+                                   f"choose a folder you may write in") from e
             except OSError as e:
                 raise IGLearnError(f"{path}: cannot write ({e.strerror or e}); check the "
                                    f"free space and permissions of {folder}") from e
@@ -127,6 +130,51 @@ def temporary_folder(target: Path) -> Path:
                            f"choose a writable folder") from e
     os.chmod(tmp, 0o777 & ~umask())
     return tmp
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Swap two existing paths in one atomic step (Linux ``renameat2`` with RENAME_EXCHANGE);
+    False where the system or file system cannot."""
+    try:
+        import ctypes
+        import ctypes.util
+
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    done = renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange)
+    if done == 0:
+        return True
+    errno = ctypes.get_errno()
+    if errno in (38, 22, 95):  # ENOSYS, EINVAL, EOPNOTSUPP: not available here
+        return False
+    raise OSError(errno, os.strerror(errno), str(b))
+
+
+def replace_folder(new: Path, target: Path) -> None:
+    """Put the folder ``new`` (built beside ``target``) in the place of ``target`` in one atomic
+    step: readers see the old folder or the new one, never neither, even if the process is
+    killed. The old folder is then deleted. Where the system cannot swap two folders
+    atomically, the old one is set aside under ``.NAME.old.*`` first (a killed run leaves it
+    there, and :func:`remove_stale_temporaries` puts it back)."""
+    new, target = Path(new), Path(target)
+    if not target.exists():
+        os.replace(new, target)
+        return
+    if _exchange(new, target):
+        remove_folder(new)  # now holds the old folder
+        return
+    old = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.old."))
+    os.replace(target, old / "model")
+    try:
+        os.replace(new, target)
+    except OSError:
+        os.replace(old / "model", target)
+        raise
+    finally:
+        remove_folder(old)
 
 
 def remove_folder(folder: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io as bytes_io
 import json
-import os
 import warnings
 import zipfile
 from pathlib import Path
@@ -123,19 +122,6 @@ def test_every_exception_is_one_line_with_its_exit_code(monkeypatch, capsys, tmp
     assert describe(error, ["in.npz"])[0] == code
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads and writes whatever the permissions")
-def test_real_permission_errors_say_so(small, tmp_path, capsys):
-    locked = tmp_path / "locked.npz"
-    locked.write_bytes((small / "log.npz").read_bytes())
-    locked.chmod(0)
-    code, _, err = run(capsys, "evaluate", small / "model", locked)
-    assert code == 2 and "permission denied" in err
-    (tmp_path / "ro").mkdir()
-    (tmp_path / "ro").chmod(0o500)
-    code, _, err = run(capsys, "convert", small / "log.npz", tmp_path / "ro" / "x.parquet")
-    assert code == 2 and ("cannot write" in err or "permission denied" in err)
-
-
 def test_a_permission_error_while_writing_says_permission_denied(small, tmp_path, capsys,
                                                                  monkeypatch):
     import iglearn.files
@@ -187,6 +173,18 @@ def test_json_ready_maps_what_strict_json_cannot_hold():
 
 
 def _log_with(small, tmp_path, row: int, probability: float, reward: float | None = None):
+    """The small log with one probability changed, written with the probability floor off."""
+    from iglearn.data import limits
+
+    floor = limits.PROBABILITY_FLOOR
+    limits.PROBABILITY_FLOOR = 0.0
+    try:
+        return _write_log_with(small, tmp_path, row, probability, reward)
+    finally:
+        limits.PROBABILITY_FLOOR = floor
+
+
+def _write_log_with(small, tmp_path, row, probability, reward):
     log = read_log(small / "log.npz")
     p = log.probability.copy()
     p[row] = probability
@@ -201,12 +199,15 @@ def _log_with(small, tmp_path, row: int, probability: float, reward: float | Non
 
 def test_a_non_finite_measure_prints_as_null(small, tmp_path, capsys, monkeypatch):
     # a real one: a reward over a subnormal probability is an infinite importance weight
+    from iglearn.data import limits
+
     tiny = _log_with(small, tmp_path, 0, 1e-320, reward=1.0)
     code, out, err = run(capsys, "evaluate", small / "model", tiny)
-    if code == 0:      # (a data layer that refuses such a probability exits 2 instead)
-        assert strict_json(out)["value_ips"] is None
-    else:
-        assert code == 2 and len(err.strip().splitlines()) == 1
+    assert code == 2 and len(err.strip().splitlines()) == 1  # below the probability floor
+    assert "PROBABILITY_FLOOR" in err
+    monkeypatch.setattr(limits, "PROBABILITY_FLOOR", 0.0)   # a user who lowered it
+    code, out, err = run(capsys, "evaluate", small / "model", tiny)
+    assert code == 0 and strict_json(out)["value_ips"] is None
     import iglearn.learners.evaluation as evaluation
 
     monkeypatch.setattr(evaluation, "evaluate",
@@ -217,8 +218,14 @@ def test_a_non_finite_measure_prints_as_null(small, tmp_path, capsys, monkeypatc
     assert strict_json(out)["value_ips"] is None
 
 
-def test_one_tiny_probability_never_gives_a_bound_outside_0_1(small, tmp_path, capsys):
+def test_one_tiny_probability_never_gives_a_bound_outside_0_1(small, tmp_path, capsys,
+                                                               monkeypatch):
+    from iglearn.data import limits
+
     tiny = _log_with(small, tmp_path, 3, 1e-30)
+    code, out, err = run(capsys, "fit", tiny, "--out", tmp_path / "m", *FAST)
+    assert code == 2 and "PROBABILITY_FLOOR" in err and not (tmp_path / "m").exists()
+    monkeypatch.setattr(limits, "PROBABILITY_FLOOR", 0.0)   # a user who lowered it
     code, out, err = run(capsys, "fit", tiny, "--out", tmp_path / "m", *FAST)
     if code == 0:
         lemma5 = strict_json(out)["lemma5"]

@@ -86,12 +86,12 @@ def large(tmp_path_factory) -> Path:
     return folder
 
 
-@pytest.mark.parametrize("pause_on, left", [
-    ("iglearn.models.io:save_file#1", "an empty temporary folder"),
-    ("os:replace#1", "the new model complete, the old one not yet set aside"),
-    ("os:replace#2", "the old model set aside, the new one not yet in place"),
+@pytest.mark.parametrize("pause_on, left, at_target", [
+    ("iglearn.models.io:save_file#1", "an empty temporary folder", "old"),
+    ("iglearn.files:_exchange#1", "the new model complete beside the old one", "old"),
+    ("iglearn.files:remove_folder#1", "the old model swapped out beside the new one", "new"),
 ])
-def test_fit_killed_while_saving(small, tmp_path, pause_on, left):
+def test_fit_killed_while_saving(small, tmp_path, pause_on, left, at_target):
     work = tmp_path / "work"
     work.mkdir()
     model = copy(small / "model", work)
@@ -99,11 +99,10 @@ def test_fit_killed_while_saving(small, tmp_path, pause_on, left):
     kill_at(work, ["fit", small / "log.npz", "--out", "model", "--seed", "9", *FAST], paused,
             pause_on)
     assert hidden(work), f"nothing left to clean: {left}?"
-    if (work / "model").exists():
-        assert listing(model) == old                    # the old model, whole
-    else:                                               # killed between the two renames
-        aside = next(work.glob(".model.old.*")) / "model"
-        assert listing(aside) == old
+    # the target always holds a whole model: the old one, or the new one once swapped in
+    assert sorted(p.name for p in model.iterdir()) == [io.METADATA, io.WEIGHTS]
+    assert (listing(model) == old) == (at_target == "old")
+    load_model(model)
     assert main(["fit", str(small / "log.npz"), "--out", str(model), "--seed", "9",
                  *FAST]) == 0
     assert hidden(work) == [] and sorted(p.name for p in work.iterdir()) == ["model"]

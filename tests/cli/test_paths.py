@@ -38,13 +38,13 @@ def _folder_holding_the_log(small, tmp):
 def _model_with_another_file(small, tmp):
     model = copy(small / "model", tmp)
     (model / "notes.txt").write_text("mine")
-    return ["fit", small / "log.npz", "--out", model], ["holds notes.txt", "choose a new"]
+    return ["fit", small / "log.npz", "--out", model], ["holds 'notes.txt'", "choose a new"]
 
 
 def _folder_with_a_hidden_file(small, tmp):
     (tmp / "m").mkdir()
     (tmp / "m" / ".keep").write_text("")
-    return ["fit", small / "log.npz", "--out", tmp / "m"], ["holds .keep"]
+    return ["fit", small / "log.npz", "--out", tmp / "m"], ["holds '.keep'"]
 
 
 def _model_json_alone(small, tmp):

@@ -534,10 +534,11 @@ def test_missing_output_folder_and_same_file(tmp_path, capsys):
 def test_an_output_under_a_file_is_refused(tmp_path, capsys):
     """No one, root included, can create a file whose parent is a regular file."""
     write_table(small_log(), tmp_path / "a.npz")
-    assert main(["convert", str(tmp_path / "a.npz"), str(tmp_path / "a.npz" / "b.npz")]) == 2
+    (tmp_path / "notes").write_text("a file")
+    assert main(["convert", str(tmp_path / "a.npz"), str(tmp_path / "notes" / "b.npz")]) == 2
     err = capsys.readouterr().err
     assert "is a file, not a folder" in err and len(err.strip().splitlines()) == 1
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npz"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.npz", "notes"]
 
 
 @contextmanager

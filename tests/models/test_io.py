@@ -295,7 +295,7 @@ def test_missing_folder_and_non_model_target(tmp_path, digits_log):
         io.load_model(tmp_path / "absent")
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("keep me")
-    with pytest.raises(IGLearnError, match="not an iglearn model folder"):
+    with pytest.raises(IGLearnError, match="not a model iglearn wrote"):
         fitted(digits_log).save(tmp_path / "busy")
     assert (tmp_path / "busy" / "notes.txt").read_text() == "keep me"
 
@@ -365,3 +365,29 @@ def test_settings_restore_only_finite_numbers():
     for bad in (math.inf, True, "0.5", None):
         with pytest.raises(io._Invalid):
             io._typed(bad, hints["lr"])
+
+
+def test_saving_never_replaces_a_folder_iglearn_did_not_write(digits_log, tmp_path):
+    learner = fitted(digits_log)
+    target = tmp_path / "model"
+    learner.save(target)
+    (target / "notes.txt").write_text("mine")
+    with pytest.raises(IGLearnError, match="not a model iglearn wrote"):
+        learner.save(target)
+    assert (target / "notes.txt").read_text() == "mine"
+
+
+def test_a_model_is_replaced_in_one_step(digits_log, tmp_path, monkeypatch):
+    from iglearn import files
+
+    learner = fitted(digits_log)
+    target = tmp_path / "model"
+    learner.save(target)
+    before = (target / io.METADATA).read_bytes()
+    swaps = []
+    real = files._exchange
+    monkeypatch.setattr(files, "_exchange", lambda a, b: swaps.append((a, b)) or real(a, b))
+    io.save_model(learner, target, extra={"note": "second"})
+    assert len(swaps) == 1 and swaps[0][1] == target  # one atomic exchange, no set-aside
+    assert (target / io.METADATA).read_bytes() != before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # nothing left beside it

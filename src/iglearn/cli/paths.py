@@ -81,46 +81,11 @@ def check_paths(inputs: Sequence[Named], outputs: Sequence[Named]) -> None:
 
 
 def check_model_output(folder: Path) -> None:
-    """Raise IGLearnError unless ``fit`` may write a model to ``folder``: missing, empty, or
-    exactly a model iglearn wrote (model.json recognised by its ``format``, and
-    weights.safetensors, both plain files, nothing else); and its parent writable."""
+    """Raise IGLearnError unless ``fit`` may write a model to ``folder``
+    (:func:`iglearn.models.io.check_model_folder`)."""
     from iglearn.models.io import check_model_folder
 
-    if folder.is_symlink():
-        raise IGLearnError(f"--out {folder}: is a symbolic link; give the folder itself "
-                           f"({os.path.realpath(folder)}) or a new name")
-    if folder.exists():
-        _check_only_a_model(folder)
-    check_model_folder(folder)    # its parent exists and is writable
-
-
-def _check_only_a_model(folder: Path) -> None:
-    from iglearn.models.io import METADATA, WEIGHTS, read_metadata
-
-    if not folder.is_dir():
-        raise IGLearnError(f"--out {folder}: is a file, not a model folder; choose a new name "
-                           f"for --out")
-    entries = {entry.name: entry for entry in os.scandir(folder)}
-    if not entries:
-        return
-    model = {METADATA, WEIGHTS}
-    others = sorted(set(entries) - model)
-    if others:
-        more = f" and {len(others) - 1} more entries" if len(others) > 1 else ""
-        raise IGLearnError(f"--out {folder}: holds {others[0]}{more}, so it is not a model "
-                           f"iglearn wrote; fit replaces a folder only when it holds exactly "
-                           f"{METADATA} and {WEIGHTS}: choose a new folder for --out")
-    if any(not entry.is_file(follow_symlinks=False) for entry in entries.values()):
-        raise IGLearnError(f"--out {folder}: its {METADATA} or {WEIGHTS} is not a plain file, "
-                           f"so it is not a model iglearn wrote; choose a new folder for --out")
-    if set(entries) != model:
-        raise IGLearnError(f"--out {folder}: holds {next(iter(entries))} alone, not a whole "
-                           f"iglearn model; choose a new folder for --out, or remove it")
-    try:
-        read_metadata(folder)
-    except IGLearnError as e:
-        raise IGLearnError(f"--out {folder}: is not a model this iglearn wrote ({e}); choose a "
-                           f"new folder for --out, or remove it") from e
+    check_model_folder(folder)
 
 
 class Outputs:
@@ -147,8 +112,8 @@ class Outputs:
             target = Path(os.path.abspath(target))
             by_folder.setdefault(target.parent, []).append(target)
         for folder, names in by_folder.items():
-            if folder in self._locks or fcntl is None:
-                continue
+            if folder in self._locks or fcntl is None or not folder.is_dir():
+                continue  # a missing folder, or a file, is reported by the command's checks
             try:
                 fd = os.open(folder, os.O_RDONLY)
             except OSError:

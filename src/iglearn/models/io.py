@@ -29,7 +29,7 @@ from torch import nn
 import iglearn
 from iglearn.data import limits, safejson
 from iglearn.errors import IGLearnError, shown
-from iglearn.files import input_file, remove_folder, temporary_folder
+from iglearn.files import input_file, remove_folder, replace_folder, temporary_folder
 from iglearn.models.decoders import DECODERS, Decoder
 from iglearn.models.policies import POLICIES, Policy
 
@@ -199,8 +199,12 @@ def _integer(record: dict, key: str, low: int, high: int, path: Path, prefix: st
 
 
 def check_model_folder(folder: Path) -> None:
-    """Raise IGLearnError, before any work, when a model cannot be written to ``folder``: its
-    parent is missing or not writable, or it exists and is not an (empty or) model folder."""
+    """Raise IGLearnError, before any work, unless a model may be written to ``folder``: its
+    parent exists and is writable, and ``folder`` is missing, empty, or exactly a model
+    iglearn wrote (``model.json``, recognised by its format record, and
+    ``weights.safetensors``, both plain files, and nothing else): a folder holding anything
+    else is never replaced."""
+    folder = Path(folder)
     parent = folder.parent
     if not parent.is_dir():
         raise IGLearnError(f"--out {folder}: the folder {parent} does not exist; create it "
@@ -208,10 +212,35 @@ def check_model_folder(folder: Path) -> None:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise IGLearnError(f"--out {folder}: cannot write in {parent}; choose a writable "
                            f"folder")
-    if folder.exists() and not (folder.is_dir() and (
-            (folder / METADATA).exists() or not any(folder.iterdir()))):
-        raise IGLearnError(f"--out {folder}: exists and is not an iglearn model folder; "
-                           f"choose a new name")
+    if folder.is_symlink():
+        raise IGLearnError(f"--out {folder}: is a symbolic link; give the folder itself "
+                           f"({os.path.realpath(folder)}) or a new name")
+    if not folder.exists():
+        return
+    if not folder.is_dir():
+        raise IGLearnError(f"--out {folder}: is a file, not a model folder; choose a new name "
+                           f"for --out")
+    entries = {entry.name: entry for entry in os.scandir(folder)}
+    if not entries:
+        return
+    model = {METADATA, WEIGHTS}
+    others = sorted(set(entries) - model)
+    if others:
+        more = f" and {len(others) - 1} more entries" if len(others) > 1 else ""
+        raise IGLearnError(f"--out {folder}: holds {shown(others[0])}{more}, so it is not a "
+                           f"model iglearn wrote; a model replaces a folder only when it holds "
+                           f"exactly {METADATA} and {WEIGHTS}: choose a new folder for --out")
+    if any(not entry.is_file(follow_symlinks=False) for entry in entries.values()):
+        raise IGLearnError(f"--out {folder}: its {METADATA} or {WEIGHTS} is not a plain file, "
+                           f"so it is not a model iglearn wrote; choose a new folder for --out")
+    if set(entries) != model:
+        raise IGLearnError(f"--out {folder}: holds {next(iter(entries))} alone, not a whole "
+                           f"iglearn model; choose a new folder for --out, or remove it")
+    try:
+        read_metadata(folder)
+    except IGLearnError as e:
+        raise IGLearnError(f"--out {folder}: is not a model this iglearn wrote ({e}); choose a "
+                           f"new folder for --out, or remove it") from e
 
 
 def save_model(learner: BatchIGL, folder: str | Path, schema: FeatureSchema | None = None,
@@ -253,23 +282,15 @@ def save_model(learner: BatchIGL, folder: str | Path, schema: FeatureSchema | No
         raise IGLearnError(f"--out {folder}: the training summary holds a NaN or infinite "
                            f"number ({e}); fit again") from None
     tmp = temporary_folder(folder)
-    old = None
     try:
         save_file(tensors, str(tmp / WEIGHTS))
         (tmp / METADATA).write_text(text)
-        if folder.exists():
-            old = temporary_folder(folder)
-            os.replace(folder, old / "model")
-        os.replace(tmp, folder)
+        replace_folder(tmp, folder)
     except OSError as e:
-        if old is not None and not folder.exists():
-            os.replace(old / "model", folder)
         raise IGLearnError(f"--out {folder}: cannot write the model ({e.strerror or e}); "
                            f"check the free space and permissions") from e
     finally:
         remove_folder(tmp)
-        if old is not None:
-            remove_folder(old)
     return folder
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import struct
+import tempfile
 import zipfile
 import zlib
 from collections import Counter
@@ -32,7 +33,7 @@ from iglearn.data.formats.base import (
 )
 from iglearn.data.logs import REAL_KINDS
 from iglearn.errors import IGLearnError, shown
-from iglearn.files import input_file, remove_folder, temporary_folder
+from iglearn.files import input_file, remove_folder
 
 _LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
 _CORRUPT = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError,
@@ -240,7 +241,9 @@ def _column(name: str, value: np.ndarray) -> np.ndarray:
 def write_npz(reader: TableReader, tmp: Path) -> None:
     """Write ``reader``'s table to ``tmp`` as an uncompressed ``.npz`` in one pass over it."""
     info = reader.info
-    work = temporary_folder(tmp)
+    # the members are written here first; a killed run's leftover is recognised by its name
+    # (iglearn.files.remove_stale_temporaries)
+    work = Path(tempfile.mkdtemp(dir=tmp.parent, prefix=".npz-"))
     try:
         files = {}
         try:
