@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -122,3 +123,70 @@ def test_fingerprint_names_the_row_schema_and_not_the_trial_count():
     assert fingerprint(CONFIG)["schema"] == SCHEMA and "trials" not in fingerprint(CONFIG)
     assert fingerprint(CONFIG) == fingerprint(Table1Config(trials=9, samples=800,
                                                            dataset="digits", seed=7))
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(entry))
+    return found
+
+
+def _is_worker(pid: int) -> bool:
+    try:
+        return b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table in /proc")
+def test_killing_a_run_takes_its_workers_with_it(tmp_path):
+    command = [sys.executable, "-m", "iglearn", "reproduce", "table1", "--dataset", "digits",
+               "--trials", "4", "--samples", "30000", "--jobs", "2", "--stack", "1", "--quiet",
+               "--out", str(tmp_path / "out")]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 120
+        workers: list[int] = []
+        while time.time() < deadline and len(workers) < 2:
+            workers = [pid for pid in _children(process.pid) if _is_worker(pid)]
+            time.sleep(0.05)
+        assert len(workers) >= 2, "the run never started its workers"
+    finally:
+        process.kill()
+        process.wait()
+    deadline = time.time() + 15
+    while time.time() < deadline and any(_alive(pid) for pid in workers):
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in workers), "workers outlived the killed run"
+
+
+def test_a_damaged_record_runs_again_and_fresh_keeps_what_is_not_a_record(tmp_path):
+    execution = Execution(jobs=1, show_progress=False)
+    first = run_trials(toy_trial, 3, 0, execution, tmp_path, {"a": 1})
+    (tmp_path / "trials" / "trial-00001.json").write_text('[{"trial": 1, "val')
+    with pytest.warns(UserWarning, match="trial-00001.json: the trial record is damaged"):
+        again = run_trials(toy_trial, 3, 0, execution, tmp_path, {"a": 1})
+    assert again == first
+    json.loads((tmp_path / "trials" / "trial-00001.json").read_text())  # rewritten whole
+    (tmp_path / "trials" / "notes.txt").write_text("mine")
+    run_trials(toy_trial, 2, 0, Execution(jobs=1, show_progress=False, fresh=True), tmp_path,
+               {"a": 1})
+    assert (tmp_path / "trials" / "notes.txt").read_text() == "mine"
+    assert sorted(p.name for p in (tmp_path / "trials").iterdir()) == [
+        "notes.txt", "run.json", "trial-00000.json", "trial-00001.json"]

@@ -11,10 +11,14 @@ jobs and stack size.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
-import shutil
+import re
+import threading
+import time
+import warnings
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from contextlib import contextmanager
@@ -112,7 +116,7 @@ class TrialRecord:
         manifest = self.folder / "run.json"
         text = json.dumps(fingerprint, sort_keys=True, default=str)
         if fresh and self.folder.exists():
-            shutil.rmtree(self.folder)
+            self.forget()
         if manifest.exists() and manifest.read_text().strip() != text:
             raise IGLearnError(
                 f"{folder} holds trials of a different configuration; pass --fresh to start "
@@ -125,12 +129,47 @@ class TrialRecord:
         return self.folder / f"trial-{index:05d}.json"
 
     def load(self, index: int) -> list[dict] | None:
-        """The rows of a finished trial, or None."""
+        """The rows of a finished trial, or None: also for a damaged record (a warning says
+        so, and the trial runs again)."""
         path = self.path(index)
-        return json.loads(path.read_text()) if path.exists() else None
+        if not path.exists():
+            return None
+        try:
+            rows = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            rows = None
+        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+            warnings.warn(f"{path}: the trial record is damaged; running that trial again",
+                          stacklevel=2)
+            return None
+        return rows
 
     def save(self, index: int, rows: list[dict]) -> None:
-        write_text(self.path(index), json.dumps(rows, default=_plain) + "\n")
+        text = json.dumps(_finite(rows), default=_plain, allow_nan=False)
+        write_text(self.path(index), text + "\n")
+
+    def forget(self) -> None:
+        """Delete the records of an earlier run (``--fresh``): the manifest, the trial files
+        and their temporaries, and nothing else; the folder goes if nothing else is in it."""
+        for path in self.folder.iterdir():
+            if _RECORD.fullmatch(path.name) and path.is_file():
+                path.unlink()
+        with contextlib.suppress(OSError):
+            self.folder.rmdir()
+
+
+_RECORD = re.compile(r"run\.json|trial-\d{5}\.json|\.(run|trial-\d{5})\.json\.\w+\.part")
+
+
+def _finite(value: object) -> object:
+    """``value`` with every non-finite float as None (strict JSON has no NaN)."""
+    if isinstance(value, float | np.floating) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
 
 
 def _plain(value: object) -> object:
@@ -194,14 +233,38 @@ Finished = Callable[[list[tuple[int, list[dict]]]], None]
 
 
 def _run_pool(trials: StackedTrials, groups: Groups, workers: int, finished: Finished) -> None:
+    """Run the groups on a pool of worker processes. If this process is interrupted or fails,
+    the workers are stopped with it; if it is killed, each worker notices within a fraction
+    of a second (:func:`_start_worker`) and exits."""
     context = get_context("spawn")  # no fork of a process that already runs torch threads
-    with ProcessPoolExecutor(max_workers=min(workers, len(groups)), mp_context=context,
-                             initializer=one_line_warnings) as pool:
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(groups)), mp_context=context,
+                               initializer=_start_worker, initargs=(os.getpid(),))
+    try:
         pending = {pool.submit(call_trials, trials, *group) for group in groups}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 finished(future.result())
+    except BaseException:
+        processes = list(getattr(pool, "_processes", {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            process.terminate()
+        raise
+    pool.shutdown()
+
+
+def _start_worker(parent: int) -> None:
+    """In each worker: one-line warnings, and a watch that ends the worker as soon as its
+    parent is gone (killed, even with SIGKILL), so no worker outlives the run."""
+    one_line_warnings()
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True, name="iglearn-parent-watch").start()
 
 
 def _run_ray(trials: StackedTrials, groups: Groups, execution: Execution,
