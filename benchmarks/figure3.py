@@ -38,7 +38,7 @@ def throughput(config: Figure3Config, method: str) -> dict:
     rng = np.random.default_rng(0)
     learner = make_learner(method, config, env, np.random.default_rng(1))
     pool = env.contexts(4096, rng)
-    feedback = {r: env.feedback(np.full(4096, float(r)), rng) for r in (0, 1)}
+    feedback = {r: env.feedback(pool, pool.label, np.full(4096, float(r)), rng) for r in (0, 1)}
     seconds = 0.0
     with one_thread():
         while learner.round_ < config.rounds:

@@ -82,7 +82,7 @@ def play(learner, env, rng, rounds, reads):
         actions, probabilities = learner.act_batch(contexts.features)
         reward = env.reward(contexts, actions)
         total += reward.sum()
-        signal = reward if reads == "reward" else env.feedback(reward, rng)
+        signal = reward if reads == "reward" else env.feedback(contexts, actions, reward, rng)
         learner.learn_batch(contexts.features, actions, probabilities, signal)
     return total
 

@@ -135,7 +135,8 @@ def play(learner: OnlineLearner, env: Environment, contexts: ContextStream,
         actions, probabilities = learner.act_batch(shown.features)
         reward = env.reward(shown, actions)  # hidden from E2G
         total += float(reward.sum())
-        signal = env.feedback(reward, rng) if reads == "feedback" else reward
+        signal = (env.feedback(shown, actions, reward, rng) if reads == "feedback"
+                  else reward)
         learner.learn_batch(shown.features, actions, probabilities, signal)
         if learner.round_ % eval_every == 0 or learner.round_ >= rounds:
             record = {"rounds": learner.round_, "interactions": learner.interactions_,
