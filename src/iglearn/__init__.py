@@ -14,9 +14,10 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
-from iglearn.learners import BatchIGL, ContextualBandit, FitReport, Supervised
+from iglearn.learners import AIIGL, BatchIGL, ContextualBandit, FitReport, Supervised
 
 __all__ = [
+    "AIIGL",
     "BatchIGL",
     "ContextualBandit",
     "FitReport",

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from iglearn.envs import digits_environment
+from iglearn.envs import Contexts, digits_environment
 from iglearn.learners import UniformLearner
 from iglearn.learners.e2g import E2G
 from iglearn.learners.schedules import DataDrivenSchedule, PaperSchedule
@@ -35,14 +35,18 @@ def test_no_exploitation_before_the_warmup_ends(env):
                   max_restarts=0, seed=0)
     rng = np.random.default_rng(0)
     assert learner.block_size() == 300  # up to the first fit, at the end of the warm-up
-    x = env.contexts(299, rng).features
+    shown = env.contexts(299, rng)
+    x = shown.features
     actions, probabilities = learner.act_batch(x)
     np.testing.assert_allclose(probabilities, 0.1)
-    learner.learn_batch(x, actions, probabilities, env.feedback(np.zeros(299), rng))
+    learner.learn_batch(x, actions, probabilities,
+                        env.feedback(shown, actions, np.zeros(299), rng))
     assert learner.policy_ is None and learner.exploited_ == 0 and learner.fits_ == []
     action, probability = learner.act(x[0])  # round 300: the last exploration-only round
     assert probability == pytest.approx(0.1) and learner.exploited_ == 0
-    learner.learn(x[0], action, probability, env.feedback(np.zeros(1), rng)[0])
+    learner.learn(x[0], action, probability,
+                  env.feedback(Contexts(x[:1], shown.label[:1]), np.array([action]),
+                               np.zeros(1), rng)[0])
     assert learner.policy_ is not None and [f["round"] for f in learner.fits_] == [300]
     # A tenth of D is held out of line 4 and measures the indicator instead.
     assert learner.fits_[0]["indicator_samples"] == 30 and learner.explored_learned == 300
@@ -87,7 +91,9 @@ def test_e2g_beats_uniform_play_by_a_wide_margin(trained, env):
     uniform_total = total_reward(uniform, env, np.random.default_rng(0), learner.interactions_,
                          "feedback")
     assert total / learner.interactions_ > 0.3 > 2 * uniform_total / uniform.interactions_
-    psi = learner.decode(env.feedback(np.r_[np.ones(100), np.zeros(100)],
+    shown = env.contexts(200, np.random.default_rng(1))
+    actions = np.r_[shown.label[:100], (shown.label[100:] + 1) % 10]  # 100 right, 100 wrong
+    psi = learner.decode(env.feedback(shown, actions, env.reward(shown, actions),
                                       np.random.default_rng(1)))
     assert psi[:100].mean() - psi[100:].mean() > 0.8  # Delta_psi > 0: the right direction
 

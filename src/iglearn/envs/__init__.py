@@ -1,16 +1,31 @@
-"""Environments: the base class, the classification reduction, and the MNIST tasks."""
+"""Environments: the base class, the classification reduction, the MNIST tasks, and
+environments whose feedback depends on the action (action-inclusive MNIST, a simulated BCI)."""
 
-from iglearn.envs.base import Contexts, Environment
+from iglearn.envs.action_inclusive import (
+    ActionInclusiveEnvironment,
+    ActionRewardFeedback,
+    action_inclusive_environment,
+    shifted_digit,
+)
+from iglearn.envs.base import Contexts, Environment, Independence
+from iglearn.envs.bci import BCIEnvironment, BCIPatterns
 from iglearn.envs.classification import ArraySource, ClassificationEnvironment, LabelFeedback
 from iglearn.envs.mnist import digits_environment, make_environment, mnist_environment
 
 __all__ = [
+    "ActionInclusiveEnvironment",
+    "ActionRewardFeedback",
     "ArraySource",
+    "BCIEnvironment",
+    "BCIPatterns",
     "ClassificationEnvironment",
     "Contexts",
     "Environment",
+    "Independence",
     "LabelFeedback",
+    "action_inclusive_environment",
     "digits_environment",
     "make_environment",
     "mnist_environment",
+    "shifted_digit",
 ]

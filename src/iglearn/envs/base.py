@@ -1,10 +1,14 @@
-"""Environments: contexts, a hidden reward, and feedback that depends on the reward alone."""
+"""Environments: contexts, a hidden reward, and feedback drawn given the context, the action
+and the reward; each environment declares which conditional independence its feedback
+satisfies (:class:`Independence`)."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
+from typing import ClassVar
 
 import numpy as np
 
@@ -27,13 +31,30 @@ class Contexts:
         return len(self.features)
 
 
+class Independence(Enum):
+    """What the feedback y may depend on besides the hidden reward r: the conditional
+    independence an environment satisfies, and so which learners its feedback suits."""
+
+    FULL = "full"
+    """y is independent of (x, a) given r: the 2021 paper's Assumption 1 (``BatchIGL``)."""
+    ACTION_INCLUSIVE = "action-inclusive"
+    """y is independent of x given (a, r): the feedback may depend on the action too
+    (AI-IGL, Xie et al. 2022; ``AIIGL``)."""
+    PERSONALISED = "personalised"
+    """y may depend on the context (each user signals in their own way) as well as on the
+    action and r (IGL-P, Maghakian et al. 2023)."""
+
+
 class Environment(ABC):
     """One-step IGL environment: x ~ d0, the learner picks a, r = R(x, a) stays hidden,
-    and y ~ P(y | r) is revealed (conditional independence, Assumption 1)."""
+    and y ~ P(y | x, a, r) is revealed; ``independence`` says which of x and a the feedback
+    may depend on besides r."""
 
     n_actions: int
     context_dim: int
     feedback_dim: int
+    independence: ClassVar[Independence]
+    """The conditional independence the feedback satisfies."""
 
     @abstractmethod
     def contexts(self, n: int, rng: np.random.Generator) -> Contexts:
@@ -44,8 +65,10 @@ class Environment(ABC):
         """The hidden reward r of each (context, action); for evaluation only."""
 
     @abstractmethod
-    def feedback(self, reward: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Feedback vectors y drawn given the reward alone."""
+    def feedback(self, contexts: Contexts, actions: np.ndarray, reward: np.ndarray,
+                 rng: np.random.Generator) -> np.ndarray:
+        """Feedback vectors y (n, feedback_dim), one per (context, action, reward), drawn
+        from P(y | x, a, r); what they may depend on is ``independence``."""
 
     @abstractmethod
     def test_set(self) -> tuple[np.ndarray, np.ndarray]:
@@ -69,6 +92,7 @@ class Environment(ABC):
         reward = self.reward(ctx, action)
         return InteractionLog(
             context=ctx.features, action=action, probability=probability,
-            feedback=self.feedback(reward, rng), n_actions=k, reward=reward, label=ctx.label,
+            feedback=self.feedback(ctx, action, reward, rng), n_actions=k, reward=reward,
+            label=ctx.label,
             source=type(self).__name__,
         )

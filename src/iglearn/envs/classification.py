@@ -1,5 +1,9 @@
 """A labelled data set becomes an IGL environment: context = an example, action = a label,
-r = 1{action == label}, and feedback = an image whose class depends on r alone."""
+r = 1{action == label}, and feedback = an image whose class depends on r alone.
+
+:func:`realised_reward` and :func:`class_examples` are the two steps every feedback model built
+on labelled examples shares (the action-inclusive ones of :mod:`iglearn.envs.action_inclusive`
+too): draw a binary reward, then one example of each feedback class."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Protocol
 import numpy as np
 
 from iglearn.data.logs import InteractionLog
-from iglearn.envs.base import Contexts, Environment
+from iglearn.envs.base import Contexts, Environment, Independence
 from iglearn.seeding import SeedLike, as_generator
 
 
@@ -58,8 +62,7 @@ class LabelFeedback:
         self.mixtures = {1: normalised(on_reward), 0: normalised(on_no_reward)}
 
     def __call__(self, reward: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        reward = np.asarray(reward)
-        r = (rng.random(reward.shape) < reward).astype(np.int64)  # handles stochastic rewards
+        r = realised_reward(reward, rng)
         classes = np.empty(r.shape, dtype=np.int64)
         for value, (labels, weights) in self.mixtures.items():
             rows = np.flatnonzero(r == value)
@@ -67,17 +70,30 @@ class LabelFeedback:
         return self.images(classes, rng)
 
     def images(self, classes: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """One feedback example of each class in ``classes``, drawn class by class in
-        ascending order."""
-        out = np.empty((len(classes), self.source.dim), dtype=np.float32)
-        for c in np.unique(classes):
-            rows = np.flatnonzero(classes == c)
-            out[rows] = self.source.draw(len(rows), rng, label=int(c))[0]
-        return out
+        """See :func:`class_examples`."""
+        return class_examples(self.source, classes, rng)
 
     def uniform_play(self, n_actions: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """See :func:`uniform_play`."""
         return uniform_play(self.mixtures, n_actions)
+
+
+def realised_reward(reward: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The binary reward each interaction realises: r ~ Bernoulli(reward), one uniform draw
+    per interaction (a reward of 0 or 1 is kept as it is; stochastic rewards are drawn)."""
+    reward = np.asarray(reward)
+    return (rng.random(reward.shape) < reward).astype(np.int64)
+
+
+def class_examples(source: LabelledSource, classes: np.ndarray,
+                   rng: np.random.Generator) -> np.ndarray:
+    """One example from ``source`` of each class in ``classes``, shape (n, source.dim),
+    drawn class by class in ascending order."""
+    out = np.empty((len(classes), source.dim), dtype=np.float32)
+    for c in np.unique(classes):
+        rows = np.flatnonzero(classes == c)
+        out[rows] = source.draw(len(rows), rng, label=int(c))[0]
+    return out
 
 
 def uniform_play(mixtures: Mapping[int, tuple[np.ndarray, np.ndarray]], n_actions: int,
@@ -109,7 +125,8 @@ def normalised(mixture: Mapping[int, float]) -> tuple[np.ndarray, np.ndarray]:
 
 
 class ClassificationEnvironment(Environment):
-    """The reduction from a labelled data set plus a feedback generator to IGL.
+    """The reduction from a labelled data set plus a feedback generator to IGL; the feedback
+    depends on the reward alone (``Independence.FULL``).
 
     Args:
         contexts: source of (context, label) pairs.
@@ -117,6 +134,8 @@ class ClassificationEnvironment(Environment):
         test: held-out (contexts, labels) for accuracy.
         n_actions: the number of labels K.
     """
+
+    independence = Independence.FULL
 
     def __init__(self, contexts: LabelledSource, feedback: LabelFeedback,
                  test: tuple[np.ndarray, np.ndarray], n_actions: int):
@@ -134,7 +153,9 @@ class ClassificationEnvironment(Environment):
     def reward(self, contexts: Contexts, action: np.ndarray) -> np.ndarray:
         return (np.asarray(action) == contexts.label).astype(np.float32)
 
-    def feedback(self, reward: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    def feedback(self, contexts: Contexts, actions: np.ndarray, reward: np.ndarray,
+                 rng: np.random.Generator) -> np.ndarray:
+        """Feedback drawn given the reward alone (contexts and actions are not read)."""
         return self.feedback_model(reward, rng)
 
     def test_set(self) -> tuple[np.ndarray, np.ndarray]:

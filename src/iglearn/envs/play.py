@@ -119,7 +119,8 @@ def play(learner: Player, env: Environment, rounds: int, rng: np.random.Generato
         actions, probabilities = learner.act_batch(shown.features)
         reward = env.reward(shown, actions)
         total += float(reward.sum())
-        signal = reward if learns_from == "reward" else env.feedback(reward, rng)
+        signal = (reward if learns_from == "reward"
+                  else env.feedback(shown, actions, reward, rng))
         learner.learn_batch(shown.features, actions, probabilities, signal)
         if learner.round_ >= stops[0]:
             stops = [c for c in stops if c > learner.round_]

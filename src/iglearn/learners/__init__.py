@@ -1,6 +1,8 @@
-"""Learners: batch IGL (Eq. 2 with the Appendix B fixes), the SUP and CB baselines, and the
-online learners (E2G, online CB, uniform play)."""
+"""Learners: batch IGL (Eq. 2 with the Appendix B fixes), AI-IGL for action-inclusive
+feedback, the SUP and CB baselines, and the online learners (E2G, online AI-IGL, online CB,
+uniform play)."""
 
+from iglearn.learners.ai_igl import AIIGL, AIIGLReport, OnlineAIIGL
 from iglearn.learners.baselines import ContextualBandit, Supervised
 from iglearn.learners.batch_igl import BatchIGL, FitReport, IdentifiabilityWarning
 from iglearn.learners.e2g import E2G, EpochGreedy, OnlineContextualBandit
@@ -15,6 +17,8 @@ from iglearn.learners.schedules import (
 from iglearn.learners.training import Optimisation
 
 __all__ = [
+    "AIIGL",
+    "AIIGLReport",
     "BatchIGL",
     "ContextualBandit",
     "DataDrivenSchedule",
@@ -22,6 +26,7 @@ __all__ = [
     "EpochGreedy",
     "FitReport",
     "IdentifiabilityWarning",
+    "OnlineAIIGL",
     "OnlineContextualBandit",
     "OnlineLearner",
     "Optimisation",

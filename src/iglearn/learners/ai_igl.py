@@ -1,0 +1,506 @@
+"""AI-IGL: Interaction-Grounded Learning with action-inclusive feedback (Xie, Saran, Foster,
+Molu, Momennejad, Jiang, Mineiro, Langford, NeurIPS 2022).
+
+When the feedback may depend on the action as well as on the reward (y independent of x given
+(a, r)), the 2021 objective can be gamed: a decoder that recognises which action produced the
+feedback, with a policy that plays that action, scores well without decoding any reward. AI-IGL
+uses what still holds: for a fixed action a, the context and the feedback are dependent only
+through the latent reward. So for any function f_a of the context and any decoder psi_a
+
+    Cov_a(f_a(x), psi_a(y)) = P_a(r=1) P_a(r=0) (E_a[f_a | r=1] - E_a[f_a | r=0])
+                                                (E_a[psi_a | r=1] - E_a[psi_a | r=0]),
+
+where E_a is the law of (x, y) when a is played on every context x ~ d0: a pair that covaries
+must follow r in both views, up to a common sign.
+
+**The estimator.** A log gathered by any policy mu holds, among the rows where a was played,
+(x, y) with density mu(a|x) d0(x) P(y | x, a); weighting row i by 1/p_i (its logging
+probability) gives the law E_a. The weights are self-normalised within the action,
+
+    w_ia = 1{a_i = a} / p_i / sum_j 1{a_j = a} / p_j,
+
+and Cov_a(f, psi) = sum_i w_ia f_i psi_i - (sum_i w_ia f_i)(sum_i w_ia psi_i), with f_i and
+psi_i the row's own action's values (:func:`action_covariance`). Under uniform logging every
+row of action a weighs the same. In a mini-batch the weights are normalised within the batch.
+
+**The indicator.** With f_a = pi(a|x), the sum over actions of Cov_a(pi(a|.), psi_a) equals
+sum_a Delta_a Cov_x(pi(a|x), R(x, a)), Delta_a = E_a[psi_a | r=1] - E_a[psi_a | r=0]: zero for
+any policy that ignores the context (uniform play), and with equal Delta_a proportional to
+V(pi) - sum_a E[pi(a|x)] P(R(x, a) = 1), which is V(pi) - V(pi_bad) for balanced classes. The
+per-action centring removes what makes Eq. 9 gameable here: a decoder's offset on the
+feedback of one action (:func:`indicator`).
+
+A fit runs these steps, each a function below:
+
+1. grounding (:func:`grounding_stage`, ``Optimisation.grounding_epochs``): per-action scores
+   f_a(x) = sigmoid(s_a(x)) and decoders psi_a ascend sum_a Cov_a(f_a, psi_a) jointly (the
+   reference code alternates the two sides with the other detached, the same gradients);
+2. symmetry breaking (:func:`break_symmetry`): Cov_a is unchanged by (f_a, psi_a) ->
+   (1 - f_a, 1 - psi_a). Under uniform play with K >= 3 a rewarded interaction is the rarer
+   event for each action (P_a(r=1) = P(label = a), about 1/K), so where the E_a-weighted mean
+   of psi_a exceeds one half the pair is flipped: psi_a's corrector flag is set and the score
+   s_a is negated;
+3. policy (:func:`policy_stages`, ``Optimisation.policy_epochs`` then ``epochs``): with every
+   decoder held fixed, the softmax policy pi = softmax(s(x) / temperature) learns from the
+   decoded reward psi_{a_i}(y_i) of each logged interaction as ``ContextualBandit`` learns
+   from the true reward: the two-sided minorant, then the IPS estimate of V(pi) - V(pi_bad)
+   with the control variate (:mod:`iglearn.learners.objective`). The reference code fits each
+   f_a to psi_a by squared error, one action at a time; the softmax couples the actions (one
+   of them is right), about three points of accuracy on action-inclusive MNIST;
+4. refinement (``AIIGL.refinements`` rounds, :func:`regrounding_stage`): the decoders alone
+   ascend the indicator, sum_a Cov_a(pi(a|x), psi_a(y)), against the fitted policy held
+   fixed, then symmetry breaking and the policy stages run again. The policy has learned from
+   every action's interactions, so it separates a's contexts better than the score s_a
+   grounded on a's interactions alone, and a decoder that co-adapted with its score to a
+   few hundred interactions (the same few hundred in both views) is re-grounded.
+
+The policy plays argmax_a s_a(x) (``predict``) and samples pi(. | x) when it acts
+(``predict_proba``). The K scores are one network with K outputs (a linear or MLP policy);
+the K decoders run side by side as one stacked module
+(:func:`~iglearn.learners.trials.side_by_side`), so every step is one computation across
+actions.
+
+:class:`OnlineAIIGL` runs the fit inside Algorithm 1's explore/exploit loop
+(:class:`~iglearn.learners.e2g.EpochGreedy`).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Self
+
+import numpy as np
+import torch
+from torch import nn
+
+from iglearn.data.logs import InteractionLog
+from iglearn.errors import IGLearnError
+from iglearn.learners.base import PolicyLearner
+from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
+from iglearn.learners.e2g import EpochGreedy
+from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
+from iglearn.learners.schedules import DataDrivenSchedule, Schedule
+from iglearn.learners.training import Optimisation, Stage, run_stage
+from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side
+from iglearn.models import Decoder, Policy, make_decoder, make_policy
+from iglearn.models.decoders import logistic
+from iglearn.seeding import SeedLike, as_generator, torch_generator
+
+_CHUNK = 65536
+
+DEFAULT_OPTIMISATION = Optimisation(grounding_epochs=2, policy_epochs=1, epochs=2)
+"""AI-IGL's optimiser settings: two epochs of each (re-)grounding, one of the policy's minorant
+and two of its IPS stage (at least 240 steps a stage, so 2 epochs on 60000 interactions, 40
+on 3000), in mini-batches of 500."""
+
+
+@dataclass
+class AIIGLReport:
+    """What an AI-IGL fit measured about itself (no hidden reward is read)."""
+
+    indicator: float
+    """sum_a Cov_a(pi(a|x), psi_a(y)) of the final policy and decoders on the training log
+    (the module docstring's indicator; 0 for uniform play)."""
+    covariance: list[float]
+    """Its terms, Cov_a(pi(a|x), psi_a(y)) for each action a."""
+    reward_rate: list[float]
+    """The E_a-weighted mean of each psi_a: the decoded P_a(r = 1)."""
+    flipped: list[bool]
+    """Whether each decoder ends flipped by symmetry breaking."""
+    interactions: list[int]
+    """Interactions in the log where each action was played."""
+    seconds: float = 0.0
+    """Wall time of the fit."""
+    warnings: list[str] = field(default_factory=list)
+    """Identifiability warnings raised by the fit."""
+
+
+@dataclass(eq=False)
+class AIIGL(PolicyLearner):
+    """Learns a softmax policy over K scores and one reward decoder per action from a log
+    whose feedback may depend on the action (see the module docstring): ``fit(log)``.
+
+    The settings are the dataclass fields below; ``optimisation.grounding_epochs`` are the
+    epochs of each (re-)grounding stage, ``optimisation.policy_epochs`` and
+    ``optimisation.epochs`` those of the policy's minorant and IPS stages.
+    """
+
+    policy: str = "linear"
+    """Class of the score network s(x) with K outputs: 'linear' or 'mlp'."""
+    decoder: str = "linear"
+    """Class of each action's reward decoder psi_a: 'linear' or 'mlp'."""
+    optimisation: Optimisation = field(default_factory=lambda: DEFAULT_OPTIMISATION)
+    """Optimiser settings: epochs of each stage, batch size, learning rate, weight decay
+    (weight matrices decay by weight_decay + weight_decay_scale * inputs / n)."""
+    refinements: int = 1
+    """Refinement rounds after the first fit: the decoders re-grounded against the fitted
+    policy, symmetry breaking, the policy stages again (0: the paper's single round)."""
+    decoder_temperature: float = 0.5
+    """Temperature of each decoder's sigmoid, psi_a(y) = sigmoid(g_a(y) / temperature); the
+    decoders learn at the learning rate times it."""
+    temperature: float = 1.0
+    """Temperature of the policy softmax(s(x) / temperature)."""
+    min_interactions: int = 100
+    """Fewest interactions of one action that ground its decoder without a warning."""
+    seed: SeedLike = None
+    """Seed or numpy Generator for initialisation and shuffling."""
+
+    def __post_init__(self) -> None:
+        if self.optimisation is None:  # accepted for convenience: the default settings
+            self.optimisation = DEFAULT_OPTIMISATION
+        for name in ("temperature", "decoder_temperature"):
+            value = getattr(self, name)
+            if not (np.isfinite(value) and value > 0):
+                raise IGLearnError(f"{name} must be a positive number, got {value!r}")
+        for name in ("refinements", "min_interactions"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise IGLearnError(f"{name} must be a whole number >= 0, got {value!r}")
+
+    def fit(self, log: InteractionLog) -> Self:
+        """Fit the policy and the decoders on ``log`` (reads context, action, probability
+        and feedback). Warns (:class:`IdentifiabilityWarning`) when K = 2, when an action has
+        fewer than ``min_interactions`` interactions, and when a decoder calls about half
+        of its action's feedback a reward."""
+        start = time.perf_counter()
+        k = log.n_actions
+        notes = action_warnings(log, self.min_interactions)
+        generator = torch_generator(as_generator(self.seed))
+        policy, decoders = self.initial_models(log.context_dim, log.feedback_dim, k, generator)
+        data = Trials.from_logs([log], "feedback")
+        self.fit_models(policy, decoders, data, generator)
+        everything = only_trial(data)
+        covariance = indicator_terms(policy, decoders, everything)
+        rates = reward_rates(decoders, everything)
+        notes += [f"action {a}: its decoder calls {rate:.1%} of the action's feedback a "
+                  f"reward, close to one half, so the sign of its decoded reward is "
+                  f"ambiguous; log more interactions of it"
+                  for a, rate in enumerate(rates) if abs(rate - 0.5) < AMBIGUITY_MARGIN]
+        for note in notes:
+            warnings.warn(note, IdentifiabilityWarning, stacklevel=2)
+        self.policy_, self.decoders_ = policy, decoders
+        self.report_ = AIIGLReport(
+            indicator=float(covariance.sum()), covariance=covariance.tolist(),
+            reward_rate=rates.tolist(), flipped=[bool(d.flipped) for d in decoders],
+            interactions=np.bincount(log.action, minlength=k).tolist(),
+            seconds=time.perf_counter() - start, warnings=notes)
+        return self
+
+    def initial_models(self, context_dim: int, feedback_dim: int, n_actions: int,
+                       generator: torch.Generator) -> tuple[Policy, list[Decoder]]:
+        """A fresh score network (K outputs, this learner's temperature) and K fresh
+        decoders, drawn from ``generator``."""
+        policy = make_policy(self.policy, context_dim, n_actions, generator)
+        policy.temperature = self.temperature
+        decoders = [make_decoder(self.decoder, feedback_dim, generator,
+                                 self.decoder_temperature) for _ in range(n_actions)]
+        return policy, decoders
+
+    def fit_models(self, policy: Policy, decoders: Sequence[Decoder], data: Trials,
+                   generator: torch.Generator, optimisation: Optimisation | None = None,
+                   warm: bool = False) -> None:
+        """Fit ``policy`` and ``decoders`` in place on the one trial of ``data``: from fresh
+        models, grounding, symmetry breaking and the policy stages, then ``refinements``
+        refinement rounds; with ``warm`` (models already fitted on similar data), one
+        refinement round. ``optimisation`` overrides this learner's settings."""
+        settings = optimisation or self.optimisation
+        rounds = 1 if warm else self.refinements
+        if not warm:
+            self.first_round(policy, decoders, data, generator, settings)
+        for _ in range(rounds):
+            self.refinement_round(policy, decoders, data, generator, settings)
+
+    def first_round(self, policy: Policy, decoders: Sequence[Decoder], data: Trials,
+                    generator: torch.Generator, settings: Optimisation) -> None:
+        """Steps 1 to 3: grounding, symmetry breaking, the policy stages."""
+        k = len(decoders)
+        with side_by_side([policy]) as scores, side_by_side(decoders) as psi:
+            optimise([grounding_stage(scores, psi, k, settings)], data, settings, generator)
+        break_symmetry(policy, decoders, only_trial(data))
+        fit_policy(policy, decoders, data, generator, settings)
+
+    def refinement_round(self, policy: Policy, decoders: Sequence[Decoder], data: Trials,
+                         generator: torch.Generator, settings: Optimisation) -> None:
+        """Step 4: re-grounding against the policy, symmetry breaking, the policy stages."""
+        k = len(decoders)
+        with side_by_side([policy]) as scores, side_by_side(decoders) as psi:
+            optimise([regrounding_stage(scores, psi, k, settings)], data, settings, generator)
+        break_symmetry(policy, decoders, only_trial(data))
+        fit_policy(policy, decoders, data, generator, settings)
+
+    def _fitted_decoders(self) -> list[Decoder]:
+        self._fitted_policy()
+        return self.decoders_
+
+    def decode(self, feedback: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """The decoded reward psi_a(y) of each feedback vector under the action that produced
+        it, shape (n,)."""
+        decoders = self._fitted_decoders()
+        feedback, actions = np.asarray(feedback), np.asarray(actions)
+        if actions.shape != (len(feedback),) or not np.isin(actions, range(len(decoders))).all():
+            raise IGLearnError(f"decode needs one action in 0..{len(decoders) - 1} per feedback "
+                               f"vector; got actions of shape {actions.shape} for "
+                               f"{len(feedback)} feedback vectors")
+        with torch.no_grad():
+            return decoded(decoders, as_tensor(feedback), torch.from_numpy(actions)).numpy()
+
+    def indicator(self, log: InteractionLog) -> float:
+        """The indicator sum_a Cov_a(pi(a|x), psi_a(y)) of the fitted models on ``log``."""
+        decoders = self._fitted_decoders()
+        data = only_trial(Trials.from_logs([log], "feedback"))
+        return float(indicator_terms(self.policy_, decoders, data).sum())
+
+
+def only_trial(data: Trials) -> Batch:
+    """All the interactions of the one trial of ``data``, tensors without a trial axis."""
+    return Batch(data.context[0], data.action[0], data.probability[0], data.signal[0])
+
+
+def action_warnings(log: InteractionLog, min_interactions: int) -> list[str]:
+    """Warnings that hold before fitting: K = 2, and actions with too few interactions to
+    ground their decoders."""
+    notes = []
+    k = log.n_actions
+    if k == 2:
+        notes.append("K = 2: the reward need not be the rarer event for each action, so the "
+                     "sign of each decoded reward is not identified; expect arbitrary "
+                     "directions")
+    seen = np.bincount(np.asarray(log.action), minlength=k)
+    few = np.flatnonzero(seen < min_interactions)
+    if len(few):
+        shown = ", ".join(f"{a} ({seen[a]})" for a in few[:5]) + (", ..." if len(few) > 5
+                                                                 else "")
+        notes.append(f"{log.source}: actions {shown} have fewer than {min_interactions} "
+                     f"interactions, too few to ground their decoders; log more interactions "
+                     f"of every action (or lower min_interactions)")
+    return notes
+
+
+def action_weights(action: torch.Tensor, probability: torch.Tensor,
+                   n_actions: int) -> torch.Tensor:
+    """The E_a weights of the module docstring, w_ia = 1{a_i = a} / p_i normalised to sum to
+    one over the rows of each action a (an action without rows keeps zero weights).
+    Shape (..., n, K) for actions and probabilities of shape (..., n)."""
+    w = torch.nn.functional.one_hot(action, n_actions).to(probability.dtype)
+    w = w / probability[..., None]
+    return w / w.sum(-2, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)
+
+
+def action_covariance(f: torch.Tensor, psi: torch.Tensor, weights: torch.Tensor,
+                      ) -> torch.Tensor:
+    """Cov_a(f, psi) = sum_i w_ia f_i psi_i - (sum_i w_ia f_i)(sum_i w_ia psi_i) for every
+    action a: f_i and psi_i of shape (..., n) (each row's own action's values), weights
+    (..., n, K) from :func:`action_weights`; returns (..., K)."""
+    mean_f = (weights * f[..., None]).sum(-2)
+    mean_psi = (weights * psi[..., None]).sum(-2)
+    return (weights * (f * psi)[..., None]).sum(-2) - mean_f * mean_psi
+
+
+def at_own_action(values: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+    """Each row's value under its own action: values (K, ..., n) of every action's model on
+    every row, actions (..., n) -> (..., n)."""
+    return values.gather(0, action[None])[0]
+
+
+def own_decoder(psi: nn.Module, batch: Batch, n_actions: int) -> torch.Tensor:
+    """psi_{a_i}(y_i) of each row of the one-trial mini-batch ``batch``, shape (n,): the K
+    stacked decoders ``psi`` on every row, each row keeping its own action's."""
+    every = psi(batch.signal.expand(n_actions, *batch.signal.shape[1:]))
+    return at_own_action(every, batch.action[0])
+
+
+def grounding_stage(scores: nn.Module, psi: nn.Module, n_actions: int,
+                    settings: Optimisation) -> Stage:
+    """Step 1, grounding: per-action scores f_a = sigmoid(s_a) and decoders psi_a ascend
+    sum_a Cov_a(f_a, psi_a) on a mini-batch. ``scores`` is the policy stacked as one trial,
+    ``psi`` the K decoders stacked along their leading axis (they learn at the learning rate
+    times their temperature)."""
+
+    def loss(batch: Batch) -> torch.Tensor:
+        s = at_action(scores.net(batch.context)[0], batch.action[0])
+        weights = action_weights(batch.action[0], batch.probability[0], n_actions)
+        f, decoded_psi = logistic(s), own_decoder(psi, batch, n_actions)
+        return -action_covariance(f, decoded_psi, weights).sum()[None]
+
+    decoders = list(psi.parameters())
+    return Stage(settings.grounding_epochs, list(scores.parameters()) + decoders, loss,
+                 decoders, psi.temperature)
+
+
+def regrounding_stage(scores: nn.Module, psi: nn.Module, n_actions: int,
+                      settings: Optimisation) -> Stage:
+    """Step 4, re-grounding: the decoders alone ascend the indicator
+    sum_a Cov_a(pi(a|x), psi_a(y)) on a mini-batch, the policy ``scores`` held fixed."""
+
+    def loss(batch: Batch) -> torch.Tensor:
+        with torch.no_grad():
+            pi_a = at_action(scores.probabilities(batch.context)[0], batch.action[0])
+        weights = action_weights(batch.action[0], batch.probability[0], n_actions)
+        return -action_covariance(pi_a, own_decoder(psi, batch, n_actions), weights).sum()[None]
+
+    decoders = list(psi.parameters())
+    return Stage(settings.grounding_epochs, decoders, loss, decoders, psi.temperature)
+
+
+def policy_stages(scores: nn.Module, psi: nn.Module, n_actions: int,
+                  settings: Optimisation) -> list[Stage]:
+    """Step 3, policy: the softmax policy ``scores`` learns from the decoded rewards
+    psi_{a_i}(y_i), held fixed, as ContextualBandit learns from the true reward: the two-sided
+    minorant, then the IPS estimate of V(pi) - V(pi_bad) with the control variate."""
+
+    def target(batch: Batch) -> torch.Tensor:
+        with torch.no_grad():
+            return own_decoder(psi, batch, n_actions)[None]
+
+    def minorant(batch: Batch) -> torch.Tensor:
+        return -policy_minorant(scores(batch.context), batch.action, target(batch),
+                                batch.probability)
+
+    def exact(batch: Batch) -> torch.Tensor:
+        pi_a = at_action(scores(batch.context), batch.action).exp()
+        return -igl_objective(pi_a, target(batch), batch.probability, n_actions, BASELINE)
+
+    params = list(scores.parameters())
+    return [Stage(settings.policy_epochs, params, minorant), Stage(settings.epochs, params, exact)]
+
+
+def fit_policy(policy: Policy, decoders: Sequence[Decoder], data: Trials,
+               generator: torch.Generator, settings: Optimisation) -> None:
+    """Run the policy stages (:func:`policy_stages`) in place."""
+    with side_by_side([policy]) as scores, side_by_side(decoders) as psi:
+        optimise(policy_stages(scores, psi, len(decoders), settings), data, settings,
+                 generator)
+
+
+def optimise(stages: Sequence[Stage], data: Trials, settings: Optimisation,
+             generator: torch.Generator) -> None:
+    """Run ``stages`` in order over shuffled mini-batches of the one trial of ``data``."""
+    for stage in stages:
+        for _ in run_stage(stage, data, settings, [generator]):
+            pass
+
+
+def decoded(decoders: Sequence[Decoder], feedback: torch.Tensor,
+            action: torch.Tensor) -> torch.Tensor:
+    """psi_{a_i}(y_i) of every row, each action's decoder on its own rows, shape (n,)."""
+    out = torch.empty(len(action), dtype=torch.float32)
+    with torch.no_grad():
+        for a, decoder in enumerate(decoders):
+            for part in torch.nonzero(action == a)[:, 0].split(_CHUNK):
+                out[part] = decoder(feedback[part])
+    return out
+
+
+def reward_rates(decoders: Sequence[Decoder], data: Batch) -> np.ndarray:
+    """The E_a-weighted mean of psi_a over the rows of each action a, shape (K,)."""
+    psi = decoded(decoders, data.signal, data.action).double()
+    weights = action_weights(data.action, data.probability.double(), len(decoders))
+    return (weights * psi[:, None]).sum(0).numpy()
+
+
+def indicator_terms(policy: Policy, decoders: Sequence[Decoder], data: Batch) -> np.ndarray:
+    """Cov_a(pi(a|x), psi_a(y)) on all of ``data`` (one log's tensors), for each action a;
+    their sum is the indicator of the module docstring."""
+    with torch.no_grad():
+        pi = torch.cat([policy.probabilities(data.context[i:i + _CHUNK])
+                        for i in range(0, len(data.action), _CHUNK)])
+    pi_a = at_action(pi, data.action).double()
+    psi = decoded(decoders, data.signal, data.action).double()
+    weights = action_weights(data.action, data.probability.double(), len(decoders))
+    return action_covariance(pi_a, psi, weights).numpy()
+
+
+def indicator(policy: Policy, decoders: Sequence[Decoder], data: Batch) -> float:
+    """The indicator sum_a Cov_a(pi(a|x), psi_a(y)) of the module docstring on ``data``."""
+    return float(indicator_terms(policy, decoders, data).sum())
+
+
+def break_symmetry(policy: Policy, decoders: Sequence[Decoder], data: Batch) -> np.ndarray:
+    """Step 2, symmetry breaking: for each action a whose E_a-weighted mean of psi_a exceeds
+    one half (the reward would be the commoner event), flip psi_a to 1 - psi_a (its corrector
+    flag) and negate the score s_a (row a of the policy network's last layer), so that
+    f_a = sigmoid(s_a) becomes 1 - f_a. Returns which actions were flipped, shape (K,)."""
+    flip = reward_rates(decoders, data) > 0.5
+    last = [m for m in policy.net.modules() if isinstance(m, nn.Linear)][-1]
+    with torch.no_grad():
+        for a in np.flatnonzero(flip):
+            decoders[a].flipped.logical_not_()
+            last.weight[a].neg_()
+            last.bias[a].neg_()
+    return flip
+
+
+FIRST_FIT = replace(DEFAULT_OPTIMISATION, min_steps=120)
+"""Online AI-IGL's fit from scratch at the end of the warm-up: the batch settings with half
+their minimum of steps per stage."""
+REFIT = Optimisation(grounding_epochs=1, policy_epochs=0, epochs=1, min_steps=6,
+                     batch_size=1000, lr=0.01)
+"""Online AI-IGL's warm-started re-fits (one refinement round): one epoch (at least 6 steps)
+of re-grounding and of the IPS stage, at half the learning rate (as E2G's re-fits)."""
+
+
+class OnlineAIIGL(EpochGreedy):
+    """AI-IGL inside Algorithm 1's loop (:class:`~iglearn.learners.e2g.EpochGreedy`): every
+    round plays one uniformly random action (kept in the exploration set D), then exploits the
+    fitted policy for n_i steps; line 4 is an AI-IGL fit on D, from scratch when the warm-up
+    ends and, every ``update_every`` rounds after, one refinement round warm-started from the
+    current models (``refit_optimisation``). Every action is returned with the probability it
+    was drawn with.
+
+    A fit's indicator here is AI-IGL's, sum_a Cov_a(pi(a|x), psi_a(y)), measured on the
+    held-out part of D (every ``holdout_every``-th exploration sample). The data-driven
+    schedule's certificate rests on Eq. 9 under the 2021 assumption, so it is refused; use
+    the paper or theory schedule.
+
+    Args:
+        n_actions: K.
+        context_dim: dimension of the contexts x.
+        feedback_dim: dimension of the feedback vectors y.
+        schedule: the schedule; default the paper's fixed warm-up of 4000 rounds.
+        update_every: rounds between re-fits.
+        exploit: 'greedy' (argmax of the scores, probability 1) or 'softmax' (sample pi).
+        policy: score network class, 'linear' or 'mlp'.
+        decoder: decoder class, 'linear' or 'mlp'.
+        optimisation: settings of the fit from scratch.
+        refit_optimisation: settings of the warm-started re-fits.
+        holdout_every: every this many exploration samples, one is held out of the fits and
+            measures their indicator (0: none; the indicator is then measured on D).
+        seed: seed or numpy Generator.
+    """
+
+    def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
+                 schedule: Schedule | None = None, update_every: int = 100,
+                 exploit: str = "greedy", policy: str = "linear", decoder: str = "linear",
+                 optimisation: Optimisation = FIRST_FIT,
+                 refit_optimisation: Optimisation = REFIT, holdout_every: int = 10,
+                 seed: SeedLike = None):
+        if isinstance(schedule, DataDrivenSchedule):
+            raise IGLearnError("the data-driven schedule certifies Eq. 9 under the 2021 "
+                               "assumption, which action-inclusive feedback breaks; use the "
+                               "paper or theory schedule with OnlineAIIGL")
+        super().__init__(n_actions, context_dim, feedback_dim, schedule, update_every,
+                         exploit, holdout_every, seed)
+        self.refit_optimisation = refit_optimisation
+        self._batch = AIIGL(policy, decoder, optimisation)
+        self.context_dim, self.feedback_dim = context_dim, feedback_dim
+        self.decoders_: list[Decoder] | None = None
+
+    def _refit(self, data: Batch, holdout: Batch | None) -> tuple[float, dict]:
+        generator = torch_generator(self.rng)
+        warm = self.policy_ is not None
+        if not warm:
+            self.policy_, self.decoders_ = self._batch.initial_models(
+                self.context_dim, self.feedback_dim, self.n_actions, generator)
+        self._batch.fit_models(self.policy_, self.decoders_, Trials.one(data), generator,
+                               self.refit_optimisation if warm else None, warm)
+        value = indicator(self.policy_, self.decoders_, data if holdout is None else holdout)
+        return value, {"flipped": sum(bool(d.flipped) for d in self.decoders_)}
+
+    def decode(self, feedback: np.ndarray, actions: np.ndarray) -> np.ndarray:
+        """psi_a(y) under the current decoders, for each feedback vector and its action."""
+        self._fitted()
+        return decoded(self.decoders_, as_tensor(feedback),
+                       torch.from_numpy(np.asarray(actions))).numpy()

@@ -1,0 +1,210 @@
+"""AI-IGL: the per-action covariance, symmetry breaking under any logging policy, learning
+from action-inclusive feedback where the 2021 objective fails, and the online loop."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from iglearn import BatchIGL, IGLearnError, InteractionLog, Supervised
+from iglearn.envs import BCIEnvironment, action_inclusive_environment, digits_environment
+from iglearn.learners import IdentifiabilityWarning, UniformLearner
+from iglearn.learners.ai_igl import (
+    AIIGL,
+    OnlineAIIGL,
+    action_covariance,
+    action_weights,
+    break_symmetry,
+    decoded,
+)
+from iglearn.learners.schedules import DataDrivenSchedule, PaperSchedule
+from iglearn.learners.trials import Batch
+from iglearn.models import make_decoder, make_policy
+from tests.learners.test_online import total_reward
+
+
+@pytest.fixture(scope="module")
+def env():
+    return action_inclusive_environment("digits")
+
+
+@pytest.fixture(scope="module")
+def uniform_log(env):
+    return env.log(3000, 0)
+
+
+def test_action_covariance_is_the_weighted_covariance_of_each_action():
+    rng = np.random.default_rng(0)
+    n, k = 400, 3
+    action = rng.integers(0, k, n)
+    probability = rng.uniform(0.1, 0.9, n)
+    f, psi = rng.random(n), rng.random(n)
+    weights = action_weights(torch.from_numpy(action), torch.from_numpy(probability), k)
+    got = action_covariance(torch.from_numpy(f), torch.from_numpy(psi), weights).numpy()
+    for a in range(k):
+        rows = action == a
+        expected = np.cov(f[rows], psi[rows], aweights=1 / probability[rows], bias=True)[0, 1]
+        assert got[a] == pytest.approx(expected, rel=1e-9)
+    np.testing.assert_allclose(weights.sum(0).numpy(), 1.0)
+
+
+def two_view_log(n: int, seed: int) -> InteractionLog:
+    """K = 3, uniform logging; the context is the one-hot label, and the feedback reveals r
+    through a coordinate whose meaning depends on the action (action 0 shows 1 - r) beside
+    the action's own code: action-inclusive, and r is a function of either view."""
+    rng = np.random.default_rng(seed)
+    label = rng.integers(0, 3, n)
+    action = rng.integers(0, 3, n)
+    reward = (action == label).astype(np.float32)
+    shown = np.where(action == 0, 1 - reward, reward)
+    feedback = np.c_[shown, action / 2].astype(np.float32)
+    return InteractionLog(context=np.eye(3, dtype=np.float32)[label], action=action,
+                          probability=np.full(n, 1 / 3), feedback=feedback, n_actions=3,
+                          reward=reward, label=label)
+
+
+def test_fit_reaches_the_known_optimum_of_a_two_view_problem():
+    # When both views reveal r, Cov_a(f_a, psi_a) over [0, 1]-valued functions is at most
+    # sqrt(Var f Var psi) <= Var_a(r) = q_a (1 - q_a), reached by f_a = psi_a = r.
+    log = two_view_log(3000, 0)
+    learner = AIIGL(seed=0).fit(log)
+    rows = [log.action == a for a in range(3)]
+    q = np.array([log.reward[r].mean() for r in rows])
+    optimum = q * (1 - q)
+    covariance = np.array(learner.report_.covariance)
+    assert (covariance <= optimum + 1e-6).all() and (covariance > 0.8 * optimum).all()
+    psi = learner.decode(log.feedback, log.action)
+    assert np.abs(psi - log.reward).max() < 0.2  # the right sign, though action 0 shows 1 - r
+    assert learner.accuracy(np.eye(3, dtype=np.float32), np.arange(3)) == 1.0
+    np.testing.assert_allclose(learner.report_.reward_rate, q, atol=0.1)
+
+
+def greedy_logger(env, accuracy=0.8):
+    """A non-uniform logging policy: plays a supervised guess with probability ``accuracy``."""
+    supervised = Supervised(seed=0).fit(env.log(2000, 1))
+
+    def policy(context):
+        probs = np.full((len(context), env.n_actions), (1 - accuracy) / (env.n_actions - 1))
+        probs[np.arange(len(context)), supervised.predict(context)] = accuracy
+        return probs
+    return policy
+
+
+def test_symmetry_breaking_reweights_a_skewed_log_to_each_actions_exploration(env):
+    log = env.log(4000, 2, policy=greedy_logger(env))
+    raw = np.array([log.reward[log.action == a].mean() for a in range(10)])
+    assert (raw > 0.5).all()  # as logged, the reward is the commoner event for every action
+    signs = np.where(np.arange(10) % 3 == 0, -1.0, 1.0)  # actions 0, 3, 6, 9 decode 1 - r
+    generator = torch.Generator().manual_seed(0)
+    policy = make_policy("linear", log.context_dim, 10, generator)
+    decoders = []
+    for a, sign in enumerate(signs):
+        decoder = make_decoder("linear", log.feedback_dim, generator, 0.5)
+        rows = log.action == a
+        ones = torch.from_numpy(log.feedback[rows & (log.reward > 0)].mean(0))
+        zeros = torch.from_numpy(log.feedback[rows & (log.reward == 0)].mean(0))
+        with torch.no_grad():  # a decoder that reads the feedback digits, in either sign
+            decoder.net.weight.copy_(sign * (ones - zeros)[None])
+            decoder.net.bias.fill_(-sign * float((ones - zeros) @ (ones + zeros)) / 2)
+        decoders.append(decoder)
+    before = policy.net.weight.detach().clone()
+    data = Batch(torch.from_numpy(log.context), torch.from_numpy(log.action),
+                 torch.from_numpy(log.probability.astype(np.float32)),
+                 torch.from_numpy(log.feedback))
+    flipped = break_symmetry(policy, decoders, data)
+    np.testing.assert_array_equal(flipped, signs < 0)
+    with torch.no_grad():
+        psi = decoded(decoders, data.signal, data.action).numpy()
+        np.testing.assert_array_equal(policy.net.weight.numpy(), (signs[:, None] * before.numpy()))
+    for a in range(10):
+        rows = log.action == a
+        assert psi[rows & (log.reward > 0)].mean() > psi[rows & (log.reward == 0)].mean() + 0.5
+
+
+def test_ai_igl_learns_action_inclusive_digits_where_the_2021_objective_fails(env,
+                                                                              uniform_log):
+    test_x, test_y = env.test_set()
+    learner = AIIGL(seed=0).fit(uniform_log)
+    assert learner.accuracy(test_x, test_y) > 0.8  # chance: 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        igl = BatchIGL(seed=0, max_restarts=0).fit(uniform_log)
+    assert igl.accuracy(test_x, test_y) < 0.2
+    psi = learner.decode(uniform_log.feedback, uniform_log.action)
+    reward = uniform_log.reward
+    assert psi[reward > 0].mean() - psi[reward == 0].mean() > 0.6
+
+
+def test_ai_igl_still_learns_the_2021_task():
+    env = digits_environment()
+    learner = AIIGL(seed=1).fit(env.log(3000, 1))
+    assert learner.accuracy(*env.test_set()) > 0.8
+
+
+def test_ai_igl_mlp_classes_learn():
+    env = action_inclusive_environment("digits")
+    learner = AIIGL(policy="mlp", decoder="mlp", seed=0).fit(env.log(3000, 3))
+    assert learner.accuracy(*env.test_set()) > 0.7
+
+
+def test_ai_igl_on_the_bci_simulation_nears_the_contextual_bandit():
+    from iglearn import ContextualBandit
+
+    env = BCIEnvironment(noise=0.05)
+    log = env.log(6000, 0)
+    ai = AIIGL(seed=0).fit(log).accuracy(*env.test_set())
+    cb = ContextualBandit(seed=0).fit(log).accuracy(*env.test_set())
+    assert ai > 0.9 * cb and cb > 0.9
+
+
+def test_same_seed_same_result(uniform_log):
+    a = AIIGL(seed=5).fit(uniform_log)
+    b = AIIGL(seed=5).fit(uniform_log)
+    np.testing.assert_array_equal(a.predict_proba(uniform_log.context),
+                                  b.predict_proba(uniform_log.context))
+    np.testing.assert_array_equal(a.decode(uniform_log.feedback, uniform_log.action),
+                                  b.decode(uniform_log.feedback, uniform_log.action))
+    assert a.report_.covariance == b.report_.covariance
+
+
+def test_warnings_for_two_actions_and_for_rarely_played_actions():
+    log = two_view_log(600, 1)
+    two = InteractionLog(context=log.context, action=np.minimum(log.action, 1),
+                         probability=np.full(600, 0.5), feedback=log.feedback, n_actions=2)
+    with pytest.warns(IdentifiabilityWarning, match="K = 2"):
+        AIIGL(seed=0).fit(two)
+    with pytest.warns(IdentifiabilityWarning, match="fewer than 300 interactions"):
+        learner = AIIGL(seed=0, min_interactions=300).fit(log)
+    assert any("fewer than 300" in note for note in learner.report_.warnings)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        AIIGL(seed=0).fit(log)  # 200 interactions an action are enough by default
+
+
+def test_errors_name_the_problem(uniform_log):
+    with pytest.raises(IGLearnError, match="not fitted"):
+        AIIGL().decode(uniform_log.feedback, uniform_log.action)
+    learner = AIIGL(seed=0).fit(uniform_log)
+    with pytest.raises(IGLearnError, match="one action in 0..9 per feedback vector"):
+        learner.decode(uniform_log.feedback, uniform_log.action[:10])
+    with pytest.raises(IGLearnError, match="temperature"):
+        AIIGL(temperature=0.0)
+    with pytest.raises(IGLearnError, match="paper or theory schedule"):
+        OnlineAIIGL(10, 64, 64, DataDrivenSchedule())
+
+
+def test_online_ai_igl_beats_uniform_play(env):
+    learner = OnlineAIIGL(10, env.context_dim, env.feedback_dim,
+                          PaperSchedule(iota=10.0, warmup_rounds=2000), seed=0)
+    total = total_reward(learner, env, np.random.default_rng(0), 2500, "feedback")
+    assert learner.exploited_ > 1000 and learner.fits_[0]["round"] == 2000
+    uniform = UniformLearner(10, seed=0)
+    uniform_total = total_reward(uniform, env, np.random.default_rng(0), learner.interactions_,
+                         "feedback")
+    assert total / learner.interactions_ > 0.3 > 2 * uniform_total / uniform.interactions_
+    assert learner.accuracy(*env.test_set()) > 0.6
+    # Exploitation logs the probability of the greedy action: 1.
+    actions, probabilities = learner.act_batch(env.contexts(50, np.random.default_rng(1))
+                                               .features)
+    assert set(np.unique(probabilities)) <= {0.1, 1.0}
