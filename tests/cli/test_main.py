@@ -15,12 +15,13 @@ import pytest
 import iglearn
 from iglearn.cli import build_parser, experiments, logs, main
 from iglearn.cli.settings import CHOICES, build_settings, flag
+from iglearn.experiments.action_inclusive import ActionInclusiveConfig
 from iglearn.experiments.figure3 import Figure3Config
 from iglearn.experiments.runner import Execution
 from iglearn.experiments.sample_complexity import SampleComplexityConfig
 from iglearn.experiments.table1 import Table1Config
 from iglearn.experiments.unsupervised import UnsupervisedConfig
-from iglearn.learners import BatchIGL
+from iglearn.learners import AIIGL, BatchIGL
 
 # (command, its required arguments, settings whose every field is an option, the namespace
 # key, fields left out)
@@ -29,11 +30,14 @@ SETTINGS = [
     (("reproduce", "sample-complexity"), [], SampleComplexityConfig(), experiments.CONFIG, ()),
     (("reproduce", "unsupervised"), [], UnsupervisedConfig(), experiments.CONFIG, ()),
     (("reproduce", "figure3"), [], Figure3Config(), experiments.CONFIG, ()),
+    (("reproduce", "action-inclusive"), [], ActionInclusiveConfig(), experiments.CONFIG, ()),
     (("sweep",), [], experiments.SWEEP_DEFAULTS, experiments.CONFIG, ()),
     *[(("reproduce", e.name), [], Execution(), experiments.EXECUTION, ())
       for e in experiments.EXPERIMENTS],
     (("sweep",), [], Execution(), experiments.EXECUTION, ()),
     (("fit",), ["log.npz", "--out", "m"], BatchIGL(), logs.LEARNER, ("seed",)),
+    (("fit",), ["log.npz", "--out", "m", "--algorithm", "ai-igl"], AIIGL(), logs.LEARNER,
+     ("seed",)),
 ]
 
 

@@ -9,7 +9,7 @@ import torch
 
 from iglearn import BatchIGL, IGLearnError, InteractionLog, Supervised
 from iglearn.envs import BCIEnvironment, action_inclusive_environment, digits_environment
-from iglearn.learners import IdentifiabilityWarning, UniformLearner
+from iglearn.learners import IdentifiabilityWarning, Optimisation, UniformLearner
 from iglearn.learners.ai_igl import (
     AIIGL,
     OnlineAIIGL,
@@ -166,6 +166,28 @@ def test_same_seed_same_result(uniform_log):
     np.testing.assert_array_equal(a.decode(uniform_log.feedback, uniform_log.action),
                                   b.decode(uniform_log.feedback, uniform_log.action))
     assert a.report_.covariance == b.report_.covariance
+
+
+@pytest.mark.parametrize("kind", ["linear", "mlp"])
+def test_fit_many_fits_each_learner_as_its_own_fit_would(kind):
+    warnings.simplefilter("ignore", IdentifiabilityWarning)  # short fits: ambiguous signs
+    env = BCIEnvironment(noise=0.05)
+    logs = [env.log(1500, seed) for seed in range(3)]
+    settings = dict(policy=kind, decoder=kind, optimisation=Optimisation(
+        grounding_epochs=1, policy_epochs=1, epochs=1, min_steps=40))
+    together = AIIGL.fit_many([AIIGL(**settings, seed=s) for s in range(3)], logs)
+    for seed, (learner, log) in enumerate(zip(together, logs, strict=True)):
+        alone = AIIGL(**settings, seed=seed).fit(log)
+        np.testing.assert_allclose(learner.predict_proba(log.context),
+                                   alone.predict_proba(log.context), rtol=1e-4, atol=1e-6)
+        np.testing.assert_allclose(learner.decode(log.feedback, log.action),
+                                   alone.decode(log.feedback, log.action), rtol=1e-4, atol=1e-6)
+        assert learner.report_.flipped == alone.report_.flipped
+        assert learner.report_.indicator == pytest.approx(alone.report_.indicator, abs=1e-5)
+    assert learner.accuracy(*env.test_set()) > 0.6   # chance: 1/3
+    other = AIIGL(**settings, seed=1).fit(logs[0])
+    assert not np.array_equal(other.predict_proba(logs[0].context),
+                              together[0].predict_proba(logs[0].context))
 
 
 def test_warnings_for_two_actions_and_for_rarely_played_actions():

@@ -9,7 +9,13 @@ from dataclasses import dataclass
 
 from iglearn.cli.paths import check_paths
 from iglearn.cli.settings import add_settings, build_settings, value_parser
-from iglearn.experiments import figure3, sample_complexity, table1, unsupervised
+from iglearn.experiments import (
+    action_inclusive,
+    figure3,
+    sample_complexity,
+    table1,
+    unsupervised,
+)
 from iglearn.experiments.runner import Execution
 from iglearn.experiments.sweep import SWEEPABLE, reproduce_sweep
 from iglearn.experiments.table1 import Table1Config
@@ -59,6 +65,15 @@ EXPERIMENTS = (
                "average reward and the greedy policy's test accuracy.",
                figure3.Figure3Config(), figure3.reproduce,
                "figure3.csv, figure3.md, figure3.png and config.json"),
+    Experiment("action-inclusive", "AI-IGL vs 2021 IGL, CB and SUP on action-inclusive feedback",
+               "Action-inclusive feedback (Xie et al. 2022): each trial logs fresh uniform "
+               "interactions on action-inclusive MNIST and on the simulated BCI at every noise "
+               "level, and fits AI-IGL, 2021 IGL, CB (true reward) and SUP (labels); accuracy "
+               "is the argmax policy's on the task's test contexts, beside the AI-IGL paper's "
+               "reported figures on its own tasks.",
+               action_inclusive.ActionInclusiveConfig(), action_inclusive.reproduce,
+               "action_inclusive.csv, action_inclusive.md, action_inclusive.png and "
+               "config.json"),
 )
 
 # The settings a sweep starts from: Table 1's, with fewer trials and IGL alone.

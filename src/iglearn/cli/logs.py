@@ -11,21 +11,40 @@ import argparse
 import json
 import math
 import warnings
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import numpy as np
 
 from iglearn.cli.paths import check_model_output, check_paths, with_sidecar
-from iglearn.cli.settings import add_settings, build_settings, number
-from iglearn.envs.mnist import DATASETS
+from iglearn.cli.settings import add_settings, build_settings, flag, number
+from iglearn.data.logs import InteractionLog
+from iglearn.envs.named import BCI_NOISE, ENVIRONMENTS
 from iglearn.errors import IGLearnError
+from iglearn.learners.ai_igl import AIIGL
 from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
+from iglearn.models.io import algorithm_of, algorithms
 
 DEFAULT_IOTA = math.log(2 / 0.05)
 LEARNER = "learner"
-# Where `iglearn fit` starts from: iglearn's settings, or the paper's objective plainly.
+# Where `iglearn fit --algorithm igl` starts from: iglearn's settings, or the paper's objective
+# plainly.
 OBJECTIVES = {"iglearn": BatchIGL, "paper": BatchIGL.paper}
+# The learner of each `iglearn fit --algorithm` (the algorithms a model folder may hold), with
+# its default settings.
+ALGORITHMS: dict[str, BatchIGL | AIIGL] = {name: algorithm.learner()
+                                           for name, algorithm in algorithms().items()}
+# Options of `fit` that only --algorithm igl reads (Eq. 9 and Lemma 5 hold under the 2021
+# assumption), by namespace name.
+IGL_ONLY = ("objective", "iota", "v_bad")
+
+
+def _setting_names(settings: object) -> set[str]:
+    return {f.name for f in fields(settings) if f.init and f.name != "seed"}
+
+
+# Settings every algorithm has: one option sets whichever runs.
+SHARED = set.intersection(*map(_setting_names, ALGORITHMS.values()))
 
 
 def json_ready(value: object) -> object:
@@ -62,11 +81,10 @@ def unit_value(text: str) -> float:
 def _fit(args: argparse.Namespace) -> int:
     from iglearn.data.formats import open_table
     from iglearn.data.formats.base import check
-    from iglearn.data.logs import InteractionLog
     from iglearn.models.io import save_model
-    from iglearn.theory import lemma5_value_lower_bound
 
     out = Path(args.out)
+    learner = _learner(args)
     check_paths(with_sidecar("LOG", args.log), [("--out", out)])
     check_model_output(out)
     reader = open_table(args.log)
@@ -75,27 +93,68 @@ def _fit(args: argparse.Namespace) -> int:
     if not isinstance(log, InteractionLog):
         raise IGLearnError(f"{info.source}: holds contexts only; fitting needs a log with "
                            f"action, probability and feedback")
-    learner = build_settings(args, OBJECTIVES[args.objective](seed=args.seed), LEARNER)
     settings = asdict(learner)
     args.outputs.claim([out])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         learner.fit(log)
+    head = {"log": str(args.log), "model": str(out), "algorithm": args.algorithm,
+            "samples": len(log), "n_actions": log.n_actions, "context_dim": log.context_dim,
+            "feedback_dim": log.feedback_dim}
+    if isinstance(learner, BatchIGL):
+        summary = {**head, **_igl_summary(args, learner, log, settings)}
+        extra = {"objective": summary["objective"], "lemma5": summary["lemma5"]}
+    else:
+        summary = {**head, "settings": settings, **asdict(learner.report_)}
+        summary["identifiability_warnings"] = summary.pop("warnings")
+        extra = {}
+    save_model(learner, out, info.schema,
+               extra=json_ready({"log": str(args.log), "samples": len(log),
+                                 "settings": settings, **extra}))
+    _print(summary)
+    return 0
+
+
+def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL:
+    """The learner ``--algorithm`` names, with the settings given. An option of another
+    algorithm only is refused, naming the option and the algorithm it belongs to."""
+    algorithm = args.algorithm
+    others = [name for name in ALGORITHMS if name != algorithm]
+    given = {dest[len(LEARNER) + 1:].partition(".")[0] for dest in vars(args)
+             if dest.startswith(LEARNER + ".")}
+    foreign = sorted(given - _setting_names(ALGORITHMS[algorithm]))
+    if algorithm != "igl":
+        foreign += [name for name in IGL_ONLY if getattr(args, name) is not None]
+    if foreign:
+        raise IGLearnError(f"{flag(foreign[0])} is an option of --algorithm "
+                           f"{' or '.join(others)}, which --algorithm {algorithm} does not "
+                           f"have; drop it, or choose that algorithm")
+    if algorithm == "igl":
+        start = OBJECTIVES[args.objective or "iglearn"](seed=args.seed)
+    else:
+        start = AIIGL(seed=args.seed)
+    return build_settings(args, start, LEARNER)
+
+
+def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLog,
+                 settings: dict) -> dict:
+    """What a BatchIGL fit reports: its FitReport's measures and Lemma 5's bound."""
+    from iglearn.theory import lemma5_value_lower_bound
+
     report = learner.report_
     n, k = len(log), log.n_actions
+    iota = DEFAULT_IOTA if args.iota is None else args.iota
     v_bad = 1.0 / k if args.v_bad is None else args.v_bad
     max_weight = 1.0 / float(np.min(log.probability))
-    bound = lemma5_value_lower_bound(report.indicator, n, k, args.iota, v_bad, max_weight)
-    summary = {
-        "log": str(args.log), "model": str(out), "samples": n, "n_actions": k,
-        "context_dim": log.context_dim, "feedback_dim": log.feedback_dim,
-        "objective": args.objective, "settings": settings,
+    bound = lemma5_value_lower_bound(report.indicator, n, k, iota, v_bad, max_weight)
+    return {
+        "objective": args.objective or "iglearn", "settings": settings,
         "indicator": report.indicator, "restart_threshold": report.threshold,
         "corrector_flipped": report.flipped, "corrector_statistic": report.corrector_statistic,
         "restarts": report.restarts, "attempt_indicators": report.attempt_indicators,
         "identifiability_warnings": report.warnings,
         "lemma5": {
-            "iota": args.iota, "v_bad": v_bad, "eps_D": math.sqrt(args.iota / (2 * n)),
+            "iota": iota, "v_bad": v_bad, "eps_D": math.sqrt(iota / (2 * n)),
             "max_importance_weight": max_weight,
             "applies": bound is not None, "value_lower_bound": bound,
             "note": "V(pi) >= indicator - W*eps_D + V(pi_bad), eps_D = sqrt(iota/(2n)), W the "
@@ -107,12 +166,6 @@ def _fit(args: argparse.Namespace) -> int:
         },
         "seconds": report.seconds,
     }
-    save_model(learner, out, info.schema,
-               extra=json_ready({"log": str(args.log), "samples": n,
-                                 "objective": args.objective, "settings": settings,
-                                 "lemma5": summary["lemma5"]}))
-    _print(summary)
-    return 0
 
 
 def _model_and_table(model_dir: str, data: str, contexts_only: bool):
@@ -147,10 +200,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     from iglearn.learners.evaluation import evaluate
 
     learner, table = _model_and_table(args.model, args.data, contexts_only=False)
-    record = {"model": str(args.model), "data": str(args.data), **evaluate(learner, table)}
-    if len(record) == 3:
+    measures = evaluate(learner, table)
+    if set(measures) == {"samples"}:
         raise IGLearnError(f"{args.data}: nothing to evaluate; the data need labels, a reward "
                            f"or feedback")
+    record = {"model": str(args.model), "data": str(args.data),
+              "algorithm": algorithm_of(learner).name, **measures}
     _print(record)
     return 0
 
@@ -226,9 +281,12 @@ def skewed_policy(context_dim: int, n_actions: int, seed: int):
 def _simulate(args: argparse.Namespace) -> int:
     from iglearn.data.contexts import ContextSet
     from iglearn.data.formats import SUFFIXES, write_table
-    from iglearn.envs import digits_environment, mnist_environment
+    from iglearn.envs.named import named_environment
     from iglearn.files import output_folder
 
+    if args.noise is not None and args.env != "bci":
+        raise IGLearnError(f"--noise is the noise level of the bci environment; {args.env} has "
+                           f"none: drop --noise")
     targets = [Path(args.out)] + ([Path(args.test_out)] if args.test_out else [])
     for target in targets:
         if target.suffix.lower() not in SUFFIXES:
@@ -240,7 +298,8 @@ def _simulate(args: argparse.Namespace) -> int:
         outputs += with_sidecar("--test-out", args.test_out)
     check_paths([("--data-dir", args.data_dir)] if args.data_dir else [], outputs)
     args.outputs.claim([path for _, path in outputs])
-    env = digits_environment() if args.env == "digits" else mnist_environment(args.data_dir)
+    noise = BCI_NOISE if args.noise is None else args.noise
+    env = named_environment(args.env, args.data_dir, noise)
     policy = None
     if args.policy == "skewed":
         policy = skewed_policy(env.context_dim, env.n_actions, args.seed + 1)
@@ -249,7 +308,10 @@ def _simulate(args: argparse.Namespace) -> int:
     write_table(log, args.out)
     record = {"env": args.env, "out": str(args.out), "samples": len(log),
               "n_actions": log.n_actions, "context_dim": log.context_dim,
-              "feedback_dim": log.feedback_dim, "policy": args.policy, "seed": args.seed}
+              "feedback_dim": log.feedback_dim, "independence": env.independence.value,
+              "policy": args.policy, "seed": args.seed}
+    if args.env == "bci":
+        record["noise"] = noise
     if args.test_out:
         features, labels = env.test_set()
         write_table(ContextSet(features, env.n_actions, labels, str(args.test_out)),
@@ -277,34 +339,53 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     formats = "format from the extension: .npz, .parquet or .dsjson"
     fit = commands.add_parser(
         "fit", help="fit a policy and a reward decoder on a log",
-        description=f"Fit batch IGL on LOG ({formats}); logged probabilities are used as "
-                    f"importance weights, so logs from any policy work. Every setting of "
-                    f"BatchIGL and of its optimisation is an option below.")
+        description=f"Fit a policy and reward decoders on LOG ({formats}) with --algorithm: "
+                    f"igl (BatchIGL, the 2021 paper: feedback independent of the context and "
+                    f"the action given the reward) or ai-igl (AIIGL: feedback that may depend "
+                    f"on the action too). Logged probabilities are used as importance "
+                    f"weights, so logs from any policy work. Every setting of the two "
+                    f"learners and of their optimisation is an option below: the shared ones "
+                    f"set either, those of one algorithm only are refused with the other.")
     fit.add_argument("log", metavar="LOG", help="the interaction log to fit")
     fit.add_argument("--out", required=True, metavar="MODEL_DIR",
                      help="model folder to write: a new or empty folder, or one that holds "
                           "exactly a model iglearn wrote, which is replaced")
     fit.add_argument("--seed", type=number(int), default=0,
                      help="seed of the initialisations and the shuffles")
-    fit.add_argument("--objective", choices=tuple(OBJECTIVES), default="iglearn",
+    fit.add_argument("--algorithm", choices=tuple(ALGORITHMS), default="igl",
+                     help="igl: BatchIGL, the 2021 paper's objective (Eq. 2), for feedback "
+                          "that depends on the reward alone; ai-igl: AIIGL, per-action "
+                          "covariance (Xie et al. 2022), for feedback that may also depend on "
+                          "the action")
+    igl = fit.add_argument_group("options of --algorithm igl only")
+    igl.add_argument("--objective", choices=tuple(OBJECTIVES), default=None,
                      help="iglearn: the defaults below; paper: Eq. 2 as written, with the "
                           "corrector and the adaptive restart and none of iglearn's additions "
                           "(BatchIGL.paper(): no grounding or policy stage, no scaled weight "
                           "decay, no control variate, no policy negation); options given "
-                          "below override either")
-    fit.add_argument("--iota", type=number(float, positive=True), default=DEFAULT_IOTA,
+                          "below override either (default: iglearn)")
+    igl.add_argument("--iota", type=number(float, positive=True), default=None,
                      help="complexity term of Lemma 5's bound (default: log(2/0.05))")
-    fit.add_argument("--v-bad", type=unit_value, default=None,
+    igl.add_argument("--v-bad", type=unit_value, default=None,
                      help="V(pi_bad) in [0, 1], the value of the sufficiently bad policy in "
                           "Lemma 5's bound (default: 1/K, uniform play)")
-    add_settings(fit, BatchIGL(), LEARNER, "learner settings (BatchIGL)",
-                 "The defaults are those of --objective iglearn.", skip=("seed",))
+    only = {name: _setting_names(settings) - SHARED for name, settings in ALGORITHMS.items()}
+    add_settings(fit, BatchIGL(), LEARNER, "settings of every algorithm",
+                 "Where the algorithms' defaults differ, the help gives each; with igl they "
+                 "are those of --objective iglearn.", skip=("seed", *only["igl"]),
+                 shared=ALGORITHMS)
+    add_settings(fit, BatchIGL(), LEARNER, "settings of --algorithm igl only (BatchIGL)",
+                 skip=("seed", *SHARED))
+    add_settings(fit, AIIGL(), LEARNER, "settings of --algorithm ai-igl only (AIIGL)",
+                 skip=("seed", *SHARED))
     fit.set_defaults(run=_fit, reads=("log",))
 
     evaluate = commands.add_parser(
         "evaluate", help="measure a fitted model on a log or a labelled context set",
         description="JSON with accuracy (labels), the importance-weighted true value "
-                    "(reward; evaluation only) and the decoded-reward value (feedback).")
+                    "(reward; evaluation only), and the decoded-reward value and the "
+                    "indicator of the model's algorithm (feedback): Eq. 9 for igl, the sum "
+                    "over actions of Cov_a(pi(a|x), psi_a(y)) for ai-igl.")
     evaluate.add_argument("model", metavar="MODEL_DIR", help="a model folder from iglearn fit")
     evaluate.add_argument("data", metavar="DATA",
                           help=f"a log or a labelled context set ({formats})")
@@ -328,8 +409,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     simulate = commands.add_parser(
         "simulate", help="write a log from a built-in environment",
         description=f"Log interactions in a built-in environment ({formats}).")
-    simulate.add_argument("env", choices=DATASETS, metavar="ENV",
-                          help="digits (scikit-learn's, offline) or mnist (infinite MNIST)")
+    simulate.add_argument("env", choices=ENVIRONMENTS, metavar="ENV",
+                          help="mnist (infinite MNIST) or digits (scikit-learn's, offline): the "
+                               "2021 task, feedback an image of 1 if rewarded and 0 if not; "
+                               "action-inclusive-mnist or action-inclusive-digits: feedback an "
+                               "image of the digit (a + 6r - 3) mod 10; bci: the simulated "
+                               "brain-computer interface (K = 3, 64-dim patterns, --noise)")
     simulate.add_argument("--samples", type=number(int, positive=True), required=True,
                           help="interactions to log")
     simulate.add_argument("--out", required=True, metavar="LOG", help=f"the log ({formats})")
@@ -342,8 +427,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                           help="also write the held-out test contexts with labels "
                                "(default: not written)")
     simulate.add_argument("--data-dir", default=None, metavar="DIR",
-                          help="folder with the four MNIST .gz files, for mnist (default: "
-                               "$IGLEARN_DATA, the user cache, or a verified download)")
+                          help="folder with the four MNIST .gz files, for the MNIST "
+                               "environments (default: $IGLEARN_DATA, the user cache, or a "
+                               "verified download)")
+    simulate.add_argument("--noise", type=number(float), default=None,
+                          help=f"noise level of the bci environment, the standard deviation "
+                               f"added to every entry of the contexts and feedback (default: "
+                               f"{BCI_NOISE})")
     simulate.set_defaults(run=_simulate, reads=("data_dir",))
 
     convert = commands.add_parser(

@@ -57,8 +57,8 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
 
 # Numeric settings that must be above 0 (every other one must be at least 0).
 POSITIVE = frozenset({
-    "batch_size", "clusters", "decoder_temperature", "eta", "eval_every", "iota", "jobs",
-    "lr", "rounds", "samples", "stack", "trials", "update_every",
+    "batch_size", "bci_samples", "clusters", "decoder_temperature", "eta", "eval_every", "iota",
+    "jobs", "lr", "rounds", "samples", "stack", "temperature", "trials", "update_every",
 })
 
 NONE = "none"
@@ -188,14 +188,17 @@ def shown(value: object) -> str:
 
 def add_settings(parser: argparse.ArgumentParser, settings: object, key: str, title: str,
                  description: str | None = None, *, skip: Collection[str] = (),
-                 aliases: Mapping[str, str] | None = None) -> argparse._ArgumentGroup:
+                 aliases: Mapping[str, str] | None = None,
+                 shared: Mapping[str, object] | None = None) -> argparse._ArgumentGroup:
     """Add one option per field of the dataclass instance ``settings`` (and per field of each
     dataclass it holds) to ``parser``, in an argument group ``title`` (with ``description``).
 
     Options given on the command line land in the namespace under ``KEY.FIELD`` (nested:
     ``KEY.FIELD.FIELD``) for :func:`build_settings`; options not given leave nothing there.
     ``skip`` names fields that get no option; ``aliases`` maps a field to a second flag.
-    Returns the argument group.
+    ``shared`` names, by label, every settings object (``settings`` among them) whose fields
+    of the same names these options also set: where their defaults differ, the help states
+    each one's (``(default: 0.1 for igl, 0.5 for ai-igl)``). Returns the argument group.
     """
     cls = type(settings)
     docs = field_docs(cls)
@@ -214,7 +217,8 @@ def add_settings(parser: argparse.ArgumentParser, settings: object, key: str, ti
         flags = [flag(field.name)]
         if aliases and field.name in aliases:
             flags.append(aliases[field.name])
-        text = f"{docs[field.name]} (default: {shown(value)})".replace("%", "%%")
+        text = f"{docs[field.name]} (default: {_defaults(field.name, value, shared)})"
+        text = text.replace("%", "%%")
         dest = f"{key}.{field.name}"
         if kind.type is bool:
             group.add_argument(*flags, dest=dest, action=argparse.BooleanOptionalAction,
@@ -225,8 +229,20 @@ def add_settings(parser: argparse.ArgumentParser, settings: object, key: str, ti
                            default=argparse.SUPPRESS, help=text,
                            metavar=f"{metavar}[,...]" if kind.sequence else metavar)
     for name, value in nested:
-        add_settings(parser, value, f"{key}.{name}", f"{title}: {name}", docs[name])
+        inner = ({label: getattr(other, name) for label, other in shared.items()}
+                 if shared else None)
+        add_settings(parser, value, f"{key}.{name}", f"{title}: {name}", docs[name],
+                     shared=inner)
     return group
+
+
+def _defaults(name: str, value: object, shared: Mapping[str, object] | None) -> str:
+    """The default of field ``name`` as its help states it: ``value``, or, when the settings
+    objects in ``shared`` differ there, each one's value with its label."""
+    values = {label: shown(getattr(other, name)) for label, other in (shared or {}).items()}
+    if len(set(values.values())) <= 1:
+        return shown(value)
+    return ", ".join(f"{text} for {label}" for label, text in values.items())
 
 
 def build_settings(args: argparse.Namespace, settings: T, key: str) -> T:

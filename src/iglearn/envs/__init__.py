@@ -11,8 +11,10 @@ from iglearn.envs.base import Contexts, Environment, Independence
 from iglearn.envs.bci import BCIEnvironment, BCIPatterns
 from iglearn.envs.classification import ArraySource, ClassificationEnvironment, LabelFeedback
 from iglearn.envs.mnist import digits_environment, make_environment, mnist_environment
+from iglearn.envs.named import ENVIRONMENTS, named_environment
 
 __all__ = [
+    "ENVIRONMENTS",
     "ActionInclusiveEnvironment",
     "ActionRewardFeedback",
     "ArraySource",
@@ -27,5 +29,6 @@ __all__ = [
     "digits_environment",
     "make_environment",
     "mnist_environment",
+    "named_environment",
     "shifted_digit",
 ]

@@ -63,8 +63,8 @@ class Execution:
     """Show a progress bar over trials."""
     stack: int = 4
     """Most trials a worker fits side by side as one batched computation, in experiments that
-    can (Table 1, sweeps, sample complexity, Section 6): faster per trial, and the results do
-    not depend on it."""
+    can (Table 1, sweeps, sample complexity, Section 6, action-inclusive): faster per trial,
+    and the results do not depend on it."""
 
     def workers(self) -> int:
         """The number of workers run at once."""

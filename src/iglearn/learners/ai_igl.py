@@ -58,7 +58,9 @@ The policy plays argmax_a s_a(x) (``predict``) and samples pi(. | x) when it act
 (``predict_proba``). The K scores are one network with K outputs (a linear or MLP policy);
 the K decoders run side by side as one stacked module
 (:func:`~iglearn.learners.trials.side_by_side`), so every step is one computation across
-actions.
+actions. ``AIIGL.fit_many`` fits T learners on T logs as one computation the same way: the T
+policies side by side, and the T x K decoders (trial-major: trial t's decoder of action a is
+number t K + a), every loss one value per trial.
 
 :class:`OnlineAIIGL` runs the fit inside Algorithm 1's explore/exploit loop
 (:class:`~iglearn.learners.e2g.EpochGreedy`).
@@ -68,9 +70,10 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Self
+from pathlib import Path
+from typing import TYPE_CHECKING, Self
 
 import numpy as np
 import torch
@@ -78,18 +81,25 @@ from torch import nn
 
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
-from iglearn.learners.base import PolicyLearner
+from iglearn.learners.base import StackableLearner
 from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
 from iglearn.learners.e2g import EpochGreedy
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
 from iglearn.learners.schedules import DataDrivenSchedule, Schedule
-from iglearn.learners.training import Optimisation, Stage, run_stage
+from iglearn.learners.training import Optimisation, Stage, optimise
 from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.decoders import logistic
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 
+if TYPE_CHECKING:
+    from iglearn.data.formats.base import FeatureSchema
+
 _CHUNK = 65536
+
+StageMaker = Callable[[nn.Module, nn.Module, int, Optimisation], Stage]
+"""A (re-)grounding stage of stacked policies and decoders: :func:`grounding_stage` or
+:func:`regrounding_stage`."""
 
 DEFAULT_OPTIMISATION = Optimisation(grounding_epochs=2, policy_epochs=1, epochs=2)
 """AI-IGL's optimiser settings: two epochs of each (re-)grounding, one of the policy's minorant
@@ -119,9 +129,10 @@ class AIIGLReport:
 
 
 @dataclass(eq=False)
-class AIIGL(PolicyLearner):
+class AIIGL(StackableLearner):
     """Learns a softmax policy over K scores and one reward decoder per action from a log
-    whose feedback may depend on the action (see the module docstring): ``fit(log)``.
+    whose feedback may depend on the action (see the module docstring): ``fit(log)``, or
+    several learners on several logs as one batched computation, ``fit_many``.
 
     The settings are the dataclass fields below; ``optimisation.grounding_epochs`` are the
     epochs of each (re-)grounding stage, ``optimisation.policy_epochs`` and
@@ -165,29 +176,44 @@ class AIIGL(PolicyLearner):
         and feedback). Warns (:class:`IdentifiabilityWarning`) when K = 2, when an action has
         fewer than ``min_interactions`` interactions, and when a decoder calls about half
         of its action's feedback a reward."""
+        type(self)._fit_stacked([self], [log])
+        return self
+
+    @classmethod
+    def _fit_stacked(cls, learners: list[AIIGL], logs: list[InteractionLog]) -> None:
+        """Fit every learner on its log, side by side; each draws its initialisation and its
+        shuffles from its own seed, as its own ``fit`` would."""
         start = time.perf_counter()
+        first, log = learners[0], logs[0]
         k = log.n_actions
+        generators = [torch_generator(as_generator(learner.seed)) for learner in learners]
+        models = [first.initial_models(log.context_dim, log.feedback_dim, k, generator)
+                  for generator in generators]
+        policies, decoders = [m[0] for m in models], [m[1] for m in models]
+        data = Trials.from_logs(logs, "feedback")
+        first.fit_models(policies, decoders, data, generators)
+        seconds = (time.perf_counter() - start) / len(learners)
+        for t, learner in enumerate(learners):
+            learner.policy_, learner.decoders_ = policies[t], decoders[t]
+            learner.report_ = learner._report(logs[t], one_trial(data, t), seconds)
+            for note in learner.report_.warnings:
+                warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line
+
+    def _report(self, log: InteractionLog, everything: Batch, seconds: float) -> AIIGLReport:
+        """What the fitted models measure on their log ``everything``, with the warnings."""
+        k = log.n_actions
+        covariance = indicator_terms(self.policy_, self.decoders_, everything)
+        rates = reward_rates(self.decoders_, everything)
         notes = action_warnings(log, self.min_interactions)
-        generator = torch_generator(as_generator(self.seed))
-        policy, decoders = self.initial_models(log.context_dim, log.feedback_dim, k, generator)
-        data = Trials.from_logs([log], "feedback")
-        self.fit_models(policy, decoders, data, generator)
-        everything = only_trial(data)
-        covariance = indicator_terms(policy, decoders, everything)
-        rates = reward_rates(decoders, everything)
         notes += [f"action {a}: its decoder calls {rate:.1%} of the action's feedback a "
                   f"reward, close to one half, so the sign of its decoded reward is "
                   f"ambiguous; log more interactions of it"
                   for a, rate in enumerate(rates) if abs(rate - 0.5) < AMBIGUITY_MARGIN]
-        for note in notes:
-            warnings.warn(note, IdentifiabilityWarning, stacklevel=2)
-        self.policy_, self.decoders_ = policy, decoders
-        self.report_ = AIIGLReport(
+        return AIIGLReport(
             indicator=float(covariance.sum()), covariance=covariance.tolist(),
-            reward_rate=rates.tolist(), flipped=[bool(d.flipped) for d in decoders],
-            interactions=np.bincount(log.action, minlength=k).tolist(),
-            seconds=time.perf_counter() - start, warnings=notes)
-        return self
+            reward_rate=rates.tolist(), flipped=[bool(d.flipped) for d in self.decoders_],
+            interactions=np.bincount(log.action, minlength=k).tolist(), seconds=seconds,
+            warnings=notes)
 
     def initial_models(self, context_dim: int, feedback_dim: int, n_actions: int,
                        generator: torch.Generator) -> tuple[Policy, list[Decoder]]:
@@ -199,37 +225,44 @@ class AIIGL(PolicyLearner):
                                  self.decoder_temperature) for _ in range(n_actions)]
         return policy, decoders
 
-    def fit_models(self, policy: Policy, decoders: Sequence[Decoder], data: Trials,
-                   generator: torch.Generator, optimisation: Optimisation | None = None,
-                   warm: bool = False) -> None:
-        """Fit ``policy`` and ``decoders`` in place on the one trial of ``data``: from fresh
+    def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Sequence[Decoder]],
+                   data: Trials, generators: Sequence[torch.Generator],
+                   optimisation: Optimisation | None = None, warm: bool = False) -> None:
+        """Fit ``policies[t]`` and ``decoders[t]`` (its K decoders) in place on trial t of
+        ``data``, shuffling with ``generators[t]``, every trial side by side: from fresh
         models, grounding, symmetry breaking and the policy stages, then ``refinements``
         refinement rounds; with ``warm`` (models already fitted on similar data), one
         refinement round. ``optimisation`` overrides this learner's settings."""
         settings = optimisation or self.optimisation
         rounds = 1 if warm else self.refinements
         if not warm:
-            self.first_round(policy, decoders, data, generator, settings)
+            self.first_round(policies, decoders, data, generators, settings)
         for _ in range(rounds):
-            self.refinement_round(policy, decoders, data, generator, settings)
+            self.refinement_round(policies, decoders, data, generators, settings)
 
-    def first_round(self, policy: Policy, decoders: Sequence[Decoder], data: Trials,
-                    generator: torch.Generator, settings: Optimisation) -> None:
+    def first_round(self, policies: Sequence[Policy], decoders: Sequence[Sequence[Decoder]],
+                    data: Trials, generators: Sequence[torch.Generator],
+                    settings: Optimisation) -> None:
         """Steps 1 to 3: grounding, symmetry breaking, the policy stages."""
-        k = len(decoders)
-        with side_by_side([policy]) as scores, side_by_side(decoders) as psi:
-            optimise([grounding_stage(scores, psi, k, settings)], data, settings, generator)
-        break_symmetry(policy, decoders, only_trial(data))
-        fit_policy(policy, decoders, data, generator, settings)
+        self._ground(grounding_stage, policies, decoders, data, generators, settings)
 
-    def refinement_round(self, policy: Policy, decoders: Sequence[Decoder], data: Trials,
-                         generator: torch.Generator, settings: Optimisation) -> None:
+    def refinement_round(self, policies: Sequence[Policy],
+                         decoders: Sequence[Sequence[Decoder]], data: Trials,
+                         generators: Sequence[torch.Generator], settings: Optimisation) -> None:
         """Step 4: re-grounding against the policy, symmetry breaking, the policy stages."""
-        k = len(decoders)
-        with side_by_side([policy]) as scores, side_by_side(decoders) as psi:
-            optimise([regrounding_stage(scores, psi, k, settings)], data, settings, generator)
-        break_symmetry(policy, decoders, only_trial(data))
-        fit_policy(policy, decoders, data, generator, settings)
+        self._ground(regrounding_stage, policies, decoders, data, generators, settings)
+
+    @staticmethod
+    def _ground(stage: StageMaker, policies: Sequence[Policy],
+                decoders: Sequence[Sequence[Decoder]], data: Trials,
+                generators: Sequence[torch.Generator], settings: Optimisation) -> None:
+        """The (re-)grounding ``stage``, symmetry breaking in each trial, the policy stages."""
+        k = len(decoders[0])
+        with side_by_side(policies) as scores, side_by_side(flat(decoders)) as psi:
+            optimise([stage(scores, psi, k, settings)], data, settings, generators)
+        for t, (policy, own) in enumerate(zip(policies, decoders, strict=True)):
+            break_symmetry(policy, own, one_trial(data, t))
+        fit_policy(policies, decoders, data, generators, settings)
 
     def _fitted_decoders(self) -> list[Decoder]:
         self._fitted_policy()
@@ -250,13 +283,32 @@ class AIIGL(PolicyLearner):
     def indicator(self, log: InteractionLog) -> float:
         """The indicator sum_a Cov_a(pi(a|x), psi_a(y)) of the fitted models on ``log``."""
         decoders = self._fitted_decoders()
-        data = only_trial(Trials.from_logs([log], "feedback"))
+        data = one_trial(Trials.from_logs([log], "feedback"))
         return float(indicator_terms(self.policy_, decoders, data).sum())
 
+    def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
+        """Write the fitted policy and the K decoders to ``folder`` (see
+        :func:`iglearn.models.io.save_model`)."""
+        from iglearn.models.io import save_model
+        return save_model(self, folder, schema)
 
-def only_trial(data: Trials) -> Batch:
-    """All the interactions of the one trial of ``data``, tensors without a trial axis."""
-    return Batch(data.context[0], data.action[0], data.probability[0], data.signal[0])
+    @classmethod
+    def load(cls, folder: str | Path) -> AIIGL:
+        """A fitted model read from ``folder`` (see :func:`iglearn.models.io.load_model`); a
+        folder that holds another algorithm's model is refused."""
+        from iglearn.models.io import load_model
+        return load_model(folder, "ai-igl")
+
+
+def one_trial(data: Trials, t: int = 0) -> Batch:
+    """All the interactions of trial ``t`` of ``data``, tensors without a trial axis."""
+    return Batch(data.context[t], data.action[t], data.probability[t], data.signal[t])
+
+
+def flat(decoders: Sequence[Sequence[Decoder]]) -> list[Decoder]:
+    """The K decoders of every trial in one list, trial-major (trial t's decoder of action a
+    is number t K + a), as they are stacked."""
+    return [decoder for own in decoders for decoder in own]
 
 
 def action_warnings(log: InteractionLog, min_interactions: int) -> list[str]:
@@ -300,16 +352,22 @@ def action_covariance(f: torch.Tensor, psi: torch.Tensor, weights: torch.Tensor,
 
 
 def at_own_action(values: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
-    """Each row's value under its own action: values (K, ..., n) of every action's model on
+    """Each row's value under its own action: values (..., K, n) of every action's model on
     every row, actions (..., n) -> (..., n)."""
-    return values.gather(0, action[None])[0]
+    return values.gather(-2, action[..., None, :])[..., 0, :]
 
 
 def own_decoder(psi: nn.Module, batch: Batch, n_actions: int) -> torch.Tensor:
-    """psi_{a_i}(y_i) of each row of the one-trial mini-batch ``batch``, shape (n,): the K
-    stacked decoders ``psi`` on every row, each row keeping its own action's."""
-    every = psi(batch.signal.expand(n_actions, *batch.signal.shape[1:]))
-    return at_own_action(every, batch.action[0])
+    """psi_{a_i}(y_i) of each row of the mini-batch ``batch`` (T trials), shape (T, n): the
+    T x K stacked decoders ``psi`` (trial-major) on every row of their trial, each row keeping
+    its own action's. Each decoder reads a view of its trial's rows (nothing is copied)."""
+    trials, n = batch.action.shape
+    signal = batch.signal
+    if trials == 1:  # one tensor: K views of the rows
+        inputs: torch.Tensor | list[torch.Tensor] = signal.expand(n_actions, *signal.shape[1:])
+    else:  # T x K views, trial-major
+        inputs = [rows for rows in signal for _ in range(n_actions)]
+    return at_own_action(psi(inputs).view(trials, n_actions, n), batch.action)
 
 
 def grounding_stage(scores: nn.Module, psi: nn.Module, n_actions: int,
@@ -320,10 +378,10 @@ def grounding_stage(scores: nn.Module, psi: nn.Module, n_actions: int,
     times their temperature)."""
 
     def loss(batch: Batch) -> torch.Tensor:
-        s = at_action(scores.net(batch.context)[0], batch.action[0])
-        weights = action_weights(batch.action[0], batch.probability[0], n_actions)
+        s = at_action(scores.net(batch.context), batch.action)
+        weights = action_weights(batch.action, batch.probability, n_actions)
         f, decoded_psi = logistic(s), own_decoder(psi, batch, n_actions)
-        return -action_covariance(f, decoded_psi, weights).sum()[None]
+        return -action_covariance(f, decoded_psi, weights).sum(-1)
 
     decoders = list(psi.parameters())
     return Stage(settings.grounding_epochs, list(scores.parameters()) + decoders, loss,
@@ -337,9 +395,9 @@ def regrounding_stage(scores: nn.Module, psi: nn.Module, n_actions: int,
 
     def loss(batch: Batch) -> torch.Tensor:
         with torch.no_grad():
-            pi_a = at_action(scores.probabilities(batch.context)[0], batch.action[0])
-        weights = action_weights(batch.action[0], batch.probability[0], n_actions)
-        return -action_covariance(pi_a, own_decoder(psi, batch, n_actions), weights).sum()[None]
+            pi_a = at_action(scores.probabilities(batch.context), batch.action)
+        weights = action_weights(batch.action, batch.probability, n_actions)
+        return -action_covariance(pi_a, own_decoder(psi, batch, n_actions), weights).sum(-1)
 
     decoders = list(psi.parameters())
     return Stage(settings.grounding_epochs, decoders, loss, decoders, psi.temperature)
@@ -353,7 +411,7 @@ def policy_stages(scores: nn.Module, psi: nn.Module, n_actions: int,
 
     def target(batch: Batch) -> torch.Tensor:
         with torch.no_grad():
-            return own_decoder(psi, batch, n_actions)[None]
+            return own_decoder(psi, batch, n_actions)
 
     def minorant(batch: Batch) -> torch.Tensor:
         return -policy_minorant(scores(batch.context), batch.action, target(batch),
@@ -367,20 +425,13 @@ def policy_stages(scores: nn.Module, psi: nn.Module, n_actions: int,
     return [Stage(settings.policy_epochs, params, minorant), Stage(settings.epochs, params, exact)]
 
 
-def fit_policy(policy: Policy, decoders: Sequence[Decoder], data: Trials,
-               generator: torch.Generator, settings: Optimisation) -> None:
-    """Run the policy stages (:func:`policy_stages`) in place."""
-    with side_by_side([policy]) as scores, side_by_side(decoders) as psi:
-        optimise(policy_stages(scores, psi, len(decoders), settings), data, settings,
-                 generator)
-
-
-def optimise(stages: Sequence[Stage], data: Trials, settings: Optimisation,
-             generator: torch.Generator) -> None:
-    """Run ``stages`` in order over shuffled mini-batches of the one trial of ``data``."""
-    for stage in stages:
-        for _ in run_stage(stage, data, settings, [generator]):
-            pass
+def fit_policy(policies: Sequence[Policy], decoders: Sequence[Sequence[Decoder]],
+               data: Trials, generators: Sequence[torch.Generator],
+               settings: Optimisation) -> None:
+    """Run the policy stages (:func:`policy_stages`) in place, every trial side by side."""
+    with side_by_side(policies) as scores, side_by_side(flat(decoders)) as psi:
+        optimise(policy_stages(scores, psi, len(decoders[0]), settings), data, settings,
+                 generators)
 
 
 def decoded(decoders: Sequence[Decoder], feedback: torch.Tensor,
@@ -494,7 +545,7 @@ class OnlineAIIGL(EpochGreedy):
         if not warm:
             self.policy_, self.decoders_ = self._batch.initial_models(
                 self.context_dim, self.feedback_dim, self.n_actions, generator)
-        self._batch.fit_models(self.policy_, self.decoders_, Trials.one(data), generator,
+        self._batch.fit_models([self.policy_], [self.decoders_], Trials.one(data), [generator],
                                self.refit_optimisation if warm else None, warm)
         value = indicator(self.policy_, self.decoders_, data if holdout is None else holdout)
         return value, {"flipped": sum(bool(d.flipped) for d in self.decoders_)}

@@ -305,9 +305,10 @@ class BatchIGL(StackableLearner):
 
     @classmethod
     def load(cls, folder: str | Path) -> BatchIGL:
-        """A fitted model read from ``folder`` (see :func:`iglearn.models.io.load_model`)."""
+        """A fitted model read from ``folder`` (see :func:`iglearn.models.io.load_model`); a
+        folder that holds another algorithm's model is refused."""
         from iglearn.models.io import load_model
-        return load_model(folder)
+        return load_model(folder, "igl")
 
     def indicator(self, log: InteractionLog) -> float:
         """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log``."""

@@ -8,6 +8,7 @@ import torch
 from iglearn.data.contexts import ContextSet
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
+from iglearn.learners.ai_igl import AIIGL
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.objective import indicator
 from iglearn.learners.trials import as_tensor
@@ -40,14 +41,21 @@ def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict
       of the true value of pi and of its greedy policy (when the latent reward exists; for
       evaluation only, nothing is learnt from it);
     - ``decoded_value``: mean[pi(a|x) psi(y) / p], the value of pi under the decoded reward
-      (a log with a decoder only);
-    - ``indicator``: Eq. 9, decoded_value - mean[(1/K) psi(y) / p].
+      (a log, and a learner with decoders), where psi is the decoder of a ``BatchIGL`` and,
+      for an ``AIIGL``, the decoder psi_a of the action that produced the feedback;
+    - ``indicator``: the indicator the learner's algorithm defines: Eq. 9,
+      decoded_value - mean[(1/K) psi(y) / p], for a ``BatchIGL``; for an ``AIIGL``,
+      sum_a Cov_a(pi(a|x), psi_a(y)), each action's rows weighted by 1/p
+      (:mod:`iglearn.learners.ai_igl`).
     """
     n = len(table)
     k = table.n_actions
     is_log = isinstance(table, InteractionLog)
-    decoder = getattr(learner, "decoder_", None)
+    per_action = isinstance(learner, AIIGL)
+    decoding = is_log and (per_action or getattr(learner, "decoder_", None) is not None)
     sums = {"correct": 0.0, "ips": 0.0, "greedy": 0.0, "decoded": 0.0, "indicator": 0.0}
+    # per action a: sums over its rows of 1/p, pi/p, psi/p and pi psi/p (AI-IGL's indicator)
+    moments = np.zeros((4, k))
     for start in range(0, n, _CHUNK):
         rows = slice(start, start + _CHUNK)
         pi = learner.predict_proba(table.context[rows]).astype(np.float64)
@@ -56,25 +64,38 @@ def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict
             sums["correct"] += float((greedy == table.label[rows]).sum())
         if not is_log:
             continue
-        action, p = table.action[rows], table.probability[rows]
+        action, p = table.action[rows], np.asarray(table.probability[rows], np.float64)
         pi_logged = pi[np.arange(len(action)), action]
         if table.reward is not None:
             weight = table.reward[rows] / p
             sums["ips"] += float((pi_logged * weight).sum())
             sums["greedy"] += float(((greedy == action) * weight).sum())
-        if decoder is not None:
+        if not decoding:
+            continue
+        if per_action:
+            psi = learner.decode(table.feedback[rows], action).astype(np.float64)
+            for m, value in enumerate((1.0, pi_logged, psi, pi_logged * psi)):
+                moments[m] += np.bincount(action, np.broadcast_to(value, p.shape) / p,
+                                          minlength=k)
+        else:
             with torch.no_grad():
-                psi = decoder(as_tensor(table.feedback[rows])).double()
-            pi_a, p_a = torch.from_numpy(pi_logged), torch.from_numpy(np.asarray(p, np.float64))
-            sums["decoded"] += float((pi_a * psi / p_a).sum())
-            sums["indicator"] += float(indicator(pi_a, psi, p_a, k)) * len(action)
+                psi = learner.decoder_(as_tensor(table.feedback[rows])).double().numpy()
+            sums["indicator"] += float(indicator(
+                torch.from_numpy(pi_logged), torch.from_numpy(psi), torch.from_numpy(p),
+                k)) * len(action)
+        sums["decoded"] += float((pi_logged * psi / p).sum())
     out: dict[str, float] = {"samples": n}
     if table.label is not None:
         out["accuracy"] = sums["correct"] / n
     if is_log and table.reward is not None:
         out["value_ips"] = sums["ips"] / n
         out["greedy_value_ips"] = sums["greedy"] / n
-    if is_log and decoder is not None:
+    if decoding:
         out["decoded_value"] = sums["decoded"] / n
-        out["indicator"] = sums["indicator"] / n
+        if per_action:
+            seen = moments[0] > 0
+            mean = moments[1:, seen] / moments[0, seen]
+            out["indicator"] = float((mean[2] - mean[0] * mean[1]).sum())
+        else:
+            out["indicator"] = sums["indicator"] / n
     return out

@@ -36,7 +36,8 @@ class Optimisation:
     """
 
     grounding_epochs: int = 2
-    """Stage one (IGL): psi ascends Eq. 2 while pi ascends the minorant."""
+    """Stage one, grounding (IGL: psi ascends Eq. 2 while pi ascends the minorant; AI-IGL:
+    each (re-)grounding of the decoders on the per-action covariance)."""
     policy_epochs: int = 2
     """Stage two: pi ascends the minorant with the (decoded) reward held fixed."""
     epochs: int = 3

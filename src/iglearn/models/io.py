@@ -1,6 +1,12 @@
 """Fitted models on disk: a folder with ``weights.safetensors`` (tensors only, nothing that can
-run code when loaded) and ``model.json`` (package version, K, dimensions, model classes, the
-learner's settings, feature schema, training summary).
+run code when loaded) and ``model.json`` (package version, the algorithm, K, dimensions, model
+classes, the learner's settings, feature schema, training summary).
+
+``model.json`` names the algorithm whose learner the folder holds (:data:`ALGORITHMS`):
+``"igl"`` (:class:`~iglearn.learners.BatchIGL`: one decoder, tensors ``decoder.<param>``) or
+``"ai-igl"`` (:class:`~iglearn.learners.AIIGL`: one decoder per action a, tensors
+``decoder.<a>.<param>``, all of the class ``decoder`` describes); a ``model.json`` without the
+field, written before AI-IGL, is ``"igl"``. :func:`load_model` returns that algorithm's learner.
 
 A model is written into a temporary folder beside the target and renamed into place, so a
 crash never leaves half a model behind. Loading checks every field of ``model.json`` (types,
@@ -18,6 +24,8 @@ import math
 import os
 import types
 import typing
+from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +43,7 @@ from iglearn.models.policies import POLICIES, Policy
 
 if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
+    from iglearn.learners.ai_igl import AIIGL
     from iglearn.learners.batch_igl import BatchIGL
 
 FORMAT = "iglearn-model"
@@ -42,11 +51,62 @@ FORMAT_VERSION = 1
 METADATA = "model.json"
 WEIGHTS = "weights.safetensors"
 
-_POSITIVE = frozenset({"decoder_temperature", "lr", "batch_size"})
+_POSITIVE = frozenset({"decoder_temperature", "temperature", "lr", "batch_size"})
 """Settings (of the learner or its optimisation) that must be > 0 in a saved model."""
 _NON_NEGATIVE = frozenset({"max_restarts", "grounding_epochs", "policy_epochs", "epochs",
-                           "min_steps", "weight_decay", "weight_decay_scale"})
+                           "min_steps", "weight_decay", "weight_decay_scale", "refinements",
+                           "min_interactions"})
 """Settings that must be >= 0 in a saved model."""
+DEFAULT_ALGORITHM = "igl"
+"""The algorithm of a model.json without an ``algorithm`` field (written before AI-IGL)."""
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """How a model folder holds the learner of one algorithm."""
+
+    name: str
+    """The name model.json records, and ``iglearn fit --algorithm`` takes."""
+    learner: type
+    """The learner class."""
+    report: type
+    """The class of its fit report (``report_``), kept in model.json's training summary."""
+    per_action: bool
+    """One decoder per action (``decoders_``, tensors ``decoder.<a>.<param>``), rather than
+    one (``decoder_``, tensors ``decoder.<param>``)."""
+
+    def decoders(self, learner: Any) -> list[Decoder]:
+        """The fitted decoders of ``learner``, in the order their tensors are numbered."""
+        return list(learner.decoders_) if self.per_action else [learner.decoder_]
+
+    def prefixes(self, n_actions: int) -> list[str]:
+        """The tensor name prefix of each decoder."""
+        if self.per_action:
+            return [f"decoder.{a}" for a in range(n_actions)]
+        return ["decoder"]
+
+
+@cache
+def algorithms() -> dict[str, Algorithm]:
+    """Every algorithm a model folder may hold, by name."""
+    from iglearn.learners.ai_igl import AIIGL, AIIGLReport
+    from iglearn.learners.batch_igl import BatchIGL, FitReport
+
+    return {"igl": Algorithm("igl", BatchIGL, FitReport, per_action=False),
+            "ai-igl": Algorithm("ai-igl", AIIGL, AIIGLReport, per_action=True)}
+
+
+ALGORITHMS = ("igl", "ai-igl")
+"""The algorithms' names (:func:`algorithms`)."""
+
+
+def algorithm_of(learner: object) -> Algorithm:
+    """The algorithm whose learner ``learner`` is."""
+    for algorithm in algorithms().values():
+        if type(learner) is algorithm.learner:
+            return algorithm
+    raise TypeError(f"a model folder cannot hold a {type(learner).__name__}; it holds one of "
+                    f"{', '.join(a.learner.__name__ for a in algorithms().values())}")
 
 
 def _linear_layers(module: nn.Module) -> list[nn.Linear]:
@@ -243,12 +303,13 @@ def check_model_folder(folder: Path) -> None:
                            f"new folder for --out, or remove it") from e
 
 
-def save_model(learner: BatchIGL, folder: str | Path, schema: FeatureSchema | None = None,
-               extra: dict | None = None) -> Path:
-    """Write a fitted :class:`~iglearn.learners.BatchIGL` to ``folder``.
+def save_model(learner: BatchIGL | AIIGL, folder: str | Path,
+               schema: FeatureSchema | None = None, extra: dict | None = None) -> Path:
+    """Write a fitted :class:`~iglearn.learners.BatchIGL` or
+    :class:`~iglearn.learners.AIIGL` to ``folder``.
 
-    ``model.json`` records every constructor setting of the learner but its seed, so that the
-    loaded learner refits as this one did.
+    ``model.json`` records the algorithm and every constructor setting of the learner but its
+    seed, so that the loaded learner refits as this one did.
 
     Args:
         learner: a fitted learner.
@@ -257,19 +318,22 @@ def save_model(learner: BatchIGL, folder: str | Path, schema: FeatureSchema | No
         extra: more JSON-ready facts for the training summary (the log's name, say).
     """
     folder = Path(folder)
-    policy, decoder = learner._fitted_policy(), learner.decoder_
+    algorithm = algorithm_of(learner)
+    policy = learner._fitted_policy()
+    decoders = algorithm.decoders(learner)
     check_model_folder(folder)
     tensors = {f"policy.{k}": v.detach().contiguous() for k, v in policy.state_dict().items()}
-    tensors |= {f"decoder.{k}": v.detach().contiguous()
-                for k, v in decoder.state_dict().items()}
+    for prefix, decoder in zip(algorithm.prefixes(len(decoders)), decoders, strict=True):
+        tensors |= {f"{prefix}.{k}": v.detach().contiguous()
+                    for k, v in decoder.state_dict().items()}
     if not all(bool(torch.isfinite(v).all()) for v in tensors.values()):
         raise IGLearnError(f"--out {folder}: the fitted weights hold NaN or infinite values "
                            f"(the fit diverged); fit again, with a lower learning rate")
-    p, d = _describe(policy), _describe(decoder)
+    p, d = _describe(policy), _describe(decoders[0])
     report = getattr(learner, "report_", None)
     metadata = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "iglearn": iglearn.__version__,
-        "n_actions": p["output_dim"], "context_dim": p["input_dim"],
+        "algorithm": algorithm.name, "n_actions": p["output_dim"], "context_dim": p["input_dim"],
         "feedback_dim": d["input_dim"], "policy": p, "decoder": d,
         "settings": learner_settings(learner),
         "feature_schema": schema.to_json() if schema is not None else None,
@@ -339,6 +403,7 @@ def read_metadata(folder: str | Path) -> dict:
             f"{shown(metadata.get('iglearn', '?'))}) but this iglearn {iglearn.__version__} "
             f"reads format {FORMAT_VERSION}; install the iglearn version that wrote it, or "
             f"refit")
+    algorithm_record(metadata, path)
     k = _integer(metadata, "n_actions", 2, limits.MAX_ACTIONS, path, limit="MAX_ACTIONS")
     d_x = _integer(metadata, "context_dim", 1, limits.MAX_DIM, path, limit="MAX_DIM")
     d_y = _integer(metadata, "feedback_dim", 1, limits.MAX_DIM, path, limit="MAX_DIM")
@@ -361,6 +426,14 @@ def read_metadata(folder: str | Path) -> dict:
     return metadata
 
 
+def algorithm_record(metadata: dict, path: Path) -> Algorithm:
+    """The algorithm model.json names (:data:`DEFAULT_ALGORITHM` when it names none)."""
+    name = metadata.get("algorithm", DEFAULT_ALGORITHM)
+    if not isinstance(name, str) or name not in ALGORITHMS:
+        raise _damaged(path, "algorithm", name, f"one of {', '.join(ALGORITHMS)}")
+    return algorithms()[name]
+
+
 def _build(kind: str, record: dict, *dims: int) -> nn.Module:
     classes = POLICIES if kind == "policy" else DECODERS
     options = {"temperature": float(record["temperature"])}
@@ -369,24 +442,26 @@ def _build(kind: str, record: dict, *dims: int) -> nn.Module:
     return classes[record["class"]](*dims, **options)
 
 
-def _settings(metadata: dict, path: Path) -> dict[str, Any]:
+def _settings(metadata: dict, path: Path, cls: type) -> dict[str, Any]:
     """The learner's constructor settings recorded in model.json, checked; only those the
-    current BatchIGL accepts. A model without settings gets the defaults, with its classes
-    and decoder temperature."""
-    from iglearn.learners.batch_igl import BatchIGL
-
+    current learner class ``cls`` accepts. A model without settings gets the defaults, with its
+    classes and temperatures."""
     recorded = metadata.get("settings") or {}
-    types = _setting_types(BatchIGL)
+    types = _setting_types(cls)
+    names = _setting_names(cls)
     settings = {}
-    for name in _setting_names(BatchIGL):
+    for name in names:
         if name in recorded:
             try:
                 settings[name] = _checked(name, recorded[name], types.get(name))
             except _Invalid as e:
                 raise _damaged(path, f"settings.{name}{e.where}", e.value, e.expected) from None
     fitted = {"policy": metadata["policy"]["class"], "decoder": metadata["decoder"]["class"],
-              "decoder_temperature": float(metadata["decoder"]["temperature"])}
+              "decoder_temperature": float(metadata["decoder"]["temperature"]),
+              "temperature": float(metadata["policy"]["temperature"])}
     for name, value in fitted.items():
+        if name not in names:  # BatchIGL's policy temperature is not a setting
+            continue
         if name in settings and settings[name] != value:
             raise _damaged(path, f"settings.{name}", settings[name],
                            f"{shown(value)}, as the saved model has")
@@ -394,16 +469,15 @@ def _settings(metadata: dict, path: Path) -> dict[str, Any]:
     return settings
 
 
-def _report(training: dict, path: Path) -> Any:
-    """The FitReport in the training summary, checked, or None when it holds none."""
-    from iglearn.learners.batch_igl import FitReport
-
-    fields = {f.name: f for f in dataclasses.fields(FitReport)}
+def _report(training: dict, path: Path, cls: type) -> Any:
+    """The fit report of class ``cls`` in the training summary, checked, or None when it holds
+    none."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
     required = {name for name, f in fields.items()
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
     if not required <= set(training):
         return None
-    hints = _hints(FitReport)
+    hints = _hints(cls)
     values = {}
     for name in fields:
         if name in training:
@@ -411,24 +485,31 @@ def _report(training: dict, path: Path) -> Any:
                 values[name] = _typed(training[name], hints.get(name))
             except _Invalid as e:
                 raise _damaged(path, f"training.{name}", training[name], e.expected) from None
-    return FitReport(**values)
+    return cls(**values)
 
 
-def load_model(folder: str | Path) -> BatchIGL:
-    """A fitted :class:`~iglearn.learners.BatchIGL` read back from ``folder``, with the
-    settings it was fitted with (those this iglearn's BatchIGL knows).
+def load_model(folder: str | Path, algorithm: str | None = None) -> BatchIGL | AIIGL:
+    """The fitted learner read back from ``folder``: a :class:`~iglearn.learners.BatchIGL` or
+    an :class:`~iglearn.learners.AIIGL`, as model.json's ``algorithm`` says, with the settings
+    it was fitted with (those this iglearn's learner class knows). With ``algorithm``, a folder
+    that holds another algorithm's model is refused.
 
     The learner's ``schema_`` holds the feature schema (or None) and ``metadata_`` the whole
     ``model.json``.
     """
     from iglearn.data.formats.base import FeatureSchema
-    from iglearn.learners.batch_igl import BatchIGL
 
     folder = Path(folder)
     metadata = read_metadata(folder)
     meta_path = folder / METADATA
-    settings = _settings(metadata, meta_path)
-    report = _report(metadata.get("training") or {}, meta_path)
+    kind = algorithm_record(metadata, meta_path)
+    if algorithm is not None and kind.name != algorithm:
+        wanted = algorithms()[algorithm].learner.__name__
+        raise IGLearnError(f"{folder}: holds an {kind.name} model ({kind.learner.__name__}), "
+                           f"not an {algorithm} one; load it with {kind.learner.__name__}.load "
+                           f"or iglearn.models.io.load_model, or fit a {wanted}")
+    settings = _settings(metadata, meta_path, kind.learner)
+    report = _report(metadata.get("training") or {}, meta_path, kind.report)
     path = folder / WEIGHTS
     if not path.exists():
         raise IGLearnError(f"{path}: missing; the model is incomplete, fit again")
@@ -439,35 +520,47 @@ def load_model(folder: str | Path) -> BatchIGL:
         raise IGLearnError(f"{path}: cannot be read ({shown(str(e))}); the weights are "
                            f"corrupt, fit again") from None
     k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
-    stray = sorted(key for key in tensors if not key.startswith(("policy.", "decoder.")))
+    parts = [("policy", "policy", (d_x, k))]
+    parts += [(prefix, "decoder", (d_y,)) for prefix in kind.prefixes(k)]
+    groups: dict[str, dict[str, torch.Tensor]] = {}
+    for key, value in tensors.items():
+        part, rest = _part(key, kind)
+        groups.setdefault(part, {})[rest] = value
+    wanted = {prefix for prefix, _, _ in parts}
+    stray = sorted(key for key in tensors if _part(key, kind)[0] not in wanted)
     if stray:
         raise IGLearnError(f"{path}: holds the tensor {shown(stray[0])}, which no part of the "
                            f"model has; the model is corrupt, fit again")
+    expected_states = {"policy": _expected_state(metadata, "policy", (d_x, k)),
+                       "decoder": _expected_state(metadata, "decoder", (d_y,))}
     modules = {}
-    for name, dims in (("policy", (d_x, k)), ("decoder", (d_y,))):
-        state = {key[len(name) + 1:]: value for key, value in tensors.items()
-                 if key.startswith(name + ".")}
-        with torch.device("meta"):  # shapes and types only: nothing is allocated
-            expected = _build(name, metadata[name], *dims).state_dict()
+    for prefix, name, dims in parts:
+        state = groups.get(prefix, {})
+        expected = expected_states[name]
         if set(state) != set(expected):
-            raise IGLearnError(f"{path}: the {name} weights {shown(sorted(state))} do not match "
-                               f"a {metadata[name]['class']} {name} ({sorted(expected)}); the "
-                               f"model is corrupt, fit again")
+            raise IGLearnError(f"{path}: the {prefix} weights {shown(sorted(state))} do not "
+                               f"match a {metadata[name]['class']} {name} ({sorted(expected)}); "
+                               f"the model is corrupt, fit again")
         for key, value in state.items():
             if value.shape != expected[key].shape or value.dtype != expected[key].dtype:
                 raise IGLearnError(
-                    f"{path}: {name} weight '{key}' is {value.dtype} of shape "
+                    f"{path}: {prefix} weight '{key}' is {value.dtype} of shape "
                     f"{tuple(value.shape)}, but the {name} model.json describes has "
                     f"{expected[key].dtype} of shape {tuple(expected[key].shape)}; the model "
                     f"is corrupt, fit again")
             if value.is_floating_point() and not bool(torch.isfinite(value).all()):
-                raise IGLearnError(f"{path}: {name} weight '{key}' holds NaN or infinite "
+                raise IGLearnError(f"{path}: {prefix} weight '{key}' holds NaN or infinite "
                                    f"values; the model is corrupt, fit again")
         module = _build(name, metadata[name], *dims)
         module.load_state_dict(state)
-        modules[name] = module.eval()
-    learner = BatchIGL(**settings)
-    learner.policy_, learner.decoder_ = modules["policy"], modules["decoder"]
+        modules[prefix] = module.eval()
+    learner = kind.learner(**settings)
+    learner.policy_ = modules["policy"]
+    decoders = [modules[prefix] for prefix in kind.prefixes(k)]
+    if kind.per_action:
+        learner.decoders_ = decoders
+    else:
+        (learner.decoder_,) = decoders
     if report is not None:
         learner.report_ = report
     schema = metadata.get("feature_schema")
@@ -475,3 +568,20 @@ def load_model(folder: str | Path) -> BatchIGL:
                        if schema is not None else None)
     learner.metadata_ = metadata
     return learner
+
+
+def _part(key: str, kind: Algorithm) -> tuple[str, str]:
+    """The part of the model a tensor name belongs to ('policy', 'decoder' or, one decoder
+    per action, 'decoder.<a>') and its name within that part."""
+    part, _, rest = key.partition(".")
+    if part == "decoder" and kind.per_action:
+        index, _, rest = rest.partition(".")
+        part = f"decoder.{index}"
+    return part, rest
+
+
+def _expected_state(metadata: dict, name: str, dims: tuple[int, ...]) -> dict[str, torch.Tensor]:
+    """The state (names, shapes and types only: nothing is allocated) of the ``name`` module
+    ('policy' or 'decoder') model.json describes."""
+    with torch.device("meta"):
+        return _build(name, metadata[name], *dims).state_dict()
