@@ -93,7 +93,9 @@ def test_predict_works_for_every_algorithm(workspace, capsys, tmp_path):
 
 
 REFUSED = [
-    (["--algorithm", "ai-igl", "--max-restarts", "2"], ["--max-restarts", "--algorithm igl"]),
+    (["--algorithm", "ai-igl", "--restart-threshold", "0.2"],
+     ["--restart-threshold", "--algorithm igl"]),
+    (["--restart-fraction", "0.5"], ["--restart-fraction", "--algorithm ai-igl"]),
     (["--algorithm", "ai-igl", "--no-corrector"], ["--corrector", "--algorithm igl"]),
     (["--algorithm", "ai-igl", "--objective", "paper"], ["--objective", "--algorithm igl"]),
     (["--algorithm", "ai-igl", "--iota", "3"], ["--iota", "--algorithm igl"]),

@@ -17,6 +17,7 @@ from iglearn.learners.ai_igl import (
     action_weights,
     break_symmetry,
     decoded,
+    grounded,
 )
 from iglearn.learners.schedules import DataDrivenSchedule, PaperSchedule
 from iglearn.learners.trials import Batch
@@ -230,3 +231,25 @@ def test_online_ai_igl_beats_uniform_play(env):
     actions, probabilities = learner.act_batch(env.contexts(50, np.random.default_rng(1))
                                                .features)
     assert set(np.unique(probabilities)) <= {0.1, 1.0}
+
+
+def test_grounded_flags_an_action_whose_decoder_settled_at_a_constant():
+    assert grounded(np.array([0.07, 0.08, 0.06, 0.07]), 0.25)
+    assert not grounded(np.array([0.07, 0.08, 0.0, 0.07]), 0.25)
+    assert not grounded(np.array([0.07, 0.08, -0.01, 0.07]), 0.25)
+
+
+def test_the_adaptive_restart_keeps_the_best_attempt():
+    env = action_inclusive_environment("digits")
+    log = env.log(3000, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        # a fraction no fit can pass: every restart is used, the best attempt is kept
+        picky = AIIGL(seed=0, max_restarts=2, restart_fraction=0.999).fit(log)
+        first = AIIGL(seed=0, max_restarts=0).fit(log)
+    report = picky.report_
+    assert report.restarts == 2 and len(report.attempt_indicators) == 3
+    assert report.indicator == pytest.approx(max(report.attempt_indicators), rel=1e-5)
+    # the first attempt is the fit without restarts
+    assert report.attempt_indicators[0] == pytest.approx(first.report_.indicator, rel=1e-5)
+    assert first.report_.restarts == 0

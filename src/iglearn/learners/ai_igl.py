@@ -126,6 +126,11 @@ class AIIGLReport:
     """Wall time of the fit."""
     warnings: list[str] = field(default_factory=list)
     """Identifiability warnings raised by the fit."""
+    restarts: int = 0
+    """Restarts used by the adaptive restart (0 when the first initialisation grounded every
+    action)."""
+    attempt_indicators: list[float] = field(default_factory=list)
+    """Indicator of every initialisation tried, in order."""
 
 
 @dataclass(eq=False)
@@ -156,6 +161,11 @@ class AIIGL(StackableLearner):
     """Temperature of the policy softmax(s(x) / temperature)."""
     min_interactions: int = 100
     """Fewest interactions of one action that ground its decoder without a warning."""
+    max_restarts: int = 2
+    """Most restarts of the adaptive restart (:meth:`fit_with_restarts`); 0 disables it."""
+    restart_fraction: float = 0.25
+    """An action whose covariance term is at most this fraction of the median term over the
+    actions did not ground (its decoder settled at a constant): the fit restarts."""
     seed: SeedLike = None
     """Seed or numpy Generator for initialisation and shuffling."""
 
@@ -166,7 +176,10 @@ class AIIGL(StackableLearner):
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):
                 raise IGLearnError(f"{name} must be a positive number, got {value!r}")
-        for name in ("refinements", "min_interactions"):
+        if not (np.isfinite(self.restart_fraction) and 0 <= self.restart_fraction < 1):
+            raise IGLearnError(f"restart_fraction must be in [0, 1), got "
+                               f"{self.restart_fraction!r}")
+        for name in ("refinements", "min_interactions", "max_restarts"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 0:
                 raise IGLearnError(f"{name} must be a whole number >= 0, got {value!r}")
@@ -184,20 +197,51 @@ class AIIGL(StackableLearner):
         """Fit every learner on its log, side by side; each draws its initialisation and its
         shuffles from its own seed, as its own ``fit`` would."""
         start = time.perf_counter()
-        first, log = learners[0], logs[0]
-        k = log.n_actions
-        generators = [torch_generator(as_generator(learner.seed)) for learner in learners]
-        models = [first.initial_models(log.context_dim, log.feedback_dim, k, generator)
-                  for generator in generators]
-        policies, decoders = [m[0] for m in models], [m[1] for m in models]
+        first = learners[0]
         data = Trials.from_logs(logs, "feedback")
-        first.fit_models(policies, decoders, data, generators)
+        fits = first.fit_with_restarts(data, logs[0].n_actions,
+                                       [as_generator(learner.seed) for learner in learners])
         seconds = (time.perf_counter() - start) / len(learners)
-        for t, learner in enumerate(learners):
-            learner.policy_, learner.decoders_ = policies[t], decoders[t]
+        for t, (learner, (policy, decoders, tried)) in enumerate(zip(learners, fits,
+                                                                     strict=True)):
+            learner.policy_, learner.decoders_ = policy, decoders
             learner.report_ = learner._report(logs[t], one_trial(data, t), seconds)
+            learner.report_.restarts, learner.report_.attempt_indicators = len(tried) - 1, tried
             for note in learner.report_.warnings:
                 warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line
+
+    def fit_with_restarts(self, data: Trials, n_actions: int,
+                          rngs: Sequence[np.random.Generator],
+                          ) -> list[tuple[Policy, list[Decoder], list[float]]]:
+        """The adaptive restart around :meth:`fit_models`, for the T trials of ``data`` at
+        once (trial t draws from ``rngs[t]``): a trial in which some action did not ground
+        (:func:`grounded`) is refitted from a fresh initialisation, with the other such trials,
+        at most ``max_restarts`` times; each keeps the attempt with the largest indicator.
+
+        Returns:
+            per trial, (policy, decoders, indicator of every attempt) of its best attempt.
+        """
+        d_x, d_y = data.context[0].shape[-1], data.signal[0].shape[-1]
+        best: dict[int, tuple[float, Policy, list[Decoder]]] = {}
+        tried: list[list[float]] = [[] for _ in rngs]
+        pending = list(range(len(rngs)))
+        for _ in range(self.max_restarts + 1):
+            generators = [torch_generator(rngs[t]) for t in pending]
+            models = [self.initial_models(d_x, d_y, n_actions, g) for g in generators]
+            policies, decoders = [m[0] for m in models], [m[1] for m in models]
+            self.fit_models(policies, decoders, data.select(pending), generators)
+            still = []
+            for t, policy, own in zip(pending, policies, decoders, strict=True):
+                terms = indicator_terms(policy, own, one_trial(data, t))
+                tried[t].append(float(terms.sum()))
+                if t not in best or terms.sum() > best[t][0]:
+                    best[t] = (float(terms.sum()), policy, own)
+                if not grounded(terms, self.restart_fraction):
+                    still.append(t)
+            pending = still
+            if not pending:
+                break
+        return [(best[t][1], best[t][2], tried[t]) for t in range(len(rngs))]
 
     def _report(self, log: InteractionLog, everything: Batch, seconds: float) -> AIIGLReport:
         """What the fitted models measure on their log ``everything``, with the warnings."""
@@ -450,6 +494,14 @@ def reward_rates(decoders: Sequence[Decoder], data: Batch) -> np.ndarray:
     psi = decoded(decoders, data.signal, data.action).double()
     weights = action_weights(data.action, data.probability.double(), len(decoders))
     return (weights * psi[:, None]).sum(0).numpy()
+
+
+def grounded(terms: np.ndarray, fraction: float) -> bool:
+    """Whether every action grounded: each covariance term Cov_a(pi(a|x), psi_a(y)) exceeds
+    ``fraction`` times the median term. A decoder that settled at a constant has a term near
+    0 (and the policy then learns to avoid its action), the failure the adaptive restart
+    retries."""
+    return bool(np.all(terms > fraction * np.median(terms)))
 
 
 def indicator_terms(policy: Policy, decoders: Sequence[Decoder], data: Batch) -> np.ndarray:
