@@ -115,7 +115,9 @@ def measures(learner: object) -> dict[str, float | None]:
         return {"seconds": report.seconds, "indicator": report.indicator,
                 "restarts": report.restarts, "flipped": report.flipped}
     if isinstance(learner, AIIGL):
-        return {"seconds": learner.report_.seconds, "indicator": learner.report_.indicator}
+        report = learner.report_
+        return {"seconds": report.seconds, "indicator": report.indicator,
+                "restarts": report.restarts}
     return {"seconds": learner.seconds_}
 
 
