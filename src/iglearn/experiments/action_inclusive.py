@@ -27,6 +27,7 @@ from iglearn.data.logs import InteractionLog
 from iglearn.envs.named import named_environment
 from iglearn.errors import IGLearnError
 from iglearn.experiments.results import (
+    fit_measures,
     markdown_table,
     metric,
     percent,
@@ -108,19 +109,6 @@ def fit_method(method: str, seeds: list[np.random.SeedSequence],
         return cls.fit_many([cls(seed=seed) for seed in seeds], logs)
 
 
-def measures(learner: object) -> dict[str, float | None]:
-    """A fitted learner's seconds and what its fit reports about itself."""
-    if isinstance(learner, BatchIGL):
-        report = learner.report_
-        return {"seconds": report.seconds, "indicator": report.indicator,
-                "restarts": report.restarts, "flipped": report.flipped}
-    if isinstance(learner, AIIGL):
-        report = learner.report_
-        return {"seconds": report.seconds, "indicator": report.indicator,
-                "restarts": report.restarts}
-    return {"seconds": learner.seconds_}
-
-
 def run_stacked(config: ActionInclusiveConfig, trials: list[int],
                 seeds: list[np.random.SeedSequence]) -> list[list[dict]]:
     """Per trial, the tidy rows of every method on every task (settings columns ``task`` and
@@ -139,7 +127,7 @@ def run_stacked(config: ActionInclusiveConfig, trials: list[int],
                 continue
             fitted = fit_method(method, [each[1 + m] for each in spawned], logs)
             for t, learner in enumerate(fitted):
-                found = {"accuracy": learner.accuracy(test_x, test_y), **measures(learner)}
+                found = {"accuracy": learner.accuracy(test_x, test_y), **fit_measures(learner)}
                 rows[t] += tidy_rows(EXPERIMENT, method, trials[t], trial_seeds[t], samples,
                                      found, {"task": task, "noise": noise})
         del logs

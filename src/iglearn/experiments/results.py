@@ -26,6 +26,7 @@ import pandas as pd
 import iglearn
 from iglearn.errors import IGLearnError
 from iglearn.files import write_atomic, write_text
+from iglearn.learners import AIIGL, BatchIGL
 
 KEY_COLUMNS = ("experiment", "method", "trial", "seed", "step")
 """What identifies a measurement, in every experiment."""
@@ -47,6 +48,21 @@ def tidy_rows(experiment: str, method: str, trial: int, seed: int, step: int,
            "step": int(step), **(settings or {})}
     return [{**key, "metric": name, "value": float(value)}
             for name, value in metrics.items() if value is not None]
+
+
+def fit_measures(learner: object) -> dict[str, float | None]:
+    """A fitted learner's seconds and what its fit reports about itself: for ``BatchIGL`` its
+    indicator, restarts and whether the corrector flipped; for ``AIIGL`` its indicator and
+    restarts."""
+    if isinstance(learner, BatchIGL):
+        report = learner.report_
+        return {"seconds": report.seconds, "indicator": report.indicator,
+                "restarts": report.restarts, "flipped": report.flipped}
+    if isinstance(learner, AIIGL):
+        report = learner.report_
+        return {"seconds": report.seconds, "indicator": report.indicator,
+                "restarts": report.restarts}
+    return {"seconds": learner.seconds_}
 
 
 def tidy_frame(rows: list[dict]) -> pd.DataFrame:

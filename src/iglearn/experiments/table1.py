@@ -15,6 +15,7 @@ import pandas as pd
 
 from iglearn.envs import make_environment
 from iglearn.experiments.results import (
+    fit_measures,
     mean_std,
     metric,
     percent,
@@ -91,13 +92,7 @@ def run_stacked(config: Table1Config, trials: list[int],
         batch = [make(method_seeds[1 + m]) for method_seeds in spawned]
         fitted = batch[0].fit_many(batch, logs)
         for t, learner in enumerate(fitted):
-            metrics = {"accuracy": learner.accuracy(test_x, test_y)}
-            if isinstance(learner, BatchIGL):
-                report = learner.report_
-                metrics.update(seconds=report.seconds, indicator=report.indicator,
-                               restarts=report.restarts, flipped=report.flipped)
-            else:
-                metrics.update(seconds=learner.seconds_)
+            metrics = {"accuracy": learner.accuracy(test_x, test_y), **fit_measures(learner)}
             rows[t] += tidy_rows(experiment, method, trials[t], trial_seeds[t],
                                  config.samples, metrics)
     return rows
