@@ -10,12 +10,7 @@ from iglearn.cli import main
 from iglearn.data.formats import read_log
 from iglearn.learners import AIIGL, BatchIGL
 from iglearn.models import io
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+from tests.cli.conftest import run
 
 
 @pytest.fixture(scope="module")

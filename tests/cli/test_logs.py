@@ -13,14 +13,9 @@ from iglearn.data.formats import read_log, write_table
 from iglearn.learners import BatchIGL
 from iglearn.models import io
 from iglearn.theory import lemma5_value_lower_bound
+from tests.cli.conftest import run
 
 FAST = ("--min-steps", "60")   # short fits keep the end-to-end runs to seconds
-
-
-def run(capsys, *argv):
-    code = main([str(a) for a in argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture(scope="module")

@@ -251,17 +251,23 @@ DAMAGED = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(DAMAGED))
-def test_damaged_models_say_what_is_wrong_in_one_line(tmp_path, saved, case):
-    damage, words = DAMAGED[case]
-    folder = copy_of(saved, tmp_path)
-    damage(folder)
+def assert_damage_reported(folder: Path, words: list[str]) -> None:
+    """Loading ``folder`` fails with one line that names the folder and every one of
+    ``words``."""
     with pytest.raises(IGLearnError) as error:
         io.load_model(folder)
     message = str(error.value)
     assert len(message.splitlines()) == 1 and str(folder) in message, message
     for word in words:
         assert word in message, message
+
+
+@pytest.mark.parametrize("case", sorted(DAMAGED))
+def test_damaged_models_say_what_is_wrong_in_one_line(tmp_path, saved, case):
+    damage, words = DAMAGED[case]
+    folder = copy_of(saved, tmp_path)
+    damage(folder)
+    assert_damage_reported(folder, words)
 
 
 def test_a_huge_hidden_layer_is_refused_before_anything_is_allocated(tmp_path, saved):

@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load_file
 
 from iglearn import BatchIGL, IGLearnError
 from iglearn.data.formats import FeatureSchema
@@ -16,6 +16,7 @@ from iglearn.envs import action_inclusive_environment
 from iglearn.learners import AIIGL, AIIGLReport
 from iglearn.learners.training import Optimisation
 from iglearn.models import io
+from tests.models.test_io import _weights, assert_damage_reported
 
 FAST = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, min_steps=10)
 
@@ -123,14 +124,6 @@ def _meta(change):
     return damage
 
 
-def _weights(change):
-    def damage(folder):
-        tensors = load_file(str(folder / io.WEIGHTS))
-        change(tensors)
-        save_file(tensors, str(folder / io.WEIGHTS))
-    return damage
-
-
 def _setitem(record, key, value):
     record[key] = value
 
@@ -167,12 +160,7 @@ def test_damaged_ai_igl_models_say_what_is_wrong_in_one_line(tmp_path, saved, ca
     damage, words = DAMAGED[case]
     folder = copy_of(saved, tmp_path)
     damage(folder)
-    with pytest.raises(IGLearnError) as error:
-        io.load_model(folder)
-    message = str(error.value)
-    assert len(message.splitlines()) == 1 and str(folder) in message, message
-    for word in words:
-        assert word in message, message
+    assert_damage_reported(folder, words)
 
 
 def test_an_igl_folder_with_per_action_decoders_is_refused(tmp_path, saved):
