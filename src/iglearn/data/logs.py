@@ -1,7 +1,9 @@
 """Interaction logs: aligned arrays of (context, action, probability, feedback).
 
-``reward`` (the latent reward) and ``label`` (the correct action) are optional and exist for
-evaluation only: no IGL learner reads them.
+``reward`` (the latent reward, in [-1, 1]: 1 liked, 0 ignored, -1 disliked) and ``label``
+(the correct action) are optional and exist for evaluation only: no IGL learner reads them.
+``definitely_bad`` is an optional part of the feedback: a per-row flag that the user gave a
+rare, unmistakably negative signal (an explicit dislike), which IGL-P reads.
 
 Every value is checked in the type it arrived in, before it is cast to the field's type
 (:data:`DTYPES`), so a cast never changes a value: a float action such as 3.7, an integer
@@ -21,10 +23,13 @@ from iglearn.data import limits
 from iglearn.errors import IGLearnError, shown
 
 DTYPES = {"context": np.float32, "feedback": np.float32, "action": np.int64,
-          "label": np.int64, "probability": np.float64, "reward": np.float32}
+          "label": np.int64, "probability": np.float64, "reward": np.float32,
+          "definitely_bad": np.bool_}
 """The type each field is held in."""
 MATRIX_FIELDS = ("context", "feedback")
 """Fields with one vector per row."""
+OPTIONAL = ("reward", "label", "definitely_bad")
+"""Fields a log may lack."""
 REAL_KINDS = "biuf"
 """NumPy dtype kinds a field may arrive in: booleans, integers and floats."""
 _CHUNK = 65536
@@ -85,8 +90,8 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
     """One field's values (any shape) as given, checked, then cast to ``DTYPES[name]``.
 
     Actions and labels must be integers in [0, n_actions); probabilities in
-    [PROBABILITY_FLOOR, 1]; rewards in [0, 1]; contexts and feedback finite and within
-    ±MAX_ABS_VALUE. Messages count rows from ``first_row``.
+    [PROBABILITY_FLOOR, 1]; rewards in [-1, 1]; definitely-bad flags 0 or 1 (booleans);
+    contexts and feedback finite and within ±MAX_ABS_VALUE. Messages count rows from ``first_row``.
     """
     array = np.asarray(value)
     _kind(name, array, source)
@@ -122,8 +127,12 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
                 f"the logging, or lower iglearn.data.limits.PROBABILITY_FLOOR if the logging "
                 f"policy did play them this rarely")
     elif name == "reward":
-        require(lambda a: (a >= 0) & (a <= 1),
-                ", outside [0, 1]; the latent reward is binary (or a probability)")
+        require(lambda a: (a >= -1) & (a <= 1),
+                ", outside [-1, 1]; the latent reward is 1 (liked), 0 (ignored) or -1 "
+                "(disliked), or a value between")
+    elif name == "definitely_bad":
+        require(lambda a: (a == 0) | (a == 1),
+                ", not a boolean; definitely_bad is true (1) or false (0) per interaction")
     else:
         if floating:
             require(np.isfinite, "; NaN or infinite values cannot be learned from: remove or "
@@ -175,8 +184,10 @@ class InteractionLog:
             the logged action.
         feedback: (n, d_y) float feedback vectors y, finite and within ±MAX_ABS_VALUE.
         n_actions: the number of actions K, in [2, MAX_ACTIONS].
-        reward: optional (n,) latent reward in [0, 1], for evaluation only.
+        reward: optional (n,) latent reward in [-1, 1], for evaluation only.
         label: optional (n,) correct action, for evaluation only.
+        definitely_bad: optional (n,) boolean: the feedback holds an unmistakably negative
+            signal (read by IGL-P).
         source: a name used in error messages (a file name, say).
     """
 
@@ -188,13 +199,14 @@ class InteractionLog:
     reward: np.ndarray | None = None
     label: np.ndarray | None = None
     source: str = "interaction log"
+    definitely_bad: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         src = self.source
         k = check_n_actions(self.n_actions, src)
         object.__setattr__(self, "n_actions", k)
         shaped = {name: _shaped(name, getattr(self, name), src) for name in DTYPES
-                  if getattr(self, name) is not None or name not in ("reward", "label")}
+                  if getattr(self, name) is not None or name not in OPTIONAL}
         n = shaped["context"].shape[0]
         if n == 0:
             raise IGLearnError(f"{src}: the log is empty; it needs at least one interaction")

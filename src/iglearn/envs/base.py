@@ -70,6 +70,12 @@ class Environment(ABC):
         """Feedback vectors y (n, feedback_dim), one per (context, action, reward), drawn
         from P(y | x, a, r); what they may depend on is ``independence``."""
 
+    def observe(self, contexts: Contexts, actions: np.ndarray, reward: np.ndarray,
+                rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray | None]:
+        """The feedback vectors and, where the environment has one, each interaction's
+        definitely-bad flag (an unmistakably negative signal; None when it has none)."""
+        return self.feedback(contexts, actions, reward, rng), None
+
     @abstractmethod
     def test_set(self) -> tuple[np.ndarray, np.ndarray]:
         """Held-out (contexts, correct actions) for measuring policy accuracy."""
@@ -90,9 +96,9 @@ class Environment(ABC):
             action = sample_actions(probs, rng)
             probability = probs[np.arange(n), action]
         reward = self.reward(ctx, action)
+        feedback, definitely_bad = self.observe(ctx, action, reward, rng)
         return InteractionLog(
             context=ctx.features, action=action, probability=probability,
-            feedback=self.feedback(ctx, action, reward, rng), n_actions=k, reward=reward,
-            label=ctx.label,
-            source=type(self).__name__,
+            feedback=feedback, n_actions=k, reward=reward, label=ctx.label,
+            source=type(self).__name__, definitely_bad=definitely_bad,
         )

@@ -8,12 +8,24 @@ from iglearn.envs.action_inclusive import action_inclusive_environment
 from iglearn.envs.base import Environment
 from iglearn.envs.bci import BCIEnvironment
 from iglearn.envs.mnist import make_environment
+from iglearn.envs.personalised import grounded_environment, random_simulator, vw_simulator
 from iglearn.errors import IGLearnError
 
-ENVIRONMENTS = ("mnist", "digits", "action-inclusive-mnist", "action-inclusive-digits", "bci")
+ENVIRONMENTS = ("mnist", "digits", "action-inclusive-mnist", "action-inclusive-digits", "bci",
+                "personalised", "personalised-continuous", "personalised-many",
+                "grounded-digits", "grounded-mnist")
 """The built-in environments: the 2021 paper's MNIST task and the same on scikit-learn's digits
 (feedback independent of the action given the reward), action-inclusive MNIST and digits (the
-feedback shows the digit (a + 6 r - 3) mod 10) and the simulated BCI (action-inclusive)."""
+feedback shows the digit (a + 6 r - 3) mod 10), the simulated BCI (action-inclusive), and the
+personalised ones (IGL-P): VW's IGL simulator with one-hot tokens ('personalised') or
+continuous feedback vectors (token embedding plus noise, 'personalised-continuous'), a
+generalised simulator with 8 users, 10 topics and two vocabularies ('personalised-many'), and
+the grounded transform of digits and MNIST (users who swap good and bad words)."""
+CONTINUOUS_DIM = 16
+"""Dimension of the feedback vectors of 'personalised-continuous'."""
+CONTINUOUS_NOISE = 0.5
+"""Noise level of 'personalised-continuous' (each vector is the token's unit-variance
+embedding plus Gaussian noise of this standard deviation)."""
 BCI_NOISE = 0.05
 """The BCI simulation's default noise level."""
 
@@ -29,4 +41,12 @@ def named_environment(name: str, data_dir: str | None = None,
         return action_inclusive_environment(name.removeprefix("action-inclusive-"), data_dir)
     if name == "bci":
         return BCIEnvironment(noise=noise)
+    if name == "personalised":
+        return vw_simulator()
+    if name == "personalised-continuous":
+        return vw_simulator(embedding_dim=CONTINUOUS_DIM, noise=CONTINUOUS_NOISE)
+    if name == "personalised-many":
+        return random_simulator()
+    if name in ("grounded-digits", "grounded-mnist"):
+        return grounded_environment(name.removeprefix("grounded-"), data_dir)
     raise IGLearnError(f"unknown environment {name!r}; choose one of {', '.join(ENVIRONMENTS)}")

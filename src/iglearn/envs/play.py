@@ -119,9 +119,16 @@ def play(learner: Player, env: Environment, rounds: int, rng: np.random.Generato
         actions, probabilities = learner.act_batch(shown.features)
         reward = env.reward(shown, actions)
         total += float(reward.sum())
-        signal = (reward if learns_from == "reward"
-                  else env.feedback(shown, actions, reward, rng))
-        learner.learn_batch(shown.features, actions, probabilities, signal)
+        flags = None
+        if learns_from == "reward":
+            signal = reward
+        else:
+            signal, flags = env.observe(shown, actions, reward, rng)
+        if flags is not None and getattr(learner, "reads_definitely_bad", False):
+            learner.learn_batch(shown.features, actions, probabilities, signal,
+                                definitely_bad=flags)  # type: ignore[call-arg]
+        else:
+            learner.learn_batch(shown.features, actions, probabilities, signal)
         if learner.round_ >= stops[0]:
             stops = [c for c in stops if c > learner.round_]
             played = learner.interactions_ - first

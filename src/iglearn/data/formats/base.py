@@ -22,8 +22,9 @@ from iglearn.files import output_folder, write_files_atomic  # noqa: F401 (re-ex
 
 LOG_FIELDS = ("context", "action", "probability", "feedback")
 """Fields every interaction log holds."""
-OPTIONAL_FIELDS = ("reward", "label")
-"""Fields a log or a context set may hold, for evaluation only."""
+OPTIONAL_FIELDS = ("reward", "label", "definitely_bad")
+"""Fields a log or a context set may hold: the first two for evaluation only, the flag of an
+unmistakably negative feedback (read by IGL-P) in a log only."""
 ALL_FIELDS = LOG_FIELDS + OPTIONAL_FIELDS
 BATCH_ROWS = 65536
 
@@ -169,10 +170,11 @@ def required_fields(present: set[str], source: str) -> tuple[str, ...]:
         raise IGLearnError(f"{source}: missing field '{missing}'; an interaction log needs "
                            f"context, action, probability and feedback (a context set needs "
                            f"context only)")
-    if not logged and "reward" in present:
-        raise IGLearnError(f"{source}: field 'reward' without the logged actions; a reward "
-                           f"belongs to an interaction log (add action, probability and "
-                           f"feedback) or remove it")
+    for name in ("reward", "definitely_bad"):
+        if not logged and name in present:
+            raise IGLearnError(f"{source}: field '{name}' without the logged actions; it "
+                               f"belongs to an interaction log (add action, probability and "
+                               f"feedback) or remove it")
     return tuple(name for name in ALL_FIELDS if name in present)
 
 

@@ -13,6 +13,10 @@
   ``ns^name``; a string value ``{"ns": {"name": "text"}}`` is the feature ``ns^nametext``
   with value 1, as in VW. Absent features are 0;
 - K is the length of ``c._multi``;
+- ``"_definitely_bad": true`` inside an object of ``o`` flags an unmistakably negative
+  feedback (the field ``definitely_bad``, read by IGL-P), as in VW's ``--experimental_igl``
+  logs; VW's own IGL lines (``"o": [{"v": {"v=click": 1}, "_definitely_bad": false}]``,
+  named actions in ``c._multi``) read as they are;
 - ``_iglearn`` holds the latent reward and the correct action, for evaluation only (VW
   ignores it).
 
@@ -174,7 +178,8 @@ class DsjsonReader(TableReader):
             if name in info.fields:
                 out[name] = np.zeros((n, info.dims[name]), dtype=np.float32)
         for name, dtype in (("action", np.int64), ("probability", np.float64),
-                            ("reward", np.float64), ("label", np.int64)):
+                            ("reward", np.float64), ("label", np.int64),
+                            ("definitely_bad", np.bool_)):
             if name in info.fields:
                 out[name] = np.zeros(n, dtype=dtype)
         for row, (line_no, record) in enumerate(records):
@@ -186,6 +191,8 @@ class DsjsonReader(TableReader):
                 out["action"][row] = _label_index(record, info.n_actions, info.source, line_no)
                 out["probability"][row] = _number(record, "_label_probability", info.source,
                                                   line_no)
+            if "definitely_bad" in out:
+                out["definitely_bad"][row] = _definitely_bad(record, info.source, line_no)
             extra = record.get("_iglearn", {})
             if "reward" in out:
                 out["reward"][row] = _number(extra, "reward", info.source, line_no,
@@ -217,6 +224,9 @@ def _present(record: dict) -> set[str]:
         present.add("probability")
     if "o" in record:
         present.add("feedback")
+        observations = record["o"] if isinstance(record["o"], list) else [record["o"]]
+        if any(isinstance(o, dict) and "_definitely_bad" in o for o in observations):
+            present.add("definitely_bad")
     extra = record.get("_iglearn")
     if isinstance(extra, dict):
         present.update(name for name in ("reward", "label") if name in extra)
@@ -226,6 +236,7 @@ def _present(record: dict) -> set[str]:
 def _describe(name: str) -> str:
     return {"action": "the label ('_labelIndex')", "probability": "'_label_probability'",
             "feedback": "the feedback 'o'", "reward": "'_iglearn.reward'",
+            "definitely_bad": "'_definitely_bad' in 'o'",
             "label": "'_iglearn.label'"}.get(name, name)
 
 
@@ -288,6 +299,20 @@ def _feedback_features(record: dict, source: str, line_no: int) -> dict[str, flo
     for observation in observations:
         out.update(_features(observation, "o", source, line_no))
     return out
+
+
+def _definitely_bad(record: dict, source: str, line_no: int) -> bool:
+    """Whether any feedback object of the line is flagged ``"_definitely_bad": true``."""
+    observations = record["o"] if isinstance(record["o"], list) else [record["o"]]
+    flagged = False
+    for observation in observations:
+        value = observation.get("_definitely_bad", False) if isinstance(observation,
+                                                                         dict) else False
+        if not isinstance(value, bool):
+            raise IGLearnError(f"{source}, line {line_no}: field 'o._definitely_bad' is "
+                               f"{shown(value)}; expected true or false")
+        flagged = flagged or value
+    return flagged
 
 
 def _number(record: object, key: str, source: str, line_no: int, where: str = ""
@@ -358,10 +383,14 @@ def write_dsjson(reader: TableReader, tmp: Path, schema_tmp: Path) -> None:
                 if info.is_log:
                     action = int(batch["action"][row])
                     probability = float(batch["probability"][row])
+                    observation: dict[str, object] = {
+                        **_namespaces(schema.feedback, batch["feedback"][row])}
+                    if "definitely_bad" in batch:
+                        observation["_definitely_bad"] = bool(batch["definitely_bad"][row])
                     record.update({
                         "_label_cost": 0, "_label_probability": probability,
                         "_label_Action": action + 1, "_labelIndex": action,
-                        "o": [_namespaces(schema.feedback, batch["feedback"][row])],
+                        "o": [observation],
                         "a": [action + 1] + [i + 1 for i in range(k) if i != action],
                         "p": [probability],
                     })

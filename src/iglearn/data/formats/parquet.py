@@ -30,7 +30,7 @@ from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
 
 _ARROW = {"action": pa.int64(), "label": pa.int64(), "probability": pa.float64(),
-          "reward": pa.float32()}
+          "reward": pa.float32(), "definitely_bad": pa.bool_()}
 _DIGITS = re.compile(rb"[0-9]{1,19}")
 
 

@@ -1,0 +1,435 @@
+"""IGL-P: Interaction-Grounded Learning with personalised feedback and three latent states
+(Maghakian, Mineiro, Panaganti, Rucker, Saran, Tan, "Personalized Reward Learning with
+Interaction-Grounded Learning", ICLR 2023).
+
+The feedback may depend on the context (each user signals in their own way) and the latent
+reward has three states: positive (+1, liked), neutral (0, ignored) and negative (-1,
+disliked); a rare part of the negative feedback is flagged ``definitely_bad``. A fit runs
+these steps, each a function below:
+
+1. **inverse kinematics** (:func:`fit_inverse_kinematics`): a classifier h(a | x, y) of the
+   logged action from the context and the feedback, trained by cross-entropy with importance
+   weights 1 / (K p), so that it estimates what uniform play would give,
+   h(a | x, y) = P(y | x, a) / sum_b P(y | x, b). Its input is (x, y, x (x) y)
+   (:func:`ik_features`): the outer product lets a linear model read "this user said that";
+2. **extreme or neutral** (:func:`likelihood_ratio`): neutral feedback says nothing about the
+   action, extreme feedback does. The likelihood ratio of the logged action against the
+   others, L = (K - 1) h / (1 - h), is near 1 for neutral feedback and large for extreme
+   feedback. Vowpal Wabbit's ``--experimental_igl`` calls an interaction extreme when its
+   classifier, trained with weights that set the prior of the chosen action to 1/4, gives the
+   chosen action a probability above 1/2: that is L > 3, the **step** estimate
+   (:func:`step_extremeness`). The **lipschitz** estimate (:func:`lipschitz_extremeness`) is
+   iglearn's conservative version of the Lipschitz estimator of Zhang, Zhang, Luo and Mineiro
+   (NeurIPS 2024): a ramp in log L instead of a step, 0 at the threshold and 1 at its square,
+   so that it never exceeds the step and changes gently with the estimate h; a negative
+   interaction is decoded more negatively than the step would (the ramp from L = 1 to the
+   threshold), so the decoded reward never over-estimates the step's;
+3. **positive or negative** (:func:`negative_actions`): the flag belongs to the feedback, but
+   the state belongs to the (context, action): a model g(x, a) of the flagged share of the
+   extreme interactions, and an extreme interaction is negative when g of its (x, a) exceeds
+   half of the flagged share of all extreme interactions (positive actions draw no flag at
+   all). VW instead decodes every unflagged extreme interaction as positive, which makes the
+   frequent unflagged reactions to a hated item ("skip") a reward;
+4. **policy** (:func:`fit_reward_model`): a reward regressor f(x, a) fitted by squared error
+   to the decoded reward r = e (1 - 2 n) in [-1, 1] of the logged action, with the same
+   importance weights; the policy plays argmax_a f(x, a) (``predict``).
+
+:class:`OnlineIGLP` acts by epsilon-greedy or inverse-gap-weighting exploration around the
+regressor and re-fits the three models, warm-started, as the interactions grow.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Self
+
+import numpy as np
+import torch
+
+from iglearn.data.logs import InteractionLog
+from iglearn.errors import IGLearnError
+from iglearn.learners.base import PolicyLearner
+from iglearn.learners.objective import at_action
+from iglearn.learners.online import OnlineLearner
+from iglearn.learners.training import Optimisation, Stage, optimise
+from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side
+from iglearn.models import Policy, make_policy
+from iglearn.sampling import sample_actions
+from iglearn.seeding import SeedLike, as_generator, torch_generator
+
+ESTIMATORS = ("step", "lipschitz")
+EXPLORATION = ("epsilon", "igw")
+DEFAULT_OPTIMISATION = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=3,
+                                    batch_size=500, lr=0.05, min_steps=200,
+                                    weight_decay_scale=1.0)
+"""Each of the three models: three epochs (at least 200 steps) of AdamW in mini-batches of
+500, peak learning rate 0.05, weight decay 1.0 * inputs / n."""
+REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, batch_size=1000, lr=0.05,
+                     min_steps=30, weight_decay_scale=1.0)
+"""A warm-started re-fit of the online learner: one epoch, at least 30 steps."""
+
+
+@dataclass
+class IGLPReport:
+    """What an IGL-P fit measured about itself (no hidden reward is read)."""
+
+    extreme: float
+    """Importance-weighted share of interactions decoded extreme (the mean of e)."""
+    negative: float
+    """Importance-weighted share of the extreme interactions decoded negative."""
+    flagged: float
+    """Importance-weighted share of the extreme interactions flagged definitely bad."""
+    decoded_value: float
+    """Importance-weighted mean decoded reward of the greedy policy (IPS)."""
+    seconds: float = 0.0
+    """Wall time of the fit."""
+
+
+def ik_features(context: np.ndarray, feedback: np.ndarray) -> np.ndarray:
+    """The inverse-kinematics model's input (x, y, x (x) y): context, feedback and their outer
+    product, flattened, shape (n, d_x + d_y + d_x d_y)."""
+    context = np.asarray(context, dtype=np.float32)
+    feedback = np.asarray(feedback, dtype=np.float32)
+    outer = (context[:, :, None] * feedback[:, None, :]).reshape(len(context), -1)
+    return np.concatenate([context, feedback, outer], axis=1)
+
+
+def uniform_weights(probability: torch.Tensor, n_actions: int) -> torch.Tensor:
+    """Importance weights 1 / (K p) that re-weight logged interactions to uniform play."""
+    return 1.0 / (n_actions * probability)
+
+
+def _fit(model: Policy, data: Trials, loss, settings: Optimisation,
+         generator: torch.Generator) -> None:
+    with side_by_side([model]) as stacked:
+        optimise([Stage(settings.epochs, list(stacked.parameters()),
+                        lambda batch: loss(stacked, batch))], data, settings, [generator])
+
+
+def fit_inverse_kinematics(model: Policy, features: np.ndarray, action: np.ndarray,
+                           probability: np.ndarray, n_actions: int, settings: Optimisation,
+                           generator: torch.Generator) -> None:
+    """Step 1: h(a | x, y) by importance-weighted (1 / (K p)) cross-entropy of the logged
+    action, on ``features`` = :func:`ik_features` (in place; warm-starts from its weights)."""
+    def loss(net: torch.nn.Module, batch: Batch) -> torch.Tensor:
+        weight = uniform_weights(batch.probability, n_actions)
+        return -(weight * at_action(net(batch.context), batch.action)).mean(-1)
+    data = Trials.one(Batch(as_tensor(features), torch.as_tensor(action),
+                            torch.as_tensor(probability, dtype=torch.float32),
+                            torch.zeros(len(action))))
+    _fit(model, data, loss, settings, generator)
+
+
+def likelihood_ratio(h_logged: np.ndarray, n_actions: int) -> np.ndarray:
+    """Step 2: L = (K - 1) h / (1 - h), how much likelier the feedback is after the logged
+    action than after another (uniformly chosen) action; 1 for feedback that carries no
+    information about the action."""
+    h = np.clip(np.asarray(h_logged, dtype=np.float64), 1e-9, 1 - 1e-9)
+    return (n_actions - 1) * h / (1 - h)
+
+
+def step_extremeness(ratio: np.ndarray, threshold: float) -> np.ndarray:
+    """Step 2, VW's rule: 1 where L > threshold (3: a posterior above 1/2 under a prior of
+    1/4), else 0."""
+    return (np.asarray(ratio) > threshold).astype(np.float64)
+
+
+def lipschitz_extremeness(ratio: np.ndarray, threshold: float) -> np.ndarray:
+    """Step 2, the conservative estimate: clip(log(L / threshold) / log(threshold), 0, 1), a
+    ramp in log L from 0 at the threshold to 1 at its square; never above the step."""
+    log_t = np.log(threshold)
+    return np.clip((np.log(ratio) - log_t) / log_t, 0.0, 1.0)
+
+
+def negative_extremeness(ratio: np.ndarray, threshold: float) -> np.ndarray:
+    """How extreme an interaction already in a negative (x, a) counts for the conservative
+    estimate: a ramp in log L from 0 at L = 1 to 1 at the threshold, never below the step."""
+    return np.clip(np.log(np.maximum(ratio, 1.0)) / np.log(threshold), 0.0, 1.0)
+
+
+def negative_actions(model: Policy, context: np.ndarray, action: np.ndarray,
+                     probability: np.ndarray, flagged: np.ndarray, extreme: np.ndarray,
+                     n_actions: int, settings: Optimisation,
+                     generator: torch.Generator) -> tuple[np.ndarray, float]:
+    """Step 3: fit g(x, a) = P(flagged | x, a, extreme) (sigmoid of ``model``'s scores, in
+    place) by importance-weighted logistic loss on the extreme interactions, weighted by how
+    extreme they are; return, for every interaction, whether its (x, a) is negative (g above
+    half the flagged share of all extreme interactions), and that share. Without any flagged
+    interaction every extreme interaction is positive."""
+    weight = extreme / (n_actions * probability)
+    share = float((weight * flagged).sum() / max(weight.sum(), 1e-12))
+    if not flagged.any() or share <= 0:
+        return np.zeros(len(action), dtype=bool), share
+    signal = np.stack([flagged.astype(np.float32), extreme.astype(np.float32)], axis=1)
+    if not getattr(model, "grounded_", False):
+        # start every (x, a) well below the decision level (a quarter of the share), so that
+        # the positive ones, whose targets are all 0, need not travel far
+        last = [m for m in model.net.modules() if isinstance(m, torch.nn.Linear)][-1]
+        with torch.no_grad():
+            last.bias.fill_(float(np.log(share / 4 / (1 - share / 4))))
+        model.grounded_ = True
+
+    def loss(net: torch.nn.Module, batch: Batch) -> torch.Tensor:
+        score = at_action(net.net(batch.context), batch.action)
+        target, how = batch.signal[..., 0], batch.signal[..., 1]
+        bce = torch.nn.functional.binary_cross_entropy_with_logits(score, target,
+                                                                   reduction="none")
+        return (how * uniform_weights(batch.probability, n_actions) * bce).mean(-1)
+    data = Trials.one(Batch(as_tensor(context), torch.as_tensor(action),
+                            torch.as_tensor(probability, dtype=torch.float32),
+                            as_tensor(signal)))
+    _fit(model, data, loss, settings, generator)
+    with torch.no_grad():
+        score = at_action(model.net(as_tensor(context)), torch.as_tensor(action))
+    return torch.sigmoid(score).numpy() > share / 2, share
+
+
+def decoded_reward(extreme_positive: np.ndarray, extreme_negative: np.ndarray,
+                   negative: np.ndarray) -> np.ndarray:
+    """The three-state reward: +e on a positive (x, a), -e on a negative one."""
+    return np.where(negative, -extreme_negative, extreme_positive)
+
+
+def fit_reward_model(model: Policy, context: np.ndarray, action: np.ndarray,
+                     probability: np.ndarray, reward: np.ndarray, n_actions: int,
+                     settings: Optimisation, generator: torch.Generator) -> None:
+    """Step 4: f(x, a) (``model``'s scores) by importance-weighted squared error to the decoded
+    reward of the logged action (in place)."""
+    def loss(net: torch.nn.Module, batch: Batch) -> torch.Tensor:
+        error = at_action(net.net(batch.context), batch.action) - batch.signal
+        return (uniform_weights(batch.probability, n_actions) * error ** 2).mean(-1)
+    data = Trials.one(Batch(as_tensor(context), torch.as_tensor(action),
+                            torch.as_tensor(probability, dtype=torch.float32),
+                            as_tensor(reward)))
+    _fit(model, data, loss, settings, generator)
+
+
+@dataclass(eq=False)
+class IGLP(PolicyLearner):
+    """IGL-P from a log of any logging policy (see the module docstring): ``fit(log)`` reads
+    context, action, probability, feedback and, when the log has it, ``definitely_bad``.
+
+    The fitted models are ``ik_`` (h(a | x, y) on :func:`ik_features`), ``flags_`` (g(x, a))
+    and ``policy_`` (the reward regressor f(x, a); its softmax is ``predict_proba``)."""
+
+    model: str = "linear"
+    """Class of the inverse-kinematics model h(a | x, y): 'linear' or 'mlp'."""
+    policy: str = "linear"
+    """Class of the reward regressor f(x, a) (the policy) and of the flag model: 'linear' or
+    'mlp'."""
+    estimator: str = "lipschitz"
+    """How extreme each interaction is: 'step' (VW's rule, L > threshold) or 'lipschitz' (the
+    conservative ramp)."""
+    threshold: float = 3.0
+    """Likelihood ratio L above which feedback counts as extreme (3 is VW's rule)."""
+    optimisation: Optimisation = field(default_factory=lambda: DEFAULT_OPTIMISATION)
+    """Optimiser settings of each of the three models."""
+    seed: SeedLike = None
+    """Seed or numpy Generator for initialisation and shuffling."""
+
+    def __post_init__(self) -> None:
+        if self.optimisation is None:
+            self.optimisation = DEFAULT_OPTIMISATION
+        if self.estimator not in ESTIMATORS:
+            raise IGLearnError(f"unknown estimator {self.estimator!r}; choose one of "
+                               f"{', '.join(ESTIMATORS)}")
+        if not (np.isfinite(self.threshold) and self.threshold > 1):
+            raise IGLearnError(f"threshold must be a number > 1, got {self.threshold!r}")
+
+    def fit(self, log: InteractionLog) -> Self:
+        """Fit the three models on ``log``."""
+        start = time.perf_counter()
+        self._rng = as_generator(self.seed)
+        flags = (np.zeros(len(log), dtype=bool) if log.definitely_bad is None
+                 else log.definitely_bad)
+        self.fit_arrays(log.context, log.action, log.probability, log.feedback, flags,
+                        log.n_actions, self.optimisation)
+        self.report_.seconds = time.perf_counter() - start
+        return self
+
+    def fit_arrays(self, context: np.ndarray, action: np.ndarray, probability: np.ndarray,
+                   feedback: np.ndarray, flags: np.ndarray, n_actions: int,
+                   settings: Optimisation) -> None:
+        """Steps 1-4 on the given interactions, warm-started from the models already fitted
+        (fresh ones the first time)."""
+        rng = getattr(self, "_rng", None) or as_generator(self.seed)
+        self._rng = rng
+        generator = torch_generator(rng)
+        features = ik_features(context, feedback)
+        if getattr(self, "ik_", None) is None:
+            self.ik_ = make_policy(self.model, features.shape[1], n_actions, generator)
+            self.flags_ = make_policy(self.policy, context.shape[1], n_actions, generator)
+            self.policy_ = make_policy(self.policy, context.shape[1], n_actions, generator)
+        fit_inverse_kinematics(self.ik_, features, action, probability, n_actions, settings,
+                               generator)
+        with torch.no_grad():
+            h = at_action(self.ik_.probabilities(as_tensor(features)),
+                          torch.as_tensor(action)).double().numpy()
+        ratio = likelihood_ratio(h, n_actions)
+        step = step_extremeness(ratio, self.threshold)
+        if self.estimator == "step":
+            positive = negative_side = step
+        else:
+            positive = lipschitz_extremeness(ratio, self.threshold)
+            negative_side = negative_extremeness(ratio, self.threshold)
+        negative, share = negative_actions(self.flags_, context, action, probability,
+                                           np.asarray(flags, dtype=bool), step, n_actions,
+                                           settings, generator)
+        reward = decoded_reward(positive, negative_side, negative)
+        fit_reward_model(self.policy_, context, action, probability, reward, n_actions,
+                         settings, generator)
+        weight = 1.0 / (n_actions * np.asarray(probability, dtype=np.float64))
+        greedy = self.predict(context) == action
+        extreme_weight = max(float((weight * step).sum()), 1e-12)
+        self.report_ = IGLPReport(
+            extreme=float((weight * step).sum() / weight.sum()),
+            negative=float((weight * step * negative).sum() / extreme_weight),
+            flagged=share,
+            decoded_value=float((n_actions * weight * greedy * reward).sum() / len(action)))
+
+    def decode(self, context: np.ndarray, action: np.ndarray, feedback: np.ndarray,
+               definitely_bad: np.ndarray | None = None) -> np.ndarray:
+        """The three-state decoded reward of each interaction, in [-1, 1]; the flag model
+        decides which (x, a) are negative, so ``definitely_bad`` is not needed (it is
+        accepted, and ignored, for symmetry with the logs)."""
+        ik = getattr(self, "ik_", None)
+        if ik is None:
+            raise IGLearnError("IGLP is not fitted yet; call fit(log) first")
+        k = self.policy_.net(as_tensor(context[:1])).shape[-1]
+        with torch.no_grad():
+            h = at_action(ik.probabilities(as_tensor(ik_features(context, feedback))),
+                          torch.as_tensor(np.asarray(action))).double().numpy()
+            score = at_action(self.flags_.net(as_tensor(context)),
+                              torch.as_tensor(np.asarray(action)))
+        ratio = likelihood_ratio(h, k)
+        negative = torch.sigmoid(score).numpy() > self.report_.flagged / 2 if (
+            self.report_.flagged > 0) else np.zeros(len(action), dtype=bool)
+        if self.estimator == "step":
+            step = step_extremeness(ratio, self.threshold)
+            return decoded_reward(step, step, negative)
+        return decoded_reward(lipschitz_extremeness(ratio, self.threshold),
+                              negative_extremeness(ratio, self.threshold), negative)
+
+    def predict_values(self, context: np.ndarray) -> np.ndarray:
+        """f(x, a) for every action: the predicted decoded reward, shape (n, K)."""
+        policy = self._fitted_policy()
+        with torch.no_grad():
+            return policy.net(as_tensor(context)).double().numpy()
+
+
+class OnlineIGLP(OnlineLearner):
+    """IGL-P behind the act/learn interface: acts by epsilon-greedy or inverse-gap weighting
+    around the reward regressor f(x, a), and re-fits the three models (warm-started) on every
+    interaction seen so far whenever their number has grown by ``refit_growth`` (and by at
+    least ``refit_every``). Before the first fit it plays uniformly. ``learn`` also takes the
+    definitely-bad flags (``reads_definitely_bad``).
+
+    Args:
+        n_actions: K.
+        context_dim: dimension of the contexts.
+        feedback_dim: dimension of the feedback vectors.
+        exploration: 'epsilon' (epsilon-greedy) or 'igw' (inverse gap weighting with
+            ``gamma``).
+        epsilon: exploration probability of epsilon-greedy.
+        gamma: IGW's learning-rate parameter: p(a) = 1 / (K + gamma (f(a*) - f(a))).
+        estimator, threshold, model, policy: as for :class:`IGLP`.
+        refit_every: the fewest new interactions between re-fits (and the first fit's size).
+        refit_growth: re-fit when the interactions have grown by this factor.
+        seed: seed or numpy Generator.
+    """
+
+    reads_definitely_bad = True
+
+    def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
+                 exploration: str = "epsilon", epsilon: float = 0.2, gamma: float = 100.0,
+                 estimator: str = "lipschitz", threshold: float = 3.0, model: str = "linear",
+                 policy: str = "linear", refit_every: int = 50, refit_growth: float = 1.2,
+                 first_fit: Optimisation = DEFAULT_OPTIMISATION, refit: Optimisation = REFIT,
+                 seed: SeedLike = None):
+        super().__init__(n_actions, seed)
+        if exploration not in EXPLORATION:
+            raise IGLearnError(f"unknown exploration {exploration!r}; choose one of "
+                               f"{', '.join(EXPLORATION)}")
+        if not 0 <= epsilon <= 1:
+            raise IGLearnError(f"epsilon must be in [0, 1], got {epsilon!r}")
+        if refit_every < 1 or refit_growth < 1:
+            raise IGLearnError("refit_every must be >= 1 and refit_growth >= 1")
+        self.exploration, self.epsilon, self.gamma = exploration, epsilon, gamma
+        self.refit_every, self.refit_growth = refit_every, refit_growth
+        self.first_fit, self.refit = first_fit, refit
+        self.batch = IGLP(model, policy, estimator, threshold, first_fit, seed=self.rng)
+        self.feedback_dim = feedback_dim
+        self._context = np.empty((0, context_dim), np.float32)
+        self._action = np.empty(0, np.int64)
+        self._probability = np.empty(0, np.float64)
+        self._feedback = np.empty((0, feedback_dim), np.float32)
+        self._flags = np.empty(0, bool)
+        self._next_fit = refit_every
+        self.fitted_ = False
+        self.fits_ = 0
+
+    def distribution(self, contexts: np.ndarray) -> np.ndarray:
+        """The exploration distribution (n, K) over actions for each context."""
+        n, k = len(contexts), self.n_actions
+        if not self.fitted_:
+            return np.full((n, k), 1.0 / k)
+        values = self.batch.predict_values(contexts)
+        best = values.argmax(1)
+        if self.exploration == "epsilon":
+            probs = np.full((n, k), self.epsilon / k)
+            probs[np.arange(n), best] += 1 - self.epsilon
+            return probs
+        gap = values[np.arange(n), best][:, None] - values
+        probs = 1.0 / (k + self.gamma * gap)
+        probs[np.arange(n), best] = 0
+        probs[np.arange(n), best] = 1 - probs.sum(1)
+        return probs
+
+    def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        contexts = np.asarray(contexts, dtype=np.float32)
+        probs = self.distribution(contexts)
+        actions = sample_actions(probs, self.rng)
+        self.interactions_ += len(contexts)
+        self.round_ += len(contexts)
+        return actions, probs[np.arange(len(contexts)), actions]
+
+    def block_size(self, stop_round: int | None = None) -> int:
+        """Contexts until the next re-fit (or ``stop_round``)."""
+        size = self._next_fit - self.interactions_
+        if stop_round is not None:
+            size = min(size, stop_round - self.round_)
+        return max(1, size)
+
+    def learn_batch(self, contexts: np.ndarray, actions: np.ndarray,
+                    probabilities: np.ndarray, feedback: np.ndarray,
+                    definitely_bad: np.ndarray | None = None) -> None:
+        """Store the interactions; re-fit when due."""
+        n = len(actions)
+        flags = np.zeros(n, bool) if definitely_bad is None else np.asarray(definitely_bad,
+                                                                             dtype=bool)
+        self._context = np.concatenate([self._context, np.asarray(contexts, np.float32)])
+        self._action = np.concatenate([self._action, np.asarray(actions, np.int64)])
+        self._probability = np.concatenate([self._probability,
+                                            np.asarray(probabilities, np.float64)])
+        self._feedback = np.concatenate([self._feedback,
+                                         np.asarray(feedback, np.float32).reshape(n, -1)])
+        self._flags = np.concatenate([self._flags, flags])
+        seen = len(self._action)
+        if seen >= self._next_fit:
+            settings = self.refit if self.fitted_ else self.first_fit
+            self.batch.fit_arrays(self._context, self._action, self._probability,
+                                  self._feedback, self._flags, self.n_actions, settings)
+            self.fitted_ = True
+            self.fits_ += 1
+            self._next_fit = max(seen + self.refit_every, int(seen * self.refit_growth))
+
+    def predict(self, contexts: np.ndarray) -> np.ndarray:
+        """The greedy action of the current regressor."""
+        if not self.fitted_:
+            raise IGLearnError("OnlineIGLP has not fitted yet; play more rounds first")
+        return self.batch.predict(contexts)
+
+    def accuracy(self, contexts: np.ndarray, labels: np.ndarray) -> float:
+        """Fraction of contexts whose greedy action equals the label."""
+        return float((self.predict(contexts) == np.asarray(labels)).mean())
