@@ -43,7 +43,7 @@ def test_one_dimensional_feedback_becomes_a_column():
     (dict(probability=np.full(5, 0.5)), ["'probability'", "5 rows"]),
     (dict(n_actions=1), ["n_actions", ">= 2"]),
     (dict(n_actions=2.5), ["n_actions"]),
-    (dict(reward=np.full(6, 2.0)), ["'reward'", "[0, 1]"]),
+    (dict(reward=np.full(6, 2.0)), ["'reward'", "[-1, 1]"]),
     (dict(reward=np.ones(4)), ["'reward'", "4 rows"]),
     (dict(label=np.full(6, 7)), ["'label'", "outside"]),
     (dict(label=np.zeros(3, dtype=int)), ["'label'", "3 rows"]),
@@ -65,7 +65,7 @@ def test_one_dimensional_feedback_becomes_a_column():
     (dict(feedback=np.full((6, 2), -1e300)), ["'feedback'", "-1e+300 at row 0"]),
     (dict(feedback=np.full((6, 2), np.iinfo(np.int64).min)), ["'feedback'",
                                                                 "-9223372036854775808"]),
-    (dict(reward=np.full(6, np.nan)), ["'reward'", "nan at row 0", "[0, 1]"]),
+    (dict(reward=np.full(6, np.nan)), ["'reward'", "nan at row 0", "[-1, 1]"]),
     (dict(n_actions=10**12), ["n_actions", "MAX_ACTIONS"]),
     (dict(n_actions=np.float64(3.0)), ["n_actions", "3.0"]),
 ])

@@ -21,9 +21,8 @@ these steps, each a function below:
    (:func:`step_extremeness`). The **lipschitz** estimate (:func:`lipschitz_extremeness`) is
    iglearn's conservative version of the Lipschitz estimator of Zhang, Zhang, Luo and Mineiro
    (NeurIPS 2024): a ramp in log L instead of a step, 0 at the threshold and 1 at its square,
-   so that it never exceeds the step and changes gently with the estimate h; a negative
-   interaction is decoded more negatively than the step would (the ramp from L = 1 to the
-   threshold), so the decoded reward never over-estimates the step's;
+   so that it never exceeds the step and changes gently with the estimate h; negative
+   interactions keep the step, so the decoded reward never exceeds the step's;
 3. **positive or negative** (:func:`negative_actions`): the flag belongs to the feedback, but
    the state belongs to the (context, action): a model g(x, a) of the flagged share of the
    extreme interactions, and an extreme interaction is negative when g of its (x, a) exceeds
@@ -51,23 +50,20 @@ from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.objective import at_action
-from iglearn.learners.online import OnlineLearner
-from iglearn.learners.training import Optimisation, Stage, optimise
-from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side
+from iglearn.learners.regression import (
+    DEFAULT_OPTIMISATION,
+    REFIT,
+    OnlineRegression,
+    fit_model,
+    fit_reward_model,
+    uniform_weights,
+)
+from iglearn.learners.training import Optimisation
+from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, make_policy
-from iglearn.sampling import sample_actions
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 
 ESTIMATORS = ("step", "lipschitz")
-EXPLORATION = ("epsilon", "igw")
-DEFAULT_OPTIMISATION = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=3,
-                                    batch_size=500, lr=0.05, min_steps=200,
-                                    weight_decay_scale=1.0)
-"""Each of the three models: three epochs (at least 200 steps) of AdamW in mini-batches of
-500, peak learning rate 0.05, weight decay 1.0 * inputs / n."""
-REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, batch_size=1000, lr=0.05,
-                     min_steps=30, weight_decay_scale=1.0)
-"""A warm-started re-fit of the online learner: one epoch, at least 30 steps."""
 
 
 @dataclass
@@ -95,18 +91,6 @@ def ik_features(context: np.ndarray, feedback: np.ndarray) -> np.ndarray:
     return np.concatenate([context, feedback, outer], axis=1)
 
 
-def uniform_weights(probability: torch.Tensor, n_actions: int) -> torch.Tensor:
-    """Importance weights 1 / (K p) that re-weight logged interactions to uniform play."""
-    return 1.0 / (n_actions * probability)
-
-
-def _fit(model: Policy, data: Trials, loss, settings: Optimisation,
-         generator: torch.Generator) -> None:
-    with side_by_side([model]) as stacked:
-        optimise([Stage(settings.epochs, list(stacked.parameters()),
-                        lambda batch: loss(stacked, batch))], data, settings, [generator])
-
-
 def fit_inverse_kinematics(model: Policy, features: np.ndarray, action: np.ndarray,
                            probability: np.ndarray, n_actions: int, settings: Optimisation,
                            generator: torch.Generator) -> None:
@@ -118,7 +102,7 @@ def fit_inverse_kinematics(model: Policy, features: np.ndarray, action: np.ndarr
     data = Trials.one(Batch(as_tensor(features), torch.as_tensor(action),
                             torch.as_tensor(probability, dtype=torch.float32),
                             torch.zeros(len(action))))
-    _fit(model, data, loss, settings, generator)
+    fit_model(model, data, loss, settings, generator)
 
 
 def likelihood_ratio(h_logged: np.ndarray, n_actions: int) -> np.ndarray:
@@ -140,12 +124,6 @@ def lipschitz_extremeness(ratio: np.ndarray, threshold: float) -> np.ndarray:
     ramp in log L from 0 at the threshold to 1 at its square; never above the step."""
     log_t = np.log(threshold)
     return np.clip((np.log(ratio) - log_t) / log_t, 0.0, 1.0)
-
-
-def negative_extremeness(ratio: np.ndarray, threshold: float) -> np.ndarray:
-    """How extreme an interaction already in a negative (x, a) counts for the conservative
-    estimate: a ramp in log L from 0 at L = 1 to 1 at the threshold, never below the step."""
-    return np.clip(np.log(np.maximum(ratio, 1.0)) / np.log(threshold), 0.0, 1.0)
 
 
 def negative_actions(model: Policy, context: np.ndarray, action: np.ndarray,
@@ -179,7 +157,7 @@ def negative_actions(model: Policy, context: np.ndarray, action: np.ndarray,
     data = Trials.one(Batch(as_tensor(context), torch.as_tensor(action),
                             torch.as_tensor(probability, dtype=torch.float32),
                             as_tensor(signal)))
-    _fit(model, data, loss, settings, generator)
+    fit_model(model, data, loss, settings, generator)
     with torch.no_grad():
         score = at_action(model.net(as_tensor(context)), torch.as_tensor(action))
     return torch.sigmoid(score).numpy() > share / 2, share
@@ -189,20 +167,6 @@ def decoded_reward(extreme_positive: np.ndarray, extreme_negative: np.ndarray,
                    negative: np.ndarray) -> np.ndarray:
     """The three-state reward: +e on a positive (x, a), -e on a negative one."""
     return np.where(negative, -extreme_negative, extreme_positive)
-
-
-def fit_reward_model(model: Policy, context: np.ndarray, action: np.ndarray,
-                     probability: np.ndarray, reward: np.ndarray, n_actions: int,
-                     settings: Optimisation, generator: torch.Generator) -> None:
-    """Step 4: f(x, a) (``model``'s scores) by importance-weighted squared error to the decoded
-    reward of the logged action (in place)."""
-    def loss(net: torch.nn.Module, batch: Batch) -> torch.Tensor:
-        error = at_action(net.net(batch.context), batch.action) - batch.signal
-        return (uniform_weights(batch.probability, n_actions) * error ** 2).mean(-1)
-    data = Trials.one(Batch(as_tensor(context), torch.as_tensor(action),
-                            torch.as_tensor(probability, dtype=torch.float32),
-                            as_tensor(reward)))
-    _fit(model, data, loss, settings, generator)
 
 
 @dataclass(eq=False)
@@ -269,14 +233,13 @@ class IGLP(PolicyLearner):
         ratio = likelihood_ratio(h, n_actions)
         step = step_extremeness(ratio, self.threshold)
         if self.estimator == "step":
-            positive = negative_side = step
+            positive = step
         else:
             positive = lipschitz_extremeness(ratio, self.threshold)
-            negative_side = negative_extremeness(ratio, self.threshold)
         negative, share = negative_actions(self.flags_, context, action, probability,
                                            np.asarray(flags, dtype=bool), step, n_actions,
                                            settings, generator)
-        reward = decoded_reward(positive, negative_side, negative)
+        reward = decoded_reward(positive, step, negative)
         fit_reward_model(self.policy_, context, action, probability, reward, n_actions,
                          settings, generator)
         weight = 1.0 / (n_actions * np.asarray(probability, dtype=np.float64))
@@ -305,11 +268,10 @@ class IGLP(PolicyLearner):
         ratio = likelihood_ratio(h, k)
         negative = torch.sigmoid(score).numpy() > self.report_.flagged / 2 if (
             self.report_.flagged > 0) else np.zeros(len(action), dtype=bool)
-        if self.estimator == "step":
-            step = step_extremeness(ratio, self.threshold)
-            return decoded_reward(step, step, negative)
-        return decoded_reward(lipschitz_extremeness(ratio, self.threshold),
-                              negative_extremeness(ratio, self.threshold), negative)
+        step = step_extremeness(ratio, self.threshold)
+        positive = (step if self.estimator == "step"
+                    else lipschitz_extremeness(ratio, self.threshold))
+        return decoded_reward(positive, step, negative)
 
     def predict_values(self, context: np.ndarray) -> np.ndarray:
         """f(x, a) for every action: the predicted decoded reward, shape (n, K)."""
@@ -318,25 +280,16 @@ class IGLP(PolicyLearner):
             return policy.net(as_tensor(context)).double().numpy()
 
 
-class OnlineIGLP(OnlineLearner):
-    """IGL-P behind the act/learn interface: acts by epsilon-greedy or inverse-gap weighting
-    around the reward regressor f(x, a), and re-fits the three models (warm-started) on every
-    interaction seen so far whenever their number has grown by ``refit_growth`` (and by at
-    least ``refit_every``). Before the first fit it plays uniformly. ``learn`` also takes the
-    definitely-bad flags (``reads_definitely_bad``).
+class OnlineIGLP(OnlineRegression):
+    """IGL-P behind the act/learn interface (:class:`OnlineRegression`'s loop): every re-fit
+    runs steps 1-4 on all the interactions seen so far, warm-started; ``learn`` also takes
+    the definitely-bad flags.
 
     Args:
-        n_actions: K.
-        context_dim: dimension of the contexts.
-        feedback_dim: dimension of the feedback vectors.
-        exploration: 'epsilon' (epsilon-greedy) or 'igw' (inverse gap weighting with
-            ``gamma``).
-        epsilon: exploration probability of epsilon-greedy.
-        gamma: IGW's learning-rate parameter: p(a) = 1 / (K + gamma (f(a*) - f(a))).
+        n_actions, context_dim, feedback_dim, exploration, epsilon, gamma, refit_every,
+        refit_growth, seed: as for :class:`OnlineRegression`.
         estimator, threshold, model, policy: as for :class:`IGLP`.
-        refit_every: the fewest new interactions between re-fits (and the first fit's size).
-        refit_growth: re-fit when the interactions have grown by this factor.
-        seed: seed or numpy Generator.
+        first_fit: optimiser settings of the first fit; refit: of the warm-started ones.
     """
 
     reads_definitely_bad = True
@@ -347,89 +300,14 @@ class OnlineIGLP(OnlineLearner):
                  policy: str = "linear", refit_every: int = 50, refit_growth: float = 1.2,
                  first_fit: Optimisation = DEFAULT_OPTIMISATION, refit: Optimisation = REFIT,
                  seed: SeedLike = None):
-        super().__init__(n_actions, seed)
-        if exploration not in EXPLORATION:
-            raise IGLearnError(f"unknown exploration {exploration!r}; choose one of "
-                               f"{', '.join(EXPLORATION)}")
-        if not 0 <= epsilon <= 1:
-            raise IGLearnError(f"epsilon must be in [0, 1], got {epsilon!r}")
-        if refit_every < 1 or refit_growth < 1:
-            raise IGLearnError("refit_every must be >= 1 and refit_growth >= 1")
-        self.exploration, self.epsilon, self.gamma = exploration, epsilon, gamma
-        self.refit_every, self.refit_growth = refit_every, refit_growth
+        super().__init__(n_actions, context_dim, feedback_dim, exploration, epsilon, gamma,
+                         refit_every, refit_growth, seed)
         self.first_fit, self.refit = first_fit, refit
         self.batch = IGLP(model, policy, estimator, threshold, first_fit, seed=self.rng)
-        self.feedback_dim = feedback_dim
-        self._context = np.empty((0, context_dim), np.float32)
-        self._action = np.empty(0, np.int64)
-        self._probability = np.empty(0, np.float64)
-        self._feedback = np.empty((0, feedback_dim), np.float32)
-        self._flags = np.empty(0, bool)
-        self._next_fit = refit_every
-        self.fitted_ = False
-        self.fits_ = 0
 
-    def distribution(self, contexts: np.ndarray) -> np.ndarray:
-        """The exploration distribution (n, K) over actions for each context."""
-        n, k = len(contexts), self.n_actions
-        if not self.fitted_:
-            return np.full((n, k), 1.0 / k)
-        values = self.batch.predict_values(contexts)
-        best = values.argmax(1)
-        if self.exploration == "epsilon":
-            probs = np.full((n, k), self.epsilon / k)
-            probs[np.arange(n), best] += 1 - self.epsilon
-            return probs
-        gap = values[np.arange(n), best][:, None] - values
-        probs = 1.0 / (k + self.gamma * gap)
-        probs[np.arange(n), best] = 0
-        probs[np.arange(n), best] = 1 - probs.sum(1)
-        return probs
+    def _fit(self) -> None:
+        settings = self.refit if self.fitted_ else self.first_fit
+        self.batch.fit_arrays(*self.interactions(), self.n_actions, settings)
 
-    def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        contexts = np.asarray(contexts, dtype=np.float32)
-        probs = self.distribution(contexts)
-        actions = sample_actions(probs, self.rng)
-        self.interactions_ += len(contexts)
-        self.round_ += len(contexts)
-        return actions, probs[np.arange(len(contexts)), actions]
-
-    def block_size(self, stop_round: int | None = None) -> int:
-        """Contexts until the next re-fit (or ``stop_round``)."""
-        size = self._next_fit - self.interactions_
-        if stop_round is not None:
-            size = min(size, stop_round - self.round_)
-        return max(1, size)
-
-    def learn_batch(self, contexts: np.ndarray, actions: np.ndarray,
-                    probabilities: np.ndarray, feedback: np.ndarray,
-                    definitely_bad: np.ndarray | None = None) -> None:
-        """Store the interactions; re-fit when due."""
-        n = len(actions)
-        flags = np.zeros(n, bool) if definitely_bad is None else np.asarray(definitely_bad,
-                                                                             dtype=bool)
-        self._context = np.concatenate([self._context, np.asarray(contexts, np.float32)])
-        self._action = np.concatenate([self._action, np.asarray(actions, np.int64)])
-        self._probability = np.concatenate([self._probability,
-                                            np.asarray(probabilities, np.float64)])
-        self._feedback = np.concatenate([self._feedback,
-                                         np.asarray(feedback, np.float32).reshape(n, -1)])
-        self._flags = np.concatenate([self._flags, flags])
-        seen = len(self._action)
-        if seen >= self._next_fit:
-            settings = self.refit if self.fitted_ else self.first_fit
-            self.batch.fit_arrays(self._context, self._action, self._probability,
-                                  self._feedback, self._flags, self.n_actions, settings)
-            self.fitted_ = True
-            self.fits_ += 1
-            self._next_fit = max(seen + self.refit_every, int(seen * self.refit_growth))
-
-    def predict(self, contexts: np.ndarray) -> np.ndarray:
-        """The greedy action of the current regressor."""
-        if not self.fitted_:
-            raise IGLearnError("OnlineIGLP has not fitted yet; play more rounds first")
-        return self.batch.predict(contexts)
-
-    def accuracy(self, contexts: np.ndarray, labels: np.ndarray) -> float:
-        """Fraction of contexts whose greedy action equals the label."""
-        return float((self.predict(contexts) == np.asarray(labels)).mean())
+    def predict_values(self, contexts: np.ndarray) -> np.ndarray:
+        return self.batch.predict_values(contexts)

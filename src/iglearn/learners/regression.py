@@ -1,0 +1,230 @@
+"""Online contextual bandits around a reward regressor: epsilon-greedy or inverse-gap-weighting
+(IGW, Foster and Rakhlin 2020) exploration, and re-fits of the regressor on every interaction
+seen so far as their number grows. IGL-P (:class:`~iglearn.learners.iglp.OnlineIGLP`) fills
+in the reward with its decoded three-state reward; :class:`OnlineRegressionCB` reads the true
+reward (the contextual bandit baseline of the personalised reproduction).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from iglearn.errors import IGLearnError
+from iglearn.learners.objective import at_action
+from iglearn.learners.online import OnlineLearner
+from iglearn.learners.training import Optimisation, Stage, optimise
+from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side
+from iglearn.models import Policy, make_policy
+from iglearn.sampling import sample_actions
+from iglearn.seeding import SeedLike, torch_generator
+
+EXPLORATION = ("epsilon", "igw")
+DEFAULT_OPTIMISATION = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=3,
+                                    batch_size=500, lr=0.05, min_steps=200,
+                                    weight_decay_scale=1.0)
+"""A model fitted from scratch: three epochs (at least 200 steps) of AdamW in mini-batches of
+500, peak learning rate 0.05, weight decay 1.0 * inputs / n."""
+REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, batch_size=1000, lr=0.05,
+                     min_steps=30, weight_decay_scale=1.0)
+"""A warm-started re-fit in an online loop: one epoch, at least 30 steps."""
+
+Loss = Callable[[nn.Module, Batch], torch.Tensor]
+"""A loss of a (stacked) model on a mini-batch, one value per trial."""
+
+
+def uniform_weights(probability: torch.Tensor, n_actions: int) -> torch.Tensor:
+    """Importance weights 1 / (K p) that re-weight logged interactions to uniform play."""
+    return 1.0 / (n_actions * probability)
+
+
+def fit_model(model: Policy, data: Trials, loss: Loss, settings: Optimisation,
+              generator: torch.Generator) -> None:
+    """Minimise ``loss`` over ``model``'s parameters on ``data`` (one trial) with the shared
+    optimiser (:func:`~iglearn.learners.training.optimise`, one stage of
+    ``settings.epochs``), in place."""
+    with side_by_side([model]) as stacked:
+        optimise([Stage(settings.epochs, list(stacked.parameters()),
+                        lambda batch: loss(stacked, batch))], data, settings, [generator])
+
+
+def fit_reward_model(model: Policy, context: np.ndarray, action: np.ndarray,
+                     probability: np.ndarray, reward: np.ndarray, n_actions: int,
+                     settings: Optimisation, generator: torch.Generator) -> None:
+    """The regression oracle: f(x, a) (``model``'s scores) by importance-weighted (1 / (K p))
+    squared error to the reward of the logged action (in place)."""
+    def loss(net: nn.Module, batch: Batch) -> torch.Tensor:
+        error = at_action(net.net(batch.context), batch.action) - batch.signal
+        return (uniform_weights(batch.probability, n_actions) * error ** 2).mean(-1)
+    data = Trials.one(Batch(as_tensor(context), torch.as_tensor(action),
+                            torch.as_tensor(probability, dtype=torch.float32),
+                            as_tensor(reward)))
+    fit_model(model, data, loss, settings, generator)
+
+
+def exploration_distribution(values: np.ndarray, exploration: str, epsilon: float,
+                             gamma: float) -> np.ndarray:
+    """The distribution (n, K) to act with given predicted rewards ``values`` (n, K):
+    epsilon-greedy puts 1 - epsilon + epsilon / K on the greedy action and epsilon / K on each
+    other; IGW gives each other action 1 / (K + gamma (f(a*) - f(a))) and the rest to a*."""
+    n, k = values.shape
+    best = values.argmax(1)
+    if exploration == "epsilon":
+        probs = np.full((n, k), epsilon / k)
+        probs[np.arange(n), best] += 1 - epsilon
+        return probs
+    gap = values[np.arange(n), best][:, None] - values
+    probs = 1.0 / (k + gamma * gap)
+    probs[np.arange(n), best] = 0
+    probs[np.arange(n), best] = 1 - probs.sum(1)
+    return probs
+
+
+class OnlineRegression(OnlineLearner):
+    """Acts by ``exploration`` around predicted rewards f(x, a) (uniformly before the first
+    fit); stores every interaction (with its definitely-bad flag when given) and re-fits
+    (subclasses say how) once their number reaches ``refit_every`` and then whenever it has
+    grown by the factor ``refit_growth`` and by at least ``refit_every``.
+
+    Args:
+        n_actions: K.
+        context_dim: dimension of the contexts.
+        feedback_dim: dimension of what ``learn`` receives per interaction (0: a scalar).
+        exploration: 'epsilon' (epsilon-greedy) or 'igw' (inverse gap weighting).
+        epsilon: exploration probability of epsilon-greedy.
+        gamma: IGW's parameter.
+        refit_every: the first fit's size and the fewest new interactions between re-fits.
+        refit_growth: growth factor of the interactions between re-fits.
+        seed: seed or numpy Generator.
+    """
+
+    def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
+                 exploration: str = "epsilon", epsilon: float = 0.2, gamma: float = 100.0,
+                 refit_every: int = 50, refit_growth: float = 1.2, seed: SeedLike = None):
+        super().__init__(n_actions, seed)
+        if exploration not in EXPLORATION:
+            raise IGLearnError(f"unknown exploration {exploration!r}; choose one of "
+                               f"{', '.join(EXPLORATION)}")
+        if not 0 <= epsilon <= 1:
+            raise IGLearnError(f"epsilon must be in [0, 1], got {epsilon!r}")
+        if not gamma > 0:
+            raise IGLearnError(f"gamma must be positive, got {gamma!r}")
+        if refit_every < 1 or refit_growth < 1:
+            raise IGLearnError("refit_every must be >= 1 and refit_growth >= 1")
+        self.exploration, self.epsilon, self.gamma = exploration, epsilon, gamma
+        self.refit_every, self.refit_growth = refit_every, refit_growth
+        self._parts: list[tuple[np.ndarray, ...]] = []
+        self._whole: tuple[np.ndarray, ...] | None = None
+        self._seen = 0
+        self._next_fit = refit_every
+        self.fitted_ = False
+        self.fits_ = 0
+
+    @abstractmethod
+    def predict_values(self, contexts: np.ndarray) -> np.ndarray:
+        """f(x, a) for every action, shape (n, K)."""
+
+    @abstractmethod
+    def _fit(self) -> None:
+        """Re-fit on :meth:`interactions`."""
+
+    def distribution(self, contexts: np.ndarray) -> np.ndarray:
+        """The distribution (n, K) actions are drawn from for each context."""
+        if not self.fitted_:
+            return np.full((len(contexts), self.n_actions), 1.0 / self.n_actions)
+        return exploration_distribution(self.predict_values(contexts), self.exploration,
+                                        self.epsilon, self.gamma)
+
+    def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        contexts = np.asarray(contexts, dtype=np.float32)
+        probs = self.distribution(contexts)
+        actions = sample_actions(probs, self.rng)
+        self.interactions_ += len(contexts)
+        self.round_ += len(contexts)
+        return actions, probs[np.arange(len(contexts)), actions]
+
+    def block_size(self, stop_round: int | None = None) -> int:
+        """Contexts until the next re-fit (or ``stop_round``): acting on them at once is
+        exactly acting one at a time."""
+        size = self._next_fit - self.interactions_
+        if stop_round is not None:
+            size = min(size, stop_round - self.round_)
+        return max(1, size)
+
+    def interactions(self) -> tuple[np.ndarray, ...]:
+        """(contexts, actions, probabilities, signals, definitely-bad flags) seen so far."""
+        if self._parts:
+            parts = ([self._whole] if self._whole is not None else []) + self._parts
+            self._whole = tuple(np.concatenate(column) for column in zip(*parts, strict=True))
+            self._parts = []
+        assert self._whole is not None
+        return self._whole
+
+    def learn_batch(self, contexts: np.ndarray, actions: np.ndarray,
+                    probabilities: np.ndarray, feedback: np.ndarray,
+                    definitely_bad: np.ndarray | None = None) -> None:
+        """Store the interactions; re-fit when due."""
+        n = len(actions)
+        flags = (np.zeros(n, bool) if definitely_bad is None
+                 else np.asarray(definitely_bad, dtype=bool))
+        signal = np.asarray(feedback, np.float32)
+        signal = signal.reshape(n, -1) if signal.ndim > 1 else signal
+        self._parts.append((np.asarray(contexts, np.float32), np.asarray(actions, np.int64),
+                            np.asarray(probabilities, np.float64), signal, flags))
+        self._seen += n
+        if self._seen >= self._next_fit:
+            self._fit()
+            self.fitted_ = True
+            self.fits_ += 1
+            self._next_fit = max(self._seen + self.refit_every,
+                                 int(self._seen * self.refit_growth))
+
+    def predict(self, contexts: np.ndarray) -> np.ndarray:
+        """The greedy action of the current regressor."""
+        if not self.fitted_:
+            raise IGLearnError(f"{type(self).__name__} has not fitted yet; play more rounds")
+        return self.predict_values(np.asarray(contexts, np.float32)).argmax(1)
+
+    def accuracy(self, contexts: np.ndarray, labels: np.ndarray) -> float:
+        """Fraction of contexts whose greedy action equals the label."""
+        return float((self.predict(contexts) == np.asarray(labels)).mean())
+
+
+class OnlineRegressionCB(OnlineRegression):
+    """The same loop with the true reward: ``learn`` receives r in [-1, 1] in place of the
+    feedback (play with ``learns_from='reward'``), and the regressor is fitted to it by
+    importance-weighted squared error (:func:`fit_reward_model`).
+
+    Args:
+        n_actions, context_dim, exploration, epsilon, gamma, refit_every, refit_growth, seed:
+            as for :class:`OnlineRegression`.
+        policy: class of the regressor, 'linear' or 'mlp'.
+        first_fit: optimiser settings of the first fit; refit: of the warm-started ones.
+    """
+
+    def __init__(self, n_actions: int, context_dim: int, exploration: str = "epsilon",
+                 epsilon: float = 0.2, gamma: float = 100.0, policy: str = "linear",
+                 refit_every: int = 50, refit_growth: float = 1.2,
+                 first_fit: Optimisation | None = None, refit: Optimisation | None = None,
+                 seed: SeedLike = None):
+        super().__init__(n_actions, context_dim, 0, exploration, epsilon, gamma, refit_every,
+                         refit_growth, seed)
+        self.first_fit = first_fit or DEFAULT_OPTIMISATION
+        self.refit = refit or REFIT
+        self.policy_: Policy = make_policy(policy, context_dim, n_actions,
+                                           torch_generator(self.rng))
+
+    def _fit(self) -> None:
+        context, action, probability, reward, _ = self.interactions()
+        settings = self.refit if self.fitted_ else self.first_fit
+        fit_reward_model(self.policy_, context, action, probability, reward, self.n_actions,
+                         settings, torch_generator(self.rng))
+
+    def predict_values(self, contexts: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return self.policy_.net(torch.from_numpy(np.asarray(contexts, np.float32))
+                                    ).double().numpy()

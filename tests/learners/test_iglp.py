@@ -1,0 +1,118 @@
+"""IGL-P: the inverse-kinematics decision, the definitely-bad split, the online loop."""
+
+import numpy as np
+import pytest
+import torch
+
+from iglearn import IGLearnError, InteractionLog
+from iglearn.envs.personalised import vw_simulator
+from iglearn.envs.play import play
+from iglearn.learners.iglp import (
+    IGLP,
+    OnlineIGLP,
+    ik_features,
+    likelihood_ratio,
+    lipschitz_extremeness,
+    step_extremeness,
+)
+from iglearn.learners.online import UniformLearner
+from iglearn.learners.regression import exploration_distribution
+
+
+def tiny_log(n: int = 3000, seed: int = 0) -> InteractionLog:
+    """One context, K = 3: action 0 always draws token 'click', actions 1 and 2 draw 'none'.
+    Uniform play, so exactly h(0 | click) = 1 and h(1 | none) = h(2 | none) = 1/2: the
+    likelihood ratio of a 'none' after action 1 is (K - 1) h / (1 - h) = 2, below VW's 3."""
+    rng = np.random.default_rng(seed)
+    action = rng.integers(0, 3, n)
+    feedback = np.stack([action == 0, action != 0], axis=1).astype(np.float32)
+    return InteractionLog(context=np.ones((n, 1)), action=action,
+                          probability=np.full(n, 1 / 3), feedback=feedback, n_actions=3,
+                          reward=(action == 0).astype(np.float32))
+
+
+def test_likelihood_ratio_and_estimates_on_exact_values():
+    ratio = likelihood_ratio(np.array([0.5, 1.0, 0.6, 0.75]), 3)
+    np.testing.assert_allclose(ratio[[0, 2, 3]], [2.0, 3.0, 6.0])
+    assert ratio[1] > 1e6
+    step = step_extremeness(ratio, 3.0)
+    np.testing.assert_array_equal(step, [0, 1, 0, 1])
+    ramp = lipschitz_extremeness(ratio, 3.0)
+    # never above the step, 0 up to the threshold, 1 from its square on
+    assert (ramp <= step).all() and ramp[1] == 1 and ramp[0] == 0
+    np.testing.assert_allclose(ramp[3], np.log(2) / np.log(3))
+
+
+@pytest.mark.parametrize("estimator", ["step", "lipschitz"])
+def test_inverse_kinematics_decision_matches_the_exact_one(estimator):
+    log = tiny_log()
+    learner = IGLP(estimator=estimator, seed=0).fit(log)
+    features = torch.from_numpy(ik_features(np.ones((2, 1), np.float32),
+                                            np.eye(2, dtype=np.float32)))
+    probs = learner.ik_.probabilities(features).detach().numpy()
+    np.testing.assert_allclose(probs[0], [1, 0, 0], atol=0.05)
+    np.testing.assert_allclose(probs[1], [0, 0.5, 0.5], atol=0.05)
+    decoded = learner.decode(np.ones((3, 1), np.float32), np.array([0, 1, 2]),
+                             np.array([[1, 0], [0, 1], [0, 1]], np.float32))
+    np.testing.assert_allclose(decoded, [1, 0, 0], atol=1e-6)
+    assert learner.predict(np.ones((1, 1)))[0] == 0
+
+
+def test_definitely_bad_split_tells_hated_from_enjoyed():
+    env = vw_simulator()
+    log = env.log(6000, seed=1)
+    learner = IGLP(seed=0).fit(log)
+    decoded = learner.decode(log.context, log.action, log.feedback)
+    # every extreme reaction to a hated topic (skip as well as the flagged dislike) is
+    # negative; every reaction to an enjoyed topic positive; 'none' neutral
+    assert (decoded[log.reward == -1] < 0).mean() > 0.97
+    assert (decoded[log.reward == 1] > 0).mean() > 0.97
+    assert (decoded[log.reward == 0] == 0).mean() > 0.97
+    assert 0.4 < learner.report_.negative < 0.6
+    contexts, labels = env.test_set()
+    assert learner.accuracy(contexts, labels) == 1.0
+    # without the flags every extreme reaction is positive: hated topics look enjoyed
+    unflagged = InteractionLog(**{**log.__dict__, "definitely_bad": None})
+    blind = IGLP(seed=0).fit(unflagged)
+    assert (blind.decode(log.context, log.action, log.feedback)[log.reward == -1] > 0).mean() \
+        > 0.9
+
+
+def test_online_iglp_beats_uniform_play_by_a_wide_margin():
+    env = vw_simulator()
+    learner = OnlineIGLP(env.n_actions, env.context_dim, env.feedback_dim, seed=0)
+    [point] = play(learner, env, 1200, np.random.default_rng(0))
+    [uniform] = play(UniformLearner(env.n_actions, seed=0), env, 1200,
+                     np.random.default_rng(0))
+    assert point.average_reward > 0.45 and abs(uniform.average_reward) < 0.1
+    assert learner.fits_ > 5
+
+
+def test_same_seed_same_curve():
+    env = vw_simulator()
+
+    def curve(seed):
+        learner = OnlineIGLP(env.n_actions, env.context_dim, env.feedback_dim,
+                             exploration="igw", seed=seed)
+        points = play(learner, env, 250, np.random.default_rng(seed), checkpoints=[100, 200])
+        return [p.average_reward for p in points]
+    first = curve(3)
+    assert first == curve(3) and len(first) == 3
+
+
+def test_exploration_distributions():
+    values = np.array([[0.0, 1.0, 0.5]])
+    eps = exploration_distribution(values, "epsilon", 0.3, 10.0)
+    np.testing.assert_allclose(eps, [[0.1, 0.8, 0.1]])
+    igw = exploration_distribution(values, "igw", 0.3, 10.0)
+    np.testing.assert_allclose(igw[0, [0, 2]], [1 / 13, 1 / 8])
+    np.testing.assert_allclose(igw.sum(), 1.0)
+
+
+def test_bad_settings_are_refused():
+    with pytest.raises(IGLearnError, match="estimator"):
+        IGLP(estimator="exact")
+    with pytest.raises(IGLearnError, match="threshold"):
+        IGLP(threshold=1.0)
+    with pytest.raises(IGLearnError, match="exploration"):
+        OnlineIGLP(3, 1, 1, exploration="softmax")
