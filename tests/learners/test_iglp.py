@@ -17,6 +17,7 @@ from iglearn.learners.iglp import (
 )
 from iglearn.learners.online import UniformLearner
 from iglearn.learners.regression import exploration_distribution
+from iglearn.models.io import load_model
 
 
 def tiny_log(n: int = 3000, seed: int = 0) -> InteractionLog:
@@ -116,3 +117,17 @@ def test_bad_settings_are_refused():
         IGLP(threshold=1.0)
     with pytest.raises(IGLearnError, match="exploration"):
         OnlineIGLP(3, 1, 1, exploration="softmax")
+
+
+def test_save_and_load_keep_the_decisions(tmp_path):
+    env = vw_simulator()
+    log = env.log(3000, seed=2)
+    learner = IGLP(seed=0).fit(log)
+    learner.save(tmp_path / "model")
+    back = IGLP.load(tmp_path / "model")
+    assert back.estimator == learner.estimator and back.report_ == learner.report_
+    np.testing.assert_allclose(back.decode(log.context, log.action, log.feedback),
+                               learner.decode(log.context, log.action, log.feedback))
+    np.testing.assert_array_equal(back.predict(log.context), learner.predict(log.context))
+    with pytest.raises(IGLearnError, match="holds an igl-p model"):
+        load_model(tmp_path / "model", "igl")

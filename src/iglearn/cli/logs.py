@@ -23,6 +23,7 @@ from iglearn.envs.named import BCI_NOISE, ENVIRONMENTS
 from iglearn.errors import IGLearnError
 from iglearn.learners.ai_igl import AIIGL
 from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
+from iglearn.learners.iglp import IGLP
 from iglearn.models.io import algorithm_of, algorithms
 
 DEFAULT_IOTA = math.log(2 / 0.05)
@@ -32,7 +33,7 @@ LEARNER = "learner"
 OBJECTIVES = {"iglearn": BatchIGL, "paper": BatchIGL.paper}
 # The learner of each `iglearn fit --algorithm` (the algorithms a model folder may hold), with
 # its default settings.
-ALGORITHMS: dict[str, BatchIGL | AIIGL] = {name: algorithm.learner()
+ALGORITHMS: dict[str, BatchIGL | AIIGL | IGLP] = {name: algorithm.learner()
                                            for name, algorithm in algorithms().items()}
 # Options of `fit` that only --algorithm igl reads (Eq. 9 and Lemma 5 hold under the 2021
 # assumption), by namespace name.
@@ -45,6 +46,8 @@ def _setting_names(settings: object) -> set[str]:
 
 # Settings every algorithm has: one option sets whichever runs.
 SHARED = set.intersection(*map(_setting_names, ALGORITHMS.values()))
+# Settings igl and ai-igl share (their decoders, restarts, ...) that igl-p has not.
+DECODING = (_setting_names(ALGORITHMS["igl"]) & _setting_names(ALGORITHMS["ai-igl"])) - SHARED
 
 
 def json_ready(value: object) -> object:
@@ -104,6 +107,10 @@ def _fit(args: argparse.Namespace) -> int:
     if isinstance(learner, BatchIGL):
         summary = {**head, **_igl_summary(args, learner, log, settings)}
         extra = {"objective": summary["objective"], "lemma5": summary["lemma5"]}
+    elif isinstance(learner, IGLP):
+        summary = {**head, "settings": settings, **asdict(learner.report_),
+                   "definitely_bad_field": log.definitely_bad is not None}
+        extra = {}
     else:
         summary = {**head, "settings": settings, **asdict(learner.report_)}
         summary["identifiability_warnings"] = summary.pop("warnings")
@@ -115,7 +122,7 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL:
+def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP:
     """The learner ``--algorithm`` names, with the settings given. An option of another
     algorithm only is refused, naming the option and the algorithm it belongs to."""
     algorithm = args.algorithm
@@ -129,8 +136,11 @@ def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL:
         raise IGLearnError(f"{flag(foreign[0])} is an option of --algorithm "
                            f"{' or '.join(others)}, which --algorithm {algorithm} does not "
                            f"have; drop it, or choose that algorithm")
+    start: BatchIGL | AIIGL | IGLP
     if algorithm == "igl":
         start = OBJECTIVES[args.objective or "iglearn"](seed=args.seed)
+    elif algorithm == "igl-p":
+        start = IGLP(seed=args.seed)
     else:
         start = AIIGL(seed=args.seed)
     return build_settings(args, start, LEARNER)
@@ -341,8 +351,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "fit", help="fit a policy and a reward decoder on a log",
         description=f"Fit a policy and reward decoders on LOG ({formats}) with --algorithm: "
                     f"igl (BatchIGL, the 2021 paper: feedback independent of the context and "
-                    f"the action given the reward) or ai-igl (AIIGL: feedback that may depend "
-                    f"on the action too). Logged probabilities are used as importance "
+                    f"the action given the reward), ai-igl (AIIGL: feedback that may depend "
+                    f"on the action too) or igl-p (IGLP: personalised feedback with three "
+                    f"latent states, reading the log's definitely_bad flags). Logged probabilities are used as importance "
                     f"weights, so logs from any policy work. Every setting of the two "
                     f"learners and of their optimisation is an option below: the shared ones "
                     f"set either, those of one algorithm only are refused with the other.")
@@ -356,7 +367,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                      help="igl: BatchIGL, the 2021 paper's objective (Eq. 2), for feedback "
                           "that depends on the reward alone; ai-igl: AIIGL, per-action "
                           "covariance (Xie et al. 2022), for feedback that may also depend on "
-                          "the action")
+                          "the action; igl-p: IGLP, inverse kinematics and three latent states "
+                          "(Maghakian et al. 2023), for feedback that depends on the user "
+                          "(the context)")
     igl = fit.add_argument_group("options of --algorithm igl only")
     igl.add_argument("--objective", choices=tuple(OBJECTIVES), default=None,
                      help="iglearn: the defaults below; paper: Eq. 2 as written, with the "
@@ -374,9 +387,15 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                  "Where the algorithms' defaults differ, the help gives each; with igl they "
                  "are those of --objective iglearn.", skip=("seed", *only["igl"]),
                  shared=ALGORITHMS)
+    decoding = {name: ALGORITHMS[name] for name in ("igl", "ai-igl")}
+    add_settings(fit, BatchIGL(), LEARNER, "settings of --algorithm igl and ai-igl",
+                 "Where their defaults differ, the help gives each.",
+                 skip=("seed", *(_setting_names(BatchIGL()) - DECODING)), shared=decoding)
     add_settings(fit, BatchIGL(), LEARNER, "settings of --algorithm igl only (BatchIGL)",
-                 skip=("seed", *SHARED))
+                 skip=("seed", *SHARED, *DECODING))
     add_settings(fit, AIIGL(), LEARNER, "settings of --algorithm ai-igl only (AIIGL)",
+                 skip=("seed", *SHARED, *DECODING))
+    add_settings(fit, IGLP(), LEARNER, "settings of --algorithm igl-p only (IGLP)",
                  skip=("seed", *SHARED))
     fit.set_defaults(run=_fit, reads=("log",))
 

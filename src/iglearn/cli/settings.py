@@ -238,8 +238,10 @@ def add_settings(parser: argparse.ArgumentParser, settings: object, key: str, ti
 
 def _defaults(name: str, value: object, shared: Mapping[str, object] | None) -> str:
     """The default of field ``name`` as its help states it: ``value``, or, when the settings
-    objects in ``shared`` differ there, each one's value with its label."""
-    values = {label: shown(getattr(other, name)) for label, other in (shared or {}).items()}
+    objects in ``shared`` that have the field differ there, each one's value with its
+    label."""
+    values = {label: shown(getattr(other, name)) for label, other in (shared or {}).items()
+              if hasattr(other, name)}
     if len(set(values.values())) <= 1:
         return shown(value)
     return ", ".join(f"{text} for {label}" for label, text in values.items())

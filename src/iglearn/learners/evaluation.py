@@ -10,6 +10,7 @@ from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners.ai_igl import AIIGL
 from iglearn.learners.base import PolicyLearner
+from iglearn.learners.iglp import IGLP
 from iglearn.learners.objective import indicator
 from iglearn.learners.trials import as_tensor
 
@@ -46,13 +47,19 @@ def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict
     - ``indicator``: the indicator the learner's algorithm defines: Eq. 9,
       decoded_value - mean[(1/K) psi(y) / p], for a ``BatchIGL``; for an ``AIIGL``,
       sum_a Cov_a(pi(a|x), psi_a(y)), each action's rows weighted by 1/p
-      (:mod:`iglearn.learners.ai_igl`).
+      (:mod:`iglearn.learners.ai_igl`); for an ``IGLP``, psi is its decoded three-state
+      reward in [-1, 1] and there is no indicator.
+
+    Rewards may lie anywhere in [-1, 1], so ``value_ips`` of a log of personalised feedback
+    is the value of the three-state reward.
     """
     n = len(table)
     k = table.n_actions
     is_log = isinstance(table, InteractionLog)
     per_action = isinstance(learner, AIIGL)
-    decoding = is_log and (per_action or getattr(learner, "decoder_", None) is not None)
+    three_state = isinstance(learner, IGLP)
+    decoding = is_log and (per_action or three_state
+                           or getattr(learner, "decoder_", None) is not None)
     sums = {"correct": 0.0, "ips": 0.0, "greedy": 0.0, "decoded": 0.0, "indicator": 0.0}
     # per action a: sums over its rows of 1/p, pi/p, psi/p and pi psi/p (AI-IGL's indicator)
     moments = np.zeros((4, k))
@@ -72,7 +79,9 @@ def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict
             sums["greedy"] += float(((greedy == action) * weight).sum())
         if not decoding:
             continue
-        if per_action:
+        if three_state:
+            psi = learner.decode(table.context[rows], action, table.feedback[rows])
+        elif per_action:
             psi = learner.decode(table.feedback[rows], action).astype(np.float64)
             for m, value in enumerate((1.0, pi_logged, psi, pi_logged * psi)):
                 moments[m] += np.bincount(action, np.broadcast_to(value, p.shape) / p,
@@ -96,6 +105,6 @@ def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict
             seen = moments[0] > 0
             mean = moments[1:, seen] / moments[0, seen]
             out["indicator"] = float((mean[2] - mean[0] * mean[1]).sum())
-        else:
+        elif not three_state:
             out["indicator"] = sums["indicator"] / n
     return out

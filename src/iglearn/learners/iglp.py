@@ -41,7 +41,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Self
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, Self
 
 import numpy as np
 import torch
@@ -62,6 +63,9 @@ from iglearn.learners.training import Optimisation
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, make_policy
 from iglearn.seeding import SeedLike, as_generator, torch_generator
+
+if TYPE_CHECKING:
+    from iglearn.data.formats.base import FeatureSchema
 
 ESTIMATORS = ("step", "lipschitz")
 
@@ -175,14 +179,15 @@ class IGLP(PolicyLearner):
     context, action, probability, feedback and, when the log has it, ``definitely_bad``.
 
     The fitted models are ``ik_`` (h(a | x, y) on :func:`ik_features`), ``flags_`` (g(x, a))
-    and ``policy_`` (the reward regressor f(x, a); its softmax is ``predict_proba``)."""
+    and ``policy_`` (the reward regressor f(x, a)). The policy is greedy in f:
+    ``predict_proba`` is one-hot on argmax_a f(x, a)."""
 
-    model: str = "linear"
+    model: Literal["linear", "mlp"] = "linear"
     """Class of the inverse-kinematics model h(a | x, y): 'linear' or 'mlp'."""
     policy: str = "linear"
     """Class of the reward regressor f(x, a) (the policy) and of the flag model: 'linear' or
     'mlp'."""
-    estimator: str = "lipschitz"
+    estimator: Literal["step", "lipschitz"] = "lipschitz"
     """How extreme each interaction is: 'step' (VW's rule, L > threshold) or 'lipschitz' (the
     conservative ramp)."""
     threshold: float = 3.0
@@ -219,6 +224,7 @@ class IGLP(PolicyLearner):
         (fresh ones the first time)."""
         rng = getattr(self, "_rng", None) or as_generator(self.seed)
         self._rng = rng
+        self.feedback_dim_ = int(np.asarray(feedback).shape[1])
         generator = torch_generator(rng)
         features = ik_features(context, feedback)
         if getattr(self, "ik_", None) is None:
@@ -272,6 +278,24 @@ class IGLP(PolicyLearner):
         positive = (step if self.estimator == "step"
                     else lipschitz_extremeness(ratio, self.threshold))
         return decoded_reward(positive, step, negative)
+
+    def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
+        """Write the fitted models to a model folder (:func:`iglearn.models.io.save_model`)."""
+        from iglearn.models.io import save_model
+        return save_model(self, folder, schema)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> IGLP:
+        """Read a model folder written by :meth:`save`."""
+        from iglearn.models.io import load_model
+        learner = load_model(folder, "igl-p")
+        assert isinstance(learner, IGLP)
+        return learner
+
+    def predict_proba(self, context: np.ndarray) -> np.ndarray:
+        """The greedy policy in f(x, a): one-hot rows, shape (n, K)."""
+        values = self.predict_values(np.asarray(context, dtype=np.float32))
+        return np.eye(values.shape[1], dtype=np.float32)[values.argmax(1)]
 
     def predict_values(self, context: np.ndarray) -> np.ndarray:
         """f(x, a) for every action: the predicted decoded reward, shape (n, K)."""

@@ -5,7 +5,10 @@ classes, the learner's settings, feature schema, training summary).
 ``model.json`` names the algorithm whose learner the folder holds (:data:`ALGORITHMS`):
 ``"igl"`` (:class:`~iglearn.learners.BatchIGL`: one decoder, tensors ``decoder.<param>``) or
 ``"ai-igl"`` (:class:`~iglearn.learners.AIIGL`: one decoder per action a, tensors
-``decoder.<a>.<param>``, all of the class ``decoder`` describes); a ``model.json`` without the
+``decoder.<a>.<param>``, all of the class ``decoder`` describes) or ``"igl-p"``
+(:class:`~iglearn.learners.iglp.IGLP`: no decoder but the inverse-kinematics model h(a | x, y)
+and the flag model g(x, a), tensors ``ik.<param>`` and ``flags.<param>``, described by the
+records ``ik`` and ``flags``; ``policy`` is its reward regressor); a ``model.json`` without the
 field, written before AI-IGL, is ``"igl"``. :func:`load_model` returns that algorithm's learner.
 
 A model is written into a temporary folder beside the target and renamed into place, so a
@@ -45,6 +48,7 @@ if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
     from iglearn.learners.ai_igl import AIIGL
     from iglearn.learners.batch_igl import BatchIGL
+    from iglearn.learners.iglp import IGLP
 
 FORMAT = "iglearn-model"
 FORMAT_VERSION = 1
@@ -74,13 +78,21 @@ class Algorithm:
     per_action: bool
     """One decoder per action (``decoders_``, tensors ``decoder.<a>.<param>``), rather than
     one (``decoder_``, tensors ``decoder.<param>``)."""
+    models: tuple[str, ...] = ()
+    """Instead of decoders, these models of the policy classes (attribute ``<name>_``,
+    tensors ``<name>.<param>``, model.json record ``<name>``)."""
 
     def decoders(self, learner: Any) -> list[Decoder]:
-        """The fitted decoders of ``learner``, in the order their tensors are numbered."""
+        """The fitted decoders (or other models) of ``learner``, in the order their tensors
+        are numbered."""
+        if self.models:
+            return [getattr(learner, f"{name}_") for name in self.models]
         return list(learner.decoders_) if self.per_action else [learner.decoder_]
 
     def prefixes(self, n_actions: int) -> list[str]:
-        """The tensor name prefix of each decoder."""
+        """The tensor name prefix of each decoder (or other model)."""
+        if self.models:
+            return list(self.models)
         if self.per_action:
             return [f"decoder.{a}" for a in range(n_actions)]
         return ["decoder"]
@@ -91,12 +103,15 @@ def algorithms() -> dict[str, Algorithm]:
     """Every algorithm a model folder may hold, by name."""
     from iglearn.learners.ai_igl import AIIGL, AIIGLReport
     from iglearn.learners.batch_igl import BatchIGL, FitReport
+    from iglearn.learners.iglp import IGLP, IGLPReport
 
     return {"igl": Algorithm("igl", BatchIGL, FitReport, per_action=False),
-            "ai-igl": Algorithm("ai-igl", AIIGL, AIIGLReport, per_action=True)}
+            "ai-igl": Algorithm("ai-igl", AIIGL, AIIGLReport, per_action=True),
+            "igl-p": Algorithm("igl-p", IGLP, IGLPReport, per_action=False,
+                               models=("ik", "flags"))}
 
 
-ALGORITHMS = ("igl", "ai-igl")
+ALGORITHMS = ("igl", "ai-igl", "igl-p")
 """The algorithms' names (:func:`algorithms`)."""
 
 
@@ -303,10 +318,10 @@ def check_model_folder(folder: Path) -> None:
                            f"new folder for --out, or remove it") from e
 
 
-def save_model(learner: BatchIGL | AIIGL, folder: str | Path,
+def save_model(learner: BatchIGL | AIIGL | IGLP, folder: str | Path,
                schema: FeatureSchema | None = None, extra: dict | None = None) -> Path:
-    """Write a fitted :class:`~iglearn.learners.BatchIGL` or
-    :class:`~iglearn.learners.AIIGL` to ``folder``.
+    """Write a fitted :class:`~iglearn.learners.BatchIGL`, :class:`~iglearn.learners.AIIGL`
+    or :class:`~iglearn.learners.iglp.IGLP` to ``folder``.
 
     ``model.json`` records the algorithm and every constructor setting of the learner but its
     seed, so that the loaded learner refits as this one did.
@@ -329,12 +344,19 @@ def save_model(learner: BatchIGL | AIIGL, folder: str | Path,
     if not all(bool(torch.isfinite(v).all()) for v in tensors.values()):
         raise IGLearnError(f"--out {folder}: the fitted weights hold NaN or infinite values "
                            f"(the fit diverged); fit again, with a lower learning rate")
-    p, d = _describe(policy), _describe(decoders[0])
+    p = _describe(policy)
     report = getattr(learner, "report_", None)
+    if algorithm.models:
+        described = {name: _describe(model)
+                     for name, model in zip(algorithm.models, decoders, strict=True)}
+        feedback_dim = learner.feedback_dim_
+    else:
+        described = {"decoder": _describe(decoders[0])}
+        feedback_dim = described["decoder"]["input_dim"]
     metadata = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "iglearn": iglearn.__version__,
         "algorithm": algorithm.name, "n_actions": p["output_dim"], "context_dim": p["input_dim"],
-        "feedback_dim": d["input_dim"], "policy": p, "decoder": d,
+        "feedback_dim": feedback_dim, "policy": p, **described,
         "settings": learner_settings(learner),
         "feature_schema": schema.to_json() if schema is not None else None,
         "training": {**(dataclasses.asdict(report) if report is not None else {}),
@@ -403,16 +425,15 @@ def read_metadata(folder: str | Path) -> dict:
             f"{shown(metadata.get('iglearn', '?'))}) but this iglearn {iglearn.__version__} "
             f"reads format {FORMAT_VERSION}; install the iglearn version that wrote it, or "
             f"refit")
-    algorithm_record(metadata, path)
+    kind = algorithm_record(metadata, path)
     k = _integer(metadata, "n_actions", 2, limits.MAX_ACTIONS, path, limit="MAX_ACTIONS")
     d_x = _integer(metadata, "context_dim", 1, limits.MAX_DIM, path, limit="MAX_DIM")
     d_y = _integer(metadata, "feedback_dim", 1, limits.MAX_DIM, path, limit="MAX_DIM")
     _check_module(metadata.get("policy"), "policy", POLICIES,
                   {"input_dim": (d_x, "as 'context_dim' says"),
                    "output_dim": (k, "as 'n_actions' says")}, path)
-    _check_module(metadata.get("decoder"), "decoder", DECODERS,
-                  {"input_dim": (d_y, "as 'feedback_dim' says"),
-                   "output_dim": (1, "one decoded reward")}, path)
+    for name, classes, dims in _module_records(kind, k, d_x, d_y):
+        _check_module(metadata.get(name), name, classes, dims, path)
     schema = metadata.get("feature_schema")
     if schema is not None:
         parsed = FeatureSchema.from_json(schema, f"{path} (feature_schema)")
@@ -426,6 +447,27 @@ def read_metadata(folder: str | Path) -> dict:
     return metadata
 
 
+def _module_records(kind: Algorithm, k: int, d_x: int, d_y: int
+                    ) -> list[tuple[str, dict, dict[str, tuple[int, str]]]]:
+    """The model.json records besides ``policy`` of an algorithm: name, the classes it may
+    name, and the dimensions it must have."""
+    if kind.models:
+        inputs = {"ik": (d_x + d_y + d_x * d_y, "d_x + d_y + d_x d_y, the inverse-kinematics "
+                                                "features"),
+                  "flags": (d_x, "as 'context_dim' says")}
+        return [(name, POLICIES, {"input_dim": inputs[name],
+                                  "output_dim": (k, "as 'n_actions' says")})
+                for name in kind.models]
+    return [("decoder", DECODERS, {"input_dim": (d_y, "as 'feedback_dim' says"),
+                                   "output_dim": (1, "one decoded reward")})]
+
+
+def _dims(name: str, k: int, d_x: int, d_y: int) -> tuple[int, ...]:
+    """The constructor dimensions of the model ``name`` of a model folder."""
+    return {"policy": (d_x, k), "decoder": (d_y,), "ik": (d_x + d_y + d_x * d_y, k),
+            "flags": (d_x, k)}[name]
+
+
 def algorithm_record(metadata: dict, path: Path) -> Algorithm:
     """The algorithm model.json names (:data:`DEFAULT_ALGORITHM` when it names none)."""
     name = metadata.get("algorithm", DEFAULT_ALGORITHM)
@@ -435,7 +477,7 @@ def algorithm_record(metadata: dict, path: Path) -> Algorithm:
 
 
 def _build(kind: str, record: dict, *dims: int) -> nn.Module:
-    classes = POLICIES if kind == "policy" else DECODERS
+    classes = DECODERS if kind == "decoder" else POLICIES
     options = {"temperature": float(record["temperature"])}
     if "hidden" in record:
         options["hidden"] = record["hidden"]
@@ -456,9 +498,13 @@ def _settings(metadata: dict, path: Path, cls: type) -> dict[str, Any]:
                 settings[name] = _checked(name, recorded[name], types.get(name))
             except _Invalid as e:
                 raise _damaged(path, f"settings.{name}{e.where}", e.value, e.expected) from None
-    fitted = {"policy": metadata["policy"]["class"], "decoder": metadata["decoder"]["class"],
-              "decoder_temperature": float(metadata["decoder"]["temperature"]),
+    fitted = {"policy": metadata["policy"]["class"],
               "temperature": float(metadata["policy"]["temperature"])}
+    if "decoder" in metadata:
+        fitted |= {"decoder": metadata["decoder"]["class"],
+                   "decoder_temperature": float(metadata["decoder"]["temperature"])}
+    if "ik" in metadata:
+        fitted["model"] = metadata["ik"]["class"]
     for name, value in fitted.items():
         if name not in names:  # BatchIGL's policy temperature is not a setting
             continue
@@ -488,7 +534,8 @@ def _report(training: dict, path: Path, cls: type) -> Any:
     return cls(**values)
 
 
-def load_model(folder: str | Path, algorithm: str | None = None) -> BatchIGL | AIIGL:
+def load_model(folder: str | Path, algorithm: str | None = None
+               ) -> BatchIGL | AIIGL | IGLP:
     """The fitted learner read back from ``folder``: a :class:`~iglearn.learners.BatchIGL` or
     an :class:`~iglearn.learners.AIIGL`, as model.json's ``algorithm`` says, with the settings
     it was fitted with (those this iglearn's learner class knows). With ``algorithm``, a folder
@@ -521,7 +568,10 @@ def load_model(folder: str | Path, algorithm: str | None = None) -> BatchIGL | A
                            f"corrupt, fit again") from None
     k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
     parts = [("policy", "policy", (d_x, k))]
-    parts += [(prefix, "decoder", (d_y,)) for prefix in kind.prefixes(k)]
+    if kind.models:
+        parts += [(name, name, _dims(name, k, d_x, d_y)) for name in kind.models]
+    else:
+        parts += [(prefix, "decoder", (d_y,)) for prefix in kind.prefixes(k)]
     groups: dict[str, dict[str, torch.Tensor]] = {}
     for key, value in tensors.items():
         part, rest = _part(key, kind)
@@ -531,8 +581,8 @@ def load_model(folder: str | Path, algorithm: str | None = None) -> BatchIGL | A
     if stray:
         raise IGLearnError(f"{path}: holds the tensor {shown(stray[0])}, which no part of the "
                            f"model has; the model is corrupt, fit again")
-    expected_states = {"policy": _expected_state(metadata, "policy", (d_x, k)),
-                       "decoder": _expected_state(metadata, "decoder", (d_y,))}
+    expected_states = {name: _expected_state(metadata, name, _dims(name, k, d_x, d_y))
+                       for name in {name for _, name, _ in parts}}
     modules = {}
     for prefix, name, dims in parts:
         state = groups.get(prefix, {})
@@ -557,7 +607,11 @@ def load_model(folder: str | Path, algorithm: str | None = None) -> BatchIGL | A
     learner = kind.learner(**settings)
     learner.policy_ = modules["policy"]
     decoders = [modules[prefix] for prefix in kind.prefixes(k)]
-    if kind.per_action:
+    if kind.models:
+        for name, module in zip(kind.models, decoders, strict=True):
+            setattr(learner, f"{name}_", module)
+        learner.feedback_dim_ = d_y
+    elif kind.per_action:
         learner.decoders_ = decoders
     else:
         (learner.decoder_,) = decoders
