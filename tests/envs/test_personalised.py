@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 from iglearn.envs.base import Independence
+from iglearn.envs.mnist import digits_environment
 from iglearn.envs.named import named_environment
 from iglearn.envs.personalised import (
     GroundedEnvironment,
@@ -13,7 +14,6 @@ from iglearn.envs.personalised import (
     random_simulator,
     vw_simulator,
 )
-from iglearn.envs.mnist import digits_environment
 
 
 def test_vw_simulator_follows_vw_rules():

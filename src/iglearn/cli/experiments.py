@@ -12,6 +12,7 @@ from iglearn.cli.settings import add_settings, build_settings, value_parser
 from iglearn.experiments import (
     action_inclusive,
     figure3,
+    personalized,
     sample_complexity,
     table1,
     unsupervised,
@@ -74,6 +75,16 @@ EXPERIMENTS = (
                action_inclusive.ActionInclusiveConfig(), action_inclusive.reproduce,
                "action_inclusive.csv, action_inclusive.md, action_inclusive.png and "
                "config.json"),
+    Experiment("personalized", "IGL-P on VW's IGL simulator, its continuous variant and "
+               "grounded digits",
+               "Personalised feedback (Maghakian et al. 2023): each trial plays IGL-P (the "
+               "conservative estimate and VW's step rule) and a true-reward CB, all "
+               "epsilon-greedy, on the same context stream of VW's IGL simulator, its "
+               "continuous-feedback variant and grounded digits, and fits IGL-P and 2021 IGL "
+               "on a uniform log; Vowpal Wabbit's --experimental_igl joins where the installed "
+               "vowpalwabbit package can drive it.",
+               personalized.PersonalizedConfig(), personalized.reproduce,
+               "personalized.csv, personalized.md, personalized.png and config.json"),
 )
 
 # The settings a sweep starts from: Table 1's, with fewer trials and IGL alone.

@@ -353,7 +353,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     f"igl (BatchIGL, the 2021 paper: feedback independent of the context and "
                     f"the action given the reward), ai-igl (AIIGL: feedback that may depend "
                     f"on the action too) or igl-p (IGLP: personalised feedback with three "
-                    f"latent states, reading the log's definitely_bad flags). Logged probabilities are used as importance "
+                    f"latent states, reading the log's definitely_bad flags). Logged probabilities "
+                    f"are used as importance "
                     f"weights, so logs from any policy work. Every setting of the two "
                     f"learners and of their optimisation is an option below: the shared ones "
                     f"set either, those of one algorithm only are refused with the other.")

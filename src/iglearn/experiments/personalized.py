@@ -1,0 +1,361 @@
+"""Personalised feedback with three latent states: IGL-P against the true-reward contextual
+bandit on Vowpal Wabbit's IGL simulator, its continuous-feedback variant and grounded digits,
+and against the 2021 IGL learner on logged interactions.
+
+**Online.** Each trial plays every method on the same stream of contexts (context t at
+interaction t), all with epsilon-greedy exploration (epsilon 0.2, VW's protocol) around a
+reward regressor re-fitted as the interactions grow
+(:class:`~iglearn.learners.regression.OnlineRegression`): IGL-P with the conservative
+(Lipschitz) estimate, IGL-P with VW's step rule (:class:`~iglearn.learners.iglp.OnlineIGLP`),
+and CB, the same loop reading the true reward
+(:class:`~iglearn.learners.regression.OnlineRegressionCB`). Every method draws its feedback
+from a generator with the same seed. Checkpoints record the running average true reward and
+the greedy policy's accuracy on the task's test contexts (the enjoyed topic of each user).
+
+**Vowpal Wabbit.** ``--experimental_igl`` reads DSJSON only. :func:`vw_status` checks whether
+the installed ``vowpalwabbit`` package can parse a DSJSON line into one multi-line example
+from Python, which driving it round by round needs; the report says why VW is not in the
+table when it cannot (the package's version, what failed, how to install it).
+
+**Batch.** Each trial also logs ``batch_samples`` uniform interactions of the token-feedback
+simulator and fits IGL-P and 2021 IGL (:class:`~iglearn.learners.BatchIGL`) on them: how
+often each picks the enjoyed topic.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import warnings
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from iglearn.envs.base import Environment
+from iglearn.envs.named import named_environment
+from iglearn.envs.play import Checkpoint, ContextStream, play
+from iglearn.errors import IGLearnError
+from iglearn.experiments.results import (
+    format_std,
+    markdown_table,
+    metric,
+    prepare_output,
+    std_note,
+    tidy_frame,
+    tidy_rows,
+    write_outputs,
+)
+from iglearn.experiments.runner import Execution, fingerprint, run_trials
+from iglearn.files import write_atomic
+from iglearn.learners import BatchIGL, IdentifiabilityWarning
+from iglearn.learners.iglp import IGLP, OnlineIGLP
+from iglearn.learners.regression import OnlineRegression, OnlineRegressionCB
+from iglearn.seeding import integer_seed
+
+EXPERIMENT = "personalized"
+ONLINE = ("IGL-P", "IGL-P step", "CB")
+"""The online methods: IGL-P (conservative estimate), IGL-P with VW's step rule, CB (true
+reward)."""
+BATCH = ("IGL-P", "IGL")
+"""The batch methods on uniform logs: IGL-P and 2021 IGL."""
+TASKS = ("personalised", "personalised-continuous", "grounded-digits")
+VW_INSTALL = "pip install vowpalwabbit  (or: pip install 'iglearn[dev]')"
+
+
+@dataclass
+class PersonalizedConfig:
+    """Settings of the personalised reproduction."""
+
+    trials: int = 16
+    """Independent trials (fresh context streams, feedback and initialisations)."""
+    rounds: int = 10000
+    """Interactions played on VW's simulator ('personalised'); the report also reads the
+    running average at ``report_at``."""
+    short_rounds: int = 2500
+    """Interactions played on the other tasks."""
+    report_at: int = 2500
+    """The earlier round the table reports (VW's test reads 2500)."""
+    epsilon: float = 0.2
+    """Exploration probability of every online method (VW's simulator test uses 0.2)."""
+    eval_every: int = 500
+    """Rounds between checkpoints of the curves."""
+    batch_samples: int = 20000
+    """Uniform interactions of each trial's batch log (0: no batch part)."""
+    tasks: tuple[Literal["personalised", "personalised-continuous", "grounded-digits",
+                         "grounded-mnist"], ...] = TASKS
+    """Online tasks: VW's simulator with token feedback, the same with continuous feedback
+    vectors, grounded digits (and grounded MNIST)."""
+    methods: tuple[Literal["IGL-P", "IGL-P step", "CB"], ...] = ONLINE
+    """Online methods."""
+    seed: int = 0
+    """Root seed; trial seeds are spawned from it."""
+    data_dir: str | None = None
+    """Folder with the four MNIST .gz files, for grounded MNIST."""
+
+    def check(self) -> None:
+        """Refuse settings that cannot run."""
+        for name in ("rounds", "short_rounds", "eval_every", "trials"):
+            if getattr(self, name) < 1:
+                raise IGLearnError(f"--{name.replace('_', '-')} must be at least 1")
+        if not 0 <= self.epsilon <= 1:
+            raise IGLearnError(f"--epsilon must be in [0, 1], got {self.epsilon}")
+        for name in ("tasks", "methods"):
+            values = getattr(self, name)
+            if len(set(values)) != len(values):
+                raise IGLearnError(f"--{name} lists a value twice; give each once")
+
+    def rounds_of(self, task: str) -> int:
+        """Interactions played on ``task``."""
+        return self.rounds if task == "personalised" else self.short_rounds
+
+
+def vw_status() -> str | None:
+    """None when the installed ``vowpalwabbit`` can drive ``--experimental_igl`` round by
+    round from Python (a DSJSON prediction line parses into the shared example and one per
+    action); otherwise why not, and how to install it."""
+    try:
+        import vowpalwabbit
+    except ImportError:
+        return f"the vowpalwabbit package is not installed; install it with {VW_INSTALL}"
+    version = getattr(vowpalwabbit, "__version__", "?")
+    try:
+        workspace = vowpalwabbit.Workspace("--cb_explore_adf --experimental_igl --coin "
+                                           "--epsilon 0.2 --dsjson --quiet")
+    except Exception as e:  # noqa: BLE001 (any failure means: unsupported)
+        return f"vowpalwabbit {version} has no usable --experimental_igl ({e})"
+    multi = [{"Action": {f"action={a}": 1}} for a in range(3)]
+    line = json.dumps({"c": {"User": {"user=Tom": 1}, "_multi": multi}})
+    try:
+        examples = workspace.parse(line, labelType=vowpalwabbit.LabelType.CONTEXTUAL_BANDIT)
+        parsed = len(examples) if isinstance(examples, list) else 1
+        workspace.finish_example(examples)
+    except Exception as e:  # noqa: BLE001
+        return f"vowpalwabbit {version} cannot parse a DSJSON line from Python ({e})"
+    if parsed != len(multi) + 1:
+        return (f"vowpalwabbit {version}'s Python Workspace.parse reads a DSJSON line as "
+                f"{parsed} text example(s), not as the shared example and one per action, "
+                f"and --experimental_igl reads DSJSON only, so VW's IGL cannot be driven round "
+                f"by round from Python with this version (with --json instead, learning an "
+                f"IGL example ends the process); VW's own C++ test (igl_test.cc) runs it")
+    return None
+
+
+def make_learner(method: str, env: Environment, epsilon: float,
+                 rng: np.random.Generator) -> OnlineRegression:
+    """A fresh online learner of ``method`` for ``env``."""
+    if method == "CB":
+        return OnlineRegressionCB(env.n_actions, env.context_dim, epsilon=epsilon, seed=rng)
+    estimator = "step" if method == "IGL-P step" else "lipschitz"
+    return OnlineIGLP(env.n_actions, env.context_dim, env.feedback_dim, epsilon=epsilon,
+                      estimator=estimator, seed=rng)
+
+
+def play_method(method: str, config: PersonalizedConfig, env: Environment, task: str,
+                contexts: ContextStream, learner_rng: np.random.Generator,
+                feedback_rng: np.random.Generator) -> list[tuple[Checkpoint, dict]]:
+    """Play a fresh ``method`` learner on ``contexts``; each checkpoint with its running
+    average reward and greedy test accuracy (the last also with the seconds played)."""
+    learner = make_learner(method, env, config.epsilon, learner_rng)
+    test_x, test_y = env.test_set()
+    rounds = config.rounds_of(task)
+    measured: list[tuple[Checkpoint, dict]] = []
+
+    def evaluate(point: Checkpoint) -> None:
+        found: dict[str, float] = {"average_reward": point.average_reward}
+        if learner.fitted_:
+            found["accuracy"] = learner.accuracy(test_x, test_y)
+        measured.append((point, found))
+
+    stops = set(range(config.eval_every, rounds, config.eval_every))
+    if config.report_at < rounds:
+        stops.add(config.report_at)
+    start = time.perf_counter()
+    play(learner, env, rounds, feedback_rng, contexts=contexts, on_checkpoint=evaluate,
+         learns_from="reward" if method == "CB" else "feedback", checkpoints=sorted(stops))
+    measured[-1][1]["seconds"] = time.perf_counter() - start
+    return measured
+
+
+def run_trial(config: PersonalizedConfig, trial: int, seed: np.random.SeedSequence
+              ) -> list[dict]:
+    """One trial: every online method on every task (same contexts, same feedback seed),
+    then the batch fits; the tidy rows (settings: task, round). A pure function of its
+    arguments."""
+    trial_seed = integer_seed(seed)
+    rows: list[dict] = []
+    for t, task in enumerate(config.tasks):
+        env = named_environment(task, config.data_dir)
+        contexts = ContextStream(env, np.random.default_rng([trial_seed, t, 0]))
+        for m, method in enumerate(ONLINE):
+            if method not in config.methods:
+                continue
+            measured = play_method(method, config, env, task, contexts,
+                                   np.random.default_rng([trial_seed, t, 1, m]),
+                                   np.random.default_rng([trial_seed, t, 2]))
+            for point, found in measured:
+                rows += tidy_rows(EXPERIMENT, method, trial, trial_seed, point.interactions,
+                                  found, {"task": task, "round": point.round})
+    if config.batch_samples:
+        rows += batch_rows(config, trial, trial_seed)
+    return rows
+
+
+def batch_rows(config: PersonalizedConfig, trial: int, trial_seed: int) -> list[dict]:
+    """IGL-P and 2021 IGL fitted on one uniform log of the token-feedback simulator: the share
+    of test contexts on which each picks the enjoyed topic."""
+    env = named_environment("personalised")
+    log = env.log(config.batch_samples, np.random.default_rng([trial_seed, 99]))
+    test_x, test_y = env.test_set()
+    rows: list[dict] = []
+    for m, method in enumerate(BATCH):
+        start = time.perf_counter()
+        learner_seed = np.random.default_rng([trial_seed, 99, m])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", IdentifiabilityWarning)
+            learner = (IGLP(seed=learner_seed) if method == "IGL-P"
+                       else BatchIGL(seed=learner_seed)).fit(log)
+        found = {"accuracy": learner.accuracy(test_x, test_y),
+                 "seconds": time.perf_counter() - start}
+        rows += tidy_rows(EXPERIMENT, method, trial, trial_seed, config.batch_samples, found,
+                          {"task": "personalised (batch, uniform log)", "round": 0})
+    return rows
+
+
+def run(config: PersonalizedConfig, execution: Execution | None = None,
+        folder: Path | None = None) -> pd.DataFrame:
+    """Run every trial (recorded in ``folder`` when given) and return the tidy table."""
+    rows = run_trials(partial(run_trial, config), config.trials, config.seed,
+                      execution or Execution(), folder, fingerprint(config),
+                      "personalised trials")
+    return tidy_frame(rows)
+
+
+def _cell(values: pd.Series, scale: float = 1.0) -> str:
+    if values.empty:
+        return "–"
+    return (f"{scale * values.mean():.3f} ± {format_std(scale * values.std(), 3)} "
+            f"(worst {scale * values.min():.3f})")
+
+
+def summary(frame: pd.DataFrame, config: PersonalizedConfig) -> pd.DataFrame:
+    """Per task and method: the running average true reward at ``report_at`` and at the end
+    (mean ± std, worst trial), the final greedy accuracy and the seconds per trial."""
+    reward = metric(frame, "average_reward")
+    accuracy = metric(frame, "accuracy")
+    seconds = metric(frame, "seconds")
+    out = []
+    for task in config.tasks:
+        last = config.rounds_of(task)
+        for method in config.methods:
+            mine = reward[(reward["task"] == task) & (reward["method"] == method)]
+            if mine.empty:
+                continue
+            early = mine[mine["round"] == min(config.report_at, last)]["value"]
+            final = mine[mine["round"] == last]["value"]
+            acc = accuracy[(accuracy["task"] == task) & (accuracy["method"] == method)
+                           & (accuracy["round"] == last)]["value"]
+            secs = seconds[(seconds["task"] == task) & (seconds["method"] == method)]["value"]
+            out.append({"task": task, "method": method,
+                        "rounds": last,
+                        f"reward @ {config.report_at}": _cell(early) if last > config.report_at
+                        else "–",
+                        "reward @ end": _cell(final),
+                        "final accuracy (%)": _cell(acc, 100.0),
+                        "seconds": f"{secs.mean():.1f}"})
+    return pd.DataFrame(out)
+
+
+def batch_summary(frame: pd.DataFrame) -> pd.DataFrame:
+    """Batch accuracy per method: mean ± std, worst trial, trials below 95 %."""
+    accuracy = metric(frame, "accuracy")
+    batch = accuracy[accuracy["round"] == 0]
+    out = []
+    for method in BATCH:
+        values = batch[batch["method"] == method]["value"]
+        if len(values):
+            out.append({"method": method, "enjoyed topic picked (%)": _cell(values, 100.0),
+                        "trials below 95 %": int((values < 0.95).sum()),
+                        "trials": len(values)})
+    return pd.DataFrame(out)
+
+
+def markdown(frame: pd.DataFrame, config: PersonalizedConfig, vw: str | None) -> str:
+    """The report: online table, batch table, notes."""
+    lines = [
+        "# Personalised feedback: IGL-P on Vowpal Wabbit's IGL simulator",
+        "",
+        f"Online: epsilon-greedy (epsilon {config.epsilon}) for every method, "
+        f"{config.rounds} rounds on VW's simulator (2 users, 7 topics, click/like/skip/"
+        f"dislike/none), {config.short_rounds} on the other tasks; every method sees the same "
+        f"contexts; {config.trials} trials. Running average true reward (+1 enjoyed topic, "
+        f"-1 hated, 0 otherwise; grounded digits: 1 when right), mean ± std and the worst "
+        f"trial.",
+        "",
+        markdown_table(summary(frame, config)),
+        "",
+        std_note(config.trials) + " The largest running average epsilon-greedy can reach on "
+        f"VW's simulator is {1 - config.epsilon:.2f} (a random topic is as often hated as "
+        "enjoyed).",
+        "",
+        "IGL-P: the conservative (Lipschitz) estimate; IGL-P step: VW's step rule; CB: the "
+        "same loop fitted to the true reward.",
+        "",
+        "Vowpal Wabbit (--experimental_igl): "
+        + ("driven through the vowpalwabbit package." if vw is None else f"not run: {vw}."),
+    ]
+    batch = batch_summary(frame)
+    if not batch.empty:
+        lines += ["", f"## Batch: {config.batch_samples} uniform interactions of VW's "
+                      f"simulator (token feedback)", "", markdown_table(batch)]
+    return "\n".join(lines) + "\n"
+
+
+def plot(frame: pd.DataFrame, path: Path) -> None:
+    """Running average true reward against rounds, one panel per task: the mean over trials
+    with a band of one standard deviation, one curve per method."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    reward = metric(frame, "average_reward")
+    tasks = list(dict.fromkeys(reward["task"]))
+    fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(5 * max(1, len(tasks)), 4),
+                             squeeze=False)
+    for ax, task in zip(axes[0], tasks, strict=False):
+        for i, method in enumerate(ONLINE):
+            part = reward[(reward["task"] == task) & (reward["method"] == method)]
+            if part.empty:
+                continue
+            curve = part.groupby("round")["value"].agg(["mean", "std"])
+            std = curve["std"].fillna(0.0)
+            ax.plot(curve.index, curve["mean"], color=f"C{i}", label=method)
+            ax.fill_between(curve.index, curve["mean"] - std, curve["mean"] + std,
+                            color=f"C{i}", alpha=0.2)
+        ax.set_title(task)
+        ax.set_xlabel("rounds")
+        ax.set_ylabel("running average true reward")
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.suptitle("Personalised IGL (mean ± std over trials)")
+    fig.tight_layout()
+    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    plt.close(fig)
+
+
+def reproduce(config: PersonalizedConfig, out: str | Path,
+              execution: Execution | None = None) -> str:
+    """Run the comparison and write personalized.csv, .md, .png and config.json to ``out``;
+    finished trials are recorded in ``out/trials`` so an interrupted run resumes."""
+    config.check()
+    for task in config.tasks:
+        named_environment(task, config.data_dir)  # data first
+    folder = prepare_output(out)
+    vw = vw_status()
+    frame = run(config, execution, folder)
+    return write_outputs(folder, EXPERIMENT, frame, markdown(frame, config, vw), config,
+                         plot)
