@@ -1,0 +1,36 @@
+"""``iglearn reproduce personalized`` on a small budget."""
+
+import io
+from contextlib import redirect_stdout
+
+import pandas as pd
+
+from iglearn.cli import main
+from iglearn.experiments.personalized import vw_status
+from iglearn.experiments.results import KEY_COLUMNS
+
+SMALL = ["--trials", "1", "--rounds", "500", "--report-at", "250", "--eval-every", "250",
+         "--batch-samples", "1500", "--tasks", "personalised", "--methods", "IGL-P,CB",
+         "--quiet", "--jobs", "1"]
+
+
+def test_small_run_writes_the_tidy_table_the_report_and_the_plot(tmp_path):
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        assert main(["reproduce", "personalized", *SMALL, "--out", str(tmp_path)]) == 0
+    frame = pd.read_csv(tmp_path / "personalized.csv")
+    assert list(frame.columns) == [*KEY_COLUMNS, "task", "round", "metric", "value"]
+    reward = frame[frame["metric"] == "average_reward"]
+    assert set(reward["method"]) == {"IGL-P", "CB"}
+    assert set(reward["round"]) == {250, 500}
+    final = reward[reward["round"] == 500]
+    # both learn the enjoyed topics; uniform play would earn 0
+    assert (final["value"] > 0.25).all()
+    batch = frame[(frame["metric"] == "accuracy") & (frame["round"] == 0)]
+    assert set(batch["method"]) == {"IGL-P", "IGL"}
+    text = (tmp_path / "personalized.md").read_text()
+    assert "Vowpal Wabbit" in text and "IGL-P" in text
+    status = vw_status()
+    assert ("not run" in text) == (status is not None)
+    assert (tmp_path / "personalized.png").stat().st_size > 0
+    assert "wrote" in printed.getvalue()
