@@ -434,7 +434,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                                "2021 task, feedback an image of 1 if rewarded and 0 if not; "
                                "action-inclusive-mnist or action-inclusive-digits: feedback an "
                                "image of the digit (a + 6r - 3) mod 10; bci: the simulated "
-                               "brain-computer interface (K = 3, 64-dim patterns, --noise)")
+                               "brain-computer interface (K = 3, 64-dim patterns, --noise); "
+                               "personalised: VW's IGL simulator (tokens, definitely_bad, "
+                               "reward +1/0/-1), personalised-continuous (token embeddings "
+                               "plus noise), personalised-many (8 users, two vocabularies), "
+                               "grounded-digits or grounded-mnist (users who swap good and "
+                               "bad words)")
     simulate.add_argument("--samples", type=number(int, positive=True), required=True,
                           help="interactions to log")
     simulate.add_argument("--out", required=True, metavar="LOG", help=f"the log ({formats})")
