@@ -17,8 +17,9 @@ these steps, each a function below:
    others, L = (K - 1) h / (1 - h), is near 1 for neutral feedback and large for extreme
    feedback. Vowpal Wabbit's ``--experimental_igl`` calls an interaction extreme when its
    classifier, trained with weights that set the prior of the chosen action to 1/4, gives the
-   chosen action a probability above 1/2: that is L > 3, the **step** estimate
-   (:func:`step_extremeness`). The **lipschitz** estimate (:func:`lipschitz_extremeness`) is
+   chosen action a probability above 1/2: a likelihood ratio above 3 against the policy's
+   other actions. The **step** estimate (:func:`step_extremeness`) applies that rule to L,
+   the ratio against uniformly chosen other actions. The **lipschitz** estimate (:func:`lipschitz_extremeness`) is
    iglearn's conservative version of the Lipschitz estimator of Zhang, Zhang, Luo and Mineiro
    (NeurIPS 2024): a ramp in log L instead of a step, 0 at the threshold and 1 at its square,
    so that it never exceeds the step and changes gently with the estimate h; negative
@@ -75,7 +76,7 @@ class IGLPReport:
     """What an IGL-P fit measured about itself (no hidden reward is read)."""
 
     extreme: float
-    """Importance-weighted share of interactions decoded extreme (the mean of e)."""
+    """Importance-weighted share of interactions extreme by the step rule (L > threshold)."""
     negative: float
     """Importance-weighted share of the extreme interactions decoded negative."""
     flagged: float
