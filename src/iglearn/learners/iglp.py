@@ -19,7 +19,8 @@ these steps, each a function below:
    classifier, trained with weights that set the prior of the chosen action to 1/4, gives the
    chosen action a probability above 1/2: a likelihood ratio above 3 against the policy's
    other actions. The **step** estimate (:func:`step_extremeness`) applies that rule to L,
-   the ratio against uniformly chosen other actions. The **lipschitz** estimate (:func:`lipschitz_extremeness`) is
+   the ratio against uniformly chosen other actions. The **lipschitz** estimate
+   (:func:`lipschitz_extremeness`) is
    iglearn's conservative version of the Lipschitz estimator of Zhang, Zhang, Luo and Mineiro
    (NeurIPS 2024): a ramp in log L instead of a step, 0 at the threshold and 1 at its square,
    so that it never exceeds the step and changes gently with the estimate h; negative
