@@ -230,7 +230,7 @@ def markdown(table: pd.DataFrame, frame: pd.DataFrame, config: Figure3Config) ->
             continue
         acc = cells.get((method, "accuracy"))
         reward = cells[(method, "average_reward")]
-        seconds = cells.get((method, "seconds"))
+        seconds = cells[(method, "seconds")]  # every method reports its seconds
         accuracy = ((percent(acc.mean, acc.std), f"{100 * acc.min:.2f}") if acc is not None
                     else ("n/a", "n/a"))
         lines.append(f"| {method} | {interactions[method]:.0f} | {accuracy[0]} | "

@@ -126,7 +126,8 @@ class UnsupervisedBandit(PolicyLearner):
         self.decoder_ = ClusterDecoder(self.n_clusters, self.method, self.rule,
                                        seed=rng).fit(log.feedback)
         decoded = dataclasses.replace(log, reward=self.decoder_.decode(log.feedback))
-        self.bandit_ = ContextualBandit(self.policy, self.optimisation, seed=rng).fit(decoded)
+        self.bandit_ = ContextualBandit(self.policy, self.optimisation or Optimisation(),
+                                       seed=rng).fit(decoded)
         self.policy_ = self.bandit_.policy_
         self.seconds_ = time.perf_counter() - start
         return self
