@@ -167,7 +167,8 @@ class E2GLearner(CobaLearner):
     """E2G (Algorithm 1) as a coba learner, registered as ``iglearn.E2G``.
 
     Args:
-        users, words: as for :class:`CobaLearner`.
+        users: as for :class:`CobaLearner`.
+        words: as for :class:`CobaLearner`.
         warmup: exploration rounds before the first fit (the paper's schedule).
         iota: the schedule's complexity term (round i exploits floor(sqrt(i / (K iota)))
             steps; the paper's 100 explores every other step for the first 400 K rounds).

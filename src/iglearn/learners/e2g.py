@@ -301,7 +301,9 @@ class OnlineContextualBandit(EpochGreedy):
     Args:
         n_actions: K.
         context_dim: dimension of the contexts.
-        schedule, update_every, exploit: as for :class:`EpochGreedy`.
+        schedule: the schedule {n_i}, as for :class:`EpochGreedy`.
+        update_every: rounds between re-fits, as for :class:`EpochGreedy`.
+        exploit: 'greedy' or 'softmax', as for :class:`EpochGreedy`.
         policy: policy class, 'linear' or 'mlp'.
         optimisation: settings of the first fit (from scratch).
         refit_optimisation: settings of the warm-started re-fits.

@@ -103,7 +103,9 @@ class UnsupervisedBandit(PolicyLearner):
     log's feedback decodes the reward, and :class:`ContextualBandit` learns from it.
 
     Args:
-        n_clusters, method, rule: the decoder's settings (see :class:`ClusterDecoder`).
+        n_clusters: the decoder's clusters (see :class:`ClusterDecoder`).
+        method: the decoder's clustering method (see :class:`ClusterDecoder`).
+        rule: the decoder's rule for the reward cluster (see :class:`ClusterDecoder`).
         policy: policy class, 'linear' or 'mlp'.
         optimisation: the contextual bandit's optimiser settings.
         seed: seed or numpy Generator.
