@@ -15,7 +15,7 @@ from pathlib import Path
 
 from iglearn.errors import IGLearnError
 
-Write = Callable[[Path], None]
+Write = Callable[[Path], object]
 """Writes a file's whole content to the path it is given (a temporary name)."""
 
 
@@ -87,10 +87,10 @@ def write_files_atomic(writes: Sequence[tuple[Path, Write]]) -> None:
             path = Path(path)
             folder = output_folder(path)
             try:
-                fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".part")
+                fd, name = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".part")
                 os.close(fd)
-                temps.append((Path(tmp), path))
-                write(Path(tmp))
+                temps.append((Path(name), path))
+                write(Path(name))
             except PermissionError as e:
                 raise IGLearnError(f"{path}: permission denied while writing in {folder}; "
                                    f"choose a folder you may write in") from e
@@ -217,15 +217,15 @@ def remove_stale_temporaries(target: Path, before: float) -> tuple[list[Path], P
              (re.compile(rf"\.{name}\.{random}"), re.compile(r"model\.json|weights\.safetensors")),
              (set_aside, re.compile("model")),
              (re.compile(rf"\.npz-{random}"), re.compile(r"\w+\.npy")))
-    stale = []
+    found: list[tuple[float, Path]] = []
     for entry in os.scandir(folder):
         for pattern, holds in kinds:
             if pattern.fullmatch(entry.name):
                 changed = _last_change(Path(entry.path), holds)
                 if changed is not None and changed < before:
-                    stale.append((changed, Path(entry.path)))
+                    found.append((changed, Path(entry.path)))
                 break
-    stale = [path for _, path in sorted(stale, reverse=True)]   # the newest first
+    stale = [path for _, path in sorted(found, reverse=True)]   # the newest first
     restored = None
     for path in stale:
         if (set_aside.fullmatch(path.name) and not os.path.lexists(target)

@@ -7,7 +7,7 @@ import sys
 import unicodedata
 import warnings
 from collections.abc import Iterable, Iterator
-from typing import TypeVar
+from typing import TextIO, TypeVar
 
 from tqdm.auto import tqdm
 
@@ -49,7 +49,8 @@ def progress(items: Iterable[T], description: str, enabled: bool = True,
                      dynamic_ncols=True, leave=False))
 
 
-def _one_line(message, category, filename, lineno, file=None, line=None) -> None:
+def _one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+              file: TextIO | None = None, line: str | None = None) -> None:
     print(f"iglearn: warning: {printable(message)}", file=sys.stderr)
 
 

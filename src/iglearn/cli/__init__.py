@@ -25,7 +25,7 @@ import traceback
 import zipfile
 import zlib
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import iglearn
 from iglearn.cli import experiments, logs
@@ -51,7 +51,7 @@ class Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line, and whose every (sub)command
     accepts --verbose, so that it may come before or after the command's name."""
 
-    def __init__(self, *args: object, **kwargs: object) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,

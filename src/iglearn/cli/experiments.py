@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from iglearn.cli.paths import check_paths
 from iglearn.cli.settings import add_settings, build_settings, value_parser
@@ -37,7 +38,7 @@ class Experiment:
     """What the command does, for its --help."""
     defaults: object
     """The experiment's settings (a dataclass) with the options' defaults."""
-    reproduce: Callable[[object, str, Execution], str]
+    reproduce: Callable[[Any, str, Execution], str]
     """Runs the experiment: (settings, output folder, execution) -> Markdown summary."""
     files: str
     """The files it writes, for the closing line."""

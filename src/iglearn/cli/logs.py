@@ -11,8 +11,10 @@ import argparse
 import json
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -26,11 +28,14 @@ from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
 from iglearn.learners.iglp import IGLP
 from iglearn.models.io import algorithm_of, algorithms
 
+if TYPE_CHECKING:
+    from iglearn.data.contexts import ContextSet
+
 DEFAULT_IOTA = math.log(2 / 0.05)
 LEARNER = "learner"
 # Where `iglearn fit --algorithm igl` starts from: iglearn's settings, or the paper's objective
 # plainly.
-OBJECTIVES = {"iglearn": BatchIGL, "paper": BatchIGL.paper}
+OBJECTIVES: dict[str, Callable[..., BatchIGL]] = {"iglearn": BatchIGL, "paper": BatchIGL.paper}
 # The learner of each `iglearn fit --algorithm` (the algorithms a model folder may hold), with
 # its default settings.
 ALGORITHMS: dict[str, BatchIGL | AIIGL | IGLP] = {name: algorithm.learner()
@@ -40,7 +45,7 @@ ALGORITHMS: dict[str, BatchIGL | AIIGL | IGLP] = {name: algorithm.learner()
 IGL_ONLY = ("objective", "iota", "v_bad")
 
 
-def _setting_names(settings: object) -> set[str]:
+def _setting_names(settings: Any) -> set[str]:
     return {f.name for f in fields(settings) if f.init and f.name != "seed"}
 
 
@@ -116,8 +121,8 @@ def _fit(args: argparse.Namespace) -> int:
         summary["identifiability_warnings"] = summary.pop("warnings")
         extra = {}
     save_model(learner, out, info.schema,
-               extra=json_ready({"log": str(args.log), "samples": len(log),
-                                 "settings": settings, **extra}))
+               extra=cast(dict, json_ready({"log": str(args.log), "samples": len(log),
+                                 "settings": settings, **extra})))
     _print(summary)
     return 0
 
@@ -178,7 +183,8 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
     }
 
 
-def _model_and_table(model_dir: str, data: str, contexts_only: bool):
+def _model_and_table(model_dir: str, data: str, contexts_only: bool
+                     ) -> tuple[BatchIGL | AIIGL | IGLP, InteractionLog | ContextSet]:
     from iglearn.data.contexts import ContextSet
     from iglearn.data.formats import open_table
     from iglearn.data.formats.base import check
@@ -198,6 +204,7 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool):
                            f"{info.dims['context']} but the model expects "
                            f"{meta['context_dim']}; use contexts with the model's features")
     arrays = reader.arrays(("context", "label") if contexts_only else None)
+    table: InteractionLog | ContextSet
     if contexts_only and info.is_log:
         table = ContextSet(arrays["context"], info.n_actions, arrays.get("label"), info.source)
     else:
@@ -274,7 +281,8 @@ def _write_predictions(suffix: str, tmp: Path, action: np.ndarray,
                 f.write(f"{a},{p:.9g}\n")
 
 
-def skewed_policy(context_dim: int, n_actions: int, seed: int):
+def skewed_policy(context_dim: int, n_actions: int, seed: int
+                  ) -> Callable[[np.ndarray], np.ndarray]:
     """A fixed non-uniform logging policy: half uniform, half a softmax of random linear scores
     (every action keeps probability >= 1/(2K), so importance weights stay bounded)."""
     weights = np.random.default_rng(seed).normal(size=(context_dim, n_actions)) * 3.0

@@ -28,7 +28,7 @@ from iglearn.files import remove_stale_temporaries
 try:
     import fcntl
 except ImportError:  # Windows: no locks, so no clean-up
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]  # no fcntl module on Windows
 
 Named = tuple[str, str | Path]
 """A path and how the command line names it (``--out``, ``LOG``)."""

@@ -28,7 +28,7 @@ import typing
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import Field, dataclass, fields, is_dataclass, replace
 from functools import cache, partial
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from iglearn.envs.mnist import DATASETS
 from iglearn.envs.section6 import FAMILIES
@@ -77,7 +77,8 @@ def field_docs(cls: type) -> dict[str, str]:
     for klass in reversed(cls.__mro__):
         if "__dataclass_fields__" not in vars(klass):
             continue
-        body = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0].body
+        tree = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0]
+        body = cast(ast.ClassDef, tree).body
         for statement, after in zip(body, body[1:], strict=False):
             if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
                     and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
@@ -186,7 +187,7 @@ def shown(value: object) -> str:
     return str(value)
 
 
-def add_settings(parser: argparse.ArgumentParser, settings: object, key: str, title: str,
+def add_settings(parser: argparse.ArgumentParser, settings: Any, key: str, title: str,
                  description: str | None = None, *, skip: Collection[str] = (),
                  aliases: Mapping[str, str] | None = None,
                  shared: Mapping[str, object] | None = None) -> argparse._ArgumentGroup:
@@ -200,7 +201,7 @@ def add_settings(parser: argparse.ArgumentParser, settings: object, key: str, ti
     of the same names these options also set: where their defaults differ, the help states
     each one's (``(default: 0.1 for igl, 0.5 for ai-igl)``). Returns the argument group.
     """
-    cls = type(settings)
+    cls: type = type(settings)
     docs = field_docs(cls)
     group = parser.add_argument_group(title, description)
     nested = []
@@ -266,7 +267,7 @@ def _with(settings: T, given: dict[str, object]) -> T:
             changes[name] = value
     for name, inner in nested.items():
         changes[name] = _with(getattr(settings, name), inner)
-    return replace(settings, **changes)
+    return replace(cast(Any, settings), **changes)  # a dataclass instance
 
 
 class HelpFormatter(argparse.HelpFormatter):

@@ -20,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from numpy.typing import DTypeLike
 
 from iglearn.errors import DataNotFoundError, IGLearnError
 from iglearn.files import input_file
@@ -49,7 +50,8 @@ MIRRORS = (
     "https://storage.googleapis.com/cvdf-datasets/mnist/",
 )
 
-_IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
+_IDX_TYPES: dict[int, DTypeLike] = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4",
+                                    0x0D: ">f4", 0x0E: ">f8"}
 
 
 def read_idx(path: str | Path) -> np.ndarray:

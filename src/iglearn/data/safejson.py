@@ -9,6 +9,7 @@ import json
 import math
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from iglearn.data import limits
 from iglearn.errors import IGLearnError, shown
@@ -60,7 +61,7 @@ def _object(pairs: list[tuple[str, object]]) -> dict:
 
 def _too_deep(value: object) -> bool:
     """Whether ``value`` nests dicts and lists deeper than MAX_JSON_DEPTH (iteratively)."""
-    stack = [(value, 1)]
+    stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
         item, depth = stack.pop()
         if depth > limits.MAX_JSON_DEPTH:
@@ -81,7 +82,9 @@ def parse(text: str | bytes, source: str, fix: str) -> object:
             f"(iglearn.data.limits.MAX_JSON_DEPTH)")
     # Only a number with more than 20 digits in a row or a 3-digit exponent can be beyond
     # the limits; the C parser reads every other number (most files: all) unhooked.
-    numbers = {"parse_int": _integer, "parse_float": _float} if _long_numbers(text) else {}
+    numbers: dict[str, Any] = {}
+    if _long_numbers(text):
+        numbers = {"parse_int": _integer, "parse_float": _float}
     try:
         value = json.loads(text, parse_constant=_constant, object_pairs_hook=_object, **numbers)
     except _Rejected as e:

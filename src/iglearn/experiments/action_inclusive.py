@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -103,7 +103,7 @@ def task_seeds(trial_seed: int, task: str, noise: float | None) -> list[np.rando
 def fit_method(method: str, seeds: list[np.random.SeedSequence],
                logs: list[InteractionLog]) -> list[StackableLearner]:
     """Fit ``method`` on each log with its seed, side by side (``fit_many``)."""
-    cls = METHODS[method]
+    cls: Any = METHODS[method]  # a StackableLearner class whose settings include seed
     with warnings.catch_warnings():  # 2021 IGL's identifiability warnings are expected here
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         return cls.fit_many([cls(seed=seed) for seed in seeds], logs)
@@ -154,7 +154,7 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index()
 
 
-def _paper(task: str, noise: float) -> tuple[str, str]:
+def _paper(task: str, noise: float | None) -> tuple[str, str]:
     """The paper's AI-IGL and 2021 IGL figures (%) for one row, or '–' where it reports none."""
     if task != BCI or noise not in PAPER_BCI:
         return "–", "–"

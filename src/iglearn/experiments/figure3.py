@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,9 @@ from iglearn.learners import (
 from iglearn.learners.e2g import E2G
 from iglearn.learners.schedules import make_schedule
 from iglearn.seeding import integer_seed
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 METHODS = ("E2G", "CB", "Uniform")
 
@@ -230,7 +234,7 @@ def markdown(table: pd.DataFrame, frame: pd.DataFrame, config: Figure3Config) ->
             continue
         acc = cells.get((method, "accuracy"))
         reward = cells[(method, "average_reward")]
-        seconds = cells.get((method, "seconds"))
+        seconds = cells[(method, "seconds")]  # every method reports its seconds
         accuracy = ((percent(acc.mean, acc.std), f"{100 * acc.min:.2f}") if acc is not None
                     else ("n/a", "n/a"))
         lines.append(f"| {method} | {interactions[method]:.0f} | {accuracy[0]} | "
@@ -271,23 +275,8 @@ def plot(frame: pd.DataFrame, path: Path, dataset: str = "mnist") -> None:
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    for ax, name, label, scale in (
-            (axes[0], "average_reward", "running average reward", 1.0),
-            (axes[1], "accuracy", "greedy policy test accuracy (%)", 100.0)):
-        for i, method in enumerate(METHODS):
-            part = metric(frame, name)
-            part = part[part["method"] == method]
-            if part.empty:
-                continue
-            curve = part.groupby("round").agg(x=("step", "mean"), mean=("value", "mean"),
-                                              std=("value", "std"))
-            mean, std = scale * curve["mean"], scale * curve["std"].fillna(0.0)
-            ax.plot(curve["x"], mean, color=f"C{i}", label=method)
-            ax.fill_between(curve["x"], mean - std, mean + std, color=f"C{i}", alpha=0.2)
-        ax.set_xlabel("interactions")
-        ax.set_ylabel(label)
-        ax.grid(alpha=0.3)
-        ax.legend()
+    draw(axes[0], frame, "average_reward")
+    draw(axes[1], frame, "accuracy")
     name = "MNIST" if dataset == "mnist" else dataset
     fig.suptitle(f"Figure 3: E2G and online CB on {name} (mean ± std over trials)")
     fig.tight_layout()
@@ -302,6 +291,27 @@ def reproduce(config: Figure3Config, out: str | Path,
     config.check(make_environment(config.dataset, config.data_dir).n_actions)  # data too
     folder = prepare_output(out)
     return write_results(run(config, execution, folder), config, folder)
+
+
+def draw(ax: Axes, frame: pd.DataFrame, name: str) -> None:
+    """One panel of :func:`plot`: ``name`` ('average_reward' or 'accuracy', in %) against
+    interactions, the mean over trials with a band of one standard deviation per method."""
+    label, scale = {"average_reward": ("running average reward", 1.0),
+                    "accuracy": ("greedy policy test accuracy (%)", 100.0)}[name]
+    for i, method in enumerate(METHODS):
+        part = metric(frame, name)
+        part = part[part["method"] == method]
+        if part.empty:
+            continue
+        curve = part.groupby("round").agg(x=("step", "mean"), mean=("value", "mean"),
+                                          std=("value", "std"))
+        mean, std = scale * curve["mean"], scale * curve["std"].fillna(0.0)
+        ax.plot(curve["x"], mean, color=f"C{i}", label=method)
+        ax.fill_between(curve["x"], mean - std, mean + std, color=f"C{i}", alpha=0.2)
+    ax.set_xlabel("interactions")
+    ax.set_ylabel(label)
+    ax.grid(alpha=0.3)
+    ax.legend()
 
 
 def write_results(frame: pd.DataFrame, config: Figure3Config, folder: Path) -> str:

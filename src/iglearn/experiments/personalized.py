@@ -57,12 +57,14 @@ from iglearn.learners.regression import OnlineRegression, OnlineRegressionCB
 from iglearn.seeding import integer_seed
 
 EXPERIMENT = "personalized"
-ONLINE = ("IGL-P", "IGL-P step", "CB")
+OnlineMethod = Literal["IGL-P", "IGL-P step", "CB"]
+Task = Literal["personalised", "personalised-continuous", "grounded-digits", "grounded-mnist"]
+ONLINE: tuple[OnlineMethod, ...] = ("IGL-P", "IGL-P step", "CB")
 """The online methods: IGL-P (conservative estimate), IGL-P with VW's step rule, CB (true
 reward)."""
 BATCH = ("IGL-P", "IGL")
 """The batch methods on uniform logs: IGL-P and 2021 IGL."""
-TASKS = ("personalised", "personalised-continuous", "grounded-digits")
+TASKS: tuple[Task, ...] = ("personalised", "personalised-continuous", "grounded-digits")
 VW_INSTALL = "pip install vowpalwabbit  (or: pip install 'iglearn[dev]')"
 
 
@@ -85,11 +87,10 @@ class PersonalizedConfig:
     """Rounds between checkpoints of the curves."""
     batch_samples: int = 20000
     """Uniform interactions of each trial's batch log (0: no batch part)."""
-    tasks: tuple[Literal["personalised", "personalised-continuous", "grounded-digits",
-                         "grounded-mnist"], ...] = TASKS
+    tasks: tuple[Task, ...] = TASKS
     """Online tasks: VW's simulator with token feedback, the same with continuous feedback
     vectors, grounded digits (and grounded MNIST)."""
-    methods: tuple[Literal["IGL-P", "IGL-P step", "CB"], ...] = ONLINE
+    methods: tuple[OnlineMethod, ...] = ONLINE
     """Online methods."""
     seed: int = 0
     """Root seed; trial seeds are spawned from it."""
@@ -149,7 +150,7 @@ def make_learner(method: str, env: Environment, epsilon: float,
     """A fresh online learner of ``method`` for ``env``."""
     if method == "CB":
         return OnlineRegressionCB(env.n_actions, env.context_dim, epsilon=epsilon, seed=rng)
-    estimator = "step" if method == "IGL-P step" else "lipschitz"
+    estimator: Literal["step", "lipschitz"] = "step" if method == "IGL-P step" else "lipschitz"
     return OnlineIGLP(env.n_actions, env.context_dim, env.feedback_dim, epsilon=epsilon,
                       estimator=estimator, seed=rng)
 

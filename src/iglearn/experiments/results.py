@@ -20,6 +20,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
+from typing import cast
 
 import pandas as pd
 
@@ -27,6 +28,7 @@ import iglearn
 from iglearn.errors import IGLearnError
 from iglearn.files import write_atomic, write_text
 from iglearn.learners import AIIGL, BatchIGL
+from iglearn.learners.base import PolicyLearner
 
 KEY_COLUMNS = ("experiment", "method", "trial", "seed", "step")
 """What identifies a measurement, in every experiment."""
@@ -50,7 +52,7 @@ def tidy_rows(experiment: str, method: str, trial: int, seed: int, step: int,
             for name, value in metrics.items() if value is not None]
 
 
-def fit_measures(learner: object) -> dict[str, float | None]:
+def fit_measures(learner: PolicyLearner) -> dict[str, float | None]:
     """A fitted learner's seconds and what its fit reports about itself: for ``BatchIGL`` its
     indicator, restarts and whether the corrector flipped; for ``AIIGL`` its indicator and
     restarts."""
@@ -59,9 +61,9 @@ def fit_measures(learner: object) -> dict[str, float | None]:
         return {"seconds": report.seconds, "indicator": report.indicator,
                 "restarts": report.restarts, "flipped": report.flipped}
     if isinstance(learner, AIIGL):
-        report = learner.report_
-        return {"seconds": report.seconds, "indicator": report.indicator,
-                "restarts": report.restarts}
+        ai_report = learner.report_
+        return {"seconds": ai_report.seconds, "indicator": ai_report.indicator,
+                "restarts": ai_report.restarts}
     return {"seconds": learner.seconds_}
 
 
@@ -122,7 +124,8 @@ def prepare_output(folder: str | Path) -> Path:
 def write_config(path: Path, config: object) -> None:
     """The exact configuration and the environment it ran in, as JSON."""
     record = {
-        "config": asdict(config) if is_dataclass(config) else dict(config),
+        "config": (asdict(config) if is_dataclass(config) and not isinstance(config, type)
+                   else dict(cast(Mapping[str, object], config))),
         "iglearn": iglearn.__version__,
         "python": platform.python_version(),
         "platform": platform.platform(),

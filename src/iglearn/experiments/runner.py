@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -100,7 +101,7 @@ class _OneByOne:
         return [self.trial(index, seed) for index, seed in zip(indices, seeds, strict=True)]
 
 
-def fingerprint(config: object, **more: object) -> dict:
+def fingerprint(config: Any, **more: object) -> dict:
     """What identifies a run's trials: every setting of its (dataclass) config except the
     number of trials, so that a run with more trials resumes one with fewer, anything in
     ``more``, and the version of the rows' schema."""
@@ -210,7 +211,7 @@ def run_trials(trial: Trial | StackedTrials, n_trials: int, root_seed: int,
 
     if todo:
         stacked = isinstance(trial, StackedTrials)
-        trials = trial if stacked else StackedTrials(_OneByOne(trial))
+        trials = trial if isinstance(trial, StackedTrials) else StackedTrials(_OneByOne(trial))
         workers = execution.workers()
         size = 1
         if stacked:  # at most execution.stack per group, and as many groups per worker
@@ -275,7 +276,7 @@ def _run_ray(trials: StackedTrials, groups: Groups, execution: Execution,
         raise IGLearnError("--backend ray needs Ray: pip install 'iglearn[ray]'") from e
     started = not ray.is_initialized()
     if started:
-        options = dict(include_dashboard=False, log_to_driver=False,
+        options: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
                        configure_logging=False)
         if execution.ray_address:
             ray.init(address=execution.ray_address, **options)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -29,6 +30,9 @@ from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, ru
 from iglearn.files import write_atomic
 from iglearn.learners import BatchIGL, ContextualBandit, Optimisation, Supervised
 from iglearn.seeding import integer_seed
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 PAPER = {"SUP": (0.9062, 0.0102), "CB": (0.8558, 0.0450), "IGL": (0.8221, 0.0433)}
 """The paper's reported Table 1: policy accuracy as a fraction, (mean, std) over its trials."""
@@ -143,9 +147,17 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    fig, ax = plt.subplots(figsize=(6, 4))
+    draw(ax, frame)
+    fig.tight_layout()
+    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    plt.close(fig)
+
+
+def draw(ax: Axes, frame: pd.DataFrame) -> None:
+    """Draw :func:`plot`'s panel on ``ax``."""
     accuracy = metric(frame, "accuracy")
     methods = list(PAPER)
-    fig, ax = plt.subplots(figsize=(6, 4))
     labelled = False
     for i, method in enumerate(methods):
         ours = 100 * accuracy.loc[accuracy["method"] == method, "value"].to_numpy()
@@ -163,9 +175,6 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     ax.set_title("Table 1: batch mode on MNIST (mean ± std over trials)")
     ax.grid(axis="y", alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
-    plt.close(fig)
 
 
 def reproduce(config: Table1Config, out: str | Path, execution: Execution | None = None) -> str:

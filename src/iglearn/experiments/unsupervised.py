@@ -158,6 +158,7 @@ def _rows(unit: _Unit, samples: int, method: str, learner: BatchIGL | Unsupervis
     psi = learner.decode(unit.log.feedback)
     on_test = learner.decode(test_x) > 0.5
     reward = unit.log.reward
+    assert reward is not None  # the simulated logs carry their hidden reward
     metrics = {"accuracy": learner.accuracy(test_x, test_y), "seconds": seconds,
                "decoded_gap": float(psi[reward > 0].mean() - psi[reward == 0].mean()),
                **{f"decoded_{d}": float(on_test[test_y == d].mean()) for d in range(10)}}

@@ -73,7 +73,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Self, cast
 
 import numpy as np
 import torch
@@ -97,7 +97,7 @@ if TYPE_CHECKING:
 
 _CHUNK = 65536
 
-StageMaker = Callable[[nn.Module, nn.Module, int, Optimisation], Stage]
+StageMaker = Callable[[Policy, Decoder, int, Optimisation], Stage]
 """A (re-)grounding stage of stacked policies and decoders: :func:`grounding_stage` or
 :func:`regrounding_stage`."""
 
@@ -143,6 +143,10 @@ class AIIGL(StackableLearner):
     epochs of each (re-)grounding stage, ``optimisation.policy_epochs`` and
     ``optimisation.epochs`` those of the policy's minorant and IPS stages.
     """
+
+    if TYPE_CHECKING:  # set by fit; declared for the type checker, not as settings
+        decoders_: list[Decoder] = field(init=False)
+        report_: AIIGLReport = field(init=False)
 
     policy: str = "linear"
     """Class of the score network s(x) with K outputs: 'linear' or 'mlp'."""
@@ -341,7 +345,7 @@ class AIIGL(StackableLearner):
         """A fitted model read from ``folder`` (see :func:`iglearn.models.io.load_model`); a
         folder that holds another algorithm's model is refused."""
         from iglearn.models.io import load_model
-        return load_model(folder, "ai-igl")
+        return cast(AIIGL, load_model(folder, "ai-igl"))  # load_model checked the algorithm
 
 
 def one_trial(data: Trials, t: int = 0) -> Batch:
@@ -414,7 +418,7 @@ def own_decoder(psi: nn.Module, batch: Batch, n_actions: int) -> torch.Tensor:
     return at_own_action(psi(inputs).view(trials, n_actions, n), batch.action)
 
 
-def grounding_stage(scores: nn.Module, psi: nn.Module, n_actions: int,
+def grounding_stage(scores: Policy, psi: Decoder, n_actions: int,
                     settings: Optimisation) -> Stage:
     """Step 1, grounding: per-action scores f_a = sigmoid(s_a) and decoders psi_a ascend
     sum_a Cov_a(f_a, psi_a) on a mini-batch. ``scores`` is the policy stacked as one trial,
@@ -432,7 +436,7 @@ def grounding_stage(scores: nn.Module, psi: nn.Module, n_actions: int,
                  decoders, psi.temperature)
 
 
-def regrounding_stage(scores: nn.Module, psi: nn.Module, n_actions: int,
+def regrounding_stage(scores: Policy, psi: Decoder, n_actions: int,
                       settings: Optimisation) -> Stage:
     """Step 4, re-grounding: the decoders alone ascend the indicator
     sum_a Cov_a(pi(a|x), psi_a(y)) on a mini-batch, the policy ``scores`` held fixed."""
@@ -530,7 +534,7 @@ def break_symmetry(policy: Policy, decoders: Sequence[Decoder], data: Batch) -> 
     last = [m for m in policy.net.modules() if isinstance(m, nn.Linear)][-1]
     with torch.no_grad():
         for a in np.flatnonzero(flip):
-            decoders[a].flipped.logical_not_()
+            decoders[int(a)].flipped.logical_not_()
             last.weight[a].neg_()
             last.bias[a].neg_()
     return flip
@@ -597,6 +601,7 @@ class OnlineAIIGL(EpochGreedy):
         if not warm:
             self.policy_, self.decoders_ = self._batch.initial_models(
                 self.context_dim, self.feedback_dim, self.n_actions, generator)
+        assert self.policy_ is not None and self.decoders_ is not None
         self._batch.fit_models([self.policy_], [self.decoders_], Trials.one(data), [generator],
                                self.refit_optimisation if warm else None, warm)
         value = indicator(self.policy_, self.decoders_, data if holdout is None else holdout)
@@ -605,5 +610,6 @@ class OnlineAIIGL(EpochGreedy):
     def decode(self, feedback: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """psi_a(y) under the current decoders, for each feedback vector and its action."""
         self._fitted()
+        assert self.decoders_ is not None  # fitted together with the policy
         return decoded(self.decoders_, as_tensor(feedback),
                        torch.from_numpy(np.asarray(actions))).numpy()

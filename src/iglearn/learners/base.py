@@ -4,7 +4,7 @@ and what the learners trained by gradient share: fitting many trials as one comp
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Self
+from typing import TYPE_CHECKING, Any, Self
 
 import numpy as np
 import torch
@@ -14,6 +14,9 @@ from iglearn.errors import IGLearnError
 from iglearn.learners.trials import as_tensor
 from iglearn.models import Policy
 
+if TYPE_CHECKING:
+    from iglearn.data.formats.base import FeatureSchema
+
 _CHUNK = 65536
 
 
@@ -21,6 +24,13 @@ class PolicyLearner:
     """Shared behaviour of learners that end with a fitted policy ``policy_``."""
 
     policy_: Policy
+    seconds_: float
+    """Wall seconds the fit took (a share of it when fitted side by side)."""
+    if TYPE_CHECKING:  # for the type checker only: typing.get_type_hints must resolve the rest
+        metadata_: dict[str, Any]
+        """A loaded model's ``model.json`` (set by :func:`iglearn.models.io.load_model`)."""
+        schema_: FeatureSchema | None
+        """The feature schema a model was fitted with, if any."""
 
     def _fitted_policy(self) -> Policy:
         policy = getattr(self, "policy_", None)

@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -109,6 +109,10 @@ class BatchIGL(StackableLearner):
     one setting, and :meth:`paper` switches them all off.
     """
 
+    if TYPE_CHECKING:  # set by fit; declared for the type checker, not as settings
+        decoder_: Decoder = field(init=False)
+        report_: FitReport = field(init=False)
+
     policy: str = "linear"
     """Policy class: 'linear' (the paper's) or 'mlp'."""
     decoder: str = "linear"
@@ -148,7 +152,7 @@ class BatchIGL(StackableLearner):
         control variate) over (pi, psi) from the start, with the corrector and the adaptive
         restart of Appendix B and none of iglearn's additions (no grounding or policy
         stage, no scaled weight decay, no policy negation); ``settings`` override."""
-        plain = dict(optimisation=Optimisation(grounding_epochs=0, policy_epochs=0,
+        plain: dict[str, Any] = dict(optimisation=Optimisation(grounding_epochs=0, policy_epochs=0,
                                                weight_decay_scale=0.0),
                      flip_policy=False, control_variate=0.0,
                      self_normalised_grounding=False, two_sided_minorant=False)
@@ -308,7 +312,7 @@ class BatchIGL(StackableLearner):
         """A fitted model read from ``folder`` (see :func:`iglearn.models.io.load_model`); a
         folder that holds another algorithm's model is refused."""
         from iglearn.models.io import load_model
-        return load_model(folder, "igl")
+        return cast(BatchIGL, load_model(folder, "igl"))  # load_model checked the algorithm
 
     def indicator(self, log: InteractionLog) -> float:
         """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log``."""
@@ -322,12 +326,13 @@ def indicators(policies: Sequence[Policy], decoders: Sequence[Decoder] | None, d
     """Eq. 9 (:func:`~iglearn.learners.objective.indicator`) of each trial's pair on its data,
     in one pass of 65536 rows at a time; without decoders, the signal itself stands for psi
     (the true reward: the IPS estimate of V(pi) - V(pi_bad))."""
-    policy, decoder = stack(policies), None if decoders is None else stack(decoders)
+    policy = cast(Policy, stack(policies))
+    decoder = None if decoders is None else cast(Decoder, stack(decoders))
     total = torch.zeros(len(data), dtype=torch.float64)
     with torch.no_grad():
         for chunk in data.chunks():
             pi_a = at_action(policy.probabilities(chunk.context), chunk.action)
-            psi = torch.stack(chunk.signal) if decoder is None else decoder(chunk.signal)
+            psi = torch.stack(list(chunk.signal)) if decoder is None else decoder(chunk.signal)
             rows = chunk.action.shape[-1]
             total += indicator(pi_a, psi, chunk.probability, n_actions).double() * rows
     return (total / data.n).tolist()

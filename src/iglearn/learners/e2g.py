@@ -139,6 +139,13 @@ class EpochGreedy(OnlineLearner):
             return np.eye(self.n_actions)[probs.argmax(1)]
         return probs / probs.sum(1, keepdims=True)
 
+    def probabilities(self, contexts: np.ndarray) -> np.ndarray:
+        """Uniform when the next step explores (line 2), else the exploitation distribution
+        (line 5)."""
+        if self._exploit_left > 0 and self.policy_ is not None:
+            return self.exploit_distribution(np.asarray(contexts, dtype=np.float32))
+        return np.full((len(contexts), self.n_actions), 1.0 / self.n_actions)
+
     def _exploit(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         probs = self.exploit_distribution(contexts)
         greedy = self.exploit == "greedy"
@@ -264,13 +271,15 @@ class E2G(EpochGreedy):
         super().__init__(n_actions, context_dim, feedback_dim, schedule, update_every,
                          exploit, holdout_every, seed)
         self.refit_optimisation = refit_optimisation
-        self._batch = BatchIGL(policy, decoder, optimisation, max_restarts=max_restarts,
+        self._batch = BatchIGL(policy, decoder, optimisation or Optimisation(),
+                               max_restarts=max_restarts,
                                restart_threshold=restart_threshold)
         self.decoder_: Decoder | None = None
 
     def _refit(self, data: Batch, holdout: Batch | None) -> tuple[float, dict]:
         # Line 4 on D_i, warm-started from (pi_{i-1}, psi_{i-1}) once they exist.
-        starts = None if self.policy_ is None else [(self.policy_, self.decoder_)]
+        starts = (None if self.policy_ is None or self.decoder_ is None
+                  else [(self.policy_, self.decoder_)])
         [(indicator, self.policy_, self.decoder_, tried)] = self._batch.fit_with_restarts(
             Trials.one(data), self.n_actions, [self.rng], starts, self.refit_optimisation,
             None if holdout is None else Trials.one(holdout))
@@ -279,6 +288,7 @@ class E2G(EpochGreedy):
     def decode(self, feedback: np.ndarray) -> np.ndarray:
         """psi_i(y), the current decoded reward of each feedback vector."""
         self._fitted()
+        assert self.decoder_ is not None  # fitted together with the policy
         with torch.no_grad():
             return self.decoder_(as_tensor(feedback)).numpy()
 
@@ -291,7 +301,9 @@ class OnlineContextualBandit(EpochGreedy):
     Args:
         n_actions: K.
         context_dim: dimension of the contexts.
-        schedule, update_every, exploit: as for :class:`EpochGreedy`.
+        schedule: the schedule {n_i}, as for :class:`EpochGreedy`.
+        update_every: rounds between re-fits, as for :class:`EpochGreedy`.
+        exploit: 'greedy' or 'softmax', as for :class:`EpochGreedy`.
         policy: policy class, 'linear' or 'mlp'.
         optimisation: settings of the first fit (from scratch).
         refit_optimisation: settings of the warm-started re-fits.
@@ -305,7 +317,7 @@ class OnlineContextualBandit(EpochGreedy):
         super().__init__(n_actions, context_dim, 0, schedule, update_every, exploit, 0, seed)
         self.context_dim = context_dim
         self.refit_optimisation = refit_optimisation
-        self._batch = ContextualBandit(policy, optimisation)
+        self._batch = ContextualBandit(policy, optimisation or Optimisation())
 
     def _refit(self, data: Batch, holdout: Batch | None) -> tuple[float, dict]:
         generator = torch_generator(self.rng)
@@ -338,7 +350,8 @@ class ExplorationSet:
     def __len__(self) -> int:
         return self.n
 
-    def append(self, context, action, probability, signal) -> None:
+    def append(self, context: np.ndarray, action: np.ndarray, probability: np.ndarray,
+               signal: np.ndarray) -> None:
         m = len(action)
         if self.n + m > len(self.action):
             size = max(2 * len(self.action), self.n + m)

@@ -58,8 +58,8 @@ def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict
     is_log = isinstance(table, InteractionLog)
     per_action = isinstance(learner, AIIGL)
     three_state = isinstance(learner, IGLP)
-    decoding = is_log and (per_action or three_state
-                           or getattr(learner, "decoder_", None) is not None)
+    decoder = getattr(learner, "decoder_", None)  # BatchIGL's psi
+    decoding = is_log and (per_action or three_state or decoder is not None)
     sums = {"correct": 0.0, "ips": 0.0, "greedy": 0.0, "decoded": 0.0, "indicator": 0.0}
     # per action a: sums over its rows of 1/p, pi/p, psi/p and pi psi/p (AI-IGL's indicator)
     moments = np.zeros((4, k))
@@ -69,7 +69,7 @@ def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict
         greedy = pi.argmax(1)
         if table.label is not None:
             sums["correct"] += float((greedy == table.label[rows]).sum())
-        if not is_log:
+        if not isinstance(table, InteractionLog):
             continue
         action, p = table.action[rows], np.asarray(table.probability[rows], np.float64)
         pi_logged = pi[np.arange(len(action)), action]
@@ -79,16 +79,17 @@ def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict
             sums["greedy"] += float(((greedy == action) * weight).sum())
         if not decoding:
             continue
-        if three_state:
+        if isinstance(learner, IGLP):
             psi = learner.decode(table.context[rows], action, table.feedback[rows])
-        elif per_action:
+        elif isinstance(learner, AIIGL):
             psi = learner.decode(table.feedback[rows], action).astype(np.float64)
             for m, value in enumerate((1.0, pi_logged, psi, pi_logged * psi)):
                 moments[m] += np.bincount(action, np.broadcast_to(value, p.shape) / p,
                                           minlength=k)
         else:
             with torch.no_grad():
-                psi = learner.decoder_(as_tensor(table.feedback[rows])).double().numpy()
+                assert decoder is not None  # decoding without per-action decoders
+                psi = decoder(as_tensor(table.feedback[rows])).double().numpy()
             sums["indicator"] += float(indicator(
                 torch.from_numpy(pi_logged), torch.from_numpy(psi), torch.from_numpy(p),
                 k)) * len(action)
@@ -96,7 +97,7 @@ def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict
     out: dict[str, float] = {"samples": n}
     if table.label is not None:
         out["accuracy"] = sums["correct"] / n
-    if is_log and table.reward is not None:
+    if isinstance(table, InteractionLog) and table.reward is not None:
         out["value_ips"] = sums["ips"] / n
         out["greedy_value_ips"] = sums["greedy"] / n
     if decoding:

@@ -102,7 +102,7 @@ def fit_inverse_kinematics(model: Policy, features: np.ndarray, action: np.ndarr
                            generator: torch.Generator) -> None:
     """Step 1: h(a | x, y) by importance-weighted (1 / (K p)) cross-entropy of the logged
     action, on ``features`` = :func:`ik_features` (in place; warm-starts from its weights)."""
-    def loss(net: torch.nn.Module, batch: Batch) -> torch.Tensor:
+    def loss(net: Policy, batch: Batch) -> torch.Tensor:
         weight = uniform_weights(batch.probability, n_actions)
         return -(weight * at_action(net(batch.context), batch.action)).mean(-1)
     data = Trials.one(Batch(as_tensor(features), torch.as_tensor(action),
@@ -152,9 +152,10 @@ def negative_actions(model: Policy, context: np.ndarray, action: np.ndarray,
         last = [m for m in model.net.modules() if isinstance(m, torch.nn.Linear)][-1]
         with torch.no_grad():
             last.bias.fill_(float(np.log(share / 4 / (1 - share / 4))))
-        model.grounded_ = True
+        # a plain flag attribute: nn.Module's __setattr__ is typed for tensors and modules only
+        model.grounded_ = True  # type: ignore[assignment]
 
-    def loss(net: torch.nn.Module, batch: Batch) -> torch.Tensor:
+    def loss(net: Policy, batch: Batch) -> torch.Tensor:
         score = at_action(net.net(batch.context), batch.action)
         target, how = batch.signal[..., 0], batch.signal[..., 1]
         bce = torch.nn.functional.binary_cross_entropy_with_logits(score, target,
@@ -322,8 +323,10 @@ class OnlineIGLP(OnlineRegression):
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
                  exploration: str = "epsilon", epsilon: float = 0.2, gamma: float = 100.0,
-                 estimator: str = "lipschitz", threshold: float = 3.0, model: str = "linear",
-                 policy: str = "linear", refit_every: int = 50, refit_growth: float = 1.2,
+                 estimator: Literal["step", "lipschitz"] = "lipschitz", threshold: float = 3.0,
+                 model: Literal["linear", "mlp"] = "linear",
+                 policy: Literal["linear", "mlp"] = "linear", refit_every: int = 50,
+                 refit_growth: float = 1.2,
                  first_fit: Optimisation = DEFAULT_OPTIMISATION, refit: Optimisation = REFIT,
                  seed: SeedLike = None):
         super().__init__(n_actions, context_dim, feedback_dim, exploration, epsilon, gamma,
@@ -333,7 +336,9 @@ class OnlineIGLP(OnlineRegression):
 
     def _fit(self) -> None:
         settings = self.refit if self.fitted_ else self.first_fit
-        self.batch.fit_arrays(*self.interactions(), self.n_actions, settings)
+        context, action, probability, feedback, flags = self.interactions()
+        self.batch.fit_arrays(context, action, probability, feedback, flags, self.n_actions,
+                              settings)
 
     def predict_values(self, contexts: np.ndarray) -> np.ndarray:
         return self.batch.predict_values(contexts)

@@ -53,6 +53,12 @@ class OnlineLearner(ABC):
         self.learn_batch(np.asarray(context)[None], np.array([action]),
                          np.array([probability]), np.asarray(feedback)[None])
 
+    def probabilities(self, contexts: np.ndarray) -> np.ndarray:
+        """The distribution (n, K) the next ``act`` would draw its action from, for each
+        context as if it were the next one; acting is not advanced."""
+        raise NotImplementedError(f"{type(self).__name__} does not say its next step's "
+                                  f"probabilities")
+
     def block_size(self, stop_round: int | None = None) -> int:
         """How many contexts ``act_batch`` may take before ``learn_batch`` must see their
         outcome for the learner to behave exactly as if it acted one step at a time; with
@@ -71,5 +77,10 @@ class UniformLearner(OnlineLearner):
         self.round_ += n
         return self.rng.integers(0, self.n_actions, n), np.full(n, 1.0 / self.n_actions)
 
-    def learn_batch(self, contexts, actions, probabilities, feedback) -> None:
+    def probabilities(self, contexts: np.ndarray) -> np.ndarray:
+        """Uniform over the K actions for every context."""
+        return np.full((len(contexts), self.n_actions), 1.0 / self.n_actions)
+
+    def learn_batch(self, contexts: np.ndarray, actions: np.ndarray,
+                    probabilities: np.ndarray, feedback: np.ndarray) -> None:
         """Uniform play learns nothing."""

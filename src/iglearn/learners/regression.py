@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 import numpy as np
 import torch
-from torch import nn
 
 from iglearn.errors import IGLearnError
 from iglearn.learners.objective import at_action
@@ -33,7 +32,7 @@ REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, batch_size=1
                      min_steps=30, weight_decay_scale=1.0)
 """A warm-started re-fit in an online loop: one epoch, at least 30 steps."""
 
-Loss = Callable[[nn.Module, Batch], torch.Tensor]
+Loss = Callable[[Policy, Batch], torch.Tensor]
 """A loss of a (stacked) model on a mini-batch, one value per trial."""
 
 
@@ -57,7 +56,7 @@ def fit_reward_model(model: Policy, context: np.ndarray, action: np.ndarray,
                      settings: Optimisation, generator: torch.Generator) -> None:
     """The regression oracle: f(x, a) (``model``'s scores) by importance-weighted (1 / (K p))
     squared error to the reward of the logged action (in place)."""
-    def loss(net: nn.Module, batch: Batch) -> torch.Tensor:
+    def loss(net: Policy, batch: Batch) -> torch.Tensor:
         error = at_action(net.net(batch.context), batch.action) - batch.signal
         return (uniform_weights(batch.probability, n_actions) * error ** 2).mean(-1)
     data = Trials.one(Batch(as_tensor(context), torch.as_tensor(action),

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar, cast
 
 import numpy as np
 import torch
@@ -93,10 +93,11 @@ class Trials:
         views (stacked models take either form; the wide fields are never copied)."""
         for start in range(0, self.n, size):
             rows = slice(start, start + size)
-            yield Batch([x[rows] for x in self.context],
+            # stacked models take a list of T views where a (T, rows, d) tensor would go
+            yield Batch(cast(torch.Tensor, [x[rows] for x in self.context]),
                         torch.stack([a[rows] for a in self.action]),
                         torch.stack([p[rows] for p in self.probability]),
-                        [s[rows] for s in self.signal])
+                        cast(torch.Tensor, [s[rows] for s in self.signal]))
 
     def _fields(self) -> tuple[list[torch.Tensor], ...]:
         return self.context, self.action, self.probability, self.signal
@@ -111,10 +112,13 @@ def take(tensors: Sequence[torch.Tensor], index: torch.Tensor) -> torch.Tensor:
     return out
 
 
+M = TypeVar("M", bound=nn.Module)
+
+
 @contextmanager
-def side_by_side(models: Sequence[nn.Module]) -> Iterator[nn.Module]:
+def side_by_side(models: Sequence[M]) -> Iterator[M]:
     """One module that runs ``models`` (one class and shape) on a leading trial axis; on leaving
     the block, each model receives its trial's trained weights and buffers."""
-    stacked = stack(models)
+    stacked = cast(M, stack(models))  # runs as one of ``models`` does, on a trial axis
     yield stacked
     unstack_into(stacked, models)

@@ -103,7 +103,9 @@ class UnsupervisedBandit(PolicyLearner):
     log's feedback decodes the reward, and :class:`ContextualBandit` learns from it.
 
     Args:
-        n_clusters, method, rule: the decoder's settings (see :class:`ClusterDecoder`).
+        n_clusters: the decoder's clusters (see :class:`ClusterDecoder`).
+        method: the decoder's clustering method (see :class:`ClusterDecoder`).
+        rule: the decoder's rule for the reward cluster (see :class:`ClusterDecoder`).
         policy: policy class, 'linear' or 'mlp'.
         optimisation: the contextual bandit's optimiser settings.
         seed: seed or numpy Generator.
@@ -126,7 +128,8 @@ class UnsupervisedBandit(PolicyLearner):
         self.decoder_ = ClusterDecoder(self.n_clusters, self.method, self.rule,
                                        seed=rng).fit(log.feedback)
         decoded = dataclasses.replace(log, reward=self.decoder_.decode(log.feedback))
-        self.bandit_ = ContextualBandit(self.policy, self.optimisation, seed=rng).fit(decoded)
+        self.bandit_ = ContextualBandit(self.policy, self.optimisation or Optimisation(),
+                                       seed=rng).fit(decoded)
         self.policy_ = self.bandit_.policy_
         self.seconds_ = time.perf_counter() - start
         return self

@@ -27,6 +27,7 @@ class Decoder(nn.Module):
     """
 
     kind = "decoder"
+    flipped: torch.Tensor
 
     def __init__(self, net: nn.Module, temperature: float = 0.1):
         super().__init__()

@@ -30,7 +30,7 @@ import typing
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from safetensors import SafetensorError
@@ -143,7 +143,8 @@ def _setting_names(cls: type) -> list[str]:
     if dataclasses.is_dataclass(cls):
         names = [f.name for f in dataclasses.fields(cls) if f.init]
     else:
-        names = [name for name, p in inspect.signature(cls.__init__).parameters.items()
+        init = cast(Any, cls).__init__  # the class's own constructor, read not called
+        names = [name for name, p in inspect.signature(init).parameters.items()
                  if name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
     return [name for name in names if name != "seed"]
 
@@ -161,7 +162,7 @@ def _setting_types(cls: type) -> dict[str, Any]:
     """The type of each constructor setting of ``cls``: its annotation, or for a dataclass
     field whose default is a dataclass (the optimisation), that default's class."""
     if not dataclasses.is_dataclass(cls):
-        return _hints(cls.__init__)
+        return _hints(cast(Any, cls).__init__)  # the class's own constructor
     found = _hints(cls)
     for f in dataclasses.fields(cls):
         default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
@@ -176,7 +177,7 @@ def learner_settings(learner: object) -> dict[str, Any]:
     out = {}
     for name in _setting_names(type(learner)):
         value = getattr(learner, name)
-        if dataclasses.is_dataclass(value):
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = dataclasses.asdict(value)
         elif not isinstance(value, str | int | float | type(None)):
             raise TypeError(f"setting {name!r} of {type(learner).__name__} is a "
@@ -222,7 +223,7 @@ def _typed(value: object, hint: Any) -> Any:
                     values[key] = _checked(key, each, hints.get(key))
                 except _Invalid as e:
                     raise _Invalid(e.expected, e.value, f".{key}{e.where}") from None
-        return hint(**values)
+        return cast(Any, hint)(**values)  # a dataclass of settings
     ok = {bool: lambda v: isinstance(v, bool),
           int: lambda v: isinstance(v, int) and not isinstance(v, bool),
           float: lambda v: isinstance(v, int | float) and not isinstance(v, bool)
@@ -233,7 +234,7 @@ def _typed(value: object, hint: Any) -> Any:
         ok = lambda v: isinstance(v, str | int | float | type(None))  # noqa: E731
     if not ok(value):
         raise _Invalid(_expected(hint), value)
-    return float(value) if hint is float else value
+    return float(cast(float, value)) if hint is float else value
 
 
 def _expected(hint: Any) -> str:
@@ -242,11 +243,11 @@ def _expected(hint: Any) -> str:
     if typing.get_origin(hint) is list:
         return f"a list of {_expected(typing.get_args(hint)[0])}s"
     if dataclasses.is_dataclass(hint):
-        return f"an object of {hint.__name__} settings"
+        return f"an object of {cast(type, hint).__name__} settings"
     return names.get(hint, "a JSON number, string, boolean or null")
 
 
-def _checked(name: str, value: object, hint: Any) -> Any:
+def _checked(name: str, value: Any, hint: Any) -> Any:
     """:func:`_typed`, plus the range of the settings in ``_POSITIVE`` and
     ``_NON_NEGATIVE``."""
     value = _typed(value, hint)
@@ -349,7 +350,7 @@ def save_model(learner: BatchIGL | AIIGL | IGLP, folder: str | Path,
     if algorithm.models:
         described = {name: _describe(model)
                      for name, model in zip(algorithm.models, decoders, strict=True)}
-        feedback_dim = learner.feedback_dim_
+        feedback_dim = cast("IGLP", learner).feedback_dim_  # IGL-P's models: no decoder
     else:
         described = {"decoder": _describe(decoders[0])}
         feedback_dim = described["decoder"]["input_dim"]
@@ -567,7 +568,7 @@ def load_model(folder: str | Path, algorithm: str | None = None
         raise IGLearnError(f"{path}: cannot be read ({shown(str(e))}); the weights are "
                            f"corrupt, fit again") from None
     k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
-    parts = [("policy", "policy", (d_x, k))]
+    parts: list[tuple[str, str, tuple[int, ...]]] = [("policy", "policy", (d_x, k))]
     if kind.models:
         parts += [(name, name, _dims(name, k, d_x, d_y)) for name in kind.models]
     else:
@@ -576,8 +577,8 @@ def load_model(folder: str | Path, algorithm: str | None = None
     for key, value in tensors.items():
         part, rest = _part(key, kind)
         groups.setdefault(part, {})[rest] = value
-    wanted = {prefix for prefix, _, _ in parts}
-    stray = sorted(key for key in tensors if _part(key, kind)[0] not in wanted)
+    prefixes = {prefix for prefix, _, _ in parts}
+    stray = sorted(key for key in tensors if _part(key, kind)[0] not in prefixes)
     if stray:
         raise IGLearnError(f"{path}: holds the tensor {shown(stray[0])}, which no part of the "
                            f"model has; the model is corrupt, fit again")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
+from typing import cast
 
 import torch
 from torch import nn
@@ -42,13 +43,13 @@ def stack(models: Sequence[nn.Module]) -> nn.Module:
     """One module running ``models`` (same class and shapes, linear layers with biases) side
     by side on a leading trial axis; its parameters are copies, not views."""
     if isinstance(models[0], nn.Linear):
-        return StackedLinear(models)
+        return StackedLinear(cast(Sequence[nn.Linear], models))  # one class, as required
     stacked = copy.deepcopy(models[0])
     for name, layer in list(stacked.named_modules()):
         if isinstance(layer, nn.Linear):
             owner, _, attribute = name.rpartition(".")
             setattr(stacked.get_submodule(owner), attribute,
-                    StackedLinear([m.get_submodule(name) for m in models]))
+                    StackedLinear([cast(nn.Linear, m.get_submodule(name)) for m in models]))
     for name, _ in list(stacked.named_buffers()):
         owner, _, attribute = name.rpartition(".")
         setattr(stacked.get_submodule(owner), attribute,

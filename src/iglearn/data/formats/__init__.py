@@ -105,7 +105,9 @@ def read_contexts(path: str | Path, schema: FeatureSchema | None = None) -> Cont
     if info.is_log:
         arrays = reader.arrays(("context", "label"))
         return ContextSet(arrays["context"], info.n_actions, arrays.get("label"), info.source)
-    return check(info, reader.arrays(), info.source)
+    contexts = check(info, reader.arrays(), info.source)
+    assert isinstance(contexts, ContextSet)  # not a log, so check made a context set
+    return contexts
 
 
 def write_table(table: InteractionLog | ContextSet | TableReader, path: str | Path,

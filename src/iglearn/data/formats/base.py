@@ -107,9 +107,10 @@ class TableReader(ABC):
         cast (:func:`~iglearn.data.logs.field_values`), so the cast changes no value."""
         info = self.info
         wanted = info.fields if fields is None else tuple(f for f in info.fields if f in fields)
-        out = {name: np.empty((info.n_rows, info.dims[name]) if name in MATRIX_FIELDS
-                              else (info.n_rows,), dtype=DTYPES[name])
-               for name in wanted}
+        out: dict[str, np.ndarray] = {
+            name: np.empty((info.n_rows, info.dims[name]) if name in MATRIX_FIELDS
+                           else (info.n_rows,), dtype=DTYPES[name])
+            for name in wanted}
         for start, batch in self.batches(fields=wanted):
             for name in wanted:
                 value, target = batch[name], out[name]

@@ -32,6 +32,7 @@ import itertools
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 
@@ -76,6 +77,7 @@ class DsjsonReader(TableReader):
             record = safejson.read(sidecar, "restore it or write the log again",
                                    "feature schema")
             schema = FeatureSchema.from_json(record, str(sidecar))
+            record = cast(dict, record)  # from_json refused anything but a dict
             if record.get("n_actions") is not None:
                 n_actions = check_n_actions(record["n_actions"], str(sidecar))
         self._fixed = schema is not None

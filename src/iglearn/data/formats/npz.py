@@ -187,6 +187,7 @@ class NpzReader(TableReader):
         """The whole field, memory-mapped (copy-on-write) when stored uncompressed."""
         if name not in self._arrays:
             shape, fortran, dtype, offset = self._header(name)
+            array: np.ndarray
             if offset >= 0 and all(s > 0 for s in shape):
                 array = np.memmap(self.path, dtype=dtype, mode="c", offset=offset, shape=shape,
                                   order="F" if fortran else "C")

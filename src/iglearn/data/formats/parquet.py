@@ -152,7 +152,7 @@ def write_parquet(reader: TableReader, tmp: Path) -> None:
         for _, batch in reader.validated_batches():
             columns = []
             for name in info.fields:
-                value = np.ascontiguousarray(batch[name], dtype=DTYPES[name])
+                value: np.ndarray = np.ascontiguousarray(batch[name], dtype=DTYPES[name])
                 if name in MATRIX_FIELDS:
                     value = value.reshape(len(value), -1)
                     columns.append(pa.FixedSizeListArray.from_arrays(

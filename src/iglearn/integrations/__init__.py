@@ -1,0 +1,1 @@
+"""Adapters that let other tools run iglearn's learners (each needs its optional extra)."""
