@@ -111,10 +111,24 @@ def take(tensors: Sequence[torch.Tensor], index: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def to_device(batch: Batch, device: torch.device | None) -> Batch:
+    """``batch`` with each field (a tensor, or a list of T tensors) on ``device``; on the CPU
+    (or with no device), ``batch`` itself."""
+    if device is None or device.type == "cpu":
+        return batch
+    return Batch(*(field.to(device, non_blocking=True) if isinstance(field, torch.Tensor)
+                   else [each.to(device, non_blocking=True) for each in field]
+                   for field in batch))
+
+
 @contextmanager
-def side_by_side(models: Sequence[nn.Module]) -> Iterator[nn.Module]:
-    """One module that runs ``models`` (one class and shape) on a leading trial axis; on leaving
-    the block, each model receives its trial's trained weights and buffers."""
+def side_by_side(models: Sequence[nn.Module],
+                 device: torch.device | None = None) -> Iterator[nn.Module]:
+    """One module that runs ``models`` (one class and shape) on a leading trial axis (on
+    ``device``, if given); on leaving the block, each model receives its trial's trained
+    weights and buffers."""
     stacked = stack(models)
+    if device is not None and device.type != "cpu":
+        stacked = stacked.to(device)
     yield stacked
     unstack_into(stacked, models)
