@@ -6,7 +6,9 @@ A learner's ``policy`` or ``decoder`` setting may be, besides the names of the b
 - a **factory**, ``factory(in_dim, out_dim, generator) -> torch.nn.Module``: called once per
   initialisation (every restart, every trial of ``fit_many``) with the input dimension (d_x
   for a policy, d_y for a decoder), the output dimension (K for a policy, 1 for a decoder)
-  and a seeded ``torch.Generator`` to draw the initial weights from;
+  and a seeded ``torch.Generator`` to draw the initial weights from; torch's global
+  generator is seeded from it during the call (and restored after), so a factory that
+  keeps torch's default initialisation is reproducible too;
 - a **module instance**: a template, deep-copied for every initialisation, whose
   ``torch.nn.Linear`` layers are redrawn from the seeded generator (other parameters keep
   the template's values).
@@ -161,7 +163,12 @@ def build_module(spec: nn.Module | ModelFactory, in_dim: int, out_dim: int,
         module = copy.deepcopy(spec)
         reset_parameters(module, generator)
         return module
-    module = spec(in_dim, out_dim, generator)
+    # torch's own initialisers draw from the global generator: seed it from ``generator``
+    # for the call (and restore it after), so that a factory using them is reproducible too.
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        module = spec(in_dim, out_dim, generator)
     if not isinstance(module, nn.Module):
         raise IGLearnError(f"the {name} factory {_name(spec)} returned a "
                            f"{type(module).__name__}; it must return a torch.nn.Module")
