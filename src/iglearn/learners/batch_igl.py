@@ -51,7 +51,7 @@ from iglearn.learners.objective import (
     self_normalised_objective,
 )
 from iglearn.learners.training import Optimisation, Stage, run_stage, stage_epochs
-from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side, to_device
+from iglearn.learners.trials import Batch, Trials, as_tensor, move, side_by_side, to_device
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.custom import ModelFactory, check_spec
 from iglearn.models.decoders import DECODERS
@@ -316,7 +316,7 @@ class BatchIGL(StackableLearner):
         with torch.no_grad():
             if correction is None:
                 psi = decode_all(decoder, data, device)
-                probability = torch.stack(data.probability).to(psi.device)
+                probability = move(torch.stack(data.probability), psi.device)
                 flipped = [False] * len(data)
                 statistic = corrector_statistic(psi, probability, n_actions)
             else:
@@ -394,14 +394,14 @@ def indicators(policies: Sequence[Policy], decoders: Sequence[Decoder] | None, d
     decoder = None if decoders is None else stack(decoders)
     if decoder is not None and on is not None:
         decoder = decoder.to(on)
-    total = torch.zeros(len(data), dtype=torch.float64, device=on)
+    total = torch.zeros(len(data), dtype=torch.float64)
     with torch.no_grad():
         for chunk in data.chunks():
             chunk = to_device(chunk, on)
             pi_a = at_action(policy.probabilities(chunk.context), chunk.action)
             psi = torch.stack(chunk.signal) if decoder is None else decoder(chunk.signal)
             rows = chunk.action.shape[-1]
-            total += indicator(pi_a, psi, chunk.probability, n_actions).double() * rows
+            total += indicator(pi_a, psi, chunk.probability, n_actions).cpu().double() * rows
     return (total / data.n).tolist()
 
 
@@ -409,13 +409,13 @@ def stacked_indicators(policy: nn.Module, psi: torch.Tensor, data: Trials, n_act
                        device: torch.device | None = None) -> list[float]:
     """Eq. 9 of a stacked ``policy`` with the decoded rewards ``psi`` (T, n) of all the data
     (on the policy's device), 65536 rows at a time."""
-    total = torch.zeros(len(data), dtype=torch.float64, device=psi.device)
+    total = torch.zeros(len(data), dtype=torch.float64)
     start = 0
     for chunk in data.chunks():
         chunk = to_device(chunk, device)
         rows = chunk.action.shape[-1]
         pi_a = at_action(policy.probabilities(chunk.context), chunk.action)
         total += indicator(pi_a, psi[:, start:start + rows], chunk.probability,
-                           n_actions).double() * rows
+                           n_actions).cpu().double() * rows
         start += rows
     return (total / data.n).tolist()

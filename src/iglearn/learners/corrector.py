@@ -22,7 +22,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from iglearn.learners.trials import Trials
+from iglearn.learners.trials import Trials, move
 from iglearn.models import Decoder
 from iglearn.models.stacked import last_linear
 
@@ -53,7 +53,7 @@ def decode_all(decoder: nn.Module, data: Trials, device: torch.device | None) ->
     the CPU, 65536 rows at a time moved to any other device."""
     if device is None or device.type == "cpu":
         return decoder(data.signal)
-    return torch.cat([decoder([s.to(device, non_blocking=True) for s in chunk.signal])
+    return torch.cat([decoder([move(s, device) for s in chunk.signal])
                       for chunk in data.chunks()], dim=-1)
 
 
@@ -70,7 +70,7 @@ def data_driven_corrector(policy: nn.Module, decoder: Decoder, data: Trials, n_a
     """
     with torch.no_grad():
         psi = decode_all(decoder, data, device)
-        probability = torch.stack(data.probability).to(psi.device)
+        probability = move(torch.stack(data.probability), psi.device)
         flip = corrector_statistic(psi, probability, n_actions) > 0.5
         decoder.flipped.logical_xor_(flip)
         negated = getattr(policy, "negated", None)

@@ -111,14 +111,21 @@ def take(tensors: Sequence[torch.Tensor], index: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def move(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``tensor`` on ``device``; float64 becomes float32 on Apple's MPS, which has no
+    float64."""
+    if device.type == "mps" and tensor.dtype == torch.float64:
+        return tensor.to(device, torch.float32)
+    return tensor.to(device, non_blocking=True)
+
+
 def to_device(batch: Batch, device: torch.device | None) -> Batch:
     """``batch`` with each field (a tensor, or a list of T tensors) on ``device``; on the CPU
     (or with no device), ``batch`` itself."""
     if device is None or device.type == "cpu":
         return batch
-    return Batch(*(field.to(device, non_blocking=True) if isinstance(field, torch.Tensor)
-                   else [each.to(device, non_blocking=True) for each in field]
-                   for field in batch))
+    return Batch(*(move(field, device) if isinstance(field, torch.Tensor)
+                   else [move(each, device) for each in field] for field in batch))
 
 
 @contextmanager

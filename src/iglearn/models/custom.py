@@ -54,8 +54,6 @@ from iglearn.models.policies import POLICIES, Policy
 
 ModelFactory: TypeAlias = Callable[[int, int, torch.Generator], nn.Module]
 """``factory(in_dim, out_dim, generator) -> torch.nn.Module``."""
-ModelSpec: TypeAlias = "str | nn.Module | ModelFactory"
-"""A policy or decoder setting: a built-in class name, a module instance or a factory."""
 CUSTOM = "custom"
 """The class name model.json records for a module built by a factory."""
 
@@ -177,13 +175,15 @@ def build_module(spec: nn.Module | ModelFactory, in_dim: int, out_dim: int,
 
 def check_contract(module: nn.Module, in_dim: int, out_dim: int, name: str) -> None:
     """An error naming the fix unless ``module`` maps a probe batch of shape (2, in_dim) to
-    (2, out_dim) finite values (a decoder: (2, 1) or (2,))."""
+    (2, out_dim) floating-point values (a decoder: (2, 1) or (2,))."""
     what = "contexts" if name == "policy" else "feedback"
     wanted = "scores, one per action" if name == "policy" else "one logit per row"
     shapes = [(2, out_dim)] + ([(2,)] if name == "decoder" else [])
     parameter = next(module.parameters(), None)
     device = parameter.device if parameter is not None else None
     probe = torch.zeros(2, in_dim, device=device)
+    training = module.training
+    module.eval()  # the probe leaves no trace (batch-norm statistics, say)
     try:
         with torch.no_grad():
             output = module(probe)
@@ -191,6 +191,8 @@ def check_contract(module: nn.Module, in_dim: int, out_dim: int, name: str) -> N
         raise IGLearnError(f"the {name} module {type(module).__name__} fails on {what} of "
                            f"shape (n, {in_dim}) ({type(e).__name__}: {e}); it must map "
                            f"(n, {in_dim}) {what} to (n, {out_dim}) {wanted}") from None
+    finally:
+        module.train(training)
     if not isinstance(output, torch.Tensor) or tuple(output.shape) not in shapes:
         got = tuple(output.shape) if isinstance(output, torch.Tensor) else type(output).__name__
         raise IGLearnError(f"the {name} module {type(module).__name__} maps {what} of shape "
