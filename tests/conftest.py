@@ -14,6 +14,18 @@ from iglearn.errors import DataNotFoundError
 from iglearn.experiments.runner import one_thread
 
 
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``cuda`` run only where torch sees a CUDA GPU."""
+    import torch
+
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU (torch.cuda.is_available() is False)")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)
+
+
 @pytest.fixture(autouse=True)
 def _no_global_cache(tmp_path_factory, monkeypatch):
     """Tests never touch the user's cache unless they point at it themselves."""

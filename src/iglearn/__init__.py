@@ -15,14 +15,18 @@ except PackageNotFoundError:  # running from a source tree that is not installed
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners import AIIGL, BatchIGL, ContextualBandit, FitReport, Supervised
+from iglearn.learners.monitor import EpochRecord
+from iglearn.learners.training import Optimisation
 
 __all__ = [
     "AIIGL",
     "BatchIGL",
     "ContextualBandit",
+    "EpochRecord",
     "FitReport",
     "IGLearnError",
     "InteractionLog",
+    "Optimisation",
     "Supervised",
     "__version__",
 ]

@@ -82,6 +82,8 @@ def _other_settings() -> dict:
     changed = {"optimisation": FAST, "max_restarts": 1, "restart_threshold": 0.3,
                "decoder_temperature": 0.05, "policy": "mlp", "decoder": "mlp"}
     for field in dataclasses.fields(BatchIGL):
+        if field.name in io.RUNTIME:  # where and how visibly a fit runs: not recorded
+            continue
         if field.name not in changed and isinstance(field.default, bool):
             changed[field.name] = not field.default
         elif field.name not in changed and isinstance(field.default, float):

@@ -12,7 +12,7 @@ import json
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -43,6 +43,18 @@ ALGORITHMS: dict[str, BatchIGL | AIIGL | IGLP] = {name: algorithm.learner()
 # Options of `fit` that only --algorithm igl reads (Eq. 9 and Lemma 5 hold under the 2021
 # assumption), by namespace name.
 IGL_ONLY = ("objective", "iota", "v_bad")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a loaded model computes (``predict``, ``evaluate``)."""
+
+    device: str = "cpu"
+    """Where the model computes: cpu, cuda, mps, or auto (CUDA, else MPS, else the CPU); the
+    contexts move there 65536 at a time."""
+
+
+PLACEMENT = "placement"
 
 
 def _setting_names(settings: Any) -> set[str]:
@@ -89,10 +101,12 @@ def unit_value(text: str) -> float:
 def _fit(args: argparse.Namespace) -> int:
     from iglearn.data.formats import open_table
     from iglearn.data.formats.base import check
+    from iglearn.devices import resolve_device
     from iglearn.models.io import save_model
 
     out = Path(args.out)
     learner = _learner(args)
+    resolve_device(getattr(learner, "device", "cpu"))  # unavailable: an error before any work
     check_paths(with_sidecar("LOG", args.log), [("--out", out)])
     check_model_output(out)
     reader = open_table(args.log)
@@ -168,6 +182,7 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
         "corrector_flipped": report.flipped, "corrector_statistic": report.corrector_statistic,
         "restarts": report.restarts, "attempt_indicators": report.attempt_indicators,
         "identifiability_warnings": report.warnings,
+        "history": [asdict(record) for record in report.history],
         "lemma5": {
             "iota": iota, "v_bad": v_bad, "eps_D": math.sqrt(iota / (2 * n)),
             "max_importance_weight": max_weight,
@@ -183,15 +198,20 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
     }
 
 
-def _model_and_table(model_dir: str, data: str, contexts_only: bool
+def _model_and_table(model_dir: str, data: str, contexts_only: bool,
+                     args: argparse.Namespace
                      ) -> tuple[BatchIGL | AIIGL | IGLP, InteractionLog | ContextSet]:
     from iglearn.data.contexts import ContextSet
     from iglearn.data.formats import open_table
     from iglearn.data.formats.base import check
+    from iglearn.devices import resolve_device
     from iglearn.learners.evaluation import check_compatible
     from iglearn.models.io import load_model
 
+    device = build_settings(args, Placement(), PLACEMENT).device
+    resolve_device(device)  # an unavailable device is an error before any work
     learner = load_model(model_dir)
+    learner.device = device  # type: ignore[union-attr]
     meta = learner.metadata_
     reader = open_table(data, learner.schema_)
     info = reader.info
@@ -216,7 +236,7 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool
 def _evaluate(args: argparse.Namespace) -> int:
     from iglearn.learners.evaluation import evaluate
 
-    learner, table = _model_and_table(args.model, args.data, contexts_only=False)
+    learner, table = _model_and_table(args.model, args.data, contexts_only=False, args=args)
     measures = evaluate(learner, table)
     if set(measures) == {"samples"}:
         raise IGLearnError(f"{args.data}: nothing to evaluate; the data need labels, a reward "
@@ -242,7 +262,7 @@ def _predict(args: argparse.Namespace) -> int:
     check_paths([("MODEL_DIR", args.model), *with_sidecar("CONTEXTS", args.contexts)],
                 [("--out", out)])
     output_folder(out)
-    learner, table = _model_and_table(args.model, args.contexts, contexts_only=True)
+    learner, table = _model_and_table(args.model, args.contexts, contexts_only=True, args=args)
     args.outputs.claim([out])
     rng = as_generator(args.seed)
     actions, probabilities = [], []
@@ -354,7 +374,7 @@ def _convert(args: argparse.Namespace) -> int:
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """Register fit, evaluate, predict, simulate and convert on the ``iglearn`` parser."""
-    formats = "format from the extension: .npz, .parquet or .dsjson"
+    formats = "format from the extension: .npz, .parquet, .csv or .dsjson"
     fit = commands.add_parser(
         "fit", help="fit a policy and a reward decoder on a log",
         description=f"Fit a policy and reward decoders on LOG ({formats}) with --algorithm: "
@@ -417,6 +437,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("model", metavar="MODEL_DIR", help="a model folder from iglearn fit")
     evaluate.add_argument("data", metavar="DATA",
                           help=f"a log or a labelled context set ({formats})")
+    add_settings(evaluate, Placement(), PLACEMENT, "where the model computes")
     evaluate.set_defaults(run=_evaluate, reads=("model", "data"))
 
     predict = commands.add_parser(
@@ -432,6 +453,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     predict.add_argument("--sample", action="store_true",
                          help="draw actions from pi instead of taking the most likely one")
     predict.add_argument("--seed", type=number(int), default=0, help="seed of --sample")
+    add_settings(predict, Placement(), PLACEMENT, "where the model computes")
     predict.set_defaults(run=_predict, reads=("model", "contexts"))
 
     simulate = commands.add_parser(

@@ -10,9 +10,10 @@ of a field as its option does.
 
 Types: ``int``, ``float``, ``str``, ``bool`` (``--flag/--no-flag``), ``X | None`` (the value
 ``none`` gives None, except for ``str``), ``tuple[X, ...]`` (comma-separated values) and
-``Literal[...]``. What a type does not say is in :data:`CHOICES` (the values of a ``str``
-setting) and :data:`POSITIVE`: every number is finite and at least 0, those named in
-``POSITIVE`` above 0.
+``Literal[...]``; a union of ``str`` with types no command line can write (a policy given as
+a torch module or a factory, in Python) is its ``str`` part. What a type does not say is in
+:data:`CHOICES` (the values of a ``str`` setting) and :data:`POSITIVE`: every number is
+finite and at least 0, those named in ``POSITIVE`` above 0.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from dataclasses import Field, dataclass, fields, is_dataclass, replace
 from functools import cache, partial
 from typing import Any, Literal, TypeVar, cast
 
+from iglearn.devices import DEVICES
 from iglearn.envs.mnist import DATASETS
 from iglearn.envs.section6 import FAMILIES
 from iglearn.experiments.runner import BACKENDS
@@ -46,6 +48,7 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
     "backend": BACKENDS,
     "dataset": DATASETS,
     "decoder": tuple(DECODERS),
+    "device": DEVICES,
     "exploit": e2g.EXPLOIT,
     "families": tuple(FAMILIES),
     "method": unsupervised.METHODS,
@@ -111,6 +114,8 @@ def _kind(cls: type, field: Field) -> _Kind:
         optional = type(None) in args
         if len(args) == 2 and optional:  # X | None
             hint = next(arg for arg in args if arg is not type(None))
+        elif str in args and not optional:  # a name, or objects only Python can give
+            hint = str
     sequence = typing.get_origin(hint) is tuple
     if sequence:
         hint = typing.get_args(hint)[0]

@@ -16,11 +16,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
 from iglearn.data import limits
 from iglearn.errors import IGLearnError, shown
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DTYPES = {"context": np.float32, "feedback": np.float32, "action": np.int64,
           "label": np.int64, "probability": np.float64, "reward": np.float32,
@@ -232,6 +236,23 @@ class InteractionLog:
     def uniform_weight(self) -> np.ndarray:
         """Importance weights (1/K) / p that re-weight the log to the uniform policy."""
         return (1.0 / self.n_actions) / self.probability
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, n_actions: int | None = None,
+                   source: str = "data frame") -> InteractionLog:
+        """The log a pandas DataFrame holds: vectors as columns ``context_0``, ``context_1``,
+        ... (or one column of lists), ``action``, ``probability``, ``feedback_0``, ...,
+        optional ``reward`` and ``label``; K from ``n_actions``, a column ``n_actions`` or
+        ``frame.attrs['n_actions']`` (:mod:`iglearn.data.frames`). Checked like any log."""
+        from iglearn.data.frames import from_frame
+        return from_frame(frame, n_actions, source)
+
+    def to_frame(self, vectors: Literal["columns", "lists"] = "columns") -> pd.DataFrame:
+        """The log as a pandas DataFrame in the layout :meth:`from_frame` reads (vectors as
+        columns, or with ``vectors='lists'`` one column of arrays; K in
+        ``frame.attrs['n_actions']``)."""
+        from iglearn.data.frames import to_frame
+        return to_frame(self, vectors)
 
     def subset(self, index: np.ndarray) -> InteractionLog:
         """The interactions at ``index`` (an integer array or a boolean mask)."""

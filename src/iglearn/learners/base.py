@@ -3,6 +3,7 @@ and what the learners trained by gradient share: fitting many trials as one comp
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Self
 
@@ -10,6 +11,7 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
+from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError
 from iglearn.learners.trials import as_tensor
 from iglearn.models import Policy
@@ -39,12 +41,16 @@ class PolicyLearner:
         return policy
 
     def predict_proba(self, context: np.ndarray) -> np.ndarray:
-        """pi(. | x) for each context, shape (n, K)."""
+        """pi(. | x) for each context, shape (n, K), computed on the learner's ``device`` (if
+        it has one) 65536 contexts at a time."""
         policy = self._fitted_policy()
         context = np.asarray(context, dtype=np.float32)
+        device = resolve_device(getattr(self, "device", "cpu"))
+        if device.type != "cpu":  # a copy on the device; the fitted policy stays on the CPU
+            policy = copy.deepcopy(policy).to(device)
         with torch.no_grad():
-            parts = [policy.probabilities(as_tensor(context[i:i + _CHUNK])).numpy()
-                     for i in range(0, len(context), _CHUNK)]
+            parts = [policy.probabilities(as_tensor(context[i:i + _CHUNK]).to(device)).cpu()
+                     .numpy() for i in range(0, len(context), _CHUNK)]
         return np.concatenate(parts) if parts else np.empty((0, 0), np.float32)
 
     def predict(self, context: np.ndarray) -> np.ndarray:

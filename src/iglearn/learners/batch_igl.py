@@ -29,11 +29,19 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
+from torch import nn
 
 from iglearn.data.logs import InteractionLog
+from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
-from iglearn.learners.corrector import corrector_statistic, data_driven_corrector
+from iglearn.learners.corrector import (
+    Correction,
+    corrector_statistic,
+    data_driven_corrector,
+    decode_all,
+)
+from iglearn.learners.monitor import EpochRecord, FitMonitor
 from iglearn.learners.objective import (
     BASELINE,
     at_action,
@@ -42,9 +50,12 @@ from iglearn.learners.objective import (
     policy_minorant,
     self_normalised_objective,
 )
-from iglearn.learners.training import Optimisation, Stage, run_stage
-from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side
+from iglearn.learners.training import Optimisation, Stage, run_stage, stage_epochs
+from iglearn.learners.trials import Batch, Trials, as_tensor, move, side_by_side, to_device
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
+from iglearn.models.custom import ModelFactory, check_spec
+from iglearn.models.decoders import DECODERS
+from iglearn.models.policies import POLICIES
 from iglearn.models.stacked import stack
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 
@@ -52,6 +63,8 @@ if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
 
 AMBIGUITY_MARGIN = 0.1
+STAGES = ("grounding", "policy", "exact")
+"""The names of the three stages of a fit, in order (:meth:`BatchIGL.stages`)."""
 
 
 class IdentifiabilityWarning(UserWarning):
@@ -78,6 +91,9 @@ class FitReport:
     """Wall time of the fit (with ``fit_many``, an equal share of the whole)."""
     warnings: list[str] = field(default_factory=list)
     """Identifiability warnings raised by the fit."""
+    history: list[EpochRecord] = field(default_factory=list)
+    """Every epoch of every stage and attempt, in order (:class:`EpochRecord`: loss,
+    indicator, corrector statistic, flip, attempt)."""
 
 
 def identifiability_warnings(log: InteractionLog) -> list[str]:
@@ -113,10 +129,12 @@ class BatchIGL(StackableLearner):
         decoder_: Decoder = field(init=False)
         report_: FitReport = field(init=False)
 
-    policy: str = "linear"
-    """Policy class: 'linear' (the paper's) or 'mlp'."""
-    decoder: str = "linear"
-    """Reward decoder class: 'linear' (the paper's) or 'mlp'."""
+    policy: str | nn.Module | ModelFactory = "linear"
+    """Policy class: 'linear' (the paper's) or 'mlp'; in Python also a torch module (a
+    template) or a factory (in_dim, out_dim, generator) -> module giving (n, K) scores."""
+    decoder: str | nn.Module | ModelFactory = "linear"
+    """Reward decoder class: 'linear' (the paper's) or 'mlp'; in Python also a torch module (a
+    template) or a factory (in_dim, out_dim, generator) -> module giving one logit per row."""
     optimisation: Optimisation = field(default_factory=Optimisation)
     """Optimiser settings: epochs of each stage, batch size, learning rate, weight decay."""
     corrector: bool = True
@@ -141,10 +159,21 @@ class BatchIGL(StackableLearner):
     two_sided_minorant: bool = True
     """The policy stage's minorant has both terms, psi log pi + (1 - psi) log(1 - pi), rather
     than psi log pi alone."""
+    device: str = "cpu"
+    """Where the fit runs: cpu, cuda, mps, or auto (CUDA, else MPS, else the CPU); the log
+    stays in host memory and moves in mini-batches, the fitted models come back to the CPU."""
+    progress: bool = False
+    """Show a progress bar over the epochs of a single fit (tqdm: terminal or notebook)."""
+    logdir: str | None = None
+    """Folder for TensorBoard event files of the fit's per-epoch history (needs the
+    'tensorboard' extra); none: no TensorBoard."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = Optimisation()
+        check_spec(self.policy, "policy", POLICIES)
+        check_spec(self.decoder, "decoder", DECODERS)
+        check_device(self.device)
 
     @classmethod
     def paper(cls, **settings: object) -> BatchIGL:
@@ -165,7 +194,12 @@ class BatchIGL(StackableLearner):
         first, k = learners[0], logs[0].n_actions
         threshold = first.threshold(k)
         data = Trials.from_logs(logs, "feedback")
-        fits = first.fit_with_restarts(data, k, [as_generator(each.seed) for each in learners])
+        monitor = FitMonitor(len(learners), first.progress, first.logdir)
+        try:
+            fits = first.fit_with_restarts(data, k, [as_generator(each.seed) for each in learners],
+                                           monitor=monitor)
+        finally:
+            monitor.close()
         seconds = (time.perf_counter() - start) / len(learners)
         for t, (learner, log, fit) in enumerate(zip(learners, logs, fits, strict=True)):
             value, policy, decoder, tried = fit
@@ -192,13 +226,14 @@ class BatchIGL(StackableLearner):
             learner.report_ = FitReport(
                 indicator=value, flipped=bool(decoder.flipped), corrector_statistic=statistic,
                 restarts=len(tried) - 1, threshold=threshold, attempt_indicators=tried,
-                seconds=seconds, warnings=notes)
+                seconds=seconds, warnings=notes, history=monitor.history[t])
 
     def fit_with_restarts(self, data: Trials, n_actions: int,
                           rngs: Sequence[np.random.Generator],
                           starts: Sequence[tuple[Policy, Decoder]] | None = None,
                           start_optimisation: Optimisation | None = None,
                           holdout: Trials | None = None,
+                          monitor: FitMonitor | None = None,
                           ) -> list[tuple[float, Policy, Decoder, list[float]]]:
         """The adaptive restart (Appendix B) around line 4 of E2G, for the T trials of ``data``
         at once; trial t draws its initialisations and shuffles from ``rngs[t]``.
@@ -209,7 +244,7 @@ class BatchIGL(StackableLearner):
         initialisations. The first attempt warm-starts from ``starts[t]`` (fitted in place,
         with ``start_optimisation`` if given) when they are given. With ``holdout``
         (interactions not in ``data``) the indicator is measured there: an unbiased estimate
-        that a fit memorising ``data`` cannot inflate.
+        that a fit memorising ``data`` cannot inflate. A ``monitor`` records every epoch.
 
         Returns:
             per trial, (indicator, policy, decoder, indicator of every attempt) of its best
@@ -219,7 +254,10 @@ class BatchIGL(StackableLearner):
         best: dict[int, tuple[float, Policy, Decoder]] = {}
         tried: list[list[float]] = [[] for _ in rngs]
         pending = list(range(len(rngs)))
+        device = resolve_device(self.device)
         for attempt in range(self.max_restarts + 1):
+            if monitor is not None:
+                monitor.start_attempt(attempt, pending)
             generators = [torch_generator(rngs[t]) for t in pending]
             settings = None
             if attempt == 0 and starts is not None:
@@ -231,10 +269,10 @@ class BatchIGL(StackableLearner):
                 decoders = [make_decoder(self.decoder, data.signal[0].shape[-1], g,
                                          self.decoder_temperature) for g in generators]
             self.fit_models(policies, decoders, data.select(pending), n_actions, generators,
-                            settings)
+                            settings, monitor)
             values = indicators(policies, decoders,
                                 (data if holdout is None else holdout).select(pending),
-                                n_actions)
+                                n_actions, device)
             for t, value, policy, decoder in zip(pending, values, policies, decoders, strict=True):
                 tried[t].append(value)
                 if t not in best or value > best[t][0]:
@@ -250,18 +288,46 @@ class BatchIGL(StackableLearner):
 
     def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Decoder], data: Trials,
                    n_actions: int, generators: Sequence[torch.Generator],
-                   optimisation: Optimisation | None = None) -> None:
+                   optimisation: Optimisation | None = None,
+                   monitor: FitMonitor | None = None) -> None:
         """Maximise Eq. 2 over each pair (policies[t], decoders[t]) on trial t of ``data``, in
         place, warm-starting from their weights and corrector flags: the stages of
-        :meth:`stages` in order, with the data-driven corrector after every epoch.
-        ``optimisation`` overrides this learner's settings for this call."""
+        :meth:`stages` in order, with the data-driven corrector after every epoch, on this
+        learner's device. ``optimisation`` overrides this learner's settings for this call; a
+        ``monitor`` records every epoch (:mod:`iglearn.learners.monitor`)."""
         settings = optimisation or self.optimisation
-        with side_by_side(policies) as policy, side_by_side(decoders) as decoder:
-            for stage in self.stages(policy, decoder, n_actions, settings):
-                for _ in run_stage(stage, data, settings, generators):
+        device = resolve_device(self.device)
+        with side_by_side(policies, device) as policy, side_by_side(decoders, device) as decoder:
+            stages = self.stages(policy, decoder, n_actions, settings)
+            if monitor is not None:
+                monitor.start_fit(sum(stage_epochs(stage, data.n, settings) for stage in stages))
+                stages = [monitor.watch(stage) for stage in stages]
+            for name, stage in zip(STAGES, stages, strict=True):
+                for epoch in run_stage(stage, data, settings, generators, device):
+                    correction = None
                     if self.corrector:
-                        data_driven_corrector(policy, decoder, data, n_actions,
-                                              self.flip_policy)
+                        correction = data_driven_corrector(policy, decoder, data, n_actions,
+                                                           self.flip_policy, device)
+                    if monitor is not None:
+                        self._record(monitor, name, epoch, policy, decoder, data, n_actions,
+                                     correction, device)
+
+    @staticmethod
+    def _record(monitor: FitMonitor, stage: str, epoch: int, policy: Policy,
+                decoder: Decoder, data: Trials, n_actions: int,
+                correction: Correction | None, device: torch.device) -> None:
+        """The history of one epoch: indicator and corrector statistic on all the data."""
+        with torch.no_grad():
+            if correction is None:
+                psi = decode_all(decoder, data, device)
+                probability = move(torch.stack(data.probability), psi.device)
+                flipped = [False] * len(data)
+                statistic = corrector_statistic(psi, probability, n_actions)
+            else:
+                psi, statistic = correction.psi, correction.statistic
+                flipped = correction.flipped.tolist()
+            values = stacked_indicators(policy, psi, data, n_actions, device)
+        monitor.epoch(stage, epoch, values, statistic.tolist(), flipped)
 
     def stages(self, policy: Policy, decoder: Decoder, n_actions: int,
                settings: Optimisation) -> list[Stage]:
@@ -290,8 +356,8 @@ class BatchIGL(StackableLearner):
             return -igl_objective(pi_a, decoder(batch.signal), batch.probability, k, c)
 
         pi, psi = list(policy.parameters()), list(decoder.parameters())
-        # psi = sigmoid(g / T) moves 1/T times faster in its logit than pi under Adam's
-        # per-parameter steps: at lr * T it grounds at the policy's pace.
+        # In the order of STAGES. psi = sigmoid(g / T) moves 1/T times faster in its logit
+        # than pi under Adam's per-parameter steps: at lr * T it grounds at the policy's pace.
         return [Stage(settings.grounding_epochs, pi + psi, grounding, psi, decoder.temperature),
                 Stage(settings.policy_epochs, pi, policy_only),
                 Stage(settings.epochs, pi + psi, exact)]
@@ -308,11 +374,13 @@ class BatchIGL(StackableLearner):
         return save_model(self, folder, schema)
 
     @classmethod
-    def load(cls, folder: str | Path) -> BatchIGL:
+    def load(cls, folder: str | Path, import_factories: bool = False) -> BatchIGL:
         """A fitted model read from ``folder`` (see :func:`iglearn.models.io.load_model`); a
-        folder that holds another algorithm's model is refused."""
+        folder that holds another algorithm's model is refused. A custom policy or decoder is
+        rebuilt by importing its recorded factory, only with ``import_factories``."""
         from iglearn.models.io import load_model
-        return cast(BatchIGL, load_model(folder, "igl"))  # load_model checked the algorithm
+        # load_model checked the algorithm
+        return cast(BatchIGL, load_model(folder, "igl", import_factories=import_factories))
 
     def indicator(self, log: InteractionLog) -> float:
         """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log``."""
@@ -322,17 +390,39 @@ class BatchIGL(StackableLearner):
 
 
 def indicators(policies: Sequence[Policy], decoders: Sequence[Decoder] | None, data: Trials,
-               n_actions: int) -> list[float]:
+               n_actions: int, device: torch.device | None = None) -> list[float]:
     """Eq. 9 (:func:`~iglearn.learners.objective.indicator`) of each trial's pair on its data,
-    in one pass of 65536 rows at a time; without decoders, the signal itself stands for psi
-    (the true reward: the IPS estimate of V(pi) - V(pi_bad))."""
+    in one pass of 65536 rows at a time (moved to ``device`` if given); without decoders, the
+    signal itself stands for psi (the true reward: the IPS estimate of V(pi) - V(pi_bad))."""
+    on = device if device is not None and device.type != "cpu" else None
     policy = cast(Policy, stack(policies))
+    if on is not None:
+        policy = policy.to(on)
     decoder = None if decoders is None else cast(Decoder, stack(decoders))
+    if decoder is not None and on is not None:
+        decoder = decoder.to(on)
     total = torch.zeros(len(data), dtype=torch.float64)
     with torch.no_grad():
         for chunk in data.chunks():
+            chunk = to_device(chunk, on)
             pi_a = at_action(policy.probabilities(chunk.context), chunk.action)
             psi = torch.stack(list(chunk.signal)) if decoder is None else decoder(chunk.signal)
             rows = chunk.action.shape[-1]
-            total += indicator(pi_a, psi, chunk.probability, n_actions).double() * rows
+            total += indicator(pi_a, psi, chunk.probability, n_actions).cpu().double() * rows
+    return (total / data.n).tolist()
+
+
+def stacked_indicators(policy: Policy, psi: torch.Tensor, data: Trials, n_actions: int,
+                       device: torch.device | None = None) -> list[float]:
+    """Eq. 9 of a stacked ``policy`` with the decoded rewards ``psi`` (T, n) of all the data
+    (on the policy's device), 65536 rows at a time."""
+    total = torch.zeros(len(data), dtype=torch.float64)
+    start = 0
+    for chunk in data.chunks():
+        chunk = to_device(chunk, device)
+        rows = chunk.action.shape[-1]
+        pi_a = at_action(policy.probabilities(chunk.context), chunk.action)
+        total += indicator(pi_a, psi[:, start:start + rows], chunk.probability,
+                           n_actions).cpu().double() * rows
+        start += rows
     return (total / data.n).tolist()

@@ -17,10 +17,12 @@ with indicator 0.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 from torch import nn
 
-from iglearn.learners.trials import Trials
+from iglearn.learners.trials import Trials, move
 from iglearn.models import Decoder
 from iglearn.models.stacked import last_linear
 
@@ -35,21 +37,49 @@ def corrector_statistic(psi: torch.Tensor, probability: torch.Tensor,
     return (weight * (psi > 0.5).to(weight.dtype)).sum(-1) / weight.sum(-1)
 
 
+class Correction(NamedTuple):
+    """What one pass of the corrector did and saw, one entry per trial."""
+
+    flipped: torch.Tensor
+    """Which trials' decoders were flipped, boolean (T,)."""
+    statistic: torch.Tensor
+    """The corrector's statistic after the flip, (T,)."""
+    psi: torch.Tensor
+    """The decoded rewards of all the feedback after the flip, (T, n)."""
+
+
+def decode_all(decoder: nn.Module, data: Trials, device: torch.device | None) -> torch.Tensor:
+    """The stacked ``decoder`` on all of each trial's feedback, shape (T, n): in one call on
+    the CPU, 65536 rows at a time moved to any other device."""
+    if device is None or device.type == "cpu":
+        return decoder(data.signal)
+    return torch.cat([decoder([move(s, device) for s in chunk.signal])
+                      for chunk in data.chunks()], dim=-1)
+
+
 def data_driven_corrector(policy: nn.Module, decoder: Decoder, data: Trials, n_actions: int,
-                          negate_policy: bool) -> torch.Tensor:
+                          negate_policy: bool, device: torch.device | None = None
+                          ) -> Correction:
     """Appendix B's corrector on all of each trial's feedback: flip the decoders (stacked, one
     per trial) whose statistic exceeds one half, and with ``negate_policy`` negate the scores
-    of those trials' policies (the last linear layer of the stacked ``policy``).
+    of those trials' policies (the last linear layer of the stacked ``policy``, or the
+    ``negated`` flag of a policy on a user's module, :mod:`iglearn.models.custom`).
 
     Returns:
-        which trials were flipped, a boolean tensor of shape (T,).
+        which trials were flipped, the statistic and the decoded rewards after the flip.
     """
     with torch.no_grad():
-        psi = decoder(data.signal)
-        flip = corrector_statistic(psi, torch.stack(data.probability), n_actions) > 0.5
+        psi = decode_all(decoder, data, device)
+        probability = move(torch.stack(data.probability), psi.device)
+        flip = corrector_statistic(psi, probability, n_actions) > 0.5
         decoder.flipped.logical_xor_(flip)
-        if negate_policy:
+        negated = getattr(policy, "negated", None)
+        if negate_policy and isinstance(negated, torch.Tensor):  # a user's module: its flag
+            negated.logical_xor_(flip)
+        elif negate_policy:
             for parameter in last_linear(policy).parameters():
                 sign = 1 - 2 * flip.to(parameter.dtype)
                 parameter.mul_(sign.view(-1, *[1] * (parameter.dim() - 1)))
-    return flip
+        psi = torch.where(flip[:, None], 1 - psi, psi)
+        statistic = corrector_statistic(psi, probability, n_actions)
+    return Correction(flip, statistic, psi)

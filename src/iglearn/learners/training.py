@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from iglearn.errors import IGLearnError
-from iglearn.learners.trials import Batch, Trials
+from iglearn.learners.trials import Batch, Trials, to_device
 
 
 @dataclass(frozen=True)
@@ -90,18 +90,30 @@ class Stage:
     lr_scale: float = 1.0
 
 
+def stage_epochs(stage: Stage, n: int, settings: Optimisation) -> int:
+    """The epochs :func:`run_stage` runs ``stage`` for on ``n`` interactions: 0 for a stage
+    with zero epochs, else at least ``stage.epochs`` and enough for ``settings.min_steps``
+    steps."""
+    if stage.epochs <= 0:
+        return 0
+    per_epoch = math.ceil(n / min(settings.batch_size, n))
+    return max(stage.epochs, math.ceil(settings.min_steps / per_epoch))
+
+
 def run_stage(stage: Stage, data: Trials, settings: Optimisation,
-              generators: Sequence[torch.Generator]) -> Iterator[int]:
+              generators: Sequence[torch.Generator],
+              device: torch.device | None = None) -> Iterator[int]:
     """Minimise ``stage.loss`` over shuffled mini-batches of ``data``, trial t shuffling with
     ``generators[t]``; yields the epoch number after every pass over the data. A stage with
     zero epochs is skipped; a small log gets more epochs, so that the stage takes at least
-    ``settings.min_steps`` steps."""
-    if stage.epochs <= 0:
+    ``settings.min_steps`` steps. With a ``device``, each mini-batch is gathered on the CPU
+    and moved there (the stage's parameters must be there already)."""
+    epochs = stage_epochs(stage, data.n, settings)
+    if epochs == 0:
         return
     n = data.n
     batch = min(settings.batch_size, n)
     per_epoch = math.ceil(n / batch)
-    epochs = max(stage.epochs, math.ceil(settings.min_steps / per_epoch))
     groups = _decay_groups(stage, settings, n)
     optimiser = torch.optim.AdamW(groups, lr=settings.lr)
     schedule = torch.optim.lr_scheduler.OneCycleLR(
@@ -110,7 +122,8 @@ def run_stage(stage: Stage, data: Trials, settings: Optimisation,
         orders = torch.stack([torch.randperm(n, generator=g) for g in generators])
         for index in orders.split(batch, dim=1):
             optimiser.zero_grad(set_to_none=True)
-            stage.loss(data.batch(index)).sum().backward()  # trials share no parameter
+            rows = to_device(data.batch(index), device)
+            stage.loss(rows).sum().backward()  # trials share no parameter
             optimiser.step()
             schedule.step()
         yield epoch

@@ -112,13 +112,34 @@ def take(tensors: Sequence[torch.Tensor], index: torch.Tensor) -> torch.Tensor:
     return out
 
 
+def move(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``tensor`` on ``device``; float64 becomes float32 on Apple's MPS, which has no
+    float64."""
+    if device.type == "mps" and tensor.dtype == torch.float64:
+        return tensor.to(device, torch.float32)
+    return tensor.to(device, non_blocking=True)
+
+
+def to_device(batch: Batch, device: torch.device | None) -> Batch:
+    """``batch`` with each field (a tensor, or a list of T tensors) on ``device``; on the CPU
+    (or with no device), ``batch`` itself."""
+    if device is None or device.type == "cpu":
+        return batch
+    return Batch(*(move(field, device) if isinstance(field, torch.Tensor)
+                   else [move(each, device) for each in field] for field in batch))
+
+
 M = TypeVar("M", bound=nn.Module)
 
 
 @contextmanager
-def side_by_side(models: Sequence[M]) -> Iterator[M]:
-    """One module that runs ``models`` (one class and shape) on a leading trial axis; on leaving
-    the block, each model receives its trial's trained weights and buffers."""
+def side_by_side(models: Sequence[M],
+                 device: torch.device | None = None) -> Iterator[M]:
+    """One module that runs ``models`` (one class and shape) on a leading trial axis (on
+    ``device``, if given); on leaving the block, each model receives its trial's trained
+    weights and buffers."""
     stacked = cast(M, stack(models))  # runs as one of ``models`` does, on a trial axis
+    if device is not None and device.type != "cpu":
+        stacked = stacked.to(device)
     yield stacked
     unstack_into(stacked, models)

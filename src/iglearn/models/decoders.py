@@ -3,6 +3,8 @@ Appendix B, with the data-driven corrector's flip (psi -> 1 - psi) stored in the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
@@ -66,9 +68,14 @@ class MLPDecoder(Decoder):
 DECODERS = {"linear": LinearDecoder, "mlp": MLPDecoder}
 
 
-def make_decoder(kind: str, feedback_dim: int, generator: torch.Generator,
+def make_decoder(kind: str | nn.Module | Callable[[int, int, torch.Generator], nn.Module],
+                 feedback_dim: int, generator: torch.Generator,
                  temperature: float = 0.1) -> Decoder:
-    """A freshly initialised decoder of class ``kind`` ('linear' or 'mlp')."""
+    """A freshly initialised decoder of class ``kind`` ('linear' or 'mlp'), or on a user's
+    module: a factory or a template instance (:mod:`iglearn.models.custom`)."""
+    if not isinstance(kind, str):
+        from iglearn.models.custom import custom_decoder
+        return custom_decoder(kind, feedback_dim, generator, temperature)
     if kind not in DECODERS:
         raise ValueError(f"unknown decoder class {kind!r}; choose one of {sorted(DECODERS)}")
     decoder = DECODERS[kind](feedback_dim, temperature=temperature)

@@ -25,6 +25,7 @@ import inspect
 import json
 import math
 import os
+import re
 import types
 import typing
 from dataclasses import dataclass
@@ -41,6 +42,15 @@ import iglearn
 from iglearn.data import limits, safejson
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file, remove_folder, replace_folder, temporary_folder
+from iglearn.models.custom import (
+    CUSTOM,
+    CustomDecoder,
+    CustomPolicy,
+    check_contract,
+    factory_path,
+    import_factory,
+    is_custom,
+)
 from iglearn.models.decoders import DECODERS, Decoder
 from iglearn.models.policies import POLICIES, Policy
 
@@ -55,12 +65,17 @@ FORMAT_VERSION = 1
 METADATA = "model.json"
 WEIGHTS = "weights.safetensors"
 
+_FACTORY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
+"""An importable factory path, ``module:function``."""
 _POSITIVE = frozenset({"decoder_temperature", "temperature", "lr", "batch_size"})
 """Settings (of the learner or its optimisation) that must be > 0 in a saved model."""
 _NON_NEGATIVE = frozenset({"max_restarts", "grounding_epochs", "policy_epochs", "epochs",
                            "min_steps", "weight_decay", "weight_decay_scale", "refinements",
                            "min_interactions"})
 """Settings that must be >= 0 in a saved model."""
+RUNTIME = frozenset({"seed", "device", "progress", "logdir"})
+"""Learner settings a model folder does not record: the seed, and where and how visibly a fit
+runs (the device, the progress bar, the TensorBoard folder)."""
 DEFAULT_ALGORITHM = "igl"
 """The algorithm of a model.json without an ``algorithm`` field (written before AI-IGL)."""
 
@@ -128,7 +143,13 @@ def _linear_layers(module: nn.Module) -> list[nn.Linear]:
     return [m for m in module.modules() if isinstance(m, nn.Linear)]
 
 
-def _describe(module: Policy | Decoder) -> dict:
+def _describe(module: Policy | Decoder, spec: object, name: str) -> dict:
+    """The ``policy`` or ``decoder`` record of model.json; ``spec`` is the learner's setting
+    that built ``module`` (a custom module's factory is recorded by its import path)."""
+    if isinstance(module, CustomPolicy | CustomDecoder):
+        in_dim, out_dim = module.dims
+        return {"class": CUSTOM, "factory": factory_path(spec, name),
+                "temperature": module.temperature, "input_dim": in_dim, "output_dim": out_dim}
     layers = _linear_layers(module.net)
     record = {"class": module.kind, "temperature": module.temperature,
               "input_dim": layers[0].in_features, "output_dim": layers[-1].out_features}
@@ -138,7 +159,8 @@ def _describe(module: Policy | Decoder) -> dict:
 
 
 def _setting_names(cls: type) -> list[str]:
-    """The constructor settings of a learner class, but its seed: the dataclass fields of a
+    """The constructor settings of a learner class, but its seed and where and how visibly it
+    runs (:data:`RUNTIME`): the dataclass fields of a
     dataclass, else the keyword parameters of ``__init__``."""
     if dataclasses.is_dataclass(cls):
         names = [f.name for f in dataclasses.fields(cls) if f.init]
@@ -146,7 +168,7 @@ def _setting_names(cls: type) -> list[str]:
         init = cast(Any, cls).__init__  # the class's own constructor, read not called
         names = [name for name, p in inspect.signature(init).parameters.items()
                  if name != "self" and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
-    return [name for name in names if name != "seed"]
+    return [name for name in names if name not in RUNTIME]
 
 
 def _hints(target: Any) -> dict[str, Any]:
@@ -177,7 +199,9 @@ def learner_settings(learner: object) -> dict[str, Any]:
     out = {}
     for name in _setting_names(type(learner)):
         value = getattr(learner, name)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        if name in ("policy", "decoder") and is_custom(value):
+            value = factory_path(value, name)
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = dataclasses.asdict(value)
         elif not isinstance(value, str | int | float | type(None)):
             raise TypeError(f"setting {name!r} of {type(learner).__name__} is a "
@@ -223,6 +247,12 @@ def _typed(value: object, hint: Any) -> Any:
                     values[key] = _checked(key, each, hints.get(key))
                 except _Invalid as e:
                     raise _Invalid(e.expected, e.value, f".{key}{e.where}") from None
+        required = [f.name for f in dataclasses.fields(hint) if f.init
+                    and f.default is dataclasses.MISSING
+                    and f.default_factory is dataclasses.MISSING]
+        absent = [name for name in required if name not in values]
+        if absent:
+            raise _Invalid(f"an object with the field '{absent[0]}'", value)
         return cast(Any, hint)(**values)  # a dataclass of settings
     ok = {bool: lambda v: isinstance(v, bool),
           int: lambda v: isinstance(v, int) and not isinstance(v, bool),
@@ -345,14 +375,15 @@ def save_model(learner: BatchIGL | AIIGL | IGLP, folder: str | Path,
     if not all(bool(torch.isfinite(v).all()) for v in tensors.values()):
         raise IGLearnError(f"--out {folder}: the fitted weights hold NaN or infinite values "
                            f"(the fit diverged); fit again, with a lower learning rate")
-    p = _describe(policy)
+    p = _describe(policy, getattr(learner, "policy", None), "policy")
     report = getattr(learner, "report_", None)
     if algorithm.models:
-        described = {name: _describe(model)
+        described = {name: _describe(model, None, name)
                      for name, model in zip(algorithm.models, decoders, strict=True)}
         feedback_dim = cast("IGLP", learner).feedback_dim_  # IGL-P's models: no decoder
     else:
-        described = {"decoder": _describe(decoders[0])}
+        described = {"decoder": _describe(decoders[0], getattr(learner, "decoder", None),
+                                          "decoder")}
         feedback_dim = described["decoder"]["input_dim"]
     metadata = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "iglearn": iglearn.__version__,
@@ -383,12 +414,18 @@ def save_model(learner: BatchIGL | AIIGL | IGLP, folder: str | Path,
 
 def _check_module(record: object, key: str, classes: dict, dims: dict[str, tuple[int, str]],
                   path: Path) -> None:
-    """The ``policy`` or ``decoder`` record of model.json: class, temperature, dimensions."""
+    """The ``policy`` or ``decoder`` record of model.json: class, temperature, dimensions (a
+    custom module: its factory's import path, ``module:function``)."""
     if not isinstance(record, dict) or not isinstance(record.get("class"), str) or \
-            record["class"] not in classes:
+            record["class"] not in {*classes, CUSTOM}:
         found = record.get("class") if isinstance(record, dict) else record
         raise _damaged(path, f"{key}.class" if isinstance(record, dict) else key, found,
-                       f"one of {sorted(classes)}")
+                       f"one of {sorted({*classes, CUSTOM})}")
+    if record["class"] == CUSTOM:
+        factory = record.get("factory")
+        if not isinstance(factory, str) or not _FACTORY.fullmatch(factory):
+            raise _damaged(path, f"{key}.factory", factory,
+                           "the import path 'module:function' of the module's factory")
     temperature = record.get("temperature")
     if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not (
             math.isfinite(temperature) and temperature > 0):
@@ -397,6 +434,8 @@ def _check_module(record: object, key: str, classes: dict, dims: dict[str, tuple
         value = record.get(name)
         if isinstance(value, bool) or value != want:
             raise _damaged(path, f"{key}.{name}", value, f"{want}, {source}")
+    if record["class"] == CUSTOM:
+        return
     if "hidden" in inspect.signature(classes[record["class"]]).parameters:
         _integer(record, "hidden", 1, limits.MAX_HIDDEN, path, f"{key}.", "MAX_HIDDEN")
     elif "hidden" in record:
@@ -477,7 +516,19 @@ def algorithm_record(metadata: dict, path: Path) -> Algorithm:
     return algorithms()[name]
 
 
-def _build(kind: str, record: dict, *dims: int) -> nn.Module:
+def _build(kind: str, record: dict, *dims: int,
+           factories: dict[str, Any] | None = None) -> nn.Module:
+    if record["class"] == CUSTOM:
+        factory = (factories or {})[kind]
+        in_dim, out_dim = (dims[0], dims[1]) if kind == "policy" else (dims[0], 1)
+        module = factory(in_dim, out_dim, torch.Generator().manual_seed(0))
+        if not isinstance(module, nn.Module):
+            raise IGLearnError(f"the {kind} factory {record['factory']} returned a "
+                               f"{type(module).__name__}, not a torch.nn.Module")
+        check_contract(module, in_dim, out_dim, kind)
+        wrapper = CustomPolicy if kind == "policy" else CustomDecoder
+        return wrapper(module, float(record["temperature"]), record["factory"],
+                       (in_dim, out_dim))
     classes = DECODERS if kind == "decoder" else POLICIES
     options = {"temperature": float(record["temperature"])}
     if "hidden" in record:
@@ -485,7 +536,8 @@ def _build(kind: str, record: dict, *dims: int) -> nn.Module:
     return classes[record["class"]](*dims, **options)
 
 
-def _settings(metadata: dict, path: Path, cls: type) -> dict[str, Any]:
+def _settings(metadata: dict, path: Path, cls: type,
+              factories: dict[str, Any] | None = None) -> dict[str, Any]:
     """The learner's constructor settings recorded in model.json, checked; only those the
     current learner class ``cls`` accepts. A model without settings gets the defaults, with its
     classes and temperatures."""
@@ -508,6 +560,9 @@ def _settings(metadata: dict, path: Path, cls: type) -> dict[str, Any]:
         fitted["model"] = metadata["ik"]["class"]
     for name, value in fitted.items():
         if name not in names:  # BatchIGL's policy temperature is not a setting
+            continue
+        if factories and name in factories:  # a custom module: its factory
+            settings[name] = factories[name]
             continue
         if name in settings and settings[name] != value:
             raise _damaged(path, f"settings.{name}", settings[name],
@@ -535,8 +590,8 @@ def _report(training: dict, path: Path, cls: type) -> Any:
     return cls(**values)
 
 
-def load_model(folder: str | Path, algorithm: str | None = None
-               ) -> BatchIGL | AIIGL | IGLP:
+def load_model(folder: str | Path, algorithm: str | None = None, *,
+               import_factories: bool = False) -> BatchIGL | AIIGL | IGLP:
     """The fitted learner read back from ``folder``: a :class:`~iglearn.learners.BatchIGL` or
     an :class:`~iglearn.learners.AIIGL`, as model.json's ``algorithm`` says, with the settings
     it was fitted with (those this iglearn's learner class knows). With ``algorithm``, a folder
@@ -544,6 +599,10 @@ def load_model(folder: str | Path, algorithm: str | None = None
 
     The learner's ``schema_`` holds the feature schema (or None) and ``metadata_`` the whole
     ``model.json``.
+
+    A model on a custom module (:mod:`iglearn.models.custom`) is rebuilt by importing and
+    calling the factory model.json names, which runs that module's code: it loads only with
+    ``import_factories=True``, for folders whose factories you trust.
     """
     from iglearn.data.formats.base import FeatureSchema
 
@@ -556,7 +615,8 @@ def load_model(folder: str | Path, algorithm: str | None = None
         raise IGLearnError(f"{folder}: holds an {kind.name} model ({kind.learner.__name__}), "
                            f"not an {algorithm} one; load it with {kind.learner.__name__}.load "
                            f"or iglearn.models.io.load_model, or fit a {wanted}")
-    settings = _settings(metadata, meta_path, kind.learner)
+    factories = _factories(metadata, meta_path, import_factories)
+    settings = _settings(metadata, meta_path, kind.learner, factories)
     report = _report(metadata.get("training") or {}, meta_path, kind.report)
     path = folder / WEIGHTS
     if not path.exists():
@@ -582,7 +642,8 @@ def load_model(folder: str | Path, algorithm: str | None = None
     if stray:
         raise IGLearnError(f"{path}: holds the tensor {shown(stray[0])}, which no part of the "
                            f"model has; the model is corrupt, fit again")
-    expected_states = {name: _expected_state(metadata, name, _dims(name, k, d_x, d_y))
+    expected_states = {name: _expected_state(metadata, name, _dims(name, k, d_x, d_y),
+                                             factories)
                        for name in {name for _, name, _ in parts}}
     modules = {}
     for prefix, name, dims in parts:
@@ -602,7 +663,7 @@ def load_model(folder: str | Path, algorithm: str | None = None
             if value.is_floating_point() and not bool(torch.isfinite(value).all()):
                 raise IGLearnError(f"{path}: {prefix} weight '{key}' holds NaN or infinite "
                                    f"values; the model is corrupt, fit again")
-        module = _build(name, metadata[name], *dims)
+        module = _build(name, metadata[name], *dims, factories=factories)
         module.load_state_dict(state)
         modules[prefix] = module.eval()
     learner = kind.learner(**settings)
@@ -625,6 +686,20 @@ def load_model(folder: str | Path, algorithm: str | None = None
     return learner
 
 
+def _factories(metadata: dict, path: Path, allowed: bool) -> dict[str, Any]:
+    """The factories of the custom modules model.json names, imported only when ``allowed``;
+    otherwise an error saying how to opt in."""
+    custom = {name: metadata[name]["factory"] for name in ("policy", "decoder")
+              if name in metadata and metadata[name]["class"] == CUSTOM}
+    if custom and not allowed:
+        name, factory = next(iter(custom.items()))
+        raise IGLearnError(f"{path}: the {name} is a custom module built by {factory!r}; "
+                           f"loading it imports and runs that code, so it loads only when "
+                           f"asked: load_model(folder, import_factories=True) (or "
+                           f"BatchIGL.load(folder, import_factories=True)) if you trust it")
+    return {name: import_factory(factory, name, str(path)) for name, factory in custom.items()}
+
+
 def _part(key: str, kind: Algorithm) -> tuple[str, str]:
     """The part of the model a tensor name belongs to ('policy', 'decoder' or, one decoder
     per action, 'decoder.<a>') and its name within that part."""
@@ -635,8 +710,12 @@ def _part(key: str, kind: Algorithm) -> tuple[str, str]:
     return part, rest
 
 
-def _expected_state(metadata: dict, name: str, dims: tuple[int, ...]) -> dict[str, torch.Tensor]:
-    """The state (names, shapes and types only: nothing is allocated) of the ``name`` module
-    ('policy' or 'decoder') model.json describes."""
+def _expected_state(metadata: dict, name: str, dims: tuple[int, ...],
+                    factories: dict[str, Any]) -> dict[str, torch.Tensor]:
+    """The state (names, shapes and types only: nothing is allocated, but for a custom
+    module, built once on the CPU) of the ``name`` module ('policy' or 'decoder') model.json
+    describes."""
+    if metadata[name]["class"] == CUSTOM:
+        return _build(name, metadata[name], *dims, factories=factories).state_dict()
     with torch.device("meta"):
         return _build(name, metadata[name], *dims).state_dict()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from torch import nn
 
@@ -49,9 +51,13 @@ class MLPPolicy(Policy):
 POLICIES = {"linear": LinearPolicy, "mlp": MLPPolicy}
 
 
-def make_policy(kind: str, context_dim: int, n_actions: int,
-                generator: torch.Generator) -> Policy:
-    """A freshly initialised policy of class ``kind`` ('linear' or 'mlp')."""
+def make_policy(kind: str | nn.Module | Callable[[int, int, torch.Generator], nn.Module],
+                context_dim: int, n_actions: int, generator: torch.Generator) -> Policy:
+    """A freshly initialised policy of class ``kind`` ('linear' or 'mlp'), or on a user's
+    module: a factory or a template instance (:mod:`iglearn.models.custom`)."""
+    if not isinstance(kind, str):
+        from iglearn.models.custom import custom_policy
+        return custom_policy(kind, context_dim, n_actions, generator)
     if kind not in POLICIES:
         raise ValueError(f"unknown policy class {kind!r}; choose one of {sorted(POLICIES)}")
     policy = POLICIES[kind](context_dim, n_actions)

@@ -41,7 +41,13 @@ class StackedLinear(nn.Module):
 
 def stack(models: Sequence[nn.Module]) -> nn.Module:
     """One module running ``models`` (same class and shapes, linear layers with biases) side
-    by side on a leading trial axis; its parameters are copies, not views."""
+    by side on a leading trial axis; its parameters are copies, not views. A user's module
+    (:mod:`iglearn.models.custom`) keeps its layers: each parameter and buffer gets the trial
+    axis and the module runs trial by trial (``torch.func.functional_call``)."""
+    from iglearn.models.custom import CustomDecoder, CustomPolicy
+
+    if isinstance(models[0], CustomPolicy | CustomDecoder):
+        return _stack_custom(models)
     if isinstance(models[0], nn.Linear):
         return StackedLinear(cast(Sequence[nn.Linear], models))  # one class, as required
     stacked = copy.deepcopy(models[0])
@@ -54,6 +60,23 @@ def stack(models: Sequence[nn.Module]) -> nn.Module:
         owner, _, attribute = name.rpartition(".")
         setattr(stacked.get_submodule(owner), attribute,
                 torch.stack([m.get_buffer(name) for m in models]))
+    return stacked
+
+
+def _stack_custom(models: Sequence[nn.Module]) -> nn.Module:
+    """A copy of ``models[0]`` whose every parameter and buffer holds the T models' values on a
+    leading trial axis, run trial by trial."""
+    stacked = copy.deepcopy(models[0])
+    for name, _ in list(stacked.named_parameters()):
+        owner, _, attribute = name.rpartition(".")
+        setattr(stacked.get_submodule(owner), attribute, nn.Parameter(
+            torch.stack([m.get_parameter(name).detach() for m in models])))
+    for name, _ in list(stacked.named_buffers()):
+        owner, _, attribute = name.rpartition(".")
+        stacked.get_submodule(owner).register_buffer(
+            attribute, torch.stack([m.get_buffer(name) for m in models]))
+    # a plain attribute of the custom wrapper; nn.Module's __setattr__ is typed for modules
+    stacked.trials = len(models)  # type: ignore[assignment]
     return stacked
 
 

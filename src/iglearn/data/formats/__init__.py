@@ -5,6 +5,9 @@
   a context set holds ``context``, optional ``label``, and ``n_actions``.
 - ``.parquet``: the same fields as columns, vectors as fixed-size lists of float32, and
   ``n_actions`` in the schema metadata; streamed in row batches.
+- ``.csv``: a header row, then one row per interaction: ``context_0``, ..., ``action``,
+  ``probability``, ``feedback_0``, ..., optional ``reward`` and ``label``, and ``n_actions``
+  (K on every row); see :mod:`iglearn.data.formats.csv` and :mod:`iglearn.data.frames`.
 - ``.dsjson``: Vowpal Wabbit's DSJSON (see :mod:`iglearn.data.formats.dsjson`), with a
   feature schema beside it in ``<file>.schema.json``.
 
@@ -31,7 +34,7 @@ from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.files import input_file
 
-SUFFIXES = (".npz", ".parquet", ".dsjson")
+SUFFIXES = (".npz", ".parquet", ".csv", ".dsjson")
 
 __all__ = [
     "SUFFIXES",
@@ -60,7 +63,7 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None) -> TableRe
     """A batched reader of the log or context set in ``path``.
 
     Args:
-        path: a ``.npz``, ``.parquet`` or ``.dsjson`` file.
+        path: a ``.npz``, ``.parquet``, ``.csv`` or ``.dsjson`` file.
         schema: DSJSON only: feature positions to use instead of the file's own.
     """
     path = Path(path)
@@ -74,6 +77,9 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None) -> TableRe
     if suffix == ".parquet":
         from iglearn.data.formats.parquet import ParquetReader
         return ParquetReader(path)
+    if suffix == ".csv":
+        from iglearn.data.formats.csv import CsvReader
+        return CsvReader(path)
     from iglearn.data.formats.dsjson import DsjsonReader
     return DsjsonReader(path, schema)
 
@@ -125,6 +131,9 @@ def write_table(table: InteractionLog | ContextSet | TableReader, path: str | Pa
     elif suffix == ".parquet":
         from iglearn.data.formats.parquet import write_parquet
         write_files_atomic([(path, lambda tmp: write_parquet(reader, tmp))])
+    elif suffix == ".csv":
+        from iglearn.data.formats.csv import write_csv
+        write_files_atomic([(path, lambda tmp: write_csv(reader, tmp))])
     else:
         from iglearn.data.formats.dsjson import schema_path, write_dsjson
         holder: dict[str, Path] = {}

@@ -1,0 +1,106 @@
+"""CSV: one row per interaction, one column per scalar field and per vector position, in the
+layout of :mod:`iglearn.data.frames`: ``context_0``, ``context_1``, ..., ``action``,
+``probability``, ``feedback_0``, ..., optional ``reward`` and ``label``, and ``n_actions``
+(K, the same on every row: CSV has no other place for it). A context set has ``context_*``,
+optional ``label``, and ``n_actions``.
+
+A CSV file is parsed whole (with Apache Arrow's reader) before it is checked, so it needs
+memory for its rows; use Parquet for logs larger than memory. Written batch by batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+from iglearn.data.formats.base import (
+    BATCH_ROWS,
+    MATRIX_FIELDS,
+    TableInfo,
+    TableReader,
+    required_fields,
+)
+from iglearn.data.frames import N_ACTIONS, columns_to_fields, fields_to_columns
+from iglearn.data.logs import DTYPES
+from iglearn.errors import IGLearnError, shown
+from iglearn.files import input_file
+
+
+class CsvReader(TableReader):
+    """Reads a ``.csv`` log or context set (parsed whole, then served in row batches)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        source = str(path)
+        input_file(path)
+        try:
+            table = pacsv.read_csv(path)
+        except PermissionError:
+            raise IGLearnError(f"{source}: cannot read the file (permission denied); check its "
+                               f"permissions") from None
+        except (pa.ArrowException, OSError, UnicodeDecodeError) as e:
+            raise IGLearnError(f"{source}: not a readable CSV file ({shown(str(e))}); write it "
+                               f"with a header row of column names and one row per "
+                               f"interaction") from None
+        if table.num_rows == 0:
+            raise IGLearnError(f"{source}: the file has a header but no rows; it needs at least "
+                               f"one interaction")
+        if N_ACTIONS not in table.column_names:
+            raise IGLearnError(f"{source}: missing column 'n_actions' (the number of actions K, "
+                               f"the same on every row); add it")
+        columns = {}
+        for name in table.column_names:
+            column = table.column(name)
+            if column.null_count:
+                row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+                raise IGLearnError(f"{source}: column {shown(name)} holds a missing value at row "
+                                   f"{row}; remove or impute those rows")
+            if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
+                    or pa.types.is_boolean(column.type)):
+                raise IGLearnError(f"{source}: column {shown(name)} holds {column.type} values; "
+                                   f"expected numbers")
+            columns[name] = column.to_numpy()
+        fields, k = columns_to_fields(columns, None, source)
+        present = required_fields(set(fields), source)
+        self._fields = fields
+        dims = {name: int(fields[name].shape[1]) for name in MATRIX_FIELDS if name in fields}
+        self.info = TableInfo(source, table.num_rows, k, present, dims, None)
+
+    def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
+                ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        for start in range(0, self.info.n_rows, rows):
+            yield start, {name: self._fields[name][start:start + rows]
+                          for name in fields or self.info.fields}
+
+
+def write_csv(reader: TableReader, tmp: Path) -> None:
+    """Write ``reader``'s table to ``tmp`` batch by batch, in the layout of the module
+    docstring; floats with enough digits to read back the same value."""
+    info = reader.info
+    writer = None
+    try:
+        for _, batch in reader.validated_batches():
+            rows = len(batch["context"])
+            columns = fields_to_columns(_Batch(batch, info.n_actions))
+            columns[N_ACTIONS] = np.full(rows, info.n_actions, dtype=np.int64)
+            table = pa.table({name: np.ascontiguousarray(value) for name, value
+                              in columns.items()})
+            if writer is None:
+                writer = pacsv.CSVWriter(str(tmp), table.schema)
+            writer.write_table(table)
+    finally:
+        if writer is not None:
+            writer.close()
+
+
+class _Batch:
+    """A batch of fields seen as a table (what :func:`fields_to_columns` reads)."""
+
+    def __init__(self, batch: dict[str, np.ndarray], n_actions: int):
+        self.n_actions = n_actions
+        for name in DTYPES:
+            setattr(self, name, batch.get(name))

@@ -1,0 +1,139 @@
+"""Watching a fit: the per-epoch history of a fit report, a progress bar, and TensorBoard.
+
+After every epoch of every stage, :class:`FitMonitor` records for each trial what the fit
+measures about itself (no hidden reward is read): the mean loss of the epoch's mini-batches,
+the indicator (Eq. 9, importance-weighted, on the training log), the corrector's statistic
+after the corrector, and whether the corrector flipped the decoder. The attempt number counts
+the adaptive restarts. A single fit with ``progress`` shows a bar (``tqdm.auto``: a text bar
+on a terminal, a widget in a notebook); with ``logdir``, the same measures go to TensorBoard
+under CleanRL-style names (``losses/<stage>_loss``, ``charts/indicator``,
+``charts/corrector_statistic``, ``charts/flipped``, ``charts/attempt``), one scalar per epoch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+
+from iglearn.errors import IGLearnError
+from iglearn.learners.training import Stage
+from iglearn.learners.trials import Batch
+
+TENSORBOARD_HINT = "install TensorBoard with: pip install 'iglearn[tensorboard]'"
+
+
+@dataclass
+class EpochRecord:
+    """One epoch of one stage of a fit, as the fit measured it."""
+
+    attempt: int
+    """Initialisation tried (0 the first; each restart adds one)."""
+    stage: str
+    """The stage: grounding, policy or exact."""
+    epoch: int
+    """Epoch within the stage, from 0."""
+    loss: float
+    """Mean over the epoch's mini-batches of the loss the stage minimises (minus its
+    objective)."""
+    indicator: float
+    """Eq. 9, importance-weighted, on the training log after the epoch (and the corrector)."""
+    corrector_statistic: float
+    """Uniform-weighted share of feedback the decoder calls a reward, after the corrector."""
+    flipped: bool
+    """Whether the corrector flipped the decoder after this epoch."""
+
+
+def summary_writer(logdir: str | Path) -> Any:
+    """A TensorBoard ``SummaryWriter`` on ``logdir``, or an error naming the extra to
+    install."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        raise IGLearnError(f"--logdir {logdir}: TensorBoard is not installed; "
+                           f"{TENSORBOARD_HINT}") from None
+    return SummaryWriter(log_dir=str(logdir))
+
+
+class FitMonitor:
+    """Collects the history of T trials fitted side by side, and shows or logs it."""
+
+    def __init__(self, trials: int, progress: bool = False, logdir: str | Path | None = None):
+        self.history: list[list[EpochRecord]] = [[] for _ in range(trials)]
+        """Per trial, its epochs in order."""
+        self.progress = progress and trials == 1
+        self.writers = []
+        if logdir is not None:
+            folders = ([Path(logdir)] if trials == 1
+                       else [Path(logdir) / f"trial_{t}" for t in range(trials)])
+            self.writers = [summary_writer(folder) for folder in folders]
+        self.steps = [0] * trials
+        self.attempt, self.pending = 0, list(range(trials))
+        self._sum: torch.Tensor | None = None
+        self._batches = 0
+        self._bar: Any = None
+
+    def start_attempt(self, attempt: int, pending: Sequence[int]) -> None:
+        """The fit's next initialisation, of the trials numbered ``pending``."""
+        self.attempt, self.pending = attempt, list(pending)
+
+    def start_fit(self, total_epochs: int) -> None:
+        """The stages of one attempt begin: ``total_epochs`` epochs in all."""
+        if self.progress:
+            self._close_bar()
+            self._bar = tqdm(total=total_epochs, desc=f"fit (attempt {self.attempt})",
+                             dynamic_ncols=True, leave=False)
+
+    def watch(self, stage: Stage) -> Stage:
+        """``stage`` with a loss that also adds each mini-batch's loss to the epoch's sum."""
+        inner = stage.loss
+
+        def loss(batch: Batch) -> torch.Tensor:
+            value = inner(batch)
+            detached = value.detach()
+            self._sum = detached if self._sum is None else self._sum + detached
+            self._batches += 1
+            return value
+        return dataclasses.replace(stage, loss=loss)
+
+    def epoch(self, stage: str, epoch: int, indicators: Sequence[float],
+              statistics: Sequence[float], flipped: Sequence[bool]) -> None:
+        """Record the epoch just finished (one value per pending trial)."""
+        losses = ((self._sum / max(self._batches, 1)).tolist() if self._sum is not None
+                  else [float("nan")] * len(self.pending))
+        self._sum, self._batches = None, 0
+        for i, t in enumerate(self.pending):
+            record = EpochRecord(self.attempt, stage, epoch, float(losses[i]),
+                                 float(indicators[i]), float(statistics[i]), bool(flipped[i]))
+            self.history[t].append(record)
+            if self.writers:
+                self._write(self.writers[t], record, self.steps[t])
+            self.steps[t] += 1
+        if self._bar is not None:
+            self._bar.update(1)
+            self._bar.set_postfix(stage=stage, indicator=f"{indicators[0]:.3f}",
+                                  statistic=f"{statistics[0]:.3f}")
+
+    @staticmethod
+    def _write(writer: Any, record: EpochRecord, step: int) -> None:
+        writer.add_scalar(f"losses/{record.stage}_loss", record.loss, step)
+        writer.add_scalar("charts/indicator", record.indicator, step)
+        writer.add_scalar("charts/corrector_statistic", record.corrector_statistic, step)
+        writer.add_scalar("charts/flipped", float(record.flipped), step)
+        writer.add_scalar("charts/attempt", record.attempt, step)
+
+    def _close_bar(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def close(self) -> None:
+        """Close the progress bar and flush and close the TensorBoard writers."""
+        self._close_bar()
+        for writer in self.writers:
+            writer.close()

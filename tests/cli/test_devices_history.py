@@ -1,0 +1,77 @@
+"""`--device` on fit, predict and evaluate (cpu and auto give today's results here), the
+per-epoch history in fit's summary, `--progress`, `--logdir`, and CSV logs end to end."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from iglearn.devices import mps_available
+from tests.cli.conftest import FAST, run
+
+NO_GPU = not torch.cuda.is_available() and not mps_available()
+
+
+@pytest.mark.skipif(not NO_GPU, reason="'auto' picks the GPU here")
+def test_fit_with_device_cpu_or_auto_gives_the_model_of_a_fit_without(small, tmp_path, capsys):
+    weights = load_file(str(small / "model" / "weights.safetensors"))
+    for device in ("cpu", "auto"):
+        code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / device,
+                             "--device", device, *FAST)
+        assert code == 0, err
+        assert json.loads(out)["settings"]["device"] == device
+        again = load_file(str(tmp_path / device / "weights.safetensors"))
+        assert all(torch.equal(weights[name], again[name]) for name in weights)
+    for command in (["predict", small / "model", small / "test.npz", "--out",
+                     tmp_path / "p.npz"], ["evaluate", small / "model", small / "test.npz"]):
+        code, out, err = run(capsys, *command, "--device", "auto")
+        assert code == 0, err
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a GPU is available here")
+def test_an_unavailable_device_fails_before_any_output(small, tmp_path, capsys):
+    code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
+                         "--device", "cuda")
+    assert code == 2 and "no CUDA GPU" in err and not (tmp_path / "m").exists()
+    code, out, err = run(capsys, "predict", small / "model", small / "test.npz", "--out",
+                         tmp_path / "p.csv", "--device", "cuda")
+    assert code == 2 and "no CUDA GPU" in err and not (tmp_path / "p.csv").exists()
+
+
+def test_fit_reports_its_history_and_shows_progress(small, tmp_path, capsys):
+    code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
+                         "--progress", "--grounding-epochs", "1", "--policy-epochs", "1",
+                         "--epochs", "1", "--min-steps", "0", "--max-restarts", "0")
+    assert code == 0, err
+    history = json.loads(out)["history"]
+    assert [(h["stage"], h["epoch"]) for h in history] == [
+        ("grounding", 0), ("policy", 0), ("exact", 0)]
+    assert set(history[0]) == {"attempt", "stage", "epoch", "loss", "indicator",
+                               "corrector_statistic", "flipped"}
+    assert "fit (attempt 0)" in err
+    meta = json.loads((tmp_path / "m" / "model.json").read_text())
+    assert meta["training"]["history"] == history
+    assert "device" not in meta["settings"] and "progress" not in meta["settings"]
+
+
+def test_fit_writes_tensorboard_events_to_logdir(small, tmp_path, capsys):
+    pytest.importorskip("tensorboard")
+    code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
+                         "--logdir", tmp_path / "runs", "--max-restarts", "0", *FAST)
+    assert code == 0, err
+    assert list((tmp_path / "runs").glob("events.out.tfevents.*"))
+
+
+def test_a_csv_log_fits_and_predicts(small, tmp_path, capsys):
+    assert run(capsys, "convert", small / "log.npz", tmp_path / "log.csv")[0] == 0
+    header = (tmp_path / "log.csv").read_text().splitlines()[0].replace('"', "")
+    assert header.startswith("context_0,context_1,") and header.endswith(",n_actions")
+    code, out, err = run(capsys, "fit", tmp_path / "log.csv", "--out", tmp_path / "m", *FAST)
+    assert code == 0, err
+    code, out, err = run(capsys, "predict", tmp_path / "m", tmp_path / "log.csv", "--out",
+                         tmp_path / "p.csv")
+    assert code == 0, err
+    assert json.loads(out)["rows"] == 800
