@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 import iglearn
-from iglearn.cli import experiments, logs
+from iglearn.cli import experiments, logs, serve
 from iglearn.cli.paths import Outputs
 from iglearn.cli.settings import HelpFormatter
 from iglearn.errors import IGLearnError
@@ -72,6 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     experiments.add_commands(commands)
     logs.add_commands(commands)
+    serve.add_commands(commands)
     return parser
 
 

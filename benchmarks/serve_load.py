@@ -1,0 +1,255 @@
+"""Benchmark: the decision service under load, beside the same stack's no-op ceiling.
+
+    python benchmarks/serve_load.py [--clients 8] [--seconds 15] [--json FILE]
+
+Starts a real ``iglearn serve`` process on a loopback port (digits-shaped: K = 10, 64-dim
+contexts and feedback, E2G exploration, a re-fit every ``--refit-every`` joined
+interactions), warms it up until a model is served, then, in one run on the same machine:
+
+1. ceiling: ``--clients`` concurrent connections post a context-sized body to ``/v1/noop``
+   (authenticated, parsed, nothing stored) for ``--seconds``; a no-op "interaction" is two
+   such requests, as an interaction is a decide and a feedback;
+2. load: the same connections play a simulated user on digits for ``--seconds``: decide on
+   a digit image, then send the feedback the digits task draws from the hidden reward
+   (feedback images drawn from the environment beforehand, one pool per reward value), while
+   the learning worker re-fits.
+
+Each phase starts once a re-fit asked for is running, so both run beside a re-fit (the worker's CPU
+use is the same in both; ``refit_busy_share_*`` says how much of each phase a re-fit ran).
+Reports interactions/s, p50 and p99 latency of decide and feedback, the ceiling's figures,
+the ratio, the re-fits that ran during the load and whether the targets hold (>= 50 % of the
+ceiling, >= 500 interactions/s, p99 decide <= 50 ms). The load generator is a minimal
+HTTP/1.1 keep-alive client on asyncio in this process (one core), so on a 2-core machine it
+shares the CPU with the service and its worker.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+from iglearn.envs import digits_environment
+from iglearn.service.process import ServiceProcess, add_key, free_port, write_config
+from iglearn.service.storage import SQLiteStorage as ServiceStorage
+
+DECISION = re.compile(rb'"event_id": "([^"]+)", "action": (\d+)')
+
+
+class Connection:
+    """One HTTP/1.1 keep-alive connection (the load generator's client)."""
+
+    def __init__(self, port: int, key: str):
+        self.port, self.key = port, key.encode()
+
+    async def open(self) -> None:
+        self.reader, self.writer = await asyncio.open_connection("127.0.0.1", self.port)
+
+    async def post(self, path: bytes, body: bytes) -> tuple[int, bytes]:
+        self.writer.write(b"POST " + path + b" HTTP/1.1\r\nhost: x\r\nauthorization: Bearer "
+                          + self.key + b"\r\ncontent-type: application/json\r\n"
+                          b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        head = await self.reader.readuntil(b"\r\n\r\n")
+        status = int(head[9:12])
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line[:15].lower() == b"content-length:":
+                length = int(line[15:])
+        return status, (await self.reader.readexactly(length)) if length else b""
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+class Pools:
+    """Pre-drawn digits: context bodies with their labels, feedback per reward value."""
+
+    def __init__(self, seed: int, n: int = 4000):
+        env = digits_environment()
+        rng = np.random.default_rng(seed)
+        contexts = env.contexts(n, rng)
+        self.labels = contexts.label
+        self.bodies = [json.dumps({"context": [round(float(v), 4) for v in row]}).encode()
+                       for row in contexts.features]
+        feedback = {}
+        for r in (0.0, 1.0):
+            draws = env.feedback(contexts, np.zeros(n, np.int64), np.full(n, r, np.float32), rng)
+            feedback[int(r)] = [json.dumps([round(float(v), 4) for v in row]).encode()
+                                for row in draws]
+        self.feedback = feedback
+        self.noop = self.bodies
+
+
+async def player(port: int, key: str, pools: Pools, stop: float, seed: int,
+                 results: dict[str, list[float]], noop: bool) -> None:
+    """Play until ``stop`` (a ``time.perf_counter`` deadline)."""
+    rng = np.random.default_rng(seed)
+    connection = Connection(port, key)
+    await connection.open()
+    n = len(pools.bodies)
+    try:
+        while time.perf_counter() < stop:
+            i = int(rng.integers(n))
+            if noop:
+                for _ in range(2):
+                    start = time.perf_counter()
+                    status, _ = await connection.post(b"/v1/noop", pools.noop[i])
+                    results["noop"].append(time.perf_counter() - start)
+                    assert status == 200, status
+                results["interactions"].append(1.0)
+                continue
+            start = time.perf_counter()
+            status, answer = await connection.post(b"/v1/decide", pools.bodies[i])
+            results["decide"].append(time.perf_counter() - start)
+            assert status == 200, (status, answer)
+            found = DECISION.search(answer)  # the event id and action, without a JSON parse
+            assert found is not None, answer
+            reward = int(int(found[2]) == pools.labels[i])
+            body = (b'{"event_id":"' + found[1] + b'","feedback":'
+                    + pools.feedback[reward][int(rng.integers(n))] + b"}")
+            start = time.perf_counter()
+            status, answer = await connection.post(b"/v1/feedback", body)
+            results["feedback"].append(time.perf_counter() - start)
+            assert status == 204, (status, answer)
+            results["interactions"].append(1.0)
+    finally:
+        connection.close()
+
+
+async def phase(port: int, key: str, pools: Pools, clients: int, seconds: float,
+                noop: bool) -> dict[str, list[float]]:
+    results: dict[str, list[float]] = {"decide": [], "feedback": [], "noop": [],
+                                       "interactions": []}
+    stop = time.perf_counter() + seconds
+    await asyncio.gather(*(player(port, key, pools, stop, 100 + c, results, noop)
+                           for c in range(clients)))
+    return results
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of process ``pid`` so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured(url: str, port: int, pid: int, key: str, headers: dict, pools: Pools,
+             args: argparse.Namespace, noop: bool) -> tuple[dict, tuple[float, float]]:
+    """One phase, started once a re-fit asked for runs (so the ceiling and the load are
+    measured alike, beside a running re-fit); waits for that re-fit to end. The results and
+    the phase's (start, end) in Unix time."""
+    asked = time.time()
+    httpx.post(url + "/v1/model/refit", headers=headers)
+    deadline = time.monotonic() + 300   # start once the re-fit runs
+    while ((httpx.get(url + "/v1/model", headers=headers).json()["refit_running"] or {})
+           .get("at", 0.0) < asked and time.monotonic() < deadline):
+        time.sleep(0.05)
+    started, cpu = time.time(), cpu_seconds(pid)
+    results = asyncio.run(phase(port, key, pools, args.clients, args.seconds, noop=noop))
+    ended = time.time()
+    results["service_cpu"] = [cpu_seconds(pid) - cpu]
+    deadline = time.monotonic() + 300
+    while ((httpx.get(url + "/v1/model", headers=headers).json()["last_refit"] or {})
+           .get("at", 0.0) < asked and time.monotonic() < deadline):
+        time.sleep(0.5)
+    time.sleep(1.0)
+    return results, (started, ended)
+
+
+def busy_share(fits: list, window: tuple[float, float]) -> float:
+    """The share of ``window`` during which one of the re-fits ``fits`` was running."""
+    start, end = window
+    busy = sum(max(0.0, min(m.created_at, end) - max(m.created_at - m.fit_seconds, start))
+               for m in fits)
+    return busy / (end - start)
+
+
+def percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(values, q) * 1000) if values else float("nan")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument("--seconds", type=float, default=15.0)
+    parser.add_argument("--refit-every", type=int, default=1000)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    pools = Pools(seed=0)
+    with tempfile.TemporaryDirectory(prefix="iglearn-serve-load-") as tmp:
+        config = write_config(Path(tmp) / "service.toml", {
+            "model": {"n_actions": 10, "context_dim": 64, "feedback_dim": 64},
+            "exploration": {"mode": "e2g", "warmup": 500},
+            "learning": {"refit_every": args.refit_every, "min_interactions": 300},
+            "server": {"db": "service.db"}})
+        key, admin = add_key(config, "client"), add_key(config, "admin")
+        headers = {"authorization": f"Bearer {admin}"}
+        with ServiceProcess(config, free_port()) as service:
+            # warm up: interactions until a model is served
+            deadline = time.monotonic() + 120
+            while httpx.get(service.url + "/v1/model", headers=headers).json()["version"] == 0:
+                asyncio.run(phase(service.port, key, pools, 4, 2.0, noop=False))
+                if time.monotonic() > deadline:
+                    raise SystemExit("no model was fitted within 120 s of warm-up")
+            pid = service.process.pid
+            ceiling, ceiling_window = measured(service.url, service.port, pid, key, headers,
+                                               pools, args, noop=True)
+            before = httpx.get(service.url + "/v1/model", headers=headers).json()
+            load, window = measured(service.url, service.port, pid, key, headers, pools,
+                                    args, noop=False)
+            after = httpx.get(service.url + "/v1/model", headers=headers).json()
+            fits = [m for m in ServiceStorage(config.parent / "service.db").models()
+                    if m.summary.get("source") == "refit"]
+    refits = [m for m in fits if m.created_at - m.fit_seconds <= window[1]
+              and m.created_at >= window[0]]
+    rate = len(load["interactions"]) / args.seconds
+    ceiling_rate = len(ceiling["interactions"]) / args.seconds
+    figures = {
+        "clients": args.clients, "seconds": args.seconds,
+        "interactions_per_s": rate,
+        "decide_p50_ms": percentile(load["decide"], 50),
+        "decide_p99_ms": percentile(load["decide"], 99),
+        "feedback_p50_ms": percentile(load["feedback"], 50),
+        "feedback_p99_ms": percentile(load["feedback"], 99),
+        "noop_interactions_per_s": ceiling_rate,
+        "noop_requests_per_s": len(ceiling["noop"]) / args.seconds,
+        "noop_p50_ms": percentile(ceiling["noop"], 50),
+        "noop_p99_ms": percentile(ceiling["noop"], 99),
+        "share_of_ceiling": rate / ceiling_rate,
+        "service_cpu_share_load": load["service_cpu"][0] / args.seconds,
+        "service_cpu_share_ceiling": ceiling["service_cpu"][0] / args.seconds,
+        "service_cpu_us_per_interaction": load["service_cpu"][0] / len(load["interactions"])
+        * 1e6,
+        "service_cpu_us_per_noop_interaction": ceiling["service_cpu"][0]
+        / len(ceiling["interactions"]) * 1e6,
+        "model_version_before": before["version"], "model_version_after": after["version"],
+        "refits_during_load": len(refits),
+        "refit_seconds": [round(m.fit_seconds, 2) for m in refits],
+        "refit_busy_share_load": busy_share(fits, window),
+        "refit_busy_share_ceiling": busy_share(fits, ceiling_window),
+    }
+    for name, value in figures.items():
+        print(f"{name:28s} {value:.3f}" if isinstance(value, float) else
+              f"{name:28s} {value}")
+    targets = {"share_of_ceiling >= 0.5": figures["share_of_ceiling"] >= 0.5,
+               "interactions_per_s >= 500": rate >= 500,
+               "decide_p99_ms <= 50": figures["decide_p99_ms"] <= 50,
+               "a re-fit ran during the load": busy_share(fits, window) > 0}
+    for name, met in targets.items():
+        print(f"target {name}: {'met' if met else 'NOT met'}")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"figures": figures, "targets": targets,
+                                         "run": str(uuid.uuid4())}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""``iglearn serve``: run the decision service (:mod:`iglearn.service`), and ``iglearn serve
+keys add``: create an API key."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from iglearn.cli.settings import number
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    """Run the service until interrupted."""
+    from iglearn.errors import IGLearnError
+    from iglearn.service.app import serve
+    from iglearn.service.config import load_config
+
+    if args.config is None:
+        raise IGLearnError("iglearn serve needs --config FILE (a TOML file; see "
+                           "docs/guides/service.md)")
+    config = load_config(args.config).replace(host=args.host, port=args.port, db=args.db)
+    serve(config, args.insecure_no_auth)
+    return 0
+
+
+def run_keys_add(args: argparse.Namespace) -> int:
+    """Create a key, store its hash, print it once (alone on the last line)."""
+    from iglearn.service.keys import create_key
+
+    key = create_key(args.config, args.role, args.db)
+    article = "an" if args.role == "admin" else "a"
+    print(f"created {article} {args.role} key; it is shown only now, keep it secret:",
+          file=sys.stderr)
+    print(key, flush=True)
+    return 0
+
+
+def add_commands(commands: argparse._SubParsersAction) -> None:
+    """Add ``serve`` (and ``serve keys add``) to the ``iglearn`` command."""
+    serve = commands.add_parser(
+        "serve", help="run the IGL decision service",
+        description="Serve decisions over HTTP, log every decision and its feedback, and "
+                    "re-fit the model while serving. The configuration file's keys are "
+                    "documented in docs/guides/service.md.")
+    serve.add_argument("--config", help="the service's TOML configuration (required; "
+                                        "default: none)")
+    serve.add_argument("--db", default=None,
+                       help="database file (default: the file's [server] db)")
+    serve.add_argument("--host", default=None,
+                       help="address to listen on (default: the file's [server] host)")
+    serve.add_argument("--port", type=number(int), default=None,
+                       help="port to listen on (default: the file's [server] port)")
+    serve.add_argument("--insecure-no-auth", action="store_true",
+                       help="accept requests without an API key (loopback addresses only)")
+    serve.set_defaults(run=run_serve, reads=("config",))
+    actions = serve.add_subparsers(dest="serve_command", metavar="COMMAND")
+    keys = actions.add_parser("keys", help="manage API keys")
+    key_actions = keys.add_subparsers(dest="keys_command", metavar="COMMAND", required=True)
+    add = key_actions.add_parser("add", help="create an API key (printed once, stored hashed)")
+    add.add_argument("--config", required=True, help="the service's TOML configuration")
+    add.add_argument("--db", default=None,
+                     help="database file (default: the file's [server] db)")
+    add.add_argument("--role", required=True, choices=("client", "admin"),
+                     help="client: decide and feedback; admin: everything")
+    add.set_defaults(run=run_keys_add, reads=("config",))

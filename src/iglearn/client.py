@@ -1,0 +1,131 @@
+"""A Python client of the decision service (``iglearn serve``).
+
+    client = Client("http://127.0.0.1:8700", api_key)
+    decision = client.decide(context)            # {"event_id", "action", "probability", ...}
+    client.feedback(decision["event_id"], feedback_vector)
+
+Every decision carries an event id chosen by the client before the first attempt, so a
+request retried after a lost answer or a connection error is idempotent: the service returns
+the decision it stored the first time, and a feedback retried after it was stored is
+answered 409, which the client takes as done.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import httpx
+import numpy as np
+
+from iglearn.errors import IGLearnError
+
+RETRY_STATUSES = frozenset({500, 502, 503, 504})
+
+
+class ServiceError(IGLearnError):
+    """The service answered with an error status; ``status`` and ``field`` say which."""
+
+    def __init__(self, status: int, message: str, field: str | None = None):
+        super().__init__(f"HTTP {status}: {message}" + (f" (field {field})" if field else ""))
+        self.status, self.field = status, field
+
+
+def _numbers(values: Any) -> list[float]:
+    return np.asarray(values, dtype=np.float64).ravel().tolist()
+
+
+class Client:
+    """Talks to a decision service.
+
+    Args:
+        url: the service's base URL, e.g. ``http://127.0.0.1:8700``.
+        api_key: a key from ``iglearn serve keys add`` (None for a service run with
+            ``--insecure-no-auth``).
+        timeout: seconds to wait for each answer.
+        retries: further attempts after a connection error, a timeout or a 5xx answer.
+        backoff: seconds before the first retry, doubled for each further one.
+    """
+
+    def __init__(self, url: str, api_key: str | None = None, timeout: float = 10.0,
+                 retries: int = 3, backoff: float = 0.1):
+        headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout)
+        self.retries, self.backoff = retries, backoff
+
+    def close(self) -> None:
+        """Close the connections."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _request(self, method: str, path: str, json: Any = None, retried_ok: int | None = None
+                 ) -> httpx.Response:
+        """Send, retrying; ``retried_ok``: a status that counts as success on a retry."""
+        for attempt in range(self.retries + 1):
+            try:
+                response = self._http.request(method, path, json=json)
+            except httpx.TransportError:
+                if attempt == self.retries:
+                    raise
+            else:
+                if response.status_code < 400:
+                    return response
+                if attempt > 0 and response.status_code == retried_ok:
+                    return response
+                if response.status_code not in RETRY_STATUSES or attempt == self.retries:
+                    _raise(response)
+            time.sleep(self.backoff * 2**attempt)
+        raise AssertionError("unreachable")
+
+    def decide(self, context: Sequence[float] | np.ndarray, event_id: str | None = None,
+               actions: Sequence[int] | None = None) -> dict[str, Any]:
+        """A decision for one context: event_id, action, probability, probabilities,
+        model_version, explored. ``actions`` restricts it to some actions."""
+        body: dict[str, Any] = {"context": _numbers(context),
+                                "event_id": event_id or uuid.uuid4().hex}
+        if actions is not None:
+            body["actions"] = [int(a) for a in actions]
+        return self._request("POST", "/v1/decide", body).json()
+
+    def decide_batch(self, contexts: np.ndarray | Sequence[Sequence[float]],
+                     event_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """Decisions for many contexts in one request."""
+        rows = [_numbers(c) for c in contexts]
+        ids = list(event_ids) if event_ids is not None else [uuid.uuid4().hex for _ in rows]
+        response = self._request("POST", "/v1/decide", {"contexts": rows, "event_ids": ids})
+        return response.json()["decisions"]
+
+    def feedback(self, event_id: str, feedback: Sequence[float] | np.ndarray,
+                 definitely_bad: bool = False) -> str:
+        """Send the feedback vector of a decision; 'joined', 'late' or, when a retry found
+        it already stored, 'stored'."""
+        response = self._request("POST", "/v1/feedback",
+                                 {"event_id": event_id, "feedback": _numbers(feedback),
+                                  "definitely_bad": definitely_bad}, retried_ok=409)
+        if response.status_code == 409:
+            return "stored"
+        return response.headers.get("iglearn-feedback", "joined")
+
+    def model(self) -> dict[str, Any]:
+        """The served model's description (GET /v1/model)."""
+        return self._request("GET", "/v1/model").json()
+
+    def refit(self, wait: float = 0.0) -> dict[str, Any]:
+        """Ask for a re-fit (admin); with ``wait``, wait up to that many seconds for it."""
+        return self._request("POST", f"/v1/model/refit?wait={wait}").json()
+
+
+def _raise(response: httpx.Response) -> None:
+    try:
+        body = response.json()
+        message, field = body.get("error", response.text), body.get("field")
+    except ValueError:
+        message, field = response.text, None
+    raise ServiceError(response.status_code, message, field)

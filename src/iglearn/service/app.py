@@ -1,0 +1,646 @@
+"""The decision service's HTTP API (Starlette on uvicorn).
+
+Every request is checked in this order: its API key (401 without a valid one, 403 for the
+wrong role), its body size (413), then its fields (422 naming the field and the problem);
+nothing is stored for a rejected request. Decisions and feedback are committed to the storage
+before their answer. The served model is swapped atomically (one reference replaced) when
+the storage serves a new version, which the learning worker stores after each re-fit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import multiprocessing
+import os
+import re
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import BaseRoute, Route
+
+import iglearn
+from iglearn.data import limits
+from iglearn.errors import IGLearnError
+from iglearn.service.config import ServiceConfig, is_loopback
+from iglearn.service.exploration import Explorer
+from iglearn.service.keys import KeyRing
+from iglearn.service.metrics import Metrics
+from iglearn.service.storage import (
+    Decision,
+    Feedback,
+    FeedbackOutcome,
+    ModelRecord,
+    Storage,
+    open_storage,
+)
+
+LOG_FORMATS = {"parquet": "application/vnd.apache.parquet", "dsjson": "application/x-ndjson",
+               "npz": "application/octet-stream"}
+IMPORT_SIZE_FACTOR = 64
+"""PUT /v1/model accepts a body this many times ``max_body_bytes``."""
+KEY_RELOAD_SECONDS = 1.0
+"""An unknown key makes the service re-read the stored keys at most this often (keys added
+with ``iglearn serve keys add`` while it runs)."""
+RETENTION_SECONDS = 3600.0
+"""How often the retention setting is applied."""
+CHECKPOINT_SECONDS = 1.0
+"""How often a thread of the service checkpoints the database's WAL (off the requests' path)."""
+_NUMBER_TYPES = frozenset({int, float})
+_EVENT_ID = re.compile(r"[A-Za-z0-9._:\-]+")
+
+
+class Rejected(Exception):
+    """A request answered with an error status: ``field`` names what was wrong (or None)."""
+
+    def __init__(self, status: int, message: str, field: str | None = None):
+        super().__init__(message)
+        self.status, self.message, self.field = status, message, field
+
+
+@dataclass(frozen=True)
+class Served:
+    """The model being served: one reference the service replaces atomically."""
+
+    version: int
+    learner: Any
+    record: ModelRecord
+
+    @property
+    def certified(self) -> bool:
+        """Whether its fit passed the data-driven schedule's test."""
+        return bool(self.record.summary.get("certified", False))
+
+
+def json_response(value: object, status: int = 200, headers: dict | None = None) -> Response:
+    """Strict JSON (no NaN or infinity)."""
+    return Response(json.dumps(value, allow_nan=False), status, headers,
+                    media_type="application/json")
+
+
+class Service:
+    """The state of one service process: configuration, storage, keys, the served model,
+    the explorer and the metrics."""
+
+    def __init__(self, config: ServiceConfig, insecure_no_auth: bool = False):
+        if insecure_no_auth and not is_loopback(config.server.host):
+            raise IGLearnError(f"--insecure-no-auth is only allowed on a loopback address, not "
+                               f"{config.server.host}; create a key with 'iglearn serve keys "
+                               f"add --config FILE --role admin'")
+        self.config = config
+        self.insecure = insecure_no_auth
+        import torch
+
+        # one decision is a small product: several threads only wait on each other, and
+        # on a busy machine (the learning worker fitting) each call would take milliseconds
+        torch.set_num_threads(config.server.torch_threads)
+        self.storage: Storage = open_storage(config.db_path, config.server.synchronous,
+                                             checkpoint_seconds=CHECKPOINT_SECONDS)
+        self.keyring = KeyRing(self.storage.keys())
+        if not self.keyring and not insecure_no_auth:
+            raise IGLearnError(f"{config.db_path}: no API key yet; create one with 'iglearn "
+                               f"serve keys add --config {config.path} --role admin' (or "
+                               f"serve on loopback with --insecure-no-auth)")
+        self._keys_read = time.monotonic()
+        self.metrics = Metrics()
+        self.served: Served | None = None
+        self.load_served()
+        explored = self.storage.state("explored_rounds") or 0
+        seed = np.random.SeedSequence([config.model.seed, int(time.time_ns() % 2**63)])
+        self.explorer = Explorer(config.exploration, config.model.n_actions, int(explored),
+                                 np.random.default_rng(seed))
+        self.worker: Any = None
+
+    # -- model versions -------------------------------------------------------------------
+    def load_served(self) -> bool:
+        """Swap in the storage's served version if it is not the one served; whether it
+        changed."""
+        version = self.storage.served_version()
+        if version == 0 or (self.served is not None and self.served.version == version):
+            return False
+        from iglearn.models.archive import load_archive
+
+        learner = load_archive(self.storage.model_archive(version),
+                               self.config.model.algorithm, f"model version {version}")
+        record = next(m for m in self.storage.models() if m.version == version)
+        self.served = Served(version, learner, record)  # the atomic swap
+        return True
+
+    def model_info(self) -> dict[str, Any]:
+        """GET /v1/model's answer."""
+        served = self.served
+        versions = [{"version": m.version, "created_at": m.created_at,
+                     "interactions": m.interactions, "source": m.summary.get("source")}
+                    for m in self.storage.models()]
+        info: dict[str, Any] = {
+            "version": 0, "algorithm": self.config.model.algorithm,
+            "n_actions": self.config.model.n_actions,
+            "context_dim": self.config.model.context_dim,
+            "feedback_dim": self.config.model.feedback_dim,
+            "settings": self.config.learner_settings(),
+            "exploration": asdict(self.config.exploration),
+            "fitted_at": None, "interactions": 0, "indicator": None, "lemma5": None,
+            "versions": versions, "last_refit": self.storage.state("last_refit"),
+            "refit_running": self.storage.state("refit_running")}
+        if served is not None:
+            summary = served.record.summary
+            info |= {"version": served.version, "fitted_at": served.record.created_at,
+                     "interactions": served.record.interactions,
+                     "indicator": summary.get("indicator"), "lemma5": summary.get("lemma5"),
+                     "source": summary.get("source"), "fit_seconds": served.record.fit_seconds}
+        return info
+
+    # -- decisions and feedback ---------------------------------------------------------------
+    def decide(self, contexts: np.ndarray, ids: list[str], allowed: np.ndarray
+               ) -> list[Decision]:
+        """Decide for contexts (n, d_x) with their event ids and allowed actions (n, K), and
+        store the decisions (a stored event id gives back its stored decision)."""
+        served = self.served
+        policy = None if served is None else served.learner.predict_proba(contexts)
+        actions, dist, explored, learnable = self.explorer.draw(
+            policy, allowed, served.certified if served is not None else False)
+        now = time.time()
+        version = 0 if served is None else served.version
+        decisions = [Decision(ids[i], contexts[i], int(actions[i]), float(dist[i, actions[i]]),
+                              dist[i], version, bool(explored[i]), bool(learnable[i]), now)
+                     for i in range(len(contexts))]
+        stored = self.storage.add_decisions(decisions)
+        self.metrics.decided(len(stored), int(explored.sum()))
+        return stored
+
+    def add_feedback(self, feedback: list[Feedback]) -> list[FeedbackOutcome]:
+        """Store feedback, each joined to its decision or refused."""
+        outcomes = self.storage.add_feedback(feedback, self.config.learning.join_window)
+        for outcome in outcomes:
+            self.metrics.feedback(outcome.value)
+        return outcomes
+
+    # -- keys -------------------------------------------------------------------------------
+    def authorise(self, request: Request, role: str) -> None:
+        """401 without a valid key, 403 when an admin key is needed and a client one came."""
+        if self.insecure:
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, key = header.partition(" ")
+        given = key.strip() if scheme.lower() == "bearer" else None
+        found = self.keyring.role(given)
+        if found is None and given and time.monotonic() - self._keys_read > KEY_RELOAD_SECONDS:
+            self.keyring = KeyRing(self.storage.keys())
+            self._keys_read = time.monotonic()
+            found = self.keyring.role(given)
+        if found is None:
+            raise Rejected(401, "a valid API key is needed: send 'Authorization: Bearer KEY' "
+                                "(create one with 'iglearn serve keys add')")
+        if role == "admin" and found != "admin":
+            raise Rejected(403, "this endpoint needs an admin key")
+
+
+class GroupCommit:
+    """Decides and stores together the requests that arrive together: each decide or
+    feedback request queues its work and waits; the queue is run once the event loop has
+    let every ready request reach it (one policy evaluation and one commit for all queued
+    decisions, one commit for all queued feedback), and each request is answered after that
+    commit."""
+
+    def __init__(self, service: Service):
+        self.service = service
+        self.decisions: list[tuple[np.ndarray, list[str], np.ndarray, asyncio.Future]] = []
+        self.feedback: list[tuple[Feedback, asyncio.Future]] = []
+        self.scheduled = False
+
+    def _schedule(self) -> asyncio.Future:
+        loop = asyncio.get_running_loop()
+        if not self.scheduled:
+            self.scheduled = True
+            loop.call_soon(self.run)
+        return loop.create_future()
+
+    async def decide(self, contexts: np.ndarray, ids: list[str], allowed: np.ndarray
+                     ) -> list[Decision]:
+        """Decisions for ``contexts``, once stored."""
+        future = self._schedule()
+        self.decisions.append((contexts, ids, allowed, future))
+        return await future
+
+    async def add_feedback(self, feedback: Feedback) -> FeedbackOutcome:
+        """The outcome of ``feedback``, once stored."""
+        future = self._schedule()
+        self.feedback.append((feedback, future))
+        return await future
+
+    def run(self) -> None:
+        """Run everything queued."""
+        self.scheduled = False
+        decisions, self.decisions = self.decisions, []
+        feedback, self.feedback = self.feedback, []
+        if decisions:
+            try:
+                stored = self.service.decide(
+                    np.concatenate([d[0] for d in decisions]),
+                    [i for d in decisions for i in d[1]],
+                    np.concatenate([d[2] for d in decisions]))
+            except Exception as e:
+                for *_, future in decisions:
+                    future.set_exception(e)
+            else:
+                start = 0
+                for contexts, _, _, future in decisions:
+                    future.set_result(stored[start:start + len(contexts)])
+                    start += len(contexts)
+        if feedback:
+            try:
+                outcomes = self.service.add_feedback([f for f, _ in feedback])
+            except Exception as e:
+                for _, future in feedback:
+                    future.set_exception(e)
+            else:
+                for (_, future), outcome in zip(feedback, outcomes, strict=True):
+                    future.set_result(outcome)
+
+
+# -- request checks ---------------------------------------------------------------------------
+async def read_body(request: Request, limit: int) -> bytes:
+    """The request body, or 413 as soon as it exceeds ``limit`` bytes."""
+    length = request.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > limit):
+        raise Rejected(413, f"the body is larger than the limit of {limit} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise Rejected(413, f"the body is larger than the limit of {limit} bytes")
+    return bytes(body)
+
+
+async def read_json(request: Request, limit: int, allowed: tuple[str, ...]) -> dict[str, Any]:
+    """The body as a JSON object with only the ``allowed`` keys (422 otherwise)."""
+    body = await read_body(request, limit)
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        raise Rejected(422, "the body is not valid JSON; send a JSON object", "body") from None
+    if not isinstance(value, dict):
+        raise Rejected(422, "the body must be a JSON object", "body")
+    for key in value:
+        if key not in allowed:
+            raise Rejected(422, f"unknown field; the fields are {', '.join(allowed)}", key)
+    return value
+
+
+def vector(value: object, name: str, dim: int) -> np.ndarray:
+    """A list of ``dim`` finite numbers within the value limit, as float32 (422 naming
+    ``name`` otherwise)."""
+    if not isinstance(value, list):
+        raise Rejected(422, f"must be a list of {dim} numbers", name)
+    if len(value) != dim:
+        raise Rejected(422, f"has {len(value)} values; the service expects {dim}", name)
+    if not set(map(type, value)) <= _NUMBER_TYPES:
+        i = next(i for i, v in enumerate(value) if type(v) not in _NUMBER_TYPES)
+        raise Rejected(422, f"value {i} is not a number", name)
+    array = np.asarray(value, dtype=np.float64)
+    bad = ~np.isfinite(array)
+    if bad.any():
+        raise Rejected(422, f"value {int(np.argmax(bad))} is not finite (NaN or infinite)", name)
+    big = np.abs(array) > limits.MAX_ABS_VALUE
+    if big.any():
+        raise Rejected(422, f"value {int(np.argmax(big))} exceeds ±{limits.MAX_ABS_VALUE:g}",
+                       name)
+    return array.astype(np.float32)
+
+
+def event_id(value: object, name: str, max_length: int) -> str:
+    """An event id: 1 to ``max_length`` characters of letters, digits and ``._:-``."""
+    if value is None:
+        return uuid.uuid4().hex
+    if not isinstance(value, str) or not 0 < len(value) <= max_length \
+            or not _EVENT_ID.fullmatch(value):
+        raise Rejected(422, f"must be a string of 1 to {max_length} letters, digits or . _ : -",
+                       name)
+    return value
+
+
+def allowed_actions(value: object, n_actions: int) -> np.ndarray:
+    """The allowed-actions mask (K,) from a list of distinct action indices."""
+    mask = np.zeros(n_actions, dtype=bool)
+    if value is None:
+        mask[:] = True
+        return mask
+    if not isinstance(value, list) or not value:
+        raise Rejected(422, "must be a non-empty list of action indices", "actions")
+    for v in value:
+        if type(v) is not int or not 0 <= v < n_actions:
+            raise Rejected(422, f"{v!r} is not an action index in [0, {n_actions})", "actions")
+        if mask[v]:
+            raise Rejected(422, f"action {v} is listed twice", "actions")
+        mask[v] = True
+    return mask
+
+
+def timestamp(value: str | None, name: str) -> float | None:
+    """A time given as Unix seconds or ISO 8601 (422 otherwise)."""
+    if value is None or value == "":
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            raise Rejected(422, "must be Unix seconds or an ISO 8601 time", name) from None
+        seconds = parsed.timestamp()
+    if not math.isfinite(seconds):
+        raise Rejected(422, "must be a finite time", name)
+    return seconds
+
+
+# -- the application ------------------------------------------------------------------------
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def build_app(service: Service, start_worker: bool = True,
+              extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
+    """The ASGI application of ``service``; ``start_worker``: run the learning worker
+    process while the application runs; ``extra_routes``: more routes (pages, say)."""
+    config, storage = service.config, service.storage
+    model, server = config.model, config.server
+    k = model.n_actions
+
+    def endpoint(name: str, role: str | None, handler: Handler) -> Handler:
+        async def wrapped(request: Request) -> Response:
+            start = time.perf_counter()
+            try:
+                if role is not None:
+                    service.authorise(request, role)
+                response = await handler(request)
+            except Rejected as e:
+                body: dict[str, Any] = {"error": e.message}
+                if e.field is not None:
+                    body["field"] = e.field
+                response = json_response(body, e.status)
+            except IGLearnError as e:
+                response = json_response({"error": str(e)}, 422)
+            service.metrics.observe(name, response.status_code, time.perf_counter() - start)
+            return response
+        return wrapped
+
+    group = GroupCommit(service)
+
+    async def decide_rows(contexts: np.ndarray, ids: list[str], mask: np.ndarray
+                          ) -> list[dict]:
+        allowed = np.repeat(mask[None], len(contexts), 0)
+        stored = await group.decide(contexts, ids, allowed)
+        return [{"event_id": d.event_id, "action": d.action, "probability": d.probability,
+                 "probabilities": d.probabilities.tolist(), "model_version": d.model_version,
+                 "explored": d.explored} for d in stored]
+
+    async def decide(request: Request) -> Response:
+        body = await read_json(request, server.max_body_bytes,
+                               ("context", "event_id", "actions", "contexts", "event_ids"))
+        mask = allowed_actions(body.get("actions"), k)
+        if "contexts" in body:
+            for key in ("context", "event_id"):
+                if key in body:
+                    raise Rejected(422, "a batch decision takes contexts and event_ids", key)
+            contexts = body["contexts"]
+            if not isinstance(contexts, list) or not 0 < len(contexts) <= server.max_batch:
+                raise Rejected(422, f"must be a list of 1 to {server.max_batch} contexts",
+                               "contexts")
+            array = np.stack([vector(c, f"contexts[{i}]", model.context_dim)
+                              for i, c in enumerate(contexts)])
+            given = body.get("event_ids")
+            if given is not None and (not isinstance(given, list)
+                                      or len(given) != len(contexts)):
+                raise Rejected(422, "must be a list with one event id per context",
+                               "event_ids")
+            ids = [event_id(None if given is None else given[i], f"event_ids[{i}]",
+                            server.event_id_max_length) for i in range(len(contexts))]
+            if len(set(ids)) != len(ids):
+                raise Rejected(422, "an event id appears twice", "event_ids")
+            return json_response({"decisions": await decide_rows(array, ids, mask)})
+        if "event_ids" in body:
+            raise Rejected(422, "event_ids goes with contexts (a batch)", "event_ids")
+        if "context" not in body:
+            raise Rejected(422, "missing: send context (or contexts for a batch)", "context")
+        array = vector(body["context"], "context", model.context_dim)[None]
+        ids = [event_id(body.get("event_id"), "event_id", server.event_id_max_length)]
+        return json_response((await decide_rows(array, ids, mask))[0])
+
+    async def feedback(request: Request) -> Response:
+        body = await read_json(request, server.max_body_bytes,
+                               ("event_id", "feedback", "definitely_bad"))
+        if "event_id" not in body:
+            raise Rejected(422, "missing", "event_id")
+        eid = event_id(body["event_id"], "event_id", server.event_id_max_length)
+        if "feedback" not in body:
+            raise Rejected(422, "missing", "feedback")
+        values = vector(body["feedback"], "feedback", model.feedback_dim)
+        bad = body.get("definitely_bad", False)
+        if not isinstance(bad, bool):
+            raise Rejected(422, "must be true or false", "definitely_bad")
+        outcome = await group.add_feedback(Feedback(eid, values, bad, time.time()))
+        if outcome is FeedbackOutcome.UNKNOWN:
+            raise Rejected(404, f"no decision has event id {eid}", "event_id")
+        if outcome is FeedbackOutcome.DUPLICATE:
+            raise Rejected(409, f"event {eid} already has its feedback", "event_id")
+        return Response(status_code=204, headers={"iglearn-feedback": outcome.value})
+
+    async def noop(request: Request) -> Response:
+        await read_json(request, server.max_body_bytes,
+                        ("context", "event_id", "actions", "feedback", "definitely_bad"))
+        return json_response({})
+
+    async def get_model(request: Request) -> Response:
+        return json_response(service.model_info())
+
+    async def refit(request: Request) -> Response:
+        wait = timestamp(request.query_params.get("wait"), "wait") or 0.0
+        if not 0 <= wait <= 600:
+            raise Rejected(422, "must be seconds in [0, 600]", "wait")
+        requested = time.time()
+        storage.set_state("refit_requested_at", requested)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            last = storage.state("last_refit") or {}
+            if last.get("at", 0.0) >= requested:
+                if last.get("error"):
+                    raise Rejected(409, f"the re-fit failed: {last['error']}")
+                service.load_served()
+                return json_response(service.model_info())
+            await asyncio.sleep(0.05)
+        return json_response({"status": "requested", "requested_at": requested}, 202)
+
+    async def rollback(request: Request) -> Response:
+        body = await read_json(request, server.max_body_bytes, ("version",))
+        versions = [m.version for m in storage.models()]
+        current = service.served.version if service.served is not None else 0
+        target = body.get("version")
+        if target is None:
+            older = [v for v in versions if v < current]
+            if not older:
+                raise Rejected(409, "no earlier model version is stored", "version")
+            target = max(older)
+        if type(target) is not int or target not in versions:
+            raise Rejected(422, f"{target!r} is not a stored version ({versions})", "version")
+        storage.serve(target)
+        service.load_served()
+        return json_response(service.model_info())
+
+    async def export(request: Request) -> Response:
+        served = service.served
+        if served is None:
+            raise Rejected(404, "no model has been fitted yet")
+        data = storage.model_archive(served.version)
+        name = f"iglearn-model-v{served.version}.tar.gz"
+        return Response(data, media_type="application/gzip",
+                        headers={"content-disposition": f'attachment; filename="{name}"'})
+
+    async def import_model(request: Request) -> Response:
+        from iglearn.models.archive import load_archive
+
+        data = await read_body(request, server.max_body_bytes * IMPORT_SIZE_FACTOR)
+        try:
+            learner = await anyio.to_thread.run_sync(
+                lambda: load_archive(data, None, "the uploaded model"))
+        except IGLearnError as e:
+            raise Rejected(422, str(e), "body") from None
+        meta: dict[str, Any] = getattr(learner, "metadata_", {})  # load_model sets it
+        wanted = {"algorithm": model.algorithm, "n_actions": k,
+                  "context_dim": model.context_dim, "feedback_dim": model.feedback_dim}
+        for key, value in wanted.items():
+            if meta.get(key, "igl" if key == "algorithm" else None) != value:
+                raise Rejected(422, f"the model's {key} is {meta.get(key)!r}; this service "
+                                    f"needs {value!r}", key)
+        report = getattr(learner, "report_", None)
+        indicator = getattr(report, "indicator", None)
+        summary = {"source": "import", "indicator": indicator, "certified": False}
+        storage.add_model(model.algorithm, 0, 0.0, summary, data)
+        service.load_served()
+        return json_response(service.model_info(), 201)
+
+    async def export_log(request: Request) -> Response:
+        since = timestamp(request.query_params.get("since"), "since")
+        until = timestamp(request.query_params.get("until"), "until")
+        fmt = request.query_params.get("format", "parquet")
+        if fmt not in LOG_FORMATS:
+            raise Rejected(422, f"must be one of {', '.join(LOG_FORMATS)}", "format")
+        data = await anyio.to_thread.run_sync(lambda: write_log(service, since, until, fmt))
+        if data is None:
+            raise Rejected(404, "no joined interactions in that time window")
+        return Response(data, media_type=LOG_FORMATS[fmt], headers={
+            "content-disposition": f'attachment; filename="iglearn-log.{fmt}"'})
+
+    async def healthz(request: Request) -> Response:
+        served = service.served
+        return json_response({"status": "ok", "iglearn": iglearn.__version__,
+                              "model_version": 0 if served is None else served.version})
+
+    async def metrics(request: Request) -> Response:
+        return Response(service.metrics.render(service.served, storage.models()),
+                        media_type="text/plain; version=0.0.4")
+
+    routes = [
+        Route("/v1/decide", endpoint("decide", "client", decide), methods=["POST"]),
+        Route("/v1/feedback", endpoint("feedback", "client", feedback), methods=["POST"]),
+        Route("/v1/noop", endpoint("noop", "client", noop), methods=["POST"]),
+        Route("/v1/model", endpoint("model", "client", get_model), methods=["GET"]),
+        Route("/v1/model", endpoint("import", "admin", import_model), methods=["PUT"]),
+        Route("/v1/model/refit", endpoint("refit", "admin", refit), methods=["POST"]),
+        Route("/v1/model/rollback", endpoint("rollback", "admin", rollback), methods=["POST"]),
+        Route("/v1/model/export", endpoint("export", "admin", export), methods=["GET"]),
+        Route("/v1/log", endpoint("log", "admin", export_log), methods=["GET"]),
+        Route("/healthz", endpoint("healthz", None, healthz), methods=["GET"]),
+        Route("/metrics", endpoint("metrics", "admin", metrics), methods=["GET"]),
+        *extra_routes,
+    ]
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if start_worker:
+            service.worker = start_learning_worker(config)
+        watcher = asyncio.create_task(watch_models(service))
+        try:
+            yield
+        finally:
+            watcher.cancel()
+            storage.set_state("explored_rounds", service.explorer.round)
+            if service.worker is not None:
+                service.worker.terminate()
+                service.worker.join(5)
+
+    return Starlette(routes=routes, lifespan=lifespan)
+
+
+def write_log(service: Service, since: float | None, until: float | None, fmt: str
+              ) -> bytes | None:
+    """The joined interactions decided in [since, until) as a log file in ``fmt`` (the
+    formats of :mod:`iglearn.data.formats`), or None when there are none."""
+    from iglearn.data.formats import write_table
+    from iglearn.data.logs import InteractionLog
+
+    data = service.storage.joined(since, until)
+    if not len(data):
+        return None
+    log = InteractionLog(data.context, data.action, data.probability, data.feedback,
+                         service.config.model.n_actions, definitely_bad=data.definitely_bad,
+                         source="the service's log")
+    with tempfile.TemporaryDirectory(prefix="iglearn-log-") as tmp:
+        path = Path(tmp) / f"log.{fmt}"
+        write_table(log, path)
+        return path.read_bytes()
+
+
+async def watch_models(service: Service) -> None:
+    """Swap in new model versions as the storage serves them, save the explorer's round
+    now and then, and apply the retention setting."""
+    poll = service.config.learning.poll_seconds
+    retention = service.config.server.retention_days
+    last_retention = 0.0
+    while True:
+        await asyncio.sleep(poll)
+        try:
+            await anyio.to_thread.run_sync(service.load_served)
+            service.storage.set_state("explored_rounds", service.explorer.round)
+            if retention > 0 and time.monotonic() - last_retention > RETENTION_SECONDS:
+                last_retention = time.monotonic()
+                service.storage.delete_before(time.time() - retention * 86400)
+        except Exception as e:  # keep serving the current model; say why
+            print(f"iglearn serve: cannot load the new model: {e}", file=sys.stderr)
+
+
+def start_learning_worker(config: ServiceConfig) -> Any:
+    """The learning worker process (:func:`iglearn.service.learning.worker_main`)."""
+    from iglearn.service.learning import worker_main
+
+    context = multiprocessing.get_context("spawn")
+    process = context.Process(target=worker_main, args=(config, os.getpid()), daemon=True,
+                              name="iglearn-learning-worker")
+    process.start()
+    return process
+
+
+def serve(config: ServiceConfig, insecure_no_auth: bool = False) -> None:
+    """Run the service until interrupted."""
+    import uvicorn
+
+    service = Service(config, insecure_no_auth)
+    app = build_app(service)
+    host, port = config.server.host, config.server.port
+    print(f"iglearn serve: {config.model.algorithm}, K = {config.model.n_actions}, model "
+          f"version {service.served.version if service.served else 0}, database "
+          f"{config.db_path}, listening on http://{host}:{port}", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
+                server_header=False, date_header=False, proxy_headers=False)

@@ -1,0 +1,356 @@
+"""The decision service's configuration: one TOML file, read into the dataclasses below and
+validated before the service starts.
+
+Each table of the file is one dataclass (``[model]``: :class:`ModelSettings`,
+``[exploration]``: :class:`ExplorationSettings`, ``[learning]``: :class:`LearningSettings`,
+``[server]``: :class:`ServerSettings`); each key is a field, documented by the field's
+docstring. Only ``[model]``'s ``n_actions``, ``context_dim`` and ``feedback_dim`` are
+required. A problem (an unknown table or key, a value of the wrong type or range) is one
+:class:`~iglearn.errors.IGLearnError` line naming the file, the key and the fix.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import math
+import tomllib
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from iglearn.data import limits
+from iglearn.errors import IGLearnError, shown
+from iglearn.files import input_file
+from iglearn.learners.schedules import SCHEDULES, Schedule, make_schedule
+from iglearn.models.decoders import DECODERS
+from iglearn.models.policies import POLICIES
+
+EXPLORATION_MODES = ("e2g", "epsilon")
+EXPLOIT_MODES = ("greedy", "softmax")
+SYNCHRONOUS = ("normal", "full")
+MAX_CONFIG_BYTES = 1_000_000
+
+
+def algorithms() -> tuple[str, ...]:
+    """The learners the service can run, by name: those a model folder can hold
+    (:func:`iglearn.models.io.algorithms`, the one registry of algorithms)."""
+    from iglearn.models.io import algorithms as registry
+
+    return tuple(registry())
+
+
+@dataclass(frozen=True)
+class ModelSettings:
+    """``[model]``: the decision problem and the learner."""
+
+    n_actions: int
+    """K, the number of actions (at least 2)."""
+    context_dim: int
+    """Dimension of a context vector."""
+    feedback_dim: int
+    """Dimension of a feedback vector."""
+    algorithm: str = "igl"
+    """The learner: 'igl' (BatchIGL, feedback that depends on the reward alone) or 'ai-igl'
+    (AIIGL, feedback that may depend on the action too)."""
+    policy: str = "linear"
+    """Policy class: 'linear' or 'mlp'."""
+    decoder: str = "linear"
+    """Reward decoder class: 'linear' or 'mlp'."""
+    seed: int = 0
+    """Seed of the service's random draws and of every re-fit."""
+    learner: dict[str, Any] = field(default_factory=dict)
+    """More constructor settings of the learner (``[model.learner]``: any setting ``iglearn
+    fit`` takes, e.g. ``max_restarts = 2`` or ``optimisation = {epochs = 4}``)."""
+
+
+@dataclass(frozen=True)
+class ExplorationSettings:
+    """``[exploration]``: how decisions explore. Every served action's exact probability is
+    logged with it."""
+
+    mode: str = "e2g"
+    """'e2g': Algorithm 1's epoch-greedy schedule (each round one uniformly random action,
+    then n_i steps of the policy; re-fits learn from the uniform steps only); 'epsilon': with
+    probability ``epsilon`` a uniformly random action, else the policy's (re-fits learn from
+    every interaction, importance-weighted)."""
+    schedule: str = "paper"
+    """E2G's schedule {n_i}: 'paper' (``warmup`` uniform rounds), 'theory' (Theorem 2) or
+    'data-driven' (until a fit certifies its decoder)."""
+    warmup: int = 1000
+    """Uniform rounds before the 'paper' schedule starts exploiting."""
+    iota: float = 100.0
+    """The schedule's complexity term: round i exploits floor(sqrt(i / (K iota))) steps."""
+    eta: float = 0.7
+    """Assumption 2's eta, for the 'theory' schedule."""
+    exploit: str = "greedy"
+    """How the policy plays: 'greedy' (its argmax, probability 1 under E2G) or 'softmax'
+    (a draw from pi(.|x))."""
+    epsilon: float = 0.1
+    """The 'epsilon' mode's share of uniformly random actions, in (0, 1]."""
+
+    def make_schedule(self) -> Schedule:
+        """E2G's schedule object."""
+        return make_schedule(self.schedule, warmup=self.warmup, eta=self.eta, iota=self.iota)
+
+
+@dataclass(frozen=True)
+class LearningSettings:
+    """``[learning]``: when the background worker re-fits, and which feedback it uses."""
+
+    refit_every: int = 500
+    """Re-fit after this many new joined interactions it can learn from."""
+    refit_seconds: float = 300.0
+    """Re-fit at least this often (seconds) while new interactions keep arriving."""
+    min_interactions: int = 200
+    """No fit before this many joined interactions it can learn from."""
+    max_interactions: int = 100_000
+    """A re-fit learns from at most this many of the latest joined interactions."""
+    join_window: float = 600.0
+    """Seconds after a decision within which its feedback is learned from; later feedback
+    is stored, marked late, and not learned from."""
+    keep_versions: int = 20
+    """Model versions kept for rollback (the served one is always kept)."""
+    worker_threads: int = 1
+    """Torch threads of the re-fitting worker process."""
+    worker_nice: int = 10
+    """How much lower the worker's CPU priority is than the service's (0 to 19), so that
+    decisions come first on a busy machine."""
+    poll_seconds: float = 0.5
+    """How often the worker looks for work, and the service for a new model version."""
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """``[server]``: where the service listens and stores."""
+
+    host: str = "127.0.0.1"
+    """Address to listen on."""
+    port: int = 8700
+    """TCP port to listen on."""
+    db: str = "service.db"
+    """SQLite database file, relative to the configuration file's folder."""
+    synchronous: str = "normal"
+    """SQLite's synchronous mode: 'normal' (every commit survives a crash of the service;
+    WAL) or 'full' (also a power cut, slower)."""
+    max_body_bytes: int = 1_000_000
+    """Largest request body accepted (413 above; PUT /v1/model takes 64 times as much)."""
+    max_batch: int = 1000
+    """Most contexts in one batch decision."""
+    retention_days: float = 0.0
+    """Delete interactions older than this many days (0: keep everything)."""
+    event_id_max_length: int = 128
+    """Longest event id accepted."""
+    torch_threads: int = 1
+    """Torch threads of the service process (its decisions are small products)."""
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    """The whole configuration, and where it was read from."""
+
+    model: ModelSettings
+    exploration: ExplorationSettings = field(default_factory=ExplorationSettings)
+    learning: LearningSettings = field(default_factory=LearningSettings)
+    server: ServerSettings = field(default_factory=ServerSettings)
+    path: str = ""
+    """The configuration file (relative paths in it are relative to its folder)."""
+
+    @property
+    def db_path(self) -> Path:
+        """The database file, resolved against the configuration file's folder."""
+        db = Path(self.server.db).expanduser()
+        return db if db.is_absolute() else Path(self.path).resolve().parent / db
+
+    def learner_settings(self) -> dict[str, Any]:
+        """The constructor settings of the learner (but its seed)."""
+        return {"policy": self.model.policy, "decoder": self.model.decoder,
+                **self.model.learner}
+
+    def replace(self, **server: Any) -> ServiceConfig:
+        """This configuration with some ``[server]`` keys overridden (from the command line);
+        the new values are validated like the file's."""
+        given = {k: v for k, v in server.items() if v is not None}
+        if not given:
+            return self
+        values = dataclasses.asdict(self.server) | given
+        settings = _section(ServerSettings, "server", values, self.path)
+        _check_server(settings, self.path)
+        return dataclasses.replace(self, server=settings)
+
+
+TABLES: dict[str, type] = {"model": ModelSettings, "exploration": ExplorationSettings,
+                           "learning": LearningSettings, "server": ServerSettings}
+
+
+def load_config(path: str | Path) -> ServiceConfig:
+    """Read and validate the TOML configuration at ``path``."""
+    path = Path(path)
+    size = input_file(path, "configuration file")
+    if size > MAX_CONFIG_BYTES:
+        raise IGLearnError(f"{path}: {size} bytes is too large for a configuration file "
+                           f"(at most {MAX_CONFIG_BYTES})")
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise IGLearnError(f"{path}: not valid TOML ({e}); fix the file") from None
+    return parse_config(document, str(path))
+
+
+def parse_config(document: dict[str, Any], path: str = "configuration") -> ServiceConfig:
+    """The configuration in a parsed TOML ``document``, validated; ``path`` names it in
+    errors."""
+    unknown = sorted(set(document) - set(TABLES))
+    if unknown:
+        raise IGLearnError(f"{path}: unknown table [{unknown[0]}]; the tables are "
+                           f"{', '.join(f'[{t}]' for t in TABLES)}")
+    if "model" not in document:
+        raise IGLearnError(f"{path}: the [model] table is missing; it needs n_actions, "
+                           f"context_dim and feedback_dim")
+    sections = {}
+    for name, cls in TABLES.items():
+        values = document.get(name, {})
+        if not isinstance(values, dict):
+            raise IGLearnError(f"{path}: {name} must be a table [{name}], got {shown(values)}")
+        sections[name] = _section(cls, name, values, path)
+    config = ServiceConfig(**sections, path=str(path))
+    _check(config, path)
+    return config
+
+
+def _section(cls: type, name: str, values: dict[str, Any], path: str) -> Any:
+    """The dataclass ``cls`` from a table's ``values``, each checked against its field's
+    type."""
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    hints = typing.get_type_hints(cls)
+    for key in values:
+        if key not in fields:
+            raise IGLearnError(f"{path}: unknown key {shown(key)} in [{name}]; the keys are "
+                               f"{', '.join(fields)}")
+    missing = [key for key, f in fields.items() if key not in values
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise IGLearnError(f"{path}: [{name}] needs {missing[0]} (an integer); add it")
+    for key, value in values.items():
+        hint = hints[key]
+        checks = {int: isinstance(value, int) and not isinstance(value, bool),
+                  float: isinstance(value, int | float) and not isinstance(value, bool)
+                  and math.isfinite(value),
+                  str: isinstance(value, str), bool: isinstance(value, bool)}
+        ok = checks.get(hint, isinstance(value, dict))
+        if not ok:
+            expected = {int: "an integer", float: "a finite number", str: "a string",
+                        bool: "true or false"}.get(hint, "a table")
+            raise _bad(path, name, key, value, expected)
+    converted = {k: float(v) if hints[k] is float else v for k, v in values.items()}
+    return cls(**converted)
+
+
+def _bad(path: str, table: str, key: str, value: object, expected: str) -> IGLearnError:
+    return IGLearnError(f"{path}: [{table}] {key} is {shown(value)}; expected {expected}")
+
+
+def _check(config: ServiceConfig, path: str) -> None:
+    """The ranges and choices of every setting, and the learner's own settings."""
+    m, e, lr = config.model, config.exploration, config.learning
+    if not 2 <= m.n_actions <= limits.MAX_ACTIONS:
+        raise _bad(path, "model", "n_actions", m.n_actions,
+                   f"an integer in [2, {limits.MAX_ACTIONS}]")
+    for key in ("context_dim", "feedback_dim"):
+        value = getattr(m, key)
+        if not 1 <= value <= limits.MAX_DIM:
+            raise _bad(path, "model", key, value, f"an integer in [1, {limits.MAX_DIM}]")
+    choices = {("model", "algorithm"): algorithms(), ("model", "policy"): tuple(POLICIES),
+               ("model", "decoder"): tuple(DECODERS),
+               ("exploration", "mode"): EXPLORATION_MODES,
+               ("exploration", "schedule"): SCHEDULES,
+               ("exploration", "exploit"): EXPLOIT_MODES,
+               ("server", "synchronous"): SYNCHRONOUS}
+    for (table, key), options in choices.items():
+        value = getattr(getattr(config, table), key)
+        if value not in options:
+            raise _bad(path, table, key, value, f"one of {', '.join(options)}")
+    if m.seed < 0:
+        raise _bad(path, "model", "seed", m.seed, "an integer >= 0")
+    if not 0 < e.epsilon <= 1:
+        raise _bad(path, "exploration", "epsilon", e.epsilon, "a number in (0, 1]")
+    positive = {("exploration", "warmup"): e.warmup, ("exploration", "iota"): e.iota,
+                ("learning", "refit_every"): lr.refit_every,
+                ("learning", "refit_seconds"): lr.refit_seconds,
+                ("learning", "min_interactions"): lr.min_interactions,
+                ("learning", "max_interactions"): lr.max_interactions,
+                ("learning", "join_window"): lr.join_window,
+                ("learning", "keep_versions"): lr.keep_versions,
+                ("learning", "worker_threads"): lr.worker_threads,
+                ("learning", "poll_seconds"): lr.poll_seconds}
+    for (table, key), value in positive.items():
+        if not value > 0:
+            raise _bad(path, table, key, value, "a number > 0")
+    if not 0 <= lr.worker_nice <= 19:
+        raise _bad(path, "learning", "worker_nice", lr.worker_nice, "an integer in [0, 19]")
+    if not 0 < e.eta <= 1:
+        raise _bad(path, "exploration", "eta", e.eta, "a number in (0, 1] (Assumption 2)")
+    if lr.min_interactions > lr.max_interactions:
+        raise _bad(path, "learning", "min_interactions", lr.min_interactions,
+                   f"at most max_interactions ({lr.max_interactions})")
+    _check_server(config.server, path)
+    make_learner(config, path)
+
+
+def _check_server(s: ServerSettings, path: str) -> None:
+    if not 0 <= s.port <= 65535:
+        raise _bad(path, "server", "port", s.port, "an integer in [0, 65535]")
+    if not s.host:
+        raise _bad(path, "server", "host", s.host, "an address such as 127.0.0.1")
+    if not s.db:
+        raise _bad(path, "server", "db", s.db, "a file name such as service.db")
+    if s.synchronous not in SYNCHRONOUS:
+        raise _bad(path, "server", "synchronous", s.synchronous,
+                   f"one of {', '.join(SYNCHRONOUS)}")
+    for key in ("max_body_bytes", "max_batch", "event_id_max_length", "torch_threads"):
+        if getattr(s, key) < 1:
+            raise _bad(path, "server", key, getattr(s, key), "an integer >= 1")
+    if not s.retention_days >= 0:
+        raise _bad(path, "server", "retention_days", s.retention_days, "a number >= 0")
+
+
+def make_learner(config: ServiceConfig, path: str = "configuration", seed: int = 0) -> Any:
+    """A new, unfitted learner of the configured algorithm and settings (the registry's
+    learner class, built as ``iglearn fit`` builds it); a bad setting names its key."""
+    from iglearn.learners.training import Optimisation
+    from iglearn.models.io import algorithms as registry
+
+    cls = registry()[config.model.algorithm].learner
+    settings = config.learner_settings()
+    names = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
+    for key, value in settings.items():
+        if names and key not in names:
+            raise IGLearnError(f"{path}: [model.learner] {key} is not a setting of "
+                               f"{cls.__name__}; its settings are "
+                               f"{', '.join(sorted(names - {'seed'}))}")
+        if key == "seed":
+            raise IGLearnError(f"{path}: [model.learner] seed: set [model] seed instead")
+        if key == "optimisation" and isinstance(value, dict):
+            known = {f.name for f in dataclasses.fields(Optimisation)}
+            stray = sorted(set(value) - known)
+            if stray:
+                raise IGLearnError(f"{path}: [model.learner] optimisation.{stray[0]} is not "
+                                   f"an optimisation setting; they are {', '.join(known)}")
+            settings[key] = Optimisation(**value)
+    try:
+        learner = cls(**settings, seed=seed)
+    except (TypeError, ValueError) as e:
+        raise IGLearnError(f"{path}: [model.learner] settings refused by "
+                           f"{cls.__name__}: {e}; fix them") from None
+    return learner
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names only this machine (127.0.0.0/8, ::1 or localhost)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

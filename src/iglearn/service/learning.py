@@ -1,0 +1,169 @@
+"""Learning while serving: the background worker process that re-fits the model.
+
+The worker watches the storage and re-fits when ``refit_every`` new joined interactions it
+may learn from have arrived, when ``refit_seconds`` have passed with new ones, or when an
+admin asks (``POST /v1/model/refit``). A re-fit reads the latest ``max_interactions``
+learnable joined interactions as an :class:`~iglearn.data.logs.InteractionLog`, fits a fresh
+learner of the configured algorithm on it (:func:`refit`), and stores the model folder's
+archive as the next version, which the service then swaps in. The service's decisions never
+wait for it: it is another process with its own database connection.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+import traceback
+import warnings
+from typing import Any
+
+import numpy as np
+
+from iglearn.data.logs import InteractionLog
+from iglearn.errors import IGLearnError
+from iglearn.service.config import ServiceConfig, make_learner
+from iglearn.service.storage import ModelRecord, Storage, open_storage
+
+DEFAULT_IOTA = math.log(2 / 0.05)
+"""Lemma 5's complexity term when none is configured (as ``iglearn fit``)."""
+
+
+def learnable_log(storage: Storage, config: ServiceConfig) -> InteractionLog | None:
+    """The latest joined interactions re-fits may learn from, as a log (None if none)."""
+    data = storage.joined(learnable_only=True, latest=config.learning.max_interactions)
+    if not len(data):
+        return None
+    return InteractionLog(data.context, data.action, data.probability, data.feedback,
+                          config.model.n_actions, definitely_bad=data.definitely_bad,
+                          source="the service's joined interactions")
+
+
+def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dict[str, Any]:
+    """What a re-fit reports: the learner's indicator (None for a learner that reports
+    none), Lemma 5's bound (IGL only) and whether the data-driven schedule's test passed."""
+    from iglearn.theory import lemma5_value_lower_bound
+
+    report = getattr(learner, "report_", None)
+    n, k = len(log), log.n_actions
+    value = getattr(report, "indicator", None)
+    indicator = float(value) if value is not None and math.isfinite(value) else None
+    summary: dict[str, Any] = {"source": "refit", "indicator": indicator,
+                               "seconds": float(getattr(report, "seconds", 0.0)),
+                               "warnings": [str(w) for w in getattr(report, "warnings", [])]}
+    if indicator is None:
+        summary["certified"] = False
+        return summary
+    if config.model.algorithm == "igl":
+        max_weight = 1.0 / float(np.min(log.probability))
+        bound = lemma5_value_lower_bound(indicator, n, k, DEFAULT_IOTA, 1.0 / k, max_weight)
+        summary["lemma5"] = {"iota": DEFAULT_IOTA, "v_bad": 1.0 / k,
+                             "eps_D": math.sqrt(DEFAULT_IOTA / (2 * n)),
+                             "max_importance_weight": max_weight,
+                             "applies": bound is not None, "value_lower_bound": bound}
+    schedule = config.exploration.make_schedule()
+    summary["certified"] = bool(schedule.certifies(indicator, n, k))
+    return summary
+
+
+def refit(storage: Storage, config: ServiceConfig, reason: str,
+          minimum: int | None = None) -> ModelRecord:
+    """Fit a new model on the learnable joined interactions and store it as the next served
+    version. ``minimum``: fewest interactions to fit on (default ``min_interactions``)."""
+    from iglearn.models.archive import pack_model
+    from iglearn.models.io import save_model
+
+    minimum = config.learning.min_interactions if minimum is None else minimum
+    learnable = storage.counts().learnable
+    log = learnable_log(storage, config)
+    if log is None or len(log) < minimum:
+        raise IGLearnError(f"{0 if log is None else len(log)} joined interactions to learn "
+                           f"from, fewer than {minimum}; send more feedback first")
+    version = max([m.version for m in storage.models()] + [storage.served_version()]) + 1
+    seed = int(np.random.SeedSequence([config.model.seed, version]).generate_state(1)[0])
+    learner = make_learner(config, config.path, seed=seed)
+    start = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        learner.fit(log)
+    seconds = time.perf_counter() - start
+    summary = fit_summary(learner, log, config) | {"reason": reason, "learnable": learnable}
+    with tempfile.TemporaryDirectory(prefix="iglearn-refit-") as tmp:
+        folder = os.path.join(tmp, "model")
+        save_model(learner, folder, extra={"source": "iglearn serve", "version": version})
+        archive = pack_model(folder)
+    record = storage.add_model(config.model.algorithm, len(log), seconds, summary, archive)
+    storage.prune_models(config.learning.keep_versions)
+    return record
+
+
+def due(storage: Storage, config: ServiceConfig, now: float) -> str | None:
+    """Why a re-fit is due now ('requested', 'count' or 'time'), or None."""
+    last = storage.state("last_refit") or {}
+    requested = storage.state("refit_requested_at")
+    if requested is not None and requested > last.get("at", 0.0):
+        return "requested"
+    learnable = storage.counts().learnable
+    if learnable < config.learning.min_interactions:
+        return None
+    since = learnable - int(last.get("learnable", 0))
+    if since >= config.learning.refit_every:
+        return "count"
+    if since > 0 and now - last.get("at", 0.0) >= config.learning.refit_seconds:
+        return "time"
+    return None
+
+
+def run_once(storage: Storage, config: ServiceConfig) -> dict[str, Any] | None:
+    """One look for work: re-fit if due, and record the outcome in the shared state
+    ``last_refit`` ({at, reason, learnable, version or error}); ``refit_running`` holds
+    {at, reason} while it runs."""
+    reason = due(storage, config, time.time())
+    if reason is None:
+        return None
+    at = time.time()
+    learnable = storage.counts().learnable
+    outcome: dict[str, Any] = {"at": at, "reason": reason, "learnable": learnable}
+    storage.set_state("refit_running", {"at": at, "reason": reason})
+    try:
+        minimum = config.model.n_actions if reason == "requested" else None
+        record = refit(storage, config, reason, minimum)
+        outcome |= {"version": record.version, "seconds": record.fit_seconds, "error": None}
+    except IGLearnError as e:
+        outcome |= {"version": None, "error": str(e)}
+    finally:
+        storage.set_state("refit_running", None)
+    storage.set_state("last_refit", outcome)
+    return outcome
+
+
+def worker_main(config: ServiceConfig, parent: int) -> None:
+    """The worker process: look for work every ``poll_seconds`` until the service (process
+    ``parent``) is gone."""
+    import torch
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service ends the worker itself
+    os.nice(config.learning.worker_nice)
+    torch.set_num_threads(config.learning.worker_threads)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(0)
+
+    threading.Thread(target=watch, daemon=True, name="iglearn-parent-watch").start()
+    storage = open_storage(config.db_path, config.server.synchronous)
+    while True:
+        try:
+            run_once(storage, config)
+        except Exception:  # an unexpected failure is reported and the worker goes on
+            print("iglearn serve: re-fit failed:", file=sys.stderr)
+            traceback.print_exc()
+            storage.set_state("last_refit", {"at": time.time(), "reason": "error",
+                                             "version": None,
+                                             "error": "internal error; see the service log"})
+        time.sleep(config.learning.poll_seconds)

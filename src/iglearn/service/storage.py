@@ -1,0 +1,490 @@
+"""Where the decision service keeps everything: decisions and their feedback, model versions,
+API keys and a little shared state. :class:`Storage` is the one interface the service and its
+learning worker use; :class:`SQLiteStorage` implements it on an embedded SQLite database in
+WAL mode. Every write is committed before the method returns, so an answer sent after it
+survives a crash of the service.
+
+A decision and its feedback are one row (an interaction): the decision's context, action,
+probability of that action and the whole distribution it was drawn from, the model version
+that made it, whether it explored and whether re-fits may learn from it; the feedback, when
+it comes, fills the row's feedback columns once (a second feedback is refused) and is marked
+late when it comes after the join window.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import sys
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from iglearn.errors import IGLearnError
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One served decision, as stored."""
+
+    event_id: str
+    """The caller's (or the service's) id of the decision, unique."""
+    context: np.ndarray
+    """The context x, float32 (d_x,)."""
+    action: int
+    """The action served."""
+    probability: float
+    """The exact probability with which that action was drawn."""
+    probabilities: np.ndarray
+    """The whole distribution it was drawn from, float64 (K,)."""
+    model_version: int
+    """The model version that made the decision (0: none yet, uniform play)."""
+    explored: bool
+    """Whether the action came from exploration rather than the policy."""
+    learnable: bool
+    """Whether re-fits may learn from this interaction once its feedback is joined."""
+    decided_at: float
+    """Unix time of the decision."""
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """One feedback vector for a decision."""
+
+    event_id: str
+    feedback: np.ndarray
+    """The feedback vector y, float32 (d_y,)."""
+    definitely_bad: bool
+    """The caller flags the interaction as certainly bad (IGL-P's "definitely negative")."""
+    received_at: float
+    """Unix time it arrived."""
+
+
+class FeedbackOutcome(Enum):
+    """What became of a feedback."""
+
+    JOINED = "joined"
+    """Stored with its decision, within the join window: learned from."""
+    LATE = "late"
+    """Stored with its decision after the join window: not learned from."""
+    UNKNOWN = "unknown"
+    """No decision has this event id: nothing stored."""
+    DUPLICATE = "duplicate"
+    """The decision already has feedback: nothing stored."""
+
+
+@dataclass(frozen=True)
+class Interactions:
+    """Joined interactions (decisions with their feedback), as aligned arrays in the order
+    they were decided."""
+
+    event_id: list[str]
+    context: np.ndarray
+    action: np.ndarray
+    probability: np.ndarray
+    feedback: np.ndarray
+    definitely_bad: np.ndarray
+    model_version: np.ndarray
+    decided_at: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.event_id)
+
+
+@dataclass(frozen=True)
+class Counts:
+    """How many interactions the storage holds."""
+
+    decisions: int
+    joined: int
+    """Decisions with feedback within the join window."""
+    late: int
+    """Decisions with feedback after the join window."""
+    learnable: int
+    """Joined interactions re-fits may learn from."""
+
+
+@dataclass(frozen=True)
+class ModelRecord:
+    """One stored model version (its archive is fetched separately)."""
+
+    version: int
+    created_at: float
+    algorithm: str
+    interactions: int
+    """Interactions it was fitted on (0 for an imported model)."""
+    fit_seconds: float
+    summary: dict[str, Any]
+    """What the fit reported (indicator, Lemma 5, settings, how it came: refit or import)."""
+
+
+class Storage(ABC):
+    """The storage interface of the decision service. Every method commits what it writes
+    before returning; methods may be called from one thread at a time per object."""
+
+    @abstractmethod
+    def add_decisions(self, decisions: Sequence[Decision]) -> list[Decision]:
+        """Store new decisions in one commit. A decision whose event id is already stored is
+        not stored again: the stored one is returned in its place (retries are idempotent)."""
+
+    @abstractmethod
+    def add_feedback(self, feedback: Sequence[Feedback], join_window: float
+                     ) -> list[FeedbackOutcome]:
+        """Join feedback vectors to their decisions in one commit, in order (a feedback that
+        arrives more than ``join_window`` seconds after its decision is stored as late);
+        the outcome of each."""
+
+    @abstractmethod
+    def joined(self, since: float | None = None, until: float | None = None,
+               learnable_only: bool = False, latest: int | None = None) -> Interactions:
+        """The joined interactions (not late) decided in [since, until), oldest first;
+        ``latest``: only that many of the most recent."""
+
+    @abstractmethod
+    def counts(self) -> Counts:
+        """The numbers of stored decisions, joined, late and learnable interactions."""
+
+    @abstractmethod
+    def add_model(self, algorithm: str, interactions: int, fit_seconds: float,
+                  summary: dict[str, Any], archive: bytes) -> ModelRecord:
+        """Store a model archive as the next version and serve it."""
+
+    @abstractmethod
+    def models(self) -> list[ModelRecord]:
+        """Every stored model version, oldest first."""
+
+    @abstractmethod
+    def model_archive(self, version: int) -> bytes:
+        """The archive of a stored version (an IGLearnError if there is none)."""
+
+    @abstractmethod
+    def served_version(self) -> int:
+        """The version to serve (0: none yet)."""
+
+    @abstractmethod
+    def serve(self, version: int) -> None:
+        """Serve a stored version (rollback)."""
+
+    @abstractmethod
+    def prune_models(self, keep: int) -> int:
+        """Delete all but the ``keep`` latest versions, never the served one; how many."""
+
+    @abstractmethod
+    def add_key(self, digest: str, role: str) -> None:
+        """Store an API key's hash and role."""
+
+    @abstractmethod
+    def keys(self) -> list[tuple[str, str]]:
+        """Every stored key's (hash, role)."""
+
+    @abstractmethod
+    def state(self, name: str) -> Any:
+        """A JSON value shared by the service's processes (None if unset)."""
+
+    @abstractmethod
+    def set_state(self, name: str, value: Any) -> None:
+        """Set a shared JSON value."""
+
+    @abstractmethod
+    def delete_before(self, when: float) -> int:
+        """Delete the interactions decided before ``when`` (retention); how many."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the database."""
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS interactions (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_id TEXT NOT NULL UNIQUE,
+    decided_at REAL NOT NULL,
+    context BLOB NOT NULL,
+    action INTEGER NOT NULL,
+    probability REAL NOT NULL,
+    probabilities BLOB NOT NULL,
+    model_version INTEGER NOT NULL,
+    explored INTEGER NOT NULL,
+    learnable INTEGER NOT NULL,
+    feedback BLOB,
+    feedback_at REAL,
+    definitely_bad INTEGER,
+    late INTEGER
+);
+CREATE INDEX IF NOT EXISTS interactions_joined ON interactions (learnable, decided_at)
+    WHERE feedback_at IS NOT NULL AND late = 0;
+CREATE INDEX IF NOT EXISTS interactions_decided ON interactions (decided_at);
+CREATE TABLE IF NOT EXISTS models (
+    version INTEGER PRIMARY KEY,
+    created_at REAL NOT NULL,
+    algorithm TEXT NOT NULL,
+    interactions INTEGER NOT NULL,
+    fit_seconds REAL NOT NULL,
+    summary TEXT NOT NULL,
+    archive BLOB NOT NULL
+);
+CREATE TABLE IF NOT EXISTS api_keys (
+    digest TEXT PRIMARY KEY,
+    role TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+"""
+
+
+class SQLiteStorage(Storage):
+    """:class:`Storage` on an SQLite database file (WAL, so the learning worker reads while
+    the service writes; ``synchronous``: 'normal' survives a crash of the service, 'full'
+    also a power cut).
+
+    With ``checkpoint_seconds``, this connection never checkpoints the WAL into the database
+    itself (in WAL mode with synchronous 'normal', checkpoints are the only writes that wait
+    for the disk): a thread with its own connection does, that often, so that no commit on
+    a request's path waits for one."""
+
+    def __init__(self, path: str | Path, synchronous: str = "normal", timeout: float = 30.0,
+                 checkpoint_seconds: float | None = None):
+        self.path = Path(path)
+        if not self.path.parent.is_dir():
+            raise IGLearnError(f"{self.path}: the folder {self.path.parent} does not exist; "
+                               f"create it or set [server] db to another path")
+        try:
+            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
+                                       check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            with self._transaction():
+                for statement in _SCHEMA.split(";"):
+                    if statement.strip():
+                        self._db.execute(statement)
+                row = self._db.execute("SELECT value FROM meta WHERE name = 'schema_version'"
+                                       ).fetchone()
+                if row is None:
+                    self._db.execute("INSERT INTO meta VALUES ('schema_version', ?)",
+                                     (str(SCHEMA_VERSION),))
+                elif int(row[0]) != SCHEMA_VERSION:
+                    raise IGLearnError(f"{self.path}: database schema version {row[0]}, but "
+                                       f"this iglearn uses {SCHEMA_VERSION}; use a new db file")
+        except sqlite3.DatabaseError as e:
+            raise IGLearnError(f"{self.path}: cannot open the database ({e}); check the path, "
+                               f"or choose a new file for [server] db") from None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        if checkpoint_seconds is not None:
+            self._db.execute("PRAGMA wal_autocheckpoint=0")
+            threading.Thread(target=self._checkpoints, args=(checkpoint_seconds, timeout),
+                             daemon=True, name="iglearn-wal-checkpoint").start()
+
+    def _checkpoints(self, every: float, timeout: float) -> None:
+        """Checkpoint the WAL every ``every`` seconds until closed (its own connection)."""
+        db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        try:
+            while not self._stop.wait(every):
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as e:  # the service goes on; the next start checkpoints
+            print(f"iglearn serve: WAL checkpoint failed: {e}", file=sys.stderr)
+        finally:
+            db.close()
+
+    class _Tx:
+        def __init__(self, db: sqlite3.Connection):
+            self.db = db
+
+        def __enter__(self) -> sqlite3.Connection:
+            self.db.execute("BEGIN IMMEDIATE")
+            return self.db
+
+        def __exit__(self, kind: object, *rest: object) -> None:
+            self.db.execute("COMMIT" if kind is None else "ROLLBACK")
+
+    def _transaction(self) -> SQLiteStorage._Tx:
+        return SQLiteStorage._Tx(self._db)
+
+    def add_decisions(self, decisions: Sequence[Decision]) -> list[Decision]:
+        out = list(decisions)
+        rows = [(d.event_id, d.decided_at, np.asarray(d.context, np.float32).tobytes(),
+                 d.action, d.probability, np.asarray(d.probabilities, np.float64).tobytes(),
+                 d.model_version, int(d.explored), int(d.learnable)) for d in decisions]
+        with self._lock, self._transaction() as db:
+            cursor = db.executemany(
+                "INSERT OR IGNORE INTO interactions (event_id, decided_at, context, action, "
+                "probability, probabilities, model_version, explored, learnable) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+            if cursor.rowcount != len(rows):  # some event ids were stored before
+                out = [self._decision(d.event_id) for d in decisions]
+        return out
+
+    def _decision(self, event_id: str) -> Decision:
+        row = self._db.execute(
+            "SELECT event_id, context, action, probability, probabilities, model_version, "
+            "explored, learnable, decided_at FROM interactions WHERE event_id = ?",
+            (event_id,)).fetchone()
+        return Decision(row[0], np.frombuffer(row[1], np.float32), int(row[2]), float(row[3]),
+                        np.frombuffer(row[4], np.float64), int(row[5]), bool(row[6]),
+                        bool(row[7]), float(row[8]))
+
+    def add_feedback(self, feedback: Sequence[Feedback], join_window: float
+                     ) -> list[FeedbackOutcome]:
+        outcomes = []
+        with self._lock, self._transaction() as db:
+            for f in feedback:
+                row = db.execute(
+                    "UPDATE interactions SET feedback = ?, feedback_at = ?, definitely_bad = ?, "
+                    "late = (? - decided_at > ?) WHERE event_id = ? AND feedback_at IS NULL "
+                    "RETURNING late",
+                    (np.asarray(f.feedback, np.float32).tobytes(), f.received_at,
+                     int(f.definitely_bad), f.received_at, join_window, f.event_id)).fetchone()
+                if row is not None:
+                    outcomes.append(FeedbackOutcome.LATE if row[0] else FeedbackOutcome.JOINED)
+                elif db.execute("SELECT 1 FROM interactions WHERE event_id = ?",
+                                (f.event_id,)).fetchone() is None:
+                    outcomes.append(FeedbackOutcome.UNKNOWN)
+                else:
+                    outcomes.append(FeedbackOutcome.DUPLICATE)
+        return outcomes
+
+    def joined(self, since: float | None = None, until: float | None = None,
+               learnable_only: bool = False, latest: int | None = None) -> Interactions:
+        where = ["feedback_at IS NOT NULL", "late = 0"]
+        values: list[Any] = []
+        if learnable_only:
+            where.append("learnable = 1")
+        if since is not None:
+            where.append("decided_at >= ?")
+            values.append(since)
+        if until is not None:
+            where.append("decided_at < ?")
+            values.append(until)
+        query = (f"SELECT seq, event_id, context, action, probability, feedback, "
+                 f"definitely_bad, model_version, decided_at FROM interactions "
+                 f"WHERE {' AND '.join(where)} ORDER BY seq DESC")
+        if latest is not None:
+            query += f" LIMIT {int(latest)}"
+        with self._lock:
+            rows = self._db.execute(query, values).fetchall()[::-1]
+        if not rows:
+            empty = np.empty((0, 0), np.float32)
+            return Interactions([], empty, np.empty(0, np.int64), np.empty(0), empty,
+                                np.empty(0, bool), np.empty(0, np.int64), np.empty(0))
+        columns = list(zip(*rows, strict=True))
+        return Interactions(
+            event_id=list(columns[1]),
+            context=np.frombuffer(b"".join(columns[2]), np.float32).reshape(len(rows), -1),
+            action=np.array(columns[3], np.int64),
+            probability=np.array(columns[4], np.float64),
+            feedback=np.frombuffer(b"".join(columns[5]), np.float32).reshape(len(rows), -1),
+            definitely_bad=np.array(columns[6], bool),
+            model_version=np.array(columns[7], np.int64),
+            decided_at=np.array(columns[8], np.float64))
+
+    def counts(self) -> Counts:
+        with self._lock:
+            decisions = self._db.execute("SELECT count(*) FROM interactions").fetchone()[0]
+            joined, learnable = self._db.execute(
+                "SELECT count(*), coalesce(sum(learnable), 0) FROM interactions "
+                "WHERE feedback_at IS NOT NULL AND late = 0").fetchone()
+            late = self._db.execute("SELECT count(*) FROM interactions WHERE late = 1"
+                                    ).fetchone()[0]
+        return Counts(int(decisions), int(joined), int(late), int(learnable))
+
+    def add_model(self, algorithm: str, interactions: int, fit_seconds: float,
+                  summary: dict[str, Any], archive: bytes) -> ModelRecord:
+        now = time.time()
+        with self._lock, self._transaction() as db:
+            last = db.execute("SELECT coalesce(max(version), 0) FROM models").fetchone()[0]
+            served = self._served(db)
+            version = max(int(last), served) + 1
+            db.execute("INSERT INTO models VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (version, now, algorithm, interactions, fit_seconds,
+                        json.dumps(summary, allow_nan=False), archive))
+            self._put(db, "served_version", version)
+        return ModelRecord(version, now, algorithm, interactions, fit_seconds, summary)
+
+    def models(self) -> list[ModelRecord]:
+        with self._lock:
+            rows = self._db.execute("SELECT version, created_at, algorithm, interactions, "
+                                    "fit_seconds, summary FROM models ORDER BY version"
+                                    ).fetchall()
+        return [ModelRecord(int(r[0]), float(r[1]), r[2], int(r[3]), float(r[4]),
+                            json.loads(r[5])) for r in rows]
+
+    def model_archive(self, version: int) -> bytes:
+        with self._lock:
+            row = self._db.execute("SELECT archive FROM models WHERE version = ?",
+                                   (version,)).fetchone()
+        if row is None:
+            raise IGLearnError(f"no model version {version} is stored")
+        return bytes(row[0])
+
+    def served_version(self) -> int:
+        with self._lock:
+            return self._served(self._db)
+
+    @staticmethod
+    def _served(db: sqlite3.Connection) -> int:
+        row = db.execute("SELECT value FROM meta WHERE name = 'served_version'").fetchone()
+        return 0 if row is None else int(json.loads(row[0]))
+
+    def serve(self, version: int) -> None:
+        with self._lock, self._transaction() as db:
+            if db.execute("SELECT 1 FROM models WHERE version = ?", (version,)).fetchone() is None:
+                raise IGLearnError(f"no model version {version} is stored")
+            self._put(db, "served_version", version)
+
+    def prune_models(self, keep: int) -> int:
+        with self._lock, self._transaction() as db:
+            served = self._served(db)
+            cursor = db.execute(
+                "DELETE FROM models WHERE version != ? AND version NOT IN "
+                "(SELECT version FROM models ORDER BY version DESC LIMIT ?)", (served, keep))
+            return cursor.rowcount
+
+    def add_key(self, digest: str, role: str) -> None:
+        with self._lock, self._transaction() as db:
+            db.execute("INSERT INTO api_keys VALUES (?, ?, ?)", (digest, role, time.time()))
+
+    def keys(self) -> list[tuple[str, str]]:
+        with self._lock:
+            return [(r[0], r[1]) for r in
+                    self._db.execute("SELECT digest, role FROM api_keys").fetchall()]
+
+    def state(self, name: str) -> Any:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return None if row is None else json.loads(row[0])
+
+    def set_state(self, name: str, value: Any) -> None:
+        with self._lock, self._transaction() as db:
+            self._put(db, name, value)
+
+    @staticmethod
+    def _put(db: sqlite3.Connection, name: str, value: Any) -> None:
+        db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
+                   "value = excluded.value", (name, json.dumps(value, allow_nan=False)))
+
+    def delete_before(self, when: float) -> int:
+        with self._lock, self._transaction() as db:
+            return db.execute("DELETE FROM interactions WHERE decided_at < ?",
+                              (when,)).rowcount
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._lock:
+            self._db.close()
+
+
+def open_storage(db: str | Path, synchronous: str = "normal",
+                 checkpoint_seconds: float | None = None) -> Storage:
+    """The storage the ``db`` setting names: an SQLite database file (``checkpoint_seconds``:
+    see :class:`SQLiteStorage`)."""
+    return SQLiteStorage(db, synchronous, checkpoint_seconds=checkpoint_seconds)

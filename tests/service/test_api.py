@@ -1,0 +1,143 @@
+"""The HTTP API of a real service process: decisions, feedback, the model's versions, the
+log export and the metrics."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from iglearn.data.formats import read_log
+from iglearn.errors import IGLearnError
+from iglearn.models.archive import load_archive, pack_model, unpack_model
+from iglearn.models.io import save_model
+
+from .conftest import D_X, D_Y, K, play
+
+
+def test_decide_logs_exact_probabilities(service):
+    with service.http() as http:
+        answer = http.post("/v1/decide", json={"context": [0.1, 0.2, 0.3, 0.4]})
+        assert answer.status_code == 200
+        decision = answer.json()
+        assert set(decision) == {"event_id", "action", "probability", "probabilities",
+                                 "model_version", "explored"}
+        assert decision["probability"] == decision["probabilities"][decision["action"]]
+        assert abs(sum(decision["probabilities"]) - 1) < 1e-9
+        restricted = http.post("/v1/decide", json={"context": [0, 0, 0, 1], "actions": [2]})
+        assert restricted.json()["action"] == 2 and restricted.json()["probability"] == 1.0
+    stored = service.storage()._decision(decision["event_id"])
+    assert stored.action == decision["action"]
+    assert stored.probability == decision["probability"]
+    assert stored.model_version == decision["model_version"]
+
+
+def test_batch_and_idempotent_event_ids(service):
+    with service.http() as http:
+        batch = http.post("/v1/decide", json={"contexts": [[1, 2, 3, 4], [4, 3, 2, 1]],
+                                              "event_ids": ["batch-a", "batch-b"]}).json()
+        assert [d["event_id"] for d in batch["decisions"]] == ["batch-a", "batch-b"]
+        first = http.post("/v1/decide", json={"context": [1, 1, 1, 1], "event_id": "same"})
+        again = http.post("/v1/decide", json={"context": [1, 1, 1, 1], "event_id": "same"})
+        assert first.json() == again.json()
+    assert service.storage().counts().decisions >= 4
+
+
+def test_feedback_outcomes(service):
+    with service.http() as http:
+        eid = http.post("/v1/decide", json={"context": [0, 1, 0, 1]}).json()["event_id"]
+        body = {"event_id": eid, "feedback": [1.0, 0.0, 0.0]}
+        joined = http.post("/v1/feedback", json=body)
+        assert joined.status_code == 204 and joined.headers["iglearn-feedback"] == "joined"
+        assert http.post("/v1/feedback", json=body).status_code == 409
+        assert http.post("/v1/feedback", json=body | {"event_id": "nope"}).status_code == 404
+        late_id = http.post("/v1/decide", json={"context": [0, 1, 0, 1]}).json()["event_id"]
+        time.sleep(1.2)   # the module's service has a join window of 1 s
+        late = http.post("/v1/feedback", json={"event_id": late_id, "feedback": [0, 1, 0],
+                                               "definitely_bad": True})
+        assert late.status_code == 204 and late.headers["iglearn-feedback"] == "late"
+    joined_ids = service.storage().joined().event_id
+    assert eid in joined_ids and late_id not in joined_ids
+    assert service.storage().counts().late >= 1
+
+
+def test_refit_rollback_export_import_and_log(service, tmp_path):
+    rng = np.random.default_rng(0)
+    with service.http() as http, service.http("admin") as admin:
+        ids = play(http, 120, rng)
+        first = admin.post("/v1/model/refit?wait=120")
+        assert first.status_code == 200, first.text
+        v1 = first.json()["version"]
+        assert v1 >= 1 and first.json()["interactions"] > 0
+        assert first.json()["indicator"] is not None and "lemma5" in first.json()
+        decision = http.post("/v1/decide", json={"context": [1, 0, 0, 0]}).json()
+        assert decision["model_version"] == v1
+        v2 = admin.post("/v1/model/refit?wait=120").json()["version"]
+        assert v2 == v1 + 1
+        back = admin.post("/v1/model/rollback", json={})
+        assert back.status_code == 200 and back.json()["version"] == v1
+        assert http.get("/v1/model").json()["version"] == v1
+        exported = admin.get("/v1/model/export")
+        assert exported.status_code == 200
+        learner = load_archive(exported.content)
+        assert learner.predict_proba(np.zeros((2, D_X), np.float32)).shape == (2, K)
+        imported = admin.put("/v1/model", content=exported.content)
+        assert imported.status_code == 201 and imported.json()["version"] > v2
+        assert imported.json()["source"] == "import"
+        # a model of another shape, or not a model at all, is refused and nothing is stored
+        before = len(admin.get("/v1/model").json()["versions"])
+        wrong = tmp_path / "wrong"
+        wrong.mkdir()
+        unpack_model(exported.content, wrong)
+        other = load_archive(exported.content)
+        other.policy_.net.weight.data = other.policy_.net.weight.data[:, :2].contiguous()
+        other.policy_.net.in_features = 2
+        save_model(other, tmp_path / "narrow")
+        refused = admin.put("/v1/model", content=pack_model(tmp_path / "narrow"))
+        assert refused.status_code == 422 and refused.json()["field"] == "context_dim"
+        garbage = admin.put("/v1/model", content=b"not an archive")
+        assert garbage.status_code == 422
+        assert len(admin.get("/v1/model").json()["versions"]) == before
+        for fmt in ("parquet", "dsjson", "npz"):
+            response = admin.get(f"/v1/log?format={fmt}")
+            assert response.status_code == 200, response.text
+            path = tmp_path / f"log.{fmt}"
+            path.write_bytes(response.content)
+            log = read_log(path)
+            assert log.n_actions == K and log.feedback_dim == D_Y
+            assert len(log) >= len(ids)
+        empty = admin.get("/v1/log", params={"until": "2000-01-01T00:00:00"})
+        assert empty.status_code == 404
+        assert admin.get("/v1/log?format=csv").json()["field"] == "format"
+
+
+def test_health_and_metrics(service):
+    with service.http(None) as anyone, service.http("admin") as admin:
+        assert anyone.get("/healthz").json()["status"] == "ok"
+        text = admin.get("/metrics").text
+    for name in ("iglearn_decisions_total", "iglearn_feedback_join_rate",
+                 "iglearn_late_feedback_total", 'iglearn_request_seconds_bucket{endpoint="decide"',
+                 "iglearn_model_version", "iglearn_model_indicator", "iglearn_refit_seconds"):
+        assert name in text
+    for line in text.splitlines():
+        assert line.startswith("#") or len(line.split(" ")) == 2, line
+
+
+def test_model_archive_round_trip(tmp_path):
+    from iglearn.data.logs import InteractionLog
+    from iglearn.learners import BatchIGL
+    from iglearn.learners.training import Optimisation
+
+    rng = np.random.default_rng(0)
+    log = InteractionLog(rng.normal(size=(200, D_X)), rng.integers(0, K, 200),
+                         np.full(200, 1 / K), rng.normal(size=(200, D_Y)), K)
+    settings = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, min_steps=1)
+    with pytest.warns(UserWarning):
+        learner = BatchIGL(seed=0, max_restarts=0, optimisation=settings).fit(log)
+    save_model(learner, tmp_path / "m")
+    again = load_archive(pack_model(tmp_path / "m"))
+    np.testing.assert_allclose(again.predict_proba(log.context[:5]),
+                               learner.predict_proba(log.context[:5]), rtol=1e-6)
+    with pytest.raises(IGLearnError, match="not a gzip"):
+        load_archive(b"x" * 100)

@@ -1,0 +1,126 @@
+"""The security sweep: every endpoint without a key, with a wrong key and with a client key
+where an admin one is needed; malformed, oversized and wrong-dimension bodies. Each gets its
+status (the field named where one is wrong) and nothing is stored."""
+
+from __future__ import annotations
+
+import pytest
+
+from iglearn.service.keys import digest
+
+ENDPOINTS = [  # method, path, role needed, body
+    ("POST", "/v1/decide", "client", {"context": [0, 0, 0, 0]}),
+    ("POST", "/v1/feedback", "client", {"event_id": "x", "feedback": [0, 0, 0]}),
+    ("POST", "/v1/noop", "client", {}),
+    ("GET", "/v1/model", "client", None),
+    ("PUT", "/v1/model", "admin", None),
+    ("POST", "/v1/model/refit", "admin", None),
+    ("POST", "/v1/model/rollback", "admin", {}),
+    ("GET", "/v1/model/export", "admin", None),
+    ("GET", "/v1/log", "admin", None),
+    ("GET", "/metrics", "admin", None),
+]
+
+
+def snapshot(service) -> tuple:
+    storage = service.storage()
+    try:
+        models = [(m.version, m.created_at) for m in storage.models()]
+        return (storage.counts(), models, storage.served_version(), sorted(storage.keys()),
+                storage.state("refit_requested_at"))
+    finally:
+        storage.close()
+
+
+def test_keys_and_roles(service):
+    before = snapshot(service)
+    for who, expected in ((None, 401), ("iglk_not-a-key", 401), ("Basic abc", 401)):
+        with service.http(who) as http:
+            for method, path, _, body in ENDPOINTS:
+                answer = http.request(method, path, json=body)
+                assert answer.status_code == expected, (who, path, answer.text)
+                assert "error" in answer.json()
+    with service.http("client") as http:
+        for method, path, role, body in ENDPOINTS:
+            if role == "admin":
+                assert http.request(method, path, json=body).status_code == 403, path
+    with service.http(None) as http:  # the scheme must be Bearer
+        wrong_scheme = http.get("/v1/model", headers={"authorization": service.client_key})
+        assert wrong_scheme.status_code == 401
+        assert http.get("/healthz").status_code == 200
+    assert snapshot(service) == before
+
+
+DECIDE_BAD = [
+    (b"{not json", "body"),
+    (b"[1, 2]", "body"),
+    (b'{"context": [0, 0, 0, 0], "extra": 1}', "extra"),
+    (b'{"context": [0, 0, 0]}', "context"),
+    (b'{"context": [0, 0, 0, 0, 0]}', "context"),
+    (b'{"context": [NaN, 0, 0, 0]}', "context"),
+    (b'{"context": [0, Infinity, 0, 0]}', "context"),
+    (b'{"context": [0, 0, 1e999, 0]}', "context"),
+    (b'{"context": [0, 0, 0, "1"]}', "context"),
+    (b'{"context": [0, 0, 0, true]}', "context"),
+    (b'{"context": [0, 0, 0, 1e12]}', "context"),
+    (b'{"context": "0,0,0,0"}', "context"),
+    (b'{}', "context"),
+    (b'{"context": [0, 0, 0, 0], "event_id": "a b"}', "event_id"),
+    (b'{"context": [0, 0, 0, 0], "event_id": 7}', "event_id"),
+    (b'{"context": [0, 0, 0, 0], "actions": [3]}', "actions"),
+    (b'{"context": [0, 0, 0, 0], "actions": [1, 1]}', "actions"),
+    (b'{"context": [0, 0, 0, 0], "actions": []}', "actions"),
+    (b'{"contexts": [[0, 0, 0, 0], [0, 0, 0]]}', "contexts[1]"),
+    (b'{"contexts": []}', "contexts"),
+    (b'{"contexts": [[0, 0, 0, 0]], "event_ids": ["a", "b"]}', "event_ids"),
+    (b'{"contexts": [[0, 0, 0, 0], [1, 1, 1, 1]], "event_ids": ["a", "a"]}', "event_ids"),
+]
+FEEDBACK_BAD = [
+    (b'{"feedback": [0, 0, 0]}', "event_id"),
+    (b'{"event_id": "e"}', "feedback"),
+    (b'{"event_id": "e", "feedback": [0, 0]}', "feedback"),
+    (b'{"event_id": "e", "feedback": [0, NaN, 0]}', "feedback"),
+    (b'{"event_id": "e", "feedback": [0, -Infinity, 0]}', "feedback"),
+    (b'{"event_id": "e", "feedback": [0, 0, 0], "definitely_bad": 1}', "definitely_bad"),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "field"),
+                         [("/v1/decide", b, f) for b, f in DECIDE_BAD]
+                         + [("/v1/feedback", b, f) for b, f in FEEDBACK_BAD])
+def test_malformed_bodies_name_the_field(service, path, body, field):
+    before = snapshot(service)
+    with service.http() as http:
+        answer = http.post(path, content=body, headers={"content-type": "application/json"})
+    assert answer.status_code == 422, answer.text
+    assert answer.json()["field"] == field
+    assert snapshot(service) == before
+
+
+def test_oversized_and_admin_parameters(service):
+    before = snapshot(service)
+    big = b'{"context": [' + b"0," * 600_000 + b"0]}"
+    with service.http() as http:
+        assert http.post("/v1/decide", content=big).status_code == 413
+        chunks = (big[i:i + 65536] for i in range(0, len(big), 65536))  # no content-length
+        assert http.post("/v1/decide", content=chunks).status_code == 413
+        assert http.post("/v1/feedback", content=big).status_code == 413
+    with service.http("admin") as admin:
+        assert admin.post("/v1/model/rollback", json={"version": "x"}).status_code in (409, 422)
+        assert admin.post("/v1/model/refit?wait=-1").json()["field"] == "wait"
+        assert admin.get("/v1/log?since=yesterday").json()["field"] == "since"
+        assert admin.put("/v1/model", content=b"\x1f\x8b garbage").status_code == 422
+    assert snapshot(service) == before
+
+
+def test_keys_are_stored_hashed_and_never_logged(service):
+    with service.http("admin") as admin:
+        admin.get("/v1/model")
+    with service.http("iglk_wrong-key-in-a-log") as http:
+        http.get("/v1/model")
+    log = service.process.log.read_text()
+    database = b"".join(path.read_bytes() for path in service.folder.glob("service.db*"))
+    for key in (service.client_key, service.admin_key, "iglk_wrong-key-in-a-log"):
+        assert key not in log
+        assert key.encode() not in database
+    assert digest(service.admin_key).encode() in database
