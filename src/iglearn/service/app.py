@@ -106,10 +106,11 @@ class Service:
         # one decision is a small product: several threads only wait on each other, and
         # on a busy machine (the learning worker fitting) each call would take milliseconds
         torch.set_num_threads(config.server.torch_threads)
-        self.storage: Storage = open_storage(config.db_path, config.server.synchronous)
+        self.storage: Storage = open_storage(config.db_path, config.server.synchronous,
+                                             config.server.pool_size)
         self.keyring = KeyRing(self.storage.keys())
         if not self.keyring and not insecure_no_auth:
-            raise IGLearnError(f"{config.db_path}: no API key yet; create one with 'iglearn "
+            raise IGLearnError(f"{config.db_shown}: no API key yet; create one with 'iglearn "
                                f"serve keys add --config {config.path} --role admin' (or "
                                f"serve on loopback with --insecure-no-auth)")
         self._keys_read = time.monotonic()
@@ -151,7 +152,8 @@ class Service:
             "settings": self.config.learner_settings(),
             "exploration": asdict(self.config.exploration),
             "fitted_at": None, "interactions": 0, "indicator": None, "lemma5": None,
-            "versions": versions, "last_refit": self.storage.state("last_refit")}
+            "versions": versions, "last_refit": self.storage.state("last_refit"),
+            "refit_lease": self.storage.state("refit_lease")}
         if served is not None:
             summary = served.record.summary
             info |= {"version": served.version, "fitted_at": served.record.created_at,
@@ -597,9 +599,10 @@ def write_log(service: Service, since: float | None, until: float | None, fmt: s
 
 
 async def watch_models(service: Service) -> None:
-    """Swap in new model versions as the storage serves them, save the explorer's round
-    now and then, and apply the retention setting."""
-    poll = service.config.learning.poll_seconds
+    """Swap in new model versions as the storage serves them (each replica polls the served
+    version every ``pickup_seconds``, whichever replica stored it), save the explorer's
+    round now and then, and apply the retention setting."""
+    poll = service.config.learning.pickup_seconds
     retention = service.config.server.retention_days
     last_retention = 0.0
     while True:
@@ -634,6 +637,6 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False) -> None:
     host, port = config.server.host, config.server.port
     print(f"iglearn serve: {config.model.algorithm}, K = {config.model.n_actions}, model "
           f"version {service.served.version if service.served else 0}, database "
-          f"{config.db_path}, listening on http://{host}:{port}", file=sys.stderr, flush=True)
+          f"{config.db_shown}, listening on http://{host}:{port}", file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
                 server_header=False, date_header=False, proxy_headers=False)
