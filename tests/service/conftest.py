@@ -18,7 +18,7 @@ import pytest
 
 from iglearn.service.postgres_server import PostgresServer, server_binaries
 from iglearn.service.process import ServiceProcess, add_key, free_port, write_config
-from iglearn.service.storage import Storage, open_storage
+from iglearn.service.storage import SQLiteStorage, Storage, open_storage
 
 K, D_X, D_Y = 3, 4, 3
 BACKENDS = ("sqlite", "postgresql")
@@ -90,6 +90,15 @@ class Running:
         self.process.stop()
         if self._storage is not None:
             self._storage.close()
+
+
+def duplicate_event_ids(storage: Storage) -> list[tuple[str, int]]:
+    """Event ids stored more than once, counted in the database itself."""
+    query = "SELECT event_id, count(*) FROM {} GROUP BY event_id HAVING count(*) > 1"
+    if isinstance(storage, SQLiteStorage):
+        return storage._db.execute(query.format("interactions")).fetchall()
+    with storage._pool.connection() as connection:  # type: ignore[attr-defined]
+        return connection.execute(query.format("iglearn_interactions")).fetchall()
 
 
 def start_service(folder: Path, db: str = "service.db", **override: dict[str, Any]
