@@ -56,7 +56,8 @@ def load(url: str, key: str, seed: int, stop: threading.Event, decided: dict,
 
 @pytest.mark.slow
 def test_kill_during_load_then_restart(tmp_path, database):
-    running = start_service(tmp_path, database, learning={"refit_every": 80, "min_interactions": 40})
+    running = start_service(tmp_path, database,
+                            learning={"refit_every": 80, "min_interactions": 40})
     process = running.process
     decided: dict[str, dict] = {}
     fed: dict[str, np.ndarray] = {}

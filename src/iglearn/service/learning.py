@@ -120,13 +120,15 @@ def due(storage: Storage, config: ServiceConfig, now: float) -> str | None:
 
 def run_once(storage: Storage, config: ServiceConfig) -> dict[str, Any] | None:
     """One look for work: re-fit if due, and record the outcome in the shared state
-    ``last_refit`` ({at, reason, learnable, version or error})."""
+    ``last_refit`` ({at, reason, learnable, by: the replica's host:port, version or
+    error})."""
     reason = due(storage, config, time.time())
     if reason is None:
         return None
     at = time.time()
     learnable = storage.counts().learnable
-    outcome: dict[str, Any] = {"at": at, "reason": reason, "learnable": learnable}
+    outcome: dict[str, Any] = {"at": at, "reason": reason, "learnable": learnable,
+                               "by": f"{socket.gethostname()}:{config.server.port}"}
     try:
         minimum = config.model.n_actions if reason == "requested" else None
         record = refit(storage, config, reason, minimum)
