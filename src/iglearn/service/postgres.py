@@ -117,7 +117,7 @@ def _connect(url: str, timeout: float = 10.0) -> Any:
     try:
         return psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout)))
     except psycopg.Error as e:
-        reason = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        reason = " ".join(line.strip() for line in str(e).splitlines()) or type(e).__name__
         raise IGLearnError(f"{shown_url(url)}: cannot connect to PostgreSQL ({reason}); "
                            f"check that the server runs and the URL's user, host, port and "
                            f"database") from None
