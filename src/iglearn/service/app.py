@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +31,7 @@ import numpy as np
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 import iglearn
 from iglearn.data import limits
@@ -369,9 +369,10 @@ def timestamp(value: str | None, name: str) -> float | None:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def build_app(service: Service, start_worker: bool = True) -> Starlette:
+def build_app(service: Service, start_worker: bool = True,
+              extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
     """The ASGI application of ``service``; ``start_worker``: run the learning worker
-    process while the application runs."""
+    process while the application runs; ``extra_routes``: more routes (pages, say)."""
     config, storage = service.config, service.storage
     model, server = config.model, config.server
     k = model.n_actions
@@ -514,7 +515,7 @@ def build_app(service: Service, start_worker: bool = True) -> Starlette:
                 lambda: load_archive(data, None, "the uploaded model"))
         except IGLearnError as e:
             raise Rejected(422, str(e), "body") from None
-        meta = learner.metadata_
+        meta: dict[str, Any] = getattr(learner, "metadata_", {})  # load_model sets it
         wanted = {"algorithm": model.algorithm, "n_actions": k,
                   "context_dim": model.context_dim, "feedback_dim": model.feedback_dim}
         for key, value in wanted.items():
@@ -561,6 +562,7 @@ def build_app(service: Service, start_worker: bool = True) -> Starlette:
         Route("/v1/log", endpoint("log", "admin", export_log), methods=["GET"]),
         Route("/healthz", endpoint("healthz", None, healthz), methods=["GET"]),
         Route("/metrics", endpoint("metrics", "admin", metrics), methods=["GET"]),
+        *extra_routes,
     ]
 
     @contextlib.asynccontextmanager

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import socket
 import sys
 import tempfile
@@ -145,6 +146,7 @@ def worker_main(config: ServiceConfig, parent: int) -> None:
     ``parent``) is gone."""
     import torch
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service ends the worker itself
     os.nice(config.learning.worker_nice)
     torch.set_num_threads(config.learning.worker_threads)
 
