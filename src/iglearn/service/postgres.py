@@ -197,13 +197,17 @@ class PostgresStorage(Storage):
         with self._pool.connection() as connection:
             return connection.execute(query, values).fetchall()
 
-    def _write(self, work: Callable[[Any], T]) -> T:
-        """Run ``work(connection)`` in one transaction, again when it lost a deadlock or a
-        serialisation conflict to another replica."""
+    def _write(self, work: Callable[[Any], T], transaction: bool = True) -> T:
+        """Run ``work(connection)`` in one transaction (``transaction``; else its statements
+        commit one by one, which saves two round trips when it is one statement), again
+        when it lost a deadlock or a serialisation conflict to another replica."""
         for attempt in range(RETRIES):
             try:
-                with self._pool.connection() as connection, connection.transaction():
-                    return work(connection)
+                with self._pool.connection() as connection:
+                    if not transaction:
+                        return work(connection)
+                    with connection.transaction():
+                        return work(connection)
             except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure):
                 if attempt == RETRIES - 1:
                     raise
@@ -224,6 +228,8 @@ class PostgresStorage(Storage):
             [bool(d.learnable) for d in out])
 
         def insert(connection: Any) -> list[Decision]:
+            # one statement, so one commit: the stored decisions of ids stored before are
+            # read after it (they were committed before it, by this or another replica)
             inserted = connection.execute(
                 "INSERT INTO iglearn_interactions (event_id, decided_at, context, action, "
                 "probability, probabilities, model_version, explored, learnable) "
@@ -235,7 +241,7 @@ class PostgresStorage(Storage):
             stored = {d.event_id: d for d in self._decisions(connection, columns[0])}
             return [stored[d.event_id] for d in out]
 
-        return self._write(insert)
+        return self._write(insert, transaction=False)
 
     @staticmethod
     def _decisions(connection: Any, event_ids: list[str]) -> list[Decision]:
@@ -276,16 +282,16 @@ class PostgresStorage(Storage):
             outcome = {r[0]: FeedbackOutcome.LATE if r[1] else FeedbackOutcome.JOINED
                        for r in rows}
             rest = [e for e in columns[0] if e not in outcome]
-            if rest:
+            if rest:  # had feedback already (a decision stored since the update: unknown)
                 known = {r[0] for r in connection.execute(
-                    "SELECT event_id FROM iglearn_interactions WHERE event_id = ANY(%s)",
-                    (rest,)).fetchall()}
+                    "SELECT event_id FROM iglearn_interactions WHERE event_id = ANY(%s) "
+                    "AND feedback_at IS NOT NULL", (rest,)).fetchall()}
                 for e in rest:
                     outcome[e] = (FeedbackOutcome.DUPLICATE if e in known
                                   else FeedbackOutcome.UNKNOWN)
             return outcome
 
-        outcome = self._write(join)
+        outcome = self._write(join, transaction=False)  # the update commits by itself
         outcomes, seen = [], set()
         for f in feedback:
             result = outcome[f.event_id]
