@@ -163,10 +163,10 @@ class Service:
         return info
 
     # -- decisions and feedback ---------------------------------------------------------------
-    def decide(self, contexts: np.ndarray, ids: list[str], allowed: np.ndarray
-               ) -> list[Decision]:
-        """Decide for contexts (n, d_x) with their event ids and allowed actions (n, K), and
-        store the decisions (a stored event id gives back its stored decision)."""
+    def draw(self, contexts: np.ndarray, ids: list[str], allowed: np.ndarray
+             ) -> tuple[list[Decision], int]:
+        """Decide for contexts (n, d_x) with their event ids and allowed actions (n, K), not
+        yet stored; and how many of them explored."""
         served = self.served
         policy = None if served is None else served.learner.predict_proba(contexts)
         actions, dist, explored, learnable = self.explorer.draw(
@@ -176,8 +176,15 @@ class Service:
         decisions = [Decision(ids[i], contexts[i], int(actions[i]), float(dist[i, actions[i]]),
                               dist[i], version, bool(explored[i]), bool(learnable[i]), now)
                      for i in range(len(contexts))]
+        return decisions, int(explored.sum())
+
+    def decide(self, contexts: np.ndarray, ids: list[str], allowed: np.ndarray
+               ) -> list[Decision]:
+        """Decide for contexts (n, d_x) with their event ids and allowed actions (n, K), and
+        store the decisions (a stored event id gives back its stored decision)."""
+        decisions, explored = self.draw(contexts, ids, allowed)
         stored = self.storage.add_decisions(decisions)
-        self.metrics.decided(len(stored), int(explored.sum()))
+        self.metrics.decided(len(stored), explored)
         return stored
 
     def add_feedback(self, feedback: list[Feedback]) -> list[FeedbackOutcome]:
@@ -245,6 +252,9 @@ class GroupCommit:
         self.scheduled = False
         decisions, self.decisions = self.decisions, []
         feedback, self.feedback = self.feedback, []
+        if self.service.storage.concurrent_writes:
+            self.commit_in_threads(decisions, feedback)
+            return
         if decisions:
             try:
                 stored = self.service.decide(
@@ -268,6 +278,57 @@ class GroupCommit:
             else:
                 for (_, future), outcome in zip(feedback, outcomes, strict=True):
                     future.set_result(outcome)
+
+    def commit_in_threads(self, decisions: list[tuple[np.ndarray, list[str], np.ndarray,
+                                                      asyncio.Future]],
+                          feedback: list[tuple[Feedback, asyncio.Future]]) -> None:
+        """:meth:`run` for a database server: the decisions are drawn here, but the commits
+        run in worker threads, so the event loop goes on reading requests, and the next
+        group's commit starts, while the server commits this group's."""
+        loop = asyncio.get_running_loop()
+        service = self.service
+
+        def settle(futures: list[asyncio.Future], task: asyncio.Future,
+                   results: Callable[[Any], list[Any]]) -> None:
+            error = task.exception()
+            values = [error] * len(futures) if error is not None else results(task.result())
+            for future, value in zip(futures, values, strict=True):
+                if future.done():  # its request went away
+                    continue
+                if error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(value)
+
+        if decisions:
+            futures = [d[3] for d in decisions]
+            try:
+                made, explored = service.draw(np.concatenate([d[0] for d in decisions]),
+                                              [i for d in decisions for i in d[1]],
+                                              np.concatenate([d[2] for d in decisions]))
+            except Exception as e:
+                for future in futures:
+                    if not future.done():
+                        future.set_exception(e)
+            else:
+                def split(stored: list[Decision]) -> list[Any]:
+                    service.metrics.decided(len(stored), explored)
+                    bounds = np.cumsum([0] + [len(d[0]) for d in decisions])
+                    return [stored[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+                task = loop.run_in_executor(None, service.storage.add_decisions, made)
+                task.add_done_callback(lambda t: settle(futures, t, split))
+        if feedback:
+            items, waiting = [f for f, _ in feedback], [f for _, f in feedback]
+
+            def count(outcomes: list[FeedbackOutcome]) -> list[Any]:
+                for outcome in outcomes:
+                    service.metrics.feedback(outcome.value)
+                return list(outcomes)
+
+            task = loop.run_in_executor(None, service.storage.add_feedback, items,
+                                        service.config.learning.join_window)
+            task.add_done_callback(lambda t: settle(waiting, t, count))
 
 
 # -- request checks ---------------------------------------------------------------------------

@@ -176,6 +176,8 @@ class PostgresStorage(Storage):
     come from ``PGPASSWORD`` or ``~/.pgpass``), with at most ``pool_size`` pooled
     connections. Safe to use from several threads."""
 
+    concurrent_writes = True
+
     def __init__(self, url: str, pool_size: int = 4, upgrade: bool = False):
         self.url = url
         connection = _connect(url)

@@ -152,7 +152,13 @@ def interactions_from_rows(rows: Sequence[Sequence[Any]]) -> Interactions:
 
 class Storage(ABC):
     """The storage interface of the decision service. Every method commits what it writes
-    before returning; methods may be called from one thread at a time per object."""
+    before returning; methods may be called from one thread at a time per object, or from
+    several at once where ``concurrent_writes`` says so."""
+
+    concurrent_writes: bool = False
+    """Whether commits from several threads at once proceed side by side (a database
+    server) rather than one after another (an embedded file); the service then commits from
+    worker threads."""
 
     @abstractmethod
     def add_decisions(self, decisions: Sequence[Decision]) -> list[Decision]:
