@@ -122,7 +122,7 @@ def due(storage: Storage, config: ServiceConfig, now: float) -> str | None:
 def run_once(storage: Storage, config: ServiceConfig) -> dict[str, Any] | None:
     """One look for work: re-fit if due, and record the outcome in the shared state
     ``last_refit`` ({at, reason, learnable, by: the replica's host:port, version or
-    error})."""
+    error}); ``refit_running`` holds {at, reason} while it runs."""
     reason = due(storage, config, time.time())
     if reason is None:
         return None
@@ -130,12 +130,15 @@ def run_once(storage: Storage, config: ServiceConfig) -> dict[str, Any] | None:
     learnable = storage.counts().learnable
     outcome: dict[str, Any] = {"at": at, "reason": reason, "learnable": learnable,
                                "by": f"{socket.gethostname()}:{config.server.port}"}
+    storage.set_state("refit_running", {"at": at, "reason": reason})
     try:
         minimum = config.model.n_actions if reason == "requested" else None
         record = refit(storage, config, reason, minimum)
         outcome |= {"version": record.version, "seconds": record.fit_seconds, "error": None}
     except IGLearnError as e:
         outcome |= {"version": None, "error": str(e)}
+    finally:
+        storage.set_state("refit_running", None)
     storage.set_state("last_refit", outcome)
     return outcome
 

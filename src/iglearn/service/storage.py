@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import sqlite3
+import sys
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -280,9 +281,15 @@ CREATE TABLE IF NOT EXISTS api_keys (
 class SQLiteStorage(Storage):
     """:class:`Storage` on an SQLite database file (WAL, so the learning worker reads while
     the service writes; ``synchronous``: 'normal' survives a crash of the service, 'full'
-    also a power cut)."""
+    also a power cut).
 
-    def __init__(self, path: str | Path, synchronous: str = "normal", timeout: float = 30.0):
+    With ``checkpoint_seconds``, this connection never checkpoints the WAL into the database
+    itself (in WAL mode with synchronous 'normal', checkpoints are the only writes that wait
+    for the disk): a thread with its own connection does, that often, so that no commit on
+    a request's path waits for one."""
+
+    def __init__(self, path: str | Path, synchronous: str = "normal", timeout: float = 30.0,
+                 checkpoint_seconds: float | None = None):
         self.path = Path(path)
         if not self.path.parent.is_dir():
             raise IGLearnError(f"{self.path}: the folder {self.path.parent} does not exist; "
@@ -310,6 +317,22 @@ class SQLiteStorage(Storage):
                                f"or choose a new file for [server] db") from None
         self._lock = threading.Lock()
         self._lease: int | None = None
+        self._stop = threading.Event()
+        if checkpoint_seconds is not None:
+            self._db.execute("PRAGMA wal_autocheckpoint=0")
+            threading.Thread(target=self._checkpoints, args=(checkpoint_seconds, timeout),
+                             daemon=True, name="iglearn-wal-checkpoint").start()
+
+    def _checkpoints(self, every: float, timeout: float) -> None:
+        """Checkpoint the WAL every ``every`` seconds until closed (its own connection)."""
+        db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        try:
+            while not self._stop.wait(every):
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as e:  # the service goes on; the next start checkpoints
+            print(f"iglearn serve: WAL checkpoint failed: {e}", file=sys.stderr)
+        finally:
+            db.close()
 
     class _Tx:
         def __init__(self, db: sqlite3.Connection):
@@ -493,6 +516,7 @@ class SQLiteStorage(Storage):
         return True
 
     def close(self) -> None:
+        self._stop.set()
         with self._lock:
             self._db.close()
             if self._lease is not None:
@@ -510,16 +534,17 @@ def is_postgres(db: str | Path) -> bool:
 
 
 def open_storage(db: str | Path, synchronous: str = "normal", pool_size: int = 4,
-                 upgrade: bool = False) -> Storage:
+                 upgrade: bool = False, checkpoint_seconds: float | None = None) -> Storage:
     """The storage the ``db`` setting names: a PostgreSQL URL (``postgresql://...``, see
     :class:`~iglearn.service.postgres.PostgresStorage`; at most ``pool_size`` connections)
-    or an SQLite database file (``synchronous``: its synchronous mode). A new database gets
-    the schema; ``upgrade``: also migrate an older one (else that is an error)."""
+    or an SQLite database file (``synchronous``: its synchronous mode; ``checkpoint_seconds``:
+    see :class:`SQLiteStorage`). A new database gets the schema; ``upgrade``: also migrate
+    an older one (else that is an error)."""
     if is_postgres(db):
         from iglearn.service.postgres import PostgresStorage
 
         return PostgresStorage(str(db), pool_size=pool_size, upgrade=upgrade)
-    return SQLiteStorage(db, synchronous)
+    return SQLiteStorage(db, synchronous, checkpoint_seconds=checkpoint_seconds)
 
 
 def upgrade_database(db: str | Path) -> tuple[int, int]:
