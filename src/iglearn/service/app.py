@@ -330,9 +330,9 @@ class GroupCommit:
                     service.metrics.feedback(outcome.value)
                 return list(outcomes)
 
-            task = loop.run_in_executor(None, service.storage.add_feedback, items,
-                                        service.config.learning.join_window)
-            task.add_done_callback(lambda t: settle(waiting, t, count))
+            joining = loop.run_in_executor(None, service.storage.add_feedback, items,
+                                           service.config.learning.join_window)
+            joining.add_done_callback(lambda t: settle(waiting, t, count))
 
 
 # -- request checks ---------------------------------------------------------------------------
