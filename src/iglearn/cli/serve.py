@@ -91,5 +91,6 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "the schema of an empty database itself).")
     upgrade.add_argument("--config", required=True, help="the service's TOML configuration")
     upgrade.add_argument("--db", default=None,
-                         help="database file or postgresql:// URL (overrides [server] db)")
+                         help="database file or postgresql:// URL (default: the file's "
+                              "[server] db)")
     upgrade.set_defaults(run=run_db_upgrade, reads=("config",))
