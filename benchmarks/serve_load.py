@@ -90,8 +90,10 @@ class Pools:
 
 
 async def player(port: int, key: str, pools: Pools, stop: float, seed: int,
-                 results: dict[str, list[float]], noop: bool) -> None:
-    """Play until ``stop`` (a ``time.perf_counter`` deadline)."""
+                 results: dict[str, list[float]], noop: bool,
+                 acknowledged: list[bytes] | None = None) -> None:
+    """Play until ``stop`` (a ``time.perf_counter`` deadline); ``acknowledged``: collect the
+    event id of every interaction whose decision and feedback were both acknowledged."""
     rng = np.random.default_rng(seed)
     connection = Connection(port, key)
     await connection.open()
@@ -121,6 +123,8 @@ async def player(port: int, key: str, pools: Pools, stop: float, seed: int,
             results["feedback"].append(time.perf_counter() - start)
             assert status == 204, (status, answer)
             results["interactions"].append(1.0)
+            if acknowledged is not None:
+                acknowledged.append(found[1])
     finally:
         connection.close()
 

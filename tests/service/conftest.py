@@ -1,5 +1,10 @@
 """Real decision services for the tests: ``iglearn serve`` in a child process on a free
-loopback port, with a small problem (K = 3, 4-dim contexts, 3-dim feedback) and short fits."""
+loopback port, with a small problem (K = 3, 4-dim contexts, 3-dim feedback) and short fits.
+
+Every test of a service runs once per storage backend: SQLite always, PostgreSQL when its
+server binaries (``initdb``, ``pg_ctl``) and psycopg are installed, on a throw-away server
+that the session starts in a temporary folder and stops at its end (each service gets a
+database of its own)."""
 
 from __future__ import annotations
 
@@ -11,10 +16,31 @@ import httpx
 import numpy as np
 import pytest
 
+from iglearn.service.postgres_server import PostgresServer, server_binaries
 from iglearn.service.process import ServiceProcess, add_key, free_port, write_config
-from iglearn.service.storage import SQLiteStorage
+from iglearn.service.storage import SQLiteStorage, Storage, open_storage
 
 K, D_X, D_Y = 3, 4, 3
+BACKENDS = ("sqlite", "postgresql")
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throw-away PostgreSQL server for the session (skips without one)."""
+    pytest.importorskip("psycopg", reason="psycopg is not installed (iglearn[postgres])")
+    pytest.importorskip("psycopg_pool", reason="psycopg_pool is not installed")
+    if server_binaries() is None:
+        pytest.skip("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
+    with PostgresServer(fsync=False) as server:
+        yield server
+
+
+@pytest.fixture(params=BACKENDS)
+def database(request, tmp_path) -> str:
+    """A new, empty database of each backend: its ``db`` setting."""
+    if request.param == "sqlite":
+        return str(tmp_path / "service.db")
+    return request.getfixturevalue("postgres_server").new_database()
 
 
 def tables(**override: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -39,6 +65,9 @@ class Running:
     client_key: str
     admin_key: str
     folder: Path
+    db: str
+    """The ``db`` setting (a file name in ``folder`` or a PostgreSQL URL)."""
+    _storage: Storage | None = None
 
     @property
     def url(self) -> str:
@@ -50,25 +79,48 @@ class Running:
         headers = {"authorization": f"Bearer {given}"} if given else {}
         return httpx.Client(base_url=self.url, headers=headers, timeout=30)
 
-    def storage(self) -> SQLiteStorage:
+    def storage(self) -> Storage:
         """The service's database, opened beside it (read while it runs)."""
-        return SQLiteStorage(self.folder / "service.db")
+        if self._storage is None:
+            db = self.db if "://" in self.db else self.folder / self.db
+            self._storage = open_storage(db, pool_size=1)
+        return self._storage
+
+    def stop(self) -> None:
+        self.process.stop()
+        if self._storage is not None:
+            self._storage.close()
 
 
-def start_service(folder: Path, **override: dict[str, Any]) -> Running:
-    config = write_config(folder / "service.toml", tables(**override))
+def duplicate_event_ids(storage: Storage) -> list[tuple[str, int]]:
+    """Event ids stored more than once, counted in the database itself."""
+    query = "SELECT event_id, count(*) FROM {} GROUP BY event_id HAVING count(*) > 1"
+    if isinstance(storage, SQLiteStorage):
+        return storage._db.execute(query.format("interactions")).fetchall()
+    with storage._pool.connection() as connection:  # type: ignore[attr-defined]
+        return connection.execute(query.format("iglearn_interactions")).fetchall()
+
+
+def start_service(folder: Path, db: str = "service.db", **override: dict[str, Any]
+                  ) -> Running:
+    config = write_config(folder / "service.toml",
+                          tables(**override | {"server": {"db": db} | override.get("server", {})}))
     client_key, admin_key = add_key(config, "client"), add_key(config, "admin")
     process = ServiceProcess(config, free_port()).start()
-    return Running(process, client_key, admin_key, folder)
+    return Running(process, client_key, admin_key, folder, db)
 
 
-@pytest.fixture(scope="session")
-def service(tmp_path_factory):
-    """One service shared by the tests (they must not depend on each other's traffic)."""
-    running = start_service(tmp_path_factory.mktemp("service"),
+@pytest.fixture(scope="session", params=BACKENDS)
+def service(request, tmp_path_factory):
+    """One service per backend shared by the tests (they must not depend on each other's
+    traffic)."""
+    db = "service.db"
+    if request.param == "postgresql":
+        db = request.getfixturevalue("postgres_server").new_database()
+    running = start_service(tmp_path_factory.mktemp("service"), db,
                             learning={"join_window": 1.0})
     yield running
-    running.process.stop()
+    running.stop()
 
 
 def play(http: httpx.Client, n: int, rng: np.random.Generator) -> list[str]:

@@ -14,7 +14,7 @@ import pytest
 
 from iglearn.service.process import ServiceProcess, free_port
 
-from .conftest import D_X, D_Y, play, start_service
+from .conftest import D_X, D_Y, duplicate_event_ids, play, start_service
 
 
 def children(pid: int) -> list[int]:
@@ -55,8 +55,9 @@ def load(url: str, key: str, seed: int, stop: threading.Event, decided: dict,
 
 
 @pytest.mark.slow
-def test_kill_during_load_then_restart(tmp_path):
-    running = start_service(tmp_path, learning={"refit_every": 80, "min_interactions": 40})
+def test_kill_during_load_then_restart(tmp_path, database):
+    running = start_service(tmp_path, database,
+                            learning={"refit_every": 80, "min_interactions": 40})
     process = running.process
     decided: dict[str, dict] = {}
     fed: dict[str, np.ndarray] = {}
@@ -88,9 +89,7 @@ def test_kill_during_load_then_restart(tmp_path):
     restarted = ServiceProcess(process.config, free_port()).start()
     try:
         storage = running.storage()
-        rows = storage._db.execute("SELECT event_id, count(*) FROM interactions "
-                                   "GROUP BY event_id HAVING count(*) > 1").fetchall()
-        assert rows == []
+        assert duplicate_event_ids(storage) == []
         for eid, decision in decided.items():
             stored = storage._decision(eid)
             assert (stored.action, stored.probability, stored.model_version) == (
@@ -111,3 +110,4 @@ def test_kill_during_load_then_restart(tmp_path):
             assert refit.json()["version"] > latest
     finally:
         restarted.stop()
+        running.stop()

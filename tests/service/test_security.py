@@ -24,12 +24,9 @@ ENDPOINTS = [  # method, path, role needed, body
 
 def snapshot(service) -> tuple:
     storage = service.storage()
-    try:
-        models = [(m.version, m.created_at) for m in storage.models()]
-        return (storage.counts(), models, storage.served_version(), sorted(storage.keys()),
-                storage.state("refit_requested_at"))
-    finally:
-        storage.close()
+    models = [(m.version, m.created_at) for m in storage.models()]
+    return (storage.counts(), models, storage.served_version(), sorted(storage.keys()),
+            storage.state("refit_requested_at"))
 
 
 def test_keys_and_roles(service):
@@ -113,13 +110,28 @@ def test_oversized_and_admin_parameters(service):
     assert snapshot(service) == before
 
 
+def stored_bytes(service) -> bytes:
+    """Everything the service's database holds: its SQLite files, or every row of its
+    PostgreSQL tables as text."""
+    if "://" not in service.db:
+        return b"".join(path.read_bytes() for path in service.folder.glob("service.db*"))
+    import psycopg
+
+    with psycopg.connect(service.db) as connection:
+        tables = [r[0] for r in connection.execute(
+            "SELECT tablename FROM pg_tables WHERE tablename LIKE 'iglearn%'").fetchall()]
+        return b"".join(
+            (connection.execute(f"SELECT coalesce(string_agg(t::text, ' '), '') FROM {name} t"
+                                ).fetchone()[0]).encode() for name in tables)
+
+
 def test_keys_are_stored_hashed_and_never_logged(service):
     with service.http("admin") as admin:
         admin.get("/v1/model")
     with service.http("iglk_wrong-key-in-a-log") as http:
         http.get("/v1/model")
     log = service.process.log.read_text()
-    database = b"".join(path.read_bytes() for path in service.folder.glob("service.db*"))
+    database = stored_bytes(service)
     for key in (service.client_key, service.admin_key, "iglk_wrong-key-in-a-log"):
         assert key not in log
         assert key.encode() not in database

@@ -1,5 +1,6 @@
-"""``iglearn serve``: run the decision service (:mod:`iglearn.service`), and ``iglearn serve
-keys add``: create an API key."""
+"""``iglearn serve``: run the decision service (:mod:`iglearn.service`); ``iglearn serve
+keys add``: create an API key; ``iglearn serve db upgrade``: create or migrate the database's
+schema."""
 
 from __future__ import annotations
 
@@ -35,6 +36,22 @@ def run_keys_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_db_upgrade(args: argparse.Namespace) -> int:
+    """Bring the configured database to this iglearn's schema version."""
+    from iglearn.service.config import load_config
+    from iglearn.service.storage import upgrade_database
+
+    config = load_config(args.config).replace(db=args.db)
+    before, after = upgrade_database(config.db_path)
+    if before == after:
+        print(f"{config.db_shown}: schema version {after}, up to date")
+    elif before == 0:
+        print(f"{config.db_shown}: schema version {after} created")
+    else:
+        print(f"{config.db_shown}: schema upgraded from version {before} to {after}")
+    return 0
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """Add ``serve`` (and ``serve keys add``) to the ``iglearn`` command."""
     serve = commands.add_parser(
@@ -45,7 +62,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--config", help="the service's TOML configuration (required; "
                                         "default: none)")
     serve.add_argument("--db", default=None,
-                       help="database file (default: the file's [server] db)")
+                       help="database file or postgresql:// URL (default: the file's "
+                            "[server] db)")
     serve.add_argument("--host", default=None,
                        help="address to listen on (default: the file's [server] host)")
     serve.add_argument("--port", type=number(int), default=None,
@@ -59,7 +77,20 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add = key_actions.add_parser("add", help="create an API key (printed once, stored hashed)")
     add.add_argument("--config", required=True, help="the service's TOML configuration")
     add.add_argument("--db", default=None,
-                     help="database file (default: the file's [server] db)")
+                     help="database file or postgresql:// URL (default: the file's "
+                          "[server] db)")
     add.add_argument("--role", required=True, choices=("client", "admin"),
                      help="client: decide and feedback; admin: everything")
     add.set_defaults(run=run_keys_add, reads=("config",))
+    db = actions.add_parser("db", help="manage the database")
+    db_actions = db.add_subparsers(dest="db_command", metavar="COMMAND", required=True)
+    upgrade = db_actions.add_parser(
+        "upgrade", help="create or migrate the database's schema to this iglearn's version",
+        description="Apply the schema migrations the database lacks (PostgreSQL: run it "
+                    "once before starting replicas of a newer iglearn; a service creates "
+                    "the schema of an empty database itself).")
+    upgrade.add_argument("--config", required=True, help="the service's TOML configuration")
+    upgrade.add_argument("--db", default=None,
+                         help="database file or postgresql:// URL (default: the file's "
+                              "[server] db)")
+    upgrade.set_defaults(run=run_db_upgrade, reads=("config",))

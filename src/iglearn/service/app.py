@@ -109,10 +109,11 @@ class Service:
         # on a busy machine (the learning worker fitting) each call would take milliseconds
         torch.set_num_threads(config.server.torch_threads)
         self.storage: Storage = open_storage(config.db_path, config.server.synchronous,
+                                             config.server.pool_size,
                                              checkpoint_seconds=CHECKPOINT_SECONDS)
         self.keyring = KeyRing(self.storage.keys())
         if not self.keyring and not insecure_no_auth:
-            raise IGLearnError(f"{config.db_path}: no API key yet; create one with 'iglearn "
+            raise IGLearnError(f"{config.db_shown}: no API key yet; create one with 'iglearn "
                                f"serve keys add --config {config.path} --role admin' (or "
                                f"serve on loopback with --insecure-no-auth)")
         self._keys_read = time.monotonic()
@@ -155,7 +156,8 @@ class Service:
             "exploration": asdict(self.config.exploration),
             "fitted_at": None, "interactions": 0, "indicator": None, "lemma5": None,
             "versions": versions, "last_refit": self.storage.state("last_refit"),
-            "refit_running": self.storage.state("refit_running")}
+            "refit_running": self.storage.state("refit_running"),
+            "refit_lease": self.storage.state("refit_lease")}
         if served is not None:
             summary = served.record.summary
             info |= {"version": served.version, "fitted_at": served.record.created_at,
@@ -165,10 +167,10 @@ class Service:
         return info
 
     # -- decisions and feedback ---------------------------------------------------------------
-    def decide(self, contexts: np.ndarray, ids: list[str], allowed: np.ndarray
-               ) -> list[Decision]:
-        """Decide for contexts (n, d_x) with their event ids and allowed actions (n, K), and
-        store the decisions (a stored event id gives back its stored decision)."""
+    def draw(self, contexts: np.ndarray, ids: list[str], allowed: np.ndarray
+             ) -> tuple[list[Decision], int]:
+        """Decide for contexts (n, d_x) with their event ids and allowed actions (n, K), not
+        yet stored; and how many of them explored."""
         served = self.served
         policy = None if served is None else served.learner.predict_proba(contexts)
         actions, dist, explored, learnable = self.explorer.draw(
@@ -178,8 +180,15 @@ class Service:
         decisions = [Decision(ids[i], contexts[i], int(actions[i]), float(dist[i, actions[i]]),
                               dist[i], version, bool(explored[i]), bool(learnable[i]), now)
                      for i in range(len(contexts))]
+        return decisions, int(explored.sum())
+
+    def decide(self, contexts: np.ndarray, ids: list[str], allowed: np.ndarray
+               ) -> list[Decision]:
+        """Decide for contexts (n, d_x) with their event ids and allowed actions (n, K), and
+        store the decisions (a stored event id gives back its stored decision)."""
+        decisions, explored = self.draw(contexts, ids, allowed)
         stored = self.storage.add_decisions(decisions)
-        self.metrics.decided(len(stored), int(explored.sum()))
+        self.metrics.decided(len(stored), explored)
         return stored
 
     def add_feedback(self, feedback: list[Feedback]) -> list[FeedbackOutcome]:
@@ -247,6 +256,9 @@ class GroupCommit:
         self.scheduled = False
         decisions, self.decisions = self.decisions, []
         feedback, self.feedback = self.feedback, []
+        if self.service.storage.concurrent_writes:
+            self.commit_in_threads(decisions, feedback)
+            return
         if decisions:
             try:
                 stored = self.service.decide(
@@ -270,6 +282,57 @@ class GroupCommit:
             else:
                 for (_, future), outcome in zip(feedback, outcomes, strict=True):
                     future.set_result(outcome)
+
+    def commit_in_threads(self, decisions: list[tuple[np.ndarray, list[str], np.ndarray,
+                                                      asyncio.Future]],
+                          feedback: list[tuple[Feedback, asyncio.Future]]) -> None:
+        """:meth:`run` for a database server: the decisions are drawn here, but the commits
+        run in worker threads, so the event loop goes on reading requests, and the next
+        group's commit starts, while the server commits this group's."""
+        loop = asyncio.get_running_loop()
+        service = self.service
+
+        def settle(futures: list[asyncio.Future], task: asyncio.Future,
+                   results: Callable[[Any], list[Any]]) -> None:
+            error = task.exception()
+            values = [error] * len(futures) if error is not None else results(task.result())
+            for future, value in zip(futures, values, strict=True):
+                if future.done():  # its request went away
+                    continue
+                if error is not None:
+                    future.set_exception(error)
+                else:
+                    future.set_result(value)
+
+        if decisions:
+            futures = [d[3] for d in decisions]
+            try:
+                made, explored = service.draw(np.concatenate([d[0] for d in decisions]),
+                                              [i for d in decisions for i in d[1]],
+                                              np.concatenate([d[2] for d in decisions]))
+            except Exception as e:
+                for future in futures:
+                    if not future.done():
+                        future.set_exception(e)
+            else:
+                def split(stored: list[Decision]) -> list[Any]:
+                    service.metrics.decided(len(stored), explored)
+                    bounds = np.cumsum([0] + [len(d[0]) for d in decisions])
+                    return [stored[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+
+                task = loop.run_in_executor(None, service.storage.add_decisions, made)
+                task.add_done_callback(lambda t: settle(futures, t, split))
+        if feedback:
+            items, waiting = [f for f, _ in feedback], [f for _, f in feedback]
+
+            def count(outcomes: list[FeedbackOutcome]) -> list[Any]:
+                for outcome in outcomes:
+                    service.metrics.feedback(outcome.value)
+                return list(outcomes)
+
+            joining = loop.run_in_executor(None, service.storage.add_feedback, items,
+                                           service.config.learning.join_window)
+            joining.add_done_callback(lambda t: settle(waiting, t, count))
 
 
 # -- request checks ---------------------------------------------------------------------------
@@ -604,9 +667,10 @@ def write_log(service: Service, since: float | None, until: float | None, fmt: s
 
 
 async def watch_models(service: Service) -> None:
-    """Swap in new model versions as the storage serves them, save the explorer's round
-    now and then, and apply the retention setting."""
-    poll = service.config.learning.poll_seconds
+    """Swap in new model versions as the storage serves them (each replica polls the served
+    version every ``pickup_seconds``, whichever replica stored it), save the explorer's
+    round now and then, and apply the retention setting."""
+    poll = service.config.learning.pickup_seconds
     retention = service.config.server.retention_days
     last_retention = 0.0
     while True:
@@ -641,6 +705,6 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False) -> None:
     host, port = config.server.host, config.server.port
     print(f"iglearn serve: {config.model.algorithm}, K = {config.model.n_actions}, model "
           f"version {service.served.version if service.served else 0}, database "
-          f"{config.db_path}, listening on http://{host}:{port}", file=sys.stderr, flush=True)
+          f"{config.db_shown}, listening on http://{host}:{port}", file=sys.stderr, flush=True)
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
                 server_header=False, date_header=False, proxy_headers=False)

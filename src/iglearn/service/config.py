@@ -118,7 +118,12 @@ class LearningSettings:
     """How much lower the worker's CPU priority is than the service's (0 to 19), so that
     decisions come first on a busy machine."""
     poll_seconds: float = 0.5
-    """How often the worker looks for work, and the service for a new model version."""
+    """How often the worker looks for work (and, not holding the re-fit lease, tries to
+    take it)."""
+    pickup_seconds: float = 1.0
+    """Every service process (every replica) serves a newly stored model version within
+    this many seconds, plus the time to load it: each polls the database's served version
+    this often."""
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,12 @@ class ServerSettings:
     port: int = 8700
     """TCP port to listen on."""
     db: str = "service.db"
-    """SQLite database file, relative to the configuration file's folder."""
+    """SQLite database file, relative to the configuration file's folder; or a PostgreSQL
+    URL, postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, which several replicas share
+    (needs pip install 'iglearn[postgres]')."""
+    pool_size: int = 4
+    """PostgreSQL only: most connections each service process keeps open (its learning
+    worker has its own)."""
     synchronous: str = "normal"
     """SQLite's synchronous mode: 'normal' (every commit survives a crash of the service;
     WAL) or 'full' (also a power cut, slower)."""
@@ -158,10 +168,23 @@ class ServiceConfig:
     """The configuration file (relative paths in it are relative to its folder)."""
 
     @property
-    def db_path(self) -> Path:
-        """The database file, resolved against the configuration file's folder."""
+    def db_path(self) -> Path | str:
+        """The database file, resolved against the configuration file's folder, or the
+        PostgreSQL URL as given."""
+        from iglearn.service.storage import is_postgres
+
+        if is_postgres(self.server.db):
+            return self.server.db
         db = Path(self.server.db).expanduser()
         return db if db.is_absolute() else Path(self.path).resolve().parent / db
+
+    @property
+    def db_shown(self) -> str:
+        """The database, for messages (a URL's password hidden)."""
+        from iglearn.service.postgres import shown_url
+
+        db = self.db_path
+        return shown_url(db) if isinstance(db, str) else str(db)
 
     def learner_settings(self) -> dict[str, Any]:
         """The constructor settings of the learner (but its seed)."""
@@ -283,7 +306,8 @@ def _check(config: ServiceConfig, path: str) -> None:
                 ("learning", "join_window"): lr.join_window,
                 ("learning", "keep_versions"): lr.keep_versions,
                 ("learning", "worker_threads"): lr.worker_threads,
-                ("learning", "poll_seconds"): lr.poll_seconds}
+                ("learning", "poll_seconds"): lr.poll_seconds,
+                ("learning", "pickup_seconds"): lr.pickup_seconds}
     for (table, key), value in positive.items():
         if not value > 0:
             raise _bad(path, table, key, value, "a number > 0")
@@ -308,7 +332,8 @@ def _check_server(s: ServerSettings, path: str) -> None:
     if s.synchronous not in SYNCHRONOUS:
         raise _bad(path, "server", "synchronous", s.synchronous,
                    f"one of {', '.join(SYNCHRONOUS)}")
-    for key in ("max_body_bytes", "max_batch", "event_id_max_length", "torch_threads"):
+    for key in ("max_body_bytes", "max_batch", "event_id_max_length", "torch_threads",
+                "pool_size"):
         if getattr(s, key) < 1:
             raise _bad(path, "server", key, getattr(s, key), "an integer >= 1")
     if not s.retention_days >= 0:

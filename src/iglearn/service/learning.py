@@ -7,6 +7,11 @@ learnable joined interactions as an :class:`~iglearn.data.logs.InteractionLog`, 
 learner of the configured algorithm on it (:func:`refit`), and stores the model folder's
 archive as the next version, which the service then swaps in. The service's decisions never
 wait for it: it is another process with its own database connection.
+
+Several replicas on one database each run a worker, but only the holder of the storage's
+re-fit lease (:meth:`~iglearn.service.storage.Storage.hold_refit_lease`) re-fits; the others
+try to take the lease at every poll, so when the holder dies another takes over. The holder
+records itself in the shared state ``refit_lease`` ({host, port, pid, since}).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from __future__ import annotations
 import math
 import os
 import signal
+import socket
 import sys
 import tempfile
 import threading
@@ -120,14 +126,15 @@ def due(storage: Storage, config: ServiceConfig, now: float) -> str | None:
 
 def run_once(storage: Storage, config: ServiceConfig) -> dict[str, Any] | None:
     """One look for work: re-fit if due, and record the outcome in the shared state
-    ``last_refit`` ({at, reason, learnable, version or error}); ``refit_running`` holds
-    {at, reason} while it runs."""
+    ``last_refit`` ({at, reason, learnable, by: the replica's host:port, version or
+    error}); ``refit_running`` holds {at, reason} while it runs."""
     reason = due(storage, config, time.time())
     if reason is None:
         return None
     at = time.time()
     learnable = storage.counts().learnable
-    outcome: dict[str, Any] = {"at": at, "reason": reason, "learnable": learnable}
+    outcome: dict[str, Any] = {"at": at, "reason": reason, "learnable": learnable,
+                               "by": f"{socket.gethostname()}:{config.server.port}"}
     storage.set_state("refit_running", {"at": at, "reason": reason})
     try:
         minimum = config.model.n_actions if reason == "requested" else None
@@ -142,7 +149,8 @@ def run_once(storage: Storage, config: ServiceConfig) -> dict[str, Any] | None:
 
 
 def worker_main(config: ServiceConfig, parent: int) -> None:
-    """The worker process: look for work every ``poll_seconds`` until the service (process
+    """The worker process: while it holds the re-fit lease, look for work every
+    ``poll_seconds`` (else try to take the lease as often) until the service (process
     ``parent``) is gone."""
     import torch
 
@@ -156,10 +164,19 @@ def worker_main(config: ServiceConfig, parent: int) -> None:
         os._exit(0)
 
     threading.Thread(target=watch, daemon=True, name="iglearn-parent-watch").start()
-    storage = open_storage(config.db_path, config.server.synchronous)
+    storage = open_storage(config.db_path, config.server.synchronous, pool_size=2)
+    holding = False
     while True:
         try:
-            run_once(storage, config)
+            if storage.hold_refit_lease():
+                if not holding:
+                    storage.set_state("refit_lease", {
+                        "host": socket.gethostname(), "port": config.server.port,
+                        "pid": parent, "since": time.time()})
+                    holding = True
+                run_once(storage, config)
+            else:
+                holding = False
         except Exception:  # an unexpected failure is reported and the worker goes on
             print("iglearn serve: re-fit failed:", file=sys.stderr)
             traceback.print_exc()

@@ -1,7 +1,9 @@
 """Where the decision service keeps everything: decisions and their feedback, model versions,
 API keys and a little shared state. :class:`Storage` is the one interface the service and its
 learning worker use; :class:`SQLiteStorage` implements it on an embedded SQLite database in
-WAL mode. Every write is committed before the method returns, so an answer sent after it
+WAL mode, :class:`~iglearn.service.postgres.PostgresStorage` on a PostgreSQL database that
+several service replicas share; :func:`open_storage` opens the one the ``db`` setting
+names. Every write is committed before the method returns, so an answer sent after it
 survives a crash of the service.
 
 A decision and its feedback are one row (an interaction): the decision's context, action,
@@ -13,7 +15,9 @@ late when it comes after the join window.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import sqlite3
 import sys
 import threading
@@ -127,9 +131,35 @@ class ModelRecord:
     """What the fit reported (indicator, Lemma 5, settings, how it came: refit or import)."""
 
 
+def interactions_from_rows(rows: Sequence[Sequence[Any]]) -> Interactions:
+    """:class:`Interactions` from the rows (seq, event_id, context, action, probability,
+    feedback, definitely_bad, model_version, decided_at) of a query, oldest first; vectors
+    are stored as the bytes of float32 arrays."""
+    if not rows:
+        empty = np.empty((0, 0), np.float32)
+        return Interactions([], empty, np.empty(0, np.int64), np.empty(0), empty,
+                            np.empty(0, bool), np.empty(0, np.int64), np.empty(0))
+    columns = list(zip(*rows, strict=True))
+    return Interactions(
+        event_id=list(columns[1]),
+        context=np.frombuffer(b"".join(columns[2]), np.float32).reshape(len(rows), -1),
+        action=np.array(columns[3], np.int64),
+        probability=np.array(columns[4], np.float64),
+        feedback=np.frombuffer(b"".join(columns[5]), np.float32).reshape(len(rows), -1),
+        definitely_bad=np.array(columns[6], bool),
+        model_version=np.array(columns[7], np.int64),
+        decided_at=np.array(columns[8], np.float64))
+
+
 class Storage(ABC):
     """The storage interface of the decision service. Every method commits what it writes
-    before returning; methods may be called from one thread at a time per object."""
+    before returning; methods may be called from one thread at a time per object, or from
+    several at once where ``concurrent_writes`` says so."""
+
+    concurrent_writes: bool = False
+    """Whether commits from several threads at once proceed side by side (a database
+    server) rather than one after another (an embedded file); the service then commits from
+    worker threads."""
 
     @abstractmethod
     def add_decisions(self, decisions: Sequence[Decision]) -> list[Decision]:
@@ -199,8 +229,15 @@ class Storage(ABC):
         """Delete the interactions decided before ``when`` (retention); how many."""
 
     @abstractmethod
+    def hold_refit_lease(self) -> bool:
+        """Whether this object holds the re-fit lease, taking it if it is free: of all the
+        processes on one database (every replica's learning worker), only the holder
+        re-fits. It is held until :meth:`close`, or until the process ends however it ends
+        (a SIGKILL included), and then another process may take it."""
+
+    @abstractmethod
     def close(self) -> None:
-        """Release the database."""
+        """Release the database (and the re-fit lease)."""
 
 
 _SCHEMA = """
@@ -279,6 +316,7 @@ class SQLiteStorage(Storage):
             raise IGLearnError(f"{self.path}: cannot open the database ({e}); check the path, "
                                f"or choose a new file for [server] db") from None
         self._lock = threading.Lock()
+        self._lease: int | None = None
         self._stop = threading.Event()
         if checkpoint_seconds is not None:
             self._db.execute("PRAGMA wal_autocheckpoint=0")
@@ -372,20 +410,7 @@ class SQLiteStorage(Storage):
             query += f" LIMIT {int(latest)}"
         with self._lock:
             rows = self._db.execute(query, values).fetchall()[::-1]
-        if not rows:
-            empty = np.empty((0, 0), np.float32)
-            return Interactions([], empty, np.empty(0, np.int64), np.empty(0), empty,
-                                np.empty(0, bool), np.empty(0, np.int64), np.empty(0))
-        columns = list(zip(*rows, strict=True))
-        return Interactions(
-            event_id=list(columns[1]),
-            context=np.frombuffer(b"".join(columns[2]), np.float32).reshape(len(rows), -1),
-            action=np.array(columns[3], np.int64),
-            probability=np.array(columns[4], np.float64),
-            feedback=np.frombuffer(b"".join(columns[5]), np.float32).reshape(len(rows), -1),
-            definitely_bad=np.array(columns[6], bool),
-            model_version=np.array(columns[7], np.int64),
-            decided_at=np.array(columns[8], np.float64))
+        return interactions_from_rows(rows)
 
     def counts(self) -> Counts:
         with self._lock:
@@ -477,14 +502,66 @@ class SQLiteStorage(Storage):
             return db.execute("DELETE FROM interactions WHERE decided_at < ?",
                               (when,)).rowcount
 
+    def hold_refit_lease(self) -> bool:
+        """The lease is an exclusive ``flock`` on the file ``DB.refit-lease`` beside the
+        database, which the operating system releases when the process ends."""
+        if self._lease is None:
+            fd = os.open(f"{self.path}.refit-lease", os.O_RDWR | os.O_CREAT, 0o600)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            self._lease = fd
+        return True
+
     def close(self) -> None:
         self._stop.set()
         with self._lock:
             self._db.close()
+            if self._lease is not None:
+                os.close(self._lease)
+                self._lease = None
 
 
-def open_storage(db: str | Path, synchronous: str = "normal",
-                 checkpoint_seconds: float | None = None) -> Storage:
-    """The storage the ``db`` setting names: an SQLite database file (``checkpoint_seconds``:
-    see :class:`SQLiteStorage`)."""
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+"""How a PostgreSQL ``db`` setting begins (a libpq connection URL)."""
+
+
+def is_postgres(db: str | Path) -> bool:
+    """Whether the ``db`` setting names a PostgreSQL database rather than an SQLite file."""
+    return isinstance(db, str) and db.startswith(POSTGRES_SCHEMES)
+
+
+def open_storage(db: str | Path, synchronous: str = "normal", pool_size: int = 4,
+                 upgrade: bool = False, checkpoint_seconds: float | None = None) -> Storage:
+    """The storage the ``db`` setting names: a PostgreSQL URL (``postgresql://...``, see
+    :class:`~iglearn.service.postgres.PostgresStorage`; at most ``pool_size`` connections)
+    or an SQLite database file (``synchronous``: its synchronous mode; ``checkpoint_seconds``:
+    see :class:`SQLiteStorage`). A new database gets the schema; ``upgrade``: also migrate
+    an older one (else that is an error)."""
+    if is_postgres(db):
+        from iglearn.service.postgres import PostgresStorage
+
+        return PostgresStorage(str(db), pool_size=pool_size, upgrade=upgrade)
     return SQLiteStorage(db, synchronous, checkpoint_seconds=checkpoint_seconds)
+
+
+def upgrade_database(db: str | Path) -> tuple[int, int]:
+    """``iglearn serve db upgrade``: create or migrate the schema of the database ``db``
+    names to this iglearn's version; (version before, version after; 0: none)."""
+    if is_postgres(db):
+        from iglearn.service.postgres import upgrade
+
+        return upgrade(str(db))
+    before = 0
+    if Path(db).exists():
+        try:
+            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
+                row = connection.execute("SELECT value FROM meta WHERE name = "
+                                         "'schema_version'").fetchone()
+            before = 0 if row is None else int(row[0])
+        except sqlite3.DatabaseError:
+            before = 0
+    SQLiteStorage(db).close()
+    return before, SCHEMA_VERSION
