@@ -97,3 +97,28 @@ def test_late_feedback_retention_and_export_window(tmp_path):
     assert len(storage.joined(latest=3)) == 3
     assert storage.delete_before(2000.0) == 10
     assert storage.counts().decisions == 11
+
+
+def test_igl_p_refits_from_the_definitely_bad_flags_stored_with_the_feedback(tmp_path):
+    config = parse_config(tables(model={"algorithm": "igl-p",
+                                        "learner": {"optimisation": {"min_steps": 20}}},
+                                 learning={"refit_every": 100, "min_interactions": 60}),
+                          str(tmp_path / "s.toml"))
+    storage = SQLiteStorage(tmp_path / "service.db")
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(120, D_X)).astype(np.float32)
+    a = rng.integers(0, K, 120)
+    now = time.time()
+    storage.add_decisions([Decision(f"e{i}", x[i], int(a[i]), 1 / K, np.full(K, 1 / K),
+                                    0, True, True, now) for i in range(120)])
+    bad = rng.random(120) < 0.2
+    y = np.eye(D_Y)[rng.integers(0, D_Y, 120)].astype(np.float32)
+    storage.add_feedback([Feedback(f"e{i}", y[i], bool(bad[i]), now) for i in range(120)],
+                         600.0)
+    assert storage.joined(learnable_only=True).definitely_bad.sum() == bad.sum()
+    outcome = run_once(storage, config)
+    assert outcome is not None and outcome["error"] is None and outcome["version"] == 1
+    record = storage.models()[0]
+    assert record.algorithm == "igl-p" and record.interactions == 120
+    learner = load_archive(storage.model_archive(1), "igl-p")
+    assert learner.predict_proba(np.zeros((2, D_X), np.float32)).shape == (2, K)

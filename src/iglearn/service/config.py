@@ -57,7 +57,8 @@ class ModelSettings:
     policy: str = "linear"
     """Policy class: 'linear' or 'mlp'."""
     decoder: str = "linear"
-    """Reward decoder class: 'linear' or 'mlp'."""
+    """Reward decoder class: 'linear' or 'mlp' (IGL and AI-IGL; IGL-P has no decoder, and its
+    inverse-kinematics model's class is ``[model.learner] model``)."""
     seed: int = 0
     """Seed of the service's random draws and of every re-fit."""
     learner: dict[str, Any] = field(default_factory=dict)
@@ -187,9 +188,13 @@ class ServiceConfig:
         return shown_url(db) if isinstance(db, str) else str(db)
 
     def learner_settings(self) -> dict[str, Any]:
-        """The constructor settings of the learner (but its seed)."""
-        return {"policy": self.model.policy, "decoder": self.model.decoder,
-                **self.model.learner}
+        """The constructor settings of the learner (but its seed): the model classes it has
+        (IGL-P has no decoder) and ``[model.learner]``."""
+        from iglearn.models.io import algorithms as registry
+
+        names = {f.name for f in dataclasses.fields(registry()[self.model.algorithm].learner)}
+        classes = {"policy": self.model.policy, "decoder": self.model.decoder}
+        return {k: v for k, v in classes.items() if k in names} | self.model.learner
 
     def replace(self, **server: Any) -> ServiceConfig:
         """This configuration with some ``[server]`` keys overridden (from the command line);
