@@ -132,7 +132,11 @@ def not_run(method: str, env: Environment) -> str | None:
     return None
 
 
-def make_learner(method: str, seed: np.random.Generator) -> PolicyLearner:
+Learner = BatchIGL | AIIGL | IGLP | ContextualBandit | Supervised
+"""A learner of the comparison."""
+
+
+def make_learner(method: str, seed: np.random.Generator) -> Learner:
     """A fresh learner of ``method`` with its default settings."""
     if method == "IGL":
         return BatchIGL(seed=seed)
@@ -229,9 +233,9 @@ def verdict(values: np.ndarray, chance: float, reference: float | None) -> Verdi
     same, 'partly' otherwise; 'no reference' without CB or when CB is not above chance."""
     values = np.asarray(values, dtype=np.float64)
     std = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
-    base = dict(mean=float(values.mean()), std=std, worst=float(values.min()), n=len(values))
+    mean, worst, n = float(values.mean()), float(values.min()), len(values)
     if reference is None or reference <= chance + 1e-9:
-        return Verdict(**base, works=0, fails=0, words="no reference (CB not above chance)")
+        return Verdict(mean, std, worst, n, 0, 0, "no reference (CB not above chance)")
     gain = (values - chance) / (reference - chance)
     works, fails = int((gain >= WORKS).sum()), int((gain <= FAILS).sum())
     if works == len(values):
@@ -242,7 +246,7 @@ def verdict(values: np.ndarray, chance: float, reference: float | None) -> Verdi
         words = f"unstable: works in {works}, fails in {fails} of {len(values)} trials"
     else:
         words = f"partly: {100 * float(gain.mean()):.0f} % of CB's gain over chance"
-    return Verdict(**base, works=works, fails=fails, words=words)
+    return Verdict(mean, std, worst, n, works, fails, words)
 
 
 def verdicts(frame: pd.DataFrame, config: FamilyConfig) -> dict[tuple[str, str], Verdict]:
@@ -298,8 +302,8 @@ ASSUMPTIONS = {
     ("action-inclusive", "AI-IGL"): "its assumption y ⟂ x | (a, r) holds",
     ("action-inclusive", "IGL-P"): "its model needs neutral feedback (r = 0) that says nothing "
                                    "about the action, and here a wrong action's feedback shows "
-                                   "(a - 3) mod 10: every interaction is extreme and, with no "
-                                   "definitely-bad flag, decoded positive",
+                                   "(a - 3) mod 10, which names the action: that assumption is "
+                                   "violated",
     ("personalised", "IGL"): "it assumes a binary reward and reads no definitely-bad signal, "
                              "so enjoyed and hated reactions are symmetric to it",
     ("personalised", "AI-IGL"): "it assumes a binary reward and reads no definitely-bad "
@@ -342,7 +346,7 @@ def markdown(frame: pd.DataFrame, config: FamilyConfig) -> str:
     envs = {family: named_environment(config.environment_name(family), config.data_dir)
             for family in config.families}
     chance = {family: chance_scores(env) for family, env in envs.items()}
-    header = [f"{TITLES[f]}: {config.environment_name(f)}, "
+    header = [f"{f} ({config.environment_name(f)}), "
               + ("accuracy (%)" if measure_of(f) == "accuracy" else "expected true reward")
               for f in config.families]
     lines = [
@@ -396,7 +400,8 @@ def paragraph(family: str, config: FamilyConfig, frame: pd.DataFrame,
     and what was measured, worded from the numbers."""
     name = measure_of(family)
     what = ("accuracy of the greedy policy on the held-out test images" if name == "accuracy"
-            else "expected true reward of the greedy policy over every user and time of day")
+            else "expected true reward of the greedy policy over every (user, time of day), "
+                 "each once: the simulator has no other contexts")
     parts = [ABOUT[family],
              f"Measured: the {what} ({config.environment_name(family)}, "
              f"{config.samples_of(family)} uniform interactions, {_trials(config.trials)}); "
