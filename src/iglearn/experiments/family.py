@@ -174,7 +174,8 @@ def fit_scores(method: str, log: InteractionLog, env: Environment,
     with warnings.catch_warnings():  # 2021 IGL's identifiability warnings are expected here
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         learner = make_learner(method, seed).fit(log)
-    return {**greedy_scores(learner, env), "seconds": time.perf_counter() - start}
+    seconds = time.perf_counter() - start
+    return {**greedy_scores(learner, env), "seconds": seconds}
 
 
 def run_trial(config: FamilyConfig, trial: int, seed: np.random.SeedSequence) -> list[dict]:
