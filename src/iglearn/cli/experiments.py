@@ -12,6 +12,7 @@ from iglearn.cli.paths import check_paths
 from iglearn.cli.settings import add_settings, build_settings, value_parser
 from iglearn.experiments import (
     action_inclusive,
+    family,
     figure3,
     personalized,
     sample_complexity,
@@ -86,6 +87,14 @@ EXPERIMENTS = (
                "vowpalwabbit package can drive it.",
                personalized.PersonalizedConfig(), personalized.reproduce,
                "personalized.csv, personalized.md, personalized.png and config.json"),
+    Experiment("family", "every IGL learner on every kind of feedback: where each works",
+               "The IGL family side by side: each trial logs uniform play on four environment "
+               "families (2021 feedback, action-inclusive, VW's personalised simulator, "
+               "grounded), fits 2021 IGL, AI-IGL, IGL-P, CB (true reward) and SUP (labels) on "
+               "each log, and scores the greedy policy on held-out contexts (accuracy; expected "
+               "true reward on the simulator); the report words where each works and fails "
+               "from the numbers and names the assumption each family violates.",
+               family.FamilyConfig(), family.reproduce, "family.csv, family.md and config.json"),
 )
 
 # The settings a sweep starts from: Table 1's, with fewer trials and IGL alone.
