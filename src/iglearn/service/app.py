@@ -367,9 +367,10 @@ def timestamp(value: str | None, name: str) -> float | None:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def build_app(service: Service, start_worker: bool = True) -> Starlette:
+def build_app(service: Service, start_worker: bool = True, demo: bool = False) -> Starlette:
     """The ASGI application of ``service``; ``start_worker``: run the learning worker
-    process while the application runs."""
+    process while the application runs; ``demo``: serve the demo page at ``/demo`` too
+    (:mod:`iglearn.service.demo`)."""
     config, storage = service.config, service.storage
     model, server = config.model, config.server
     k = model.n_actions
@@ -560,6 +561,10 @@ def build_app(service: Service, start_worker: bool = True) -> Starlette:
         Route("/healthz", endpoint("healthz", None, healthz), methods=["GET"]),
         Route("/metrics", endpoint("metrics", "admin", metrics), methods=["GET"]),
     ]
+    if demo:
+        from iglearn.service.demo import demo_routes
+
+        routes += demo_routes(service, endpoint, group)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -625,12 +630,12 @@ def start_learning_worker(config: ServiceConfig) -> Any:
     return process
 
 
-def serve(config: ServiceConfig, insecure_no_auth: bool = False) -> None:
-    """Run the service until interrupted."""
+def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = False) -> None:
+    """Run the service until interrupted (with the demo page at ``/demo`` if ``demo``)."""
     import uvicorn
 
     service = Service(config, insecure_no_auth)
-    app = build_app(service)
+    app = build_app(service, demo=demo)
     host, port = config.server.host, config.server.port
     print(f"iglearn serve: {config.model.algorithm}, K = {config.model.n_actions}, model "
           f"version {service.served.version if service.served else 0}, database "

@@ -201,6 +201,11 @@ class Storage(ABC):
     def close(self) -> None:
         """Release the database."""
 
+    def clear(self) -> None:
+        """Delete every interaction, model version and state value (the keys stay): a fresh
+        start, as the demo's reset button asks."""
+        raise IGLearnError(f"{type(self).__name__} cannot be cleared; use a new database")
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -453,6 +458,12 @@ class SQLiteStorage(Storage):
         with self._lock, self._transaction() as db:
             return db.execute("DELETE FROM interactions WHERE decided_at < ?",
                               (when,)).rowcount
+
+    def clear(self) -> None:
+        with self._lock, self._transaction() as db:
+            db.execute("DELETE FROM interactions")
+            db.execute("DELETE FROM models")
+            db.execute("DELETE FROM meta WHERE name != 'schema_version'")
 
     def close(self) -> None:
         with self._lock:
