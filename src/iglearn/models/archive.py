@@ -9,9 +9,14 @@ import io
 import tarfile
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from iglearn.errors import IGLearnError
 from iglearn.models.io import METADATA, WEIGHTS, load_model
+
+if TYPE_CHECKING:
+    from iglearn.learners.ai_igl import AIIGL
+    from iglearn.learners.batch_igl import BatchIGL
 
 MEMBERS = (METADATA, WEIGHTS)
 MAX_ARCHIVE_BYTES = 1 << 30
@@ -51,7 +56,7 @@ def unpack_model(data: bytes, folder: str | Path, source: str = "model archive")
 
 
 def load_archive(data: bytes, algorithm: str | None = None, source: str = "model archive"
-                 ) -> object:
+                 ) -> BatchIGL | AIIGL:
     """The learner in the archive ``data``, checked as :func:`load_model` checks a folder."""
     with tempfile.TemporaryDirectory(prefix="iglearn-model-") as tmp:
         unpack_model(data, tmp, source)

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -31,7 +31,7 @@ import numpy as np
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 import iglearn
 from iglearn.data import limits
@@ -367,10 +367,10 @@ def timestamp(value: str | None, name: str) -> float | None:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def build_app(service: Service, start_worker: bool = True, demo: bool = False) -> Starlette:
+def build_app(service: Service, start_worker: bool = True,
+              extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
     """The ASGI application of ``service``; ``start_worker``: run the learning worker
-    process while the application runs; ``demo``: serve the demo page at ``/demo`` too
-    (:mod:`iglearn.service.demo`)."""
+    process while the application runs; ``extra_routes``: more routes (pages, say)."""
     config, storage = service.config, service.storage
     model, server = config.model, config.server
     k = model.n_actions
@@ -513,7 +513,7 @@ def build_app(service: Service, start_worker: bool = True, demo: bool = False) -
                 lambda: load_archive(data, None, "the uploaded model"))
         except IGLearnError as e:
             raise Rejected(422, str(e), "body") from None
-        meta = learner.metadata_
+        meta: dict[str, Any] = getattr(learner, "metadata_", {})  # load_model sets it
         wanted = {"algorithm": model.algorithm, "n_actions": k,
                   "context_dim": model.context_dim, "feedback_dim": model.feedback_dim}
         for key, value in wanted.items():
@@ -560,11 +560,8 @@ def build_app(service: Service, start_worker: bool = True, demo: bool = False) -
         Route("/v1/log", endpoint("log", "admin", export_log), methods=["GET"]),
         Route("/healthz", endpoint("healthz", None, healthz), methods=["GET"]),
         Route("/metrics", endpoint("metrics", "admin", metrics), methods=["GET"]),
+        *extra_routes,
     ]
-    if demo:
-        from iglearn.service.demo import demo_routes
-
-        routes += demo_routes(service, endpoint, group)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -635,7 +632,12 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = Fa
     import uvicorn
 
     service = Service(config, insecure_no_auth)
-    app = build_app(service, demo=demo)
+    if demo:
+        from iglearn.service.demo import demo_routes
+
+        app = build_app(service, extra_routes=demo_routes(service))
+    else:
+        app = build_app(service)
     host, port = config.server.host, config.server.port
     print(f"iglearn serve: {config.model.algorithm}, K = {config.model.n_actions}, model "
           f"version {service.served.version if service.served else 0}, database "

@@ -30,7 +30,7 @@ from iglearn.errors import IGLearnError
 if TYPE_CHECKING:
     from starlette.routing import Route
 
-    from iglearn.service.app import GroupCommit, Service
+    from iglearn.service.app import Service
     from iglearn.service.config import ServiceConfig
 
 COLOURS = ("red", "green", "blue")
@@ -197,20 +197,38 @@ def choice(value: object, name: str, options: tuple[str, ...]) -> int:
     return value
 
 
-def demo_routes(service: Service, endpoint: Any, group: GroupCommit) -> list[Route]:
-    """The page and its small API, beside the service's: ``GET /demo`` (the page and its
-    files), ``GET /demo/api/status``, ``POST /demo/api/decide`` {colour, shape},
+def demo_routes(service: Service) -> list[Route]:
+    """The page and its small API, to serve beside the service's (``build_app``'s
+    ``extra_routes``): ``GET /demo`` (the page and its files), ``GET /demo/api/status``,
+    ``POST /demo/api/decide`` {colour, shape} (decided as ``/v1/decide`` decides),
     ``POST /demo/api/feedback`` {event_id, stroke} (stored as ``/v1/feedback`` stores
     feedback; answers the gesture's decoded reward) and ``POST /demo/api/reset`` (forget
-    everything and start again)."""
+    everything and start again). The API needs a client key (reset: an admin key) unless the
+    service runs without keys."""
     from starlette.requests import Request
     from starlette.responses import RedirectResponse, Response
     from starlette.routing import Route
 
-    from iglearn.service.app import Rejected, json_response, read_json
+    from iglearn.service.app import Handler, Rejected, event_id, json_response, read_json
     from iglearn.service.storage import Feedback, FeedbackOutcome
 
     limit = service.config.server.max_body_bytes
+
+    def endpoint(role: str | None, handler: Handler) -> Handler:
+        async def wrapped(request: Request) -> Response:
+            start = time.perf_counter()
+            try:
+                if role is not None:
+                    service.authorise(request, role)
+                response = await handler(request)
+            except Rejected as e:
+                body: dict[str, Any] = {"error": e.message}
+                if e.field is not None:
+                    body["field"] = e.field
+                response = json_response(body, e.status)
+            service.metrics.observe("demo", response.status_code, time.perf_counter() - start)
+            return response
+        return wrapped
 
     def status() -> dict[str, Any]:
         served = service.served
@@ -238,7 +256,7 @@ def demo_routes(service: Service, endpoint: Any, group: GroupCommit) -> list[Rou
         shape = choice(body.get("shape"), "shape", SHAPES)
         context = context_features(colour, shape)[None]
         allowed = np.ones((1, len(COLOURS)), dtype=bool)
-        decision = (await group.decide(context, [uuid.uuid4().hex], allowed))[0]
+        decision = service.decide(context, [uuid.uuid4().hex], allowed)[0]
         return json_response({"event_id": decision.event_id, "action": decision.action,
                               "word": COLOURS[decision.action],
                               "probability": decision.probability,
@@ -247,8 +265,6 @@ def demo_routes(service: Service, endpoint: Any, group: GroupCommit) -> list[Rou
                               "explored": decision.explored})
 
     async def feedback(request: Request) -> Response:
-        from iglearn.service.app import event_id
-
         body = await read_json(request, limit, ("event_id", "stroke"))
         if "event_id" not in body:
             raise Rejected(422, "missing", "event_id")
@@ -257,7 +273,7 @@ def demo_routes(service: Service, endpoint: Any, group: GroupCommit) -> list[Rou
         if "stroke" not in body:
             raise Rejected(422, "missing", "stroke")
         y = stroke_features(stroke_points(body["stroke"]))
-        outcome = await group.add_feedback(Feedback(eid, y, False, time.time()))
+        outcome = service.add_feedback([Feedback(eid, y, False, time.time())])[0]
         if outcome is FeedbackOutcome.UNKNOWN:
             raise Rejected(404, f"no decision has event id {eid}", "event_id")
         if outcome is FeedbackOutcome.DUPLICATE:
@@ -276,14 +292,13 @@ def demo_routes(service: Service, endpoint: Any, group: GroupCommit) -> list[Rou
     async def redirect(request: Request) -> Response:
         return RedirectResponse("/demo/", 307)
 
-    return [Route("/demo", endpoint("demo", None, redirect), methods=["GET"]),
-            Route("/demo/", endpoint("demo", None, page), methods=["GET"]),
-            Route("/demo/{name}", endpoint("demo", None, page), methods=["GET"]),
-            Route("/demo/api/status", endpoint("demo", "client", get_status), methods=["GET"]),
-            Route("/demo/api/decide", endpoint("demo", "client", decide), methods=["POST"]),
-            Route("/demo/api/feedback", endpoint("demo", "client", feedback),
-                  methods=["POST"]),
-            Route("/demo/api/reset", endpoint("demo", "admin", reset), methods=["POST"])]
+    return [Route("/demo", endpoint(None, redirect), methods=["GET"]),
+            Route("/demo/", endpoint(None, page), methods=["GET"]),
+            Route("/demo/{name}", endpoint(None, page), methods=["GET"]),
+            Route("/demo/api/status", endpoint("client", get_status), methods=["GET"]),
+            Route("/demo/api/decide", endpoint("client", decide), methods=["POST"]),
+            Route("/demo/api/feedback", endpoint("client", feedback), methods=["POST"]),
+            Route("/demo/api/reset", endpoint("admin", reset), methods=["POST"])]
 
 
 async def restart(service: Service) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import os
+import signal
 import sys
 import tempfile
 import threading
@@ -136,6 +137,7 @@ def worker_main(config: ServiceConfig, parent: int) -> None:
     ``parent``) is gone."""
     import torch
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service ends the worker itself
     os.nice(config.learning.worker_nice)
     torch.set_num_threads(config.learning.worker_threads)
 

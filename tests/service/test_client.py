@@ -1,0 +1,104 @@
+"""The Python client: decisions and feedback, and retries that stay idempotent when an
+answer is lost after the service stored the request."""
+
+from __future__ import annotations
+
+import socket
+import threading
+
+import httpx
+import numpy as np
+import pytest
+
+from iglearn.client import Client, ServiceError
+from iglearn.service.process import free_port
+
+from .conftest import D_X, D_Y
+
+
+def message(sock: socket.socket) -> bytes:
+    """One whole HTTP/1.1 message (head and Content-Length body) from ``sock``; b"" at the
+    end of the connection."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(1 << 16)
+        if not chunk:
+            return b""
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = 0
+    for line in head.split(b"\r\n"):
+        if line.lower().startswith(b"content-length:"):
+            length = int(line.split(b":")[1])
+    while len(body) < length:
+        body += sock.recv(1 << 16)
+    return head + b"\r\n\r\n" + body
+
+
+class LosingProxy:
+    """A TCP proxy to the service that, ``drop`` times, forwards a request and its answer's
+    arrival but closes the caller's connection instead of passing the answer on."""
+
+    def __init__(self, upstream: int):
+        self.upstream, self.drop, self.dropped = upstream, 0, 0
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self) -> None:
+        while True:
+            try:
+                caller, _ = self.server.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.relay, args=(caller,), daemon=True).start()
+
+    def relay(self, caller: socket.socket) -> None:
+        with caller, socket.create_connection(("127.0.0.1", self.upstream)) as service:
+            caller.settimeout(30)
+            service.settimeout(30)
+            while True:
+                request = message(caller)
+                if not request:
+                    return
+                service.sendall(request)
+                answer = message(service)
+                if self.drop > 0:
+                    self.drop -= 1
+                    self.dropped += 1
+                    return                     # the answer is lost with the connection
+                caller.sendall(answer)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def test_retries_after_a_lost_answer_are_idempotent(service):
+    proxy = LosingProxy(service.process.port)
+    try:
+        with Client(f"http://127.0.0.1:{proxy.port}", service.client_key, backoff=0.01) as client:
+            proxy.drop = 1
+            decision = client.decide(np.ones(D_X))
+            assert proxy.dropped == 1
+            storage = service.storage()
+            stored = storage._decision(decision["event_id"])
+            assert stored.action == decision["action"]
+            proxy.drop = 1
+            assert client.feedback(decision["event_id"], np.zeros(D_Y)) == "stored"
+            assert proxy.dropped == 2
+            assert decision["event_id"] in storage.joined().event_id
+            assert client.feedback(client.decide([0.5] * D_X)["event_id"],
+                                   [1, 0, 0]) == "joined"
+            with pytest.raises(ServiceError) as error:
+                client.decide([1, 2])
+            assert error.value.status == 422 and error.value.field == "context"
+            batch = client.decide_batch(np.zeros((3, D_X)))
+            assert len(batch) == 3 and client.model()["algorithm"] == "igl"
+    finally:
+        proxy.close()
+
+
+def test_gives_up_after_its_retries():
+    client = Client(f"http://127.0.0.1:{free_port()}", "iglk_x", retries=2, backoff=0.01)
+    with client, pytest.raises(httpx.ConnectError):
+        client.decide([0.0] * D_X)

@@ -1,0 +1,99 @@
+"""The learning worker's logic on a real SQLite database, in this process: when a re-fit is
+due, what it stores, and the storage's versions, rollback and retention."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from iglearn.errors import IGLearnError
+from iglearn.models.archive import load_archive
+from iglearn.service.config import parse_config
+from iglearn.service.learning import due, run_once
+from iglearn.service.storage import Decision, Feedback, FeedbackOutcome, SQLiteStorage
+
+from .conftest import D_X, D_Y, K, tables
+
+
+def fill(storage: SQLiteStorage, n: int, rng: np.random.Generator, start: int = 0,
+         decided_at: float | None = None) -> None:
+    """``n`` uniform decisions with feedback that tells the first coordinate's argmax."""
+    x = rng.normal(size=(n, D_X)).astype(np.float32)
+    a = rng.integers(0, K, n)
+    now = time.time() if decided_at is None else decided_at
+    storage.add_decisions([Decision(f"e{start + i}", x[i], int(a[i]), 1 / K, np.full(K, 1 / K),
+                                    0, True, True, now) for i in range(n)])
+    right = a == x[:, :K].argmax(1)
+    y = np.where(right[:, None], np.eye(D_Y)[0], np.eye(D_Y)[1]).astype(np.float32)
+    outcomes = storage.add_feedback([Feedback(f"e{start + i}", y[i], False, now)
+                                     for i in range(n)], 600.0)
+    assert outcomes == [FeedbackOutcome.JOINED] * n
+
+
+@pytest.mark.parametrize("algorithm", ["igl", "ai-igl"])
+def test_refits_when_due_and_stores_a_served_version(tmp_path, algorithm):
+    learner = {"max_restarts": 0, "optimisation": {"min_steps": 10}}
+    if algorithm == "ai-igl":
+        learner = {"max_restarts": 0, "min_interactions": 5, "refinements": 0,
+                   "optimisation": {"min_steps": 10}}
+    config = parse_config(tables(model={"algorithm": algorithm, "learner": learner},
+                                 learning={"refit_every": 100, "min_interactions": 60,
+                                           "keep_versions": 2}),
+                          str(tmp_path / "s.toml"))
+    storage = SQLiteStorage(tmp_path / "service.db")
+    rng = np.random.default_rng(0)
+    fill(storage, 50, rng)
+    assert due(storage, config, time.time()) is None          # fewer than min_interactions
+    fill(storage, 60, rng, start=50)
+    assert due(storage, config, time.time()) == "count"
+    outcome = run_once(storage, config)
+    assert outcome is not None and outcome["version"] == 1 and outcome["error"] is None
+    assert storage.served_version() == 1 and due(storage, config, time.time()) is None
+    record = storage.models()[0]
+    assert record.algorithm == algorithm and record.interactions == 110
+    assert np.isfinite(record.summary["indicator"])
+    assert ("lemma5" in record.summary) == (algorithm == "igl")
+    learner_back = load_archive(storage.model_archive(1), algorithm)
+    assert learner_back.predict_proba(np.zeros((1, D_X), np.float32)).shape == (1, K)
+    storage.set_state("refit_requested_at", time.time())
+    assert due(storage, config, time.time()) == "requested"
+    for _ in range(3):
+        storage.set_state("refit_requested_at", time.time())
+        run_once(storage, config)
+    assert [m.version for m in storage.models()] == [3, 4]     # keep_versions = 2
+    storage.serve(3)
+    assert storage.served_version() == 3
+    storage.prune_models(1)
+    assert [m.version for m in storage.models()] == [3, 4]     # the served one is kept
+    with pytest.raises(IGLearnError, match="no model version 1"):
+        storage.serve(1)
+
+
+def test_a_requested_refit_without_data_reports_why(tmp_path):
+    config = parse_config(tables(), str(tmp_path / "s.toml"))
+    storage = SQLiteStorage(tmp_path / "service.db")
+    storage.set_state("refit_requested_at", time.time())
+    outcome = run_once(storage, config)
+    assert outcome is not None and outcome["version"] is None
+    assert "send more feedback" in outcome["error"]
+    assert storage.served_version() == 0
+
+
+def test_late_feedback_retention_and_export_window(tmp_path):
+    storage = SQLiteStorage(tmp_path / "service.db")
+    rng = np.random.default_rng(1)
+    fill(storage, 10, rng, decided_at=1000.0)
+    fill(storage, 10, rng, start=10)
+    storage.add_decisions([Decision("late", np.zeros(D_X, np.float32), 0, 1 / K,
+                                    np.full(K, 1 / K), 0, True, True, time.time() - 100)])
+    late = storage.add_feedback([Feedback("late", np.zeros(D_Y, np.float32), True,
+                                          time.time())], join_window=10.0)
+    assert late == [FeedbackOutcome.LATE]
+    counts = storage.counts()
+    assert (counts.decisions, counts.joined, counts.late) == (21, 20, 1)
+    assert len(storage.joined(since=2000.0)) == 10 and len(storage.joined(until=2000.0)) == 10
+    assert len(storage.joined(latest=3)) == 3
+    assert storage.delete_before(2000.0) == 10
+    assert storage.counts().decisions == 11
