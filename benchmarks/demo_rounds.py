@@ -36,19 +36,11 @@ TARGET_ROUNDS = 60
 TARGET_SHARE = 0.8
 
 
-def wait_for_refit(http: httpx.Client, status: dict, timeout: float = 120.0) -> None:
-    """Wait until the re-fit that ``status`` (a feedback answer) makes due has been served."""
-    due = status["learnable"] >= status["min_interactions"] and (
-        status["learnable"] - int((status["last_refit"] or {}).get("learnable", 0))
-        >= status["refit_every"])
-    if not due:
-        return
+def wait_for_refit(http: httpx.Client, timeout: float = 120.0) -> None:
+    """Wait until no re-fit is due or under way and the latest model is served."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        now = http.get("/demo/api/status").json()
-        last = now["last_refit"] or {}
-        if int(last.get("learnable", 0)) >= status["learnable"] and (
-                last.get("version") is None or now["model_version"] >= last["version"]):
+        if not http.get("/demo/api/status").json()["refit_pending"]:
             return
         time.sleep(0.05)
     raise TimeoutError(f"no re-fit within {timeout} s")
@@ -71,12 +63,11 @@ def play(url: str, rounds: int, seed: int, gestures: tuple[str, str], think: str
             answer = http.post("/demo/api/feedback", json={
                 "event_id": d["event_id"], "stroke": stroke.round(1).tolist()})
             answer.raise_for_status()
-            status = answer.json()
             records.append({"round": r, "right": right, "explored": d["explored"],
                             "model_version": d["model_version"],
-                            "decoded_reward": status["decoded_reward"]})
+                            "decoded_reward": answer.json()["decoded_reward"]})
             if think == "refit":
-                wait_for_refit(http, status)
+                wait_for_refit(http)
         last = http.get("/demo/api/status").json()["last_refit"] or {}
         records[-1]["refit_seconds"] = last.get("seconds")
     return records

@@ -57,8 +57,9 @@ def demo_tables(seed: int = 0) -> dict[str, dict[str, Any]]:
         "model": {"n_actions": len(COLOURS), "context_dim": CONTEXT_DIM,
                   "feedback_dim": FEEDBACK_DIM, "algorithm": "igl", "seed": seed,
                   "learner": {"max_restarts": 2, "restart_threshold": 0.2,
-                              "optimisation": {"min_steps": 60, "batch_size": 64}}},
-        "exploration": {"mode": "epsilon", "epsilon": 0.3},
+                              "optimisation": {"min_steps": 60, "batch_size": 64,
+                                               "weight_decay_scale": 1.0}}},
+        "exploration": {"mode": "epsilon", "epsilon": 0.15},
         "learning": {"refit_every": 3, "refit_seconds": 5.0, "min_interactions": 12,
                      "poll_seconds": 0.1, "join_window": 3600.0, "keep_versions": 5},
         "server": {"host": "127.0.0.1", "db": "demo.db"}}
@@ -210,6 +211,7 @@ def demo_routes(service: Service) -> list[Route]:
     from starlette.routing import Route
 
     from iglearn.service.app import Handler, Rejected, event_id, json_response, read_json
+    from iglearn.service.learning import due
     from iglearn.service.storage import Feedback, FeedbackOutcome
 
     limit = service.config.server.max_body_bytes
@@ -232,11 +234,15 @@ def demo_routes(service: Service) -> list[Route]:
 
     def status() -> dict[str, Any]:
         served = service.served
+        version = 0 if served is None else served.version
         counts = service.storage.counts()
         last = service.storage.state("last_refit") or {}
-        return {"model_version": 0 if served is None else served.version,
+        pending = (due(service.storage, service.config, time.time()) is not None
+                   or int(last.get("version") or 0) > version)
+        return {"model_version": version,
                 "interactions": counts.joined, "learnable": counts.learnable,
-                "last_refit": last, "refit_every": service.config.learning.refit_every,
+                "last_refit": last, "refit_pending": pending,
+                "refit_every": service.config.learning.refit_every,
                 "min_interactions": service.config.learning.min_interactions,
                 "colours": list(COLOURS), "shapes": list(SHAPES)}
 

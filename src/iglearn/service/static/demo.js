@@ -6,7 +6,7 @@ const COLOURS = {red: "#c62828", green: "#2e7d32", blue: "#1565c0"};
 const WINDOW = 20;  // rounds in the "recently right" share
 
 const state = {colours: [], shapes: [], decision: null, colour: 0, shape: 0,
-               strokes: [], drawing: false, history: [], busy: false};
+               strokes: [], drawing: false, history: [], busy: false, pending: false};
 
 const $ = (id) => document.getElementById(id);
 const canvas = $("canvas");
@@ -171,7 +171,11 @@ function showStatus(s, reward) {
     $("accuracy").textContent = "–";
   }
   const last = s.last_refit || {};
-  if (last.error) {
+  state.pending = s.refit_pending;
+  if (s.refit_pending) {
+    say("Re-fitting the policy and the decoder on " + s.learnable +
+        " rounds, in the background…");
+  } else if (last.error) {
     say("Waiting for data: " + last.error);
   } else if (last.version) {
     say("Model version " + last.version + " was fitted on " + last.learnable +
@@ -229,6 +233,16 @@ async function reset() {
   }
   await newRound();
 }
+
+// While a re-fit is under way, look for the new model now and then.
+setInterval(async () => {
+  if (!state.pending || state.busy) return;
+  try {
+    showStatus(await api("status"));
+  } catch (e) {
+    // the next round reports it
+  }
+}, 1000);
 
 $("send").addEventListener("click", send);
 $("clear").addEventListener("click", () => { clearCanvas(); say("Cleared; draw again."); });
