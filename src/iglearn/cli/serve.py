@@ -65,12 +65,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         description="Serve decisions over HTTP, log every decision and its feedback, and "
                     "re-fit the model while serving. The configuration file's keys are "
                     "documented in docs/guides/service.md.")
-    serve.add_argument("--config", help="the service's TOML configuration (required)")
+    serve.add_argument("--config", help="the service's TOML configuration (required; "
+                                        "default: none)")
     serve.add_argument("--db", default=None,
-                       help="database file (overrides [server] db)")
-    serve.add_argument("--host", default=None, help="address to listen on ([server] host)")
+                       help="database file (default: the file's [server] db)")
+    serve.add_argument("--host", default=None,
+                       help="address to listen on (default: the file's [server] host)")
     serve.add_argument("--port", type=number(int), default=None,
-                       help="port to listen on ([server] port)")
+                       help="port to listen on (default: the file's [server] port)")
     serve.add_argument("--insecure-no-auth", action="store_true",
                        help="accept requests without an API key (loopback addresses only)")
     serve.add_argument("--demo", action="store_true",
@@ -82,7 +84,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     key_actions = keys.add_subparsers(dest="keys_command", metavar="COMMAND", required=True)
     add = key_actions.add_parser("add", help="create an API key (printed once, stored hashed)")
     add.add_argument("--config", required=True, help="the service's TOML configuration")
-    add.add_argument("--db", default=None, help="database file (overrides [server] db)")
+    add.add_argument("--db", default=None,
+                     help="database file (default: the file's [server] db)")
     add.add_argument("--role", required=True, choices=("client", "admin"),
                      help="client: decide and feedback; admin: everything")
     add.set_defaults(run=run_keys_add, reads=("config",))

@@ -58,6 +58,8 @@ KEY_RELOAD_SECONDS = 1.0
 with ``iglearn serve keys add`` while it runs)."""
 RETENTION_SECONDS = 3600.0
 """How often the retention setting is applied."""
+CHECKPOINT_SECONDS = 1.0
+"""How often a thread of the service checkpoints the database's WAL (off the requests' path)."""
 _NUMBER_TYPES = frozenset({int, float})
 _EVENT_ID = re.compile(r"[A-Za-z0-9._:\-]+")
 
@@ -106,7 +108,8 @@ class Service:
         # one decision is a small product: several threads only wait on each other, and
         # on a busy machine (the learning worker fitting) each call would take milliseconds
         torch.set_num_threads(config.server.torch_threads)
-        self.storage: Storage = open_storage(config.db_path, config.server.synchronous)
+        self.storage: Storage = open_storage(config.db_path, config.server.synchronous,
+                                             checkpoint_seconds=CHECKPOINT_SECONDS)
         self.keyring = KeyRing(self.storage.keys())
         if not self.keyring and not insecure_no_auth:
             raise IGLearnError(f"{config.db_path}: no API key yet; create one with 'iglearn "
@@ -151,7 +154,8 @@ class Service:
             "settings": self.config.learner_settings(),
             "exploration": asdict(self.config.exploration),
             "fitted_at": None, "interactions": 0, "indicator": None, "lemma5": None,
-            "versions": versions, "last_refit": self.storage.state("last_refit")}
+            "versions": versions, "last_refit": self.storage.state("last_refit"),
+            "refit_running": self.storage.state("refit_running")}
         if served is not None:
             summary = served.record.summary
             info |= {"version": served.version, "fitted_at": served.record.created_at,

@@ -115,19 +115,23 @@ def due(storage: Storage, config: ServiceConfig, now: float) -> str | None:
 
 def run_once(storage: Storage, config: ServiceConfig) -> dict[str, Any] | None:
     """One look for work: re-fit if due, and record the outcome in the shared state
-    ``last_refit`` ({at, reason, learnable, version or error})."""
+    ``last_refit`` ({at, reason, learnable, version or error}); ``refit_running`` holds
+    {at, reason} while it runs."""
     reason = due(storage, config, time.time())
     if reason is None:
         return None
     at = time.time()
     learnable = storage.counts().learnable
     outcome: dict[str, Any] = {"at": at, "reason": reason, "learnable": learnable}
+    storage.set_state("refit_running", {"at": at, "reason": reason})
     try:
         minimum = config.model.n_actions if reason == "requested" else None
         record = refit(storage, config, reason, minimum)
         outcome |= {"version": record.version, "seconds": record.fit_seconds, "error": None}
     except IGLearnError as e:
         outcome |= {"version": None, "error": str(e)}
+    finally:
+        storage.set_state("refit_running", None)
     storage.set_state("last_refit", outcome)
     return outcome
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -248,9 +249,15 @@ CREATE TABLE IF NOT EXISTS api_keys (
 class SQLiteStorage(Storage):
     """:class:`Storage` on an SQLite database file (WAL, so the learning worker reads while
     the service writes; ``synchronous``: 'normal' survives a crash of the service, 'full'
-    also a power cut)."""
+    also a power cut).
 
-    def __init__(self, path: str | Path, synchronous: str = "normal", timeout: float = 30.0):
+    With ``checkpoint_seconds``, this connection never checkpoints the WAL into the database
+    itself (in WAL mode with synchronous 'normal', checkpoints are the only writes that wait
+    for the disk): a thread with its own connection does, that often, so that no commit on
+    a request's path waits for one."""
+
+    def __init__(self, path: str | Path, synchronous: str = "normal", timeout: float = 30.0,
+                 checkpoint_seconds: float | None = None):
         self.path = Path(path)
         if not self.path.parent.is_dir():
             raise IGLearnError(f"{self.path}: the folder {self.path.parent} does not exist; "
@@ -277,6 +284,22 @@ class SQLiteStorage(Storage):
             raise IGLearnError(f"{self.path}: cannot open the database ({e}); check the path, "
                                f"or choose a new file for [server] db") from None
         self._lock = threading.Lock()
+        self._stop = threading.Event()
+        if checkpoint_seconds is not None:
+            self._db.execute("PRAGMA wal_autocheckpoint=0")
+            threading.Thread(target=self._checkpoints, args=(checkpoint_seconds, timeout),
+                             daemon=True, name="iglearn-wal-checkpoint").start()
+
+    def _checkpoints(self, every: float, timeout: float) -> None:
+        """Checkpoint the WAL every ``every`` seconds until closed (its own connection)."""
+        db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None)
+        try:
+            while not self._stop.wait(every):
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        except sqlite3.Error as e:  # the service goes on; the next start checkpoints
+            print(f"iglearn serve: WAL checkpoint failed: {e}", file=sys.stderr)
+        finally:
+            db.close()
 
     class _Tx:
         def __init__(self, db: sqlite3.Connection):
@@ -466,10 +489,13 @@ class SQLiteStorage(Storage):
             db.execute("DELETE FROM meta WHERE name != 'schema_version'")
 
     def close(self) -> None:
+        self._stop.set()
         with self._lock:
             self._db.close()
 
 
-def open_storage(db: str | Path, synchronous: str = "normal") -> Storage:
-    """The storage the ``db`` setting names: an SQLite database file."""
-    return SQLiteStorage(db, synchronous)
+def open_storage(db: str | Path, synchronous: str = "normal",
+                 checkpoint_seconds: float | None = None) -> Storage:
+    """The storage the ``db`` setting names: an SQLite database file (``checkpoint_seconds``:
+    see :class:`SQLiteStorage`)."""
+    return SQLiteStorage(db, synchronous, checkpoint_seconds=checkpoint_seconds)
