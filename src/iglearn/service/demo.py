@@ -143,7 +143,8 @@ def simulated_stroke(gesture: str, rng: np.random.Generator, size: float = 200.0
                      points: int = 40) -> np.ndarray:
     """A person's drawing of ``gesture`` (a key of :data:`GESTURES`) on a canvas of
     ``size`` pixels: the template at a random place and scale, turned by up to 15 degrees,
-    with its corners moved and every point jittered; ``points`` points (n, 2) along it."""
+    with its corners moved and every point jittered, kept on the canvas; ``points`` points
+    (n, 2) along it."""
     template = GESTURES[gesture]
     corners = template + rng.normal(scale=0.06, size=template.shape)
     angle = np.deg2rad(rng.uniform(-15, 15))
@@ -157,7 +158,8 @@ def simulated_stroke(gesture: str, rng: np.random.Generator, size: float = 200.0
     at = np.concatenate([[0.0], at, [length[-1]]])
     path = np.stack([np.interp(at, length, corners[:, 0]),
                      np.interp(at, length, corners[:, 1])], 1)
-    return centre + scale * path + rng.normal(scale=0.01 * size, size=path.shape)
+    drawn = centre + scale * path + rng.normal(scale=0.01 * size, size=path.shape)
+    return np.clip(drawn, 0.02 * size, 0.98 * size)
 
 
 # -- the page's routes -------------------------------------------------------------------------
