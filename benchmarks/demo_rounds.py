@@ -139,6 +139,7 @@ def main() -> None:
         f"benchmark wall time {seconds:.0f} s", ""])
     settings = {"seeds": args.seeds, "rounds": args.rounds, "gestures": args.gestures,
                 "think": args.think, "demo_config": demo_tables()}
+    args.out.mkdir(parents=True, exist_ok=True)
     print(write_outputs(args.out, "demo_rounds", tidy_frame(rows), text, settings))
 
 

@@ -100,10 +100,10 @@ def add_demo_command(commands: argparse._SubParsersAction) -> None:
                     "(no keys) and serve a page at /demo where you ground the learner live "
                     "with your own gestures. See docs/guides/demo.md.")
     demo.add_argument("--port", type=number(int), default=8700,
-                      help="port to listen on (default 8700)")
+                      help="port to listen on (default: 8700)")
     demo.add_argument("--folder", default=None,
                       help="folder for the configuration and the database, kept to resume "
                            "(default: a temporary folder, deleted at the end)")
     demo.add_argument("--seed", type=number(int), default=0,
-                      help="seed of the service's draws and re-fits (default 0)")
+                      help="seed of the service's draws and re-fits (default: 0)")
     demo.set_defaults(run=run_demo, reads=())
