@@ -158,7 +158,7 @@ def measured(url: str, port: int, pid: int, key: str, headers: dict, pools: Pool
     results["service_cpu"] = [cpu_seconds(pid) - cpu]
     deadline = time.monotonic() + 300
     while ((httpx.get(url + "/v1/model", headers=headers).json()["last_refit"] or {})
-           .get("at", 0.0) < started and time.monotonic() < deadline):
+           .get("at", 0.0) < asked and time.monotonic() < deadline):
         time.sleep(0.5)
     time.sleep(1.0)
     return results, (started, ended)

@@ -43,16 +43,20 @@ def learnable_log(storage: Storage, config: ServiceConfig) -> InteractionLog | N
 
 
 def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dict[str, Any]:
-    """What a re-fit reports: the learner's indicator, Lemma 5's bound (IGL only) and
-    whether the data-driven schedule's test passed."""
+    """What a re-fit reports: the learner's indicator (None for a learner that reports
+    none), Lemma 5's bound (IGL only) and whether the data-driven schedule's test passed."""
     from iglearn.theory import lemma5_value_lower_bound
 
-    report = learner.report_
+    report = getattr(learner, "report_", None)
     n, k = len(log), log.n_actions
-    indicator = float(report.indicator)
+    value = getattr(report, "indicator", None)
+    indicator = float(value) if value is not None and math.isfinite(value) else None
     summary: dict[str, Any] = {"source": "refit", "indicator": indicator,
-                               "seconds": float(report.seconds),
-                               "warnings": list(getattr(report, "warnings", []))}
+                               "seconds": float(getattr(report, "seconds", 0.0)),
+                               "warnings": [str(w) for w in getattr(report, "warnings", [])]}
+    if indicator is None:
+        summary["certified"] = False
+        return summary
     if config.model.algorithm == "igl":
         max_weight = 1.0 / float(np.min(log.probability))
         bound = lemma5_value_lower_bound(indicator, n, k, DEFAULT_IOTA, 1.0 / k, max_weight)
