@@ -53,3 +53,19 @@ def test_uniform_before_any_model():
     actions, dist, explored, learnable = explorer.draw(None, np.ones((10, 5), dtype=bool))
     np.testing.assert_allclose(dist, 0.2)
     assert explored.all() and learnable.all() and explorer.round == 10
+
+
+def test_epsilon_falls_linearly_and_continues_after_a_restart():
+    settings = ExplorationSettings(mode="epsilon", epsilon=0.4, epsilon_final=0.1,
+                                   epsilon_rounds=30)
+    np.testing.assert_allclose(settings.epsilon_at(np.array([0, 15, 30, 100])),
+                               [0.4, 0.25, 0.1, 0.1])
+    k = 4
+    greedy = np.tile(np.eye(k)[:1], (40, 1))  # the policy always prefers action 0
+    explorer = Explorer(settings, k, 0, np.random.default_rng(0))
+    _, dist, _, _ = explorer.draw(greedy, np.ones((40, k), dtype=bool))
+    np.testing.assert_allclose(dist[:, 1], settings.epsilon_at(np.arange(40)) / k)
+    assert explorer.round == 40
+    later = Explorer(settings, k, 40, np.random.default_rng(0))  # after a restart
+    _, dist, _, _ = later.draw(greedy[:1], np.ones((1, k), dtype=bool))
+    np.testing.assert_allclose(dist[0], [1 - 0.1 + 0.1 / k] + [0.1 / k] * (k - 1))

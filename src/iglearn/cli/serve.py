@@ -20,7 +20,30 @@ def run_serve(args: argparse.Namespace) -> int:
         raise IGLearnError("iglearn serve needs --config FILE (a TOML file; see "
                            "docs/guides/service.md)")
     config = load_config(args.config).replace(host=args.host, port=args.port, db=args.db)
-    serve(config, args.insecure_no_auth)
+    if args.demo:
+        from iglearn.service.demo import check_demo_config
+
+        check_demo_config(config, args.insecure_no_auth)
+    serve(config, args.insecure_no_auth, demo=args.demo)
+    return 0
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Write the demo's configuration to a folder and serve it, with the page, on loopback
+    without keys, until interrupted."""
+    import tempfile
+    from pathlib import Path
+
+    from iglearn.service.app import serve
+    from iglearn.service.config import load_config
+    from iglearn.service.demo import write_demo_config
+
+    with tempfile.TemporaryDirectory(prefix="iglearn-demo-") as scratch:
+        folder = Path(args.folder) if args.folder is not None else Path(scratch)
+        config = load_config(write_demo_config(folder, args.seed)).replace(port=args.port)
+        print(f"iglearn demo: open http://127.0.0.1:{config.server.port}/demo in a browser "
+              f"(files in {folder}; Ctrl+C to stop)", file=sys.stderr, flush=True)
+        serve(config, insecure_no_auth=True, demo=True)
     return 0
 
 
@@ -70,6 +93,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                        help="port to listen on (default: the file's [server] port)")
     serve.add_argument("--insecure-no-auth", action="store_true",
                        help="accept requests without an API key (loopback addresses only)")
+    serve.add_argument("--demo", action="store_true",
+                       help="also serve the gesture demo page at /demo (a configuration "
+                            "of the demo's shape, on loopback with --insecure-no-auth)")
     serve.set_defaults(run=run_serve, reads=("config",))
     actions = serve.add_subparsers(dest="serve_command", metavar="COMMAND")
     keys = actions.add_parser("keys", help="manage API keys")
@@ -94,3 +120,21 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          help="database file or postgresql:// URL (default: the file's "
                               "[server] db)")
     upgrade.set_defaults(run=run_db_upgrade, reads=("config",))
+    add_demo_command(commands)
+
+
+def add_demo_command(commands: argparse._SubParsersAction) -> None:
+    """Add ``demo``: the decision service with the gesture demo page."""
+    demo = commands.add_parser(
+        "demo", help="teach the learner with your own gestures, in a browser",
+        description="Start a decision service with the demo's configuration on 127.0.0.1 "
+                    "(no keys) and serve a page at /demo where you ground the learner live "
+                    "with your own gestures. See docs/guides/demo.md.")
+    demo.add_argument("--port", type=number(int), default=8700,
+                      help="port to listen on (default: 8700)")
+    demo.add_argument("--folder", default=None,
+                      help="folder for the configuration and the database, kept to resume "
+                           "(default: a temporary folder, deleted at the end)")
+    demo.add_argument("--seed", type=number(int), default=0,
+                      help="seed of the service's draws and re-fits (default: 0)")
+    demo.set_defaults(run=run_demo, reads=())

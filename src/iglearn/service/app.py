@@ -696,12 +696,17 @@ def start_learning_worker(config: ServiceConfig) -> Any:
     return process
 
 
-def serve(config: ServiceConfig, insecure_no_auth: bool = False) -> None:
-    """Run the service until interrupted."""
+def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = False) -> None:
+    """Run the service until interrupted (with the demo page at ``/demo`` if ``demo``)."""
     import uvicorn
 
     service = Service(config, insecure_no_auth)
-    app = build_app(service)
+    if demo:
+        from iglearn.service.demo import demo_routes
+
+        app = build_app(service, extra_routes=demo_routes(service))
+    else:
+        app = build_app(service)
     host, port = config.server.host, config.server.port
     print(f"iglearn serve: {config.model.algorithm}, K = {config.model.n_actions}, model "
           f"version {service.served.version if service.served else 0}, database "

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from iglearn.data import limits
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
@@ -90,6 +92,21 @@ class ExplorationSettings:
     (a draw from pi(.|x))."""
     epsilon: float = 0.1
     """The 'epsilon' mode's share of uniformly random actions, in (0, 1]."""
+    epsilon_rounds: int = 0
+    """Decisions over which the share of random actions falls linearly from ``epsilon`` to
+    ``epsilon_final`` (0: no decay, it stays ``epsilon``)."""
+    epsilon_final: float = 0.0
+    """With ``epsilon_rounds``: the share of random actions after the decay, in
+    (0, epsilon]."""
+
+    def epsilon_at(self, decisions: np.ndarray) -> np.ndarray:
+        """The 'epsilon' mode's share of random actions for decisions after ``decisions``
+        earlier ones (the linear decay from ``epsilon`` to ``epsilon_final``)."""
+        decisions = np.asarray(decisions, dtype=np.float64)
+        if self.epsilon_rounds <= 0:
+            return np.full(decisions.shape, self.epsilon)
+        done = np.minimum(decisions / self.epsilon_rounds, 1.0)
+        return self.epsilon + done * (self.epsilon_final - self.epsilon)
 
     def make_schedule(self) -> Schedule:
         """E2G's schedule object."""
@@ -303,6 +320,11 @@ def _check(config: ServiceConfig, path: str) -> None:
         raise _bad(path, "model", "seed", m.seed, "an integer >= 0")
     if not 0 < e.epsilon <= 1:
         raise _bad(path, "exploration", "epsilon", e.epsilon, "a number in (0, 1]")
+    if e.epsilon_rounds < 0:
+        raise _bad(path, "exploration", "epsilon_rounds", e.epsilon_rounds, "an integer >= 0")
+    if e.epsilon_rounds > 0 and not 0 < e.epsilon_final <= e.epsilon:
+        raise _bad(path, "exploration", "epsilon_final", e.epsilon_final,
+                   f"a number in (0, epsilon = {e.epsilon:g}] when epsilon_rounds is set")
     positive = {("exploration", "warmup"): e.warmup, ("exploration", "iota"): e.iota,
                 ("learning", "refit_every"): lr.refit_every,
                 ("learning", "refit_seconds"): lr.refit_seconds,

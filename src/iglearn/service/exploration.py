@@ -5,7 +5,8 @@ uniformly random action (line 2) and then plays the policy for n_i steps (line 5
 the configured schedule (:mod:`iglearn.learners.schedules`); re-fits learn from the uniform
 steps only, as E2G's line 4 learns from its exploration set D. 'epsilon' mixes the uniform
 distribution with the policy's, epsilon to 1 - epsilon, so every action keeps probability
-at least epsilon / K and re-fits learn from every interaction, importance-weighted.
+at least epsilon / K and re-fits learn from every interaction, importance-weighted; epsilon
+may fall linearly over the first decisions (``epsilon_rounds``, ``epsilon_final``).
 
 Before any model exists every decision is uniform. A decision restricted to some allowed
 actions draws only among them (its probabilities are zero elsewhere).
@@ -26,8 +27,8 @@ class Explorer:
     Args:
         settings: the ``[exploration]`` settings.
         n_actions: K.
-        rounds: E2G rounds already begun (the explored decisions stored), to continue the
-            schedule after a restart.
+        rounds: E2G rounds already begun (the explored decisions stored), or in the
+            'epsilon' mode the decisions made, to continue the schedule after a restart.
         rng: the service's numpy Generator.
     """
 
@@ -82,12 +83,14 @@ class Explorer:
                                      for _ in range(n)], dtype=bool)
                 distribution = np.where(explored[:, None], uniform, exploit)
             else:
-                eps = self.settings.epsilon
+                eps = self.settings.epsilon_at(self.round + np.arange(n))[:, None]
                 distribution = eps * uniform + (1 - eps) * exploit
                 explored = np.zeros(n, dtype=bool)
         if policy is None and self.settings.mode == "e2g":
             for _ in range(n):
                 self.next_step_explores(False, certified)
+        if self.settings.mode == "epsilon":  # decisions so far, for epsilon's decay
+            self.round += n
         actions = sample_actions(distribution, self.rng)
         if policy is not None and self.settings.mode == "epsilon":
             explored = actions != exploit.argmax(1)

@@ -55,14 +55,16 @@ def add_key(config: str | Path, role: str) -> str:
 
 
 class ServiceProcess:
-    """``iglearn serve --config CONFIG`` in a child process, on ``port``.
+    """``iglearn serve --config CONFIG`` in a child process, on ``port`` (with ``--demo``:
+    the demo page too).
 
     Use as a context manager, or call :meth:`start` and :meth:`stop`; :meth:`kill` sends
     SIGKILL (a crash)."""
 
     def __init__(self, config: str | Path, port: int, insecure_no_auth: bool = False,
-                 log: str | Path | None = None, nice: int = 0):
+                 log: str | Path | None = None, nice: int = 0, demo: bool = False):
         self.config, self.port, self.insecure = Path(config), port, insecure_no_auth
+        self.demo = demo
         self.url = f"http://127.0.0.1:{port}"
         self.log = Path(log) if log is not None else self.config.with_suffix(".log")
         self.nice = nice
@@ -74,6 +76,8 @@ class ServiceProcess:
                    "--port", str(self.port)]
         if self.insecure:
             command.append("--insecure-no-auth")
+        if self.demo:
+            command.append("--demo")
         with open(self.log, "ab") as out:
             self.process = subprocess.Popen(
                 command, stdout=out, stderr=subprocess.STDOUT,

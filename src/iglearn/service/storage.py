@@ -239,6 +239,11 @@ class Storage(ABC):
     def close(self) -> None:
         """Release the database (and the re-fit lease)."""
 
+    def clear(self) -> None:
+        """Delete every interaction, model version and state value (the keys stay): a fresh
+        start, as the demo's reset button asks."""
+        raise IGLearnError(f"{type(self).__name__} cannot be cleared; use a new database")
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -514,6 +519,12 @@ class SQLiteStorage(Storage):
                 return False
             self._lease = fd
         return True
+
+    def clear(self) -> None:
+        with self._lock, self._transaction() as db:
+            db.execute("DELETE FROM interactions")
+            db.execute("DELETE FROM models")
+            db.execute("DELETE FROM meta WHERE name != 'schema_version'")
 
     def close(self) -> None:
         self._stop.set()

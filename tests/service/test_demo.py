@@ -1,0 +1,104 @@
+"""The demo's pieces: stroke features, its configuration's refusals, and its API on a real
+``iglearn serve --demo`` process (the page itself is played in test_demo_browser.py)."""
+
+from __future__ import annotations
+
+import httpx
+import numpy as np
+import pytest
+
+from iglearn.cli import main
+from iglearn.service.demo import (
+    CONTEXT_DIM,
+    FEEDBACK_DIM,
+    GESTURES,
+    context_features,
+    simulated_stroke,
+    static_file,
+    stroke_features,
+    write_demo_config,
+)
+from iglearn.service.process import ServiceProcess, free_port, write_config
+from iglearn.service.storage import SQLiteStorage
+
+from .conftest import tables
+
+
+def test_stroke_features_ignore_place_and_size_but_not_shape():
+    rng = np.random.default_rng(0)
+    stroke = simulated_stroke("tick", rng)
+    y = stroke_features(stroke)
+    assert y.shape == (FEEDBACK_DIM,) and np.isfinite(y).all()
+    np.testing.assert_allclose(stroke_features(3 * stroke + [40, -7]), y, atol=1e-5)
+    ticks = np.stack([stroke_features(simulated_stroke("tick", rng)) for _ in range(20)])
+    crosses = np.stack([stroke_features(simulated_stroke("cross", rng)) for _ in range(20)])
+    within = np.linalg.norm(ticks - ticks.mean(0), axis=1).mean()
+    between = np.linalg.norm(ticks.mean(0) - crosses.mean(0))
+    assert between > 2 * within
+    assert not stroke_features(np.zeros((5, 2))).any()  # a dot
+    assert set(GESTURES) >= {"tick", "cross", "circle", "zigzag"}
+
+
+def test_context_features_are_one_hot():
+    x = context_features(2, 1)
+    assert x.shape == (CONTEXT_DIM,) and x.sum() == 2 and x[2] == 1 and x[3 + 1] == 1
+
+
+def test_the_page_ships_inside_the_package():
+    page = static_file("index.html").decode()
+    assert "/demo/demo.js" in page and "aria-live" in page and "http" not in page
+    assert b"fetch(" in static_file("demo.js") and static_file("demo.css")
+
+
+def test_serve_demo_refuses_what_the_page_cannot_play(tmp_path, capsys):
+    config = write_config(tmp_path / "s.toml", tables())
+    assert main(["serve", "--config", str(config), "--demo", "--insecure-no-auth"]) == 2
+    assert "[model] context_dim is 4, but the demo page needs 6" in capsys.readouterr().err
+    demo = write_demo_config(tmp_path / "demo")
+    assert main(["serve", "--config", str(demo), "--demo"]) == 2
+    assert "--insecure-no-auth" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def demo_service(tmp_path_factory):
+    config = write_demo_config(tmp_path_factory.mktemp("demo"))
+    with ServiceProcess(config, free_port(), insecure_no_auth=True, demo=True) as service:
+        yield service
+
+
+def test_demo_api_decides_stores_gestures_and_resets(demo_service, tmp_path):
+    rng = np.random.default_rng(1)
+    with httpx.Client(base_url=demo_service.url, timeout=30) as http:
+        assert http.get("/demo", follow_redirects=True).text.startswith("<!doctype html>")
+        assert http.get("/demo/nothing.js").status_code == 404
+        d = http.post("/demo/api/decide", json={"colour": 1, "shape": 2}).json()
+        assert d["word"] in ("red", "green", "blue") and d["model_version"] == 0
+        bad = http.post("/demo/api/decide", json={"colour": 3, "shape": 0})
+        assert bad.status_code == 422 and bad.json()["field"] == "colour"
+        eid = d["event_id"]
+        for stroke in ("[[1, 2]]", '[[1, "a"], [2, 3]]', '"x"', "[[1, 2], [NaN, 1]]"):
+            answer = http.post("/demo/api/feedback",
+                               content=f'{{"event_id": "{eid}", "stroke": {stroke}}}')
+            assert answer.status_code == 422 and answer.json()["field"] == "stroke", stroke
+        stroke = simulated_stroke("circle", rng).tolist()
+        ok = http.post("/demo/api/feedback", json={"event_id": d["event_id"], "stroke": stroke})
+        assert ok.status_code == 200, ok.text
+        body = ok.json()
+        assert body["outcome"] == "joined" and body["interactions"] == 1
+        assert body["decoded_reward"] is None  # no model yet
+        assert np.allclose(body["feedback"], stroke_features(np.array(stroke)), atol=1e-6)
+        again = http.post("/demo/api/feedback", json={"event_id": d["event_id"],
+                                                       "stroke": stroke})
+        assert again.status_code == 409
+        unknown = http.post("/demo/api/feedback", json={"event_id": "nope", "stroke": stroke})
+        assert unknown.status_code == 404
+        # the core API is untouched: /v1/feedback still answers 204 with no body
+        d2 = http.post("/v1/decide", json={"context": context_features(0, 0).tolist()}).json()
+        core = http.post("/v1/feedback", json={"event_id": d2["event_id"],
+                                               "feedback": body["feedback"]})
+        assert core.status_code == 204 and core.content == b""
+        assert http.get("/demo/api/status").json()["interactions"] == 2
+        after = http.post("/demo/api/reset", json={}).json()
+        assert after["interactions"] == 0 and after["model_version"] == 0
+    storage = SQLiteStorage(demo_service.config.parent / "demo.db")
+    assert storage.counts().joined == 0 and storage.models() == []

@@ -1,0 +1,111 @@
+"""The demo page in a real browser: headless Chromium (Debian's ``chromium``, driven by
+Playwright) opens ``/demo`` on a real ``iglearn serve --demo`` process and plays 100
+rounds, drawing a tick on the canvas when the word names the shape's colour and a cross when
+it does not. That rule lives in this test and in the page's score display only: the test
+checks that the page sends the service nothing but the shape and the strokes, and counts
+the right words itself. Screenshots of rounds 1, 50 and 100 (each with its gesture drawn,
+before it is sent) are saved under ``test-artifacts/demo/`` at the repository root."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+import pytest
+
+from iglearn.service.demo import simulated_stroke, write_demo_config
+from iglearn.service.process import ServiceProcess, free_port
+
+CHROMIUM = os.environ.get("IGLEARN_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "demo"
+ROUNDS, SHOTS = 100, (1, 50, 100)
+
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(),
+                                 reason=f"no Chromium at {CHROMIUM} (apt-get install chromium, "
+                                        f"or set IGLEARN_CHROMIUM)")]
+
+
+def draw(page, stroke: np.ndarray) -> None:
+    """Draw ``stroke`` (points in canvas pixels) on the page's canvas with the mouse."""
+    box = page.locator("#canvas").bounding_box()
+    scale = box["width"] / 320
+    points = [(box["x"] + x * scale, box["y"] + y * scale) for x, y in stroke]
+    page.mouse.move(*points[0])
+    page.mouse.down()
+    for point in points[1:]:
+        page.mouse.move(*point)
+    page.mouse.up()
+
+
+def wait_for_model(url: str, timeout: float = 60.0) -> None:
+    """Wait until no re-fit is due or under way and the latest model is served (a person
+    takes a few seconds per round; the test is faster than one)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not httpx.get(url + "/demo/api/status", timeout=10).json()["refit_pending"]:
+            return
+        time.sleep(0.05)
+
+
+def test_a_person_grounds_the_learner_in_the_browser(tmp_path):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    config = write_demo_config(tmp_path, seed=0)
+    rng = np.random.default_rng(7)
+    sent: list[dict] = []
+    right: list[bool] = []
+    shots: list[Path] = []
+    start = time.monotonic()
+    with ServiceProcess(config, free_port(), insecure_no_auth=True, demo=True) as service, \
+            sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS,
+                                             headless=True)
+        page = browser.new_page(viewport={"width": 1150, "height": 900})
+        page.on("request", lambda r: sent.append(
+            {"url": r.url, "body": json.loads(r.post_data)}) if r.method == "POST" else None)
+        page.goto(service.url + "/demo")
+        for r in range(1, ROUNDS + 2):
+            try:
+                page.wait_for_function(f"document.body.dataset.state === 'ready' && "
+                                       f"document.body.dataset.round === '{r}'",
+                                       timeout=60000)
+            except Exception:
+                pytest.fail(f"round {r} did not begin; the page says "
+                            f"{page.locator('#status').inner_text()!r}; the service's log: "
+                            f"{service.log.read_text()[-2000:]}")
+            if r > ROUNDS:
+                break
+            colour = int(page.locator("#shape").get_attribute("data-colour"))
+            action = int(page.locator("#word").get_attribute("data-action"))
+            right.append(action == colour)
+            draw(page, simulated_stroke("tick" if right[-1] else "cross", rng, size=320,
+                                        points=24))
+            if r in SHOTS:
+                shots.append(ARTIFACTS / f"round-{r:03d}.png")
+                page.screenshot(path=shots[-1], full_page=True)
+            page.click("#send")
+            if r % 6 == 0:  # a person takes seconds per round: the re-fits keep up
+                wait_for_model(service.url)
+        shown = page.locator("#rounds").inner_text()
+        reward = page.locator("#reward").get_attribute("data-value")
+        browser.close()
+    seconds = time.monotonic() - start
+
+    curve = [float(np.mean(right[lo:lo + 10])) for lo in range(0, ROUNDS, 10)]
+    print(f"\nscreenshots: {', '.join(map(str, shots))}\nright per 10 rounds: {curve}; "
+          f"{seconds:.0f} s")
+    assert shown == str(ROUNDS)
+    assert reward not in (None, "")
+    # the service received the shape and the strokes, nothing of the rule
+    assert {tuple(sorted(s["body"])) for s in sent} == {("colour", "shape"),
+                                                        ("event_id", "stroke")}
+    assert np.mean(right[-20:]) >= 0.8, curve
+    assert all(p.stat().st_size > 0 for p in shots)
