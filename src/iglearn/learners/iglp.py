@@ -313,10 +313,22 @@ class OnlineIGLP(OnlineRegression):
     the definitely-bad flags.
 
     Args:
-        n_actions, context_dim, feedback_dim, exploration, epsilon, gamma, refit_every,
-        refit_growth, seed: as for :class:`OnlineRegression`.
-        estimator, threshold, model, policy: as for :class:`IGLP`.
-        first_fit: optimiser settings of the first fit; refit: of the warm-started ones.
+        n_actions: K.
+        context_dim: dimension of the contexts.
+        feedback_dim: dimension of the feedback vectors.
+        exploration: 'epsilon' (epsilon-greedy) or 'igw' (inverse gap weighting).
+        epsilon: exploration probability of epsilon-greedy.
+        gamma: IGW's parameter.
+        refit_every: the first fit's size and the fewest new interactions between re-fits.
+        refit_growth: growth factor of the interactions between re-fits.
+        estimator: 'lipschitz' (the conservative default) or 'step' (VW's rule), as for
+            :class:`IGLP`.
+        threshold: the likelihood-ratio threshold of the extreme test, as for :class:`IGLP`.
+        model: class of the inverse-kinematics model, 'linear' or 'mlp'.
+        policy: class of the reward regressor, 'linear' or 'mlp'.
+        first_fit: optimiser settings of the first fit.
+        refit: optimiser settings of the warm-started re-fits.
+        seed: seed or numpy Generator.
     """
 
     reads_definitely_bad = True

@@ -199,10 +199,17 @@ class OnlineRegressionCB(OnlineRegression):
     importance-weighted squared error (:func:`fit_reward_model`).
 
     Args:
-        n_actions, context_dim, exploration, epsilon, gamma, refit_every, refit_growth, seed:
-            as for :class:`OnlineRegression`.
+        n_actions: K.
+        context_dim: dimension of the contexts.
+        exploration: 'epsilon' (epsilon-greedy) or 'igw' (inverse gap weighting).
+        epsilon: exploration probability of epsilon-greedy.
+        gamma: IGW's parameter.
+        refit_every: the first fit's size and the fewest new interactions between re-fits.
+        refit_growth: growth factor of the interactions between re-fits.
         policy: class of the regressor, 'linear' or 'mlp'.
-        first_fit: optimiser settings of the first fit; refit: of the warm-started ones.
+        first_fit: optimiser settings of the first fit.
+        refit: optimiser settings of the warm-started re-fits.
+        seed: seed or numpy Generator.
     """
 
     def __init__(self, n_actions: int, context_dim: int, exploration: str = "epsilon",
