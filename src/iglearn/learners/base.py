@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
+from iglearn.data.stream import LogStream
 from iglearn.errors import IGLearnError
 from iglearn.learners.trials import as_tensor
 from iglearn.models import Policy
@@ -54,8 +55,9 @@ class StackableLearner(PolicyLearner):
 
     seed: object
 
-    def fit(self, log: InteractionLog) -> Self:
-        """Fit on ``log``."""
+    def fit(self, log: InteractionLog | LogStream) -> Self:
+        """Fit on ``log``: in memory, or streamed from disk (:func:`iglearn.data.stream.open_log`
+        chooses by size)."""
         type(self)._fit_stacked([self], [log])
         return self
 

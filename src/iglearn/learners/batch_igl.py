@@ -30,10 +30,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 
-from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
-from iglearn.learners.corrector import corrector_statistic, data_driven_corrector
+from iglearn.learners.corrector import corrector_statistics, data_driven_corrector
 from iglearn.learners.objective import (
     BASELINE,
     at_action,
@@ -42,8 +41,9 @@ from iglearn.learners.objective import (
     policy_minorant,
     self_normalised_objective,
 )
+from iglearn.learners.stream import AnyLog, action_counts, min_probability, training_data
 from iglearn.learners.training import Optimisation, Stage, run_stage
-from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side
+from iglearn.learners.trials import Batch, Source, as_tensor, side_by_side
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.stacked import stack
 from iglearn.seeding import SeedLike, as_generator, torch_generator
@@ -80,14 +80,14 @@ class FitReport:
     """Identifiability warnings raised by the fit."""
 
 
-def identifiability_warnings(log: InteractionLog) -> list[str]:
+def identifiability_warnings(log: AnyLog) -> list[str]:
     """Warnings that hold before fitting: K = 2, and actions the log never shows."""
     notes = []
     k = log.n_actions
     if k == 2:
         notes.append("K = 2: uniform play is never 'sufficiently bad' (Section 3), so the sign "
                      "of the decoded reward is not identified; expect an arbitrary direction")
-    seen = np.bincount(np.asarray(log.action), minlength=k)
+    seen = action_counts(log)
     missing = np.flatnonzero(seen == 0)
     if len(missing):
         shown = ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
@@ -155,26 +155,25 @@ class BatchIGL(StackableLearner):
         return cls(**{**plain, **settings})
 
     @classmethod
-    def _fit_stacked(cls, learners: list[BatchIGL], logs: list[InteractionLog]) -> None:
-        """Fit every learner on its log (reads context, action, probability and feedback)."""
+    def _fit_stacked(cls, learners: list[BatchIGL], logs: list[AnyLog]) -> None:
+        """Fit every learner on its log, in memory or streamed (reads context, action,
+        probability and feedback)."""
         start = time.perf_counter()
         first, k = learners[0], logs[0].n_actions
         threshold = first.threshold(k)
-        data = Trials.from_logs(logs, "feedback")
+        data = training_data(logs, "feedback")
         fits = first.fit_with_restarts(data, k, [as_generator(each.seed) for each in learners])
+        statistics = corrector_statistics(stack([fit[2] for fit in fits]), data, k).tolist()
         seconds = (time.perf_counter() - start) / len(learners)
-        for t, (learner, log, fit) in enumerate(zip(learners, logs, fits, strict=True)):
+        for learner, log, fit, statistic in zip(learners, logs, fits, statistics, strict=True):
             value, policy, decoder, tried = fit
             parameters = [*policy.parameters(), *decoder.parameters()]
             if not (np.isfinite(value) and all(bool(p.isfinite().all()) for p in parameters)):
                 raise IGLearnError(
                     f"{log.source}: the fit diverged (indicator {value}, or a parameter not "
-                    f"finite); the smallest logged probability is {log.probability.min():.3g} "
+                    f"finite); the smallest logged probability is {min_probability(log):.3g} "
                     f"(importance weight 1/p): drop or clip near-zero probabilities, or lower "
                     f"the learning rate")
-            with torch.no_grad():
-                statistic = float(corrector_statistic(decoder(data.signal[t]),
-                                                      data.probability[t], k))
             notes = identifiability_warnings(log)
             if value <= threshold:
                 notes.append(f"no initialisation passed the restart threshold ({value:.3f} <= "
@@ -190,11 +189,11 @@ class BatchIGL(StackableLearner):
                 restarts=len(tried) - 1, threshold=threshold, attempt_indicators=tried,
                 seconds=seconds, warnings=notes)
 
-    def fit_with_restarts(self, data: Trials, n_actions: int,
+    def fit_with_restarts(self, data: Source, n_actions: int,
                           rngs: Sequence[np.random.Generator],
                           starts: Sequence[tuple[Policy, Decoder]] | None = None,
                           start_optimisation: Optimisation | None = None,
-                          holdout: Trials | None = None,
+                          holdout: Source | None = None,
                           ) -> list[tuple[float, Policy, Decoder, list[float]]]:
         """The adaptive restart (Appendix B) around line 4 of E2G, for the T trials of ``data``
         at once; trial t draws its initialisations and shuffles from ``rngs[t]``.
@@ -222,9 +221,9 @@ class BatchIGL(StackableLearner):
                 policies, decoders = (list(models) for models in zip(*starts, strict=True))
                 settings = start_optimisation
             else:
-                policies = [make_policy(self.policy, data.context[0].shape[-1], n_actions, g)
+                policies = [make_policy(self.policy, data.context_dim, n_actions, g)
                             for g in generators]
-                decoders = [make_decoder(self.decoder, data.signal[0].shape[-1], g,
+                decoders = [make_decoder(self.decoder, data.signal_dim, g,
                                          self.decoder_temperature) for g in generators]
             self.fit_models(policies, decoders, data.select(pending), n_actions, generators,
                             settings)
@@ -244,7 +243,7 @@ class BatchIGL(StackableLearner):
         """The adaptive restart's indicator threshold (1/K unless set)."""
         return 1.0 / n_actions if self.restart_threshold is None else self.restart_threshold
 
-    def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Decoder], data: Trials,
+    def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Decoder], data: Source,
                    n_actions: int, generators: Sequence[torch.Generator],
                    optimisation: Optimisation | None = None) -> None:
         """Maximise Eq. 2 over each pair (policies[t], decoders[t]) on trial t of ``data``, in
@@ -310,18 +309,20 @@ class BatchIGL(StackableLearner):
         from iglearn.models.io import load_model
         return load_model(folder, "igl")
 
-    def indicator(self, log: InteractionLog) -> float:
-        """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log``."""
+    def indicator(self, log: AnyLog) -> float:
+        """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log`` (in memory or
+        streamed)."""
         self._fitted_policy()
-        return indicators([self.policy_], [self.decoder_],
-                          Trials.from_logs([log], "feedback"), log.n_actions)[0]
+        return indicators([self.policy_], [self.decoder_], training_data([log], "feedback"),
+                          log.n_actions)[0]
 
 
-def indicators(policies: Sequence[Policy], decoders: Sequence[Decoder] | None, data: Trials,
+def indicators(policies: Sequence[Policy], decoders: Sequence[Decoder] | None, data: Source,
                n_actions: int) -> list[float]:
     """Eq. 9 (:func:`~iglearn.learners.objective.indicator`) of each trial's pair on its data,
-    in one pass of 65536 rows at a time; without decoders, the signal itself stands for psi
-    (the true reward: the IPS estimate of V(pi) - V(pi_bad))."""
+    in one pass over its chunks (a sum over chunks, so a streamed log is never in memory);
+    without decoders, the signal itself stands for psi (the true reward: the IPS estimate of
+    V(pi) - V(pi_bad))."""
     policy, decoder = stack(policies), None if decoders is None else stack(decoders)
     total = torch.zeros(len(data), dtype=torch.float64)
     with torch.no_grad():

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from iglearn.learners.trials import Trials
+from iglearn.learners.trials import Source
 from iglearn.models import Decoder
 from iglearn.models.stacked import last_linear
 
@@ -35,18 +35,34 @@ def corrector_statistic(psi: torch.Tensor, probability: torch.Tensor,
     return (weight * (psi > 0.5).to(weight.dtype)).sum(-1) / weight.sum(-1)
 
 
-def data_driven_corrector(policy: nn.Module, decoder: Decoder, data: Trials, n_actions: int,
+def corrector_statistics(decoder: nn.Module, data: Source, n_actions: int) -> torch.Tensor:
+    """:func:`corrector_statistic` of each trial's decoder (``decoder`` stacked, one per
+    trial) on all of its feedback, as a streaming reduction: the weighted count of feedback
+    decoded as reward and the sum of the weights, added up chunk by chunk (float64), then
+    divided. Shape (T,)."""
+    decoded = torch.zeros(len(data), dtype=torch.float64)
+    weights = torch.zeros(len(data), dtype=torch.float64)
+    with torch.no_grad():
+        for chunk in data.chunks(context=False):
+            weight = (1.0 / n_actions) / chunk.probability.double()
+            psi = decoder(chunk.signal)
+            decoded += (weight * (psi > 0.5).double()).sum(-1)
+            weights += weight.sum(-1)
+    return decoded / weights
+
+
+def data_driven_corrector(policy: nn.Module, decoder: Decoder, data: Source, n_actions: int,
                           negate_policy: bool) -> torch.Tensor:
     """Appendix B's corrector on all of each trial's feedback: flip the decoders (stacked, one
-    per trial) whose statistic exceeds one half, and with ``negate_policy`` negate the scores
-    of those trials' policies (the last linear layer of the stacked ``policy``).
+    per trial) whose statistic (:func:`corrector_statistics`) exceeds one half, and with
+    ``negate_policy`` negate the scores of those trials' policies (the last linear layer of
+    the stacked ``policy``).
 
     Returns:
         which trials were flipped, a boolean tensor of shape (T,).
     """
+    flip = corrector_statistics(decoder, data, n_actions) > 0.5
     with torch.no_grad():
-        psi = decoder(data.signal)
-        flip = corrector_statistic(psi, torch.stack(data.probability), n_actions) > 0.5
         decoder.flipped.logical_xor_(flip)
         if negate_policy:
             for parameter in last_linear(policy).parameters():

@@ -1,0 +1,317 @@
+"""Logs larger than memory, read as a stream: shuffled mini-batches and full passes whose
+memory does not grow with the log.
+
+A :class:`LogStream` reads a log on disk piece by piece. A piece is a Parquet row group (of one
+file, or of every shard of a folder, found with ``pyarrow.dataset``) or a block of
+``StreamSettings.block_rows`` rows of an uncompressed ``.npz`` (read at its position in the
+file, as a memory map would address it, but with plain reads, so that the pages read do not
+stay in the process's memory). It offers what a fit needs:
+
+- :meth:`LogStream.epoch`: every row once, in shuffled mini-batches. The pieces are read in
+  a random order, and their rows pass through a shuffle buffer of
+  ``StreamSettings.shuffle_rows`` rows from which each mini-batch is drawn at random
+  (:func:`shuffled_batches`). Memory: the buffer and one piece.
+- :meth:`LogStream.chunks`: every row once, in file order, a piece at a time, for the full
+  passes (the corrector's statistic, the indicator, evaluation), computed as sums over
+  pieces.
+
+Opening a stream reads the log once to check it as reading it into memory would (every
+value; error messages name the rows) and to count each action's interactions and find the
+smallest logged probability, which the learners' warnings and Lemma 5's bound read.
+
+:func:`open_log` chooses between the two paths: the log in memory
+(:class:`~iglearn.data.logs.InteractionLog`) when it is small, a stream when it is large, by
+``StreamSettings.stream`` and ``StreamSettings.memory_limit_gb``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+
+from iglearn.data.formats.base import DTYPES, TableInfo, TableReader
+from iglearn.data.logs import InteractionLog
+from iglearn.errors import IGLearnError
+
+Block = dict[str, np.ndarray]
+"""Rows of some fields of a log: one array per field, all with the same number of rows."""
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """How a log is read for a fit: into memory, or streamed from disk."""
+
+    stream: Literal["auto", "on", "off"] = "auto"
+    """on: stream the log from disk (memory independent of its size); off: read it into
+    memory; auto: stream when its fields take more than memory_limit_gb in memory."""
+    memory_limit_gb: float = 2.0
+    """With stream auto, logs larger than this (in GB, as held in memory) are streamed."""
+    shuffle_rows: int = 65536
+    """Rows of the shuffle buffer each streamed mini-batch is drawn from."""
+    block_rows: int = 8192
+    """Most rows a stream reads at once (an .npz block, or a read within a Parquet row
+    group)."""
+
+    def __post_init__(self) -> None:
+        if self.stream not in ("auto", "on", "off"):
+            raise IGLearnError(f"stream must be auto, on or off, got {self.stream!r}")
+        if not (math.isfinite(self.memory_limit_gb) and self.memory_limit_gb >= 0):
+            raise IGLearnError(f"memory_limit_gb must be a finite number >= 0, got "
+                               f"{self.memory_limit_gb!r}")
+        for name in ("shuffle_rows", "block_rows"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise IGLearnError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
+def table_bytes(info: TableInfo) -> int:
+    """Bytes the fields of ``info`` take in memory (in iglearn's types)."""
+    row = sum(np.dtype(DTYPES[name]).itemsize * info.dims.get(name, 1) for name in info.fields)
+    return info.n_rows * row
+
+
+def open_log(path: str | Path, settings: StreamSettings | None = None
+             ) -> InteractionLog | LogStream:
+    """The interaction log in ``path`` (a file or a folder of Parquet shards): in memory, or
+    as a :class:`LogStream` when ``settings.stream`` is on, or auto and the log is larger
+    than ``settings.memory_limit_gb``. Learners fit either."""
+    from iglearn.data.formats import open_table
+    from iglearn.data.formats.base import check
+
+    settings = settings or StreamSettings()
+    reader = open_table(path)
+    info = reader.info
+    if not info.is_log:
+        raise IGLearnError(f"{info.source}: holds contexts only; fitting needs a log with "
+                           f"action, probability and feedback")
+    large = table_bytes(info) > settings.memory_limit_gb * 2**30
+    if settings.stream == "on" or (settings.stream == "auto" and large):
+        return LogStream(reader, settings)
+    log = check(info, reader.arrays(), info.source)
+    assert isinstance(log, InteractionLog)
+    return log
+
+
+class _Pieces:
+    """The pieces of a log on disk: their rows, and a reader of each."""
+
+    rows: list[int]
+
+    def read(self, piece: int, fields: Sequence[str]) -> Iterator[Block]:
+        """The rows of ``piece``, in blocks of at most ``block_rows`` rows."""
+        raise NotImplementedError
+
+
+class _ParquetPieces(_Pieces):
+    """The row groups of Parquet files, as a ``pyarrow.dataset`` lists them."""
+
+    def __init__(self, paths: Sequence[Path], block_rows: int):
+        import pyarrow.dataset as ds
+
+        dataset = ds.dataset([str(path) for path in paths], format="parquet")
+        self.groups = [group for fragment in dataset.get_fragments()
+                       for group in fragment.split_by_row_group()]
+        self.rows = [group.row_groups[0].num_rows for group in self.groups]
+        self.block_rows = block_rows
+
+    def read(self, piece: int, fields: Sequence[str]) -> Iterator[Block]:
+        from iglearn.data.formats.parquet import column_values
+
+        group = self.groups[piece]
+        for batch in group.to_batches(columns=list(fields), batch_size=self.block_rows,
+                                      batch_readahead=0, fragment_readahead=0,
+                                      use_threads=False):
+            yield {name: _typed(name, column_values(group.path, name, batch.column(name)))
+                   for name in fields}
+
+
+class _NpzPieces(_Pieces):
+    """Blocks of ``block_rows`` consecutive rows of an uncompressed ``.npz``."""
+
+    def __init__(self, reader: TableReader, block_rows: int):
+        from iglearn.data.formats.npz import NpzReader
+
+        assert isinstance(reader, NpzReader)
+        for name in reader.info.fields:
+            if not reader.stored_plainly(name):
+                raise IGLearnError(f"{reader.info.source}: field '{name}' is compressed (or in "
+                                   f"Fortran order), so it cannot be read in blocks; write the "
+                                   f"log uncompressed (iglearn convert LOG LOG.parquet, or "
+                                   f"np.savez) to stream it")
+        self.reader = reader
+        n = reader.info.n_rows
+        self.starts = list(range(0, n, block_rows))
+        self.rows = [min(block_rows, n - start) for start in self.starts]
+
+    def read(self, piece: int, fields: Sequence[str]) -> Iterator[Block]:
+        block = self.reader.read_rows(self.starts[piece], self.rows[piece], tuple(fields))
+        yield {name: _typed(name, value) for name, value in block.items()}
+
+
+def _typed(name: str, value: np.ndarray) -> np.ndarray:
+    """A field's values in its type; the stream checked every value when it opened."""
+    return np.asarray(value, dtype=DTYPES[name])
+
+
+class LogStream:
+    """An interaction log read from disk piece by piece (see the module docstring).
+
+    It answers what learners ask of an :class:`~iglearn.data.logs.InteractionLog` before and
+    after fitting (``n_actions``, ``source``, ``len``, ``context_dim``, ``feedback_dim``,
+    which ``fields`` it holds, :meth:`action_counts`, ``min_probability``), and streams its
+    rows (:meth:`epoch`, :meth:`chunks`).
+
+    Args:
+        reader: the log's reader, from :func:`~iglearn.data.formats.open_table`: a Parquet
+            file, a folder of Parquet shards, or an uncompressed ``.npz``.
+        settings: the shuffle buffer and block sizes.
+    """
+
+    def __init__(self, reader: TableReader, settings: StreamSettings | None = None):
+        from iglearn.data.formats.npz import NpzReader
+        from iglearn.data.formats.parquet import ParquetReader
+        from iglearn.data.formats.shards import ShardedReader
+
+        self.settings = settings or StreamSettings()
+        self.info = info = reader.info
+        if not info.is_log:
+            raise IGLearnError(f"{info.source}: holds contexts only; fitting needs a log with "
+                               f"action, probability and feedback")
+        if info.n_rows == 0:
+            raise IGLearnError(f"{info.source}: the log is empty; it needs at least one "
+                               f"interaction")
+        block = self.settings.block_rows
+        self._pieces: _Pieces
+        if isinstance(reader, ShardedReader):
+            self._pieces = _ParquetPieces([shard.path for shard in reader.shards], block)
+        elif isinstance(reader, ParquetReader):
+            self._pieces = _ParquetPieces([reader.path], block)
+        elif isinstance(reader, NpzReader):
+            self._pieces = _NpzPieces(reader, block)
+        else:
+            raise IGLearnError(f"{info.source}: only Parquet files, folders of Parquet shards "
+                               f"and .npz files can be streamed; convert it first (iglearn "
+                               f"convert LOG LOG.parquet)")
+        if sum(self._pieces.rows) != info.n_rows:
+            raise IGLearnError(f"{info.source}: its row groups hold {sum(self._pieces.rows)} "
+                               f"rows but its metadata says {info.n_rows}; the file is "
+                               f"corrupt, write it again")
+        self._counts, self.min_probability = self._scan(reader)
+
+    def _scan(self, reader: TableReader) -> tuple[np.ndarray, float]:
+        """Check every row as an in-memory log is checked; count each action's interactions
+        and find the smallest logged probability."""
+        counts = np.zeros(self.n_actions, dtype=np.int64)
+        smallest = math.inf
+        for _, batch in reader.validated_batches(self.settings.block_rows):
+            counts += np.bincount(batch["action"], minlength=self.n_actions)
+            smallest = min(smallest, float(batch["probability"].min()))
+        return counts, smallest
+
+    @property
+    def n_actions(self) -> int:
+        """The number of actions K."""
+        return self.info.n_actions
+
+    @property
+    def source(self) -> str:
+        """The file or folder name, for messages."""
+        return self.info.source
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The fields the log holds."""
+        return self.info.fields
+
+    def __len__(self) -> int:
+        return self.info.n_rows
+
+    @property
+    def context_dim(self) -> int:
+        """Dimension d_x of a context."""
+        return self.info.dims["context"]
+
+    @property
+    def feedback_dim(self) -> int:
+        """Dimension d_y of a feedback vector."""
+        return self.info.dims["feedback"]
+
+    def action_counts(self) -> np.ndarray:
+        """Interactions of each action, shape (K,)."""
+        return self._counts.copy()
+
+    def chunks(self, fields: Sequence[str] | None = None) -> Iterator[Block]:
+        """Every row once, in file order, in blocks of at most ``block_rows`` rows (a Parquet
+        row group may give smaller ones): ``fields`` (default all) of each."""
+        wanted = self._wanted(fields)
+        for piece in range(len(self._pieces.rows)):
+            yield from self._pieces.read(piece, wanted)
+
+    def epoch(self, batch_size: int, rng: np.random.Generator,
+              fields: Sequence[str] | None = None) -> Iterator[Block]:
+        """Every row once, in mini-batches of ``batch_size`` rows (the last may hold fewer),
+        shuffled with ``rng``: the pieces in a random order, their rows through the shuffle
+        buffer (:func:`shuffled_batches`)."""
+        wanted = self._wanted(fields)
+        order = rng.permutation(len(self._pieces.rows))
+        blocks = (block for piece in order for block in self._pieces.read(int(piece), wanted))
+        yield from shuffled_batches(blocks, batch_size, self.settings.shuffle_rows, rng)
+
+    def _wanted(self, fields: Sequence[str] | None) -> tuple[str, ...]:
+        if fields is None:
+            return self.info.fields
+        missing = [name for name in fields if name not in self.info.fields]
+        if missing:
+            raise IGLearnError(f"{self.source}: the log has no field '{missing[0]}'")
+        return tuple(fields)
+
+
+def shuffled_batches(blocks: Iterable[Block], batch_size: int, capacity: int,
+                     rng: np.random.Generator) -> Iterator[Block]:
+    """Mini-batches of ``batch_size`` rows (the last may hold fewer) holding every row of
+    ``blocks`` once, in an order shuffled with ``rng`` through a buffer of ``capacity`` rows
+    (at least ``batch_size``): the buffer fills from the blocks in their order; once full,
+    each mini-batch is ``batch_size`` of its rows drawn at random without replacement, and the
+    rows that arrive next take their places; when the blocks end, the rows left are emitted
+    in a random order. Memory: the buffer and one block. A row stays in the buffer for about
+    capacity / batch_size mini-batches, so each mini-batch mixes rows of many blocks."""
+    capacity = max(capacity, batch_size)
+    buffer: Block = {}
+    filled = 0
+    for block in blocks:
+        n = len(next(iter(block.values())))
+        if not buffer:
+            buffer = {name: np.empty((capacity, *value.shape[1:]), value.dtype)
+                      for name, value in block.items()}
+        used = 0
+        while used < n:
+            take = min(capacity - filled, n - used)
+            for name, value in block.items():
+                buffer[name][filled:filled + take] = value[used:used + take]
+            filled, used = filled + take, used + take
+            if filled == capacity:
+                slots = rng.choice(capacity, batch_size, replace=False)
+                yield {name: value[slots] for name, value in buffer.items()}
+                filled = _close_gaps(buffer, slots, filled)
+    order = rng.permutation(filled)
+    for start in range(0, filled, batch_size):
+        rows = order[start:start + batch_size]
+        yield {name: value[rows] for name, value in buffer.items()}
+
+
+def _close_gaps(buffer: Block, taken: np.ndarray, filled: int) -> int:
+    """Remove the rows ``taken`` from the first ``filled`` rows of ``buffer``: the rows after
+    the new end that were not taken move into the gaps before it. Returns the new end."""
+    end = filled - len(taken)
+    gaps = np.sort(taken[taken < end])
+    tail = np.ones(filled - end, dtype=bool)
+    tail[taken[taken >= end] - end] = False
+    movers = end + np.flatnonzero(tail)
+    for value in buffer.values():
+        value[gaps] = value[movers]
+    return end
