@@ -77,14 +77,21 @@ def table_bytes(info: TableInfo) -> int:
 
 def open_log(path: str | Path, settings: StreamSettings | None = None
              ) -> InteractionLog | LogStream:
-    """The interaction log in ``path`` (a file or a folder of Parquet shards): in memory, or
-    as a :class:`LogStream` when ``settings.stream`` is on, or auto and the log is larger
-    than ``settings.memory_limit_gb``. Learners fit either."""
+    """The interaction log in ``path`` (a file or a folder of Parquet shards), in memory or
+    streamed as ``settings`` say (:func:`log_from`). Learners fit either."""
     from iglearn.data.formats import open_table
+
+    return log_from(open_table(path), settings)
+
+
+def log_from(reader: TableReader, settings: StreamSettings | None = None
+             ) -> InteractionLog | LogStream:
+    """The log ``reader`` reads: a :class:`LogStream` when ``settings.stream`` is on, or auto
+    and the log takes more than ``settings.memory_limit_gb`` in memory; else the log in
+    memory."""
     from iglearn.data.formats.base import check
 
     settings = settings or StreamSettings()
-    reader = open_table(path)
     info = reader.info
     if not info.is_log:
         raise IGLearnError(f"{info.source}: holds contexts only; fitting needs a log with "
@@ -154,8 +161,10 @@ class _NpzPieces(_Pieces):
 
 
 def _typed(name: str, value: np.ndarray) -> np.ndarray:
-    """A field's values in its type; the stream checked every value when it opened."""
-    return np.asarray(value, dtype=DTYPES[name])
+    """A field's values in its type, in writable memory (Arrow hands out read-only buffers,
+    which torch does not take); the stream checked every value when it opened."""
+    value = np.asarray(value, dtype=DTYPES[name])
+    return value if value.flags.writeable else value.copy()
 
 
 class LogStream:
