@@ -78,8 +78,8 @@ def check_same_table(first: TableInfo, other: TableInfo) -> None:
         ("feature schema", first.schema, other.schema)) if mine != theirs]
     if differences:
         what, mine, theirs = differences[0]
-        raise IGLearnError(f"{other.source}: its {what} ({shown(theirs)}) differ from those of "
-                           f"{first.source} ({shown(mine)}); every shard of a log needs the "
+        raise IGLearnError(f"{other.source}: its {what} {shown(theirs)} differ from "
+                           f"{shown(mine)} in {first.source}; every shard of a log needs the "
                            f"same fields, dimensions, K and feature schema: move it out of "
                            f"the folder or write it again")
 
