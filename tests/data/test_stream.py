@@ -58,7 +58,7 @@ def test_shuffle_buffer_is_bounded_and_mixes_blocks():
         emitted += len(batch["id"])
         assert pulled - emitted <= 1000 + 100   # the buffer and one block, never more
         spread.append(len(np.unique(batch["id"] // 100)))
-    assert emitted == 10_000 and np.mean(spread) > 10   # a batch draws on many blocks
+    assert emitted == 10_000 and np.mean(spread) > 8   # a batch draws on many blocks
 
 
 def test_last_batch_is_short_and_small_logs_shuffle_whole():

@@ -109,8 +109,9 @@ class _Pieces:
 
     rows: list[int]
 
-    def read(self, piece: int, fields: Sequence[str]) -> Iterator[Block]:
-        """The rows of ``piece``, in blocks of at most ``block_rows`` rows."""
+    def read(self, piece: int, fields: Sequence[str], reuse: bool = False) -> Iterator[Block]:
+        """The rows of ``piece``, in blocks of at most ``block_rows`` rows; with ``reuse``, a
+        block may be overwritten by the next one (the caller copies what it keeps)."""
         raise NotImplementedError
 
 
@@ -126,7 +127,7 @@ class _ParquetPieces(_Pieces):
         self.rows = [group.row_groups[0].num_rows for group in self.groups]
         self.block_rows = block_rows
 
-    def read(self, piece: int, fields: Sequence[str]) -> Iterator[Block]:
+    def read(self, piece: int, fields: Sequence[str], reuse: bool = False) -> Iterator[Block]:
         from iglearn.data.formats.parquet import column_values
 
         group = self.groups[piece]
@@ -154,9 +155,18 @@ class _NpzPieces(_Pieces):
         n = reader.info.n_rows
         self.starts = list(range(0, n, block_rows))
         self.rows = [min(block_rows, n - start) for start in self.starts]
+        self._scratch: Block = {}
 
-    def read(self, piece: int, fields: Sequence[str]) -> Iterator[Block]:
-        block = self.reader.read_rows(self.starts[piece], self.rows[piece], tuple(fields))
+    def read(self, piece: int, fields: Sequence[str], reuse: bool = False) -> Iterator[Block]:
+        count = self.rows[piece]
+        out = None
+        if reuse:   # read into the same memory every time: no fresh pages to fault in
+            for name in fields:
+                shape, _, dtype, _ = self.reader._header(name)
+                if name not in self._scratch or self._scratch[name].dtype != dtype:
+                    self._scratch[name] = np.empty((max(self.rows), *shape[1:]), dtype)
+            out = {name: self._scratch[name][:count] for name in fields}
+        block = self.reader.read_rows(self.starts[piece], count, tuple(fields), out)
         yield {name: _typed(name, value) for name, value in block.items()}
 
 
@@ -211,6 +221,7 @@ class LogStream:
                                f"rows but its metadata says {info.n_rows}; the file is "
                                f"corrupt, write it again")
         self._counts, self.min_probability = self._scan(reader)
+        self._buffer: Block = {}   # the shuffle buffer, kept from one epoch to the next
 
     def _scan(self, reader: TableReader) -> tuple[np.ndarray, float]:
         """Check every row as an in-memory log is checked; count each action's interactions
@@ -268,8 +279,10 @@ class LogStream:
         buffer (:func:`shuffled_batches`)."""
         wanted = self._wanted(fields)
         order = rng.permutation(len(self._pieces.rows))
-        blocks = (block for piece in order for block in self._pieces.read(int(piece), wanted))
-        yield from shuffled_batches(blocks, batch_size, self.settings.shuffle_rows, rng)
+        blocks = (block for piece in order
+                  for block in self._pieces.read(int(piece), wanted, reuse=True))
+        yield from shuffled_batches(blocks, batch_size, self.settings.shuffle_rows, rng,
+                                    self._buffer)
 
     def _wanted(self, fields: Sequence[str] | None) -> tuple[str, ...]:
         if fields is None:
@@ -281,46 +294,55 @@ class LogStream:
 
 
 def shuffled_batches(blocks: Iterable[Block], batch_size: int, capacity: int,
-                     rng: np.random.Generator) -> Iterator[Block]:
+                     rng: np.random.Generator, buffer: Block | None = None) -> Iterator[Block]:
     """Mini-batches of ``batch_size`` rows (the last may hold fewer) holding every row of
     ``blocks`` once, in an order shuffled with ``rng`` through a buffer of ``capacity`` rows
-    (at least ``batch_size``): the buffer fills from the blocks in their order; once full,
-    each mini-batch is ``batch_size`` of its rows drawn at random without replacement, and the
-    rows that arrive next take their places; when the blocks end, the rows left are emitted
-    in a random order. Memory: the buffer and one block. A row stays in the buffer for about
-    capacity / batch_size mini-batches, so each mini-batch mixes rows of many blocks."""
+    (raised to the largest block and to ``batch_size``): the buffer fills with whole blocks
+    in their order (the caller shuffles the order of the pieces they come from); when the
+    next block does not fit, the rows in the buffer are permuted and emitted as consecutive
+    mini-batches, and the rows short of a whole mini-batch stay in front of the next fill.
+    When the blocks end, the rows left are permuted and emitted. Memory: the buffer and one
+    block; each row is copied into the buffer once and out of it once. ``buffer`` (a dict,
+    empty or from an earlier call) holds the buffer's arrays, so that later calls reuse
+    them."""
     capacity = max(capacity, batch_size)
-    buffer: Block = {}
+    buffer = {} if buffer is None else buffer
     filled = 0
     for block in blocks:
         n = len(next(iter(block.values())))
-        if not buffer:
-            buffer = {name: np.empty((capacity, *value.shape[1:]), value.dtype)
-                      for name, value in block.items()}
-        used = 0
-        while used < n:
-            take = min(capacity - filled, n - used)
-            for name, value in block.items():
-                buffer[name][filled:filled + take] = value[used:used + take]
-            filled, used = filled + take, used + take
-            if filled == capacity:
-                slots = rng.choice(capacity, batch_size, replace=False)
-                yield {name: value[slots] for name, value in buffer.items()}
-                filled = _close_gaps(buffer, slots, filled)
+        if filled and filled + n > capacity:
+            yield from _emit(buffer, filled, batch_size, rng, whole_only=True)
+            filled %= batch_size
+        if set(buffer) != set(block) or n > len(next(iter(buffer.values()))) - filled:
+            buffer.update(_grown(buffer, max(capacity, filled + n), block, filled))
+        for name, value in block.items():
+            buffer[name][filled:filled + n] = value
+        filled += n
+    yield from _emit(buffer, filled, batch_size, rng, whole_only=False)
+
+
+def _emit(buffer: Block, filled: int, batch_size: int, rng: np.random.Generator,
+          whole_only: bool) -> Iterator[Block]:
+    """The first ``filled`` rows of ``buffer`` in a random order, as mini-batches; with
+    ``whole_only``, the rows short of a whole mini-batch are not emitted but moved to the
+    front of the buffer."""
     order = rng.permutation(filled)
-    for start in range(0, filled, batch_size):
+    end = filled - filled % batch_size if whole_only else filled
+    for start in range(0, end, batch_size):
         rows = order[start:start + batch_size]
         yield {name: value[rows] for name, value in buffer.items()}
-
-
-def _close_gaps(buffer: Block, taken: np.ndarray, filled: int) -> int:
-    """Remove the rows ``taken`` from the first ``filled`` rows of ``buffer``: the rows after
-    the new end that were not taken move into the gaps before it. Returns the new end."""
-    end = filled - len(taken)
-    gaps = np.sort(taken[taken < end])
-    tail = np.ones(filled - end, dtype=bool)
-    tail[taken[taken >= end] - end] = False
-    movers = end + np.flatnonzero(tail)
+    rest = order[end:]
     for value in buffer.values():
-        value[gaps] = value[movers]
-    return end
+        value[:len(rest)] = value[rest]
+
+
+def _grown(buffer: Block, rows: int, block: Block, keep: int) -> Block:
+    """A buffer of ``rows`` rows for the fields of ``block``, holding the first ``keep`` rows
+    of ``buffer``."""
+    grown = {name: np.empty((rows, *value.shape[1:]), value.dtype)
+             for name, value in block.items()}
+    for name, value in buffer.items():
+        if name in grown:
+            grown[name][:keep] = value[:keep]
+    buffer.clear()
+    return grown

@@ -212,22 +212,29 @@ class NpzReader(TableReader):
         _, fortran, _, offset = self._header(name)
         return offset >= 0 and not fortran
 
-    def read_rows(self, start: int, count: int, fields: tuple[str, ...] | None = None
-                  ) -> dict[str, np.ndarray]:
+    def read_rows(self, start: int, count: int, fields: tuple[str, ...] | None = None,
+                  out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
         """Rows ``start`` to ``start + count - 1`` of ``fields`` (default all), read as
-        :meth:`batches` reads them: any block of rows, in any order, costs one read per field."""
+        :meth:`batches` reads them: any block of rows, in any order, costs one read per field.
+        ``out`` may give C-contiguous arrays of ``count`` rows (of the stored types) to read
+        the fields stored plainly into."""
         with open(self.path, "rb") as raw:
-            return self._rows(raw, fields or self.info.fields, start, count)
+            return self._rows(raw, fields or self.info.fields, start, count, out or {})
 
-    def _rows(self, raw: BinaryIO, wanted: tuple[str, ...], start: int, count: int
-              ) -> dict[str, np.ndarray]:
+    def _rows(self, raw: BinaryIO, wanted: tuple[str, ...], start: int, count: int,
+              out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
         batch = {}
         for name in wanted:
             shape, fortran, dtype, offset = self._header(name)
             if offset >= 0 and not fortran:
                 width = int(np.prod(shape[1:], dtype=np.int64))
                 raw.seek(offset + start * width * dtype.itemsize)
-                value = np.fromfile(raw, dtype=dtype, count=count * width)
+                target = (out or {}).get(name)
+                if target is not None:
+                    got = raw.readinto(memoryview(target.reshape(-1)).cast("B"))
+                    value = target.reshape(-1)[:max(got, 0) // dtype.itemsize]
+                else:
+                    value = np.fromfile(raw, dtype=dtype, count=count * width)
                 if value.size != count * width:
                     raise IGLearnError(f"{self.path}: field '{name}' is truncated; write the "
                                        f"log again")
