@@ -3,6 +3,8 @@ and the choice between memory and stream."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -169,3 +171,22 @@ def test_memory_or_stream_by_size_with_an_override(stored, tmp_path):
         open_log(tmp_path / "packed.npz", StreamSettings(stream="on"))
     with pytest.raises(IGLearnError, match="shuffle_rows"):
         StreamSettings(shuffle_rows=0)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("IGLEARN_RAY_TESTS"),
+                    reason="starts Ray (a minute on a busy machine): set IGLEARN_RAY_TESTS=1")
+def test_ray_data_reads_the_shards(stored):
+    pytest.importorskip("ray")
+    import ray
+
+    stream = open_log(stored / "shards", StreamSettings(stream="on", reader="ray",
+                                                        shuffle_rows=500, block_rows=128))
+    try:
+        ids = np.concatenate([b["context"][:, 0] for b in stream.epoch(100,
+                                                                     np.random.default_rng(0))])
+        np.testing.assert_array_equal(np.sort(ids), np.arange(N))
+        rewards = sum(float(c["reward"].sum()) for c in stream.chunks(("reward",)))
+        assert rewards == pytest.approx(float(numbered_log().reward.sum()))
+    finally:
+        ray.shutdown()

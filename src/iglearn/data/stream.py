@@ -15,6 +15,10 @@ stay in the process's memory). It offers what a fit needs:
   passes (the corrector's statistic, the indicator, evaluation), computed as sums over
   pieces.
 
+With ``StreamSettings.reader`` ray, Ray Data reads the Parquet files instead (on a Ray
+cluster, for logs on shared storage): it shuffles the order of its blocks, and the record
+batches its tasks decode stream to this process through the same shuffle buffer.
+
 Opening a stream reads the log once to check it as reading it into memory would (every
 value; error messages name the rows) and to count each action's interactions and find the
 smallest logged probability, which the learners' warnings and Lemma 5's bound read.
@@ -56,10 +60,18 @@ class StreamSettings:
     block_rows: int = 8192
     """Most rows a stream reads at once (an .npz block, or a read within a Parquet row
     group)."""
+    reader: Literal["local", "ray"] = "local"
+    """Who reads the rows of each epoch and full pass: local (pyarrow in this process) or ray
+    (Ray Data tasks on a Ray cluster, for Parquet logs on shared storage; needs the ray
+    extra)."""
+    ray_address: str | None = None
+    """The Ray cluster of reader ray (None: the running one, else a local instance)."""
 
     def __post_init__(self) -> None:
         if self.stream not in ("auto", "on", "off"):
             raise IGLearnError(f"stream must be auto, on or off, got {self.stream!r}")
+        if self.reader not in ("local", "ray"):
+            raise IGLearnError(f"reader must be local or ray, got {self.reader!r}")
         if not (math.isfinite(self.memory_limit_gb) and self.memory_limit_gb >= 0):
             raise IGLearnError(f"memory_limit_gb must be a finite number >= 0, got "
                                f"{self.memory_limit_gb!r}")
@@ -121,6 +133,7 @@ class _ParquetPieces(_Pieces):
     def __init__(self, paths: Sequence[Path], block_rows: int):
         import pyarrow.dataset as ds
 
+        self.paths = list(paths)
         dataset = ds.dataset([str(path) for path in paths], format="parquet")
         self.groups = [group for fragment in dataset.get_fragments()
                        for group in fragment.split_by_row_group()]
@@ -168,6 +181,41 @@ class _NpzPieces(_Pieces):
             out = {name: self._scratch[name][:count] for name in fields}
         block = self.reader.read_rows(self.starts[piece], count, tuple(fields), out)
         yield {name: _typed(name, value) for name, value in block.items()}
+
+
+class _RayDataset:
+    """Parquet files read by Ray Data: record batches of each pass computed by Ray tasks
+    (wherever the cluster runs them) and streamed to this process, a few at a time."""
+
+    def __init__(self, paths: Sequence[Path], settings: StreamSettings):
+        try:
+            import ray
+        except ImportError as e:
+            raise IGLearnError("reader ray needs Ray: pip install 'iglearn[ray]'") from e
+        if not ray.is_initialized():
+            ray.init(address=settings.ray_address, include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        from pyarrow.fs import LocalFileSystem
+
+        self.dataset = ray.data.read_parquet([str(path) for path in paths],
+                                             filesystem=LocalFileSystem())
+        self.source = str(paths[0].parent if len(paths) > 1 else paths[0])
+        self.block_rows = settings.block_rows
+
+    def blocks(self, fields: Sequence[str], seed: int | None) -> Iterator[Block]:
+        """Every row once, as blocks of at most ``block_rows`` rows; with ``seed``, Ray's
+        blocks in an order shuffled with it."""
+        from iglearn.data.formats.parquet import column_values
+
+        dataset = self.dataset.select_columns(list(fields))
+        if seed is not None:
+            dataset = dataset.randomize_block_order(seed=seed)
+        for batch in dataset.iter_batches(batch_size=self.block_rows, batch_format="pyarrow",
+                                          prefetch_batches=1):   # an Arrow table
+            yield {name: _typed(name, column_values(self.source, name,
+                                                    batch.column(name).combine_chunks()))
+                   for name in fields}
 
 
 def _typed(name: str, value: np.ndarray) -> np.ndarray:
@@ -222,6 +270,13 @@ class LogStream:
                                f"corrupt, write it again")
         self._counts, self.min_probability = self._scan(reader)
         self._buffer: Block = {}   # the shuffle buffer, kept from one epoch to the next
+        self._ray: _RayDataset | None = None
+        if self.settings.reader == "ray":
+            if not isinstance(self._pieces, _ParquetPieces):
+                raise IGLearnError(f"{info.source}: reader ray reads Parquet files and shard "
+                                   f"folders; convert the log (iglearn convert LOG LOG.parquet) "
+                                   f"or use reader local")
+            self._ray = _RayDataset(self._pieces.paths, self.settings)
 
     def _scan(self, reader: TableReader) -> tuple[np.ndarray, float]:
         """Check every row as an in-memory log is checked; count each action's interactions
@@ -269,6 +324,9 @@ class LogStream:
         """Every row once, in file order, in blocks of at most ``block_rows`` rows (a Parquet
         row group may give smaller ones): ``fields`` (default all) of each."""
         wanted = self._wanted(fields)
+        if self._ray is not None:
+            yield from self._ray.blocks(wanted, None)
+            return
         for piece in range(len(self._pieces.rows)):
             yield from self._pieces.read(piece, wanted)
 
@@ -279,8 +337,11 @@ class LogStream:
         buffer (:func:`shuffled_batches`)."""
         wanted = self._wanted(fields)
         order = rng.permutation(len(self._pieces.rows))
-        blocks = (block for piece in order
-                  for block in self._pieces.read(int(piece), wanted, reuse=True))
+        blocks: Iterable[Block] = (block for piece in order
+                                   for block in self._pieces.read(int(piece), wanted,
+                                                                  reuse=True))
+        if self._ray is not None:   # Ray shuffles the order of its blocks
+            blocks = self._ray.blocks(wanted, int(rng.integers(2**31)))
         yield from shuffled_batches(blocks, batch_size, self.settings.shuffle_rows, rng,
                                     self._buffer)
 
