@@ -211,7 +211,7 @@ def main() -> None:
 
     jobs = [(str(n), n) for n in args.rows]
     if args.subsample:
-        jobs.insert(0, ("subsample", args.subsample))
+        jobs.append(("subsample", args.subsample))
     for name, rows in jobs:
         work = out / f"rows-{rows}" if name != "subsample" else out / "subsample"
         if work.exists():
