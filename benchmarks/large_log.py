@@ -122,10 +122,10 @@ def _step(name: str, command: list[str], results: dict) -> None:
 
 
 def _fit_and_evaluate(name: str, log: Path, stream: str, test: Path, work: Path,
-                      results: dict) -> None:
+                      results: dict, options: list[str]) -> None:
     model = work / f"model_{name}"
     _step(f"fit_{name}", ["iglearn.cli", "fit", str(log), "--out", str(model), "--stream",
-                          stream], results)
+                          stream, *options], results)
     _step(f"evaluate_{name}", ["iglearn.cli", "evaluate", str(model), str(test)], results)
 
 
@@ -181,6 +181,11 @@ def main() -> None:
     parser.add_argument("--out", default="/tmp/large-log", help="working folder")
     parser.add_argument("--keep", action="store_true",
                         help="keep the generated logs (default: deleted after their fits)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="fit a log an earlier run kept (--keep) instead of generating it")
+    parser.add_argument("--fit-options", default="",
+                        help="options of iglearn fit for the fits at each --rows size (not the "
+                             "subsample's), e.g. '--epochs 1' for a shorter run")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads of the children (OMP_NUM_THREADS); default: torch's")
     parser.add_argument("--step", choices=("generate", "test"), help=argparse.SUPPRESS)
@@ -214,22 +219,31 @@ def main() -> None:
         jobs.append(("subsample", args.subsample))
     for name, rows in jobs:
         work = out / f"rows-{rows}" if name != "subsample" else out / "subsample"
-        if work.exists():
-            shutil.rmtree(work)
-        work.mkdir()
         log = work / ("log.npz" if args.format == "npz" else "log")
+        reuse = args.reuse and log.exists()
+        if work.exists():
+            for entry in work.iterdir():
+                if not (reuse and entry == log):
+                    if entry.is_dir():
+                        shutil.rmtree(entry)
+                    else:
+                        entry.unlink()
+        work.mkdir(exist_ok=True)
         record: dict = {"rows": rows, "format": args.format}
         if name == "subsample":
             results["subsample"] = record
         else:
             results["sizes"][name] = record
-        _step("generate", [here, "--step", "generate", "--rows", str(rows), "--path",
-                           str(log), *common], record)
+        if not reuse:
+            _step("generate", [here, "--step", "generate", "--rows", str(rows), "--path",
+                               str(log), *common], record)
         files = list(log.iterdir()) if log.is_dir() else [log]
         record["log_gb"] = round(sum(p.stat().st_size for p in files) / 2**30, 2)
+        options = [] if name == "subsample" else args.fit_options.split()
+        record["fit_options"] = options
         if name == "subsample":
-            _fit_and_evaluate("memory", log, "off", test, work, record)
-        _fit_and_evaluate("stream", log, "on", test, work, record)
+            _fit_and_evaluate("memory", log, "off", test, work, record, options)
+        _fit_and_evaluate("stream", log, "on", test, work, record, options)
         if args.keep:
             pass
         elif log.is_dir():
