@@ -13,6 +13,7 @@ except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0"
 
 from iglearn.data.logs import InteractionLog
+from iglearn.data.stream import LogStream, StreamSettings, open_log
 from iglearn.errors import IGLearnError
 from iglearn.learners import AIIGL, BatchIGL, ContextualBandit, FitReport, Supervised
 from iglearn.learners.monitor import EpochRecord
@@ -26,7 +27,10 @@ __all__ = [
     "FitReport",
     "IGLearnError",
     "InteractionLog",
+    "LogStream",
     "Optimisation",
+    "StreamSettings",
     "Supervised",
     "__version__",
+    "open_log",
 ]

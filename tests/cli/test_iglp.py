@@ -1,6 +1,7 @@
 """iglearn fit --algorithm igl-p and evaluate on personalised logs, end to end."""
 
 import json
+import math
 
 from iglearn.models.io import load_model
 
@@ -26,6 +27,19 @@ def test_fit_and_evaluate_igl_p_on_a_simulated_dsjson_log(tmp_path, capsys):
     assert code == 0 and measures["greedy_value_ips"] > 0.8 and "indicator" not in measures
     code, out, _ = run(capsys, "evaluate", tmp_path / "model", test)
     assert json.loads(out)["accuracy"] == 1.0
+    # the three-state decoding over a streamed log: the same sums, block by block
+    code, _, err = run(capsys, "convert", log, tmp_path / "log.npz")
+    assert code == 0, err
+    code, out, err = run(capsys, "evaluate", tmp_path / "model", tmp_path / "log.npz",
+                         "--stream", "on")
+    assert code == 0, err
+    streamed = json.loads(out)
+    assert streamed.keys() == measures.keys()
+    for key in ("decoded_value", "value_ips", "greedy_value_ips"):
+        assert math.isclose(streamed[key], measures[key], rel_tol=1e-6, abs_tol=1e-9), key
+    code, _, err = run(capsys, "fit", tmp_path / "log.npz", "--algorithm", "igl-p", "--out",
+                       tmp_path / "streamed", "--stream", "on")
+    assert code == 2 and "igl-p fits a log in memory" in err and "use --stream off" in err
 
 
 def test_an_option_of_igl_and_ai_igl_is_refused_with_igl_p(tmp_path, capsys):

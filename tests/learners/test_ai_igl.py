@@ -20,7 +20,7 @@ from iglearn.learners.ai_igl import (
     grounded,
 )
 from iglearn.learners.schedules import DataDrivenSchedule, PaperSchedule
-from iglearn.learners.trials import Batch
+from iglearn.learners.trials import Batch, Trials
 from iglearn.models import make_decoder, make_policy
 from tests.learners.test_online import total_reward
 
@@ -113,7 +113,7 @@ def test_symmetry_breaking_reweights_a_skewed_log_to_each_actions_exploration(en
     data = Batch(torch.from_numpy(log.context), torch.from_numpy(log.action),
                  torch.from_numpy(log.probability.astype(np.float32)),
                  torch.from_numpy(log.feedback))
-    flipped = break_symmetry(policy, decoders, data)
+    flipped = break_symmetry(policy, decoders, Trials.one(data))
     np.testing.assert_array_equal(flipped, signs < 0)
     with torch.no_grad():
         psi = decoded(decoders, data.signal, data.action).numpy()

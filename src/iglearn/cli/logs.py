@@ -12,7 +12,7 @@ import json
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -21,11 +21,13 @@ import numpy as np
 from iglearn.cli.paths import check_model_output, check_paths, with_sidecar
 from iglearn.cli.settings import add_settings, build_settings, flag, number
 from iglearn.data.logs import InteractionLog
+from iglearn.data.stream import LogStream, StreamSettings
 from iglearn.envs.named import BCI_NOISE, ENVIRONMENTS
 from iglearn.errors import IGLearnError
 from iglearn.learners.ai_igl import AIIGL
 from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
 from iglearn.learners.iglp import IGLP
+from iglearn.learners.stream import min_probability
 from iglearn.models.io import algorithm_of, algorithms
 
 if TYPE_CHECKING:
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
 
 DEFAULT_IOTA = math.log(2 / 0.05)
 LEARNER = "learner"
+STREAM = "stream"
 # Where `iglearn fit --algorithm igl` starts from: iglearn's settings, or the paper's objective
 # plainly.
 OBJECTIVES: dict[str, Callable[..., BatchIGL]] = {"iglearn": BatchIGL, "paper": BatchIGL.paper}
@@ -100,35 +103,41 @@ def unit_value(text: str) -> float:
 
 def _fit(args: argparse.Namespace) -> int:
     from iglearn.data.formats import open_table
-    from iglearn.data.formats.base import check
+    from iglearn.data.stream import log_from
     from iglearn.devices import resolve_device
     from iglearn.models.io import save_model
 
     out = Path(args.out)
     learner = _learner(args)
     resolve_device(getattr(learner, "device", "cpu"))  # unavailable: an error before any work
+    reading = build_settings(args, StreamSettings(), STREAM)
+    if isinstance(learner, IGLP):  # IGL-P fits a log in memory (regression.fit_model)
+        if reading.stream == "on":
+            raise IGLearnError("--stream on: --algorithm igl-p fits a log in memory, never "
+                               "streamed; use --stream off")
+        reading = replace(reading, stream="off")
     check_paths(with_sidecar("LOG", args.log), [("--out", out)])
     check_model_output(out)
     reader = open_table(args.log)
     info = reader.info
-    log = check(info, reader.arrays(), info.source)
-    if not isinstance(log, InteractionLog):
-        raise IGLearnError(f"{info.source}: holds contexts only; fitting needs a log with "
-                           f"action, probability and feedback")
+    log = log_from(reader, reading)
     settings = asdict(learner)
     args.outputs.claim([out])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
-        learner.fit(log)
+        if isinstance(learner, IGLP):
+            learner.fit(cast(InteractionLog, log))  # read in memory above
+        else:
+            learner.fit(log)
     head = {"log": str(args.log), "model": str(out), "algorithm": args.algorithm,
             "samples": len(log), "n_actions": log.n_actions, "context_dim": log.context_dim,
-            "feedback_dim": log.feedback_dim}
+            "feedback_dim": log.feedback_dim, "streamed": isinstance(log, LogStream)}
     if isinstance(learner, BatchIGL):
         summary = {**head, **_igl_summary(args, learner, log, settings)}
         extra = {"objective": summary["objective"], "lemma5": summary["lemma5"]}
     elif isinstance(learner, IGLP):
         summary = {**head, "settings": settings, **asdict(learner.report_),
-                   "definitely_bad_field": log.definitely_bad is not None}
+                   "definitely_bad_field": cast(InteractionLog, log).definitely_bad is not None}
         extra = {}
     else:
         summary = {**head, "settings": settings, **asdict(learner.report_)}
@@ -165,7 +174,7 @@ def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP:
     return build_settings(args, start, LEARNER)
 
 
-def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLog,
+def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLog | LogStream,
                  settings: dict) -> dict:
     """What a BatchIGL fit reports: its FitReport's measures and Lemma 5's bound."""
     from iglearn.theory import lemma5_value_lower_bound
@@ -174,7 +183,7 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
     n, k = len(log), log.n_actions
     iota = DEFAULT_IOTA if args.iota is None else args.iota
     v_bad = 1.0 / k if args.v_bad is None else args.v_bad
-    max_weight = 1.0 / float(np.min(log.probability))
+    max_weight = 1.0 / min_probability(log)
     bound = lemma5_value_lower_bound(report.indicator, n, k, iota, v_bad, max_weight)
     return {
         "objective": args.objective or "iglearn", "settings": settings,
@@ -199,11 +208,12 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
 
 
 def _model_and_table(model_dir: str, data: str, contexts_only: bool,
-                     args: argparse.Namespace
-                     ) -> tuple[BatchIGL | AIIGL | IGLP, InteractionLog | ContextSet]:
+                     args: argparse.Namespace, reading: StreamSettings | None = None
+                     ) -> tuple[BatchIGL | AIIGL | IGLP, InteractionLog | LogStream | ContextSet]:
     from iglearn.data.contexts import ContextSet
     from iglearn.data.formats import open_table
     from iglearn.data.formats.base import check
+    from iglearn.data.stream import log_from
     from iglearn.devices import resolve_device
     from iglearn.learners.evaluation import check_compatible
     from iglearn.models.io import load_model
@@ -223,12 +233,14 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
         raise IGLearnError(f"{info.source}: field 'context' has dimension "
                            f"{info.dims['context']} but the model expects "
                            f"{meta['context_dim']}; use contexts with the model's features")
-    arrays = reader.arrays(("context", "label") if contexts_only else None)
-    table: InteractionLog | ContextSet
+    table: InteractionLog | LogStream | ContextSet
     if contexts_only and info.is_log:
+        arrays = reader.arrays(("context", "label"))
         table = ContextSet(arrays["context"], info.n_actions, arrays.get("label"), info.source)
+    elif info.is_log:
+        table = log_from(reader, reading)
     else:
-        table = check(info, arrays, info.source)
+        table = check(info, reader.arrays(), info.source)
     check_compatible(table, meta["n_actions"], meta["context_dim"], meta["feedback_dim"])
     return learner, table
 
@@ -236,7 +248,8 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
 def _evaluate(args: argparse.Namespace) -> int:
     from iglearn.learners.evaluation import evaluate
 
-    learner, table = _model_and_table(args.model, args.data, contexts_only=False, args=args)
+    learner, table = _model_and_table(args.model, args.data, contexts_only=False, args=args,
+                                      reading=build_settings(args, StreamSettings(), STREAM))
     measures = evaluate(learner, table)
     if set(measures) == {"samples"}:
         raise IGLearnError(f"{args.data}: nothing to evaluate; the data need labels, a reward "
@@ -263,6 +276,7 @@ def _predict(args: argparse.Namespace) -> int:
                 [("--out", out)])
     output_folder(out)
     learner, table = _model_and_table(args.model, args.contexts, contexts_only=True, args=args)
+    table = cast("ContextSet | InteractionLog", table)  # contexts only: never streamed
     args.outputs.claim([out])
     rng = as_generator(args.seed)
     actions, probabilities = [], []
@@ -366,9 +380,13 @@ def _convert(args: argparse.Namespace) -> int:
     outputs = with_sidecar("OUT", args.output)
     check_paths(with_sidecar("IN", args.input), outputs)
     args.outputs.claim([path for _, path in outputs])
-    info = convert(args.input, args.output)
-    _print({"in": str(args.input), "out": str(args.output), "rows": info.n_rows,
-            "n_actions": info.n_actions, "fields": list(info.fields), "dims": info.dims})
+    info = convert(args.input, args.output, args.shard_rows)
+    record = {"in": str(args.input), "out": str(args.output), "rows": info.n_rows,
+              "n_actions": info.n_actions, "fields": list(info.fields), "dims": info.dims}
+    if args.shard_rows is not None:
+        from iglearn.data.formats.shards import shard_files
+        record["shards"] = len(shard_files(Path(args.output)))
+    _print(record)
     return 0
 
 
@@ -386,7 +404,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     f"weights, so logs from any policy work. Every setting of the two "
                     f"learners and of their optimisation is an option below: the shared ones "
                     f"set either, those of one algorithm only are refused with the other.")
-    fit.add_argument("log", metavar="LOG", help="the interaction log to fit")
+    fit.add_argument("log", metavar="LOG",
+                     help="the interaction log to fit: a file, or a folder of Parquet shards")
     fit.add_argument("--out", required=True, metavar="MODEL_DIR",
                      help="model folder to write: a new or empty folder, or one that holds "
                           "exactly a model iglearn wrote, which is replaced")
@@ -426,6 +445,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                  skip=("seed", *SHARED, *DECODING))
     add_settings(fit, IGLP(), LEARNER, "settings of --algorithm igl-p only (IGLP)",
                  skip=("seed", *SHARED))
+    add_settings(fit, StreamSettings(), STREAM, "reading the log",
+                 "A log larger than memory is streamed from disk: shuffled mini-batches "
+                 "through a bounded buffer, full passes as sums over row groups.")
     fit.set_defaults(run=_fit, reads=("log",))
 
     evaluate = commands.add_parser(
@@ -438,6 +460,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     evaluate.add_argument("data", metavar="DATA",
                           help=f"a log or a labelled context set ({formats})")
     add_settings(evaluate, Placement(), PLACEMENT, "where the model computes")
+    add_settings(evaluate, StreamSettings(), STREAM, "reading a log",
+                 "A log larger than memory is evaluated in one streamed pass.",
+                 skip=("shuffle_rows",))
     evaluate.set_defaults(run=_evaluate, reads=("model", "data"))
 
     predict = commands.add_parser(
@@ -493,7 +518,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
     convert = commands.add_parser(
         "convert", help="convert a log or context set between formats",
-        description=f"Convert IN to OUT ({formats}), batch by batch.")
-    convert.add_argument("input", metavar="IN", help="the log or context set to read")
-    convert.add_argument("output", metavar="OUT", help="the file to write")
+        description=f"Convert IN to OUT ({formats}, or a folder of Parquet shards), batch by "
+                    f"batch; with --shard-rows, OUT is a new or empty folder that receives "
+                    f"Parquet shards of that many rows, all at once when every one is written.")
+    convert.add_argument("input", metavar="IN",
+                         help="the log or context set to read (a file or a folder of Parquet "
+                              "shards)")
+    convert.add_argument("output", metavar="OUT", help="the file (or shard folder) to write")
+    convert.add_argument("--shard-rows", type=number(int, positive=True), default=None,
+                         metavar="N", help="write OUT as a folder of Parquet shards of N rows "
+                                           "each (default: one file)")
     convert.set_defaults(run=_convert, reads=("input",))

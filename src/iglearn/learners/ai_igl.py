@@ -79,15 +79,15 @@ import numpy as np
 import torch
 from torch import nn
 
-from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
 from iglearn.learners.e2g import EpochGreedy
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
 from iglearn.learners.schedules import DataDrivenSchedule, Schedule
+from iglearn.learners.stream import AnyLog, action_counts, training_data
 from iglearn.learners.training import Optimisation, Stage, optimise
-from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side
+from iglearn.learners.trials import Batch, Source, Trials, as_tensor, side_by_side
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.decoders import logistic
 from iglearn.seeding import SeedLike, as_generator, torch_generator
@@ -188,33 +188,33 @@ class AIIGL(StackableLearner):
             if not isinstance(value, int) or value < 0:
                 raise IGLearnError(f"{name} must be a whole number >= 0, got {value!r}")
 
-    def fit(self, log: InteractionLog) -> Self:
-        """Fit the policy and the decoders on ``log`` (reads context, action, probability
-        and feedback). Warns (:class:`IdentifiabilityWarning`) when K = 2, when an action has
-        fewer than ``min_interactions`` interactions, and when a decoder calls about half
-        of its action's feedback a reward."""
+    def fit(self, log: AnyLog) -> Self:
+        """Fit the policy and the decoders on ``log``, in memory or streamed (reads context,
+        action, probability and feedback). Warns (:class:`IdentifiabilityWarning`) when
+        K = 2, when an action has fewer than ``min_interactions`` interactions, and when a
+        decoder calls about half of its action's feedback a reward."""
         type(self)._fit_stacked([self], [log])
         return self
 
     @classmethod
-    def _fit_stacked(cls, learners: list[AIIGL], logs: list[InteractionLog]) -> None:
+    def _fit_stacked(cls, learners: list[AIIGL], logs: list[AnyLog]) -> None:
         """Fit every learner on its log, side by side; each draws its initialisation and its
         shuffles from its own seed, as its own ``fit`` would."""
         start = time.perf_counter()
         first = learners[0]
-        data = Trials.from_logs(logs, "feedback")
+        data = training_data(logs, "feedback")
         fits = first.fit_with_restarts(data, logs[0].n_actions,
                                        [as_generator(learner.seed) for learner in learners])
         seconds = (time.perf_counter() - start) / len(learners)
         for t, (learner, (policy, decoders, tried)) in enumerate(zip(learners, fits,
                                                                      strict=True)):
             learner.policy_, learner.decoders_ = policy, decoders
-            learner.report_ = learner._report(logs[t], one_trial(data, t), seconds)
+            learner.report_ = learner._report(logs[t], data.select([t]), seconds)
             learner.report_.restarts, learner.report_.attempt_indicators = len(tried) - 1, tried
             for note in learner.report_.warnings:
                 warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line
 
-    def fit_with_restarts(self, data: Trials, n_actions: int,
+    def fit_with_restarts(self, data: Source, n_actions: int,
                           rngs: Sequence[np.random.Generator],
                           ) -> list[tuple[Policy, list[Decoder], list[float]]]:
         """The adaptive restart around :meth:`fit_models`, for the T trials of ``data`` at
@@ -225,7 +225,7 @@ class AIIGL(StackableLearner):
         Returns:
             per trial, (policy, decoders, indicator of every attempt) of its best attempt.
         """
-        d_x, d_y = data.context[0].shape[-1], data.signal[0].shape[-1]
+        d_x, d_y = data.context_dim, data.signal_dim
         best: dict[int, tuple[float, Policy, list[Decoder]]] = {}
         tried: list[list[float]] = [[] for _ in rngs]
         pending = list(range(len(rngs)))
@@ -236,7 +236,7 @@ class AIIGL(StackableLearner):
             self.fit_models(policies, decoders, data.select(pending), generators)
             still = []
             for t, policy, own in zip(pending, policies, decoders, strict=True):
-                terms = indicator_terms(policy, own, one_trial(data, t))
+                terms = indicator_terms(policy, own, data.select([t]))
                 tried[t].append(float(terms.sum()))
                 if t not in best or terms.sum() > best[t][0]:
                     best[t] = (float(terms.sum()), policy, own)
@@ -247,9 +247,8 @@ class AIIGL(StackableLearner):
                 break
         return [(best[t][1], best[t][2], tried[t]) for t in range(len(rngs))]
 
-    def _report(self, log: InteractionLog, everything: Batch, seconds: float) -> AIIGLReport:
+    def _report(self, log: AnyLog, everything: Source, seconds: float) -> AIIGLReport:
         """What the fitted models measure on their log ``everything``, with the warnings."""
-        k = log.n_actions
         covariance = indicator_terms(self.policy_, self.decoders_, everything)
         rates = reward_rates(self.decoders_, everything)
         notes = action_warnings(log, self.min_interactions)
@@ -260,7 +259,7 @@ class AIIGL(StackableLearner):
         return AIIGLReport(
             indicator=float(covariance.sum()), covariance=covariance.tolist(),
             reward_rate=rates.tolist(), flipped=[bool(d.flipped) for d in self.decoders_],
-            interactions=np.bincount(log.action, minlength=k).tolist(), seconds=seconds,
+            interactions=action_counts(log).tolist(), seconds=seconds,
             warnings=notes)
 
     def initial_models(self, context_dim: int, feedback_dim: int, n_actions: int,
@@ -274,7 +273,7 @@ class AIIGL(StackableLearner):
         return policy, decoders
 
     def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Sequence[Decoder]],
-                   data: Trials, generators: Sequence[torch.Generator],
+                   data: Source, generators: Sequence[torch.Generator],
                    optimisation: Optimisation | None = None, warm: bool = False) -> None:
         """Fit ``policies[t]`` and ``decoders[t]`` (its K decoders) in place on trial t of
         ``data``, shuffling with ``generators[t]``, every trial side by side: from fresh
@@ -289,27 +288,27 @@ class AIIGL(StackableLearner):
             self.refinement_round(policies, decoders, data, generators, settings)
 
     def first_round(self, policies: Sequence[Policy], decoders: Sequence[Sequence[Decoder]],
-                    data: Trials, generators: Sequence[torch.Generator],
+                    data: Source, generators: Sequence[torch.Generator],
                     settings: Optimisation) -> None:
         """Steps 1 to 3: grounding, symmetry breaking, the policy stages."""
         self._ground(grounding_stage, policies, decoders, data, generators, settings)
 
     def refinement_round(self, policies: Sequence[Policy],
-                         decoders: Sequence[Sequence[Decoder]], data: Trials,
+                         decoders: Sequence[Sequence[Decoder]], data: Source,
                          generators: Sequence[torch.Generator], settings: Optimisation) -> None:
         """Step 4: re-grounding against the policy, symmetry breaking, the policy stages."""
         self._ground(regrounding_stage, policies, decoders, data, generators, settings)
 
     @staticmethod
     def _ground(stage: StageMaker, policies: Sequence[Policy],
-                decoders: Sequence[Sequence[Decoder]], data: Trials,
+                decoders: Sequence[Sequence[Decoder]], data: Source,
                 generators: Sequence[torch.Generator], settings: Optimisation) -> None:
         """The (re-)grounding ``stage``, symmetry breaking in each trial, the policy stages."""
         k = len(decoders[0])
         with side_by_side(policies) as scores, side_by_side(flat(decoders)) as psi:
             optimise([stage(scores, psi, k, settings)], data, settings, generators)
         for t, (policy, own) in enumerate(zip(policies, decoders, strict=True)):
-            break_symmetry(policy, own, one_trial(data, t))
+            break_symmetry(policy, own, data.select([t]))
         fit_policy(policies, decoders, data, generators, settings)
 
     def _fitted_decoders(self) -> list[Decoder]:
@@ -328,10 +327,11 @@ class AIIGL(StackableLearner):
         with torch.no_grad():
             return decoded(decoders, as_tensor(feedback), torch.from_numpy(actions)).numpy()
 
-    def indicator(self, log: InteractionLog) -> float:
-        """The indicator sum_a Cov_a(pi(a|x), psi_a(y)) of the fitted models on ``log``."""
+    def indicator(self, log: AnyLog) -> float:
+        """The indicator sum_a Cov_a(pi(a|x), psi_a(y)) of the fitted models on ``log`` (in
+        memory or streamed)."""
         decoders = self._fitted_decoders()
-        data = one_trial(Trials.from_logs([log], "feedback"))
+        data = training_data([log], "feedback")
         return float(indicator_terms(self.policy_, decoders, data).sum())
 
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
@@ -348,18 +348,13 @@ class AIIGL(StackableLearner):
         return cast(AIIGL, load_model(folder, "ai-igl"))  # load_model checked the algorithm
 
 
-def one_trial(data: Trials, t: int = 0) -> Batch:
-    """All the interactions of trial ``t`` of ``data``, tensors without a trial axis."""
-    return Batch(data.context[t], data.action[t], data.probability[t], data.signal[t])
-
-
 def flat(decoders: Sequence[Sequence[Decoder]]) -> list[Decoder]:
     """The K decoders of every trial in one list, trial-major (trial t's decoder of action a
     is number t K + a), as they are stacked."""
     return [decoder for own in decoders for decoder in own]
 
 
-def action_warnings(log: InteractionLog, min_interactions: int) -> list[str]:
+def action_warnings(log: AnyLog, min_interactions: int) -> list[str]:
     """Warnings that hold before fitting: K = 2, and actions with too few interactions to
     ground their decoders."""
     notes = []
@@ -368,7 +363,7 @@ def action_warnings(log: InteractionLog, min_interactions: int) -> list[str]:
         notes.append("K = 2: the reward need not be the rarer event for each action, so the "
                      "sign of each decoded reward is not identified; expect arbitrary "
                      "directions")
-    seen = np.bincount(np.asarray(log.action), minlength=k)
+    seen = action_counts(log)
     few = np.flatnonzero(seen < min_interactions)
     if len(few):
         shown = ", ".join(f"{a} ({seen[a]})" for a in few[:5]) + (", ..." if len(few) > 5
@@ -474,7 +469,7 @@ def policy_stages(scores: nn.Module, psi: nn.Module, n_actions: int,
 
 
 def fit_policy(policies: Sequence[Policy], decoders: Sequence[Sequence[Decoder]],
-               data: Trials, generators: Sequence[torch.Generator],
+               data: Source, generators: Sequence[torch.Generator],
                settings: Optimisation) -> None:
     """Run the policy stages (:func:`policy_stages`) in place, every trial side by side."""
     with side_by_side(policies) as scores, side_by_side(flat(decoders)) as psi:
@@ -493,11 +488,35 @@ def decoded(decoders: Sequence[Decoder], feedback: torch.Tensor,
     return out
 
 
-def reward_rates(decoders: Sequence[Decoder], data: Batch) -> np.ndarray:
+def action_moments(policy: Policy | None, decoders: Sequence[Decoder],
+                   data: Source) -> torch.Tensor:
+    """Per action a, the sums over its rows of 1/p, pi(a|x)/p, psi_a(y)/p and
+    pi(a|x) psi_a(y)/p, shape (4, K) in float64, on all of ``data`` (one trial) as a streaming
+    reduction over its chunks; without a ``policy`` the contexts are not read and the sums
+    with pi are 0. The E_a-weighted means of the module docstring are these sums over the
+    first."""
+    moments = torch.zeros(4, len(decoders), dtype=torch.float64)
+    with torch.no_grad():
+        for chunk in data.chunks(context=policy is not None):
+            action, weight = chunk.action[0], 1.0 / chunk.probability[0].double()
+            psi = decoded(decoders, chunk.signal[0], action).double()
+            pi_a = torch.zeros_like(psi)
+            if policy is not None:
+                pi_a = at_action(policy.probabilities(chunk.context[0]), action).double()
+            for m, value in enumerate((weight, weight * pi_a, weight * psi, weight * pi_a * psi)):
+                moments[m].index_add_(0, action, value)
+    return moments
+
+
+def _means(moments: torch.Tensor) -> torch.Tensor:
+    """The E_a-weighted means (of pi, psi and pi psi) from :func:`action_moments`; an action
+    without rows has means 0."""
+    return moments[1:] / moments[0].clamp_min(torch.finfo(moments.dtype).tiny)
+
+
+def reward_rates(decoders: Sequence[Decoder], data: Source) -> np.ndarray:
     """The E_a-weighted mean of psi_a over the rows of each action a, shape (K,)."""
-    psi = decoded(decoders, data.signal, data.action).double()
-    weights = action_weights(data.action, data.probability.double(), len(decoders))
-    return (weights * psi[:, None]).sum(0).numpy()
+    return _means(action_moments(None, decoders, data))[1].numpy()
 
 
 def grounded(terms: np.ndarray, fraction: float) -> bool:
@@ -508,24 +527,20 @@ def grounded(terms: np.ndarray, fraction: float) -> bool:
     return bool(np.all(terms > fraction * np.median(terms)))
 
 
-def indicator_terms(policy: Policy, decoders: Sequence[Decoder], data: Batch) -> np.ndarray:
-    """Cov_a(pi(a|x), psi_a(y)) on all of ``data`` (one log's tensors), for each action a;
-    their sum is the indicator of the module docstring."""
-    with torch.no_grad():
-        pi = torch.cat([policy.probabilities(data.context[i:i + _CHUNK])
-                        for i in range(0, len(data.action), _CHUNK)])
-    pi_a = at_action(pi, data.action).double()
-    psi = decoded(decoders, data.signal, data.action).double()
-    weights = action_weights(data.action, data.probability.double(), len(decoders))
-    return action_covariance(pi_a, psi, weights).numpy()
+def indicator_terms(policy: Policy, decoders: Sequence[Decoder], data: Source) -> np.ndarray:
+    """Cov_a(pi(a|x), psi_a(y)) on all of ``data`` (one trial, in memory or streamed), for
+    each action a, from the streaming sums of :func:`action_moments`:
+    E_a[pi psi] - E_a[pi] E_a[psi]. Their sum is the indicator of the module docstring."""
+    mean_pi, mean_psi, mean_both = _means(action_moments(policy, decoders, data))
+    return (mean_both - mean_pi * mean_psi).numpy()
 
 
-def indicator(policy: Policy, decoders: Sequence[Decoder], data: Batch) -> float:
+def indicator(policy: Policy, decoders: Sequence[Decoder], data: Source) -> float:
     """The indicator sum_a Cov_a(pi(a|x), psi_a(y)) of the module docstring on ``data``."""
     return float(indicator_terms(policy, decoders, data).sum())
 
 
-def break_symmetry(policy: Policy, decoders: Sequence[Decoder], data: Batch) -> np.ndarray:
+def break_symmetry(policy: Policy, decoders: Sequence[Decoder], data: Source) -> np.ndarray:
     """Step 2, symmetry breaking: for each action a whose E_a-weighted mean of psi_a exceeds
     one half (the reward would be the commoner event), flip psi_a to 1 - psi_a (its corrector
     flag) and negate the score s_a (row a of the policy network's last layer), so that
@@ -604,7 +619,8 @@ class OnlineAIIGL(EpochGreedy):
         assert self.policy_ is not None and self.decoders_ is not None
         self._batch.fit_models([self.policy_], [self.decoders_], Trials.one(data), [generator],
                                self.refit_optimisation if warm else None, warm)
-        value = indicator(self.policy_, self.decoders_, data if holdout is None else holdout)
+        value = indicator(self.policy_, self.decoders_,
+                          Trials.one(data if holdout is None else holdout))
         return value, {"flipped": sum(bool(d.flipped) for d in self.decoders_)}
 
     def decode(self, feedback: np.ndarray, actions: np.ndarray) -> np.ndarray:

@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
+from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError
 from iglearn.learners.trials import as_tensor
@@ -70,13 +71,15 @@ class StackableLearner(PolicyLearner):
 
     seed: object
 
-    def fit(self, log: InteractionLog) -> Self:
-        """Fit on ``log``."""
+    def fit(self, log: InteractionLog | LogStream) -> Self:
+        """Fit on ``log``: in memory, or streamed from disk (:func:`iglearn.data.stream.open_log`
+        chooses by size)."""
         type(self)._fit_stacked([self], [log])
         return self
 
     @classmethod
-    def fit_many(cls, learners: Sequence[Self], logs: Sequence[InteractionLog]) -> list[Self]:
+    def fit_many(cls, learners: Sequence[Self],
+                 logs: Sequence[InteractionLog | LogStream]) -> list[Self]:
         """Fit ``learners[t]`` on ``logs[t]`` for every t as one batched computation.
 
         The learners must be of one class with the same settings (their seeds may differ) and
@@ -86,7 +89,8 @@ class StackableLearner(PolicyLearner):
         less time than fitting them one after another; their ``seconds`` share the wall
         time equally.
         """
-        learners, logs = list(learners), list(logs)
+        learners = list(learners)
+        logs = list(logs)
         if not learners or len(learners) != len(logs):
             raise IGLearnError(f"fit_many needs one log per learner; got {len(learners)} "
                                f"learners and {len(logs)} logs")
@@ -109,11 +113,11 @@ class StackableLearner(PolicyLearner):
         return learners
 
     @classmethod
-    def _fit_stacked(cls, learners: list[Self], logs: list[InteractionLog]) -> None:
+    def _fit_stacked(cls, learners: list[Self], logs: list[InteractionLog | LogStream]) -> None:
         raise NotImplementedError
 
 
-def _shape(log: InteractionLog) -> tuple[int, ...]:
+def _shape(log: InteractionLog | LogStream) -> tuple[int, ...]:
     return len(log), log.context_dim, log.feedback_dim, log.n_actions
 
 

@@ -9,12 +9,12 @@ from typing import ClassVar
 
 import torch
 
-from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
+from iglearn.learners.stream import AnyLog, has_field, training_data
 from iglearn.learners.training import Optimisation, Stage, optimise
-from iglearn.learners.trials import Batch, Trials, side_by_side
+from iglearn.learners.trials import Batch, Source, side_by_side
 from iglearn.models import Policy, make_policy
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 
@@ -36,10 +36,10 @@ class _Baseline(StackableLearner):
             self.optimisation = Optimisation()
 
     @classmethod
-    def _fit_stacked(cls, learners: list[_Baseline], logs: list[InteractionLog]) -> None:
-        """Fit every learner's policy on its log."""
+    def _fit_stacked(cls, learners: list[_Baseline], logs: list[AnyLog]) -> None:
+        """Fit every learner's policy on its log, in memory or streamed."""
         for log in logs:
-            if getattr(log, cls.needs) is None:
+            if not has_field(log, cls.needs):
                 raise IGLearnError(f"{log.source}: {cls.__name__} needs the field "
                                    f"'{cls.needs}', which this log does not have")
         start = time.perf_counter()
@@ -47,12 +47,12 @@ class _Baseline(StackableLearner):
         generators = [torch_generator(as_generator(learner.seed)) for learner in learners]
         policies = [make_policy(first.policy, log.context_dim, log.n_actions, generator)
                     for generator in generators]
-        first.fit_models(policies, Trials.from_logs(logs, cls.needs), generators)
+        first.fit_models(policies, training_data(logs, cls.needs), generators)
         seconds = (time.perf_counter() - start) / len(learners)
         for learner, policy in zip(learners, policies, strict=True):
             learner.policy_, learner.seconds_ = policy, seconds
 
-    def fit_models(self, policies: Sequence[Policy], data: Trials,
+    def fit_models(self, policies: Sequence[Policy], data: Source,
                    generators: Sequence[torch.Generator],
                    optimisation: Optimisation | None = None) -> None:
         """Fit ``policies[t]`` in place (warm-starts from its weights) on trial t of ``data``

@@ -31,15 +31,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from iglearn.data.logs import InteractionLog
 from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.corrector import (
     Correction,
-    corrector_statistic,
+    corrector_statistics,
     data_driven_corrector,
-    decode_all,
 )
 from iglearn.learners.monitor import EpochRecord, FitMonitor
 from iglearn.learners.objective import (
@@ -50,8 +48,9 @@ from iglearn.learners.objective import (
     policy_minorant,
     self_normalised_objective,
 )
+from iglearn.learners.stream import AnyLog, action_counts, min_probability, training_data
 from iglearn.learners.training import Optimisation, Stage, run_stage, stage_epochs
-from iglearn.learners.trials import Batch, Trials, as_tensor, move, side_by_side, to_device
+from iglearn.learners.trials import Batch, Source, as_tensor, side_by_side, to_device
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.custom import ModelFactory, check_spec
 from iglearn.models.decoders import DECODERS
@@ -96,14 +95,14 @@ class FitReport:
     indicator, corrector statistic, flip, attempt)."""
 
 
-def identifiability_warnings(log: InteractionLog) -> list[str]:
+def identifiability_warnings(log: AnyLog) -> list[str]:
     """Warnings that hold before fitting: K = 2, and actions the log never shows."""
     notes = []
     k = log.n_actions
     if k == 2:
         notes.append("K = 2: uniform play is never 'sufficiently bad' (Section 3), so the sign "
                      "of the decoded reward is not identified; expect an arbitrary direction")
-    seen = np.bincount(np.asarray(log.action), minlength=k)
+    seen = action_counts(log)
     missing = np.flatnonzero(seen == 0)
     if len(missing):
         shown = ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
@@ -188,31 +187,31 @@ class BatchIGL(StackableLearner):
         return cls(**{**plain, **settings})
 
     @classmethod
-    def _fit_stacked(cls, learners: list[BatchIGL], logs: list[InteractionLog]) -> None:
-        """Fit every learner on its log (reads context, action, probability and feedback)."""
+    def _fit_stacked(cls, learners: list[BatchIGL], logs: list[AnyLog]) -> None:
+        """Fit every learner on its log, in memory or streamed (reads context, action,
+        probability and feedback)."""
         start = time.perf_counter()
         first, k = learners[0], logs[0].n_actions
         threshold = first.threshold(k)
-        data = Trials.from_logs(logs, "feedback")
+        data = training_data(logs, "feedback")
         monitor = FitMonitor(len(learners), first.progress, first.logdir)
         try:
             fits = first.fit_with_restarts(data, k, [as_generator(each.seed) for each in learners],
                                            monitor=monitor)
         finally:
             monitor.close()
+        statistics = corrector_statistics(stack([fit[2] for fit in fits]), data, k).tolist()
         seconds = (time.perf_counter() - start) / len(learners)
-        for t, (learner, log, fit) in enumerate(zip(learners, logs, fits, strict=True)):
+        for t, (learner, log, fit, statistic) in enumerate(
+                zip(learners, logs, fits, statistics, strict=True)):
             value, policy, decoder, tried = fit
             parameters = [*policy.parameters(), *decoder.parameters()]
             if not (np.isfinite(value) and all(bool(p.isfinite().all()) for p in parameters)):
                 raise IGLearnError(
                     f"{log.source}: the fit diverged (indicator {value}, or a parameter not "
-                    f"finite); the smallest logged probability is {log.probability.min():.3g} "
+                    f"finite); the smallest logged probability is {min_probability(log):.3g} "
                     f"(importance weight 1/p): drop or clip near-zero probabilities, or lower "
                     f"the learning rate")
-            with torch.no_grad():
-                statistic = float(corrector_statistic(decoder(data.signal[t]),
-                                                      data.probability[t], k))
             notes = identifiability_warnings(log)
             if value <= threshold:
                 notes.append(f"no initialisation passed the restart threshold ({value:.3f} <= "
@@ -228,11 +227,11 @@ class BatchIGL(StackableLearner):
                 restarts=len(tried) - 1, threshold=threshold, attempt_indicators=tried,
                 seconds=seconds, warnings=notes, history=monitor.history[t])
 
-    def fit_with_restarts(self, data: Trials, n_actions: int,
+    def fit_with_restarts(self, data: Source, n_actions: int,
                           rngs: Sequence[np.random.Generator],
                           starts: Sequence[tuple[Policy, Decoder]] | None = None,
                           start_optimisation: Optimisation | None = None,
-                          holdout: Trials | None = None,
+                          holdout: Source | None = None,
                           monitor: FitMonitor | None = None,
                           ) -> list[tuple[float, Policy, Decoder, list[float]]]:
         """The adaptive restart (Appendix B) around line 4 of E2G, for the T trials of ``data``
@@ -264,9 +263,9 @@ class BatchIGL(StackableLearner):
                 policies, decoders = (list(models) for models in zip(*starts, strict=True))
                 settings = start_optimisation
             else:
-                policies = [make_policy(self.policy, data.context[0].shape[-1], n_actions, g)
+                policies = [make_policy(self.policy, data.context_dim, n_actions, g)
                             for g in generators]
-                decoders = [make_decoder(self.decoder, data.signal[0].shape[-1], g,
+                decoders = [make_decoder(self.decoder, data.signal_dim, g,
                                          self.decoder_temperature) for g in generators]
             self.fit_models(policies, decoders, data.select(pending), n_actions, generators,
                             settings, monitor)
@@ -286,7 +285,7 @@ class BatchIGL(StackableLearner):
         """The adaptive restart's indicator threshold (1/K unless set)."""
         return 1.0 / n_actions if self.restart_threshold is None else self.restart_threshold
 
-    def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Decoder], data: Trials,
+    def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Decoder], data: Source,
                    n_actions: int, generators: Sequence[torch.Generator],
                    optimisation: Optimisation | None = None,
                    monitor: FitMonitor | None = None) -> None:
@@ -314,19 +313,16 @@ class BatchIGL(StackableLearner):
 
     @staticmethod
     def _record(monitor: FitMonitor, stage: str, epoch: int, policy: Policy,
-                decoder: Decoder, data: Trials, n_actions: int,
+                decoder: Decoder, data: Source, n_actions: int,
                 correction: Correction | None, device: torch.device) -> None:
-        """The history of one epoch: indicator and corrector statistic on all the data."""
-        with torch.no_grad():
-            if correction is None:
-                psi = decode_all(decoder, data, device)
-                probability = move(torch.stack(data.probability), psi.device)
-                flipped = [False] * len(data)
-                statistic = corrector_statistic(psi, probability, n_actions)
-            else:
-                psi, statistic = correction.psi, correction.statistic
-                flipped = correction.flipped.tolist()
-            values = stacked_indicators(policy, psi, data, n_actions, device)
+        """The history of one epoch: indicator and corrector statistic on all the data (passes
+        over its chunks)."""
+        if correction is None:
+            statistic = corrector_statistics(decoder, data, n_actions, device)
+            flipped = [False] * len(data)
+        else:
+            statistic, flipped = correction.statistic, correction.flipped.tolist()
+        values = stacked_indicators(policy, decoder, data, n_actions, device)
         monitor.epoch(stage, epoch, values, statistic.tolist(), flipped)
 
     def stages(self, policy: Policy, decoder: Decoder, n_actions: int,
@@ -382,47 +378,41 @@ class BatchIGL(StackableLearner):
         # load_model checked the algorithm
         return cast(BatchIGL, load_model(folder, "igl", import_factories=import_factories))
 
-    def indicator(self, log: InteractionLog) -> float:
-        """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log``."""
+    def indicator(self, log: AnyLog) -> float:
+        """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log`` (in memory or
+        streamed)."""
         self._fitted_policy()
-        return indicators([self.policy_], [self.decoder_],
-                          Trials.from_logs([log], "feedback"), log.n_actions)[0]
+        return indicators([self.policy_], [self.decoder_], training_data([log], "feedback"),
+                          log.n_actions)[0]
 
 
-def indicators(policies: Sequence[Policy], decoders: Sequence[Decoder] | None, data: Trials,
+def indicators(policies: Sequence[Policy], decoders: Sequence[Decoder] | None, data: Source,
                n_actions: int, device: torch.device | None = None) -> list[float]:
-    """Eq. 9 (:func:`~iglearn.learners.objective.indicator`) of each trial's pair on its data,
-    in one pass of 65536 rows at a time (moved to ``device`` if given); without decoders, the
-    signal itself stands for psi (the true reward: the IPS estimate of V(pi) - V(pi_bad))."""
+    """Eq. 9 (:func:`~iglearn.learners.objective.indicator`) of each trial's pair on its data
+    (:func:`stacked_indicators` of the pairs stacked and moved to ``device`` if given);
+    without decoders, the signal itself stands for psi (the true reward: the IPS estimate of
+    V(pi) - V(pi_bad))."""
     on = device if device is not None and device.type != "cpu" else None
     policy = cast(Policy, stack(policies))
+    decoder = None if decoders is None else cast(Decoder, stack(decoders))
     if on is not None:
         policy = policy.to(on)
-    decoder = None if decoders is None else cast(Decoder, stack(decoders))
-    if decoder is not None and on is not None:
-        decoder = decoder.to(on)
+        decoder = None if decoder is None else decoder.to(on)
+    return stacked_indicators(policy, decoder, data, n_actions, on)
+
+
+def stacked_indicators(policy: Policy, decoder: Decoder | None, data: Source, n_actions: int,
+                       device: torch.device | None = None) -> list[float]:
+    """Eq. 9 of a stacked ``policy`` and ``decoder`` (none: the signal stands for psi) on
+    each trial's data, in one pass over its chunks (a sum over chunks, so a streamed log is
+    never in memory), each chunk moved to ``device`` (where the models are) if given."""
     total = torch.zeros(len(data), dtype=torch.float64)
     with torch.no_grad():
         for chunk in data.chunks():
-            chunk = to_device(chunk, on)
+            chunk = to_device(chunk, device)
             pi_a = at_action(policy.probabilities(chunk.context), chunk.action)
             psi = torch.stack(list(chunk.signal)) if decoder is None else decoder(chunk.signal)
             rows = chunk.action.shape[-1]
             total += indicator(pi_a, psi, chunk.probability, n_actions).cpu().double() * rows
     return (total / data.n).tolist()
 
-
-def stacked_indicators(policy: Policy, psi: torch.Tensor, data: Trials, n_actions: int,
-                       device: torch.device | None = None) -> list[float]:
-    """Eq. 9 of a stacked ``policy`` with the decoded rewards ``psi`` (T, n) of all the data
-    (on the policy's device), 65536 rows at a time."""
-    total = torch.zeros(len(data), dtype=torch.float64)
-    start = 0
-    for chunk in data.chunks():
-        chunk = to_device(chunk, device)
-        rows = chunk.action.shape[-1]
-        pi_a = at_action(policy.probabilities(chunk.context), chunk.action)
-        total += indicator(pi_a, psi[:, start:start + rows], chunk.probability,
-                           n_actions).cpu().double() * rows
-        start += rows
-    return (total / data.n).tolist()

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from iglearn.learners.trials import Trials, move
+from iglearn.learners.trials import Source, to_device
 from iglearn.models import Decoder
 from iglearn.models.stacked import last_linear
 
@@ -44,34 +44,56 @@ class Correction(NamedTuple):
     """Which trials' decoders were flipped, boolean (T,)."""
     statistic: torch.Tensor
     """The corrector's statistic after the flip, (T,)."""
-    psi: torch.Tensor
-    """The decoded rewards of all the feedback after the flip, (T, n)."""
 
 
-def decode_all(decoder: nn.Module, data: Trials, device: torch.device | None) -> torch.Tensor:
-    """The stacked ``decoder`` on all of each trial's feedback, shape (T, n): in one call on
-    the CPU, 65536 rows at a time moved to any other device."""
-    if device is None or device.type == "cpu":
-        return decoder(data.signal)
-    return torch.cat([decoder([move(s, device) for s in chunk.signal])
-                      for chunk in data.chunks()], dim=-1)
+def decoded_shares(decoder: nn.Module, data: Source, n_actions: int,
+                   device: torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The shares of each trial's feedback that ``decoder`` (stacked, one per trial) decodes
+    as reward (psi > 0.5) and as no reward (psi < 0.5), weighted as in
+    :func:`corrector_statistic`, as a streaming reduction: the weighted counts and the sum of
+    the weights are added up chunk by chunk (float64, chunks moved to ``device`` if given, where
+    ``decoder`` must be), then divided. Two tensors of shape (T,)."""
+    above = torch.zeros(len(data), dtype=torch.float64)
+    below = torch.zeros(len(data), dtype=torch.float64)
+    weights = torch.zeros(len(data), dtype=torch.float64)
+    with torch.no_grad():
+        for chunk in data.chunks(context=False):
+            chunk = to_device(chunk, device)
+            probability = chunk.probability
+            if probability.device.type != "mps":  # MPS has no float64
+                probability = probability.double()
+            weight = (1.0 / n_actions) / probability
+            psi = decoder(chunk.signal)
+            above += (weight * (psi > 0.5).to(weight.dtype)).sum(-1).cpu().double()
+            below += (weight * (psi < 0.5).to(weight.dtype)).sum(-1).cpu().double()
+            weights += weight.sum(-1).cpu().double()
+    return above / weights, below / weights
 
 
-def data_driven_corrector(policy: nn.Module, decoder: Decoder, data: Trials, n_actions: int,
+def corrector_statistics(decoder: nn.Module, data: Source, n_actions: int,
+                         device: torch.device | None = None) -> torch.Tensor:
+    """:func:`corrector_statistic` of each trial's decoder (``decoder`` stacked, one per
+    trial) on all of its feedback, streamed over chunks (:func:`decoded_shares`). Shape
+    (T,)."""
+    return decoded_shares(decoder, data, n_actions, device)[0]
+
+
+def data_driven_corrector(policy: nn.Module, decoder: Decoder, data: Source, n_actions: int,
                           negate_policy: bool, device: torch.device | None = None
                           ) -> Correction:
     """Appendix B's corrector on all of each trial's feedback: flip the decoders (stacked, one
-    per trial) whose statistic exceeds one half, and with ``negate_policy`` negate the scores
-    of those trials' policies (the last linear layer of the stacked ``policy``, or the
-    ``negated`` flag of a policy on a user's module, :mod:`iglearn.models.custom`).
+    per trial, on ``device`` if given) whose statistic (:func:`corrector_statistics`) exceeds
+    one half, and with ``negate_policy`` negate the scores of those trials' policies (the last
+    linear layer of the stacked ``policy``, or the ``negated`` flag of a policy on a user's
+    module, :mod:`iglearn.models.custom`). One streamed pass over the feedback.
 
     Returns:
-        which trials were flipped, the statistic and the decoded rewards after the flip.
+        which trials were flipped, and the statistic after the flip.
     """
+    above, below = decoded_shares(decoder, data, n_actions, device)
+    flip = above > 0.5
     with torch.no_grad():
-        psi = decode_all(decoder, data, device)
-        probability = move(torch.stack(data.probability), psi.device)
-        flip = corrector_statistic(psi, probability, n_actions) > 0.5
+        flip = flip.to(decoder.flipped.device)
         decoder.flipped.logical_xor_(flip)
         negated = getattr(policy, "negated", None)
         if negate_policy and isinstance(negated, torch.Tensor):  # a user's module: its flag
@@ -80,6 +102,5 @@ def data_driven_corrector(policy: nn.Module, decoder: Decoder, data: Trials, n_a
             for parameter in last_linear(policy).parameters():
                 sign = 1 - 2 * flip.to(parameter.dtype)
                 parameter.mul_(sign.view(-1, *[1] * (parameter.dim() - 1)))
-        psi = torch.where(flip[:, None], 1 - psi, psi)
-        statistic = corrector_statistic(psi, probability, n_actions)
-    return Correction(flip, statistic, psi)
+    # after the flip, the feedback decoded as no reward is what decodes as reward
+    return Correction(flip.cpu(), torch.where(flip.cpu(), below, above))

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import torch
 
 from iglearn.data.contexts import ContextSet
 from iglearn.data.logs import InteractionLog
+from iglearn.data.stream import Block, LogStream
 from iglearn.errors import IGLearnError
 from iglearn.learners.ai_igl import AIIGL
 from iglearn.learners.base import PolicyLearner
@@ -17,7 +20,11 @@ from iglearn.learners.trials import as_tensor
 _CHUNK = 65536
 
 
-def check_compatible(table: InteractionLog | ContextSet, n_actions: int, context_dim: int,
+Table = InteractionLog | LogStream | ContextSet
+"""What a model is evaluated on: a log (in memory or streamed) or a context set."""
+
+
+def check_compatible(table: Table, n_actions: int, context_dim: int,
                      feedback_dim: int | None = None) -> None:
     """Errors naming the file and the field when ``table`` does not fit the model."""
     src = table.source
@@ -28,14 +35,28 @@ def check_compatible(table: InteractionLog | ContextSet, n_actions: int, context
         raise IGLearnError(f"{src}: field 'context' has dimension {table.context_dim} but the "
                            f"model expects {context_dim}; use contexts with the model's "
                            f"features (and the same feature schema)")
-    if (isinstance(table, InteractionLog) and feedback_dim is not None
+    if (isinstance(table, InteractionLog | LogStream) and feedback_dim is not None
             and table.feedback_dim != feedback_dim):
         raise IGLearnError(f"{src}: field 'feedback' has dimension {table.feedback_dim} but "
                            f"the model's decoder expects {feedback_dim}")
 
 
-def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict[str, float]:
-    """Measures of the fitted softmax policy pi on ``table``, chunk by chunk.
+def blocks(table: Table) -> Iterator[Block]:
+    """The rows of ``table`` in order, a block of fields at a time: slices of a table in
+    memory, or a stream's chunks."""
+    if isinstance(table, LogStream):
+        yield from table.chunks()
+        return
+    present = {name: getattr(table, name) for name in
+               ("context", "action", "probability", "feedback", "reward", "label")
+               if getattr(table, name, None) is not None}
+    for start in range(0, len(table), _CHUNK):
+        yield {name: value[start:start + _CHUNK] for name, value in present.items()}
+
+
+def evaluate(learner: PolicyLearner, table: Table) -> dict[str, float]:
+    """Measures of the fitted softmax policy pi on ``table`` (in memory or streamed), as sums
+    over its blocks (:func:`blocks`).
 
     - ``accuracy``: share of contexts whose greedy action is the label (when labels exist);
     - ``value_ips`` / ``greedy_value_ips``: importance-weighted estimates mean[pi(a|x) r / p]
@@ -55,7 +76,11 @@ def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict
     """
     n = len(table)
     k = table.n_actions
-    is_log = isinstance(table, InteractionLog)
+    is_log = isinstance(table, InteractionLog | LogStream)
+    fields = table.fields if isinstance(table, LogStream) else (
+        {"label"} if table.label is not None else set()) | (
+        {"reward"} if is_log and getattr(table, "reward", None) is not None else set())
+    has_label, has_reward = "label" in fields, "reward" in fields
     per_action = isinstance(learner, AIIGL)
     three_state = isinstance(learner, IGLP)
     decoder = getattr(learner, "decoder_", None)  # BatchIGL's psi
@@ -63,41 +88,40 @@ def evaluate(learner: PolicyLearner, table: InteractionLog | ContextSet) -> dict
     sums = {"correct": 0.0, "ips": 0.0, "greedy": 0.0, "decoded": 0.0, "indicator": 0.0}
     # per action a: sums over its rows of 1/p, pi/p, psi/p and pi psi/p (AI-IGL's indicator)
     moments = np.zeros((4, k))
-    for start in range(0, n, _CHUNK):
-        rows = slice(start, start + _CHUNK)
-        pi = learner.predict_proba(table.context[rows]).astype(np.float64)
+    for block in blocks(table):
+        pi = learner.predict_proba(block["context"]).astype(np.float64)
         greedy = pi.argmax(1)
-        if table.label is not None:
-            sums["correct"] += float((greedy == table.label[rows]).sum())
-        if not isinstance(table, InteractionLog):
+        if has_label:
+            sums["correct"] += float((greedy == block["label"]).sum())
+        if not is_log:
             continue
-        action, p = table.action[rows], np.asarray(table.probability[rows], np.float64)
+        action, p = block["action"], np.asarray(block["probability"], np.float64)
         pi_logged = pi[np.arange(len(action)), action]
-        if table.reward is not None:
-            weight = table.reward[rows] / p
+        if has_reward:
+            weight = block["reward"] / p
             sums["ips"] += float((pi_logged * weight).sum())
             sums["greedy"] += float(((greedy == action) * weight).sum())
         if not decoding:
             continue
         if isinstance(learner, IGLP):
-            psi = learner.decode(table.context[rows], action, table.feedback[rows])
+            psi = learner.decode(block["context"], action, block["feedback"])
         elif isinstance(learner, AIIGL):
-            psi = learner.decode(table.feedback[rows], action).astype(np.float64)
+            psi = learner.decode(block["feedback"], action).astype(np.float64)
             for m, value in enumerate((1.0, pi_logged, psi, pi_logged * psi)):
                 moments[m] += np.bincount(action, np.broadcast_to(value, p.shape) / p,
                                           minlength=k)
         else:
             with torch.no_grad():
                 assert decoder is not None  # decoding without per-action decoders
-                psi = decoder(as_tensor(table.feedback[rows])).double().numpy()
+                psi = decoder(as_tensor(block["feedback"])).double().numpy()
             sums["indicator"] += float(indicator(
                 torch.from_numpy(pi_logged), torch.from_numpy(psi), torch.from_numpy(p),
                 k)) * len(action)
         sums["decoded"] += float((pi_logged * psi / p).sum())
     out: dict[str, float] = {"samples": n}
-    if table.label is not None:
+    if has_label:
         out["accuracy"] = sums["correct"] / n
-    if isinstance(table, InteractionLog) and table.reward is not None:
+    if has_reward:
         out["value_ips"] = sums["ips"] / n
         out["greedy_value_ips"] = sums["greedy"] / n
     if decoding:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import torch
 
 from iglearn.errors import IGLearnError
-from iglearn.learners.trials import Batch, Trials, to_device
+from iglearn.learners.trials import Batch, Source, to_device
 
 
 @dataclass(frozen=True)
@@ -100,14 +100,15 @@ def stage_epochs(stage: Stage, n: int, settings: Optimisation) -> int:
     return max(stage.epochs, math.ceil(settings.min_steps / per_epoch))
 
 
-def run_stage(stage: Stage, data: Trials, settings: Optimisation,
+def run_stage(stage: Stage, data: Source, settings: Optimisation,
               generators: Sequence[torch.Generator],
               device: torch.device | None = None) -> Iterator[int]:
-    """Minimise ``stage.loss`` over shuffled mini-batches of ``data``, trial t shuffling with
-    ``generators[t]``; yields the epoch number after every pass over the data. A stage with
-    zero epochs is skipped; a small log gets more epochs, so that the stage takes at least
-    ``settings.min_steps`` steps. With a ``device``, each mini-batch is gathered on the CPU
-    and moved there (the stage's parameters must be there already)."""
+    """Minimise ``stage.loss`` over shuffled mini-batches of ``data`` (``data.epoch``: in
+    memory, or streamed from disk), trial t shuffling with ``generators[t]``; yields the
+    epoch number after every pass over the data. A stage with zero epochs is skipped; a small
+    log gets more epochs, so that the stage takes at least ``settings.min_steps`` steps. With
+    a ``device``, each mini-batch is gathered on the CPU and moved there (the stage's
+    parameters must be there already)."""
     epochs = stage_epochs(stage, data.n, settings)
     if epochs == 0:
         return
@@ -119,17 +120,16 @@ def run_stage(stage: Stage, data: Trials, settings: Optimisation,
     schedule = torch.optim.lr_scheduler.OneCycleLR(
         optimiser, max_lr=[group["lr"] for group in groups], total_steps=epochs * per_epoch)
     for epoch in range(epochs):
-        orders = torch.stack([torch.randperm(n, generator=g) for g in generators])
-        for index in orders.split(batch, dim=1):
+        for rows in data.epoch(batch, generators):
             optimiser.zero_grad(set_to_none=True)
-            rows = to_device(data.batch(index), device)
+            rows = to_device(rows, device)
             stage.loss(rows).sum().backward()  # trials share no parameter
             optimiser.step()
             schedule.step()
         yield epoch
 
 
-def optimise(stages: Sequence[Stage], data: Trials, settings: Optimisation,
+def optimise(stages: Sequence[Stage], data: Source, settings: Optimisation,
              generators: Sequence[torch.Generator]) -> None:
     """Run every stage in order (:func:`run_stage`)."""
     for stage in stages:

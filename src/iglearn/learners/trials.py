@@ -9,6 +9,10 @@ leading trial axis (:mod:`iglearn.models.stacked`) and writes the trained weight
 The learners write their per-trial mathematics once, on a :class:`Batch` whose fields carry the
 trial axis in front; every objective reduces over the last (sample) axis, so it gives one value
 per trial.
+
+A fit reads its data through the :class:`Source` interface: shuffled mini-batches
+(``epoch``) and full passes (``chunks``). :class:`Trials` is the source of logs in memory;
+:class:`~iglearn.learners.stream.StreamTrials` streams one log from disk.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import NamedTuple, TypeVar, cast
+from typing import NamedTuple, Protocol, TypeVar, cast
 
 import numpy as np
 import torch
@@ -31,7 +35,9 @@ def as_tensor(array: np.ndarray) -> torch.Tensor:
     return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
 
 
-def _field_tensor(array: np.ndarray) -> torch.Tensor:
+def field_tensor(array: np.ndarray) -> torch.Tensor:
+    """A field as a torch tensor: floats as float32 (:func:`as_tensor`), integers as they
+    are."""
     if np.issubdtype(array.dtype, np.floating):
         return as_tensor(array)
     return torch.from_numpy(np.ascontiguousarray(array))
@@ -48,6 +54,46 @@ class Batch(NamedTuple):
     signal: torch.Tensor
 
 
+class Source(Protocol):
+    """The data of a fit, T trials of n interactions each, as the training loop and the full
+    passes read them."""
+
+    @property
+    def n(self) -> int:
+        """Interactions in each trial."""
+        ...
+
+    def __len__(self) -> int:
+        """The number of trials T."""
+        ...
+
+    @property
+    def context_dim(self) -> int:
+        """Dimension of a context."""
+        ...
+
+    @property
+    def signal_dim(self) -> int:
+        """Dimension of the signal (1 for a reward or a label)."""
+        ...
+
+    def select(self, trials: Sequence[int]) -> Source:
+        """The trials numbered ``trials``."""
+        ...
+
+    def epoch(self, batch_size: int, generators: Sequence[torch.Generator]) -> Iterator[Batch]:
+        """One pass over every trial's rows in mini-batches of ``batch_size`` (the last may
+        hold fewer), trial t shuffled with ``generators[t]``; fields of shape
+        (T, batch, ...)."""
+        ...
+
+    def chunks(self, size: int = 65536, context: bool = True) -> Iterator[Batch]:
+        """Every row of every trial once, in order, for full passes: actions and
+        probabilities as (T, rows) tensors, contexts and signals as lists of T tensors; with
+        ``context`` False the contexts may be left out (empty)."""
+        ...
+
+
 @dataclass(frozen=True)
 class Trials:
     """The interactions of T trials with the same number of rows, each field a list of T
@@ -62,7 +108,7 @@ class Trials:
     def from_logs(cls, logs: Sequence[InteractionLog], signal: str) -> Trials:
         """The trials of ``logs``; ``signal`` names the field a learner reads ('feedback',
         'reward' or 'label')."""
-        return cls(*([_field_tensor(getattr(log, name)) for log in logs]
+        return cls(*([field_tensor(getattr(log, name)) for log in logs]
                      for name in ("context", "action", "probability", signal)))
 
     @classmethod
@@ -79,6 +125,17 @@ class Trials:
         """The number of trials T."""
         return len(self.context)
 
+    @property
+    def context_dim(self) -> int:
+        """Dimension of a context."""
+        return int(self.context[0].shape[-1])
+
+    @property
+    def signal_dim(self) -> int:
+        """Dimension of the signal (1 for a reward or a label)."""
+        signal = self.signal[0]
+        return int(signal.shape[-1]) if signal.dim() > 1 else 1
+
     def select(self, trials: Sequence[int]) -> Trials:
         """The trials numbered ``trials``."""
         return Trials(*([tensors[t] for t in trials] for tensors in self._fields()))
@@ -87,10 +144,18 @@ class Trials:
         """Rows ``index[t]`` of trial t for every t, as one (T, batch, ...) tensor a field."""
         return Batch(*(take(tensors, index) for tensors in self._fields()))
 
-    def chunks(self, size: int = 65536) -> Iterator[Batch]:
+    def epoch(self, batch_size: int, generators: Sequence[torch.Generator]) -> Iterator[Batch]:
+        """One pass in mini-batches of ``batch_size`` rows, trial t in the order of a random
+        permutation drawn from ``generators[t]``."""
+        orders = torch.stack([torch.randperm(self.n, generator=g) for g in generators])
+        for index in orders.split(batch_size, dim=1):
+            yield self.batch(index)
+
+    def chunks(self, size: int = 65536, context: bool = True) -> Iterator[Batch]:
         """Consecutive rows of every trial, ``size`` at a time, for full passes over the data:
         actions and probabilities as (T, rows) tensors, contexts and signals as lists of T
-        views (stacked models take either form; the wide fields are never copied)."""
+        views (stacked models take either form; the wide fields are never copied, so the
+        contexts are there whatever ``context`` says)."""
         for start in range(0, self.n, size):
             rows = slice(start, start + size)
             # stacked models take a list of T views where a (T, rows, d) tensor would go

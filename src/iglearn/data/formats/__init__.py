@@ -10,6 +10,7 @@
   (K on every row); see :mod:`iglearn.data.formats.csv` and :mod:`iglearn.data.frames`.
 - ``.dsjson``: Vowpal Wabbit's DSJSON (see :mod:`iglearn.data.formats.dsjson`), with a
   feature schema beside it in ``<file>.schema.json``.
+- a folder of ``.parquet`` shards: one log (:mod:`iglearn.data.formats.shards`).
 
 Every problem with a file raises :class:`~iglearn.errors.IGLearnError` naming the file, the
 field, the problem and the fix; a failed write leaves no output file behind. Readers check
@@ -63,10 +64,14 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None) -> TableRe
     """A batched reader of the log or context set in ``path``.
 
     Args:
-        path: a ``.npz``, ``.parquet``, ``.csv`` or ``.dsjson`` file.
+        path: a ``.npz``, ``.parquet``, ``.csv`` or ``.dsjson`` file, or a folder of Parquet
+            shards (named without an extension, or ``.parquet`` as Spark names them).
         schema: DSJSON only: feature positions to use instead of the file's own.
     """
     path = Path(path)
+    if path.is_dir() and path.suffix.lower() not in (".npz", ".csv", ".dsjson"):
+        from iglearn.data.formats.shards import ShardedReader
+        return ShardedReader(path)
     suffix = _suffix(path)
     size = input_file(path)
     if suffix != ".dsjson" and size == 0:  # DSJSON says so with its own words
@@ -143,12 +148,19 @@ def write_table(table: InteractionLog | ContextSet | TableReader, path: str | Pa
         ])
 
 
-def convert(source: str | Path, target: str | Path) -> TableInfo:
-    """Convert a log or context set between formats, streaming batch by batch."""
+def convert(source: str | Path, target: str | Path, shard_rows: int | None = None) -> TableInfo:
+    """Convert a log or context set between formats, streaming batch by batch; with
+    ``shard_rows``, ``target`` is a new (or empty) folder of Parquet shards of that many rows
+    (:func:`~iglearn.data.formats.shards.write_shards`)."""
     source, target = Path(source), Path(target)
-    _suffix(target)
+    if shard_rows is None:
+        _suffix(target)
     if source.resolve() == target.resolve():
         raise IGLearnError(f"{target}: is the input file; choose another output name")
     reader = open_table(source)
-    write_table(reader, target)
+    if shard_rows is None:
+        write_table(reader, target)
+    else:
+        from iglearn.data.formats.shards import write_shards
+        write_shards(reader, target, shard_rows)
     return reader.info

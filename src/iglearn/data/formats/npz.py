@@ -15,6 +15,7 @@ import zipfile
 import zlib
 from collections import Counter
 from collections.abc import Iterator
+from io import BufferedReader
 from pathlib import Path
 
 import numpy as np
@@ -201,30 +202,47 @@ class NpzReader(TableReader):
         """Rows in batches; uncompressed members are read with plain file reads (not mapped),
         so streaming a large file keeps only one batch in memory."""
         wanted = fields or self.info.fields
-        direct, arrays = {}, {}
+        with open(self.path, "rb") as raw:
+            for start in range(0, self.info.n_rows, rows):
+                yield start, self._rows(raw, wanted, start, min(rows, self.info.n_rows - start))
+
+    def stored_plainly(self, name: str) -> bool:
+        """Whether field ``name`` is stored uncompressed in C order, so that any block of its
+        rows is read from the file directly (compressed or Fortran-order members are read
+        whole)."""
+        _, fortran, _, offset = self._header(name)
+        return offset >= 0 and not fortran
+
+    def read_rows(self, start: int, count: int, fields: tuple[str, ...] | None = None,
+                  out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        """Rows ``start`` to ``start + count - 1`` of ``fields`` (default all), read as
+        :meth:`batches` reads them: any block of rows, in any order, costs one read per field.
+        ``out`` may give C-contiguous arrays of ``count`` rows (of the stored types) to read
+        the fields stored plainly into."""
+        with open(self.path, "rb") as raw:
+            return self._rows(raw, fields or self.info.fields, start, count, out or {})
+
+    def _rows(self, raw: BufferedReader, wanted: tuple[str, ...], start: int, count: int,
+              out: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+        batch = {}
         for name in wanted:
             shape, fortran, dtype, offset = self._header(name)
             if offset >= 0 and not fortran:
                 width = int(np.prod(shape[1:], dtype=np.int64))
-                direct[name] = (offset, dtype, width, shape[1:])
+                raw.seek(offset + start * width * dtype.itemsize)
+                target = (out or {}).get(name)
+                if target is not None:
+                    got = raw.readinto(target.reshape(-1).data.cast("B"))
+                    value = target.reshape(-1)[:max(got, 0) // dtype.itemsize]
+                else:
+                    value = np.fromfile(raw, dtype=dtype, count=count * width)
+                if value.size != count * width:
+                    raise IGLearnError(f"{self.path}: field '{name}' is truncated; write the "
+                                       f"log again")
+                batch[name] = _column(name, value.reshape((count, *shape[1:])))
             else:
-                arrays[name] = self.array(name)
-        with open(self.path, "rb") as raw:
-            for start in range(0, self.info.n_rows, rows):
-                count = min(rows, self.info.n_rows - start)
-                batch = {}
-                for name in wanted:
-                    if name in direct:
-                        offset, dtype, width, tail = direct[name]
-                        raw.seek(offset + start * width * dtype.itemsize)
-                        value = np.fromfile(raw, dtype=dtype, count=count * width)
-                        if value.size != count * width:
-                            raise IGLearnError(f"{self.path}: field '{name}' is truncated; "
-                                               f"write the log again")
-                        batch[name] = _column(name, value.reshape((count, *tail)))
-                    else:
-                        batch[name] = _column(name, arrays[name][start:start + count])
-                yield start, batch
+                batch[name] = _column(name, self.array(name)[start:start + count])
+        return batch
 
     def arrays(self, fields: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
         """Every field (or those in ``fields``); memory-mapped members come back without a

@@ -110,20 +110,23 @@ class ParquetReader(TableReader):
                                f"{self.info.n_rows}; the file is corrupt, write it again")
 
     def _column(self, name: str, column: pa.Array) -> np.ndarray:
-        if column.null_count:
-            raise IGLearnError(f"{self.path}: column '{name}' holds missing (null) values; "
-                               f"remove or impute those rows")
-        if pa.types.is_fixed_size_list(column.type):
-            values = column.flatten()
-            if values.null_count:
-                raise IGLearnError(f"{self.path}: column '{name}' holds missing (null) vector "
-                                   f"entries; remove or impute those rows")
-            array = values.to_numpy(zero_copy_only=False).reshape(len(column), -1)
-        else:
-            array = column.to_numpy(zero_copy_only=False)
-            if name in MATRIX_FIELDS:
-                array = array[:, None]
-        return array
+        return column_values(self.path, name, column)
+
+
+def column_values(path: Path | str, name: str, column: pa.Array) -> np.ndarray:
+    """One column of a batch read from the Parquet file ``path`` as a numpy array, (n, d) for
+    contexts and feedback; an error naming the file and the column when it holds nulls."""
+    if column.null_count:
+        raise IGLearnError(f"{path}: column '{name}' holds missing (null) values; "
+                           f"remove or impute those rows")
+    if pa.types.is_fixed_size_list(column.type):
+        values = column.flatten()
+        if values.null_count:
+            raise IGLearnError(f"{path}: column '{name}' holds missing (null) vector "
+                               f"entries; remove or impute those rows")
+        return values.to_numpy(zero_copy_only=False).reshape(len(column), -1)
+    array = column.to_numpy(zero_copy_only=False)
+    return array[:, None] if name in MATRIX_FIELDS else array
 
 
 def _numeric(kind: pa.DataType) -> bool:
@@ -144,19 +147,40 @@ def arrow_schema(info: TableInfo) -> pa.Schema:
     return pa.schema(columns, metadata=metadata)
 
 
+ROW_GROUP_BYTES = 32 * 2**20
+"""Rows of a Parquet row group hold about this many bytes (uncompressed) when iglearn writes
+them: a streaming fit (:mod:`iglearn.data.stream`) reads and shuffles whole row groups, so
+small groups bound its memory and mix the log finely."""
+
+
+def row_group_rows(info: TableInfo) -> int:
+    """Rows per row group for ``info``'s fields: about ROW_GROUP_BYTES, between 1024 and
+    BATCH_ROWS."""
+    row = sum(np.dtype(DTYPES[name]).itemsize * info.dims.get(name, 1) for name in info.fields)
+    return max(1024, min(BATCH_ROWS, ROW_GROUP_BYTES // max(row, 1)))
+
+
+def record_batch(info: TableInfo, schema: pa.Schema, batch: dict[str, np.ndarray]
+                 ) -> pa.RecordBatch:
+    """One batch of checked rows (fields of ``info``) as an Arrow record batch of ``schema``."""
+    columns = []
+    for name in info.fields:
+        value: np.ndarray = np.ascontiguousarray(batch[name], dtype=DTYPES[name])
+        if name in MATRIX_FIELDS:
+            value = value.reshape(len(value), -1)
+            columns.append(pa.FixedSizeListArray.from_arrays(
+                pa.array(value.reshape(-1)), info.dims[name]))
+        else:
+            columns.append(pa.array(value))
+    return pa.record_batch(columns, schema=schema)
+
+
 def write_parquet(reader: TableReader, tmp: Path) -> None:
-    """Write ``reader``'s table to ``tmp`` batch by batch."""
+    """Write ``reader``'s table to ``tmp`` batch by batch, in row groups of
+    :func:`row_group_rows` rows."""
     info = reader.info
     schema = arrow_schema(info)
+    group = row_group_rows(info)
     with pq.ParquetWriter(tmp, schema) as writer:
-        for _, batch in reader.validated_batches():
-            columns = []
-            for name in info.fields:
-                value: np.ndarray = np.ascontiguousarray(batch[name], dtype=DTYPES[name])
-                if name in MATRIX_FIELDS:
-                    value = value.reshape(len(value), -1)
-                    columns.append(pa.FixedSizeListArray.from_arrays(
-                        pa.array(value.reshape(-1)), info.dims[name]))
-                else:
-                    columns.append(pa.array(value))
-            writer.write_batch(pa.record_batch(columns, schema=schema))
+        for _, batch in reader.validated_batches(group):
+            writer.write_batch(record_batch(info, schema, batch), row_group_size=group)

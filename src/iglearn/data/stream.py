@@ -1,0 +1,410 @@
+"""Logs larger than memory, read as a stream: shuffled mini-batches and full passes whose
+memory does not grow with the log.
+
+A :class:`LogStream` reads a log on disk piece by piece. A piece is a Parquet row group (of one
+file, or of every shard of a folder, found with ``pyarrow.dataset``) or a block of
+``StreamSettings.block_rows`` rows of an uncompressed ``.npz`` (read at its position in the
+file, as a memory map would address it, but with plain reads, so that the pages read do not
+stay in the process's memory). It offers what a fit needs:
+
+- :meth:`LogStream.epoch`: every row once, in shuffled mini-batches. The pieces are read in
+  a random order, and their rows pass through a shuffle buffer of
+  ``StreamSettings.shuffle_rows`` rows from which each mini-batch is drawn at random
+  (:func:`shuffled_batches`). Memory: the buffer and one piece.
+- :meth:`LogStream.chunks`: every row once, in file order, a piece at a time, for the full
+  passes (the corrector's statistic, the indicator, evaluation), computed as sums over
+  pieces.
+
+With ``StreamSettings.reader`` ray, Ray Data reads the Parquet files instead (on a Ray
+cluster, for logs on shared storage): it shuffles the order of its blocks, and the record
+batches its tasks decode stream to this process through the same shuffle buffer.
+
+Opening a stream reads the log once to check it as reading it into memory would (every
+value; error messages name the rows) and to count each action's interactions and find the
+smallest logged probability, which the learners' warnings and Lemma 5's bound read.
+
+:func:`open_log` chooses between the two paths: the log in memory
+(:class:`~iglearn.data.logs.InteractionLog`) when it is small, a stream when it is large, by
+``StreamSettings.stream`` and ``StreamSettings.memory_limit_gb``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, cast
+
+import numpy as np
+
+from iglearn.data.formats.base import DTYPES, TableInfo, TableReader
+from iglearn.data.logs import InteractionLog
+from iglearn.errors import IGLearnError
+
+Block = dict[str, np.ndarray]
+"""Rows of some fields of a log: one array per field, all with the same number of rows."""
+
+
+@dataclass(frozen=True)
+class StreamSettings:
+    """How a log is read for a fit: into memory, or streamed from disk."""
+
+    stream: Literal["auto", "on", "off"] = "auto"
+    """on: stream the log from disk (memory independent of its size); off: read it into
+    memory; auto: stream when its fields take more than memory_limit_gb in memory."""
+    memory_limit_gb: float = 2.0
+    """With stream auto, logs larger than this (in GB, as held in memory) are streamed."""
+    shuffle_rows: int = 65536
+    """Rows of the shuffle buffer each streamed mini-batch is drawn from."""
+    block_rows: int = 8192
+    """Most rows a stream reads at once (an .npz block, or a read within a Parquet row
+    group)."""
+    reader: Literal["local", "ray"] = "local"
+    """Who reads the rows of each epoch and full pass: local (pyarrow in this process) or ray
+    (Ray Data tasks on a Ray cluster, for Parquet logs on shared storage; needs the ray
+    extra)."""
+    ray_address: str | None = None
+    """The Ray cluster of reader ray (None: the running one, else a local instance)."""
+
+    def __post_init__(self) -> None:
+        if self.stream not in ("auto", "on", "off"):
+            raise IGLearnError(f"stream must be auto, on or off, got {self.stream!r}")
+        if self.reader not in ("local", "ray"):
+            raise IGLearnError(f"reader must be local or ray, got {self.reader!r}")
+        if not (math.isfinite(self.memory_limit_gb) and self.memory_limit_gb >= 0):
+            raise IGLearnError(f"memory_limit_gb must be a finite number >= 0, got "
+                               f"{self.memory_limit_gb!r}")
+        for name in ("shuffle_rows", "block_rows"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise IGLearnError(f"{name} must be a whole number >= 1, got {value!r}")
+
+
+def table_bytes(info: TableInfo) -> int:
+    """Bytes the fields of ``info`` take in memory (in iglearn's types)."""
+    row = sum(np.dtype(DTYPES[name]).itemsize * info.dims.get(name, 1) for name in info.fields)
+    return info.n_rows * row
+
+
+def open_log(path: str | Path, settings: StreamSettings | None = None
+             ) -> InteractionLog | LogStream:
+    """The interaction log in ``path`` (a file or a folder of Parquet shards), in memory or
+    streamed as ``settings`` say (:func:`log_from`). Learners fit either."""
+    from iglearn.data.formats import open_table
+
+    return log_from(open_table(path), settings)
+
+
+def log_from(reader: TableReader, settings: StreamSettings | None = None
+             ) -> InteractionLog | LogStream:
+    """The log ``reader`` reads: a :class:`LogStream` when ``settings.stream`` is on, or auto
+    and the log takes more than ``settings.memory_limit_gb`` in memory; else the log in
+    memory."""
+    from iglearn.data.formats.base import check
+
+    settings = settings or StreamSettings()
+    info = reader.info
+    if not info.is_log:
+        raise IGLearnError(f"{info.source}: holds contexts only; fitting needs a log with "
+                           f"action, probability and feedback")
+    large = table_bytes(info) > settings.memory_limit_gb * 2**30
+    if settings.stream == "on" or (settings.stream == "auto" and large):
+        return LogStream(reader, settings)
+    log = check(info, reader.arrays(), info.source)
+    assert isinstance(log, InteractionLog)
+    return log
+
+
+class _Pieces:
+    """The pieces of a log on disk: their rows, and a reader of each."""
+
+    rows: list[int]
+
+    def read(self, piece: int, fields: Sequence[str], reuse: bool = False) -> Iterator[Block]:
+        """The rows of ``piece``, in blocks of at most ``block_rows`` rows; with ``reuse``, a
+        block may be overwritten by the next one (the caller copies what it keeps)."""
+        raise NotImplementedError
+
+
+class _ParquetPieces(_Pieces):
+    """The row groups of Parquet files, as a ``pyarrow.dataset`` lists them."""
+
+    def __init__(self, paths: Sequence[Path], block_rows: int):
+        import pyarrow.dataset as ds
+
+        self.paths = list(paths)
+        dataset = ds.dataset([str(path) for path in paths], format="parquet")
+        self.groups = [group for fragment in dataset.get_fragments()
+                       for group in fragment.split_by_row_group()]
+        self.rows = [group.row_groups[0].num_rows for group in self.groups]
+        self.block_rows = block_rows
+
+    def read(self, piece: int, fields: Sequence[str], reuse: bool = False) -> Iterator[Block]:
+        from iglearn.data.formats.parquet import column_values
+
+        group = self.groups[piece]
+        for batch in group.to_batches(columns=list(fields), batch_size=self.block_rows,
+                                      batch_readahead=0, fragment_readahead=0,
+                                      use_threads=False):
+            yield {name: _typed(name, column_values(group.path, name, batch.column(name)))
+                   for name in fields}
+
+
+class _NpzPieces(_Pieces):
+    """Blocks of ``block_rows`` consecutive rows of an uncompressed ``.npz``."""
+
+    def __init__(self, reader: TableReader, block_rows: int):
+        from iglearn.data.formats.npz import NpzReader
+
+        assert isinstance(reader, NpzReader)
+        for name in reader.info.fields:
+            if not reader.stored_plainly(name):
+                raise IGLearnError(f"{reader.info.source}: field '{name}' is compressed (or in "
+                                   f"Fortran order), so it cannot be read in blocks; write the "
+                                   f"log uncompressed (iglearn convert LOG LOG.parquet, or "
+                                   f"np.savez) to stream it")
+        self.reader = reader
+        n = reader.info.n_rows
+        self.starts = list(range(0, n, block_rows))
+        self.rows = [min(block_rows, n - start) for start in self.starts]
+        self._scratch: Block = {}
+
+    def read(self, piece: int, fields: Sequence[str], reuse: bool = False) -> Iterator[Block]:
+        count = self.rows[piece]
+        out = None
+        if reuse:   # read into the same memory every time: no fresh pages to fault in
+            for name in fields:
+                shape, _, dtype, _ = self.reader._header(name)
+                if name not in self._scratch or self._scratch[name].dtype != dtype:
+                    self._scratch[name] = np.empty((max(self.rows), *shape[1:]), dtype)
+            out = {name: self._scratch[name][:count] for name in fields}
+        block = self.reader.read_rows(self.starts[piece], count, tuple(fields), out)
+        yield {name: _typed(name, value) for name, value in block.items()}
+
+
+class _RayDataset:
+    """Parquet files read by Ray Data: record batches of each pass computed by Ray tasks
+    (wherever the cluster runs them) and streamed to this process, a few at a time."""
+
+    def __init__(self, paths: Sequence[Path], settings: StreamSettings):
+        try:
+            import ray
+        except ImportError as e:
+            raise IGLearnError("reader ray needs Ray: pip install 'iglearn[ray]'") from e
+        if not ray.is_initialized():
+            ray.init(address=settings.ray_address, include_dashboard=False,
+                     log_to_driver=False, configure_logging=False)
+        ray.data.DataContext.get_current().enable_progress_bars = False
+        from pyarrow.fs import LocalFileSystem
+
+        self.dataset = ray.data.read_parquet([str(path) for path in paths],
+                                             filesystem=LocalFileSystem())
+        self.source = str(paths[0].parent if len(paths) > 1 else paths[0])
+        self.block_rows = settings.block_rows
+
+    def blocks(self, fields: Sequence[str], seed: int | None) -> Iterator[Block]:
+        """Every row once, as blocks of at most ``block_rows`` rows; with ``seed``, Ray's
+        blocks in an order shuffled with it."""
+        from iglearn.data.formats.parquet import column_values
+
+        dataset = self.dataset.select_columns(list(fields))
+        if seed is not None:
+            dataset = dataset.randomize_block_order(seed=seed)
+        for batch in dataset.iter_batches(batch_size=self.block_rows, batch_format="pyarrow",
+                                          prefetch_batches=1):
+            table = cast(Any, batch)  # an Arrow table (batch_format="pyarrow")
+            yield {name: _typed(name, column_values(self.source, name,
+                                                    table.column(name).combine_chunks()))
+                   for name in fields}
+
+
+def _typed(name: str, value: np.ndarray) -> np.ndarray:
+    """A field's values in its type, in writable memory (Arrow hands out read-only buffers,
+    which torch does not take); the stream checked every value when it opened."""
+    value = np.asarray(value, dtype=DTYPES[name])
+    return value if value.flags.writeable else value.copy()
+
+
+class LogStream:
+    """An interaction log read from disk piece by piece (see the module docstring).
+
+    It answers what learners ask of an :class:`~iglearn.data.logs.InteractionLog` before and
+    after fitting (``n_actions``, ``source``, ``len``, ``context_dim``, ``feedback_dim``,
+    which ``fields`` it holds, :meth:`action_counts`, ``min_probability``), and streams its
+    rows (:meth:`epoch`, :meth:`chunks`).
+
+    Args:
+        reader: the log's reader, from :func:`~iglearn.data.formats.open_table`: a Parquet
+            file, a folder of Parquet shards, or an uncompressed ``.npz``.
+        settings: the shuffle buffer and block sizes.
+    """
+
+    def __init__(self, reader: TableReader, settings: StreamSettings | None = None):
+        from iglearn.data.formats.npz import NpzReader
+        from iglearn.data.formats.parquet import ParquetReader
+        from iglearn.data.formats.shards import ShardedReader
+
+        self.settings = settings or StreamSettings()
+        self.info = info = reader.info
+        if not info.is_log:
+            raise IGLearnError(f"{info.source}: holds contexts only; fitting needs a log with "
+                               f"action, probability and feedback")
+        if info.n_rows == 0:
+            raise IGLearnError(f"{info.source}: the log is empty; it needs at least one "
+                               f"interaction")
+        block = self.settings.block_rows
+        self._pieces: _Pieces
+        if isinstance(reader, ShardedReader):
+            self._pieces = _ParquetPieces([shard.path for shard in reader.shards], block)
+        elif isinstance(reader, ParquetReader):
+            self._pieces = _ParquetPieces([reader.path], block)
+        elif isinstance(reader, NpzReader):
+            self._pieces = _NpzPieces(reader, block)
+        else:
+            raise IGLearnError(f"{info.source}: only Parquet files, folders of Parquet shards "
+                               f"and .npz files can be streamed; convert it first (iglearn "
+                               f"convert LOG LOG.parquet)")
+        if sum(self._pieces.rows) != info.n_rows:
+            raise IGLearnError(f"{info.source}: its row groups hold {sum(self._pieces.rows)} "
+                               f"rows but its metadata says {info.n_rows}; the file is "
+                               f"corrupt, write it again")
+        self._counts, self.min_probability = self._scan(reader)
+        self._buffer: Block = {}   # the shuffle buffer, kept from one epoch to the next
+        self._ray: _RayDataset | None = None
+        if self.settings.reader == "ray":
+            if not isinstance(self._pieces, _ParquetPieces):
+                raise IGLearnError(f"{info.source}: reader ray reads Parquet files and shard "
+                                   f"folders; convert the log (iglearn convert LOG LOG.parquet) "
+                                   f"or use reader local")
+            self._ray = _RayDataset(self._pieces.paths, self.settings)
+
+    def _scan(self, reader: TableReader) -> tuple[np.ndarray, float]:
+        """Check every row as an in-memory log is checked; count each action's interactions
+        and find the smallest logged probability."""
+        counts = np.zeros(self.n_actions, dtype=np.int64)
+        smallest = math.inf
+        for _, batch in reader.validated_batches(self.settings.block_rows):
+            counts += np.bincount(batch["action"], minlength=self.n_actions)
+            smallest = min(smallest, float(batch["probability"].min()))
+        return counts, smallest
+
+    @property
+    def n_actions(self) -> int:
+        """The number of actions K."""
+        return self.info.n_actions
+
+    @property
+    def source(self) -> str:
+        """The file or folder name, for messages."""
+        return self.info.source
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """The fields the log holds."""
+        return self.info.fields
+
+    def __len__(self) -> int:
+        return self.info.n_rows
+
+    @property
+    def context_dim(self) -> int:
+        """Dimension d_x of a context."""
+        return self.info.dims["context"]
+
+    @property
+    def feedback_dim(self) -> int:
+        """Dimension d_y of a feedback vector."""
+        return self.info.dims["feedback"]
+
+    def action_counts(self) -> np.ndarray:
+        """Interactions of each action, shape (K,)."""
+        return self._counts.copy()
+
+    def chunks(self, fields: Sequence[str] | None = None) -> Iterator[Block]:
+        """Every row once, in file order, in blocks of at most ``block_rows`` rows (a Parquet
+        row group may give smaller ones): ``fields`` (default all) of each."""
+        wanted = self._wanted(fields)
+        if self._ray is not None:
+            yield from self._ray.blocks(wanted, None)
+            return
+        for piece in range(len(self._pieces.rows)):
+            yield from self._pieces.read(piece, wanted)
+
+    def epoch(self, batch_size: int, rng: np.random.Generator,
+              fields: Sequence[str] | None = None) -> Iterator[Block]:
+        """Every row once, in mini-batches of ``batch_size`` rows (the last may hold fewer),
+        shuffled with ``rng``: the pieces in a random order, their rows through the shuffle
+        buffer (:func:`shuffled_batches`)."""
+        wanted = self._wanted(fields)
+        order = rng.permutation(len(self._pieces.rows))
+        blocks: Iterable[Block] = (block for piece in order
+                                   for block in self._pieces.read(int(piece), wanted,
+                                                                  reuse=True))
+        if self._ray is not None:   # Ray shuffles the order of its blocks
+            blocks = self._ray.blocks(wanted, int(rng.integers(2**31)))
+        yield from shuffled_batches(blocks, batch_size, self.settings.shuffle_rows, rng,
+                                    self._buffer)
+
+    def _wanted(self, fields: Sequence[str] | None) -> tuple[str, ...]:
+        if fields is None:
+            return self.info.fields
+        missing = [name for name in fields if name not in self.info.fields]
+        if missing:
+            raise IGLearnError(f"{self.source}: the log has no field '{missing[0]}'")
+        return tuple(fields)
+
+
+def shuffled_batches(blocks: Iterable[Block], batch_size: int, capacity: int,
+                     rng: np.random.Generator, buffer: Block | None = None) -> Iterator[Block]:
+    """Mini-batches of ``batch_size`` rows (the last may hold fewer) holding every row of
+    ``blocks`` once, in an order shuffled with ``rng`` through a buffer of ``capacity`` rows
+    (raised to the largest block and to ``batch_size``): the buffer fills with whole blocks
+    in their order (the caller shuffles the order of the pieces they come from); when the
+    next block does not fit, the rows in the buffer are permuted and emitted as consecutive
+    mini-batches, and the rows short of a whole mini-batch stay in front of the next fill.
+    When the blocks end, the rows left are permuted and emitted. Memory: the buffer and one
+    block; each row is copied into the buffer once and out of it once. ``buffer`` (a dict,
+    empty or from an earlier call) holds the buffer's arrays, so that later calls reuse
+    them."""
+    capacity = max(capacity, batch_size)
+    buffer = {} if buffer is None else buffer
+    filled = 0
+    for block in blocks:
+        n = len(next(iter(block.values())))
+        if filled and filled + n > capacity:
+            yield from _emit(buffer, filled, batch_size, rng, whole_only=True)
+            filled %= batch_size
+        if set(buffer) != set(block) or n > len(next(iter(buffer.values()))) - filled:
+            buffer.update(_grown(buffer, max(capacity, filled + n), block, filled))
+        for name, value in block.items():
+            buffer[name][filled:filled + n] = value
+        filled += n
+    yield from _emit(buffer, filled, batch_size, rng, whole_only=False)
+
+
+def _emit(buffer: Block, filled: int, batch_size: int, rng: np.random.Generator,
+          whole_only: bool) -> Iterator[Block]:
+    """The first ``filled`` rows of ``buffer`` in a random order, as mini-batches; with
+    ``whole_only``, the rows short of a whole mini-batch are not emitted but moved to the
+    front of the buffer."""
+    order = rng.permutation(filled)
+    end = filled - filled % batch_size if whole_only else filled
+    for start in range(0, end, batch_size):
+        rows = order[start:start + batch_size]
+        yield {name: value[rows] for name, value in buffer.items()}
+    rest = order[end:]
+    for value in buffer.values():
+        value[:len(rest)] = value[rest]
+
+
+def _grown(buffer: Block, rows: int, block: Block, keep: int) -> Block:
+    """A buffer of ``rows`` rows for the fields of ``block``, holding the first ``keep`` rows
+    of ``buffer``."""
+    grown = {name: np.empty((rows, *value.shape[1:]), value.dtype)
+             for name, value in block.items()}
+    for name, value in buffer.items():
+        if name in grown:
+            grown[name][:keep] = value[:keep]
+    buffer.clear()
+    return grown

@@ -1,0 +1,192 @@
+"""Streamed logs: the shuffle buffer, every row once per epoch, bounded memory, shard folders,
+and the choice between memory and stream."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from iglearn import IGLearnError, InteractionLog
+from iglearn.data.formats import convert, open_table, read_log, write_table
+from iglearn.data.formats.shards import ShardedReader, write_shards
+from iglearn.data.stream import LogStream, StreamSettings, open_log, shuffled_batches
+
+N, K = 2500, 4
+
+
+def numbered_log(n: int = N, source: str = "numbered") -> InteractionLog:
+    """A log whose first context entry is the row's number, so rows can be traced."""
+    rng = np.random.default_rng(0)
+    context = rng.normal(size=(n, 3)).astype(np.float32)
+    context[:, 0] = np.arange(n)
+    return InteractionLog(context=context, action=rng.integers(0, K, n),
+                          probability=np.full(n, 1 / K), feedback=rng.normal(size=(n, 2)),
+                          n_actions=K, reward=rng.integers(0, 2, n).astype(np.float32),
+                          source=source)
+
+
+def rows(n: int, block: int):
+    return ({"id": np.arange(start, min(start + block, n))} for start in range(0, n, block))
+
+
+def test_shuffle_is_seeded_and_yields_every_row_once():
+    def order(seed: int) -> np.ndarray:
+        batches = list(shuffled_batches(rows(1000, 64), 50, 300, np.random.default_rng(seed)))
+        assert [len(b["id"]) for b in batches] == [50] * 20
+        return np.concatenate([b["id"] for b in batches])
+
+    first = order(1)
+    np.testing.assert_array_equal(np.sort(first), np.arange(1000))
+    np.testing.assert_array_equal(order(1), first)
+    assert not np.array_equal(order(2), first)
+    assert not np.array_equal(first, np.arange(1000))
+
+
+def test_shuffle_buffer_is_bounded_and_mixes_blocks():
+    pulled = 0
+
+    def counted():
+        nonlocal pulled
+        for block in rows(10_000, 100):
+            pulled += len(block["id"])
+            yield block
+
+    emitted, spread = 0, []
+    for batch in shuffled_batches(counted(), 50, 1000, np.random.default_rng(0)):
+        emitted += len(batch["id"])
+        assert pulled - emitted <= 1000 + 100   # the buffer and one block, never more
+        spread.append(len(np.unique(batch["id"] // 100)))
+    assert emitted == 10_000 and np.mean(spread) > 8   # a batch draws on many blocks
+
+
+def test_last_batch_is_short_and_small_logs_shuffle_whole():
+    batches = list(shuffled_batches(rows(130, 1000), 50, 4096, np.random.default_rng(0)))
+    assert [len(b["id"]) for b in batches] == [50, 50, 30]
+    np.testing.assert_array_equal(np.sort(np.concatenate([b["id"] for b in batches])),
+                                  np.arange(130))
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    """The numbered log as Parquet (small row groups), uncompressed .npz and shard folder."""
+    folder = tmp_path_factory.mktemp("stream")
+    log = numbered_log()
+    write_table(log, folder / "log.npz")
+    write_table(log, folder / "whole.parquet")
+    pq.write_table(pq.read_table(folder / "whole.parquet"), folder / "log.parquet",
+                   row_group_size=300)
+    write_shards(open_table(folder / "log.npz"), folder / "shards", 700)
+    return folder
+
+
+@pytest.mark.parametrize("name", ["log.parquet", "log.npz", "shards"])
+def test_stream_epoch_sees_every_row_once_in_a_seeded_order(stored, name):
+    log = numbered_log()
+    stream = open_log(stored / name, StreamSettings(stream="on", shuffle_rows=500,
+                                                    block_rows=128))
+    assert isinstance(stream, LogStream) and len(stream) == N
+    np.testing.assert_array_equal(stream.action_counts(), np.bincount(log.action, minlength=K))
+    assert stream.min_probability == pytest.approx(1 / K)
+
+    def epoch(seed: int) -> np.ndarray:
+        ids = []
+        for batch in stream.epoch(100, np.random.default_rng(seed)):
+            row = batch["context"][:, 0].astype(int)
+            np.testing.assert_array_equal(batch["action"], log.action[row])
+            np.testing.assert_allclose(batch["feedback"], log.feedback[row])
+            ids.append(row)
+        return np.concatenate(ids)
+
+    first = epoch(3)
+    np.testing.assert_array_equal(np.sort(first), np.arange(N))
+    np.testing.assert_array_equal(epoch(3), first)
+    assert not np.array_equal(epoch(4), first)
+    chunks = list(stream.chunks(("context", "reward")))
+    assert max(len(c["context"]) for c in chunks) <= 700
+    np.testing.assert_array_equal(np.concatenate([c["reward"] for c in chunks]), log.reward)
+
+
+def test_shards_write_and_read_as_one_log(stored, tmp_path):
+    names = sorted(p.name for p in (stored / "shards").iterdir())
+    assert names == [f"part-{i:05d}.parquet" for i in range(4)]
+    assert [pq.ParquetFile(stored / "shards" / name).metadata.num_rows for name in names] == \
+        [700, 700, 700, 400]
+    log, back = numbered_log(), read_log(stored / "shards")
+    np.testing.assert_array_equal(back.context, log.context)
+    np.testing.assert_array_equal(back.reward, log.reward)
+    convert(stored / "shards", tmp_path / "joined.npz")
+    np.testing.assert_array_equal(read_log(tmp_path / "joined.npz").action, log.action)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "notes.txt").write_text("keep")
+    with pytest.raises(IGLearnError, match="not empty"):
+        write_shards(open_table(stored / "log.npz"), tmp_path / "full", 100)
+    assert [p.name for p in (tmp_path / "full").iterdir()] == ["notes.txt"]
+
+
+def test_a_shard_that_differs_is_named(stored, tmp_path):
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    for name in ("part-00000.parquet", "part-00001.parquet"):
+        (folder / name).write_bytes((stored / "shards" / name).read_bytes())
+    other = numbered_log(10)
+    write_table(InteractionLog(other.context[:, :2], other.action, other.probability,
+                               other.feedback, K, reward=other.reward),
+                folder / "part-00002.parquet")
+    with pytest.raises(IGLearnError, match="part-00002.parquet: its dimensions"):
+        ShardedReader(folder)
+    with pytest.raises(IGLearnError, match="no .parquet shards"):
+        open_table(tmp_path)
+
+
+def test_opening_a_stream_checks_every_value_and_names_the_rows(tmp_path):
+    log = numbered_log()
+    context = log.context.copy()
+    context[2222, 1] = np.nan
+    write_table(log, tmp_path / "good.parquet")
+    table = pq.read_table(tmp_path / "good.parquet")   # rewritten unchecked, as a foreign tool
+    column = pa.FixedSizeListArray.from_arrays(pa.array(context.reshape(-1)), 3)
+    pq.write_table(table.set_column(0, "context", column), tmp_path / "bad.parquet",
+                   row_group_size=500)
+    # the batch of rows 2048-2499 holds row 2222, its row 174
+    expected = r"bad.parquet \(rows 2048-2499\): field 'context' holds nan at row 174"
+    with pytest.raises(IGLearnError, match=expected):
+        open_log(tmp_path / "bad.parquet", StreamSettings(stream="on", block_rows=512))
+
+
+def test_memory_or_stream_by_size_with_an_override(stored, tmp_path):
+    assert isinstance(open_log(stored / "log.parquet"), InteractionLog)   # 2500 rows: small
+    assert isinstance(open_log(stored / "log.parquet", StreamSettings(memory_limit_gb=0.0)),
+                      LogStream)
+    assert isinstance(open_log(stored / "log.npz", StreamSettings(stream="off",
+                                                                  memory_limit_gb=0.0)),
+                      InteractionLog)
+    log = numbered_log(50)
+    np.savez_compressed(tmp_path / "packed.npz", context=log.context, action=log.action,
+                        probability=log.probability, feedback=log.feedback, n_actions=K)
+    with pytest.raises(IGLearnError, match="compressed"):
+        open_log(tmp_path / "packed.npz", StreamSettings(stream="on"))
+    with pytest.raises(IGLearnError, match="shuffle_rows"):
+        StreamSettings(shuffle_rows=0)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("IGLEARN_RAY_TESTS"),
+                    reason="starts Ray (a minute on a busy machine): set IGLEARN_RAY_TESTS=1")
+def test_ray_data_reads_the_shards(stored):
+    pytest.importorskip("ray")
+    import ray
+
+    stream = open_log(stored / "shards", StreamSettings(stream="on", reader="ray",
+                                                        shuffle_rows=500, block_rows=128))
+    try:
+        ids = np.concatenate([b["context"][:, 0] for b in stream.epoch(100,
+                                                                     np.random.default_rng(0))])
+        np.testing.assert_array_equal(np.sort(ids), np.arange(N))
+        rewards = sum(float(c["reward"].sum()) for c in stream.chunks(("reward",)))
+        assert rewards == pytest.approx(float(numbered_log().reward.sum()))
+    finally:
+        ray.shutdown()
