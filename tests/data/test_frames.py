@@ -86,3 +86,13 @@ def test_list_columns_of_unequal_length_are_refused():
 def test_to_frame_needs_a_known_layout():
     with pytest.raises(IGLearnError, match="'columns' or 'lists'"):
         to_frame(small_log(), "wide")  # type: ignore[arg-type]
+
+
+def test_the_definitely_bad_flags_round_trip_through_a_frame():
+    log = small_log()
+    flags = np.arange(len(log.action)) % 3 == 0
+    flagged = InteractionLog(log.context, log.action, log.probability, log.feedback,
+                             log.n_actions, definitely_bad=flags)
+    back = InteractionLog.from_frame(flagged.to_frame(), source="log")
+    assert back.definitely_bad is not None
+    np.testing.assert_array_equal(back.definitely_bad, flags)

@@ -60,7 +60,7 @@ def test_definitely_bad_must_be_boolean():
         small(definitely_bad=np.array([0, 2, 0, 0, 0, 0, 0, 0]))
 
 
-@pytest.mark.parametrize("suffix", [".npz", ".parquet", ".dsjson"])
+@pytest.mark.parametrize("suffix", [".npz", ".parquet", ".dsjson", ".csv"])
 def test_definitely_bad_and_negative_rewards_round_trip(tmp_path, suffix):
     log = small()
     write_table(log, tmp_path / f"log{suffix}")

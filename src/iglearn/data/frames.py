@@ -5,7 +5,8 @@ The column layout (the same for a DataFrame and a ``.csv`` file):
 - a vector field (``context``, ``feedback``) is either one column per position, named
   ``<field>_0``, ``<field>_1``, ... (numbered from 0 without gaps), or, in a DataFrame only, one
   column ``<field>`` whose cells are equal-length lists or arrays;
-- a scalar field is one column of its name: ``action``, ``probability`` and, for evaluation
+- a scalar field is one column of its name: ``action``, ``probability``, optionally
+  ``definitely_bad`` (true or false, 1 or 0: IGL-P's definitely-bad flag) and, for evaluation
   only, ``reward`` and ``label``;
 - the number of actions K is given as an argument, or as a column ``n_actions`` holding the
   same value on every row (a CSV file always has it, since CSV holds no other metadata).
@@ -33,11 +34,11 @@ if TYPE_CHECKING:
     from iglearn.data.contexts import ContextSet
     from iglearn.data.logs import InteractionLog
 
-SCALAR_FIELDS = ("action", "probability", "reward", "label")
+SCALAR_FIELDS = ("action", "probability", "reward", "label", "definitely_bad")
 """Fields of one value per row, each one column of its name."""
 N_ACTIONS = "n_actions"
 """The column that may hold K, the same on every row."""
-ORDER = ("context", "action", "probability", "feedback", "reward", "label")
+ORDER = ("context", "action", "probability", "feedback", "reward", "label", "definitely_bad")
 _POSITION = re.compile(r"(context|feedback)_(0|[1-9][0-9]{0,8})")
 
 
@@ -91,8 +92,8 @@ def columns_to_fields(columns: Mapping[str, np.ndarray], n_actions: int | None, 
         else:
             raise IGLearnError(f"{source}: column {shown(str(name))} is not an iglearn field; "
                                f"the columns are context_0.., action, probability, "
-                               f"feedback_0.., and optionally reward, label, n_actions: drop "
-                               f"or rename it")
+                               f"feedback_0.., and optionally reward, label, definitely_bad, "
+                               f"n_actions: drop or rename it")
     for name, found in positions.items():
         if not found:
             continue

@@ -1,8 +1,8 @@
 """CSV: one row per interaction, one column per scalar field and per vector position, in the
 layout of :mod:`iglearn.data.frames`: ``context_0``, ``context_1``, ..., ``action``,
-``probability``, ``feedback_0``, ..., optional ``reward`` and ``label``, and ``n_actions``
-(K, the same on every row: CSV has no other place for it). A context set has ``context_*``,
-optional ``label``, and ``n_actions``.
+``probability``, ``feedback_0``, ..., optional ``reward``, ``label`` and ``definitely_bad``,
+and ``n_actions`` (K, the same on every row: CSV has no other place for it). A context set
+has ``context_*``, optional ``label``, and ``n_actions``.
 
 A CSV file is parsed whole (with Apache Arrow's reader) before it is checked, so it needs
 memory for its rows; use Parquet for logs larger than memory. Written batch by batch.
