@@ -434,6 +434,28 @@ def timestamp(value: str | None, name: str) -> float | None:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
+def endpoint(service: Service, name: str, role: str | None, handler: Handler) -> Handler:
+    """``handler`` behind the service's checks: the key's role (``None``: no key needed), a
+    refused request answered with its status and the field it names (an iglearn error: 422),
+    and the latency recorded under ``name`` in the metrics."""
+    async def wrapped(request: Request) -> Response:
+        start = time.perf_counter()
+        try:
+            if role is not None:
+                service.authorise(request, role)
+            response = await handler(request)
+        except Rejected as e:
+            body: dict[str, Any] = {"error": e.message}
+            if e.field is not None:
+                body["field"] = e.field
+            response = json_response(body, e.status)
+        except IGLearnError as e:
+            response = json_response({"error": str(e)}, 422)
+        service.metrics.observe(name, response.status_code, time.perf_counter() - start)
+        return response
+    return wrapped
+
+
 def build_app(service: Service, start_worker: bool = True,
               extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
     """The ASGI application of ``service``; ``start_worker``: run the learning worker
@@ -442,23 +464,9 @@ def build_app(service: Service, start_worker: bool = True,
     model, server = config.model, config.server
     k = model.n_actions
 
-    def endpoint(name: str, role: str | None, handler: Handler) -> Handler:
-        async def wrapped(request: Request) -> Response:
-            start = time.perf_counter()
-            try:
-                if role is not None:
-                    service.authorise(request, role)
-                response = await handler(request)
-            except Rejected as e:
-                body: dict[str, Any] = {"error": e.message}
-                if e.field is not None:
-                    body["field"] = e.field
-                response = json_response(body, e.status)
-            except IGLearnError as e:
-                response = json_response({"error": str(e)}, 422)
-            service.metrics.observe(name, response.status_code, time.perf_counter() - start)
-            return response
-        return wrapped
+    def guarded(name: str, role: str | None, handler: Handler) -> Handler:
+        return endpoint(service, name, role, handler)
+
 
     group = GroupCommit(service)
 
@@ -616,17 +624,17 @@ def build_app(service: Service, start_worker: bool = True,
                         media_type="text/plain; version=0.0.4")
 
     routes = [
-        Route("/v1/decide", endpoint("decide", "client", decide), methods=["POST"]),
-        Route("/v1/feedback", endpoint("feedback", "client", feedback), methods=["POST"]),
-        Route("/v1/noop", endpoint("noop", "client", noop), methods=["POST"]),
-        Route("/v1/model", endpoint("model", "client", get_model), methods=["GET"]),
-        Route("/v1/model", endpoint("import", "admin", import_model), methods=["PUT"]),
-        Route("/v1/model/refit", endpoint("refit", "admin", refit), methods=["POST"]),
-        Route("/v1/model/rollback", endpoint("rollback", "admin", rollback), methods=["POST"]),
-        Route("/v1/model/export", endpoint("export", "admin", export), methods=["GET"]),
-        Route("/v1/log", endpoint("log", "admin", export_log), methods=["GET"]),
-        Route("/healthz", endpoint("healthz", None, healthz), methods=["GET"]),
-        Route("/metrics", endpoint("metrics", "admin", metrics), methods=["GET"]),
+        Route("/v1/decide", guarded("decide", "client", decide), methods=["POST"]),
+        Route("/v1/feedback", guarded("feedback", "client", feedback), methods=["POST"]),
+        Route("/v1/noop", guarded("noop", "client", noop), methods=["POST"]),
+        Route("/v1/model", guarded("model", "client", get_model), methods=["GET"]),
+        Route("/v1/model", guarded("import", "admin", import_model), methods=["PUT"]),
+        Route("/v1/model/refit", guarded("refit", "admin", refit), methods=["POST"]),
+        Route("/v1/model/rollback", guarded("rollback", "admin", rollback), methods=["POST"]),
+        Route("/v1/model/export", guarded("export", "admin", export), methods=["GET"]),
+        Route("/v1/log", guarded("log", "admin", export_log), methods=["GET"]),
+        Route("/healthz", guarded("healthz", None, healthz), methods=["GET"]),
+        Route("/metrics", guarded("metrics", "admin", metrics), methods=["GET"]),
         *extra_routes,
     ]
 

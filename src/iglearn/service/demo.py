@@ -213,27 +213,15 @@ def demo_routes(service: Service) -> list[Route]:
     from starlette.responses import RedirectResponse, Response
     from starlette.routing import Route
 
-    from iglearn.service.app import Handler, Rejected, event_id, json_response, read_json
+    from iglearn.service.app import Handler, Rejected, endpoint, event_id, json_response, read_json
     from iglearn.service.learning import due
     from iglearn.service.storage import Feedback, FeedbackOutcome
 
     limit = service.config.server.max_body_bytes
 
-    def endpoint(role: str | None, handler: Handler) -> Handler:
-        async def wrapped(request: Request) -> Response:
-            start = time.perf_counter()
-            try:
-                if role is not None:
-                    service.authorise(request, role)
-                response = await handler(request)
-            except Rejected as e:
-                body: dict[str, Any] = {"error": e.message}
-                if e.field is not None:
-                    body["field"] = e.field
-                response = json_response(body, e.status)
-            service.metrics.observe("demo", response.status_code, time.perf_counter() - start)
-            return response
-        return wrapped
+    def guarded(role: str | None, handler: Handler) -> Handler:
+        return endpoint(service, "demo", role, handler)
+
 
     def status() -> dict[str, Any]:
         served = service.served
@@ -302,13 +290,13 @@ def demo_routes(service: Service) -> list[Route]:
     async def redirect(request: Request) -> Response:
         return RedirectResponse("/demo/", 307)
 
-    return [Route("/demo", endpoint(None, redirect), methods=["GET"]),
-            Route("/demo/", endpoint(None, page), methods=["GET"]),
-            Route("/demo/{name}", endpoint(None, page), methods=["GET"]),
-            Route("/demo/api/status", endpoint("client", get_status), methods=["GET"]),
-            Route("/demo/api/decide", endpoint("client", decide), methods=["POST"]),
-            Route("/demo/api/feedback", endpoint("client", feedback), methods=["POST"]),
-            Route("/demo/api/reset", endpoint("admin", reset), methods=["POST"])]
+    return [Route("/demo", guarded(None, redirect), methods=["GET"]),
+            Route("/demo/", guarded(None, page), methods=["GET"]),
+            Route("/demo/{name}", guarded(None, page), methods=["GET"]),
+            Route("/demo/api/status", guarded("client", get_status), methods=["GET"]),
+            Route("/demo/api/decide", guarded("client", decide), methods=["POST"]),
+            Route("/demo/api/feedback", guarded("client", feedback), methods=["POST"]),
+            Route("/demo/api/reset", guarded("admin", reset), methods=["POST"])]
 
 
 async def restart(service: Service) -> None:
