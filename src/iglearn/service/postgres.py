@@ -35,6 +35,7 @@ from iglearn.service.storage import (
     ModelRecord,
     Storage,
     interactions_from_rows,
+    joined_query,
 )
 
 try:
@@ -305,22 +306,8 @@ class PostgresStorage(Storage):
 
     def joined(self, since: float | None = None, until: float | None = None,
                learnable_only: bool = False, latest: int | None = None) -> Interactions:
-        where = ["feedback_at IS NOT NULL", "NOT late"]
-        values: list[Any] = []
-        if learnable_only:
-            where.append("learnable")
-        if since is not None:
-            where.append("decided_at >= %s")
-            values.append(since)
-        if until is not None:
-            where.append("decided_at < %s")
-            values.append(until)
-        query = (f"SELECT seq, event_id, context, action, probability, feedback, "
-                 f"definitely_bad, model_version, decided_at FROM iglearn_interactions "
-                 f"WHERE {' AND '.join(where)} ORDER BY seq DESC")
-        if latest is not None:
-            query += " LIMIT %s"
-            values.append(int(latest))
+        query, values = joined_query("iglearn_interactions", "%s", "false", "true", since, until,
+                                     learnable_only, latest)
         return interactions_from_rows(self._read(query, values)[::-1])
 
     def counts(self) -> Counts:

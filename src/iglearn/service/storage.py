@@ -131,6 +131,35 @@ class ModelRecord:
     """What the fit reported (indicator, Lemma 5, settings, how it came: refit or import)."""
 
 
+def joined_query(table: str, mark: str, false: str, true: str, since: float | None,
+                 until: float | None, learnable_only: bool, latest: int | None
+                 ) -> tuple[str, list[Any]]:
+    """The query and its values that select the joined, not late interactions of ``table``
+    decided in [since, until) (only learnable ones with ``learnable_only``; the ``latest``
+    newest ones only, if given), newest first, in the columns
+    :func:`interactions_from_rows` reads: one query for every backend, with its parameter
+    placeholder ``mark`` and its literals ``false`` and ``true`` of its flag columns ('0' and
+    '1' in SQLite, whose partial index names ``late = 0``; 'false' and 'true' in
+    PostgreSQL)."""
+    where = ["feedback_at IS NOT NULL", f"late = {false}"]
+    values: list[Any] = []
+    if learnable_only:
+        where.append(f"learnable = {true}")
+    if since is not None:
+        where.append(f"decided_at >= {mark}")
+        values.append(since)
+    if until is not None:
+        where.append(f"decided_at < {mark}")
+        values.append(until)
+    query = (f"SELECT seq, event_id, context, action, probability, feedback, "
+             f"definitely_bad, model_version, decided_at FROM {table} "
+             f"WHERE {' AND '.join(where)} ORDER BY seq DESC")
+    if latest is not None:
+        query += f" LIMIT {mark}"
+        values.append(int(latest))
+    return query, values
+
+
 def interactions_from_rows(rows: Sequence[Sequence[Any]]) -> Interactions:
     """:class:`Interactions` from the rows (seq, event_id, context, action, probability,
     feedback, definitely_bad, model_version, decided_at) of a query, oldest first; vectors
@@ -398,21 +427,8 @@ class SQLiteStorage(Storage):
 
     def joined(self, since: float | None = None, until: float | None = None,
                learnable_only: bool = False, latest: int | None = None) -> Interactions:
-        where = ["feedback_at IS NOT NULL", "late = 0"]
-        values: list[Any] = []
-        if learnable_only:
-            where.append("learnable = 1")
-        if since is not None:
-            where.append("decided_at >= ?")
-            values.append(since)
-        if until is not None:
-            where.append("decided_at < ?")
-            values.append(until)
-        query = (f"SELECT seq, event_id, context, action, probability, feedback, "
-                 f"definitely_bad, model_version, decided_at FROM interactions "
-                 f"WHERE {' AND '.join(where)} ORDER BY seq DESC")
-        if latest is not None:
-            query += f" LIMIT {int(latest)}"
+        query, values = joined_query("interactions", "?", "0", "1", since, until, learnable_only,
+                                     latest)
         with self._lock:
             rows = self._db.execute(query, values).fetchall()[::-1]
         return interactions_from_rows(rows)
