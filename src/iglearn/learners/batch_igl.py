@@ -25,7 +25,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Self, cast
 
 import numpy as np
 import torch
@@ -138,6 +138,11 @@ class BatchIGL(StackableLearner):
     """Optimiser settings: epochs of each stage, batch size, learning rate, weight decay."""
     corrector: bool = True
     """Apply the data-driven decoder corrector (Appendix B) after every epoch."""
+    reference_confidence: float = 1.0
+    """When a re-fit is given a reference model (:meth:`fit`'s ``reference``: the model it
+    replaces), the corrector turns the decoder against the reference's orientation only when
+    its statistic lies more than this many standard errors beyond one half
+    (:func:`~iglearn.learners.corrector.oriented_flip`)."""
     max_restarts: int = 4
     """Most restarts of the adaptive restart (Appendix B); 0 disables it."""
     restart_threshold: float | None = None
@@ -186,18 +191,33 @@ class BatchIGL(StackableLearner):
                      self_normalised_grounding=False, two_sided_minorant=False)
         return cls(**{**plain, **settings})
 
+    def fit(self, log: AnyLog, reference: BatchIGL | None = None) -> Self:
+        """Fit on ``log``, in memory or streamed. ``reference``: a fitted model this fit
+        replaces (a re-fit on a grown log); the corrector then keeps the reference's
+        orientation of the feedback unless the log clearly says otherwise
+        (``reference_confidence``), so that successive re-fits on small logs do not swap
+        the meaning of the feedback back and forth."""
+        if reference is not None and getattr(reference, "decoder_", None) is None:
+            raise IGLearnError("the reference model is not fitted; fit it first, or pass no "
+                               "reference")
+        type(self)._fit_stacked([self], [log], None if reference is None else [reference])
+        return self
+
     @classmethod
-    def _fit_stacked(cls, learners: list[BatchIGL], logs: list[AnyLog]) -> None:
+    def _fit_stacked(cls, learners: list[BatchIGL], logs: list[AnyLog],
+                     references: list[BatchIGL] | None = None) -> None:
         """Fit every learner on its log, in memory or streamed (reads context, action,
-        probability and feedback)."""
+        probability and feedback); ``references``: one fitted model per learner that the
+        fit replaces (:meth:`fit`)."""
         start = time.perf_counter()
         first, k = learners[0], logs[0].n_actions
         threshold = first.threshold(k)
         data = training_data(logs, "feedback")
         monitor = FitMonitor(len(learners), first.progress, first.logdir)
         try:
-            fits = first.fit_with_restarts(data, k, [as_generator(each.seed) for each in learners],
-                                           monitor=monitor)
+            fits = first.fit_with_restarts(
+                data, k, [as_generator(each.seed) for each in learners], monitor=monitor,
+                references=None if references is None else [r.decoder_ for r in references])
         finally:
             monitor.close()
         statistics = corrector_statistics(stack([fit[2] for fit in fits]), data, k).tolist()
@@ -233,6 +253,7 @@ class BatchIGL(StackableLearner):
                           start_optimisation: Optimisation | None = None,
                           holdout: Source | None = None,
                           monitor: FitMonitor | None = None,
+                          references: Sequence[Decoder] | None = None,
                           ) -> list[tuple[float, Policy, Decoder, list[float]]]:
         """The adaptive restart (Appendix B) around line 4 of E2G, for the T trials of ``data``
         at once; trial t draws its initialisations and shuffles from ``rngs[t]``.
@@ -244,6 +265,8 @@ class BatchIGL(StackableLearner):
         with ``start_optimisation`` if given) when they are given. With ``holdout``
         (interactions not in ``data``) the indicator is measured there: an unbiased estimate
         that a fit memorising ``data`` cannot inflate. A ``monitor`` records every epoch.
+        ``references``: a decoder per trial whose orientation the corrector keeps unless the
+        data clearly say otherwise (:meth:`fit`).
 
         Returns:
             per trial, (indicator, policy, decoder, indicator of every attempt) of its best
@@ -268,7 +291,8 @@ class BatchIGL(StackableLearner):
                 decoders = [make_decoder(self.decoder, data.signal_dim, g,
                                          self.decoder_temperature) for g in generators]
             self.fit_models(policies, decoders, data.select(pending), n_actions, generators,
-                            settings, monitor)
+                            settings, monitor,
+                            None if references is None else [references[t] for t in pending])
             values = indicators(policies, decoders,
                                 (data if holdout is None else holdout).select(pending),
                                 n_actions, device)
@@ -288,14 +312,20 @@ class BatchIGL(StackableLearner):
     def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Decoder], data: Source,
                    n_actions: int, generators: Sequence[torch.Generator],
                    optimisation: Optimisation | None = None,
-                   monitor: FitMonitor | None = None) -> None:
+                   monitor: FitMonitor | None = None,
+                   references: Sequence[Decoder] | None = None) -> None:
         """Maximise Eq. 2 over each pair (policies[t], decoders[t]) on trial t of ``data``, in
         place, warm-starting from their weights and corrector flags: the stages of
         :meth:`stages` in order, with the data-driven corrector after every epoch, on this
         learner's device. ``optimisation`` overrides this learner's settings for this call; a
-        ``monitor`` records every epoch (:mod:`iglearn.learners.monitor`)."""
+        ``monitor`` records every epoch (:mod:`iglearn.learners.monitor`); ``references``
+        (one decoder per trial) steer the corrector (:meth:`fit`)."""
         settings = optimisation or self.optimisation
         device = resolve_device(self.device)
+        reference = None
+        if references is not None:
+            reference = stack(references)
+            reference = reference if device.type == "cpu" else reference.to(device)
         with side_by_side(policies, device) as policy, side_by_side(decoders, device) as decoder:
             stages = self.stages(policy, decoder, n_actions, settings)
             if monitor is not None:
@@ -305,8 +335,9 @@ class BatchIGL(StackableLearner):
                 for epoch in run_stage(stage, data, settings, generators, device):
                     correction = None
                     if self.corrector:
-                        correction = data_driven_corrector(policy, decoder, data, n_actions,
-                                                           self.flip_policy, device)
+                        correction = data_driven_corrector(
+                            policy, decoder, data, n_actions, self.flip_policy, device,
+                            reference, self.reference_confidence)
                     if monitor is not None:
                         self._record(monitor, name, epoch, policy, decoder, data, n_actions,
                                      correction, device)

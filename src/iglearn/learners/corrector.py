@@ -13,6 +13,14 @@ the policy's scores are negated with it, so that the pair (pi_dagger, psi_dagger
 that avoids what the flipped decoder calls rewarded; psi then ascends Eq. 2 towards calling
 every feedback a reward and the next flip leaves psi = 0 on all feedback: a stationary point
 with indicator 0.
+
+A re-fit may also have a *reference*: the decoder of the model it replaces (the decision
+service passes its served model). On a small log gathered by a nearly greedy policy the
+statistic is an average over a few large importance weights, and a fresh fit can land on
+either side of one half by chance, so that successive re-fits swap the meaning of the
+feedback back and forth. With a reference the corrector keeps the reference's orientation
+unless the statistic is more than ``confidence`` standard errors beyond one half
+(:func:`oriented_flip`).
 """
 
 from __future__ import annotations
@@ -46,16 +54,33 @@ class Correction(NamedTuple):
     """The corrector's statistic after the flip, (T,)."""
 
 
+class Shares(NamedTuple):
+    """What the corrector measures of each trial's decoder on its feedback, (T,) each."""
+
+    above: torch.Tensor
+    """The weighted share decoded as reward, psi > 0.5: the corrector's statistic."""
+    below: torch.Tensor
+    """The weighted share decoded as no reward, psi < 0.5."""
+    effective: torch.Tensor
+    """Kish's effective number of interactions behind the weighted shares,
+    (sum w)^2 / sum w^2."""
+    agreement: torch.Tensor | None
+    """The share of the feedback that a reference decoder decodes on the same side of one
+    half (None without a reference)."""
+
+
 def decoded_shares(decoder: nn.Module, data: Source, n_actions: int,
-                   device: torch.device | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                   device: torch.device | None = None,
+                   reference: nn.Module | None = None) -> Shares:
     """The shares of each trial's feedback that ``decoder`` (stacked, one per trial) decodes
     as reward (psi > 0.5) and as no reward (psi < 0.5), weighted as in
-    :func:`corrector_statistic`, as a streaming reduction: the weighted counts and the sum of
-    the weights are added up chunk by chunk (float64, chunks moved to ``device`` if given, where
-    ``decoder`` must be), then divided. Two tensors of shape (T,)."""
-    above = torch.zeros(len(data), dtype=torch.float64)
-    below = torch.zeros(len(data), dtype=torch.float64)
-    weights = torch.zeros(len(data), dtype=torch.float64)
+    :func:`corrector_statistic`, their effective number of interactions and, given a
+    ``reference`` decoder (stacked alike), the share of the feedback both decode alike; a
+    streaming reduction: the weighted counts and the sums of the weights are added up chunk
+    by chunk (float64, chunks moved to ``device`` if given, where the decoders must be),
+    then divided."""
+    zeros = [torch.zeros(len(data), dtype=torch.float64) for _ in range(6)]
+    above, below, weights, squares, alike, rows = zeros
     with torch.no_grad():
         for chunk in data.chunks(context=False):
             chunk = to_device(chunk, device)
@@ -64,10 +89,32 @@ def decoded_shares(decoder: nn.Module, data: Source, n_actions: int,
                 probability = probability.double()
             weight = (1.0 / n_actions) / probability
             psi = decoder(chunk.signal)
-            above += (weight * (psi > 0.5).to(weight.dtype)).sum(-1).cpu().double()
+            positive = psi > 0.5
+            above += (weight * positive.to(weight.dtype)).sum(-1).cpu().double()
             below += (weight * (psi < 0.5).to(weight.dtype)).sum(-1).cpu().double()
             weights += weight.sum(-1).cpu().double()
-    return above / weights, below / weights
+            squares += (weight * weight).sum(-1).cpu().double()
+            if reference is not None:
+                same = positive == (reference(chunk.signal) > 0.5)
+                alike += same.sum(-1).cpu().double()
+                rows += same.shape[-1]
+    return Shares(above / weights, below / weights, weights * weights / squares,
+                  None if reference is None else alike / rows)
+
+
+def oriented_flip(shares: Shares, confidence: float) -> torch.Tensor:
+    """Which decoders the corrector flips, (T,) boolean. Without a reference (Appendix B):
+    those whose statistic exceeds one half. With one: those whose statistic exceeds one half
+    by more than ``confidence`` standard errors, 0.5 / sqrt(effective interactions); and,
+    where the statistic is within that many standard errors of one half either way (the data
+    cannot tell the two orientations apart), those that decode most of the feedback unlike
+    the reference."""
+    if shares.agreement is None:
+        return shares.above > 0.5
+    margin = confidence * 0.5 / shares.effective.sqrt()
+    evidence = shares.above - 0.5
+    unclear = evidence.abs() <= margin
+    return (evidence > margin) | (unclear & (shares.agreement < 0.5))
 
 
 def corrector_statistics(decoder: nn.Module, data: Source, n_actions: int,
@@ -75,23 +122,27 @@ def corrector_statistics(decoder: nn.Module, data: Source, n_actions: int,
     """:func:`corrector_statistic` of each trial's decoder (``decoder`` stacked, one per
     trial) on all of its feedback, streamed over chunks (:func:`decoded_shares`). Shape
     (T,)."""
-    return decoded_shares(decoder, data, n_actions, device)[0]
+    return decoded_shares(decoder, data, n_actions, device).above
 
 
 def data_driven_corrector(policy: nn.Module, decoder: Decoder, data: Source, n_actions: int,
-                          negate_policy: bool, device: torch.device | None = None
+                          negate_policy: bool, device: torch.device | None = None,
+                          reference: nn.Module | None = None, confidence: float = 1.0
                           ) -> Correction:
     """Appendix B's corrector on all of each trial's feedback: flip the decoders (stacked, one
     per trial, on ``device`` if given) whose statistic (:func:`corrector_statistics`) exceeds
-    one half, and with ``negate_policy`` negate the scores of those trials' policies (the last
-    linear layer of the stacked ``policy``, or the ``negated`` flag of a policy on a user's
-    module, :mod:`iglearn.models.custom`). One streamed pass over the feedback.
+    one half (given a ``reference`` decoder, stacked alike: as :func:`oriented_flip` decides
+    with ``confidence``), and with ``negate_policy`` negate the scores of those trials'
+    policies (the last linear layer of the stacked ``policy``, or the ``negated`` flag of a
+    policy on a user's module, :mod:`iglearn.models.custom`). One streamed pass over the
+    feedback.
 
     Returns:
         which trials were flipped, and the statistic after the flip.
     """
-    above, below = decoded_shares(decoder, data, n_actions, device)
-    flip = above > 0.5
+    shares = decoded_shares(decoder, data, n_actions, device, reference)
+    above, below = shares.above, shares.below
+    flip = oriented_flip(shares, confidence)
     with torch.no_grad():
         flip = flip.to(decoder.flipped.device)
         decoder.flipped.logical_xor_(flip)

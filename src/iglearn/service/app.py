@@ -120,10 +120,9 @@ class Service:
         self.metrics = Metrics()
         self.served: Served | None = None
         self.load_served()
-        explored = self.storage.state("explored_rounds") or 0
-        seed = np.random.SeedSequence([config.model.seed, int(time.time_ns() % 2**63)])
-        self.explorer = Explorer(config.exploration, config.model.n_actions, int(explored),
-                                 np.random.default_rng(seed))
+        explored = int(self.storage.state("explored_rounds") or 0)
+        self.explorer = Explorer(config.exploration, config.model.n_actions, explored,
+                                 config.exploration.make_rng(explored))
         self.worker: Any = None
 
     # -- model versions -------------------------------------------------------------------

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import math
+import time
 import tomllib
 import typing
 from dataclasses import dataclass, field
@@ -98,6 +99,17 @@ class ExplorationSettings:
     epsilon_final: float = 0.0
     """With ``epsilon_rounds``: the share of random actions after the decay, in
     (0, epsilon]."""
+    seed: int | None = None
+    """Seed of the exploration's random draws; none: a fresh seed at every start. With a
+    seed the draws are reproducible: a service started on an empty database with the same
+    seed, the same model and the same requests draws the same actions."""
+
+    def make_rng(self, start: int) -> np.random.Generator:
+        """The exploration's random generator for a service starting after ``start`` earlier
+        decisions (or rounds): from ``seed`` and ``start`` when a seed is set, else from the
+        clock."""
+        entropy = time.time_ns() if self.seed is None else self.seed
+        return np.random.default_rng(np.random.SeedSequence([entropy, start]))
 
     def epsilon_at(self, decisions: np.ndarray) -> np.ndarray:
         """The 'epsilon' mode's share of random actions for decisions after ``decisions``
@@ -279,13 +291,15 @@ def _section(cls: type, name: str, values: dict[str, Any], path: str) -> Any:
         raise IGLearnError(f"{path}: [{name}] needs {missing[0]} (an integer); add it")
     for key, value in values.items():
         hint = hints[key]
-        checks = {int: isinstance(value, int) and not isinstance(value, bool),
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        checks = {int: whole, int | None: whole,  # TOML has no null: an absent key is None
                   float: isinstance(value, int | float) and not isinstance(value, bool)
                   and math.isfinite(value),
                   str: isinstance(value, str), bool: isinstance(value, bool)}
         ok = checks.get(hint, isinstance(value, dict))
         if not ok:
-            expected = {int: "an integer", float: "a finite number", str: "a string",
+            expected = {int: "an integer", int | None: "an integer", float: "a finite number",
+                        str: "a string",
                         bool: "true or false"}.get(hint, "a table")
             raise _bad(path, name, key, value, expected)
     converted = {k: float(v) if hints[k] is float else v for k, v in values.items()}
@@ -318,6 +332,8 @@ def _check(config: ServiceConfig, path: str) -> None:
             raise _bad(path, table, key, value, f"one of {', '.join(options)}")
     if m.seed < 0:
         raise _bad(path, "model", "seed", m.seed, "an integer >= 0")
+    if e.seed is not None and e.seed < 0:
+        raise _bad(path, "exploration", "seed", e.seed, "an integer >= 0")
     if not 0 < e.epsilon <= 1:
         raise _bad(path, "exploration", "epsilon", e.epsilon, "a number in (0, 1]")
     if e.epsilon_rounds < 0:

@@ -315,8 +315,7 @@ async def restart(service: Service) -> None:
     service.storage.clear()
     service.served = None
     config = service.config
-    seed = np.random.SeedSequence([config.model.seed, int(time.time_ns() % 2**63)])
     service.explorer = Explorer(config.exploration, config.model.n_actions, 0,
-                                np.random.default_rng(seed))
+                                config.exploration.make_rng(0))
     if worker is not None:
         service.worker = start_learning_worker(config)

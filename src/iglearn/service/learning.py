@@ -5,7 +5,11 @@ may learn from have arrived, when ``refit_seconds`` have passed with new ones, o
 admin asks (``POST /v1/model/refit``). A re-fit reads the latest ``max_interactions``
 learnable joined interactions as an :class:`~iglearn.data.logs.InteractionLog`, fits a fresh
 learner of the configured algorithm on it (:func:`refit`), and stores the model folder's
-archive as the next version, which the service then swaps in. The service's decisions never
+archive as the next version, which the service then swaps in. An IGL re-fit takes the served
+model as its reference (:meth:`~iglearn.learners.batch_igl.BatchIGL.fit`): it keeps the
+served model's reading of the feedback unless the log clearly says otherwise, so that
+re-fits on a small, nearly greedy log do not swap the meaning of the feedback back and
+forth. The service's decisions never
 wait for it: it is another process with its own database connection.
 
 Several replicas on one database each run a worker, but only the holder of the storage's
@@ -76,6 +80,23 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
     return summary
 
 
+def served_reference(storage: Storage, config: ServiceConfig) -> Any:
+    """The served model, as the reference of an IGL re-fit; None when no model is served,
+    the algorithm takes no reference, or the served version cannot be read."""
+    from iglearn.learners.batch_igl import BatchIGL
+    from iglearn.models.archive import load_archive
+
+    version = storage.served_version()
+    if version == 0:
+        return None
+    try:
+        model = load_archive(storage.model_archive(version), config.model.algorithm,
+                             f"model version {version}")
+    except IGLearnError:
+        return None
+    return model if isinstance(model, BatchIGL) else None
+
+
 def refit(storage: Storage, config: ServiceConfig, reason: str,
           minimum: int | None = None) -> ModelRecord:
     """Fit a new model on the learnable joined interactions and store it as the next served
@@ -92,12 +113,18 @@ def refit(storage: Storage, config: ServiceConfig, reason: str,
     version = max([m.version for m in storage.models()] + [storage.served_version()]) + 1
     seed = int(np.random.SeedSequence([config.model.seed, version]).generate_state(1)[0])
     learner = make_learner(config, config.path, seed=seed)
+    reference = served_reference(storage, config)
     start = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        learner.fit(log)
+        if reference is None:
+            learner.fit(log)
+        else:
+            learner.fit(log, reference=reference)
     seconds = time.perf_counter() - start
-    summary = fit_summary(learner, log, config) | {"reason": reason, "learnable": learnable}
+    summary = fit_summary(learner, log, config) | {
+        "reason": reason, "learnable": learnable,
+        "reference_version": None if reference is None else storage.served_version()}
     with tempfile.TemporaryDirectory(prefix="iglearn-refit-") as tmp:
         folder = os.path.join(tmp, "model")
         save_model(learner, folder, extra={"source": "iglearn serve", "version": version})

@@ -4,6 +4,21 @@
 
 const COLOURS = {red: "#c62828", green: "#2e7d32", blue: "#1565c0"};
 const WINDOW = 20;  // rounds in the "recently right" share
+const REFIT_WAIT_MS = 5000;  // longest wait for a re-fit under way before the next word
+
+// The shapes' random draws: Math.random, or with ?seed=N in the page's address a seeded
+// generator (mulberry32), so that the page shows the same sequence of shapes every time.
+const random = (() => {
+  const seed = new URLSearchParams(location.search).get("seed");
+  if (seed === null || !/^[0-9]{1,9}$/.test(seed)) return Math.random;
+  let a = Number(seed) >>> 0;
+  return () => {
+    a = (a + 0x6D2B79F5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+})();
 
 const state = {colours: [], shapes: [], decision: null, colour: 0, shape: 0,
                strokes: [], drawing: false, history: [], busy: false, pending: false};
@@ -53,14 +68,28 @@ function drawShape(colour, shape) {
   $("context-text").textContent = "a " + label + " (as the numbers of its colour and kind)";
 }
 
+// The next word comes from the newest model: while a re-fit is due or under way (it takes
+// about a second), wait for it, at most REFIT_WAIT_MS.
+async function waitForModel() {
+  const until = Date.now() + REFIT_WAIT_MS;
+  let s = await api("status");
+  while (s.refit_pending && Date.now() < until) {
+    say("Re-fitting the policy and the decoder on " + s.learnable + " rounds…");
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    s = await api("status");
+  }
+  showStatus(s);
+}
+
 async function newRound() {
   setBusy(true);
   clearCanvas();
-  state.colour = Math.floor(Math.random() * state.colours.length);
-  state.shape = Math.floor(Math.random() * state.shapes.length);
+  state.colour = Math.floor(random() * state.colours.length);
+  state.shape = Math.floor(random() * state.shapes.length);
   drawShape(state.colour, state.shape);
   $("word").textContent = "…";
   try {
+    await waitForModel();
     const d = await api("decide", {colour: state.colour, shape: state.shape});
     state.decision = d;
     $("word").textContent = d.word;

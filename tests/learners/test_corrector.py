@@ -1,0 +1,86 @@
+"""The data-driven corrector (Appendix B) and its reference: a re-fit keeps the orientation
+of the model it replaces unless the log clearly says otherwise."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from iglearn import BatchIGL, IGLearnError, InteractionLog
+from iglearn.learners.corrector import Shares, decoded_shares, oriented_flip
+from iglearn.learners.stream import training_data
+from iglearn.models import make_decoder
+from iglearn.models.stacked import stack
+
+
+def shares(above, effective, agreement=None) -> Shares:
+    above = torch.tensor(above, dtype=torch.float64)
+    return Shares(above, 1 - above, torch.tensor(effective, dtype=torch.float64),
+                  None if agreement is None else torch.tensor(agreement, dtype=torch.float64))
+
+
+def test_without_a_reference_the_corrector_flips_above_one_half():
+    flip = oriented_flip(shares([0.49, 0.51, 0.9], [4.0, 4.0, 4.0]), confidence=1.0)
+    assert flip.tolist() == [False, True, True]
+
+
+def test_with_a_reference_only_clear_evidence_turns_against_it():
+    # standard error 0.5 / sqrt(16) = 0.125: 0.6 is unclear, 0.9 and 0.2 are clear
+    flip = oriented_flip(shares([0.6, 0.6, 0.9, 0.2, 0.4], [16.0, 16.0, 16.0, 16.0, 16.0],
+                                [0.1, 0.9, 0.9, 0.1, 0.2]), confidence=1.0)
+    assert flip.tolist() == [True, False, True, False, True]
+    # more interactions make the same share clear evidence
+    clear = oriented_flip(shares([0.6], [400.0], [0.9]), confidence=1.0)
+    assert clear.tolist() == [True]
+
+
+def two_action_log(n: int, seed: int) -> InteractionLog:
+    """K = 2 classification: under uniform play half of the feedback is a reward, so the
+    log cannot tell the decoder's orientation."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, 4)).astype(np.float32)
+    a = rng.integers(0, 2, n)
+    reward = (a == x[:, :2].argmax(1)).astype(np.float32)
+    y = (np.stack([reward, 1 - reward], 1) + rng.normal(scale=0.1, size=(n, 2))
+         ).astype(np.float32)
+    return InteractionLog(x, a, np.full(n, 0.5), y, 2, reward=reward)
+
+
+def test_decoded_shares_count_the_interactions_and_the_agreement():
+    log = two_action_log(300, 0)
+    data = training_data([log], "feedback")
+    decoder = make_decoder("linear", 2, torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        decoder.net.weight.copy_(torch.tensor([[1.0, -1.0]]))
+        decoder.net.bias.zero_()
+    same = decoded_shares(stack([decoder]), data, 2, reference=stack([decoder]))
+    assert same.effective.item() == pytest.approx(300)   # uniform weights: every row counts
+    assert same.agreement.item() == 1.0
+    assert same.above.item() == pytest.approx(log.reward.mean(), abs=0.01)
+    opposite = make_decoder("linear", 2, torch.Generator().manual_seed(0))
+    opposite.load_state_dict(decoder.state_dict())
+    opposite.flipped.fill_(True)
+    against = decoded_shares(stack([decoder]), data, 2, reference=stack([opposite]))
+    assert against.agreement.item() == 0.0 and against.above.item() == same.above.item()
+    assert decoded_shares(stack([decoder]), data, 2).agreement is None
+
+
+def test_a_refit_keeps_the_reference_orientation_where_the_log_cannot_tell():
+    log = two_action_log(300, 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = BatchIGL(seed=0, max_restarts=0).fit(log)
+        for flipped in (False, True):
+            if flipped:
+                reference.decoder_.flipped.logical_not_()
+            refit = BatchIGL(seed=5, max_restarts=0, reference_confidence=3.0)
+            refit.fit(log, reference=reference)
+            alike = np.mean((refit.decode(log.feedback) > 0.5)
+                            == (reference.decode(log.feedback) > 0.5))
+            assert alike > 0.9, (flipped, alike)
+
+
+def test_an_unfitted_reference_is_refused():
+    with pytest.raises(IGLearnError, match="reference model is not fitted"):
+        BatchIGL(seed=0).fit(two_action_log(50, 2), reference=BatchIGL())
