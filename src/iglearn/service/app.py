@@ -72,6 +72,44 @@ class Rejected(Exception):
         self.status, self.message, self.field = status, message, field
 
 
+PolicyFunction = Callable[[np.ndarray], np.ndarray]
+"""pi(. | x) of the served model: contexts (n, d_x) to distributions (n, K)."""
+
+
+def policy_function(learner: Any) -> PolicyFunction:
+    """pi(. | x) of a loaded learner, as the service evaluates it for each group of decisions.
+
+    A learner whose policy is a linear softmax policy (the paper's policy class,
+    :class:`~iglearn.models.policies.Policy` on one ``nn.Linear``) and which computes pi with
+    :meth:`PolicyLearner.predict_proba <iglearn.learners.base.PolicyLearner.predict_proba>`
+    is evaluated with numpy on a copy of its weights: the same float32 product and softmax,
+    equal to the torch evaluation up to rounding, without torch's per-call overhead, which
+    for a group of a few contexts costs several times the product itself. Any other learner
+    is evaluated by its own ``predict_proba``."""
+    from torch import nn
+
+    from iglearn.learners.base import PolicyLearner
+    from iglearn.models.policies import Policy
+
+    policy = getattr(learner, "policy_", None)
+    if not (type(learner).predict_proba is PolicyLearner.predict_proba
+            and isinstance(policy, Policy) and type(policy).probabilities is Policy.probabilities
+            and type(policy.net) is nn.Linear):
+        return learner.predict_proba
+    weight = policy.net.weight.detach().cpu().numpy().astype(np.float32).T.copy()
+    bias = (np.zeros(weight.shape[1], np.float32) if policy.net.bias is None
+            else policy.net.bias.detach().cpu().numpy().astype(np.float32))
+    temperature = np.float32(policy.temperature)
+
+    def probabilities(contexts: np.ndarray) -> np.ndarray:
+        """softmax((x W^T + b) / temperature), float32 (n, K)."""
+        scores = (np.asarray(contexts, np.float32) @ weight + bias) / temperature
+        scores = np.exp(scores - scores.max(1, keepdims=True))
+        return scores / scores.sum(1, keepdims=True)
+
+    return probabilities
+
+
 @dataclass(frozen=True)
 class Served:
     """The model being served: one reference the service replaces atomically."""
@@ -79,6 +117,8 @@ class Served:
     version: int
     learner: Any
     record: ModelRecord
+    policy: PolicyFunction
+    """pi(. | x) of ``learner`` (:func:`policy_function`)."""
 
     @property
     def certified(self) -> bool:
@@ -86,10 +126,13 @@ class Served:
         return bool(self.record.summary.get("certified", False))
 
 
+_STRICT_JSON = json.JSONEncoder(allow_nan=False)
+"""json.dumps(value, allow_nan=False) without building an encoder for each answer."""
+
+
 def json_response(value: object, status: int = 200, headers: dict | None = None) -> Response:
     """Strict JSON (no NaN or infinity)."""
-    return Response(json.dumps(value, allow_nan=False), status, headers,
-                    media_type="application/json")
+    return Response(_STRICT_JSON.encode(value), status, headers, media_type="application/json")
 
 
 class Service:
@@ -137,7 +180,8 @@ class Service:
         learner = load_archive(self.storage.model_archive(version),
                                self.config.model.algorithm, f"model version {version}")
         record = next(m for m in self.storage.models() if m.version == version)
-        self.served = Served(version, learner, record)  # the atomic swap
+        served = Served(version, learner, record, policy_function(learner))
+        self.served = served  # the atomic swap
         return True
 
     def model_info(self) -> dict[str, Any]:
@@ -171,14 +215,16 @@ class Service:
         """Decide for contexts (n, d_x) with their event ids and allowed actions (n, K), not
         yet stored; and how many of them explored."""
         served = self.served
-        policy = None if served is None else served.learner.predict_proba(contexts)
+        policy = None if served is None else served.policy(contexts)
         actions, dist, explored, learnable = self.explorer.draw(
             policy, allowed, served.certified if served is not None else False)
         now = time.time()
         version = 0 if served is None else served.version
-        decisions = [Decision(ids[i], contexts[i], int(actions[i]), float(dist[i, actions[i]]),
-                              dist[i], version, bool(explored[i]), bool(learnable[i]), now)
-                     for i in range(len(contexts))]
+        chosen = dist[np.arange(len(actions)), actions]
+        decisions = [Decision(ids[i], contexts[i], a, p, dist[i], version, e, learn, now)
+                     for i, (a, p, e, learn) in enumerate(zip(
+                         actions.tolist(), chosen.tolist(), explored.tolist(),
+                         learnable.tolist(), strict=True))]
         return decisions, int(explored.sum())
 
     def decide(self, contexts: np.ndarray, ids: list[str], allowed: np.ndarray
@@ -374,11 +420,12 @@ def vector(value: object, name: str, dim: int) -> np.ndarray:
         i = next(i for i, v in enumerate(value) if type(v) not in _NUMBER_TYPES)
         raise Rejected(422, f"value {i} is not a number", name)
     array = np.asarray(value, dtype=np.float64)
-    bad = ~np.isfinite(array)
-    if bad.any():
-        raise Rejected(422, f"value {int(np.argmax(bad))} is not finite (NaN or infinite)", name)
-    big = np.abs(array) > limits.MAX_ABS_VALUE
-    if big.any():
+    if not (np.abs(array) <= limits.MAX_ABS_VALUE).all():  # one check for the usual case
+        bad = ~np.isfinite(array)
+        if bad.any():
+            raise Rejected(422, f"value {int(np.argmax(bad))} is not finite (NaN or infinite)",
+                           name)
+        big = np.abs(array) > limits.MAX_ABS_VALUE
         raise Rejected(422, f"value {int(np.argmax(big))} exceeds ±{limits.MAX_ABS_VALUE:g}",
                        name)
     return array.astype(np.float32)
