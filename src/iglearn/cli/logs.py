@@ -216,11 +216,11 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
     from iglearn.data.stream import log_from
     from iglearn.devices import resolve_device
     from iglearn.learners.evaluation import check_compatible
-    from iglearn.models.io import load_model
+    from iglearn.models.archive import read_model
 
     device = build_settings(args, Placement(), PLACEMENT).device
     resolve_device(device)  # an unavailable device is an error before any work
-    learner = load_model(model_dir)
+    learner = read_model(model_dir)
     learner.device = device  # type: ignore[union-attr]
     meta = learner.metadata_
     reader = open_table(data, learner.schema_)
@@ -390,8 +390,25 @@ def _convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def _load(args: argparse.Namespace) -> int:
+    from iglearn.models.archive import extract_archive
+
+    out = Path(args.out)
+    check_paths([("ARCHIVE", args.archive)], [("--out", out)])
+    check_model_output(out)
+    args.outputs.claim([out])
+    learner = extract_archive(args.archive, out)
+    meta = learner.metadata_
+    _print({"archive": str(args.archive), "model": str(out), "algorithm": meta["algorithm"],
+            "n_actions": meta["n_actions"], "context_dim": meta["context_dim"],
+            "feedback_dim": meta["feedback_dim"],
+            "version": meta.get("training", {}).get("version")})
+    return 0
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    """Register fit, evaluate, predict, simulate and convert on the ``iglearn`` parser."""
+    """Register fit, evaluate, predict, load, simulate and convert on the ``iglearn``
+    parser."""
     formats = "format from the extension: .npz, .parquet, .csv or .dsjson"
     fit = commands.add_parser(
         "fit", help="fit a policy and a reward decoder on a log",
@@ -456,7 +473,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "(reward; evaluation only), and the decoded-reward value and the "
                     "indicator of the model's algorithm (feedback): Eq. 9 for igl, the sum "
                     "over actions of Cov_a(pi(a|x), psi_a(y)) for ai-igl.")
-    evaluate.add_argument("model", metavar="MODEL_DIR", help="a model folder from iglearn fit")
+    evaluate.add_argument("model", metavar="MODEL",
+                          help="a model folder from iglearn fit, or a model archive "
+                               "(.tar.gz) from the service's GET /v1/model/export")
     evaluate.add_argument("data", metavar="DATA",
                           help=f"a log or a labelled context set ({formats})")
     add_settings(evaluate, Placement(), PLACEMENT, "where the model computes")
@@ -469,7 +488,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         "predict", help="actions and their probabilities for contexts",
         description="Greedy (or, with --sample, sampled) actions of the fitted policy and "
                     "their probabilities pi(a|x), written to --out (.npz, .parquet or .csv).")
-    predict.add_argument("model", metavar="MODEL_DIR", help="a model folder from iglearn fit")
+    predict.add_argument("model", metavar="MODEL",
+                          help="a model folder from iglearn fit, or a model archive "
+                               "(.tar.gz) from the service's GET /v1/model/export")
     predict.add_argument("contexts", metavar="CONTEXTS",
                          help=f"a context set or a log whose contexts to act on ({formats})")
     predict.add_argument("--out", required=True, metavar="FILE",
@@ -480,6 +501,17 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     predict.add_argument("--seed", type=number(int), default=0, help="seed of --sample")
     add_settings(predict, Placement(), PLACEMENT, "where the model computes")
     predict.set_defaults(run=_predict, reads=("model", "contexts"))
+
+    load = commands.add_parser(
+        "load", help="write a model archive from the service as a model folder",
+        description="Check the model archive ARCHIVE (a .tar.gz from the decision service's "
+                    "GET /v1/model/export) as any model folder is checked, and write it as "
+                    "the model folder --out, which fit, evaluate and predict read; prints "
+                    "what the model is as JSON.")
+    load.add_argument("archive", metavar="ARCHIVE", help="a model archive (.tar.gz)")
+    load.add_argument("--out", required=True, metavar="FOLDER",
+                      help="the model folder to write (missing, empty or a model folder)")
+    load.set_defaults(run=_load, reads=("archive",))
 
     simulate = commands.add_parser(
         "simulate", help="write a log from a built-in environment",

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from iglearn.learners.iglp import IGLP
 
 MEMBERS = (METADATA, WEIGHTS)
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
+"""File names a model archive may end with."""
 MAX_ARCHIVE_BYTES = 1 << 30
 """Largest unpacked model archive (1 GiB)."""
 
@@ -62,3 +64,46 @@ def load_archive(data: bytes, algorithm: str | None = None, source: str = "model
     with tempfile.TemporaryDirectory(prefix="iglearn-model-") as tmp:
         unpack_model(data, tmp, source)
         return load_model(tmp, algorithm)
+
+
+def is_archive(path: str | Path) -> bool:
+    """Whether ``path`` names a model archive (a file ending in .tar.gz or .tgz)."""
+    return Path(path).name.lower().endswith(ARCHIVE_SUFFIXES) and not Path(path).is_dir()
+
+
+def read_model(path: str | Path, algorithm: str | None = None) -> BatchIGL | AIIGL | IGLP:
+    """The learner in a model folder, or in a model archive (``.tar.gz``, as
+    ``GET /v1/model/export`` writes it); either is checked as :func:`load_model` checks a
+    folder."""
+    if not is_archive(path):
+        return load_model(path, algorithm)
+    from iglearn.files import input_file
+
+    input_file(path, "model archive")
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise IGLearnError(f"{path}: cannot read the model archive ({e.strerror})") from None
+    return load_archive(data, algorithm, str(path))
+
+
+def extract_archive(path: str | Path, folder: str | Path) -> BatchIGL | AIIGL | IGLP:
+    """Write the model in the archive at ``path`` as the model folder ``folder`` (checked as
+    :func:`load_model` checks a folder before it is put in place, atomically; ``folder`` must
+    be missing, empty or a model folder, which is replaced); the learner it holds."""
+    from iglearn.files import input_file, remove_folder, replace_folder, temporary_folder
+    from iglearn.models.io import check_model_folder
+
+    folder = Path(folder)
+    check_model_folder(folder)
+    input_file(path, "model archive")
+    data = Path(path).read_bytes()
+    tmp = temporary_folder(folder)
+    try:
+        unpack_model(data, tmp, str(path))
+        learner = load_model(tmp)
+        replace_folder(tmp, folder)
+    except BaseException:
+        remove_folder(tmp)
+        raise
+    return learner

@@ -1,0 +1,50 @@
+"""``iglearn load``: a model archive from the service (``GET /v1/model/export``) written as a
+model folder; evaluate and predict read an archive as they read a folder."""
+
+import json
+
+import numpy as np
+
+from iglearn.models.archive import pack_model
+from iglearn.models.io import load_model
+from tests.cli.conftest import run
+
+
+def test_an_archive_loads_as_the_model_folder_it_was_packed_from(small, tmp_path, capsys):
+    archive = tmp_path / "model.tar.gz"
+    archive.write_bytes(pack_model(small / "model"))
+    code, out, err = run(capsys, "load", archive, "--out", tmp_path / "loaded")
+    assert code == 0, err
+    record = json.loads(out)
+    assert record["algorithm"] == "igl" and record["n_actions"] == 10
+    original, loaded = load_model(small / "model"), load_model(tmp_path / "loaded")
+    contexts = np.load(small / "test.npz")["context"][:50]
+    np.testing.assert_array_equal(original.predict_proba(contexts),
+                                  loaded.predict_proba(contexts))
+    # evaluate and predict take the archive itself
+    from_folder = json.loads(run(capsys, "evaluate", small / "model", small / "test.npz")[1])
+    from_archive = json.loads(run(capsys, "evaluate", archive, small / "test.npz")[1])
+    assert from_archive["accuracy"] == from_folder["accuracy"]
+    assert run(capsys, "predict", archive, small / "test.npz", "--out",
+               tmp_path / "p.npz")[0] == 0
+    # loading again replaces the model folder
+    assert run(capsys, "load", archive, "--out", tmp_path / "loaded")[0] == 0
+
+
+def test_load_refuses_what_is_not_a_model_archive(small, tmp_path, capsys):
+    junk = tmp_path / "junk.tar.gz"
+    junk.write_bytes(b"not an archive")
+    code, out, err = run(capsys, "load", junk, "--out", tmp_path / "m")
+    assert code == 2 and "not a gzip-compressed tar archive" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "m").exists()
+    assert not list(tmp_path.glob(".m.*"))  # nothing half-written
+    occupied = tmp_path / "occupied"
+    occupied.mkdir()
+    (occupied / "notes.txt").write_text("mine")
+    archive = tmp_path / "model.tgz"
+    archive.write_bytes(pack_model(small / "model"))
+    code, _, err = run(capsys, "load", archive, "--out", occupied)
+    assert code == 2 and "--out" in err
+    assert (occupied / "notes.txt").read_text() == "mine"
+    code, _, err = run(capsys, "load", tmp_path / "missing.tar.gz", "--out", tmp_path / "m")
+    assert code == 2 and "no such model archive" in err
