@@ -84,6 +84,14 @@ def test_models_keys_and_state(database):
         storage.set_state("x", {"a": [1, 2.5]})
         storage.set_state("x", {"a": [3]})
         assert storage.state("x") == {"a": [3]}
+        now = time.time()
+        storage.add_decisions([decision("c1", now)])
+        storage.add_feedback([feedback("c1", now)], 600.0)
+        storage.clear()  # the demo's reset: everything but the keys
+        assert storage.counts().joined == 0 and len(storage.joined()) == 0
+        assert storage.models() == [] and storage.served_version() == 0
+        assert storage.state("x") is None and storage.keys() == [("ab" * 32, "client")]
+        assert storage.add_model("igl", 1, 0.1, {}, b"y").version == 1
     finally:
         storage.close()
 

@@ -321,6 +321,14 @@ class PostgresStorage(Storage):
         return self._write(lambda c: c.execute(
             "DELETE FROM iglearn_interactions WHERE decided_at < %s", (when,)).rowcount)
 
+    def clear(self) -> None:
+        def work(connection: Any) -> None:
+            connection.execute("DELETE FROM iglearn_interactions")
+            connection.execute("DELETE FROM iglearn_models")
+            connection.execute("DELETE FROM iglearn_state")
+
+        self._write(work)
+
     # -- model versions ----------------------------------------------------------------------
     @staticmethod
     def _lock_models(connection: Any) -> None:

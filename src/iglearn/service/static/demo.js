@@ -4,7 +4,7 @@
 
 const COLOURS = {red: "#c62828", green: "#2e7d32", blue: "#1565c0"};
 const WINDOW = 20;  // rounds in the "recently right" share
-const REFIT_WAIT_MS = 5000;  // longest wait for a re-fit under way before the next word
+const REFIT_WAIT_MS = 10000;  // longest wait for a re-fit under way before the next word
 
 // The shapes' random draws: Math.random, or with ?seed=N in the page's address a seeded
 // generator (mulberry32), so that the page shows the same sequence of shapes every time.
