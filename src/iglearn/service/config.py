@@ -102,7 +102,8 @@ class ExplorationSettings:
     seed: int | None = None
     """Seed of the exploration's random draws; none: a fresh seed at every start. With a
     seed the draws are reproducible: a service started on an empty database with the same
-    seed, the same model and the same requests draws the same actions."""
+    seed, the same model and the same requests draws the same actions. Replicas sharing one
+    database should each have their own seed (or none), or they draw alike."""
 
     def make_rng(self, start: int) -> np.random.Generator:
         """The exploration's random generator for a service starting after ``start`` earlier
