@@ -49,6 +49,8 @@ MODEL = {"n_actions": 3, "context_dim": 2, "feedback_dim": 2}
      ["[exploration] epsilon_final", "epsilon_rounds"]),
     ({"model": MODEL, "exploration": {"epsilon": 0.1, "epsilon_rounds": 5,
                                       "epsilon_final": 0.2}}, ["epsilon_final", "0.1]"]),
+    ({"model": MODEL, "exploration": {"seed": -1}}, ["[exploration] seed", ">= 0"]),
+    ({"model": MODEL, "exploration": {"seed": 1.5}}, ["[exploration] seed", "an integer"]),
     ({"model": MODEL, "learning": {"refit_every": 0}}, ["[learning] refit_every", "> 0"]),
     ({"model": MODEL, "server": {"port": 70000}}, ["[server] port"]),
     ({"model": MODEL, "server": {"synchronous": "off"}}, ["[server] synchronous"]),
@@ -63,6 +65,15 @@ def test_problems_are_named(document, words):
     assert message.startswith("svc.toml: ") and "\n" not in message
     for word in words:
         assert word in message
+
+
+def test_an_exploration_seed_makes_the_draws_reproducible():
+    seeded = parse_config({"model": MODEL, "exploration": {"seed": 3}}, "svc.toml").exploration
+    again = [seeded.make_rng(10).random(4) for _ in range(2)]
+    assert (again[0] == again[1]).all()
+    assert not (seeded.make_rng(11).random(4) == again[0]).all()   # later start, new draws
+    fresh = parse_config({"model": MODEL}, "svc.toml").exploration
+    assert fresh.seed is None
 
 
 def test_not_toml(tmp_path):
