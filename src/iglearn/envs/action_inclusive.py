@@ -24,8 +24,7 @@ from iglearn.envs.classification import (
     class_examples,
     realised_reward,
 )
-from iglearn.envs.mnist import digits_environment, mnist_environment
-from iglearn.errors import IGLearnError
+from iglearn.envs.mnist import make_environment
 
 FeedbackRule = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """Maps actions (n,) and binary rewards (n,) to the feedback classes (n,)."""
@@ -99,11 +98,6 @@ def action_inclusive_environment(dataset: str = "mnist", data_dir: str | Path | 
     accuracy on the 10000 MNIST test images) or the same rule on scikit-learn's bundled
     digits ('digits', offline): the feedback is an image of the digit rule(a, r), by default
     (a + 6 r - 3) mod 10."""
-    if dataset == "mnist":
-        task = mnist_environment(data_dir)
-    elif dataset == "digits":
-        task = digits_environment()
-    else:
-        raise IGLearnError(f"unknown dataset {dataset!r}; choose 'mnist' or 'digits'")
+    task = make_environment(dataset, data_dir)
     return ActionInclusiveEnvironment(task, ActionRewardFeedback(task.feedback_model.source,
                                                                  rule))

@@ -63,11 +63,13 @@ DATASETS = ("mnist", "digits")
 
 
 @lru_cache(maxsize=4)
-def make_environment(dataset: str, data_dir: str | None = None) -> ClassificationEnvironment:
+def make_environment(dataset: str, data_dir: str | Path | None = None
+                     ) -> ClassificationEnvironment:
     """The environment named by ``dataset`` ('mnist', the paper's infinite MNIST, or
     'digits', scikit-learn's bundled digits), built once per process."""
     if dataset == "mnist":
         return mnist_environment(data_dir)
     if dataset == "digits":
         return digits_environment()
-    raise IGLearnError(f"unknown dataset {dataset!r}; choose one of {', '.join(DATASETS)}")
+    raise IGLearnError(f"unknown dataset {dataset!r}; choose "
+                       f"{' or '.join(repr(name) for name in DATASETS)}")

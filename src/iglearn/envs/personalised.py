@@ -28,7 +28,7 @@ import numpy as np
 
 from iglearn.envs.base import Contexts, Environment, Independence
 from iglearn.envs.classification import ClassificationEnvironment
-from iglearn.envs.mnist import digits_environment, mnist_environment
+from iglearn.envs.mnist import make_environment
 from iglearn.errors import IGLearnError
 from iglearn.sampling import sample_actions
 from iglearn.seeding import SeedLike, as_generator
@@ -271,10 +271,5 @@ def grounded_environment(dataset: str = "digits", data_dir: str | Path | None = 
                          n_users: int = 10, n_normal: int = 5, n_words: int = 10,
                          n_good: int = 3) -> GroundedEnvironment:
     """The grounded transform of scikit-learn's digits ('digits') or of MNIST ('mnist')."""
-    if dataset == "mnist":
-        task = mnist_environment(data_dir)
-    elif dataset == "digits":
-        task = digits_environment()
-    else:
-        raise IGLearnError(f"unknown dataset {dataset!r}; choose 'mnist' or 'digits'")
-    return GroundedEnvironment(task, n_users, n_normal, n_words, n_good)
+    return GroundedEnvironment(make_environment(dataset, data_dir), n_users, n_normal, n_words,
+                               n_good)

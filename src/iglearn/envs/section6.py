@@ -22,7 +22,7 @@ from iglearn.envs.classification import (
     normalised,
     uniform_play,
 )
-from iglearn.envs.mnist import digits_environment, mnist_environment
+from iglearn.envs.mnist import make_environment
 from iglearn.errors import IGLearnError
 
 # A feedback model: (class mixture when r = 1, class mixture when r = 0).
@@ -85,11 +85,6 @@ def family_environments(family: str, base: ClassificationEnvironment,
 def section6_environments(dataset: str = "mnist", data_dir: str | Path | None = None,
                           ) -> dict[str, dict[str, ClassificationEnvironment]]:
     """Both families on 'mnist' (infinite MNIST, the paper's) or 'digits' (offline)."""
-    if dataset == "mnist":
-        base = mnist_environment(data_dir)
-    elif dataset == "digits":
-        base = digits_environment()
-    else:
-        raise IGLearnError(f"unknown dataset {dataset!r}; choose 'mnist' or 'digits'")
+    base = make_environment(dataset, data_dir)
     return {family: family_environments(family, base) for family in FAMILIES}
 
