@@ -75,6 +75,17 @@ def run_db_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_database_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    """``--config`` and ``--db``, which every serve command takes (``serve`` itself checks
+    for ``--config`` once it knows no subcommand was given: ``required`` False)."""
+    parser.add_argument("--config", required=required,
+                        help="the service's TOML configuration" if required else
+                             "the service's TOML configuration (required; default: none)")
+    parser.add_argument("--db", default=None,
+                        help="database file or postgresql:// URL (default: the file's "
+                             "[server] db)")
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """Add ``serve`` (and ``serve keys add``) to the ``iglearn`` command."""
     serve = commands.add_parser(
@@ -82,11 +93,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         description="Serve decisions over HTTP, log every decision and its feedback, and "
                     "re-fit the model while serving. The configuration file's keys are "
                     "documented in docs/guides/service.md.")
-    serve.add_argument("--config", help="the service's TOML configuration (required; "
-                                        "default: none)")
-    serve.add_argument("--db", default=None,
-                       help="database file or postgresql:// URL (default: the file's "
-                            "[server] db)")
+    add_database_arguments(serve, required=False)
     serve.add_argument("--host", default=None,
                        help="address to listen on (default: the file's [server] host)")
     serve.add_argument("--port", type=number(int), default=None,
@@ -101,10 +108,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     keys = actions.add_parser("keys", help="manage API keys")
     key_actions = keys.add_subparsers(dest="keys_command", metavar="COMMAND", required=True)
     add = key_actions.add_parser("add", help="create an API key (printed once, stored hashed)")
-    add.add_argument("--config", required=True, help="the service's TOML configuration")
-    add.add_argument("--db", default=None,
-                     help="database file or postgresql:// URL (default: the file's "
-                          "[server] db)")
+    add_database_arguments(add)
     add.add_argument("--role", required=True, choices=("client", "admin"),
                      help="client: decide and feedback; admin: everything")
     add.set_defaults(run=run_keys_add, reads=("config",))
@@ -115,10 +119,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         description="Apply the schema migrations the database lacks (PostgreSQL: run it "
                     "once before starting replicas of a newer iglearn; a service creates "
                     "the schema of an empty database itself).")
-    upgrade.add_argument("--config", required=True, help="the service's TOML configuration")
-    upgrade.add_argument("--db", default=None,
-                         help="database file or postgresql:// URL (default: the file's "
-                              "[server] db)")
+    add_database_arguments(upgrade)
     upgrade.set_defaults(run=run_db_upgrade, reads=("config",))
     add_demo_command(commands)
 
