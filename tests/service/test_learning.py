@@ -63,6 +63,9 @@ def test_refits_when_due_and_stores_a_served_version(tmp_path, algorithm):
         storage.set_state("refit_requested_at", time.time())
         run_once(storage, config)
     assert [m.version for m in storage.models()] == [3, 4]     # keep_versions = 2
+    # an IGL re-fit is fitted against the model it replaces
+    assert storage.models()[-1].summary["reference_version"] == (3 if algorithm == "igl"
+                                                                 else None)
     storage.serve(3)
     assert storage.served_version() == 3
     storage.prune_models(1)

@@ -77,27 +77,31 @@ def read_model(path: str | Path, algorithm: str | None = None) -> BatchIGL | AII
     folder."""
     if not is_archive(path):
         return load_model(path, algorithm)
+    return load_archive(archive_bytes(path), algorithm, str(path))
+
+
+def archive_bytes(path: str | Path) -> bytes:
+    """The bytes of the model archive file at ``path``, checked to be a readable regular
+    file."""
     from iglearn.files import input_file
 
     input_file(path, "model archive")
     try:
-        data = Path(path).read_bytes()
+        return Path(path).read_bytes()
     except OSError as e:
         raise IGLearnError(f"{path}: cannot read the model archive ({e.strerror})") from None
-    return load_archive(data, algorithm, str(path))
 
 
 def extract_archive(path: str | Path, folder: str | Path) -> BatchIGL | AIIGL | IGLP:
     """Write the model in the archive at ``path`` as the model folder ``folder`` (checked as
     :func:`load_model` checks a folder before it is put in place, atomically; ``folder`` must
     be missing, empty or a model folder, which is replaced); the learner it holds."""
-    from iglearn.files import input_file, remove_folder, replace_folder, temporary_folder
+    from iglearn.files import remove_folder, replace_folder, temporary_folder
     from iglearn.models.io import check_model_folder
 
     folder = Path(folder)
     check_model_folder(folder)
-    input_file(path, "model archive")
-    data = Path(path).read_bytes()
+    data = archive_bytes(path)
     tmp = temporary_folder(folder)
     try:
         unpack_model(data, tmp, str(path))

@@ -300,8 +300,7 @@ def _section(cls: type, name: str, values: dict[str, Any], path: str) -> Any:
         ok = checks.get(hint, isinstance(value, dict))
         if not ok:
             expected = {int: "an integer", int | None: "an integer", float: "a finite number",
-                        str: "a string",
-                        bool: "true or false"}.get(hint, "a table")
+                        str: "a string", bool: "true or false"}.get(hint, "a table")
             raise _bad(path, name, key, value, expected)
     converted = {k: float(v) if hints[k] is float else v for k, v in values.items()}
     return cls(**converted)

@@ -9,8 +9,8 @@ archive as the next version, which the service then swaps in. An IGL re-fit take
 model as its reference (:meth:`~iglearn.learners.batch_igl.BatchIGL.fit`): it keeps the
 served model's reading of the feedback unless the log clearly says otherwise, so that
 re-fits on a small, nearly greedy log do not swap the meaning of the feedback back and
-forth. The service's decisions never
-wait for it: it is another process with its own database connection.
+forth. The service's decisions never wait for it: it is another process with its own
+database connection.
 
 Several replicas on one database each run a worker, but only the holder of the storage's
 re-fit lease (:meth:`~iglearn.service.storage.Storage.hold_refit_lease`) re-fits; the others
@@ -80,9 +80,10 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
     return summary
 
 
-def served_reference(storage: Storage, config: ServiceConfig) -> Any:
-    """The served model, as the reference of an IGL re-fit; None when no model is served,
-    the algorithm takes no reference, or the served version cannot be read."""
+def served_reference(storage: Storage, config: ServiceConfig) -> tuple[int, Any] | None:
+    """The served version and its model, as the reference of an IGL re-fit; None when no
+    model is served, the algorithm takes no reference, or the served version cannot be
+    read."""
     from iglearn.learners.batch_igl import BatchIGL
     from iglearn.models.archive import load_archive
 
@@ -94,7 +95,7 @@ def served_reference(storage: Storage, config: ServiceConfig) -> Any:
                              f"model version {version}")
     except IGLearnError:
         return None
-    return model if isinstance(model, BatchIGL) else None
+    return (version, model) if isinstance(model, BatchIGL) else None
 
 
 def refit(storage: Storage, config: ServiceConfig, reason: str,
@@ -120,11 +121,11 @@ def refit(storage: Storage, config: ServiceConfig, reason: str,
         if reference is None:
             learner.fit(log)
         else:
-            learner.fit(log, reference=reference)
+            learner.fit(log, reference=reference[1])
     seconds = time.perf_counter() - start
     summary = fit_summary(learner, log, config) | {
         "reason": reason, "learnable": learnable,
-        "reference_version": None if reference is None else storage.served_version()}
+        "reference_version": None if reference is None else reference[0]}
     with tempfile.TemporaryDirectory(prefix="iglearn-refit-") as tmp:
         folder = os.path.join(tmp, "model")
         save_model(learner, folder, extra={"source": "iglearn serve", "version": version})
