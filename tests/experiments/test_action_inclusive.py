@@ -1,8 +1,6 @@
 """``iglearn reproduce action-inclusive`` on digits and a small BCI budget."""
 
-import io
 import json
-from contextlib import redirect_stdout
 
 import numpy as np
 import pandas as pd
@@ -17,6 +15,7 @@ from iglearn.experiments.action_inclusive import (
 )
 from iglearn.experiments.results import KEY_COLUMNS
 from iglearn.seeding import spawn_seeds
+from tests.experiments.conftest import reproduce
 
 SMALL = ["--dataset", "digits", "--trials", "2", "--samples", "3000", "--bci-samples", "3000",
          "--noise", "0.01,0.2"]
@@ -26,11 +25,7 @@ SMALL = ["--dataset", "digits", "--trials", "2", "--samples", "3000", "--bci-sam
 def ai_run(tmp_path_factory):
     """A two-trial run on action-inclusive digits and the BCI at two noise levels."""
     out = tmp_path_factory.mktemp("action_inclusive") / "run"
-    printed = io.StringIO()
-    with redirect_stdout(printed):
-        assert main(["reproduce", "action-inclusive", *SMALL, "--out", str(out), "--quiet",
-                     "--jobs", "1"]) == 0
-    return out, printed.getvalue()
+    return out, reproduce("action-inclusive", *SMALL, "--out", out, "--quiet", "--jobs", "1")
 
 
 def accuracy(frame: pd.DataFrame, task: str, method: str, noise: float | None = None):

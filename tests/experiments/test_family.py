@@ -1,9 +1,7 @@
 """``iglearn reproduce family`` on a tiny budget: the table, the tidy CSV, and verdicts and
 paragraphs that agree with the measured numbers."""
 
-import io
 import re
-from contextlib import redirect_stdout
 
 import numpy as np
 import pandas as pd
@@ -12,6 +10,7 @@ import pytest
 from iglearn.cli import main
 from iglearn.experiments.family import ASSUMPTIONS, FAILS, TITLES, WORKS, verdict
 from iglearn.experiments.results import KEY_COLUMNS
+from tests.experiments.conftest import reproduce
 
 TINY = ["--trials", "2", "--samples", "200", "--personalised-samples", "1000",
         "--family", "2021,personalised", "--methods", "IGL,IGL-P,CB"]
@@ -22,11 +21,7 @@ MEASURE = {"2021": "accuracy", "personalised": "reward"}
 @pytest.fixture(scope="module")
 def family_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("family") / "run"
-    printed = io.StringIO()
-    with redirect_stdout(printed):
-        assert main(["reproduce", "family", *TINY, "--out", str(out), "--quiet",
-                     "--jobs", "1"]) == 0
-    return out, printed.getvalue()
+    return out, reproduce("family", *TINY, "--out", out, "--quiet", "--jobs", "1")
 
 
 def scores(frame: pd.DataFrame, family: str, method: str) -> np.ndarray:

@@ -1,13 +1,11 @@
 """``iglearn reproduce personalized`` on a small budget."""
 
-import io
-from contextlib import redirect_stdout
 
 import pandas as pd
 
-from iglearn.cli import main
 from iglearn.experiments.personalized import vw_status
 from iglearn.experiments.results import KEY_COLUMNS
+from tests.experiments.conftest import reproduce
 
 SMALL = ["--trials", "1", "--rounds", "500", "--report-at", "250", "--eval-every", "250",
          "--batch-samples", "1500", "--tasks", "personalised", "--methods", "IGL-P,CB",
@@ -15,9 +13,7 @@ SMALL = ["--trials", "1", "--rounds", "500", "--report-at", "250", "--eval-every
 
 
 def test_small_run_writes_the_tidy_table_the_report_and_the_plot(tmp_path):
-    printed = io.StringIO()
-    with redirect_stdout(printed):
-        assert main(["reproduce", "personalized", *SMALL, "--out", str(tmp_path)]) == 0
+    printed = reproduce("personalized", *SMALL, "--out", tmp_path)
     frame = pd.read_csv(tmp_path / "personalized.csv")
     assert list(frame.columns) == [*KEY_COLUMNS, "task", "round", "metric", "value"]
     reward = frame[frame["metric"] == "average_reward"]
@@ -33,4 +29,4 @@ def test_small_run_writes_the_tidy_table_the_report_and_the_plot(tmp_path):
     status = vw_status()
     assert ("not run" in text) == (status is not None)
     assert (tmp_path / "personalized.png").stat().st_size > 0
-    assert "wrote" in printed.getvalue()
+    assert "wrote" in printed
