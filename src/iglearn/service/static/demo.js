@@ -69,8 +69,10 @@ function drawShape(colour, shape) {
 }
 
 // The next word comes from the newest model: while a re-fit is due or under way (it takes
-// about a second), wait for it, at most REFIT_WAIT_MS.
+// about a second), wait for it, at most REFIT_WAIT_MS. The last answer's status says
+// whether one is pending; only then is the service asked again.
 async function waitForModel() {
+  if (!state.pending) return;
   const until = Date.now() + REFIT_WAIT_MS;
   let s = await api("status");
   while (s.refit_pending && Date.now() < until) {
