@@ -355,7 +355,7 @@ BAD = {
     "unknown extension": ("x.tsv", lambda p: p.write_text("a,b\n"), ["unknown file extension"]),
     "csv header only": ("x.csv", lambda p: p.write_text("a,b\n"), ["no rows"]),
     "csv without n_actions": ("x.csv", lambda p: p.write_text("context_0,action\n1,0\n"),
-                              ["missing column 'n_actions'"]),
+                              ["K is unknown", "--n-actions", "column 'n_actions'"]),
     "csv missing value": ("x.csv", lambda p: p.write_text("context_0,n_actions\n1,3\n,3\n"),
                           ["context_0", "missing value at row 1"]),
     "csv text column": ("x.csv", lambda p: p.write_text("context_0,n_actions\nabc,3\n"),

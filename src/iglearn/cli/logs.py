@@ -20,6 +20,7 @@ import numpy as np
 
 from iglearn.cli.paths import check_model_output, check_paths, with_sidecar
 from iglearn.cli.settings import add_settings, build_settings, flag, number
+from iglearn.data.frames import ColumnMapping
 from iglearn.data.logs import InteractionLog
 from iglearn.data.stream import LogStream, StreamSettings
 from iglearn.envs.named import BCI_NOISE, ENVIRONMENTS
@@ -58,6 +59,20 @@ class Placement:
 
 
 PLACEMENT = "placement"
+COLUMNS = "columns"
+
+
+def _columns(args: argparse.Namespace, base: ColumnMapping | None = None
+             ) -> ColumnMapping | None:
+    """The column mapping the column options given (``--context``, ``--action``, ...) make of
+    ``base`` (default: iglearn's layout), or None when none is given."""
+    if not any(dest.startswith(COLUMNS + ".") for dest in vars(args)):
+        return None
+    return build_settings(args, base or ColumnMapping(), COLUMNS)
+
+
+def _add_columns(parser: argparse.ArgumentParser, description: str) -> None:
+    add_settings(parser, ColumnMapping(), COLUMNS, "columns of a .csv file", description)
 
 
 def _setting_names(settings: Any) -> set[str]:
@@ -118,7 +133,7 @@ def _fit(args: argparse.Namespace) -> int:
         reading = replace(reading, stream="off")
     check_paths(with_sidecar("LOG", args.log), [("--out", out)])
     check_model_output(out)
-    reader = open_table(args.log)
+    reader = open_table(args.log, columns=_columns(args))
     info = reader.info
     log = log_from(reader, reading)
     settings = asdict(learner)
@@ -223,7 +238,9 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
     learner = read_model(model_dir)
     learner.device = device  # type: ignore[union-attr]
     meta = learner.metadata_
-    reader = open_table(data, learner.schema_)
+    schema = learner.schema_
+    reader = open_table(data, schema, _columns(args, schema.columns if schema else None),
+                        n_actions=meta["n_actions"])
     info = reader.info
     if info.n_actions != meta["n_actions"]:
         raise IGLearnError(f"{info.source}: n_actions is {info.n_actions} but the model was fit "
@@ -380,7 +397,7 @@ def _convert(args: argparse.Namespace) -> int:
     outputs = with_sidecar("OUT", args.output)
     check_paths(with_sidecar("IN", args.input), outputs)
     args.outputs.claim([path for _, path in outputs])
-    info = convert(args.input, args.output, args.shard_rows)
+    info = convert(args.input, args.output, args.shard_rows, _columns(args))
     record = {"in": str(args.input), "out": str(args.output), "rows": info.n_rows,
               "n_actions": info.n_actions, "fields": list(info.fields), "dims": info.dims}
     if args.shard_rows is not None:
@@ -465,6 +482,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_settings(fit, StreamSettings(), STREAM, "reading the log",
                  "A log larger than memory is streamed from disk: shuffled mini-batches "
                  "through a bounded buffer, full passes as sums over row groups.")
+    _add_columns(fit, "Which columns of a .csv LOG hold which field, when they are not named "
+                      "as iglearn writes them (context_0, ..., action, probability, "
+                      "feedback_0, ..., n_actions). A mapping that renames a field is kept in "
+                      "the model, so that evaluate and predict read tables with the same "
+                      "column names without these options.")
     fit.set_defaults(run=_fit, reads=("log",))
 
     evaluate = commands.add_parser(
@@ -482,6 +504,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_settings(evaluate, StreamSettings(), STREAM, "reading a log",
                  "A log larger than memory is evaluated in one streamed pass.",
                  skip=("shuffle_rows",))
+    _add_columns(evaluate, "Which columns of a .csv DATA hold which field (default: the column "
+                           "mapping the model was fitted with, else iglearn's layout); the "
+                           "options given replace the model's entries. K defaults to the "
+                           "model's.")
     evaluate.set_defaults(run=_evaluate, reads=("model", "data"))
 
     predict = commands.add_parser(
@@ -500,6 +526,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          help="draw actions from pi instead of taking the most likely one")
     predict.add_argument("--seed", type=number(int), default=0, help="seed of --sample")
     add_settings(predict, Placement(), PLACEMENT, "where the model computes")
+    _add_columns(predict, "Which columns of a .csv CONTEXTS hold which field (default: the "
+                          "column mapping the model was fitted with, else iglearn's layout); "
+                          "the options given replace the model's entries. K defaults to the "
+                          "model's.")
     predict.set_defaults(run=_predict, reads=("model", "contexts"))
 
     load = commands.add_parser(
@@ -560,4 +590,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     convert.add_argument("--shard-rows", type=number(int, positive=True), default=None,
                          metavar="N", help="write OUT as a folder of Parquet shards of N rows "
                                            "each (default: one file)")
+    _add_columns(convert, "Which columns of a .csv IN hold which field; OUT is written in "
+                          "iglearn's layout, and a mapping that renames a field goes into "
+                          "OUT's feature schema (not a .csv's).")
     convert.set_defaults(run=_convert, reads=("input",))

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from iglearn.data.logs import _check_rows, _shaped, check_n_actions, field_values
 from iglearn.errors import IGLearnError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from iglearn.data.formats.base import FeatureSchema
 
 
 @dataclass(frozen=True)
@@ -46,3 +53,18 @@ class ContextSet:
     def context_dim(self) -> int:
         """Dimension d_x of a context."""
         return int(self.context.shape[1])
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, n_actions: int | None = None,
+                   source: str = "data frame", *,
+                   context: str | Sequence[str] | None = None, label: str | None = None,
+                   ignore: str | Sequence[str] | None = None,
+                   schema: FeatureSchema | None = None) -> ContextSet:
+        """The contexts (and labels, if any) of a pandas DataFrame holding contexts or a whole
+        log, read as :meth:`InteractionLog.from_frame <iglearn.data.logs.InteractionLog.
+        from_frame>` reads it. With a fitted model's ``schema=model.schema_``, the columns it
+        was fitted on are read by their names, and K is the model's."""
+        from iglearn.data.frames import contexts_from_frame, mapping_of
+        mapping = mapping_of(schema.columns if schema is not None else None, context=context,
+                             label=label, n_actions=n_actions, ignore=ignore)
+        return contexts_from_frame(frame, mapping, source)

@@ -1,6 +1,6 @@
 """Interaction logs as tables of named columns: pandas DataFrames and CSV files.
 
-The column layout (the same for a DataFrame and a ``.csv`` file):
+The default column layout (the same for a DataFrame and a ``.csv`` file):
 
 - a vector field (``context``, ``feedback``) is either one column per position, named
   ``<field>_0``, ``<field>_1``, ... (numbered from 0 without gaps), or, in a DataFrame only, one
@@ -9,18 +9,28 @@ The column layout (the same for a DataFrame and a ``.csv`` file):
   ``definitely_bad`` (true or false, 1 or 0: IGL-P's definitely-bad flag) and, for evaluation
   only, ``reward`` and ``label``;
 - the number of actions K is given as an argument, or as a column ``n_actions`` holding the
-  same value on every row (a CSV file always has it, since CSV holds no other metadata).
+  same value on every row.
+
+A :class:`ColumnMapping` reads a table with other column names: the context from ``age``,
+``clicks`` and every column starting with ``emg_``, say, the action from ``arm``. Every column
+must be read by a field (or be K's column ``n_actions``) or be listed in ``ignore``: any other
+column is an error naming it, so that a misspelt mapping cannot silently drop a feature.
+A mapping that renames a field is kept in the feature schema (:class:`FeatureSchema
+<iglearn.data.formats.base.FeatureSchema>` ``.columns``, with the column names resolved), and so
+in a model fitted on the table: ``predict`` on a table with the same column names needs no
+mapping again.
 
 A log needs context, action, probability and feedback; a context set, context (and maybe
-label). Every other column is an error naming it. The values go through the checks of
-:class:`~iglearn.data.logs.InteractionLog` and
+label). The values go through the checks of :class:`~iglearn.data.logs.InteractionLog` and
 :class:`~iglearn.data.contexts.ContextSet`, so the messages are those of every other format.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
@@ -32,14 +42,125 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from iglearn.data.contexts import ContextSet
+    from iglearn.data.formats.base import FeatureSchema
     from iglearn.data.logs import InteractionLog
 
 SCALAR_FIELDS = ("action", "probability", "reward", "label", "definitely_bad")
-"""Fields of one value per row, each one column of its name."""
+"""Fields of one value per row, each one column."""
 N_ACTIONS = "n_actions"
 """The column that may hold K, the same on every row."""
 ORDER = ("context", "action", "probability", "feedback", "reward", "label", "definitely_bad")
+LOGGED = ("action", "probability", "feedback")
+"""Fields that, with the context, make an interaction log: all of them or none."""
+PREFIX = "*"
+"""Ends a column mapping entry that selects every column whose name starts with the rest."""
 _POSITION = re.compile(r"(context|feedback)_(0|[1-9][0-9]{0,8})")
+_SHOWN_COLUMNS = 8
+
+
+@dataclass(frozen=True)
+class ColumnMapping:
+    """Which columns of a table (a DataFrame, a ``.csv`` file) hold which field of a log.
+
+    The defaults are iglearn's own layout (see :mod:`iglearn.data.frames`); each field names
+    other columns. A vector field is a tuple of entries, each the name of a column of numbers,
+    the name of a column of equal-length lists (a DataFrame only), or ``NAME*``: every column
+    whose name starts with ``NAME``, in the order of the number after it when every one ends
+    in a number (``emg_2`` before ``emg_10``), else in the table's order.
+    """
+
+    context: tuple[str, ...] | None = None
+    """Columns of the context: names, NAME* for every column starting with NAME, or (in a
+    DataFrame) one column of lists (none: context_0, context_1, ..., or a column context)"""
+    feedback: tuple[str, ...] | None = None
+    """Columns of the feedback, as for the context (none: feedback_0, feedback_1, ..., or a
+    column feedback)"""
+    action: str = "action"
+    """Column of the logged actions, integers in [0, K)"""
+    probability: str = "probability"
+    """Column of the logging policy's probabilities of the logged actions"""
+    reward: str = "reward"
+    """Column of the latent rewards in [-1, 1], if present (evaluation only)"""
+    label: str = "label"
+    """Column of the correct actions, if present (evaluation only)"""
+    definitely_bad: str = "definitely_bad"
+    """Column of the definitely-bad flags (true or false) IGL-P reads, if present"""
+    n_actions: int | None = None
+    """The number of actions K, so that the table needs no column n_actions (none: from a
+    column n_actions holding K on every row)"""
+    ignore: tuple[str, ...] | None = None
+    """Columns to leave unread (NAME* for every column starting with NAME); any other column
+    no field reads is an error (none: ignore no column)"""
+
+    def __post_init__(self) -> None:
+        for name in ("context", "feedback", "ignore"):
+            entries = getattr(self, name)
+            if entries is None:
+                continue
+            if isinstance(entries, str):
+                entries = (entries,)
+            entries = tuple(entries)
+            if not entries:
+                raise IGLearnError(f"column mapping: {name} selects no column; name at least "
+                                   f"one, or leave it out for the default")
+            for entry in entries:
+                if not isinstance(entry, str) or entry.rstrip(PREFIX) == "":
+                    raise IGLearnError(f"column mapping: {name} holds {shown(entry)}; each "
+                                       f"entry is a column name, or NAME{PREFIX} for every "
+                                       f"column starting with NAME")
+            object.__setattr__(self, name, entries)
+        for name in SCALAR_FIELDS:
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise IGLearnError(f"column mapping: {name} is {shown(value)}; give the name "
+                                   f"of the column that holds it")
+        if self.n_actions is not None:
+            object.__setattr__(self, "n_actions", check_n_actions(self.n_actions,
+                                                                  "column mapping"))
+
+    @property
+    def renames(self) -> bool:
+        """True when a field is read from other columns than the default layout's (K and the
+        ignored columns aside): such a mapping is kept in the feature schema."""
+        default = ColumnMapping()
+        return any(getattr(self, name) != getattr(default, name)
+                   for name in (*MATRIX_FIELDS, *SCALAR_FIELDS))
+
+    def to_json(self) -> dict:
+        """A JSON-ready dictionary (tuples as lists)."""
+        return {f.name: list(value) if isinstance(value := getattr(self, f.name), tuple)
+                else value for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, record: object, source: str) -> ColumnMapping:
+        """Parse :meth:`to_json`'s output; ``source`` names the file in error messages."""
+        if not isinstance(record, dict) or set(record) - {f.name for f in fields(cls)}:
+            raise IGLearnError(f"{source}: the column mapping must be an object with the keys "
+                               f"{', '.join(f.name for f in fields(cls))}; write it again")
+        values: dict[str, Any] = {}
+        for key, value in record.items():
+            if key in (*MATRIX_FIELDS, "ignore"):
+                if value is not None and not (isinstance(value, list) and all(
+                        isinstance(v, str) for v in value)):
+                    raise IGLearnError(f"{source}: column mapping entry '{key}' must be a list "
+                                       f"of column names or null")
+                value = None if value is None else tuple(value)
+            elif key in SCALAR_FIELDS and not isinstance(value, str):
+                raise IGLearnError(f"{source}: column mapping entry '{key}' must be a column "
+                                   f"name")
+            values[key] = value
+        try:
+            return cls(**values)
+        except IGLearnError as e:
+            raise IGLearnError(f"{source}: {e}") from None
+
+
+def mapping_of(base: ColumnMapping | None = None, **given: Any) -> ColumnMapping:
+    """``base`` (default: the default layout) with the fields in ``given`` that are not None
+    in place of its own; a vector field may be given as one string (one entry) or any
+    sequence of strings."""
+    return replace(base or ColumnMapping(),
+                   **{name: value for name, value in given.items() if value is not None})
 
 
 def _missing(name: str, values: np.ndarray, source: str) -> None:
@@ -52,8 +173,8 @@ def _missing(name: str, values: np.ndarray, source: str) -> None:
     else:
         return
     if len(bad):
-        raise IGLearnError(f"{source}: column '{name}' holds a missing value at row {bad[0]}; "
-                           f"remove or impute those rows")
+        raise IGLearnError(f"{source}: column {shown(name)} holds a missing value at row "
+                           f"{bad[0]}; remove or impute those rows")
 
 
 def _list_column(name: str, cells: np.ndarray, source: str) -> np.ndarray:
@@ -61,54 +182,168 @@ def _list_column(name: str, cells: np.ndarray, source: str) -> np.ndarray:
     _missing(name, cells, source)
     lengths = {len(np.atleast_1d(np.asarray(cell))) for cell in cells}
     if len(lengths) > 1:
-        raise IGLearnError(f"{source}: column '{name}' holds vectors of lengths "
+        raise IGLearnError(f"{source}: column {shown(name)} holds vectors of lengths "
                            f"{sorted(lengths)[:3]}; every row needs the same number of values")
     try:
         return np.stack([np.atleast_1d(np.asarray(cell)) for cell in cells])
     except (TypeError, ValueError) as e:
-        raise IGLearnError(f"{source}: column '{name}' does not hold numeric vectors ({e}); "
-                           f"give lists of numbers, or columns {name}_0, {name}_1, ...") from None
+        raise IGLearnError(f"{source}: column {shown(name)} does not hold numeric vectors "
+                           f"({e}); give lists of numbers, or one column per value") from None
 
 
-def columns_to_fields(columns: Mapping[str, np.ndarray], n_actions: int | None, source: str
-                      ) -> tuple[dict[str, np.ndarray], int]:
-    """The fields (context, action, ...) and K held in named columns laid out as the module
-    docstring says; every problem is an error naming the column and the fix."""
-    positions: dict[str, dict[int, np.ndarray]] = {"context": {}, "feedback": {}}
-    fields: dict[str, np.ndarray] = {}
-    k_column = None
-    for name, values in columns.items():
-        values = np.asarray(values)
-        match = _POSITION.fullmatch(str(name))
-        if match:
-            positions[match.group(1)][int(match.group(2))] = values
-        elif name in MATRIX_FIELDS:
-            fields[name] = _list_column(name, values, source)
-        elif name in SCALAR_FIELDS:
-            _missing(name, values, source)
-            fields[name] = values
-        elif name == N_ACTIONS:
-            k_column = values
-        else:
-            raise IGLearnError(f"{source}: column {shown(str(name))} is not an iglearn field; "
-                               f"the columns are context_0.., action, probability, "
-                               f"feedback_0.., and optionally reward, label, definitely_bad, "
-                               f"n_actions: drop or rename it")
-    for name, found in positions.items():
+def _listing(names: Sequence[str]) -> str:
+    """A few column names, for a message."""
+    shown_names = ", ".join(shown(name) for name in names[:_SHOWN_COLUMNS])
+    return shown_names + (", ..." if len(names) > _SHOWN_COLUMNS else "")
+
+
+class _Selection:
+    """The columns of one table that a :class:`ColumnMapping` reads, resolved and checked."""
+
+    def __init__(self, names: Sequence[str], mapping: ColumnMapping, source: str):
+        self.names = [str(name) for name in names]
+        self.mapping = mapping
+        self.source = source
+        self.used: dict[str, str] = {}
+        twice = [name for name, count in Counter(self.names).items() if count > 1]
+        if twice:
+            raise IGLearnError(f"{source}: {self.names.count(twice[0])} columns are named "
+                               f"{shown(twice[0])}; give each column its own name")
+
+    def use(self, column: str, field: str) -> None:
+        """Record that ``field`` reads ``column``; an error if another field (or this one)
+        already does."""
+        if column in self.used:
+            other = self.used[column]
+            where = f"twice by {field}" if other == field else f"by both {other} and {field}"
+            raise IGLearnError(f"{self.source}: column {shown(column)} is read {where}; map "
+                               f"each column to one field once")
+        self.used[column] = field
+
+    def expand(self, entry: str, field: str) -> list[str]:
+        """The columns a mapping entry names: itself, or every column it is a prefix of."""
+        if not entry.endswith(PREFIX):
+            return [entry]
+        prefix = entry.rstrip(PREFIX)
+        found = [name for name in self.names if name.startswith(prefix)]
         if not found:
-            continue
-        if name in fields:
-            raise IGLearnError(f"{source}: field '{name}' is given both as column '{name}' and "
-                               f"as columns {name}_0, ...; keep one")
+            raise IGLearnError(f"{self.source}: no column starts with {shown(prefix)} "
+                               f"({field} {shown(entry)}); the columns are "
+                               f"{_listing(self.names)}")
+        rests = [name[len(prefix):] for name in found]
+        if all(rest.isdigit() for rest in rests):
+            found = [name for _, name in sorted(zip(map(int, rests), found, strict=True))]
+        return found
+
+    def vector_columns(self, field: str) -> list[str]:
+        """The columns of a vector field, in order; empty when the table has none of them."""
+        entries = getattr(self.mapping, field)
+        if entries is None:
+            return self._default_columns(field)
+        columns = [name for entry in entries for name in self.expand(entry, field)]
+        absent = [name for name in columns if name not in self.names]
+        if absent and (len(absent) < len(columns) or field == "context"):
+            raise IGLearnError(f"{self.source}: no column {shown(absent[0])}, which the column "
+                               f"mapping reads as {field}; the columns are "
+                               f"{_listing(self.names)}")
+        return [] if absent else columns
+
+    def _default_columns(self, field: str) -> list[str]:
+        found = {}
+        for name in self.names:
+            match = _POSITION.fullmatch(name)
+            if match and match.group(1) == field:
+                found[int(match.group(2))] = name
+        if found and field in self.names:
+            raise IGLearnError(f"{self.source}: field '{field}' is given both as column "
+                               f"'{field}' and as columns {field}_0, ...; keep one")
+        if not found:
+            return [field] if field in self.names else []
         gap = next(i for i in range(len(found) + 1) if i not in found)
         if gap < len(found):
-            raise IGLearnError(f"{source}: columns {name}_0.. skip {name}_{gap}; number the "
-                               f"{name} columns from 0 without gaps")
-        for i in found:
-            _missing(f"{name}_{i}", found[i], source)
-        fields[name] = np.stack([found[i] for i in range(len(found))], axis=1)
+            raise IGLearnError(f"{self.source}: columns {field}_0.. skip {field}_{gap}; number "
+                               f"the {field} columns from 0 without gaps")
+        return [found[i] for i in range(len(found))]
+
+    def layout(self, field: str) -> str:
+        """Where the mapping looks for ``field``, for a message."""
+        entries: tuple[str, ...] | None = getattr(self.mapping, field, None)
+        if field in MATRIX_FIELDS and entries is None:
+            return f"columns {field}_0, {field}_1, ... or one column '{field}' of lists"
+        if field in MATRIX_FIELDS and entries is not None:
+            return f"{field}={','.join(entries)}"
+        return f"a column {shown(getattr(self.mapping, field))}"
+
+    def unread(self, k_column: str | None) -> None:
+        """An error naming the columns no field reads and ``ignore`` does not list."""
+        ignored = {name for entry in self.mapping.ignore or ()
+                   for name in (self.expand(entry, "ignore") if entry.endswith(PREFIX)
+                                or entry in self.names else [])}
+        left = [name for name in self.names
+                if name not in self.used and name != k_column and name not in ignored]
+        if not left:
+            return
+        what = (f"column {shown(left[0])} is" if len(left) == 1
+                else f"columns {_listing(left)} are")
+        raise IGLearnError(
+            f"{self.source}: {what} read by no field (the columns read are "
+            f"{_listing(list(self.used)) or 'none'}); map it to a field (context=[...], "
+            f"feedback=[...], action=..., ...; --context, ... on the command line), drop or "
+            f"rename it, or leave it unread with ignore=[...] (--ignore)")
+
+
+def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
+                 mapping: ColumnMapping, source: str, default_n_actions: int | None = None
+                 ) -> tuple[dict[str, np.ndarray], int, FeatureSchema | None]:
+    """The fields (context, action, ...), K and the feature schema of a table whose columns
+    are ``names`` (``column(name)`` gives one column's values), read as ``mapping`` says.
+
+    K comes from ``mapping.n_actions``, else a column ``n_actions`` (which must agree with it
+    when both are given), else ``default_n_actions``. The schema is None unless the mapping
+    renames a field (:attr:`ColumnMapping.renames`); then it holds the mapping with the column
+    names resolved and K, and names each vector position as a DSJSON feature: column ``age``
+    is ``^age`` (the default namespace), position i of a column ``emb`` of lists ``emb^i``.
+    Every problem is an error naming the column and the fix.
+    """
+    from iglearn.data.formats.base import FeatureSchema
+
+    table = _Selection(names, mapping, source)
+    fields_: dict[str, np.ndarray] = {}
+    resolved: dict[str, Any] = {}
+    positions: dict[str, list[str]] = {}
+    for field in MATRIX_FIELDS:
+        selected = table.vector_columns(field)
+        if not selected:
+            continue
+        blocks, positions[field] = [], []
+        for name in selected:
+            table.use(name, field)
+            values = np.asarray(column(name))
+            if values.dtype == object:
+                block = _list_column(name, values, source)
+                positions[field] += [f"{name}^{i}" for i in range(block.shape[1])]
+            else:
+                _missing(name, values, source)
+                block = values[:, None]
+                positions[field].append(f"^{name}")
+            if block.dtype.kind not in "biuf":
+                raise IGLearnError(f"{source}: column {shown(name)} holds "
+                                   f"{shown(str(block.dtype))} values; {field} columns hold "
+                                   f"numbers")
+            blocks.append(block)
+        fields_[field] = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
+        resolved[field] = tuple(selected)
+    for field in SCALAR_FIELDS:
+        name = getattr(mapping, field)
+        if name in table.names:
+            table.use(name, field)
+            values = np.asarray(column(name))
+            _missing(name, values, source)
+            fields_[field] = values
+    k_column = N_ACTIONS if N_ACTIONS in table.names and N_ACTIONS not in table.used else None
+    n_actions = mapping.n_actions
     if k_column is not None:
-        values = np.unique(k_column)
+        values = np.unique(np.asarray(column(k_column)))
         if len(values) != 1:
             raise IGLearnError(f"{source}: column 'n_actions' holds {len(values)} different "
                                f"values; it must hold K, the same on every row")
@@ -118,9 +353,23 @@ def columns_to_fields(columns: Mapping[str, np.ndarray], n_actions: int | None, 
                                f"{from_column}; give one")
         n_actions = from_column
     if n_actions is None:
-        raise IGLearnError(f"{source}: the number of actions K is unknown; pass n_actions= or "
-                           f"add a column 'n_actions'")
-    return {name: fields[name] for name in ORDER if name in fields}, n_actions
+        n_actions = default_n_actions
+    if n_actions is None:
+        raise IGLearnError(f"{source}: the number of actions K is unknown; pass n_actions= "
+                           f"(--n-actions on the command line) or add a column 'n_actions' (K "
+                           f"on every row)")
+    logged = [name for name in LOGGED if name in fields_]
+    if "context" not in fields_ or 0 < len(logged) < len(LOGGED):
+        name = next(name for name in ("context", *LOGGED) if name not in fields_)
+        raise IGLearnError(f"{source}: no column for field '{name}' ({table.layout(name)}); an "
+                           f"interaction log needs context, action, probability and "
+                           f"feedback, a context set the context only")
+    table.unread(k_column)
+    schema = None
+    if mapping.renames:
+        schema = FeatureSchema(tuple(positions["context"]), tuple(positions.get("feedback", ())),
+                               replace(mapping, **resolved, n_actions=n_actions))
+    return {name: fields_[name] for name in ORDER if name in fields_}, n_actions, schema
 
 
 def fields_to_columns(table: object,
@@ -141,25 +390,38 @@ def fields_to_columns(table: object,
     return out
 
 
-def from_frame(frame: pd.DataFrame, n_actions: int | None = None,
+def frame_columns(frame: pd.DataFrame, mapping: ColumnMapping, source: str
+                  ) -> tuple[dict[str, np.ndarray], int, FeatureSchema | None]:
+    """:func:`read_columns` on a DataFrame; K may also be ``frame.attrs['n_actions']``."""
+    attrs = frame.attrs.get(N_ACTIONS)
+    return read_columns([str(c) for c in frame.columns],
+                        lambda name: frame[name].to_numpy(), mapping, source,
+                        None if attrs is None else check_n_actions(attrs, source))
+
+
+def from_frame(frame: pd.DataFrame, mapping: ColumnMapping | None = None,
                source: str = "data frame") -> InteractionLog:
-    """The interaction log a DataFrame holds (see the module docstring); K from
-    ``n_actions``, a column ``n_actions`` or ``frame.attrs['n_actions']``."""
+    """The interaction log a DataFrame holds, its columns read as ``mapping`` says (default:
+    the layout of the module docstring); K from the mapping, a column ``n_actions`` or
+    ``frame.attrs['n_actions']``. A mapping that renames a field is the log's ``schema``."""
     from iglearn.data.logs import InteractionLog
 
-    if n_actions is None and N_ACTIONS not in frame.columns:
-        n_actions = frame.attrs.get(N_ACTIONS)
-    fields, k = columns_to_fields({str(c): frame[c].to_numpy() for c in frame.columns},
-                                  n_actions, source)
-    missing = [name for name in ("context", "action", "probability", "feedback")
-               if name not in fields]
-    if missing:
-        name = missing[0]
-        layout = (f"columns {name}_0, {name}_1, ... or one column '{name}' of lists"
-                  if name in MATRIX_FIELDS else f"a column '{name}'")
-        raise IGLearnError(f"{source}: no column for field '{name}' ({layout}); an interaction "
-                           f"log needs context, action, probability and feedback")
-    return InteractionLog(n_actions=k, source=source, **fields)
+    fields_, k, schema = frame_columns(frame, mapping or ColumnMapping(), source)
+    if "action" not in fields_:
+        raise IGLearnError(f"{source}: no column for field 'action' (a column "
+                           f"{shown((mapping or ColumnMapping()).action)}); an interaction log "
+                           f"needs context, action, probability and feedback")
+    return InteractionLog(n_actions=k, source=source, schema=schema, **fields_)
+
+
+def contexts_from_frame(frame: pd.DataFrame, mapping: ColumnMapping | None = None,
+                        source: str = "data frame") -> ContextSet:
+    """The contexts (and labels, if any) of a DataFrame holding a context set or a log, its
+    columns read as ``mapping`` says."""
+    from iglearn.data.contexts import ContextSet
+
+    fields_, k, _ = frame_columns(frame, mapping or ColumnMapping(), source)
+    return ContextSet(fields_["context"], k, fields_.get("label"), source)
 
 
 def to_frame(table: InteractionLog | ContextSet,

@@ -14,7 +14,7 @@ probabilities at least ``PROBABILITY_FLOOR``, K at most ``MAX_ACTIONS``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Literal
 
@@ -25,6 +25,8 @@ from iglearn.errors import IGLearnError, shown
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from iglearn.data.formats.base import FeatureSchema
 
 DTYPES = {"context": np.float32, "feedback": np.float32, "action": np.int64,
           "label": np.int64, "probability": np.float64, "reward": np.float32,
@@ -193,6 +195,9 @@ class InteractionLog:
         definitely_bad: optional (n,) boolean: the feedback holds an unmistakably negative
             signal (read by IGL-P).
         source: a name used in error messages (a file name, say).
+        schema: the names of the features and, read with a column mapping, the columns they
+            came from (:class:`~iglearn.data.formats.base.FeatureSchema`); pass it to a
+            learner's ``save`` so that the model keeps them.
     """
 
     context: np.ndarray
@@ -204,6 +209,7 @@ class InteractionLog:
     label: np.ndarray | None = None
     source: str = "interaction log"
     definitely_bad: np.ndarray | None = None
+    schema: FeatureSchema | None = None
 
     def __post_init__(self) -> None:
         src = self.source
@@ -239,13 +245,40 @@ class InteractionLog:
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, n_actions: int | None = None,
-                   source: str = "data frame") -> InteractionLog:
-        """The log a pandas DataFrame holds: vectors as columns ``context_0``, ``context_1``,
-        ... (or one column of lists), ``action``, ``probability``, ``feedback_0``, ...,
-        optional ``reward`` and ``label``; K from ``n_actions``, a column ``n_actions`` or
-        ``frame.attrs['n_actions']`` (:mod:`iglearn.data.frames`). Checked like any log."""
-        from iglearn.data.frames import from_frame
-        return from_frame(frame, n_actions, source)
+                   source: str = "data frame", *,
+                   context: str | Sequence[str] | None = None,
+                   feedback: str | Sequence[str] | None = None,
+                   action: str | None = None, probability: str | None = None,
+                   reward: str | None = None, label: str | None = None,
+                   definitely_bad: str | None = None,
+                   ignore: str | Sequence[str] | None = None,
+                   schema: FeatureSchema | None = None) -> InteractionLog:
+        """The log a pandas DataFrame holds (:mod:`iglearn.data.frames`).
+
+        By default the columns are ``context_0``, ``context_1``, ... (or one column
+        ``context`` of lists), ``action``, ``probability``, ``feedback_0``, ..., optional
+        ``reward``, ``label`` and ``definitely_bad``. The keywords read other columns (a
+        :class:`~iglearn.data.frames.ColumnMapping`): ``context`` and ``feedback`` are a list
+        of column names, one name (a column of numbers or of lists), or ``"NAME*"`` for every
+        column whose name starts with NAME (numbered ones in numeric order); the other
+        fields are one column's name. Every column must be read or listed in ``ignore``.
+
+        Args:
+            frame: the table, one row per interaction.
+            n_actions: K; else a column ``n_actions`` or ``frame.attrs['n_actions']``.
+            source: a name for error messages.
+            schema: a feature schema whose column mapping to start from (a loaded model's
+                ``schema_``, say); the keywords given replace its entries.
+
+        The log's ``schema`` holds the mapping (with the column names resolved) when it
+        renames a field, so that ``learner.save(folder, schema=log.schema)`` keeps it.
+        """
+        from iglearn.data.frames import from_frame, mapping_of
+        mapping = mapping_of(schema.columns if schema is not None else None,
+                             context=context, feedback=feedback, action=action,
+                             probability=probability, reward=reward, label=label,
+                             definitely_bad=definitely_bad, n_actions=n_actions, ignore=ignore)
+        return from_frame(frame, mapping, source)
 
     def to_frame(self, vectors: Literal["columns", "lists"] = "columns") -> pd.DataFrame:
         """The log as a pandas DataFrame in the layout :meth:`from_frame` reads (vectors as

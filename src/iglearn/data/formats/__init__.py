@@ -7,7 +7,9 @@
   ``n_actions`` in the schema metadata; streamed in row batches.
 - ``.csv``: a header row, then one row per interaction: ``context_0``, ..., ``action``,
   ``probability``, ``feedback_0``, ..., optional ``reward`` and ``label``, and ``n_actions``
-  (K on every row); see :mod:`iglearn.data.formats.csv` and :mod:`iglearn.data.frames`.
+  (K on every row), or other column names read with a
+  :class:`~iglearn.data.frames.ColumnMapping`; see :mod:`iglearn.data.formats.csv` and
+  :mod:`iglearn.data.frames`.
 - ``.dsjson``: Vowpal Wabbit's DSJSON (see :mod:`iglearn.data.formats.dsjson`), with a
   feature schema beside it in ``<file>.schema.json``.
 - a folder of ``.parquet`` shards: one log (:mod:`iglearn.data.formats.shards`).
@@ -31,6 +33,7 @@ from iglearn.data.formats.base import (
     check,
     write_files_atomic,
 )
+from iglearn.data.frames import ColumnMapping
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.files import input_file
@@ -40,6 +43,7 @@ SUFFIXES = (".npz", ".parquet", ".csv", ".dsjson")
 __all__ = [
     "SUFFIXES",
     "ArrayReader",
+    "ColumnMapping",
     "FeatureSchema",
     "TableInfo",
     "TableReader",
@@ -60,15 +64,25 @@ def _suffix(path: Path) -> str:
     return suffix
 
 
-def open_table(path: str | Path, schema: FeatureSchema | None = None) -> TableReader:
+def open_table(path: str | Path, schema: FeatureSchema | None = None,
+               columns: ColumnMapping | None = None, n_actions: int | None = None
+               ) -> TableReader:
     """A batched reader of the log or context set in ``path``.
 
     Args:
         path: a ``.npz``, ``.parquet``, ``.csv`` or ``.dsjson`` file, or a folder of Parquet
             shards (named without an extension, or ``.parquet`` as Spark names them).
-        schema: DSJSON only: feature positions to use instead of the file's own.
+        schema: a model's feature schema: for DSJSON, the feature positions to use instead of
+            the file's own; for CSV, its column mapping (if any) unless ``columns`` is given.
+        columns: CSV only: which columns hold which field (an error for other formats, whose
+            fields have fixed names).
+        n_actions: CSV only: K when neither the column mapping nor a column gives it.
     """
     path = Path(path)
+    if columns is not None and (path.is_dir() or path.suffix.lower() != ".csv"):
+        raise IGLearnError(f"{path}: a column mapping (--context, --action, ...) reads .csv "
+                           f"files only; the other formats name their fields themselves: drop "
+                           f"those options")
     if path.is_dir() and path.suffix.lower() not in (".npz", ".csv", ".dsjson"):
         from iglearn.data.formats.shards import ShardedReader
         return ShardedReader(path)
@@ -84,7 +98,9 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None) -> TableRe
         return ParquetReader(path)
     if suffix == ".csv":
         from iglearn.data.formats.csv import CsvReader
-        return CsvReader(path)
+        if columns is None and schema is not None:
+            columns = schema.columns
+        return CsvReader(path, columns, n_actions)
     from iglearn.data.formats.dsjson import DsjsonReader
     return DsjsonReader(path, schema)
 
@@ -148,16 +164,19 @@ def write_table(table: InteractionLog | ContextSet | TableReader, path: str | Pa
         ])
 
 
-def convert(source: str | Path, target: str | Path, shard_rows: int | None = None) -> TableInfo:
+def convert(source: str | Path, target: str | Path, shard_rows: int | None = None,
+            columns: ColumnMapping | None = None) -> TableInfo:
     """Convert a log or context set between formats, streaming batch by batch; with
     ``shard_rows``, ``target`` is a new (or empty) folder of Parquet shards of that many rows
-    (:func:`~iglearn.data.formats.shards.write_shards`)."""
+    (:func:`~iglearn.data.formats.shards.write_shards`); ``columns`` reads a ``.csv``
+    ``source`` with other column names (a mapping that renames fields goes into the target's
+    feature schema)."""
     source, target = Path(source), Path(target)
     if shard_rows is None:
         _suffix(target)
     if source.resolve() == target.resolve():
         raise IGLearnError(f"{target}: is the input file; choose another output name")
-    reader = open_table(source)
+    reader = open_table(source, columns=columns)
     if shard_rows is None:
         write_table(reader, target)
     else:

@@ -10,6 +10,7 @@ import numpy as np
 
 from iglearn.data import limits
 from iglearn.data.contexts import ContextSet
+from iglearn.data.frames import ColumnMapping
 from iglearn.data.logs import (  # noqa: F401 (check_n_actions re-exported)
     DTYPES,
     MATRIX_FIELDS,
@@ -35,15 +36,21 @@ class FeatureSchema:
 
     Names are ``namespace^feature`` as in Vowpal Wabbit's audit output. DSJSON files carry
     named features; the schema maps them to (and from) the vectors iglearn learns on, and is
-    stored beside a DSJSON file and inside a saved model.
+    stored beside a DSJSON file and inside a saved model. A table read with a column mapping
+    that renames fields (:class:`~iglearn.data.frames.ColumnMapping`) keeps that mapping in
+    ``columns``, so that a model fitted on it reads tables with the same column names.
     """
 
     context: tuple[str, ...]
     feedback: tuple[str, ...] = ()
+    columns: ColumnMapping | None = None
 
     def to_json(self) -> dict:
         """A JSON-ready dictionary."""
-        return {"context": list(self.context), "feedback": list(self.feedback)}
+        record: dict = {"context": list(self.context), "feedback": list(self.feedback)}
+        if self.columns is not None:
+            record["columns"] = self.columns.to_json()
+        return record
 
     @classmethod
     def from_json(cls, record: object, source: str) -> FeatureSchema:
@@ -61,7 +68,10 @@ class FeatureSchema:
                 raise IGLearnError(f"{source}: feature schema entry '{key}' repeats a name; "
                                    f"each feature needs one position")
             names[key] = tuple(value)
-        return cls(names["context"], names["feedback"])
+        columns = record.get("columns")
+        return cls(names["context"], names["feedback"],
+                   None if columns is None else ColumnMapping.from_json(
+                       columns, f"{source} (columns)"))
 
     @classmethod
     def default(cls, context_dim: int, feedback_dim: int) -> FeatureSchema:
@@ -142,6 +152,8 @@ class ArrayReader(TableReader):
         present = tuple(name for name in ALL_FIELDS if getattr(table, name, None) is not None)
         dims = {name: int(getattr(table, name).shape[1]) for name in MATRIX_FIELDS
                 if name in present}
+        if schema is None:
+            schema = getattr(table, "schema", None)
         self.info = TableInfo(table.source, len(table), table.n_actions, present, dims, schema)
 
     def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
@@ -155,7 +167,8 @@ def check(info: TableInfo, arrays: dict[str, np.ndarray], source: str
           ) -> InteractionLog | ContextSet:
     """Validate ``arrays`` as a log (or a context set) and return it."""
     if info.is_log:
-        return InteractionLog(n_actions=info.n_actions, source=source, **arrays)
+        return InteractionLog(n_actions=info.n_actions, source=source, schema=info.schema,
+                              **arrays)
     return ContextSet(context=arrays["context"], n_actions=info.n_actions,
                       label=arrays.get("label"), source=source)
 

@@ -4,6 +4,9 @@ layout of :mod:`iglearn.data.frames`: ``context_0``, ``context_1``, ..., ``actio
 and ``n_actions`` (K, the same on every row: CSV has no other place for it). A context set
 has ``context_*``, optional ``label``, and ``n_actions``.
 
+A :class:`~iglearn.data.frames.ColumnMapping` reads other column names (and may give K, so
+that no column ``n_actions`` is needed); iglearn writes its own layout.
+
 A CSV file is parsed whole (with Apache Arrow's reader) before it is checked, so it needs
 memory for its rows; use Parquet for logs larger than memory. Written batch by batch.
 """
@@ -24,16 +27,23 @@ from iglearn.data.formats.base import (
     TableReader,
     required_fields,
 )
-from iglearn.data.frames import N_ACTIONS, columns_to_fields, fields_to_columns
+from iglearn.data.frames import N_ACTIONS, ColumnMapping, fields_to_columns, read_columns
 from iglearn.data.logs import DTYPES
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
 
 
 class CsvReader(TableReader):
-    """Reads a ``.csv`` log or context set (parsed whole, then served in row batches)."""
+    """Reads a ``.csv`` log or context set (parsed whole, then served in row batches).
 
-    def __init__(self, path: Path):
+    Args:
+        path: the file.
+        columns: which columns hold which field (default: iglearn's layout).
+        n_actions: K when neither ``columns`` nor a column ``n_actions`` gives it (a model's).
+    """
+
+    def __init__(self, path: Path, columns: ColumnMapping | None = None,
+                 n_actions: int | None = None):
         self.path = path
         source = str(path)
         input_file(path)
@@ -49,26 +59,25 @@ class CsvReader(TableReader):
         if table.num_rows == 0:
             raise IGLearnError(f"{source}: the file has a header but no rows; it needs at least "
                                f"one interaction")
-        if N_ACTIONS not in table.column_names:
-            raise IGLearnError(f"{source}: missing column 'n_actions' (the number of actions K, "
-                               f"the same on every row); add it")
-        columns = {}
-        for name in table.column_names:
-            column = table.column(name)
-            if column.null_count:
-                row = int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+
+        def column(name: str) -> np.ndarray:
+            values = table.column(name)
+            if values.null_count:
+                row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
                 raise IGLearnError(f"{source}: column {shown(name)} holds a missing value at row "
                                    f"{row}; remove or impute those rows")
-            if not (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)
-                    or pa.types.is_boolean(column.type)):
-                raise IGLearnError(f"{source}: column {shown(name)} holds {column.type} values; "
+            if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
+                    or pa.types.is_boolean(values.type)):
+                raise IGLearnError(f"{source}: column {shown(name)} holds {values.type} values; "
                                    f"expected numbers")
-            columns[name] = column.to_numpy()
-        fields, k = columns_to_fields(columns, None, source)
+            return values.to_numpy()
+
+        fields, k, schema = read_columns(table.column_names, column, columns or ColumnMapping(),
+                                         source, n_actions)
         present = required_fields(set(fields), source)
         self._fields = fields
         dims = {name: int(fields[name].shape[1]) for name in MATRIX_FIELDS if name in fields}
-        self.info = TableInfo(source, table.num_rows, k, present, dims, None)
+        self.info = TableInfo(source, table.num_rows, k, present, dims, schema)
 
     def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
                 ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
