@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from iglearn import IGLearnError, InteractionLog
+from iglearn.data.contexts import ContextSet
 from iglearn.data.frames import to_frame
 from tests.data.test_formats import FIELDS, assert_same, small_log
 
@@ -96,3 +97,132 @@ def test_the_definitely_bad_flags_round_trip_through_a_frame():
     back = InteractionLog.from_frame(flagged.to_frame(), source="log")
     assert back.definitely_bad is not None
     np.testing.assert_array_equal(back.definitely_bad, flags)
+
+
+# Column mappings: a frame with its own column names.
+
+def user_frame(n: int = 600, seed: int = 0) -> tuple[pd.DataFrame, np.ndarray]:
+    """A log with a user's column names (context age, clicks; feedback emg_0, emg_1, emg_2,
+    emg_10; action arm; probability p; K = 3) and the best action of each row: the reward is
+    1 when arm is the best action, which age shows, and the feedback is the reward plus
+    noise."""
+    rng = np.random.default_rng(seed)
+    best = rng.integers(0, 3, n)
+    arm = rng.integers(0, 3, n)
+    reward = (arm == best).astype(float)
+    frame = pd.DataFrame({"age": best + rng.normal(0, 0.2, n), "clicks": rng.normal(0, 1, n)})
+    for i in (0, 1, 2, 10):
+        frame[f"emg_{i}"] = reward + rng.normal(0, 0.3, n)
+    frame["arm"] = arm
+    frame["p"] = 1 / 3
+    return frame, best
+
+
+MAPPING = dict(context=["age", "clicks"], feedback="emg_*", action="arm", probability="p",
+               n_actions=3)
+
+
+def test_a_frame_with_its_own_column_names_fits_and_predicts_through_a_saved_model(tmp_path):
+    from iglearn import BatchIGL
+    from iglearn.learners.training import Optimisation
+    from iglearn.models.io import load_model
+
+    frame, _ = user_frame()
+    log = InteractionLog.from_frame(frame, **MAPPING)
+    np.testing.assert_allclose(log.context, frame[["age", "clicks"]], rtol=1e-6)
+    emg = ["emg_0", "emg_1", "emg_2", "emg_10"]  # numeric order, not text order
+    np.testing.assert_allclose(log.feedback, frame[emg], rtol=1e-6)
+    np.testing.assert_array_equal(log.action, frame["arm"])
+    assert log.n_actions == 3 and log.schema is not None
+    assert log.schema.columns is not None and log.schema.columns.feedback == tuple(emg)
+    assert log.schema.context == ("^age", "^clicks")
+    quick = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, min_steps=60)
+    learner = BatchIGL(seed=0, optimisation=quick).fit(log)
+    learner.save(tmp_path / "model", schema=log.schema)
+    model = load_model(tmp_path / "model")
+    assert model.schema_ == log.schema
+    test, best = user_frame(300, seed=1)
+    contexts = ContextSet.from_frame(test[["clicks", "age"]], schema=model.schema_)
+    assert contexts.n_actions == 3
+    np.testing.assert_allclose(contexts.context, test[["age", "clicks"]], rtol=1e-6)
+    assert (model.predict(contexts.context) == best).mean() > 0.5  # chance is 1/3
+    # the whole log reads back through the model's mapping too
+    assert len(InteractionLog.from_frame(test, schema=model.schema_)) == 300
+    with pytest.raises(IGLearnError, match="no column 'clicks', which the column mapping reads "
+                                           "as context"):
+        ContextSet.from_frame(test[["age"]], schema=model.schema_)
+
+
+def test_a_prefix_orders_numbered_columns_by_number_and_others_as_the_frame_does():
+    frame, _ = user_frame(20)
+    frame = frame.rename(columns={"clicks": "z_b", "age": "z_a"})[
+        ["z_b", "z_a", *frame.columns[2:]]]
+    log = InteractionLog.from_frame(frame, context="z_*", feedback=["emg_10", "emg_0"],
+                                    action="arm", probability="p", n_actions=3,
+                                    ignore="emg_*")
+    np.testing.assert_allclose(log.context, frame[["z_b", "z_a"]], rtol=1e-6)
+    np.testing.assert_allclose(log.feedback, frame[["emg_10", "emg_0"]], rtol=1e-6)
+
+
+def test_a_list_column_is_one_vector_field_and_columns_concatenate():
+    frame, _ = user_frame(20)
+    frame["history"] = list(np.arange(60.0).reshape(20, 3))
+    log = InteractionLog.from_frame(frame, context=["age", "history"], feedback="emg_*",
+                                    action="arm", probability="p", n_actions=3,
+                                    ignore="clicks")
+    assert log.context.shape == (20, 4)
+    np.testing.assert_allclose(log.context[:, 1:], np.arange(60.0).reshape(20, 3))
+    assert log.schema is not None
+    assert log.schema.context == ("^age", "history^0", "history^1", "history^2")
+
+
+MAPPING_ERRORS = {
+    "missing column": (dict(MAPPING, context=["age", "height"]),
+                       ["no column 'height'", "reads as context", "'age', 'clicks'"]),
+    "column in two fields": (dict(MAPPING, context=["age", "p"]),
+                             ["column 'p' is read by both context and probability"]),
+    "column twice in one field": (dict(MAPPING, context=["age", "age"]),
+                                  ["column 'age' is read twice by context"]),
+    "empty list": (dict(MAPPING, context=[]), ["context selects no column"]),
+    "prefix without match": (dict(MAPPING, feedback="eeg_*"), ["no column starts with 'eeg_'"]),
+    "a prefix with no name": (dict(MAPPING, feedback="*"), ["NAME*"]),
+    "unmapped column": (dict(MAPPING, context=["age"]),
+                        ["column 'clicks' is read by no field", "ignore="]),
+    "mapped action absent": (dict(MAPPING, action="choice"),
+                             ["no column for field 'action'", "'choice'"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MAPPING_ERRORS))
+def test_a_bad_mapping_is_one_error_naming_the_column(case):
+    mapping, words = MAPPING_ERRORS[case]
+    frame, _ = user_frame(20)
+    with pytest.raises(IGLearnError) as error:
+        InteractionLog.from_frame(frame, source="my frame", **mapping)
+    message = str(error.value)
+    assert "\n" not in message
+    for word in words:
+        assert word in message, message
+
+
+def test_a_column_name_twice_in_the_frame_is_refused_and_ignore_leaves_columns_unread():
+    frame, _ = user_frame(20)
+    twice = pd.concat([frame, frame[["age"]]], axis=1)
+    with pytest.raises(IGLearnError, match="2 columns are named 'age'; give each column its "
+                                           "own name"):
+        InteractionLog.from_frame(twice, **MAPPING)
+    extra = frame.assign(user="u7", session=1)
+    with pytest.raises(IGLearnError, match="columns 'user', 'session' are read by no field"):
+        InteractionLog.from_frame(extra, **MAPPING)
+    log = InteractionLog.from_frame(extra, **MAPPING, ignore=["user", "session"])
+    assert log.context_dim == 2
+
+
+def test_the_default_layout_keeps_no_schema_and_k_alone_is_no_renaming():
+    log = small_log(k=4)
+    plain = pd.DataFrame(log.to_frame())
+    plain.attrs = {}
+    assert InteractionLog.from_frame(plain, n_actions=4).schema is None
+    contexts = ContextSet.from_frame(plain[[c for c in plain if c.startswith("context_")]],
+                                     n_actions=4)
+    assert_same(contexts, log, ("context",))

@@ -394,8 +394,12 @@ def frame_columns(frame: pd.DataFrame, mapping: ColumnMapping, source: str
                   ) -> tuple[dict[str, np.ndarray], int, FeatureSchema | None]:
     """:func:`read_columns` on a DataFrame; K may also be ``frame.attrs['n_actions']``."""
     attrs = frame.attrs.get(N_ACTIONS)
-    return read_columns([str(c) for c in frame.columns],
-                        lambda name: frame[name].to_numpy(), mapping, source,
+    names = [str(c) for c in frame.columns]
+
+    def column(name: str) -> np.ndarray:  # names are unique once read_columns asks
+        values = frame.iloc[:, names.index(name)].to_numpy()
+        return values if values.flags.writeable else values.copy()  # pandas' copy-on-write
+    return read_columns(names, column, mapping, source,
                         None if attrs is None else check_n_actions(attrs, source))
 
 
