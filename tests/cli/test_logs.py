@@ -14,6 +14,7 @@ from iglearn.learners import BatchIGL
 from iglearn.models import io
 from iglearn.theory import lemma5_value_lower_bound
 from tests.cli.conftest import run
+from tests.data.test_frames import user_frame
 
 FAST = ("--min-steps", "60")   # short fits keep the end-to-end runs to seconds
 
@@ -202,3 +203,76 @@ def test_lemma5_bound():
     assert bound == pytest.approx(0.8 - 10 * math.sqrt(2.0 / 200_000) + 0.1)
     with pytest.raises(ValueError):
         lemma5_value_lower_bound(0.5, 0, 10, 1.0, 0.1)
+
+
+COLUMN_OPTIONS = ("--context", "age,clicks", "--feedback", "emg_*", "--action", "arm",
+                  "--probability", "p", "--n-actions", "3")
+
+
+def test_a_csv_with_its_own_column_names_fits_and_the_model_keeps_the_mapping(capsys,
+                                                                                tmp_path):
+    frame, best = user_frame(600)
+    frame.to_csv(tmp_path / "log.csv", index=False)  # no n_actions column: --n-actions
+    code, _, err = run(capsys, "fit", tmp_path / "log.csv", "--out", tmp_path / "model",
+                       *COLUMN_OPTIONS, *FAST)
+    assert code == 0, err
+    schema = json.loads((tmp_path / "model" / io.METADATA).read_text())["feature_schema"]
+    assert schema["columns"]["context"] == ["age", "clicks"]
+    assert schema["columns"]["feedback"] == ["emg_0", "emg_1", "emg_2", "emg_10"]
+    assert schema["columns"]["n_actions"] == 3 and schema["columns"]["action"] == "arm"
+    test, test_best = user_frame(300, seed=1)
+    test[["clicks", "age"]].to_csv(tmp_path / "contexts.csv", index=False)
+    code, _, err = run(capsys, "predict", tmp_path / "model", tmp_path / "contexts.csv",
+                       "--out", tmp_path / "p.csv")
+    assert code == 0, err
+    predicted = pd.read_csv(tmp_path / "p.csv")["action"].to_numpy()
+    assert len(predicted) == 300 and (predicted == test_best).mean() > 0.5  # chance: 1/3
+    code, _, err = run(capsys, "evaluate", tmp_path / "model", tmp_path / "log.csv")
+    assert code == 0, err
+    # the whole log through the model's mapping, a column left unread with --ignore
+    frame.assign(user=7).to_csv(tmp_path / "users.csv", index=False)
+    code, _, err = run(capsys, "predict", tmp_path / "model", tmp_path / "users.csv",
+                       "--ignore", "user", "--out", tmp_path / "q.csv")
+    assert code == 0, err
+    assert len(pd.read_csv(tmp_path / "q.csv")) == 600
+    test[["age"]].to_csv(tmp_path / "age.csv", index=False)
+    code, _, err = run(capsys, "predict", tmp_path / "model", tmp_path / "age.csv", "--out",
+                       tmp_path / "r.csv")
+    assert code == 2 and "no column 'clicks', which the column mapping reads as context" in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "r.csv").exists()
+
+
+def test_convert_reads_a_mapped_csv_and_keeps_the_mapping(capsys, tmp_path):
+    frame, _ = user_frame(50)
+    frame.assign(user=7).to_csv(tmp_path / "log.csv", index=False)
+    code, _, err = run(capsys, "convert", tmp_path / "log.csv", tmp_path / "log.parquet",
+                       *COLUMN_OPTIONS, "--ignore", "user")
+    assert code == 0, err
+    log = read_log(tmp_path / "log.parquet")
+    assert log.schema is not None and log.schema.columns is not None
+    assert log.schema.columns.context == ("age", "clicks") and log.context_dim == 2
+    np.testing.assert_allclose(log.feedback[:, 3], frame["emg_10"], rtol=1e-6)
+
+
+def test_bad_column_options_are_one_line(capsys, tmp_path, small):
+    frame, _ = user_frame(50)
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    twice = tmp_path / "twice.csv"
+    twice.write_text("age,age,arm,p,emg_0\n1,2,0,0.5,1\n")
+    cases = [
+        ([tmp_path / "log.csv", *COLUMN_OPTIONS[:-2]], "K is unknown"),
+        ([tmp_path / "log.csv", *COLUMN_OPTIONS, "--context", "age,height"],
+         "no column 'height'"),
+        ([tmp_path / "log.csv", *COLUMN_OPTIONS, "--context", "age,arm"],
+         "column 'arm' is read by both context and action"),
+        ([tmp_path / "log.csv", *COLUMN_OPTIONS, "--context", "age"],
+         "column 'clicks' is read by no field"),
+        ([tmp_path / "log.csv", *COLUMN_OPTIONS, "--feedback", "eeg_*"],
+         "no column starts with 'eeg_'"),
+        ([twice, *COLUMN_OPTIONS], "2 columns are named 'age'"),
+        ([small / "log.npz", "--action", "arm"], "reads .csv files only"),
+    ]
+    for argv, words in cases:
+        code, _, err = run(capsys, "fit", *argv, "--out", tmp_path / "m")
+        assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "m").exists()
