@@ -26,6 +26,12 @@ def umask() -> int:
     return mask
 
 
+def set_ordinary_mode(path: Path) -> None:
+    """Give the file ``path`` the mode a file ``open`` creates gets, 0666 less the umask
+    (libraries that write to a path themselves may create it 0600)."""
+    os.chmod(path, 0o666 & ~umask())
+
+
 def input_file(path: str | Path, what: str = "file") -> int:
     """The size in bytes of ``path``, checked to be a regular file this process may read.
 
@@ -97,10 +103,9 @@ def write_files_atomic(writes: Sequence[tuple[Path, Write]]) -> None:
             except OSError as e:
                 raise IGLearnError(f"{path}: cannot write ({e.strerror or e}); check the "
                                    f"free space and permissions of {folder}") from e
-        mode = 0o666 & ~umask()
         for tmp, path in temps:
             try:
-                os.chmod(tmp, mode)
+                set_ordinary_mode(tmp)
                 os.replace(tmp, path)
             except OSError as e:
                 raise IGLearnError(f"{path}: cannot write ({e.strerror or e}); check the "
