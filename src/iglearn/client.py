@@ -33,8 +33,21 @@ class ServiceError(IGLearnError):
         self.status, self.field = status, field
 
 
-def _numbers(values: Any) -> list[float]:
-    return np.asarray(values, dtype=np.float64).ravel().tolist()
+def _numbers(values: Any, field: str) -> list[float]:
+    """``values`` as a flat list of finite numbers for the JSON body; ``field`` names them in
+    the error raised, before anything is sent, for a value that is not a finite number."""
+    try:
+        array = np.asarray(values, dtype=np.float64).ravel()
+    except (TypeError, ValueError) as e:
+        raise IGLearnError(f"{field}: not a vector of numbers ({e}); send a sequence of "
+                           f"numbers") from None
+    bad = np.flatnonzero(~np.isfinite(array))
+    if len(bad):
+        value = array[bad[0]]
+        what = "NaN" if np.isnan(value) else f"infinite ({value})"
+        raise IGLearnError(f"{field}[{bad[0]}] is {what}; the service takes finite numbers "
+                           f"only: replace or drop it before sending")
+    return array.tolist()
 
 
 class Client:
@@ -88,7 +101,7 @@ class Client:
                actions: Sequence[int] | None = None) -> dict[str, Any]:
         """A decision for one context: event_id, action, probability, probabilities,
         model_version, explored. ``actions`` restricts it to some actions."""
-        body: dict[str, Any] = {"context": _numbers(context),
+        body: dict[str, Any] = {"context": _numbers(context, "context"),
                                 "event_id": event_id or uuid.uuid4().hex}
         if actions is not None:
             body["actions"] = [int(a) for a in actions]
@@ -97,7 +110,7 @@ class Client:
     def decide_batch(self, contexts: np.ndarray | Sequence[Sequence[float]],
                      event_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Decisions for many contexts in one request."""
-        rows = [_numbers(c) for c in contexts]
+        rows = [_numbers(c, f"contexts[{i}]") for i, c in enumerate(contexts)]
         ids = list(event_ids) if event_ids is not None else [uuid.uuid4().hex for _ in rows]
         response = self._request("POST", "/v1/decide", {"contexts": rows, "event_ids": ids})
         return response.json()["decisions"]
@@ -107,7 +120,8 @@ class Client:
         """Send the feedback vector of a decision; 'joined', 'late' or, when a retry found
         it already stored, 'stored'."""
         response = self._request("POST", "/v1/feedback",
-                                 {"event_id": event_id, "feedback": _numbers(feedback),
+                                 {"event_id": event_id,
+                                  "feedback": _numbers(feedback, "feedback"),
                                   "definitely_bad": definitely_bad}, retried_ok=409)
         if response.status_code == 409:
             return "stored"

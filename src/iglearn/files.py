@@ -5,6 +5,7 @@ file: a regular file this process may read."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -24,6 +25,12 @@ def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def set_ordinary_mode(path: Path) -> None:
+    """Give the file ``path`` the mode a file ``open`` creates gets, 0666 less the umask
+    (libraries that write to a path themselves may create it 0600)."""
+    os.chmod(path, 0o666 & ~umask())
 
 
 def input_file(path: str | Path, what: str = "file") -> int:
@@ -57,6 +64,48 @@ def input_file(path: str | Path, what: str = "file") -> int:
         raise IGLearnError(f"{path}: cannot read the {what} ({e.strerror or e}); check the "
                            f"path") from None
     return info.st_size
+
+
+def fingerprint(path: str | Path) -> dict[str, int | str]:
+    """What identifies the bytes of the file ``path``, or of the files in the folder ``path``
+    (a folder of Parquet shards, say): their total size, ``bytes``, and the SHA-256 of their
+    content, ``sha256`` (a folder's regular files, found recursively, in the order of their
+    relative names, each hashed with its name and size)."""
+    path = Path(path)
+    digest = hashlib.sha256()
+    if not path.is_dir():
+        return {"bytes": _hash_file(path, digest), "sha256": digest.hexdigest()}
+    size = 0
+    for file in sorted(p for p in path.rglob("*") if p.is_file()):
+        name = file.relative_to(path).as_posix().encode()
+        digest.update(len(name).to_bytes(8, "little") + name)
+        digest.update(file.stat().st_size.to_bytes(8, "little"))
+        size += _hash_file(file, digest)
+    return {"bytes": size, "sha256": digest.hexdigest()}
+
+
+def same_content(path: str | Path, known: object) -> bool | None:
+    """Whether ``path`` holds the bytes the :func:`fingerprint` ``known`` describes (their sizes
+    are compared first, so different data of another size is told apart without reading it);
+    None when ``known`` is not a fingerprint."""
+    if not (isinstance(known, dict) and set(known) == {"bytes", "sha256"}
+            and type(known["bytes"]) is int and isinstance(known["sha256"], str)):
+        return None
+    path = Path(path)
+    files = (p for p in path.rglob("*") if p.is_file()) if path.is_dir() else iter([path])
+    if sum(file.stat().st_size for file in files) != known["bytes"]:
+        return False
+    return fingerprint(path) == known
+
+
+def _hash_file(path: Path, digest: hashlib._Hash) -> int:
+    """Add the bytes of ``path`` to ``digest``; their number."""
+    size = 0
+    with open(path, "rb") as file:
+        while chunk := file.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return size
 
 
 def output_folder(path: Path) -> Path:
@@ -97,10 +146,9 @@ def write_files_atomic(writes: Sequence[tuple[Path, Write]]) -> None:
             except OSError as e:
                 raise IGLearnError(f"{path}: cannot write ({e.strerror or e}); check the "
                                    f"free space and permissions of {folder}") from e
-        mode = 0o666 & ~umask()
         for tmp, path in temps:
             try:
-                os.chmod(tmp, mode)
+                set_ordinary_mode(tmp)
                 os.replace(tmp, path)
             except OSError as e:
                 raise IGLearnError(f"{path}: cannot write ({e.strerror or e}); check the "

@@ -49,6 +49,15 @@ def progress(items: Iterable[T], description: str, enabled: bool = True,
                      dynamic_ncols=True, leave=False))
 
 
+def end_progress() -> None:
+    """Close every progress bar still drawn (one a loop left behind when an error stopped it),
+    each left at its last state on a line of its own, so that what is printed next, an error
+    say, starts on a new line rather than on the bar's."""
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.leave = True
+        bar.close()
+
+
 def _one_line(message: Warning | str, category: type[Warning], filename: str, lineno: int,
               file: TextIO | None = None, line: str | None = None) -> None:
     print(f"iglearn: warning: {printable(message)}", file=sys.stderr)

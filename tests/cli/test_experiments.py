@@ -8,12 +8,15 @@ import re
 import subprocess
 import sys
 from contextlib import redirect_stdout
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from iglearn.cli import main
+from iglearn.cli import build_parser, experiments, main
+from iglearn.cli.settings import build_settings
+from iglearn.experiments.personalized import PersonalizedConfig
 from tests.conftest import requires_mnist
 
 METHODS = ("SUP", "CB", "IGL")
@@ -66,6 +69,13 @@ def test_printed_table_lists_each_method_with_the_accuracy_in_the_csv(table1_run
         for value in (mean, low):   # printed in % or as a fraction, to 2 decimals
             assert any(abs(n - value * scale) < 0.006 for n in numbers
                        for scale in (1, 100)), (method, value, row)
+
+
+def test_a_digits_table_shows_no_paper_mnist_figures(table1_run):
+    out, printed = table1_run
+    for text in (printed, (out / "table1.md").read_text()):
+        assert "paper accuracy" not in text and "90.62" not in text
+        assert "on MNIST, not digits" in text
 
 
 def test_a_setting_given_on_the_command_line_is_recorded(tmp_path):
@@ -147,3 +157,16 @@ def test_python_dash_m_iglearn_cli_exits_2_without_traceback():
                              "--trials", "0"], capture_output=True, text=True)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "--trials" in result.stderr
+
+
+@pytest.mark.parametrize("spelling", ["personalised", "personalized"])
+def test_reproduce_personalised_answers_to_both_spellings(spelling):
+    args = build_parser().parse_args(["reproduce", spelling, "--trials", "3"])
+    config = build_settings(args, PersonalizedConfig(), experiments.CONFIG)
+    assert config == replace(PersonalizedConfig(), trials=3)
+    assert args.out == "results/personalised" and callable(args.run)
+
+
+def test_reproduce_help_lists_personalised_with_an_s(capsys):
+    assert main(["reproduce", "--help"]) == 0
+    assert "personalised (personalized)" in capsys.readouterr().out

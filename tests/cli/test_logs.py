@@ -276,3 +276,35 @@ def test_bad_column_options_are_one_line(capsys, tmp_path, small):
         code, _, err = run(capsys, "fit", *argv, "--out", tmp_path / "m")
         assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "m").exists()
+
+def test_evaluate_on_the_training_log_says_it_is_in_sample(workspace, capsys, tmp_path):
+    code, out, _ = run(capsys, "evaluate", workspace / "model", workspace / "log.npz")
+    assert code == 0
+    measures = json.loads(out)
+    assert measures["in_sample"] is True and "in-sample" in measures["note"]
+    copied = tmp_path / "same.npz"   # the same bytes under another name
+    copied.write_bytes((workspace / "log.npz").read_bytes())
+    code, out, _ = run(capsys, "evaluate", workspace / "model", copied)
+    assert code == 0 and json.loads(out)["in_sample"] is True
+    for data in (workspace / "test.parquet", tmp_path / "other.npz"):
+        if data.suffix == ".npz":   # another log of the same size and shape
+            assert run(capsys, "simulate", "digits", "--samples", "3000", "--out", data,
+                       "--policy", "skewed", "--seed", "4")[0] == 0
+            assert data.stat().st_size == (workspace / "log.npz").stat().st_size
+        code, out, _ = run(capsys, "evaluate", workspace / "model", data)
+        assert code == 0
+        measures = json.loads(out)
+        assert measures["in_sample"] is False and "note" not in measures
+
+
+def test_evaluate_with_a_model_that_does_not_name_its_log_says_null(workspace, capsys,
+                                                                    tmp_path):
+    model = tmp_path / "model"
+    model.mkdir()
+    for name in (io.WEIGHTS, io.METADATA):
+        (model / name).write_bytes((workspace / "model" / name).read_bytes())
+    meta = json.loads((model / io.METADATA).read_text())
+    del meta["training"]["log_fingerprint"]
+    (model / io.METADATA).write_text(json.dumps(meta))
+    code, out, _ = run(capsys, "evaluate", model, workspace / "log.npz")
+    assert code == 0 and json.loads(out)["in_sample"] is None

@@ -15,6 +15,8 @@ import pytest
 import iglearn
 from iglearn.cli import build_parser, experiments, logs, main
 from iglearn.cli.settings import CHOICES, build_settings, flag
+from iglearn.errors import IGLearnError
+from iglearn.experiments import table1
 from iglearn.experiments.action_inclusive import ActionInclusiveConfig
 from iglearn.experiments.figure3 import Figure3Config
 from iglearn.experiments.runner import Execution
@@ -175,3 +177,20 @@ def test_an_internal_error_is_one_line_asking_for_verbose(monkeypatch, capsys, t
                                   ["reproduce", "table1", "--help"], ["fit", "--help"]])
 def test_help(argv, capsys):
     assert main(argv) == 0 and "iglearn" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("error, code, line", [
+    (IGLearnError("the trial failed"), 2, "iglearn: error: the trial failed"),
+    (KeyboardInterrupt(), 130, "iglearn: interrupted"),
+])
+def test_an_error_during_a_progress_bar_starts_on_its_own_line(monkeypatch, capsys, tmp_path,
+                                                               error, code, line):
+    def failing(*args, **kwargs):
+        raise error
+
+    monkeypatch.setattr(table1, "run_stacked", failing)
+    assert main(["reproduce", "table1", "--dataset", "digits", "--trials", "2",
+                 "--samples", "100", "--jobs", "1", "--out", str(tmp_path / "out")]) == code
+    err = capsys.readouterr().err
+    assert "Table 1 trials" in err   # the bar was drawn
+    assert line in err.split("\n"), repr(err)

@@ -399,3 +399,15 @@ def test_a_model_is_replaced_in_one_step(digits_log, tmp_path, monkeypatch):
     assert len(swaps) == 1 and swaps[0][1] == target  # one atomic exchange, no set-aside
     assert (target / io.METADATA).read_bytes() != before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # nothing left beside it
+
+
+@pytest.mark.parametrize("mask", [0o022, 0o077, 0o002])
+def test_every_file_of_a_model_folder_gets_the_mode_of_a_new_file(tmp_path, digits_log, mask):
+    learner = fitted(digits_log)
+    old = os.umask(mask)
+    try:
+        learner.save(tmp_path / "m")
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "m").iterdir()}
+    assert modes == {io.METADATA: 0o666 & ~mask, io.WEIGHTS: 0o666 & ~mask}

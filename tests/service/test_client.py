@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from iglearn.client import Client, ServiceError
+from iglearn.errors import IGLearnError
 from iglearn.service.process import free_port
 
 from .conftest import D_X, D_Y
@@ -102,3 +103,25 @@ def test_gives_up_after_its_retries():
     client = Client(f"http://127.0.0.1:{free_port()}", "iglk_x", retries=2, backoff=0.01)
     with client, pytest.raises(httpx.ConnectError):
         client.decide([0.0] * D_X)
+
+
+@pytest.mark.parametrize("value, what", [(float("nan"), "NaN"), (float("inf"), "infinite"),
+                                         (-np.inf, "infinite")])
+def test_a_value_json_cannot_carry_is_named_before_anything_is_sent(value, what):
+    sent = []
+    client = Client("http://iglearn.invalid", "iglk_x", retries=0)
+    client._http = httpx.Client(base_url="http://iglearn.invalid", transport=httpx.MockTransport(
+        lambda request: sent.append(request) or httpx.Response(200, json={})))
+    context = np.zeros(D_X)
+    context[3] = value
+    with client:
+        with pytest.raises(IGLearnError, match=rf"^context\[3\] is {what}"):
+            client.decide(context)
+        with pytest.raises(IGLearnError, match=rf"^contexts\[1\]\[3\] is {what}"):
+            client.decide_batch(np.stack([np.zeros(D_X), context]))
+        with pytest.raises(IGLearnError, match=rf"^feedback\[3\] is {what}"):
+            client.feedback("e1", [0.0, 0.0, 0.0, value])
+        with pytest.raises(IGLearnError, match=r"^feedback: not a vector of numbers"):
+            client.feedback("e1", ["a", "b"])
+        assert client.decide(np.zeros(D_X)) == {}   # a finite context is sent
+    assert len(sent) == 1

@@ -32,7 +32,7 @@ from iglearn.cli import experiments, logs, serve
 from iglearn.cli.paths import Outputs
 from iglearn.cli.settings import HelpFormatter
 from iglearn.errors import IGLearnError
-from iglearn.progress import one_line, one_line_warnings, printable
+from iglearn.progress import end_progress, one_line, one_line_warnings, printable
 
 __all__ = ["build_parser", "describe", "main"]
 
@@ -88,11 +88,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except KeyboardInterrupt:
+        end_progress()
         print("iglearn: interrupted", file=sys.stderr)
         return 130
     except Exception as e:
         code, line = describe(e, [str(getattr(args, name)) for name in args.reads
                                   if getattr(args, name, None) is not None])
+        end_progress()
         if args.verbose:
             traceback.print_exc()
         print(printable(line), file=sys.stderr)

@@ -43,6 +43,8 @@ class Experiment:
     """Runs the experiment: (settings, output folder, execution) -> Markdown summary."""
     files: str
     """The files it writes, for the closing line."""
+    aliases: tuple[str, ...] = ()
+    """Other names the command answers to."""
 
 
 EXPERIMENTS = (
@@ -77,7 +79,7 @@ EXPERIMENTS = (
                action_inclusive.ActionInclusiveConfig(), action_inclusive.reproduce,
                "action_inclusive.csv, action_inclusive.md, action_inclusive.png and "
                "config.json"),
-    Experiment("personalized", "IGL-P on VW's IGL simulator, its continuous variant and "
+    Experiment("personalised", "IGL-P on VW's IGL simulator, its continuous variant and "
                "grounded digits",
                "Personalised feedback (Maghakian et al. 2023): each trial plays IGL-P (the "
                "conservative estimate and VW's step rule) and a true-reward CB, all "
@@ -86,7 +88,8 @@ EXPERIMENTS = (
                "on a uniform log; Vowpal Wabbit's --experimental_igl joins where the installed "
                "vowpalwabbit package can drive it.",
                personalized.PersonalizedConfig(), personalized.reproduce,
-               "personalized.csv, personalized.md, personalized.png and config.json"),
+               "personalized.csv, personalized.md, personalized.png and config.json",
+               aliases=("personalized",)),
     Experiment("family", "every IGL learner on every kind of feedback: where each works",
                "The IGL family side by side: each trial logs uniform play on four environment "
                "families (2021 feedback, action-inclusive, VW's personalised simulator, "
@@ -161,7 +164,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                                            metavar="EXPERIMENT")
     for experiment in EXPERIMENTS:
         parser = experiments.add_parser(experiment.name, help=experiment.help,
-                                        description=experiment.description)
+                                        description=experiment.description,
+                                        aliases=list(experiment.aliases))
         settings = type(experiment.defaults)
         add_settings(parser, experiment.defaults, CONFIG, f"settings ({settings.__name__})",
                      aliases={"families": "--family"})

@@ -120,6 +120,7 @@ def _fit(args: argparse.Namespace) -> int:
     from iglearn.data.formats import open_table
     from iglearn.data.stream import log_from
     from iglearn.devices import resolve_device
+    from iglearn.files import fingerprint
     from iglearn.models.io import save_model
 
     out = Path(args.out)
@@ -160,6 +161,7 @@ def _fit(args: argparse.Namespace) -> int:
         extra = {}
     save_model(learner, out, info.schema,
                extra=cast(dict, json_ready({"log": str(args.log), "samples": len(log),
+                                 "log_fingerprint": fingerprint(args.log),
                                  "settings": settings, **extra})))
     _print(summary)
     return 0
@@ -262,7 +264,14 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
     return learner, table
 
 
+IN_SAMPLE_NOTE = ("the data are the log the model was fitted on: these measures are "
+                  "in-sample and overestimate how the model does on new data; evaluate on "
+                  "held-out data for that")
+"""What ``evaluate`` adds when the data are the model's training log."""
+
+
 def _evaluate(args: argparse.Namespace) -> int:
+    from iglearn.files import same_content
     from iglearn.learners.evaluation import evaluate
 
     learner, table = _model_and_table(args.model, args.data, contexts_only=False, args=args,
@@ -271,8 +280,12 @@ def _evaluate(args: argparse.Namespace) -> int:
     if set(measures) == {"samples"}:
         raise IGLearnError(f"{args.data}: nothing to evaluate; the data need labels, a reward "
                            f"or feedback")
+    training = learner.metadata_.get("training") or {}
+    in_sample = same_content(args.data, training.get("log_fingerprint"))
     record = {"model": str(args.model), "data": str(args.data),
-              "algorithm": algorithm_of(learner).name, **measures}
+              "algorithm": algorithm_of(learner).name, "in_sample": in_sample, **measures}
+    if in_sample:
+        record["note"] = IN_SAMPLE_NOTE
     _print(record)
     return 0
 
@@ -494,7 +507,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         description="JSON with accuracy (labels), the importance-weighted true value "
                     "(reward; evaluation only), and the decoded-reward value and the "
                     "indicator of the model's algorithm (feedback): Eq. 9 for igl, the sum "
-                    "over actions of Cov_a(pi(a|x), psi_a(y)) for ai-igl.")
+                    "over actions of Cov_a(pi(a|x), psi_a(y)) for ai-igl; 'in_sample' is "
+                    "true (with a note) when DATA holds the very bytes of the log the model "
+                    "was fitted on, false when not, null when the model does not say.")
     evaluate.add_argument("model", metavar="MODEL",
                           help="a model folder from iglearn fit, or a model archive "
                                "(.tar.gz) from the service's GET /v1/model/export")

@@ -27,11 +27,20 @@ MAX_ARCHIVE_BYTES = 1 << 30
 
 
 def pack_model(folder: str | Path) -> bytes:
-    """The archive of the model folder ``folder``."""
+    """The archive of the model folder ``folder``, its two members with the mode a new file
+    gets (0666 less the umask), whatever their mode in ``folder``."""
+    from iglearn.files import umask
+
+    mode = 0o666 & ~umask()
+
+    def ordinary(member: tarfile.TarInfo) -> tarfile.TarInfo:
+        member.mode = mode
+        return member
+
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         for name in MEMBERS:
-            tar.add(Path(folder) / name, arcname=name, recursive=False)
+            tar.add(Path(folder) / name, arcname=name, recursive=False, filter=ordinary)
     return buffer.getvalue()
 
 

@@ -41,7 +41,13 @@ from torch import nn
 import iglearn
 from iglearn.data import limits, safejson
 from iglearn.errors import IGLearnError, shown
-from iglearn.files import input_file, remove_folder, replace_folder, temporary_folder
+from iglearn.files import (
+    input_file,
+    remove_folder,
+    replace_folder,
+    set_ordinary_mode,
+    temporary_folder,
+)
 from iglearn.models.custom import (
     CUSTOM,
     CustomDecoder,
@@ -402,6 +408,7 @@ def save_model(learner: BatchIGL | AIIGL | IGLP, folder: str | Path,
     tmp = temporary_folder(folder)
     try:
         save_file(tensors, str(tmp / WEIGHTS))
+        set_ordinary_mode(tmp / WEIGHTS)  # safetensors creates it 0600
         (tmp / METADATA).write_text(text)
         replace_folder(tmp, folder)
     except OSError as e:

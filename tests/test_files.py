@@ -1,0 +1,34 @@
+"""Fingerprints of input files and folders: what tells ``evaluate`` that its data are the
+log a model was fitted on."""
+
+import shutil
+
+from iglearn.files import fingerprint, same_content
+
+
+def test_a_folder_is_known_by_its_files_names_and_bytes(tmp_path):
+    folder = tmp_path / "shards"
+    (folder / "part").mkdir(parents=True)
+    (folder / "a.parquet").write_bytes(b"first shard")
+    (folder / "part" / "b.parquet").write_bytes(b"second")
+    known = fingerprint(folder)
+    assert known["bytes"] == len(b"first shard") + len(b"second")
+    shutil.copytree(folder, tmp_path / "copy")
+    assert same_content(tmp_path / "copy", known) is True
+    (tmp_path / "copy" / "a.parquet").write_bytes(b"first SHARD")   # same size, other bytes
+    assert same_content(tmp_path / "copy", known) is False
+    (tmp_path / "copy" / "a.parquet").write_bytes(b"first shard")
+    (tmp_path / "copy" / "part" / "b.parquet").rename(tmp_path / "copy" / "part" / "c.parquet")
+    assert same_content(tmp_path / "copy", known) is False
+
+
+def test_a_file_is_known_by_its_bytes_and_a_damaged_fingerprint_by_none(tmp_path):
+    (tmp_path / "log.csv").write_text("context_0,action\n1,0\n")
+    known = fingerprint(tmp_path / "log.csv")
+    (tmp_path / "other.csv").write_text("context_0,action\n1,0\n")
+    assert same_content(tmp_path / "other.csv", known) is True
+    (tmp_path / "other.csv").write_text("context_0,action\n1,1\n")
+    assert same_content(tmp_path / "other.csv", known) is False
+    for damaged in (None, "abc", {"bytes": "20", "sha256": known["sha256"]},
+                    {"bytes": known["bytes"]}, {**known, "extra": 1}):
+        assert same_content(tmp_path / "log.csv", damaged) is None
