@@ -277,6 +277,7 @@ def test_bad_column_options_are_one_line(capsys, tmp_path, small):
         assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
     assert not (tmp_path / "m").exists()
 
+
 def test_evaluate_on_the_training_log_says_it_is_in_sample(workspace, capsys, tmp_path):
     code, out, _ = run(capsys, "evaluate", workspace / "model", workspace / "log.npz")
     assert code == 0
