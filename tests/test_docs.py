@@ -26,6 +26,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,6 +129,14 @@ def test_marks_are_on_runnable_blocks():
     assert not stray, f"docs-test marks before blocks that are never run: {stray}"
 
 
+def test_docs_home_names_every_extra():
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))[
+        "project"]["optional-dependencies"]
+    home = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    missing = [extra for extra in extras if f"`{extra}`" not in home]
+    assert not missing, f"docs/index.md does not name the extras {missing}"
+
+
 def test_every_page_is_read():
     assert "README.md" in PAGES and "docs/index.md" in PAGES
 
@@ -180,13 +189,22 @@ def run_block(block: Block, namespace: dict, work: Path) -> None:
 
 
 def run_page(page: str, work: Path, kinds: set[str | None]) -> list[str]:
-    """Run the page's blocks whose mark is in `kinds`, in order; the blocks run."""
+    """Run the page's blocks whose mark is in `kinds`, in order; the blocks run. The Python
+    blocks import modules from the page's folder, as a script run there would."""
     namespace: dict = {"__name__": "__docs__"}
     ran = []
-    for block in ALL[page]:
-        if block.lang in RUN and block.kind in kinds:
-            run_block(block, namespace, work)
-            ran.append(block.where)
+    sys.path.insert(0, str(work))
+    known = set(sys.modules)
+    try:
+        for block in ALL[page]:
+            if block.lang in RUN and block.kind in kinds:
+                run_block(block, namespace, work)
+                ran.append(block.where)
+    finally:
+        sys.path.remove(str(work))
+        for name in set(sys.modules) - known:
+            if str(getattr(sys.modules[name], "__file__", None) or "").startswith(str(work)):
+                del sys.modules[name]
     return ran
 
 
