@@ -115,6 +115,14 @@ def test_readme_is_at_most_12_kb():
     assert size <= README_LIMIT, f"README.md is {size} bytes, more than {README_LIMIT}"
 
 
+def test_readme_links_lead_to_files():
+    """The site checks its own links (mkdocs build --strict); the README is not on it."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)[^)]*\)", text)
+    broken = [t for t in targets if "://" not in t and not (ROOT / t).exists()]
+    assert targets and not broken, f"README.md links to missing files: {broken}"
+
+
 def test_every_block_says_its_language():
     """A block without a language, or with one the test does not know, is neither run nor
     knowingly left alone."""
