@@ -93,6 +93,15 @@ def _print(record: dict) -> None:
     print(json.dumps(json_ready(record), indent=2, allow_nan=False))
 
 
+def _print_summary(record: dict) -> None:
+    """``record`` as strict JSON, one top-level key per line (a nested value stays on its
+    key's line), so that a summary is as many lines as it has keys."""
+    ready = cast(dict, json_ready(record))
+    lines = [f"  {json.dumps(key)}: {json.dumps(value, allow_nan=False)}"
+             for key, value in ready.items()]
+    print("{\n" + ",\n".join(lines) + "\n}")
+
+
 def unit_value(text: str) -> float:
     """argparse type: a value, a number in [0, 1]."""
     value = number(float)(text)
@@ -105,6 +114,7 @@ def _fit(args: argparse.Namespace) -> int:
     from iglearn.data.formats import open_table
     from iglearn.data.stream import log_from
     from iglearn.devices import resolve_device
+    from iglearn.files import output_folder, write_text
     from iglearn.models.io import save_model
 
     out = Path(args.out)
@@ -116,13 +126,20 @@ def _fit(args: argparse.Namespace) -> int:
             raise IGLearnError("--stream on: --algorithm igl-p fits a log in memory, never "
                                "streamed; use --stream off")
         reading = replace(reading, stream="off")
-    check_paths(with_sidecar("LOG", args.log), [("--out", out)])
+    history = None if args.history is None else Path(args.history)
+    if history is not None and not isinstance(learner, BatchIGL):
+        raise IGLearnError(f"--history: --algorithm {args.algorithm} records no per-epoch "
+                           f"history (only --algorithm igl does); drop --history")
+    check_paths(with_sidecar("LOG", args.log),
+                [("--out", out), *([("--history", history)] if history else [])])
     check_model_output(out)
+    if history is not None:
+        output_folder(history)
     reader = open_table(args.log)
     info = reader.info
     log = log_from(reader, reading)
     settings = asdict(learner)
-    args.outputs.claim([out])
+    args.outputs.claim([out, *([history] if history else [])])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         if isinstance(learner, IGLP):
@@ -146,7 +163,12 @@ def _fit(args: argparse.Namespace) -> int:
     save_model(learner, out, info.schema,
                extra=cast(dict, json_ready({"log": str(args.log), "samples": len(log),
                                  "settings": settings, **extra})))
-    _print(summary)
+    if history is not None:
+        records = cast(BatchIGL, learner).report_.history
+        write_text(history, "".join(json.dumps(json_ready(asdict(record)), allow_nan=False)
+                                    + "\n" for record in records))
+        summary["history"] = {"file": str(history), "epochs": len(records)}
+    _print_summary(summary)
     return 0
 
 
@@ -190,8 +212,7 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
         "indicator": report.indicator, "restart_threshold": report.threshold,
         "corrector_flipped": report.flipped, "corrector_statistic": report.corrector_statistic,
         "restarts": report.restarts, "attempt_indicators": report.attempt_indicators,
-        "identifiability_warnings": report.warnings,
-        "history": [asdict(record) for record in report.history],
+        "identifiability_warnings": report.warnings, "epochs": len(report.history),
         "lemma5": {
             "iota": iota, "v_bad": v_bad, "eps_D": math.sqrt(iota / (2 * n)),
             "max_importance_weight": max_weight,
@@ -428,6 +449,11 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                           "exactly a model iglearn wrote, which is replaced")
     fit.add_argument("--seed", type=number(int), default=0,
                      help="seed of the initialisations and the shuffles")
+    fit.add_argument("--history", default=None, metavar="FILE",
+                     help="also write every epoch's record (attempt, stage, epoch, loss, "
+                          "indicator, corrector statistic, flip) to FILE, one JSON object "
+                          "per line; --algorithm igl only (model.json keeps them too) "
+                          "(default: not written)")
     fit.add_argument("--algorithm", choices=tuple(ALGORITHMS), default="igl",
                      help="igl: BatchIGL, the 2021 paper's objective (Eq. 2), for feedback "
                           "that depends on the reward alone; ai-igl: AIIGL, per-action "

@@ -83,6 +83,7 @@ from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
 from iglearn.learners.e2g import EpochGreedy
+from iglearn.learners.monitor import ShortReport
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
 from iglearn.learners.schedules import DataDrivenSchedule, Schedule
 from iglearn.learners.stream import AnyLog, action_counts, training_data
@@ -107,8 +108,8 @@ and two of its IPS stage (at least 240 steps a stage, so 2 epochs on 60000 inter
 on 3000), in mini-batches of 500."""
 
 
-@dataclass
-class AIIGLReport:
+@dataclass(repr=False)
+class AIIGLReport(ShortReport):
     """What an AI-IGL fit measured about itself (no hidden reward is read)."""
 
     indicator: float

@@ -39,7 +39,7 @@ from iglearn.learners.corrector import (
     corrector_statistics,
     data_driven_corrector,
 )
-from iglearn.learners.monitor import EpochRecord, FitMonitor
+from iglearn.learners.monitor import EpochRecord, FitMonitor, ShortReport
 from iglearn.learners.objective import (
     BASELINE,
     at_action,
@@ -70,8 +70,8 @@ class IdentifiabilityWarning(UserWarning):
     """The data may not identify the reward's sign (Section 3, Assumption 2)."""
 
 
-@dataclass
-class FitReport:
+@dataclass(repr=False)
+class FitReport(ShortReport):
     """What a fit measured about itself (no hidden reward is read)."""
 
     indicator: float

@@ -52,6 +52,7 @@ import torch
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import PolicyLearner
+from iglearn.learners.monitor import ShortReport
 from iglearn.learners.objective import at_action
 from iglearn.learners.regression import (
     DEFAULT_OPTIMISATION,
@@ -72,8 +73,8 @@ if TYPE_CHECKING:
 ESTIMATORS = ("step", "lipschitz")
 
 
-@dataclass
-class IGLPReport:
+@dataclass(repr=False)
+class IGLPReport(ShortReport):
     """What an IGL-P fit measured about itself (no hidden reward is read)."""
 
     extreme: float
