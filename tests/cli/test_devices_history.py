@@ -9,8 +9,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from iglearn import BatchIGL
 from iglearn.devices import mps_available
 from tests.cli.conftest import FAST, run
+from tests.test_threads import observed
 
 NO_GPU = not torch.cuda.is_available() and not mps_available()
 
@@ -103,3 +105,15 @@ def test_a_csv_log_fits_and_predicts(small, tmp_path, capsys):
                          tmp_path / "p.csv")
     assert code == 0, err
     assert json.loads(out)["rows"] == 800
+
+
+def test_the_threads_option_reaches_torch(small, tmp_path, capsys, monkeypatch):
+    seen = observed(monkeypatch, BatchIGL)
+    for option, expected in (([], 1), (["--threads", "2"], 2)):
+        code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
+                             "--max-restarts", "0", *option, *FAST)
+        assert code == 0, err
+        assert seen[-1] == expected and torch.get_num_threads() == 1
+    code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
+                         "--threads", "0")
+    assert code == 2 and "--threads" in err

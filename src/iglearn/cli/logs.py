@@ -55,6 +55,8 @@ class Placement:
     device: str = "cpu"
     """Where the model computes: cpu, cuda, mps, or auto (CUDA, else MPS, else the CPU); the
     contexts move there 65536 at a time."""
+    threads: int = 1
+    """Torch threads of the computation (more help large inputs only)."""
 
 
 PLACEMENT = "placement"
@@ -268,10 +270,12 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
 
 def _evaluate(args: argparse.Namespace) -> int:
     from iglearn.learners.evaluation import evaluate
+    from iglearn.threads import torch_threads
 
     learner, table = _model_and_table(args.model, args.data, contexts_only=False, args=args,
                                       reading=build_settings(args, StreamSettings(), STREAM))
-    measures = evaluate(learner, table)
+    with torch_threads(build_settings(args, Placement(), PLACEMENT).threads):
+        measures = evaluate(learner, table)
     if set(measures) == {"samples"}:
         raise IGLearnError(f"{args.data}: nothing to evaluate; the data need labels, a reward "
                            f"or feedback")
@@ -288,6 +292,7 @@ def _predict(args: argparse.Namespace) -> int:
     from iglearn.files import output_folder, write_files_atomic
     from iglearn.sampling import sample_actions
     from iglearn.seeding import as_generator
+    from iglearn.threads import torch_threads
 
     out = Path(args.out)
     if out.suffix.lower() not in PREDICTION_SUFFIXES:
@@ -301,15 +306,16 @@ def _predict(args: argparse.Namespace) -> int:
     args.outputs.claim([out])
     rng = as_generator(args.seed)
     actions, probabilities = [], []
-    for start in range(0, len(table), 65536):
-        pi = learner.predict_proba(table.context[start:start + 65536]).astype(np.float64)
-        if args.sample:
-            pi /= pi.sum(1, keepdims=True)
-            action = sample_actions(pi, rng)
-        else:
-            action = pi.argmax(1)
-        actions.append(action)
-        probabilities.append(pi[np.arange(len(pi)), action])
+    with torch_threads(build_settings(args, Placement(), PLACEMENT).threads):
+        for start in range(0, len(table), 65536):
+            pi = learner.predict_proba(table.context[start:start + 65536]).astype(np.float64)
+            if args.sample:
+                pi /= pi.sum(1, keepdims=True)
+                action = sample_actions(pi, rng)
+            else:
+                action = pi.argmax(1)
+            actions.append(action)
+            probabilities.append(pi[np.arange(len(pi)), action])
     action, probability = np.concatenate(actions), np.concatenate(probabilities)
     write_files_atomic([(out, lambda tmp: _write_predictions(out.suffix.lower(), tmp, action,
                                                              probability))])

@@ -61,7 +61,8 @@ CHOICES: Mapping[str, tuple[str, ...]] = {
 # Numeric settings that must be above 0 (every other one must be at least 0).
 POSITIVE = frozenset({
     "batch_size", "bci_samples", "clusters", "decoder_temperature", "eta", "eval_every", "iota",
-    "jobs", "lr", "rounds", "samples", "stack", "temperature", "trials", "update_every",
+    "jobs", "lr", "rounds", "samples", "stack", "temperature", "threads", "trials",
+    "update_every",
 })
 
 NONE = "none"
