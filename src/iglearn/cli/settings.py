@@ -12,7 +12,7 @@ Types: ``int``, ``float``, ``str``, ``bool`` (``--flag/--no-flag``), ``X | None`
 ``none`` gives None, except for ``str``), ``tuple[X, ...]`` (comma-separated values) and
 ``Literal[...]``; a union of ``str`` with types no command line can write (a policy given as
 a torch module or a factory, in Python) is its ``str`` part. What a type does not say is in
-:data:`CHOICES` (the values of a ``str`` setting) and :data:`POSITIVE`: every number is
+:func:`choices` (the values of a ``str`` setting) and :data:`POSITIVE`: every number is
 finite and at least 0, those named in ``POSITIVE`` above 0.
 """
 
@@ -31,32 +31,36 @@ from dataclasses import Field, dataclass, fields, is_dataclass, replace
 from functools import cache, partial
 from typing import Any, Literal, TypeVar, cast
 
-from iglearn.devices import DEVICES
-from iglearn.envs.mnist import DATASETS
-from iglearn.envs.section6 import FAMILIES
-from iglearn.experiments.runner import BACKENDS
-from iglearn.experiments.table1 import PAPER
-from iglearn.learners import e2g, unsupervised
-from iglearn.learners.schedules import SCHEDULES
-from iglearn.models.decoders import DECODERS
-from iglearn.models.policies import POLICIES
-
 T = TypeVar("T")
 
-# The values a str setting takes, by field name (a name means one setting in every class).
-CHOICES: Mapping[str, tuple[str, ...]] = {
-    "backend": BACKENDS,
-    "dataset": DATASETS,
-    "decoder": tuple(DECODERS),
-    "device": DEVICES,
-    "exploit": e2g.EXPLOIT,
-    "families": tuple(FAMILIES),
-    "method": unsupervised.METHODS,
-    "methods": tuple(PAPER),
-    "policy": tuple(POLICIES),
-    "rule": unsupervised.RULES,
-    "schedule": SCHEDULES,
-}
+
+@cache
+def choices() -> Mapping[str, tuple[str, ...]]:
+    """The values a str setting takes, by field name (a name means one setting in every
+    class); read from the modules that define them when a parser first needs them."""
+    from iglearn.devices import DEVICES
+    from iglearn.envs.mnist import DATASETS
+    from iglearn.envs.section6 import FAMILIES
+    from iglearn.experiments.runner import BACKENDS
+    from iglearn.experiments.table1 import PAPER
+    from iglearn.learners import e2g, unsupervised
+    from iglearn.learners.schedules import SCHEDULES
+    from iglearn.models.decoders import DECODERS
+    from iglearn.models.policies import POLICIES
+
+    return {
+        "backend": BACKENDS,
+        "dataset": DATASETS,
+        "decoder": tuple(DECODERS),
+        "device": DEVICES,
+        "exploit": e2g.EXPLOIT,
+        "families": tuple(FAMILIES),
+        "method": unsupervised.METHODS,
+        "methods": tuple(PAPER),
+        "policy": tuple(POLICIES),
+        "rule": unsupervised.RULES,
+        "schedule": SCHEDULES,
+    }
 
 # Numeric settings that must be above 0 (every other one must be at least 0).
 POSITIVE = frozenset({
@@ -107,6 +111,11 @@ class _Kind:
     choices: tuple[str, ...] | None = None
 
 
+def choices_of(name: str) -> tuple[str, ...] | None:
+    """The values the str setting ``name`` takes (:func:`choices`), or None."""
+    return choices().get(name)
+
+
 def _kind(cls: type, field: Field) -> _Kind:
     hint = typing.get_type_hints(cls)[field.name]
     optional = False
@@ -120,7 +129,7 @@ def _kind(cls: type, field: Field) -> _Kind:
     sequence = typing.get_origin(hint) is tuple
     if sequence:
         hint = typing.get_args(hint)[0]
-    choices = CHOICES.get(field.name)
+    choices = choices_of(field.name)
     if typing.get_origin(hint) is Literal:
         choices = tuple(str(arg) for arg in typing.get_args(hint))
         hint = str

@@ -29,7 +29,6 @@ from typing import Any
 import numpy as np
 
 from iglearn.errors import IGLearnError
-from iglearn.experiments.results import SCHEMA
 from iglearn.files import write_text
 from iglearn.progress import one_line_warnings, progress
 from iglearn.seeding import spawn_seeds
@@ -93,6 +92,8 @@ def fingerprint(config: Any, **more: object) -> dict:
     """What identifies a run's trials: every setting of its (dataclass) config except the
     number of trials, so that a run with more trials resumes one with fewer, anything in
     ``more``, and the version of the rows' schema."""
+    from iglearn.experiments.results import SCHEMA  # pandas: imported when first needed
+
     settings = {k: v for k, v in asdict(config).items() if k != "trials"}
     return {**settings, **more, "schema": SCHEMA}
 
