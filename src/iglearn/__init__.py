@@ -3,21 +3,45 @@
 A learner sees a context x, picks one of K actions a, and observes only a feedback vector y.
 The binary reward r is latent; y is conditionally independent of (x, a) given r. iglearn
 learns a policy pi and a reward decoder psi jointly from such interactions.
+
+The names below are imported on first use (``from iglearn import BatchIGL`` imports torch
+then), so that ``import iglearn`` and the command line's start stay light.
 """
 
+from __future__ import annotations
+
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
 try:
     __version__ = version("iglearn")
 except PackageNotFoundError:  # running from a source tree that is not installed
     __version__ = "0.0.0"
 
-from iglearn.data.logs import InteractionLog
-from iglearn.data.stream import LogStream, StreamSettings, open_log
-from iglearn.errors import IGLearnError
-from iglearn.learners import AIIGL, BatchIGL, ContextualBandit, FitReport, Supervised
-from iglearn.learners.monitor import EpochRecord
-from iglearn.learners.training import Optimisation
+if TYPE_CHECKING:
+    from iglearn.data.logs import InteractionLog
+    from iglearn.data.stream import LogStream, StreamSettings, open_log
+    from iglearn.errors import IGLearnError
+    from iglearn.learners import AIIGL, BatchIGL, ContextualBandit, FitReport, Supervised
+    from iglearn.learners.monitor import EpochRecord
+    from iglearn.learners.training import Optimisation
+
+# Each public name and the module it comes from.
+_SOURCES = {
+    "AIIGL": "iglearn.learners",
+    "BatchIGL": "iglearn.learners",
+    "ContextualBandit": "iglearn.learners",
+    "EpochRecord": "iglearn.learners.monitor",
+    "FitReport": "iglearn.learners",
+    "IGLearnError": "iglearn.errors",
+    "InteractionLog": "iglearn.data.logs",
+    "LogStream": "iglearn.data.stream",
+    "Optimisation": "iglearn.learners.training",
+    "StreamSettings": "iglearn.data.stream",
+    "Supervised": "iglearn.learners",
+    "open_log": "iglearn.data.stream",
+}
 
 __all__ = [
     "AIIGL",
@@ -34,3 +58,16 @@ __all__ = [
     "__version__",
     "open_log",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use, and keep it."""
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'iglearn' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SOURCES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -8,9 +8,12 @@ results are those of a fit without a device setting.
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING
 
 from iglearn.errors import IGLearnError
+
+if TYPE_CHECKING:
+    import torch
 
 DEVICES = ("cpu", "cuda", "mps", "auto")
 """The device settings: 'auto' is CUDA if available, else MPS if available, else the CPU."""
@@ -18,6 +21,8 @@ DEVICES = ("cpu", "cuda", "mps", "auto")
 
 def mps_available() -> bool:
     """Whether Apple's Metal backend is usable."""
+    import torch
+
     backend = getattr(torch.backends, "mps", None)
     return bool(backend is not None and backend.is_available())
 
@@ -25,6 +30,8 @@ def mps_available() -> bool:
 def resolve_device(name: str) -> torch.device:
     """The torch device a ``device`` setting names; an error naming the fix when it is not
     available here."""
+    import torch
+
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")

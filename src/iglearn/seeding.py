@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import torch
+
+if TYPE_CHECKING:
+    import torch
 
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 
@@ -27,4 +31,6 @@ def integer_seed(seed: np.random.SeedSequence) -> int:
 
 def torch_generator(rng: np.random.Generator) -> torch.Generator:
     """A torch Generator seeded from (and advancing) a numpy Generator."""
+    import torch
+
     return torch.Generator().manual_seed(int(rng.integers(0, 2**63 - 1)))

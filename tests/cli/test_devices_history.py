@@ -9,8 +9,10 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from iglearn import BatchIGL
 from iglearn.devices import mps_available
 from tests.cli.conftest import FAST, run
+from tests.test_threads import observed
 
 NO_GPU = not torch.cuda.is_available() and not mps_available()
 
@@ -44,9 +46,13 @@ def test_an_unavailable_device_fails_before_any_output(small, tmp_path, capsys):
 def test_fit_reports_its_history_and_shows_progress(small, tmp_path, capsys):
     code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
                          "--progress", "--grounding-epochs", "1", "--policy-epochs", "1",
-                         "--epochs", "1", "--min-steps", "0", "--max-restarts", "0")
+                         "--epochs", "1", "--min-steps", "0", "--max-restarts", "0",
+                         "--history", tmp_path / "history.jsonl")
     assert code == 0, err
-    history = json.loads(out)["history"]
+    assert json.loads(out)["history"] == {"file": str(tmp_path / "history.jsonl"),
+                                          "epochs": 3}
+    lines = (tmp_path / "history.jsonl").read_text().splitlines()
+    history = [json.loads(line) for line in lines]
     assert [(h["stage"], h["epoch"]) for h in history] == [
         ("grounding", 0), ("policy", 0), ("exact", 0)]
     assert set(history[0]) == {"attempt", "stage", "epoch", "loss", "indicator",
@@ -55,6 +61,30 @@ def test_fit_reports_its_history_and_shows_progress(small, tmp_path, capsys):
     meta = json.loads((tmp_path / "m" / "model.json").read_text())
     assert meta["training"]["history"] == history
     assert "device" not in meta["settings"] and "progress" not in meta["settings"]
+
+
+def test_fit_prints_a_short_summary_and_history_holds_every_epoch(small, tmp_path, capsys):
+    code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
+                         "--max-restarts", "2", "--restart-threshold", "2", "--history",
+                         tmp_path / "h.jsonl", *FAST)  # never passed: three attempts
+    assert code == 0, err
+    assert len(out.splitlines()) <= 30
+    summary = json.loads(out)
+    assert summary["restarts"] == 2 and summary["samples"] == 800
+    assert {"indicator", "corrector_flipped", "identifiability_warnings", "lemma5",
+            "seconds", "model"} <= set(summary)
+    records = [json.loads(line) for line in (tmp_path / "h.jsonl").read_text().splitlines()]
+    assert [r["attempt"] for r in records].count(2) > 0
+    assert len(records) == summary["epochs"] == summary["history"]["epochs"]
+    meta = json.loads((tmp_path / "m" / "model.json").read_text())
+    assert meta["training"]["history"] == records
+
+
+def test_history_is_refused_for_an_algorithm_without_one(small, tmp_path, capsys):
+    code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
+                         "--algorithm", "ai-igl", "--history", tmp_path / "h.jsonl")
+    assert code == 2 and out == "" and "--history" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "m").exists() and not (tmp_path / "h.jsonl").exists()
 
 
 def test_fit_writes_tensorboard_events_to_logdir(small, tmp_path, capsys):
@@ -75,3 +105,15 @@ def test_a_csv_log_fits_and_predicts(small, tmp_path, capsys):
                          tmp_path / "p.csv")
     assert code == 0, err
     assert json.loads(out)["rows"] == 800
+
+
+def test_the_threads_option_reaches_torch(small, tmp_path, capsys, monkeypatch):
+    seen = observed(monkeypatch, BatchIGL)
+    for option, expected in (([], 1), (["--threads", "2"], 2)):
+        code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
+                             "--max-restarts", "0", *option, *FAST)
+        assert code == 0, err
+        assert seen[-1] == expected and torch.get_num_threads() == 1
+    code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
+                         "--threads", "0")
+    assert code == 2 and "--threads" in err

@@ -14,7 +14,7 @@ import pytest
 
 import iglearn
 from iglearn.cli import build_parser, experiments, logs, main
-from iglearn.cli.settings import CHOICES, build_settings, flag
+from iglearn.cli.settings import build_settings, choices, flag
 from iglearn.errors import IGLearnError
 from iglearn.experiments import table1
 from iglearn.experiments.action_inclusive import ActionInclusiveConfig
@@ -33,7 +33,7 @@ SETTINGS = [
     (("reproduce", "unsupervised"), [], UnsupervisedConfig(), experiments.CONFIG, ()),
     (("reproduce", "figure3"), [], Figure3Config(), experiments.CONFIG, ()),
     (("reproduce", "action-inclusive"), [], ActionInclusiveConfig(), experiments.CONFIG, ()),
-    (("sweep",), [], experiments.SWEEP_DEFAULTS, experiments.CONFIG, ()),
+    (("sweep",), [], experiments.sweep_defaults(), experiments.CONFIG, ()),
     *[(("reproduce", e.name), [], Execution(), experiments.EXECUTION, ())
       for e in experiments.EXPERIMENTS],
     (("sweep",), [], Execution(), experiments.EXECUTION, ()),
@@ -76,12 +76,12 @@ def another_value(cls: type, field, value) -> tuple[list[str], object]:
     if item is bool:
         words = ["--no-" + field.name.replace("_", "-")] if value else [flag(field.name)]
         return words, not value
-    if field.name in CHOICES:
-        choices = CHOICES[field.name]
+    if field.name in choices():
+        options = choices()[field.name]
         if sequence:
-            new = (choices[-1],) if value != (choices[-1],) else (choices[0],)
+            new = (options[-1],) if value != (options[-1],) else (options[0],)
         else:
-            new = next(c for c in choices if c != value)
+            new = next(c for c in options if c != value)
     elif item is str:
         new = "somewhere"
     elif sequence:

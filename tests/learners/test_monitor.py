@@ -92,3 +92,32 @@ def test_the_record_fields_are_documented():
     from iglearn.cli.settings import field_docs
 
     assert set(field_docs(EpochRecord)) == {f.name for f in dataclasses.fields(EpochRecord)}
+
+
+def test_a_report_prints_as_a_short_summary_and_keeps_its_history(log, capsys):
+    learner = fit(log, max_restarts=2, restart_threshold=2.0)  # 3 attempts, 18 epochs
+    report = learner.report_
+    print(report)
+    printed = capsys.readouterr().out.splitlines()
+    assert len(printed) <= 12 and printed[0] == "FitReport"
+    assert f"  history: <{len(report.history)} epoch records>" in printed
+    assert f"  restarts: {report.restarts}" in printed
+    assert "\n" not in repr(report) and len(repr(report)) < 400
+    assert "EpochRecord" not in repr(report) + str(report)
+    assert len(report.history) == 18  # the attribute keeps every record
+
+
+def test_the_other_reports_print_short_too():
+    from iglearn.learners.ai_igl import AIIGLReport
+    from iglearn.learners.iglp import IGLPReport
+
+    report = AIIGLReport(0.5, [0.05] * 10, [0.5] * 10, [False] * 10, [300] * 10,
+                         warnings=["K = 2: the sign is not identified"])
+    text = str(report)
+    assert "  covariance: [0.05, 0.05, 0.05, 0.05, ... (10 values)]" in text
+    assert "  warning: K = 2: the sign is not identified" in text
+    assert len(text.splitlines()) <= 12 and "<1 warnings>" in repr(report)
+    assert report.covariance == [0.05] * 10
+    assert str(IGLPReport(0.25, 0.5, 0.125, 0.75)).splitlines() == [
+        "IGLPReport", "  extreme: 0.25", "  negative: 0.5", "  flagged: 0.125",
+        "  decoded_value: 0.75", "  seconds: 0"]

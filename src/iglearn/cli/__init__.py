@@ -24,8 +24,8 @@ import sys
 import traceback
 import zipfile
 import zlib
-from collections.abc import Sequence
-from typing import Any, NoReturn
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NoReturn, cast
 
 import iglearn
 from iglearn.cli import experiments, logs, serve
@@ -47,6 +47,61 @@ READERS = frozenset({"numpy", "pyarrow", "pandas", "safetensors", "json", "zipfi
                      "csv"})
 
 
+Build = Callable[[argparse.ArgumentParser], None]
+
+
+class _Parsers(dict):
+    """A command's parsers by name; a parser registered with a ``build`` function gets its
+    arguments from it when first looked up (parsing, help or inspection), not before."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.builders: dict[int, Build] = {}
+        """The build function of each parser not built yet, by the parser's id (a command
+        and its aliases share one parser, built once)."""
+
+    def _built(self, name: str) -> argparse.ArgumentParser:
+        parser = super().__getitem__(name)
+        build = self.builders.pop(id(parser), None)
+        if build is not None:
+            build(parser)
+        return parser
+
+    def __getitem__(self, name: str) -> argparse.ArgumentParser:
+        return self._built(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._built(name) if name in self else default
+
+    def values(self) -> Any:
+        return [self._built(name) for name in self]
+
+    def items(self) -> Any:
+        return [(name, self._built(name)) for name in self]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(super().keys()))
+
+
+class LazySubParsers(argparse._SubParsersAction):
+    """Subcommands whose parsers are built on demand: ``add_parser(name, build=f, ...)``
+    creates the parser with its help and description, and ``f(parser)`` adds its arguments
+    only when that command is parsed or inspected, so that ``iglearn --help`` and one
+    command's parsing import only what that command needs."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._name_parser_map = self.choices = _Parsers()
+
+    def add_parser(self, name: str, *, build: Build | None = None,
+                   **kwargs: Any) -> argparse.ArgumentParser:
+        """A new subcommand ``name``; ``build``: adds its arguments when first needed."""
+        parser = super().add_parser(name, **kwargs)
+        if build is not None:
+            cast(_Parsers, self._name_parser_map).builders[id(parser)] = build
+        return parser
+
+
 class Parser(argparse.ArgumentParser):
     """An argument parser whose usage errors are one line, and whose every (sub)command
     accepts --verbose, so that it may come before or after the command's name."""
@@ -54,6 +109,7 @@ class Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        self.register("action", "parsers", LazySubParsers)
         self.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
                           help="show the traceback of an error")
 

@@ -4,24 +4,14 @@ option per field of each experiment's settings and of :class:`Execution`."""
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from iglearn.cli.paths import check_paths
 from iglearn.cli.settings import add_settings, build_settings, value_parser
-from iglearn.experiments import (
-    action_inclusive,
-    family,
-    figure3,
-    personalized,
-    sample_complexity,
-    table1,
-    unsupervised,
-)
 from iglearn.experiments.runner import Execution
-from iglearn.experiments.sweep import SWEEPABLE, reproduce_sweep
-from iglearn.experiments.table1 import Table1Config
 from iglearn.progress import printable
 
 CONFIG, EXECUTION = "config", "execution"
@@ -37,38 +27,52 @@ class Experiment:
     """One line for the list of commands."""
     description: str
     """What the command does, for its --help."""
-    defaults: object
-    """The experiment's settings (a dataclass) with the options' defaults."""
-    reproduce: Callable[[Any, str, Execution], str]
-    """Runs the experiment: (settings, output folder, execution) -> Markdown summary."""
+    module: str
+    """The module of :mod:`iglearn.experiments` that runs it (imported when the command is
+    parsed): its ``reproduce`` function and its settings class."""
+    settings: str
+    """The name of the experiment's settings class (a dataclass) in ``module``."""
     files: str
     """The files it writes, for the closing line."""
     aliases: tuple[str, ...] = ()
     """Other names the command answers to."""
+
+    @property
+    def defaults(self) -> object:
+        """The experiment's settings with the options' defaults."""
+        return getattr(self._module(), self.settings)()
+
+    @property
+    def reproduce(self) -> Callable[[Any, str, Execution], str]:
+        """Runs the experiment: (settings, output folder, execution) -> Markdown summary."""
+        return self._module().reproduce
+
+    def _module(self) -> Any:
+        return importlib.import_module(f"iglearn.experiments.{self.module}")
 
 
 EXPERIMENTS = (
     Experiment("table1", "Table 1: SUP, CB and IGL in batch mode on MNIST",
                "Table 1: each trial logs fresh uniform interactions and fits SUP, CB and IGL; "
                "accuracy is the argmax policy's on the test images.",
-               table1.Table1Config(), table1.reproduce,
+               "table1", "Table1Config",
                "table1.csv, table1.md, table1.png and config.json"),
     Experiment("sample-complexity", "SUP, CB and IGL accuracy against the number of samples",
                "Accuracy of SUP, CB and IGL against the number of logged samples: how much "
                "data grounding costs.",
-               sample_complexity.SampleComplexityConfig(), sample_complexity.reproduce,
+               "sample_complexity", "SampleComplexityConfig",
                "sample_complexity.csv, .md, .png and config.json"),
     Experiment("unsupervised", "Section 6: unsupervised reward decoding vs IGL",
                "Section 6 (Theorem 3): in every environment of two families whose feedback "
                "looks the same under uniform play, compare a baseline that decodes the reward "
                "by clustering feedback with IGL.",
-               unsupervised.UnsupervisedConfig(), unsupervised.reproduce,
+               "unsupervised", "UnsupervisedConfig",
                "unsupervised.csv, unsupervised.md, unsupervised.png and config.json"),
     Experiment("figure3", "Figure 3: E2G and online CB on MNIST",
                "Figure 3: each trial plays E2G (feedback vectors only), epoch-greedy CB (true "
                "reward) with the same schedule, and uniform play; it records the running "
                "average reward and the greedy policy's test accuracy.",
-               figure3.Figure3Config(), figure3.reproduce,
+               "figure3", "Figure3Config",
                "figure3.csv, figure3.md, figure3.png and config.json"),
     Experiment("action-inclusive", "AI-IGL vs 2021 IGL, CB and SUP on action-inclusive feedback",
                "Action-inclusive feedback (Xie et al. 2022): each trial logs fresh uniform "
@@ -76,7 +80,7 @@ EXPERIMENTS = (
                "level, and fits AI-IGL, 2021 IGL, CB (true reward) and SUP (labels); accuracy "
                "is the argmax policy's on the task's test contexts, beside the AI-IGL paper's "
                "reported figures on its own tasks.",
-               action_inclusive.ActionInclusiveConfig(), action_inclusive.reproduce,
+               "action_inclusive", "ActionInclusiveConfig",
                "action_inclusive.csv, action_inclusive.md, action_inclusive.png and "
                "config.json"),
     Experiment("personalised", "IGL-P on VW's IGL simulator, its continuous variant and "
@@ -87,7 +91,7 @@ EXPERIMENTS = (
                "continuous-feedback variant and grounded digits, and fits IGL-P and 2021 IGL "
                "on a uniform log; Vowpal Wabbit's --experimental_igl joins where the installed "
                "vowpalwabbit package can drive it.",
-               personalized.PersonalizedConfig(), personalized.reproduce,
+               "personalized", "PersonalizedConfig",
                "personalized.csv, personalized.md, personalized.png and config.json",
                aliases=("personalized",)),
     Experiment("family", "every IGL learner on every kind of feedback: where each works",
@@ -97,11 +101,16 @@ EXPERIMENTS = (
                "each log, and scores the greedy policy on held-out contexts (accuracy; expected "
                "true reward on the simulator); the report words where each works and fails "
                "from the numbers and names the assumption each family violates.",
-               family.FamilyConfig(), family.reproduce, "family.csv, family.md and config.json"),
+               "family", "FamilyConfig", "family.csv, family.md and config.json"),
 )
 
-# The settings a sweep starts from: Table 1's, with fewer trials and IGL alone.
-SWEEP_DEFAULTS = Table1Config(trials=2, methods=("IGL",))
+
+
+def sweep_defaults() -> Any:
+    """The settings a sweep starts from: Table 1's, with fewer trials and IGL alone."""
+    from iglearn.experiments.table1 import Table1Config
+
+    return Table1Config(trials=2, methods=("IGL",))
 
 
 def add_run_options(parser: argparse.ArgumentParser, out: str) -> None:
@@ -133,6 +142,9 @@ def _run(experiment: Experiment, args: argparse.Namespace) -> int:
 
 def _grid_item(text: str) -> tuple[str, list]:
     """argparse type of --set: ``NAME=V1,V2,...``, each value read as option --NAME reads it."""
+    from iglearn.experiments.sweep import SWEEPABLE
+    from iglearn.experiments.table1 import Table1Config
+
     name, sep, values = text.partition("=")
     name = name.strip().replace("-", "_")
     if not sep or not values:
@@ -148,7 +160,9 @@ def _grid_item(text: str) -> tuple[str, list]:
 
 
 def _sweep(args: argparse.Namespace) -> int:
-    base = build_settings(args, SWEEP_DEFAULTS, CONFIG)
+    from iglearn.experiments.sweep import reproduce_sweep
+
+    base = build_settings(args, sweep_defaults(), CONFIG)
     _check_out(base, args.out)
     print(reproduce_sweep(base, dict(args.set), args.out,
                           build_settings(args, Execution(), EXECUTION)))
@@ -163,24 +177,34 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     experiments = reproduce.add_subparsers(dest="experiment", required=True,
                                            metavar="EXPERIMENT")
     for experiment in EXPERIMENTS:
-        parser = experiments.add_parser(experiment.name, help=experiment.help,
-                                        description=experiment.description,
-                                        aliases=list(experiment.aliases))
-        settings = type(experiment.defaults)
-        add_settings(parser, experiment.defaults, CONFIG, f"settings ({settings.__name__})",
-                     aliases={"families": "--family"})
-        add_run_options(parser, f"results/{experiment.name}")
-        parser.set_defaults(run=lambda args, experiment=experiment: _run(experiment, args),
-                            reads=(f"{CONFIG}.data_dir",))
-
-    sweep = commands.add_parser(
-        "sweep", help="batch fits over a grid of settings, one tidy table",
+        experiments.add_parser(experiment.name, help=experiment.help,
+                               description=experiment.description,
+                               aliases=list(experiment.aliases),
+                               build=lambda parser, experiment=experiment:
+                               _experiment_options(experiment, parser))
+    commands.add_parser(
+        "sweep", help="batch fits over a grid of settings, one tidy table", build=_sweep_options,
         description="Fit the chosen methods with Table 1's settings at every combination of "
                     "--set values; every combination uses the same trial seeds.")
+
+
+def _experiment_options(experiment: Experiment, parser: argparse.ArgumentParser) -> None:
+    """The arguments of ``reproduce EXPERIMENT``."""
+    defaults = experiment.defaults
+    add_settings(parser, defaults, CONFIG, f"settings ({type(defaults).__name__})",
+                 aliases={"families": "--family"})
+    add_run_options(parser, f"results/{experiment.name}")
+    parser.set_defaults(run=lambda args: _run(experiment, args), reads=(f"{CONFIG}.data_dir",))
+
+
+def _sweep_options(sweep: argparse.ArgumentParser) -> None:
+    """The arguments of ``sweep``."""
+    from iglearn.experiments.sweep import SWEEPABLE
+
     sweep.add_argument("--set", action="append", type=_grid_item, default=[],
                        metavar="NAME=V1,V2",
                        help=f"a setting and its values, one of {', '.join(SWEEPABLE)}; "
                             f"repeat for a grid (default: no grid, one point)")
-    add_settings(sweep, SWEEP_DEFAULTS, CONFIG, "settings at every point (Table1Config)")
+    add_settings(sweep, sweep_defaults(), CONFIG, "settings at every point (Table1Config)")
     add_run_options(sweep, "results/sweep")
     sweep.set_defaults(run=_sweep, reads=(f"{CONFIG}.data_dir",))

@@ -13,6 +13,7 @@ import math
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -23,27 +24,19 @@ from iglearn.cli.settings import add_settings, build_settings, flag, number
 from iglearn.data.frames import ColumnMapping
 from iglearn.data.logs import InteractionLog
 from iglearn.data.stream import LogStream, StreamSettings
-from iglearn.envs.named import BCI_NOISE, ENVIRONMENTS
 from iglearn.errors import IGLearnError
-from iglearn.learners.ai_igl import AIIGL
-from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
-from iglearn.learners.iglp import IGLP
-from iglearn.learners.stream import min_probability
-from iglearn.models.io import algorithm_of, algorithms
 
 if TYPE_CHECKING:
     from iglearn.data.contexts import ContextSet
+    from iglearn.learners.ai_igl import AIIGL
+    from iglearn.learners.batch_igl import BatchIGL
+    from iglearn.learners.iglp import IGLP
 
 DEFAULT_IOTA = math.log(2 / 0.05)
 LEARNER = "learner"
 STREAM = "stream"
-# Where `iglearn fit --algorithm igl` starts from: iglearn's settings, or the paper's objective
-# plainly.
-OBJECTIVES: dict[str, Callable[..., BatchIGL]] = {"iglearn": BatchIGL, "paper": BatchIGL.paper}
-# The learner of each `iglearn fit --algorithm` (the algorithms a model folder may hold), with
-# its default settings.
-ALGORITHMS: dict[str, BatchIGL | AIIGL | IGLP] = {name: algorithm.learner()
-                                           for name, algorithm in algorithms().items()}
+# The objectives `iglearn fit --algorithm igl` starts from (:func:`objectives`).
+OBJECTIVES = ("iglearn", "paper")
 # Options of `fit` that only --algorithm igl reads (Eq. 9 and Lemma 5 hold under the 2021
 # assumption), by namespace name.
 IGL_ONLY = ("objective", "iota", "v_bad")
@@ -56,6 +49,8 @@ class Placement:
     device: str = "cpu"
     """Where the model computes: cpu, cuda, mps, or auto (CUDA, else MPS, else the CPU); the
     contexts move there 65536 at a time."""
+    threads: int = 1
+    """Torch threads of the computation (more help large inputs only)."""
 
 
 PLACEMENT = "placement"
@@ -79,10 +74,30 @@ def _setting_names(settings: Any) -> set[str]:
     return {f.name for f in fields(settings) if f.init and f.name != "seed"}
 
 
-# Settings every algorithm has: one option sets whichever runs.
-SHARED = set.intersection(*map(_setting_names, ALGORITHMS.values()))
-# Settings igl and ai-igl share (their decoders, restarts, ...) that igl-p has not.
-DECODING = (_setting_names(ALGORITHMS["igl"]) & _setting_names(ALGORITHMS["ai-igl"])) - SHARED
+def objectives() -> dict[str, Callable[..., BatchIGL]]:
+    """Where `iglearn fit --algorithm igl` starts from: iglearn's settings, or the paper's
+    objective plainly."""
+    from iglearn.learners.batch_igl import BatchIGL
+
+    return {"iglearn": BatchIGL, "paper": BatchIGL.paper}
+
+
+@cache
+def algorithm_defaults() -> dict[str, BatchIGL | AIIGL | IGLP]:
+    """The learner of each `iglearn fit --algorithm` (the algorithms a model folder may hold),
+    with its default settings."""
+    from iglearn.models.io import algorithms
+
+    return {name: algorithm.learner() for name, algorithm in algorithms().items()}
+
+
+def shared_settings() -> tuple[set[str], set[str]]:
+    """The settings every algorithm has (one option sets whichever runs), and those igl and
+    ai-igl share (their decoders, restarts, ...) that igl-p has not."""
+    defaults = algorithm_defaults()
+    shared = set.intersection(*map(_setting_names, defaults.values()))
+    decoding = (_setting_names(defaults["igl"]) & _setting_names(defaults["ai-igl"])) - shared
+    return shared, decoding
 
 
 def json_ready(value: object) -> object:
@@ -108,6 +123,15 @@ def _print(record: dict) -> None:
     print(json.dumps(json_ready(record), indent=2, allow_nan=False))
 
 
+def _print_summary(record: dict) -> None:
+    """``record`` as strict JSON, one top-level key per line (a nested value stays on its
+    key's line), so that a summary is as many lines as it has keys."""
+    ready = cast(dict, json_ready(record))
+    lines = [f"  {json.dumps(key)}: {json.dumps(value, allow_nan=False)}"
+             for key, value in ready.items()]
+    print("{\n" + ",\n".join(lines) + "\n}")
+
+
 def unit_value(text: str) -> float:
     """argparse type: a value, a number in [0, 1]."""
     value = number(float)(text)
@@ -120,7 +144,9 @@ def _fit(args: argparse.Namespace) -> int:
     from iglearn.data.formats import open_table
     from iglearn.data.stream import log_from
     from iglearn.devices import resolve_device
-    from iglearn.files import fingerprint
+    from iglearn.files import fingerprint, output_folder, write_text
+    from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
+    from iglearn.learners.iglp import IGLP
     from iglearn.models.io import save_model
 
     out = Path(args.out)
@@ -132,13 +158,20 @@ def _fit(args: argparse.Namespace) -> int:
             raise IGLearnError("--stream on: --algorithm igl-p fits a log in memory, never "
                                "streamed; use --stream off")
         reading = replace(reading, stream="off")
-    check_paths(with_sidecar("LOG", args.log), [("--out", out)])
+    history = None if args.history is None else Path(args.history)
+    if history is not None and not isinstance(learner, BatchIGL):
+        raise IGLearnError(f"--history: --algorithm {args.algorithm} records no per-epoch "
+                           f"history (only --algorithm igl does); drop --history")
+    check_paths(with_sidecar("LOG", args.log),
+                [("--out", out), *([("--history", history)] if history else [])])
     check_model_output(out)
+    if history is not None:
+        output_folder(history)
     reader = open_table(args.log, columns=_columns(args))
     info = reader.info
     log = log_from(reader, reading)
     settings = asdict(learner)
-    args.outputs.claim([out])
+    args.outputs.claim([out, *([history] if history else [])])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         if isinstance(learner, IGLP):
@@ -163,18 +196,27 @@ def _fit(args: argparse.Namespace) -> int:
                extra=cast(dict, json_ready({"log": str(args.log), "samples": len(log),
                                  "log_fingerprint": fingerprint(args.log),
                                  "settings": settings, **extra})))
-    _print(summary)
+    if history is not None:
+        records = cast(BatchIGL, learner).report_.history
+        write_text(history, "".join(json.dumps(json_ready(asdict(record)), allow_nan=False)
+                                    + "\n" for record in records))
+        summary["history"] = {"file": str(history), "epochs": len(records)}
+    _print_summary(summary)
     return 0
 
 
 def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP:
     """The learner ``--algorithm`` names, with the settings given. An option of another
     algorithm only is refused, naming the option and the algorithm it belongs to."""
+    from iglearn.learners.ai_igl import AIIGL
+    from iglearn.learners.iglp import IGLP
+
     algorithm = args.algorithm
-    others = [name for name in ALGORITHMS if name != algorithm]
+    defaults = algorithm_defaults()
+    others = [name for name in defaults if name != algorithm]
     given = {dest[len(LEARNER) + 1:].partition(".")[0] for dest in vars(args)
              if dest.startswith(LEARNER + ".")}
-    foreign = sorted(given - _setting_names(ALGORITHMS[algorithm]))
+    foreign = sorted(given - _setting_names(defaults[algorithm]))
     if algorithm != "igl":
         foreign += [name for name in IGL_ONLY if getattr(args, name) is not None]
     if foreign:
@@ -183,7 +225,7 @@ def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP:
                            f"have; drop it, or choose that algorithm")
     start: BatchIGL | AIIGL | IGLP
     if algorithm == "igl":
-        start = OBJECTIVES[args.objective or "iglearn"](seed=args.seed)
+        start = objectives()[args.objective or "iglearn"](seed=args.seed)
     elif algorithm == "igl-p":
         start = IGLP(seed=args.seed)
     else:
@@ -194,6 +236,7 @@ def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP:
 def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLog | LogStream,
                  settings: dict) -> dict:
     """What a BatchIGL fit reports: its FitReport's measures and Lemma 5's bound."""
+    from iglearn.learners.stream import min_probability
     from iglearn.theory import lemma5_value_lower_bound
 
     report = learner.report_
@@ -207,8 +250,7 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
         "indicator": report.indicator, "restart_threshold": report.threshold,
         "corrector_flipped": report.flipped, "corrector_statistic": report.corrector_statistic,
         "restarts": report.restarts, "attempt_indicators": report.attempt_indicators,
-        "identifiability_warnings": report.warnings,
-        "history": [asdict(record) for record in report.history],
+        "identifiability_warnings": report.warnings, "epochs": len(report.history),
         "lemma5": {
             "iota": iota, "v_bad": v_bad, "eps_D": math.sqrt(iota / (2 * n)),
             "max_importance_weight": max_weight,
@@ -273,10 +315,13 @@ IN_SAMPLE_NOTE = ("the data are the log the model was fitted on: these measures 
 def _evaluate(args: argparse.Namespace) -> int:
     from iglearn.files import same_content
     from iglearn.learners.evaluation import evaluate
+    from iglearn.models.io import algorithm_of
+    from iglearn.threads import torch_threads
 
     learner, table = _model_and_table(args.model, args.data, contexts_only=False, args=args,
                                       reading=build_settings(args, StreamSettings(), STREAM))
-    measures = evaluate(learner, table)
+    with torch_threads(build_settings(args, Placement(), PLACEMENT).threads):
+        measures = evaluate(learner, table)
     if set(measures) == {"samples"}:
         raise IGLearnError(f"{args.data}: nothing to evaluate; the data need labels, a reward "
                            f"or feedback")
@@ -297,6 +342,7 @@ def _predict(args: argparse.Namespace) -> int:
     from iglearn.files import output_folder, write_files_atomic
     from iglearn.sampling import sample_actions
     from iglearn.seeding import as_generator
+    from iglearn.threads import torch_threads
 
     out = Path(args.out)
     if out.suffix.lower() not in PREDICTION_SUFFIXES:
@@ -310,15 +356,16 @@ def _predict(args: argparse.Namespace) -> int:
     args.outputs.claim([out])
     rng = as_generator(args.seed)
     actions, probabilities = [], []
-    for start in range(0, len(table), 65536):
-        pi = learner.predict_proba(table.context[start:start + 65536]).astype(np.float64)
-        if args.sample:
-            pi /= pi.sum(1, keepdims=True)
-            action = sample_actions(pi, rng)
-        else:
-            action = pi.argmax(1)
-        actions.append(action)
-        probabilities.append(pi[np.arange(len(pi)), action])
+    with torch_threads(build_settings(args, Placement(), PLACEMENT).threads):
+        for start in range(0, len(table), 65536):
+            pi = learner.predict_proba(table.context[start:start + 65536]).astype(np.float64)
+            if args.sample:
+                pi /= pi.sum(1, keepdims=True)
+                action = sample_actions(pi, rng)
+            else:
+                action = pi.argmax(1)
+            actions.append(action)
+            probabilities.append(pi[np.arange(len(pi)), action])
     action, probability = np.concatenate(actions), np.concatenate(probabilities)
     write_files_atomic([(out, lambda tmp: _write_predictions(out.suffix.lower(), tmp, action,
                                                              probability))])
@@ -363,7 +410,7 @@ def skewed_policy(context_dim: int, n_actions: int, seed: int
 def _simulate(args: argparse.Namespace) -> int:
     from iglearn.data.contexts import ContextSet
     from iglearn.data.formats import SUFFIXES, write_table
-    from iglearn.envs.named import named_environment
+    from iglearn.envs.named import BCI_NOISE, named_environment
     from iglearn.files import output_folder
 
     if args.noise is not None and args.env != "bci":
@@ -436,12 +483,16 @@ def _load(args: argparse.Namespace) -> int:
     return 0
 
 
+FORMATS = "format from the extension: .npz, .parquet, .csv or .dsjson"
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """Register fit, evaluate, predict, load, simulate and convert on the ``iglearn``
-    parser."""
-    formats = "format from the extension: .npz, .parquet, .csv or .dsjson"
-    fit = commands.add_parser(
-        "fit", help="fit a policy and a reward decoder on a log",
+    parser; each command's options are added when that command is parsed
+    (:class:`iglearn.cli.LazySubParsers`)."""
+    formats = FORMATS
+    commands.add_parser(
+        "fit", help="fit a policy and a reward decoder on a log", build=_fit_options,
         description=f"Fit a policy and reward decoders on LOG ({formats}) with --algorithm: "
                     f"igl (BatchIGL, the 2021 paper: feedback independent of the context and "
                     f"the action given the reward), ai-igl (AIIGL: feedback that may depend "
@@ -451,6 +502,44 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     f"weights, so logs from any policy work. Every setting of the two "
                     f"learners and of their optimisation is an option below: the shared ones "
                     f"set either, those of one algorithm only are refused with the other.")
+    commands.add_parser(
+        "evaluate", help="measure a fitted model on a log or a labelled context set",
+        build=_evaluate_options,
+        description="JSON with accuracy (labels), the importance-weighted true value "
+                    "(reward; evaluation only), and the decoded-reward value and the "
+                    "indicator of the model's algorithm (feedback): Eq. 9 for igl, the sum "
+                    "over actions of Cov_a(pi(a|x), psi_a(y)) for ai-igl; 'in_sample' is "
+                    "true (with a note) when DATA holds the very bytes of the log the model "
+                    "was fitted on, false when not, null when the model does not say.")
+    commands.add_parser(
+        "predict", help="actions and their probabilities for contexts", build=_predict_options,
+        description="Greedy (or, with --sample, sampled) actions of the fitted policy and "
+                    "their probabilities pi(a|x), written to --out (.npz, .parquet or .csv).")
+    commands.add_parser(
+        "load", help="write a model archive from the service as a model folder",
+        build=_load_options,
+        description="Check the model archive ARCHIVE (a .tar.gz from the decision service's "
+                    "GET /v1/model/export) as any model folder is checked, and write it as "
+                    "the model folder --out, which fit, evaluate and predict read; prints "
+                    "what the model is as JSON.")
+    commands.add_parser(
+        "simulate", help="write a log from a built-in environment", build=_simulate_options,
+        description=f"Log interactions in a built-in environment ({formats}).")
+    commands.add_parser(
+        "convert", help="convert a log or context set between formats", build=_convert_options,
+        description=f"Convert IN to OUT ({formats}, or a folder of Parquet shards), batch by "
+                    f"batch; with --shard-rows, OUT is a new or empty folder that receives "
+                    f"Parquet shards of that many rows, all at once when every one is written.")
+
+
+def _fit_options(fit: argparse.ArgumentParser) -> None:
+    """The arguments of ``fit``."""
+    from iglearn.learners.ai_igl import AIIGL
+    from iglearn.learners.batch_igl import BatchIGL
+    from iglearn.learners.iglp import IGLP
+
+    defaults = algorithm_defaults()
+    shared, decoding_names = shared_settings()
     fit.add_argument("log", metavar="LOG",
                      help="the interaction log to fit: a file, or a folder of Parquet shards")
     fit.add_argument("--out", required=True, metavar="MODEL_DIR",
@@ -458,7 +547,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                           "exactly a model iglearn wrote, which is replaced")
     fit.add_argument("--seed", type=number(int), default=0,
                      help="seed of the initialisations and the shuffles")
-    fit.add_argument("--algorithm", choices=tuple(ALGORITHMS), default="igl",
+    fit.add_argument("--history", default=None, metavar="FILE",
+                     help="also write every epoch's record (attempt, stage, epoch, loss, "
+                          "indicator, corrector statistic, flip) to FILE, one JSON object "
+                          "per line; --algorithm igl only (model.json keeps them too) "
+                          "(default: not written)")
+    fit.add_argument("--algorithm", choices=tuple(defaults), default="igl",
                      help="igl: BatchIGL, the 2021 paper's objective (Eq. 2), for feedback "
                           "that depends on the reward alone; ai-igl: AIIGL, per-action "
                           "covariance (Xie et al. 2022), for feedback that may also depend on "
@@ -466,7 +560,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                           "(Maghakian et al. 2023), for feedback that depends on the user "
                           "(the context)")
     igl = fit.add_argument_group("options of --algorithm igl only")
-    igl.add_argument("--objective", choices=tuple(OBJECTIVES), default=None,
+    igl.add_argument("--objective", choices=OBJECTIVES, default=None,
                      help="iglearn: the defaults below; paper: Eq. 2 as written, with the "
                           "corrector and the adaptive restart and none of iglearn's additions "
                           "(BatchIGL.paper(): no grounding or policy stage, no scaled weight "
@@ -477,21 +571,22 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     igl.add_argument("--v-bad", type=unit_value, default=None,
                      help="V(pi_bad) in [0, 1], the value of the sufficiently bad policy in "
                           "Lemma 5's bound (default: 1/K, uniform play)")
-    only = {name: _setting_names(settings) - SHARED for name, settings in ALGORITHMS.items()}
+    only = {name: _setting_names(settings) - shared for name, settings in defaults.items()}
     add_settings(fit, BatchIGL(), LEARNER, "settings of every algorithm",
                  "Where the algorithms' defaults differ, the help gives each; with igl they "
                  "are those of --objective iglearn.", skip=("seed", *only["igl"]),
-                 shared=ALGORITHMS)
-    decoding = {name: ALGORITHMS[name] for name in ("igl", "ai-igl")}
+                 shared=defaults)
+    decoding = {name: defaults[name] for name in ("igl", "ai-igl")}
     add_settings(fit, BatchIGL(), LEARNER, "settings of --algorithm igl and ai-igl",
                  "Where their defaults differ, the help gives each.",
-                 skip=("seed", *(_setting_names(BatchIGL()) - DECODING)), shared=decoding)
+                 skip=("seed", *(_setting_names(BatchIGL()) - decoding_names)),
+                 shared=decoding)
     add_settings(fit, BatchIGL(), LEARNER, "settings of --algorithm igl only (BatchIGL)",
-                 skip=("seed", *SHARED, *DECODING))
+                 skip=("seed", *shared, *decoding_names))
     add_settings(fit, AIIGL(), LEARNER, "settings of --algorithm ai-igl only (AIIGL)",
-                 skip=("seed", *SHARED, *DECODING))
+                 skip=("seed", *shared, *decoding_names))
     add_settings(fit, IGLP(), LEARNER, "settings of --algorithm igl-p only (IGLP)",
-                 skip=("seed", *SHARED))
+                 skip=("seed", *shared))
     add_settings(fit, StreamSettings(), STREAM, "reading the log",
                  "A log larger than memory is streamed from disk: shuffled mini-batches "
                  "through a bounded buffer, full passes as sums over row groups.")
@@ -502,14 +597,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                       "column names without these options.")
     fit.set_defaults(run=_fit, reads=("log",))
 
-    evaluate = commands.add_parser(
-        "evaluate", help="measure a fitted model on a log or a labelled context set",
-        description="JSON with accuracy (labels), the importance-weighted true value "
-                    "(reward; evaluation only), and the decoded-reward value and the "
-                    "indicator of the model's algorithm (feedback): Eq. 9 for igl, the sum "
-                    "over actions of Cov_a(pi(a|x), psi_a(y)) for ai-igl; 'in_sample' is "
-                    "true (with a note) when DATA holds the very bytes of the log the model "
-                    "was fitted on, false when not, null when the model does not say.")
+
+def _evaluate_options(evaluate: argparse.ArgumentParser) -> None:
+    """The arguments of ``evaluate``."""
+    formats = FORMATS
     evaluate.add_argument("model", metavar="MODEL",
                           help="a model folder from iglearn fit, or a model archive "
                                "(.tar.gz) from the service's GET /v1/model/export")
@@ -525,10 +616,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                            "model's.")
     evaluate.set_defaults(run=_evaluate, reads=("model", "data"))
 
-    predict = commands.add_parser(
-        "predict", help="actions and their probabilities for contexts",
-        description="Greedy (or, with --sample, sampled) actions of the fitted policy and "
-                    "their probabilities pi(a|x), written to --out (.npz, .parquet or .csv).")
+
+def _predict_options(predict: argparse.ArgumentParser) -> None:
+    """The arguments of ``predict``."""
+    formats = FORMATS
     predict.add_argument("model", metavar="MODEL",
                           help="a model folder from iglearn fit, or a model archive "
                                "(.tar.gz) from the service's GET /v1/model/export")
@@ -547,20 +638,20 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                           "model's.")
     predict.set_defaults(run=_predict, reads=("model", "contexts"))
 
-    load = commands.add_parser(
-        "load", help="write a model archive from the service as a model folder",
-        description="Check the model archive ARCHIVE (a .tar.gz from the decision service's "
-                    "GET /v1/model/export) as any model folder is checked, and write it as "
-                    "the model folder --out, which fit, evaluate and predict read; prints "
-                    "what the model is as JSON.")
+
+def _load_options(load: argparse.ArgumentParser) -> None:
+    """The arguments of ``load``."""
     load.add_argument("archive", metavar="ARCHIVE", help="a model archive (.tar.gz)")
     load.add_argument("--out", required=True, metavar="FOLDER",
                       help="the model folder to write (missing, empty or a model folder)")
     load.set_defaults(run=_load, reads=("archive",))
 
-    simulate = commands.add_parser(
-        "simulate", help="write a log from a built-in environment",
-        description=f"Log interactions in a built-in environment ({formats}).")
+
+def _simulate_options(simulate: argparse.ArgumentParser) -> None:
+    """The arguments of ``simulate``."""
+    from iglearn.envs.named import BCI_NOISE, ENVIRONMENTS
+
+    formats = FORMATS
     simulate.add_argument("env", choices=ENVIRONMENTS, metavar="ENV",
                           help="mnist (infinite MNIST) or digits (scikit-learn's, offline): the "
                                "2021 task, feedback an image of 1 if rewarded and 0 if not; "
@@ -593,11 +684,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                                f"{BCI_NOISE})")
     simulate.set_defaults(run=_simulate, reads=("data_dir",))
 
-    convert = commands.add_parser(
-        "convert", help="convert a log or context set between formats",
-        description=f"Convert IN to OUT ({formats}, or a folder of Parquet shards), batch by "
-                    f"batch; with --shard-rows, OUT is a new or empty folder that receives "
-                    f"Parquet shards of that many rows, all at once when every one is written.")
+
+def _convert_options(convert: argparse.ArgumentParser) -> None:
+    """The arguments of ``convert``."""
     convert.add_argument("input", metavar="IN",
                          help="the log or context set to read (a file or a folder of Parquet "
                               "shards)")

@@ -12,7 +12,7 @@ Types: ``int``, ``float``, ``str``, ``bool`` (``--flag/--no-flag``), ``X | None`
 ``none`` gives None, except for ``str``), ``tuple[X, ...]`` (comma-separated values) and
 ``Literal[...]``; a union of ``str`` with types no command line can write (a policy given as
 a torch module or a factory, in Python) is its ``str`` part. What a type does not say is in
-:data:`CHOICES` (the values of a ``str`` setting) and :data:`POSITIVE`: every number is
+:func:`choices` (the values of a ``str`` setting) and :data:`POSITIVE`: every number is
 finite and at least 0, those named in ``POSITIVE`` above 0.
 """
 
@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import importlib
 import inspect
 import math
 import re
@@ -31,37 +32,35 @@ from dataclasses import Field, dataclass, fields, is_dataclass, replace
 from functools import cache, partial
 from typing import Any, Literal, TypeVar, cast
 
-from iglearn.devices import DEVICES
-from iglearn.envs.mnist import DATASETS
-from iglearn.envs.section6 import FAMILIES
-from iglearn.experiments.runner import BACKENDS
-from iglearn.experiments.table1 import PAPER
-from iglearn.learners import e2g, unsupervised
-from iglearn.learners.schedules import SCHEDULES
-from iglearn.models.decoders import DECODERS
-from iglearn.models.policies import POLICIES
-
 T = TypeVar("T")
 
-# The values a str setting takes, by field name (a name means one setting in every class).
-CHOICES: Mapping[str, tuple[str, ...]] = {
-    "backend": BACKENDS,
-    "dataset": DATASETS,
-    "decoder": tuple(DECODERS),
-    "device": DEVICES,
-    "exploit": e2g.EXPLOIT,
-    "families": tuple(FAMILIES),
-    "method": unsupervised.METHODS,
-    "methods": tuple(PAPER),
-    "policy": tuple(POLICIES),
-    "rule": unsupervised.RULES,
-    "schedule": SCHEDULES,
+# Where the values of each str setting are defined, by field name (a name means one setting in
+# every class): (module, attribute), imported only when a parser needs that setting.
+CHOICE_SOURCES: Mapping[str, tuple[str, str]] = {
+    "backend": ("iglearn.experiments.runner", "BACKENDS"),
+    "dataset": ("iglearn.envs.mnist", "DATASETS"),
+    "decoder": ("iglearn.models.decoders", "DECODERS"),
+    "device": ("iglearn.devices", "DEVICES"),
+    "exploit": ("iglearn.learners.e2g", "EXPLOIT"),
+    "families": ("iglearn.envs.section6", "FAMILIES"),
+    "method": ("iglearn.learners.unsupervised", "METHODS"),
+    "methods": ("iglearn.experiments.table1", "PAPER"),
+    "policy": ("iglearn.models.policies", "POLICIES"),
+    "rule": ("iglearn.learners.unsupervised", "RULES"),
+    "schedule": ("iglearn.learners.schedules", "SCHEDULES"),
 }
+
+
+def choices() -> Mapping[str, tuple[str, ...]]:
+    """The values every str setting of :data:`CHOICE_SOURCES` takes (imports them all)."""
+    return {name: choices_of(name) or () for name in CHOICE_SOURCES}
+
 
 # Numeric settings that must be above 0 (every other one must be at least 0).
 POSITIVE = frozenset({
     "batch_size", "bci_samples", "clusters", "decoder_temperature", "eta", "eval_every", "iota",
-    "jobs", "lr", "rounds", "samples", "stack", "temperature", "trials", "update_every",
+    "jobs", "lr", "rounds", "samples", "stack", "temperature", "threads", "trials",
+    "update_every",
 })
 
 NONE = "none"
@@ -106,6 +105,17 @@ class _Kind:
     choices: tuple[str, ...] | None = None
 
 
+@cache
+def choices_of(name: str) -> tuple[str, ...] | None:
+    """The values the str setting ``name`` takes (read from where :data:`CHOICE_SOURCES`
+    says they are defined, when first asked), or None for a free-form setting."""
+    source = CHOICE_SOURCES.get(name)
+    if source is None:
+        return None
+    module, attribute = source
+    return tuple(getattr(importlib.import_module(module), attribute))
+
+
 def _kind(cls: type, field: Field) -> _Kind:
     hint = typing.get_type_hints(cls)[field.name]
     optional = False
@@ -119,7 +129,7 @@ def _kind(cls: type, field: Field) -> _Kind:
     sequence = typing.get_origin(hint) is tuple
     if sequence:
         hint = typing.get_args(hint)[0]
-    choices = CHOICES.get(field.name)
+    choices = choices_of(field.name)
     if typing.get_origin(hint) is Literal:
         choices = tuple(str(arg) for arg in typing.get_args(hint))
         hint = str

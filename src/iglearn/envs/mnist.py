@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iglearn.data.infimnist import InfiniteMNIST
 from iglearn.data.mnist import load_mnist
 from iglearn.envs.classification import ArraySource, ClassificationEnvironment, LabelFeedback
 from iglearn.errors import IGLearnError
+
+if TYPE_CHECKING:
+    from iglearn.data.infimnist import InfiniteMNIST
 
 # Feedback of the paper's MNIST task (Section 5): an image of "1" if r = 1, of "0" otherwise.
 PAPER_FEEDBACK: tuple[dict[int, float], dict[int, float]] = ({1: 1.0}, {0: 1.0})
@@ -36,6 +39,8 @@ def mnist_environment(data_dir: str | Path | None = None,
                       ) -> ClassificationEnvironment:
     """The paper's MNIST environment: contexts and feedback images from infinite MNIST,
     accuracy on the 10000 MNIST test images. ``feedback`` is (mixture if r = 1, if r = 0)."""
+    from iglearn.data.infimnist import InfiniteMNIST  # torch: imported when first needed
+
     mnist = load_mnist(data_dir)
     source = InfiniteMNISTSource(InfiniteMNIST(mnist))
     test = (mnist.test_images.reshape(-1, 784).astype(np.float32) / 255.0, mnist.test_labels)

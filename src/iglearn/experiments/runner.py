@@ -19,22 +19,20 @@ import re
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from iglearn.errors import IGLearnError
-from iglearn.experiments.results import SCHEMA
 from iglearn.files import write_text
 from iglearn.progress import one_line_warnings, progress
 from iglearn.seeding import spawn_seeds
+from iglearn.threads import one_thread
 
 Trial = Callable[[int, np.random.SeedSequence], list[dict]]
 BACKENDS = ("local", "ray")
@@ -72,17 +70,6 @@ class Execution:
         return self.jobs or os.cpu_count() or 1
 
 
-@contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one thread (identical floating-point results for any job count)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def call_trials(trials: StackedTrials, indices: list[int],
                 seeds: list[np.random.SeedSequence]) -> list[tuple[int, list[dict]]]:
     """Run trials ``indices`` together with one torch thread; returns (index, rows) of each."""
@@ -105,6 +92,8 @@ def fingerprint(config: Any, **more: object) -> dict:
     """What identifies a run's trials: every setting of its (dataclass) config except the
     number of trials, so that a run with more trials resumes one with fewer, anything in
     ``more``, and the version of the rows' schema."""
+    from iglearn.experiments.results import SCHEMA  # pandas: imported when first needed
+
     settings = {k: v for k, v in asdict(config).items() if k != "trials"}
     return {**settings, **more, "schema": SCHEMA}
 

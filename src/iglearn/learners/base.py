@@ -16,6 +16,7 @@ from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError
 from iglearn.learners.trials import as_tensor
 from iglearn.models import Policy
+from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
@@ -74,7 +75,8 @@ class StackableLearner(PolicyLearner):
     def fit(self, log: InteractionLog | LogStream) -> Self:
         """Fit on ``log``: in memory, or streamed from disk (:func:`iglearn.data.stream.open_log`
         chooses by size)."""
-        type(self)._fit_stacked([self], [log])
+        with torch_threads(getattr(self, "threads", 1)):
+            type(self)._fit_stacked([self], [log])
         return self
 
     @classmethod
@@ -109,7 +111,8 @@ class StackableLearner(PolicyLearner):
             raise IGLearnError("fit_many: several learners share one numpy Generator as their "
                                "seed; give each its own seed (an int, a SeedSequence or a "
                                "Generator of its own)")
-        type(first)._fit_stacked(learners, logs)
+        with torch_threads(getattr(first, "threads", 1)):
+            type(first)._fit_stacked(learners, logs)
         return learners
 
     @classmethod

@@ -17,6 +17,7 @@ from iglearn.learners.training import Optimisation, Stage, optimise
 from iglearn.learners.trials import Batch, Source, side_by_side
 from iglearn.models import Policy, make_policy
 from iglearn.seeding import SeedLike, as_generator, torch_generator
+from iglearn.threads import check_threads
 
 
 @dataclass(eq=False)
@@ -30,10 +31,14 @@ class _Baseline(StackableLearner):
     """Optimiser settings (epochs, batch size, learning rate, weight decay)."""
     seed: SeedLike = None
     """Seed or numpy Generator for initialisation and shuffling."""
+    threads: int = 1
+    """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
+    gain from more. The caller's thread count is restored after the fit."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = Optimisation()
+        check_threads(self.threads)
 
     @classmethod
     def _fit_stacked(cls, learners: list[_Baseline], logs: list[AnyLog]) -> None:

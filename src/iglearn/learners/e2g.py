@@ -38,6 +38,7 @@ from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Decoder, Policy, make_policy
 from iglearn.sampling import sample_actions
 from iglearn.seeding import SeedLike, torch_generator
+from iglearn.threads import torch_threads
 
 EXPLOIT = ("greedy", "softmax")
 
@@ -186,8 +187,9 @@ class EpochGreedy(OnlineLearner):
                 start = time.perf_counter()
                 held_out = count // self.holdout_every if self.holdout_every else 0
                 holdout = self._holdout.tensors(held_out) if held_out else None
-                indicator, extra = self._refit(self._store.tensors(count - held_out),
-                                               holdout)
+                with torch_threads(self.threads):
+                    indicator, extra = self._refit(self._store.tensors(count - held_out),
+                                                   holdout)
                 measured = held_out or count
                 self.certified_ = self.certified_ or self.schedule.certifies(
                     indicator, measured, self.n_actions)

@@ -16,7 +16,7 @@ import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 from tqdm.auto import tqdm
@@ -47,6 +47,43 @@ class EpochRecord:
     """Uniform-weighted share of feedback the decoder calls a reward, after the corrector."""
     flipped: bool
     """Whether the corrector flipped the decoder after this epoch."""
+
+
+class ShortReport:
+    """A fit report that prints as a short summary: numbers to four significant digits, a
+    list of more than four values as its first four and its length, a list of epoch
+    records as their count, and warnings one per line (``str``; ``repr`` counts them). The
+    fields themselves keep everything (``report.history``: every epoch)."""
+
+    def _items(self) -> list[tuple[str, object]]:
+        return [(f.name, getattr(self, f.name)) for f in dataclasses.fields(cast(Any, self))]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(" + ", ".join(
+            f"{name}={_brief(value, name)}" for name, value in self._items()) + ")"
+
+    def __str__(self) -> str:
+        lines = [type(self).__name__]
+        for name, value in self._items():
+            if name == "warnings" and isinstance(value, list):
+                lines += [f"  warning: {text}" for text in value] or ["  warnings: none"]
+            else:
+                lines.append(f"  {name}: {_brief(value, name)}")
+        return "\n".join(lines)
+
+
+def _brief(value: object, name: str) -> str:
+    """``value`` as :class:`ShortReport` shows it."""
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list):
+        if name == "warnings":
+            return f"<{len(value)} warnings>"
+        if value and isinstance(value[0], EpochRecord):
+            return f"<{len(value)} epoch records>"
+        shown = ", ".join(_brief(item, name) for item in value[:4])
+        return f"[{shown}, ... ({len(value)} values)]" if len(value) > 4 else f"[{shown}]"
+    return repr(value)
 
 
 def summary_writer(logdir: str | Path) -> Any:

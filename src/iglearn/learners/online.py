@@ -32,6 +32,9 @@ class OnlineLearner(ABC):
         self.interactions_ = 0
         self.round_ = 0
         """Rounds begun; for learners that never exploit, one per interaction."""
+        self.threads = 1
+        """Torch threads of each re-fit (the caller's count is restored after it); set it
+        before learning for large re-fits (:mod:`iglearn.threads`)."""
 
     @abstractmethod
     def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

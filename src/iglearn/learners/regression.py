@@ -21,6 +21,7 @@ from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side
 from iglearn.models import Policy, make_policy
 from iglearn.sampling import sample_actions
 from iglearn.seeding import SeedLike, torch_generator
+from iglearn.threads import torch_threads
 
 EXPLORATION = ("epsilon", "igw")
 DEFAULT_OPTIMISATION = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=3,
@@ -176,7 +177,8 @@ class OnlineRegression(OnlineLearner):
                             np.asarray(probabilities, np.float64), signal, flags))
         self._seen += n
         if self._seen >= self._next_fit:
-            self._fit()
+            with torch_threads(self.threads):
+                self._fit()
             self.fitted_ = True
             self.fits_ += 1
             self._next_fit = max(self._seen + self.refit_every,

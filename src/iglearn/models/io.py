@@ -79,9 +79,9 @@ _NON_NEGATIVE = frozenset({"max_restarts", "grounding_epochs", "policy_epochs", 
                            "min_steps", "weight_decay", "weight_decay_scale", "refinements",
                            "min_interactions"})
 """Settings that must be >= 0 in a saved model."""
-RUNTIME = frozenset({"seed", "device", "progress", "logdir"})
+RUNTIME = frozenset({"seed", "device", "threads", "progress", "logdir"})
 """Learner settings a model folder does not record: the seed, and where and how visibly a fit
-runs (the device, the progress bar, the TensorBoard folder)."""
+runs (the device, the torch threads, the progress bar, the TensorBoard folder)."""
 DEFAULT_ALGORITHM = "igl"
 """The algorithm of a model.json without an ``algorithm`` field (written before AI-IGL)."""
 

@@ -399,6 +399,9 @@ def make_learner(config: ServiceConfig, path: str = "configuration", seed: int =
                                f"{', '.join(sorted(names - {'seed'}))}")
         if key == "seed":
             raise IGLearnError(f"{path}: [model.learner] seed: set [model] seed instead")
+        if key == "threads":
+            raise IGLearnError(f"{path}: [model.learner] threads: set [learning] "
+                               f"worker_threads instead")
         if key == "optimisation" and isinstance(value, dict):
             known = {f.name for f in dataclasses.fields(Optimisation)}
             stray = sorted(set(value) - known)
@@ -406,6 +409,8 @@ def make_learner(config: ServiceConfig, path: str = "configuration", seed: int =
                 raise IGLearnError(f"{path}: [model.learner] optimisation.{stray[0]} is not "
                                    f"an optimisation setting; they are {', '.join(known)}")
             settings[key] = Optimisation(**value)
+    if "threads" in names:  # re-fits run in the worker, on its threads
+        settings["threads"] = config.learning.worker_threads
     try:
         learner = cls(**settings, seed=seed)
     except (TypeError, ValueError) as e:

@@ -1,0 +1,48 @@
+"""How many threads torch computes on.
+
+A fit of a small or mid-sized log is a sequence of small products: on several threads they
+mostly wait on each other, and on a machine with other work they are slower than on one.
+Every fit therefore runs on ``threads`` torch threads (a setting of each learner, ``--threads``
+on the command line; 1 by default) inside :func:`torch_threads`, which gives the caller's
+thread count back afterwards. Large fits (tens of thousands of interactions and wide models)
+gain from more.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from iglearn.errors import IGLearnError
+
+__all__ = ["check_threads", "one_thread", "torch_threads"]
+
+
+def check_threads(threads: object) -> None:
+    """Refuse a thread count that is not a whole number >= 1, naming it."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise IGLearnError(f"threads must be a whole number >= 1, got {threads!r}")
+
+
+@contextmanager
+def torch_threads(threads: int) -> Iterator[None]:
+    """Run torch on ``threads`` threads inside the block; the caller's count is restored
+    after it, also when the block raises."""
+    import torch
+
+    check_threads(threads)
+    before = torch.get_num_threads()
+    if threads != before:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        if torch.get_num_threads() != before:
+            torch.set_num_threads(before)
+
+
+def one_thread() -> contextlib.AbstractContextManager[None]:
+    """Run torch on one thread inside the block (identical floating-point results for any
+    number of parallel jobs); the caller's count is restored after it."""
+    return torch_threads(1)
