@@ -61,7 +61,7 @@ import pandas as pd
 
 from iglearn.data.logs import InteractionLog
 from iglearn.envs.base import Contexts, Environment
-from iglearn.envs.named import BCI_NOISE, named_environment
+from iglearn.envs.named import named_environment
 from iglearn.errors import IGLearnError
 from iglearn.experiments import action_inclusive, family
 from iglearn.experiments.results import metric, prepare_output, tidy_frame, tidy_rows, write_outputs
@@ -71,7 +71,9 @@ from iglearn.seeding import integer_seed, spawn_seeds
 
 EXPERIMENT = "small_data"
 TASKS = ("digits", "action-inclusive-digits", "bci", "personalised")
-"""The tasks, by their ``iglearn simulate`` names (the BCI at its default noise, 0.05)."""
+"""The tasks, by their ``iglearn simulate`` names."""
+BCI_NOISE = 0.05
+"""The BCI simulation's noise level."""
 SIZES = (200, 500, 1000, 2000, 5000)
 """Logged interactions per fit."""
 LEARNERS = family.METHODS
@@ -92,11 +94,16 @@ QUICK = {"sizes": (200,), "seeds": 2, "tasks": ("bci", "personalised")}
 """The grid of ``--quick``, where the options do not say otherwise."""
 
 
+def environment(task: str) -> Environment:
+    """The task's environment (built once per process)."""
+    return named_environment(task, None, BCI_NOISE)
+
+
 def learners_of(task: str) -> tuple[str, ...]:
     """The learners run on ``task``: those the family comparison fits there (all but those
     :func:`iglearn.experiments.family.not_run` rules out), on the BCI those of the
     action-inclusive reproduction; in :data:`LEARNERS` order."""
-    env = named_environment(task)
+    env = environment(task)
     if task == "bci":
         return tuple(m for m in LEARNERS if m in action_inclusive.METHODS)
     return tuple(m for m in LEARNERS if family.not_run(m, env) is None)
@@ -223,7 +230,7 @@ def run_cell(config: SmallDataConfig, index: int, seed: np.random.SeedSequence) 
     task, size, s = config.cells()[index]
     seed_int = integer_seed(seed)
     t = TASKS.index(task)
-    env = named_environment(task)
+    env = environment(task)
     log = env.log(size, np.random.default_rng([seed_int, t, size]))
     log = dataclasses.replace(log, source=task)
     rows: list[dict] = []
