@@ -1,0 +1,98 @@
+"""benchmarks/small_data.py: the features variants, and its quick grid end to end."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import sys
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from iglearn.envs.named import named_environment
+from iglearn.experiments.results import KEY_COLUMNS
+
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "small_data.py"
+
+
+@pytest.fixture(scope="module")
+def small_data():
+    spec = importlib.util.spec_from_file_location("small_data", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["small_data"] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules["small_data"]
+
+
+def test_raw_and_standardised_features(small_data):
+    log = named_environment("digits").log(300, np.random.default_rng(0))
+    raw, to_raw = small_data.variant(log, "raw")
+    np.testing.assert_allclose(raw.context, 35 + 0.05 * log.context, rtol=1e-6)
+    np.testing.assert_allclose(raw.feedback, 35 + 0.05 * log.feedback, rtol=1e-6)
+    assert raw.action.tolist() == log.action.tolist()
+    assert raw.reward is not None and log.reward is not None
+    np.testing.assert_array_equal(raw.reward, log.reward)
+    np.testing.assert_allclose(to_raw(log.context), raw.context)
+
+    standard, to_standard = small_data.variant(log, "standardised")
+    constant = log.context.std(axis=0) == 0  # digits have blank border pixels
+    assert constant.any() and not constant.all()
+    np.testing.assert_allclose(standard.context[:, constant], 0, atol=1e-6)
+    varying = standard.context[:, ~constant]
+    np.testing.assert_allclose(varying.mean(axis=0), 0, atol=1e-3)
+    np.testing.assert_allclose(varying.std(axis=0), 1, atol=1e-3)
+    # the test contexts go through the same map, with the log's statistics
+    np.testing.assert_allclose(to_standard(log.context), standard.context, atol=1e-5)
+    given, same = small_data.variant(log, "given")
+    assert given is log and same(log.context) is log.context
+
+
+def test_quick_grid_end_to_end(small_data, tmp_path):
+    argv = ["--quick", "--tasks", "personalised", "--learners", "CB,SUP", "--jobs", "1",
+            "--out", str(tmp_path)]
+    printed = io.StringIO()
+    with redirect_stdout(printed):
+        assert small_data.main(argv) == 0
+    frame = pd.read_csv(tmp_path / "small_data.csv")
+    assert list(frame.columns) == [*KEY_COLUMNS, "task", "features", "metric", "value"]
+    assert set(frame["experiment"]) == {"small_data"}
+    assert set(frame["metric"]) == {"accuracy", "reward", "cpu_seconds", "seconds", "failed"}
+    wide = frame.pivot_table(index=["method", "trial", "step", "task", "features"],
+                             columns="metric", values="value").reset_index()
+    # 2 learners x 3 features variants x 2 seeds, one log size: every fit measured once
+    assert len(wide) == 12
+    assert sorted(wide.groupby(["method", "features"]).size().unique()) == [2]
+    assert set(wide["step"]) == {200} and set(wide["trial"]) == {0, 1}
+    assert (wide["failed"] == 0).all()
+    assert wide["accuracy"].between(0, 1).all() and (wide["cpu_seconds"] > 0).all()
+    # a learner's features variants start from the same seed, on the same log
+    assert frame.groupby(["trial"])["seed"].nunique().eq(1).all()
+
+    text = (tmp_path / "small_data.md").read_text()
+    assert text in printed.getvalue()
+    for heading in ("## Features as the task gives them", "## Raw features: x_raw",
+                    "## Raw features standardised by hand", "## Raw against standardised"):
+        assert heading in text
+    sup = wide[(wide["method"] == "SUP") & (wide["features"] == "given")]
+    assert f"| personalised | SUP | {100 * sup['accuracy'].mean():.1f} / " in text
+    assert (tmp_path / "config.json").exists()
+
+    # a second run finds every cell recorded and gives the same table without fitting
+    with redirect_stdout(io.StringIO()):
+        assert small_data.main(argv) == 0
+    pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "small_data.csv"), frame)
+
+
+def test_refuses_a_grid_with_nothing_to_run(small_data, tmp_path, capsys):
+    assert small_data.main(["--tasks", "bci", "--learners", "IGL-P",
+                            "--out", str(tmp_path)]) == 2
+    assert "no learner of IGL-P runs on bci" in capsys.readouterr().err
+    assert small_data.main(["--tasks", "mnist", "--out", str(tmp_path)]) == 2
+    assert "--tasks mnist" in capsys.readouterr().err
