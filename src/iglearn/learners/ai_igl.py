@@ -172,6 +172,11 @@ class AIIGL(StackableLearner):
     actions did not ground (its decoder settled at a constant): the fit restarts."""
     seed: SeedLike = None
     """Seed or numpy Generator for initialisation and shuffling."""
+    standardise: bool = True
+    """Standardise contexts and feedback with the log's per-column means and standard
+    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
+    is only centred), kept with the model and applied wherever it reads inputs
+    (:mod:`iglearn.data.scaling`); off: the models read the raw values."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:  # accepted for convenience: the default settings
@@ -202,7 +207,8 @@ class AIIGL(StackableLearner):
         shuffles from its own seed, as its own ``fit`` would."""
         start = time.perf_counter()
         first = learners[0]
-        data = training_data(logs, "feedback")
+        data = training_data(logs, "feedback", [learner.take_statistics(log) for learner, log
+                                                in zip(learners, logs, strict=True)])
         fits = first.fit_with_restarts(data, logs[0].n_actions,
                                        [as_generator(learner.seed) for learner in learners])
         seconds = (time.perf_counter() - start) / len(learners)
@@ -325,13 +331,14 @@ class AIIGL(StackableLearner):
                                f"vector; got actions of shape {actions.shape} for "
                                f"{len(feedback)} feedback vectors")
         with torch.no_grad():
-            return decoded(decoders, as_tensor(feedback), torch.from_numpy(actions)).numpy()
+            return decoded(decoders, as_tensor(self.standardised_feedback(feedback)),
+                           torch.from_numpy(actions)).numpy()
 
     def indicator(self, log: AnyLog) -> float:
         """The indicator sum_a Cov_a(pi(a|x), psi_a(y)) of the fitted models on ``log`` (in
         memory or streamed)."""
         decoders = self._fitted_decoders()
-        data = training_data([log], "feedback")
+        data = training_data([log], "feedback", [self.standardiser_])
         return float(indicator_terms(self.policy_, decoders, data).sum())
 
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
@@ -591,6 +598,8 @@ class OnlineAIIGL(EpochGreedy):
         holdout_every: every this many exploration samples, one is held out of the fits and
             measures their indicator (0: none; the indicator is then measured on D).
         seed: seed or numpy Generator.
+        standardise: standardise contexts and feedback with the warm-up's statistics (as
+            for :class:`~iglearn.learners.e2g.EpochGreedy`).
     """
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
@@ -598,13 +607,13 @@ class OnlineAIIGL(EpochGreedy):
                  exploit: str = "greedy", policy: str = "linear", decoder: str = "linear",
                  optimisation: Optimisation = FIRST_FIT,
                  refit_optimisation: Optimisation = REFIT, holdout_every: int = 10,
-                 seed: SeedLike = None):
+                 seed: SeedLike = None, standardise: bool = True):
         if isinstance(schedule, DataDrivenSchedule):
             raise IGLearnError("the data-driven schedule certifies Eq. 9 under the 2021 "
                                "assumption, which action-inclusive feedback breaks; use the "
                                "paper or theory schedule with OnlineAIIGL")
         super().__init__(n_actions, context_dim, feedback_dim, schedule, update_every,
-                         exploit, holdout_every, seed)
+                         exploit, holdout_every, seed, standardise)
         self.refit_optimisation = refit_optimisation
         self._batch = AIIGL(policy, decoder, optimisation)
         self.context_dim, self.feedback_dim = context_dim, feedback_dim
@@ -624,8 +633,11 @@ class OnlineAIIGL(EpochGreedy):
         return value, {"flipped": sum(bool(d.flipped) for d in self.decoders_)}
 
     def decode(self, feedback: np.ndarray, actions: np.ndarray) -> np.ndarray:
-        """psi_a(y) under the current decoders, for each feedback vector and its action."""
+        """psi_a(y) under the current decoders, for each (raw) feedback vector and its
+        action."""
         self._fitted()
         assert self.decoders_ is not None  # fitted together with the policy
+        if self.standardiser_ is not None:
+            feedback = self.standardiser_.apply_feedback(feedback)
         return decoded(self.decoders_, as_tensor(feedback),
                        torch.from_numpy(np.asarray(actions))).numpy()

@@ -30,6 +30,10 @@ class _Baseline(StackableLearner):
     """Optimiser settings (epochs, batch size, learning rate, weight decay)."""
     seed: SeedLike = None
     """Seed or numpy Generator for initialisation and shuffling."""
+    standardise: bool = True
+    """Standardise contexts with the log's per-column means and standard deviations (a
+    constant column is only centred), kept with the model and applied in ``predict``
+    (:mod:`iglearn.data.scaling`); off: the policy reads the raw values."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:  # accepted for convenience: the default settings
@@ -47,7 +51,9 @@ class _Baseline(StackableLearner):
         generators = [torch_generator(as_generator(learner.seed)) for learner in learners]
         policies = [make_policy(first.policy, log.context_dim, log.n_actions, generator)
                     for generator in generators]
-        first.fit_models(policies, training_data(logs, cls.needs), generators)
+        scalers = [learner.take_statistics(each, feedback=False)
+                   for learner, each in zip(learners, logs, strict=True)]
+        first.fit_models(policies, training_data(logs, cls.needs, scalers), generators)
         seconds = (time.perf_counter() - start) / len(learners)
         for learner, policy in zip(learners, policies, strict=True):
             learner.policy_, learner.seconds_ = policy, seconds

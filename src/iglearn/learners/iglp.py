@@ -199,6 +199,11 @@ class IGLP(PolicyLearner):
     """Optimiser settings of each of the three models."""
     seed: SeedLike = None
     """Seed or numpy Generator for initialisation and shuffling."""
+    standardise: bool = True
+    """Standardise contexts and feedback with the log's per-column means and standard
+    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
+    is only centred), kept with the model and applied wherever it reads inputs
+    (:mod:`iglearn.data.scaling`); off: the models read the raw values."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:
@@ -215,16 +220,19 @@ class IGLP(PolicyLearner):
         self._rng = as_generator(self.seed)
         flags = (np.zeros(len(log), dtype=bool) if log.definitely_bad is None
                  else log.definitely_bad)
-        self.fit_arrays(log.context, log.action, log.probability, log.feedback, flags,
-                        log.n_actions, self.optimisation)
+        self.take_statistics(log)
+        self.fit_arrays(self.standardised(log.context), log.action, log.probability,
+                        self.standardised_feedback(log.feedback), flags, log.n_actions,
+                        self.optimisation)
         self.report_.seconds = time.perf_counter() - start
         return self
 
     def fit_arrays(self, context: np.ndarray, action: np.ndarray, probability: np.ndarray,
                    feedback: np.ndarray, flags: np.ndarray, n_actions: int,
                    settings: Optimisation) -> None:
-        """Steps 1-4 on the given interactions, warm-started from the models already fitted
-        (fresh ones the first time)."""
+        """Steps 1-4 on the given interactions (contexts and feedback as the models read
+        them: standardised by the caller, see :meth:`fit`), warm-started from the models
+        already fitted (fresh ones the first time)."""
         rng = getattr(self, "_rng", None) or as_generator(self.seed)
         self._rng = rng
         self.feedback_dim_ = int(np.asarray(feedback).shape[1])
@@ -252,7 +260,7 @@ class IGLP(PolicyLearner):
         fit_reward_model(self.policy_, context, action, probability, reward, n_actions,
                          settings, generator)
         weight = 1.0 / (n_actions * np.asarray(probability, dtype=np.float64))
-        greedy = self.predict(context) == action
+        greedy = self.model_values(context).argmax(1) == action
         extreme_weight = max(float((weight * step).sum()), 1e-12)
         self.report_ = IGLPReport(
             extreme=float((weight * step).sum() / weight.sum()),
@@ -269,6 +277,7 @@ class IGLP(PolicyLearner):
         if ik is None:
             raise IGLearnError("IGLP is not fitted yet; call fit(log) first")
         k = self.policy_.net(as_tensor(context[:1])).shape[-1]
+        context, feedback = self.standardised(context), self.standardised_feedback(feedback)
         with torch.no_grad():
             h = at_action(ik.probabilities(as_tensor(ik_features(context, feedback))),
                           torch.as_tensor(np.asarray(action))).double().numpy()
@@ -301,7 +310,12 @@ class IGLP(PolicyLearner):
         return np.eye(values.shape[1], dtype=np.float32)[values.argmax(1)]
 
     def predict_values(self, context: np.ndarray) -> np.ndarray:
-        """f(x, a) for every action: the predicted decoded reward, shape (n, K)."""
+        """f(x, a) for every action: the predicted decoded reward, shape (n, K), of raw
+        contexts (standardised here with the fit's statistics)."""
+        return self.model_values(self.standardised(context))
+
+    def model_values(self, context: np.ndarray) -> np.ndarray:
+        """f(x, a) of contexts as the models read them (already standardised)."""
         policy = self._fitted_policy()
         with torch.no_grad():
             return policy.net(as_tensor(context)).double().numpy()
@@ -329,6 +343,8 @@ class OnlineIGLP(OnlineRegression):
         first_fit: optimiser settings of the first fit.
         refit: optimiser settings of the warm-started re-fits.
         seed: seed or numpy Generator.
+        standardise: standardise contexts and feedback with the first fit's statistics (as
+            for :class:`~iglearn.learners.regression.OnlineRegression`).
     """
 
     reads_definitely_bad = True
@@ -340,11 +356,13 @@ class OnlineIGLP(OnlineRegression):
                  policy: Literal["linear", "mlp"] = "linear", refit_every: int = 50,
                  refit_growth: float = 1.2,
                  first_fit: Optimisation = DEFAULT_OPTIMISATION, refit: Optimisation = REFIT,
-                 seed: SeedLike = None):
+                 seed: SeedLike = None, standardise: bool = True):
         super().__init__(n_actions, context_dim, feedback_dim, exploration, epsilon, gamma,
-                         refit_every, refit_growth, seed)
+                         refit_every, refit_growth, seed, standardise)
         self.first_fit, self.refit = first_fit, refit
-        self.batch = IGLP(model, policy, estimator, threshold, first_fit, seed=self.rng)
+        # the interactions reach the batch learner already standardised
+        self.batch = IGLP(model, policy, estimator, threshold, first_fit, seed=self.rng,
+                          standardise=False)
 
     def _fit(self) -> None:
         settings = self.refit if self.fitted_ else self.first_fit
@@ -352,5 +370,5 @@ class OnlineIGLP(OnlineRegression):
         self.batch.fit_arrays(context, action, probability, feedback, flags, self.n_actions,
                               settings)
 
-    def predict_values(self, contexts: np.ndarray) -> np.ndarray:
-        return self.batch.predict_values(contexts)
+    def model_values(self, contexts: np.ndarray) -> np.ndarray:
+        return self.batch.model_values(contexts)
