@@ -11,7 +11,19 @@ the service's decisions, the coba plug-in. A raw log (voxel intensities around 3
 spread of a few hundredths, say) then fits as its standardised copy would, and the weight
 decay and the initialisations, which assume inputs of unit scale, mean what they say.
 
-The statistics:
+Which blocks are standardised: the learners' ``standardise`` setting (:data:`MODES`) is
+``"on"`` (both blocks, always), ``"off"`` (neither: the learner keeps no standardiser) or
+``"auto"`` (the default): each block, the contexts and the feedback, is standardised only
+when it is off the unit scale the learners' defaults (initialisation, learning rate, weight
+decay, decoder temperature) are tuned for (:func:`off_scale`): some column's mean beyond
+±:data:`MAX_MEAN` or standard deviation above :data:`MAX_STD`, or the block's RMS standard
+deviation below :data:`MIN_RMS_STD`. Images scaled to [0, 1], z-scored features, one-hot
+tokens and the built-in simulators' features are on that scale and are left as they are (the
+block keeps identity statistics, mean 0 and scale 1, so one code path applies them); values
+around 35, counts or milliseconds are not. Each block records its rule (:data:`RULES`):
+``"on"``, ``"auto: off scale"`` (standardised) or ``"auto: unit scale"`` (left as it is).
+
+The statistics of a standardised block:
 
 - contexts: unweighted mean and standard deviation of the log's contexts. A context is drawn
   before the action, so its law does not depend on the logging policy;
@@ -19,7 +31,10 @@ The statistics:
   that they describe the feedback of uniform play, whatever policy logged the log (under
   uniform logging every row weighs the same);
 - a column whose standard deviation is 0 (a constant column; below 1e-6 of its mean's size, or
-  1e-12, which is rounding) has scale 1: it is centred, never divided by zero.
+  1e-12, which is rounding) has scale 1: it is centred, never divided by zero;
+- a near-constant column (a pixel lit in a few images) has scale at least :data:`FLOOR` times
+  the block's RMS standard deviation, so that its rare values are not blown up to tens of
+  standard deviations.
 
 The moments are accumulated block by block in float64 with the parallel update of Chan et al.
 (Welford's update for a block of rows), so the statistics of a log in memory and of the same
@@ -33,7 +48,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -47,6 +62,34 @@ METHODS = ("log", "stream", "warm-up")
 """How a standardiser's statistics were taken: from the whole log in memory, in one extra
 pass over a log streamed from disk, or from an online learner's interactions before its
 first fit."""
+
+MODES = ("auto", "on", "off")
+"""The values of a learner's ``standardise`` setting (see the module docstring)."""
+
+Mode = Literal["auto", "on", "off"]
+"""The type of a learner's ``standardise`` setting."""
+
+RULES = ("on", "auto: off scale", "auto: unit scale", "not read")
+"""What was done to a block and why: standardised as ``standardise`` is "on", standardised as
+it is off the unit scale ("auto"), left as it is, on the unit scale ("auto"), or no block (the
+feedback of a learner that does not read it)."""
+
+MAX_MEAN = 3.0
+""""auto" standardises a block with some column's mean beyond ±3 (values around 35, counts,
+milliseconds); [0, 1] images and z-scored features have means within ±1."""
+
+MAX_STD = 3.0
+"""... or with some column's standard deviation above 3; the built-in environments' columns
+have standard deviations of at most 1.5."""
+
+MIN_RMS_STD = 0.01
+"""... or whose RMS standard deviation over its columns is below 0.01 (a block measured in
+units far too large for its spread); the noise-free BCI simulation's features, the smallest
+of the built-in environments', have 0.017."""
+
+FLOOR = 0.1
+"""A standardised block's column has scale at least this fraction of the block's RMS standard
+deviation (a constant column has scale 1)."""
 
 _CONSTANT = 1e-6
 """A column whose standard deviation is at most this fraction of its mean's size (or 1e-12)
@@ -81,18 +124,64 @@ class Moments:
                                                                     / combined)
         self.weight = combined
 
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, standard deviation) of each column."""
+        return self.mean.copy(), np.sqrt(np.maximum(self.squares / max(self.weight, 1e-300),
+                                                    0.0))
+
     def statistics(self) -> tuple[np.ndarray, np.ndarray]:
-        """(mean, scale): the scale is the standard deviation, or 1 for a constant column."""
-        std = np.sqrt(np.maximum(self.squares / max(self.weight, 1e-300), 0.0))
-        constant = std <= np.maximum(_CONSTANT * np.abs(self.mean), 1e-12)
-        return self.mean.copy(), np.where(constant, 1.0, std)
+        """(mean, scale) of a standardised block (see :func:`scales`)."""
+        mean, std = self.moments()
+        return mean, scales(mean, std)
+
+
+def rms(std: np.ndarray) -> float:
+    """The RMS of a block's standard deviations (0 for a block of no columns)."""
+    return float(np.sqrt(np.mean(np.square(std)))) if len(std) else 0.0
+
+
+def scales(mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+    """The scale of each column of a standardised block: its standard deviation, at least
+    :data:`FLOOR` times the block's RMS standard deviation; 1 for a constant column."""
+    constant = std <= np.maximum(_CONSTANT * np.abs(mean), 1e-12)
+    return np.where(constant, 1.0, np.maximum(std, FLOOR * rms(std)))
+
+
+def off_scale(mean: np.ndarray, std: np.ndarray) -> bool:
+    """Whether a block of columns with these means and standard deviations is off the unit
+    scale: some |mean| > :data:`MAX_MEAN`, some standard deviation > :data:`MAX_STD`, or an
+    RMS standard deviation < :data:`MIN_RMS_STD` (a block of no columns is on it)."""
+    if not len(mean):
+        return False
+    return bool(np.abs(mean).max() > MAX_MEAN or std.max() > MAX_STD
+                or rms(std) < MIN_RMS_STD)
+
+
+def check_mode(mode: object) -> Mode:
+    """``mode`` if it is one of :data:`MODES`; otherwise an IGLearnError naming them."""
+    if mode not in MODES:
+        raise IGLearnError(f"standardise is {shown(mode)}; choose one of {', '.join(MODES)}")
+    return cast(Mode, mode)
+
+
+def block_statistics(moments: Moments, mode: Mode) -> tuple[np.ndarray, np.ndarray, str]:
+    """(mean, scale, rule) of a block under ``mode`` ("on" or "auto"): its statistics when it
+    is standardised, identity statistics (0, 1) when "auto" leaves it as it is."""
+    mean, std = moments.moments()
+    if not len(mean):
+        return mean, std, "not read"
+    if mode == "on":
+        return mean, scales(mean, std), "on"
+    if off_scale(mean, std):
+        return mean, scales(mean, std), "auto: off scale"
+    return np.zeros_like(mean), np.ones_like(std), "auto: unit scale"
 
 
 @dataclass(frozen=True, eq=False)
 class Standardiser:
-    """Per-column means and scales of the contexts and the feedback (float64 arrays); see
-    the module docstring. ``apply`` and ``apply_feedback`` map rows to (x - mean) / scale in
-    float32."""
+    """Per-column means and scales of the contexts and the feedback (float64 arrays), and the
+    rule each block followed; see the module docstring. ``apply`` and ``apply_feedback`` map
+    rows to (x - mean) / scale in float32 (a block left as it is: only to float32)."""
 
     context_mean: np.ndarray
     """Mean of each context column, shape (d_x,)."""
@@ -104,51 +193,68 @@ class Standardiser:
     """Importance-weighted scale of each feedback column, shape (d_y,)."""
     method: str = "log"
     """How the statistics were taken: one of :data:`METHODS`."""
+    context_rule: str = "on"
+    """What was done to the contexts and why: one of :data:`RULES`."""
+    feedback_rule: str = "on"
+    """What was done to the feedback and why: one of :data:`RULES`."""
 
     def __post_init__(self) -> None:
         for name in ("context_mean", "context_scale", "feedback_mean", "feedback_scale"):
             object.__setattr__(self, name, np.asarray(getattr(self, name), np.float64))
-        # float32 copies for apply: the arithmetic the models run in
-        object.__setattr__(self, "_context", (self.context_mean.astype(np.float32),
-                                              (1.0 / self.context_scale).astype(np.float32)))
-        object.__setattr__(self, "_feedback", (self.feedback_mean.astype(np.float32),
-                                               (1.0 / self.feedback_scale).astype(np.float32)))
+        # float32 copies for apply: the arithmetic the models run in (None: left as it is)
+        object.__setattr__(self, "_context", _factors(self.context_mean, self.context_scale,
+                                                      self.context_rule))
+        object.__setattr__(self, "_feedback", _factors(self.feedback_mean, self.feedback_scale,
+                                                       self.feedback_rule))
+
+    @property
+    def rules(self) -> dict[str, str]:
+        """Each block's rule, ``{"context": ..., "feedback": ...}`` (what a fit reports)."""
+        return {"context": self.context_rule, "feedback": self.feedback_rule}
 
     # -- taking the statistics -----------------------------------------------------------
     @classmethod
     def of_arrays(cls, context: np.ndarray, feedback: np.ndarray | None = None,
-                  probability: np.ndarray | None = None, method: str = "log") -> Standardiser:
+                  probability: np.ndarray | None = None, method: str = "log",
+                  mode: Mode = "on") -> Standardiser:
         """The statistics of contexts (n, d_x) and feedback (n, d_y) (none: no feedback is
-        standardised), the feedback weighted by 1/``probability`` when given."""
+        standardised), the feedback weighted by 1/``probability`` when given; ``mode`` "on"
+        or "auto" (see :meth:`of_blocks`)."""
         return cls.of_blocks([{"context": np.asarray(context),
                                **({} if feedback is None else {"feedback": feedback}),
                                **({} if probability is None else {"probability": probability})}],
                              np.asarray(context).shape[1],
                              0 if feedback is None else np.asarray(feedback).reshape(
-                                 len(context), -1).shape[1], method)
+                                 len(context), -1).shape[1], method, mode)
 
     @classmethod
-    def of_log(cls, log: InteractionLog, feedback: bool = True) -> Standardiser:
+    def of_log(cls, log: InteractionLog, feedback: bool = True,
+               mode: Mode = "on") -> Standardiser:
         """The statistics of a log in memory: contexts, and (unless ``feedback`` is False)
         feedback weighted by 1/p."""
         return cls.of_arrays(log.context, log.feedback if feedback else None, log.probability,
-                             "log")
+                             "log", mode)
 
     @classmethod
-    def of_stream(cls, stream: LogStream, feedback: bool = True) -> Standardiser:
+    def of_stream(cls, stream: LogStream, feedback: bool = True,
+                  mode: Mode = "on") -> Standardiser:
         """The statistics of a log streamed from disk, in one pass over it (its chunks: the
         memory of a block, not of the log); equal to :meth:`of_log` of the same log up to
         rounding."""
         fields = ("context", "probability", "feedback") if feedback else ("context",)
         return cls.of_blocks(stream.chunks(fields), stream.context_dim,
-                             stream.feedback_dim if feedback else 0, "stream")
+                             stream.feedback_dim if feedback else 0, "stream", mode)
 
     @classmethod
     def of_blocks(cls, blocks: Iterable[Block], context_dim: int, feedback_dim: int,
-                  method: str) -> Standardiser:
+                  method: str, mode: Mode = "on") -> Standardiser:
         """The statistics accumulated over blocks of rows (fields ``context`` and, when
         ``feedback_dim`` > 0, ``feedback``, weighted by 1/``probability`` if the block has
-        it)."""
+        it). ``mode`` "on" standardises both blocks; "auto" each block off the unit scale
+        only (:func:`off_scale`), the other keeping identity statistics."""
+        if check_mode(mode) == "off":
+            raise IGLearnError("standardise 'off' takes no statistics; the learner keeps no "
+                               "standardiser")
         contexts, feedback = Moments(context_dim), Moments(feedback_dim)
         for block in blocks:
             contexts.add(block["context"])
@@ -156,14 +262,15 @@ class Standardiser:
                 p = block.get("probability")
                 y = np.asarray(block["feedback"]).reshape(len(block["context"]), -1)
                 feedback.add(y, None if p is None else 1.0 / np.asarray(p, np.float64))
-        (mx, sx), (my, sy) = contexts.statistics(), feedback.statistics()
-        return cls(mx, sx, my, sy, method)
+        mx, sx, context_rule = block_statistics(contexts, mode)
+        my, sy, feedback_rule = block_statistics(feedback, mode)
+        return cls(mx, sx, my, sy, method, context_rule, feedback_rule)
 
     @classmethod
     def identity(cls, context_dim: int, feedback_dim: int = 0) -> Standardiser:
-        """Means 0 and scales 1: what a model saved without statistics applies."""
+        """Means 0 and scales 1, both blocks left as they are ("auto: unit scale")."""
         return cls(np.zeros(context_dim), np.ones(context_dim), np.zeros(feedback_dim),
-                   np.ones(feedback_dim), "log")
+                   np.ones(feedback_dim), "log", RULES[2], RULES[2])
 
     # -- applying them -------------------------------------------------------------------
     @property
@@ -178,16 +285,16 @@ class Standardiser:
 
     def apply(self, context: np.ndarray) -> np.ndarray:
         """Standardised contexts, float32 of the shape given ((n, d_x) or (d_x,))."""
-        mean, inverse = self._context  # type: ignore[attr-defined]
-        return _scaled(context, mean, inverse, "context")
+        return _scaled(context, self.context_mean, self._context,  # type: ignore[attr-defined]
+                       "context")
 
     def apply_feedback(self, feedback: np.ndarray) -> np.ndarray:
         """Standardised feedback vectors, float32 (n, d_y); unchanged (as float32) when this
         standardiser holds no feedback statistics."""
         if not self.feedback_dim:
             return np.asarray(feedback, np.float32)
-        mean, inverse = self._feedback  # type: ignore[attr-defined]
-        return _scaled(feedback, mean, inverse, "feedback")
+        return _scaled(feedback, self.feedback_mean,
+                       self._feedback, "feedback")  # type: ignore[attr-defined]
 
     def apply_block(self, block: Block) -> Block:
         """A block of rows with its ``context`` and ``feedback`` (those it has)
@@ -210,7 +317,8 @@ class Standardiser:
     # -- model.json ----------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready record (lists of floats), read back by :meth:`from_dict`."""
-        return {"method": self.method,
+        return {"method": self.method, "context_rule": self.context_rule,
+                "feedback_rule": self.feedback_rule,
                 "context_mean": self.context_mean.tolist(),
                 "context_scale": self.context_scale.tolist(),
                 "feedback_mean": self.feedback_mean.tolist(),
@@ -231,6 +339,10 @@ class Standardiser:
         method = record.get("method")
         if method not in METHODS:
             raise damaged(".method", method, f"one of {', '.join(METHODS)}")
+        rules = {name: record.get(name, "on") for name in ("context_rule", "feedback_rule")}
+        for name, rule in rules.items():
+            if rule not in RULES:
+                raise damaged(f".{name}", rule, f"one of {', '.join(RULES)}")
         values: dict[str, np.ndarray] = {}
         for name in ("context_mean", "context_scale", "feedback_mean", "feedback_scale"):
             value: Any = record.get(name)
@@ -249,24 +361,37 @@ class Standardiser:
                               else f"a list of {len(value)}", f"a list of {size} {kind}")
             values[name] = np.asarray(value, np.float64)
         return cls(values["context_mean"], values["context_scale"], values["feedback_mean"],
-                   values["feedback_scale"], method)
+                   values["feedback_scale"], method, rules["context_rule"],
+                   rules["feedback_rule"])
 
 
-def _scaled(rows: np.ndarray, mean: np.ndarray, inverse: np.ndarray, name: str) -> np.ndarray:
+def _factors(mean: np.ndarray, scale: np.ndarray,
+             rule: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The float32 (mean, 1 / scale) ``apply`` uses; None for a block left as it is."""
+    if rule in (RULES[2], RULES[3]):
+        return None
+    return mean.astype(np.float32), (1.0 / scale).astype(np.float32)
+
+
+def _scaled(rows: np.ndarray, mean: np.ndarray,
+            factors: tuple[np.ndarray, np.ndarray] | None, name: str) -> np.ndarray:
     rows = np.asarray(rows, np.float32)
     if rows.shape[-1:] != mean.shape:
         raise IGLearnError(f"the {name} vectors have {rows.shape[-1] if rows.ndim else 0} "
                            f"values but the model was fitted on {len(mean)}; give vectors of "
                            f"the fitted dimension")
-    return (rows - mean) * inverse
+    if factors is None:
+        return rows
+    return (rows - factors[0]) * factors[1]
 
 
-def standardiser_of(log: InteractionLog | LogStream, feedback: bool = True) -> Standardiser:
+def standardiser_of(log: InteractionLog | LogStream, feedback: bool = True,
+                    mode: Mode = "on") -> Standardiser:
     """The statistics of a log in memory (:meth:`Standardiser.of_log`) or streamed
     (:meth:`Standardiser.of_stream`, one extra pass); with ``feedback`` False, of the
-    contexts only (a learner that does not read the feedback)."""
+    contexts only (a learner that does not read the feedback); ``mode`` "on" or "auto"."""
     from iglearn.data.stream import LogStream
 
     if isinstance(log, LogStream):
-        return Standardiser.of_stream(log, feedback)
-    return Standardiser.of_log(log, feedback)
+        return Standardiser.of_stream(log, feedback, mode)
+    return Standardiser.of_log(log, feedback, mode)

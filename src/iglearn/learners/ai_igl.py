@@ -79,6 +79,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from iglearn.data.scaling import Mode, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
@@ -172,15 +173,21 @@ class AIIGL(StackableLearner):
     actions did not ground (its decoder settled at a constant): the fit restarts."""
     seed: SeedLike = None
     """Seed or numpy Generator for initialisation and shuffling."""
-    standardise: bool = True
+    standardise: Mode = "auto"
     """Standardise contexts and feedback with the log's per-column means and standard
     deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
-    is only centred), kept with the model and applied wherever it reads inputs
-    (:mod:`iglearn.data.scaling`); off: the models read the raw values."""
+    is only centred, a near-constant one divided by at least a tenth of the block's RMS
+    standard deviation), kept with the model and applied wherever it reads inputs
+    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
+    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
+    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
+    read as it is; "on": always; "off": never, the models read the raw values. The model
+    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = DEFAULT_OPTIMISATION
+        check_mode(self.standardise)
         for name in ("temperature", "decoder_temperature"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):
@@ -607,7 +614,7 @@ class OnlineAIIGL(EpochGreedy):
                  exploit: str = "greedy", policy: str = "linear", decoder: str = "linear",
                  optimisation: Optimisation = FIRST_FIT,
                  refit_optimisation: Optimisation = REFIT, holdout_every: int = 10,
-                 seed: SeedLike = None, standardise: bool = True):
+                 seed: SeedLike = None, standardise: Mode = "auto"):
         if isinstance(schedule, DataDrivenSchedule):
             raise IGLearnError("the data-driven schedule certifies Eq. 9 under the 2021 "
                                "assumption, which action-inclusive feedback breaks; use the "

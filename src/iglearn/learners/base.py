@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import Standardiser, standardiser_of
+from iglearn.data.scaling import Standardiser, check_mode, standardiser_of
 from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError
@@ -49,10 +49,11 @@ class PolicyLearner:
     def take_statistics(self, log: InteractionLog | LogStream,
                         feedback: bool = True) -> Standardiser | None:
         """Set ``standardiser_`` to the statistics of ``log`` (of its contexts only unless
-        ``feedback``; a streamed log: one extra pass), or to None when the learner's
-        ``standardise`` setting is off; returns it."""
-        self.standardiser_ = (standardiser_of(log, feedback)
-                              if getattr(self, "standardise", True) else None)
+        ``feedback``; a streamed log: one extra pass) under the learner's ``standardise``
+        setting ("auto": each block off the unit scale only), or to None when it is "off";
+        returns it."""
+        mode = check_mode(getattr(self, "standardise", "auto"))
+        self.standardiser_ = None if mode == "off" else standardiser_of(log, feedback, mode)
         return self.standardiser_
 
     def standardised(self, context: np.ndarray) -> np.ndarray:

@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import torch
 
+from iglearn.data.scaling import Mode, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
@@ -30,14 +31,19 @@ class _Baseline(StackableLearner):
     """Optimiser settings (epochs, batch size, learning rate, weight decay)."""
     seed: SeedLike = None
     """Seed or numpy Generator for initialisation and shuffling."""
-    standardise: bool = True
+    standardise: Mode = "auto"
     """Standardise contexts with the log's per-column means and standard deviations (a
-    constant column is only centred), kept with the model and applied in ``predict``
-    (:mod:`iglearn.data.scaling`); off: the policy reads the raw values."""
+    constant column is only centred, a near-constant one divided by at least a tenth of the
+    contexts' RMS standard deviation), kept with the model and applied in ``predict``
+    (:mod:`iglearn.data.scaling`). "auto": only when the contexts are off the unit scale the
+    defaults are tuned for (a column's mean beyond ±3 or standard deviation above 3, or their
+    RMS standard deviation below 0.01); "on": always; "off": never, the policy reads the raw
+    values. The model records the rule followed."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = Optimisation()
+        check_mode(self.standardise)
 
     @classmethod
     def _fit_stacked(cls, learners: list[_Baseline], logs: list[AnyLog]) -> None:

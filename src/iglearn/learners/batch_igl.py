@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iglearn.data.scaling import Standardiser
+from iglearn.data.scaling import Mode, Standardiser, check_mode
 from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
@@ -173,11 +173,16 @@ class BatchIGL(StackableLearner):
     logdir: str | None = None
     """Folder for TensorBoard event files of the fit's per-epoch history (needs the
     'tensorboard' extra); none: no TensorBoard."""
-    standardise: bool = True
+    standardise: Mode = "auto"
     """Standardise contexts and feedback with the log's per-column means and standard
     deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
-    is only centred), kept with the model and applied wherever it reads inputs
-    (:mod:`iglearn.data.scaling`); off: the models read the raw values."""
+    is only centred, a near-constant one divided by at least a tenth of the block's RMS
+    standard deviation), kept with the model and applied wherever it reads inputs
+    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
+    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
+    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
+    read as it is; "on": always; "off": never, the models read the raw values. The model
+    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:  # accepted for convenience: the default settings
@@ -185,6 +190,7 @@ class BatchIGL(StackableLearner):
         check_spec(self.policy, "policy", POLICIES)
         check_spec(self.decoder, "decoder", DECODERS)
         check_device(self.device)
+        check_mode(self.standardise)
 
     @classmethod
     def paper(cls, **settings: object) -> BatchIGL:

@@ -28,7 +28,7 @@ from abc import abstractmethod
 import numpy as np
 import torch
 
-from iglearn.data.scaling import Standardiser
+from iglearn.data.scaling import Mode, Standardiser, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.batch_igl import BatchIGL, indicators
@@ -76,15 +76,16 @@ class EpochGreedy(OnlineLearner):
         seed: seed or numpy Generator.
         standardise: standardise contexts (and feedback vectors) with the statistics of the
             exploration set when the first fit is due (the warm-up), kept from then on
-            (:mod:`iglearn.data.scaling`, method 'warm-up'); off: the models read raw values.
+            (:mod:`iglearn.data.scaling`, method 'warm-up'): "auto" each block off the unit
+            scale only, "on" always, "off" never (the models read raw values).
     """
 
     def __init__(self, n_actions: int, context_dim: int, signal_dim: int,
                  schedule: Schedule | None = None, update_every: int = 100,
                  exploit: str = "greedy", holdout_every: int = 0, seed: SeedLike = None,
-                 standardise: bool = True):
+                 standardise: Mode = "auto"):
         super().__init__(n_actions, seed)
-        self.standardise = standardise
+        self.standardise = check_mode(standardise)
         self.standardiser_: Standardiser | None = None
         """The warm-up's statistics, set at the first fit (None before, or when off)."""
         self._signal_dim = signal_dim
@@ -196,7 +197,7 @@ class EpochGreedy(OnlineLearner):
             store.append(contexts[part], actions[part], probabilities[part], feedback[part])
         for count in range(first, self.explored_learned + 1):  # line 3, then line 4 when due
             if self._refit_due(count):
-                if self.standardise and self.standardiser_ is None:
+                if self.standardise != "off" and self.standardiser_ is None:
                     self._take_warmup_statistics()
                 start = time.perf_counter()
                 held_out = count // self.holdout_every if self.holdout_every else 0
@@ -219,7 +220,7 @@ class EpochGreedy(OnlineLearner):
                    **({"feedback": store.signal[:store.n]} if self._signal_dim else {})}
                   for store in stores if store.n]
         scaler = Standardiser.of_blocks(blocks, self._store.context.shape[1], self._signal_dim,
-                                        "warm-up")
+                                        "warm-up", self.standardise)
         for store in stores:
             store.context[:store.n] = scaler.apply(store.context[:store.n])
             if self._signal_dim:
@@ -306,7 +307,7 @@ class E2G(EpochGreedy):
                  optimisation: Optimisation | None = FIRST_FIT,
                  refit_optimisation: Optimisation | None = REFIT, max_restarts: int = 4,
                  restart_threshold: float | None = None, holdout_every: int = 10,
-                 seed: SeedLike = None, standardise: bool = True):
+                 seed: SeedLike = None, standardise: Mode = "auto"):
         super().__init__(n_actions, context_dim, feedback_dim, schedule, update_every,
                          exploit, holdout_every, seed, standardise)
         self.refit_optimisation = refit_optimisation
@@ -357,7 +358,7 @@ class OnlineContextualBandit(EpochGreedy):
                  update_every: int = 100, exploit: str = "greedy", policy: str = "linear",
                  optimisation: Optimisation | None = FIRST_FIT,
                  refit_optimisation: Optimisation | None = REFIT, seed: SeedLike = None,
-                 standardise: bool = True):
+                 standardise: Mode = "auto"):
         super().__init__(n_actions, context_dim, 0, schedule, update_every, exploit, 0, seed,
                          standardise)
         self.context_dim = context_dim

@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
+from iglearn.data.scaling import Mode, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.objective import at_action
@@ -199,15 +200,21 @@ class IGLP(PolicyLearner):
     """Optimiser settings of each of the three models."""
     seed: SeedLike = None
     """Seed or numpy Generator for initialisation and shuffling."""
-    standardise: bool = True
+    standardise: Mode = "auto"
     """Standardise contexts and feedback with the log's per-column means and standard
     deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
-    is only centred), kept with the model and applied wherever it reads inputs
-    (:mod:`iglearn.data.scaling`); off: the models read the raw values."""
+    is only centred, a near-constant one divided by at least a tenth of the block's RMS
+    standard deviation), kept with the model and applied wherever it reads inputs
+    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
+    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
+    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
+    read as it is; "on": always; "off": never, the models read the raw values. The model
+    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:
             self.optimisation = DEFAULT_OPTIMISATION
+        check_mode(self.standardise)
         if self.estimator not in ESTIMATORS:
             raise IGLearnError(f"unknown estimator {self.estimator!r}; choose one of "
                                f"{', '.join(ESTIMATORS)}")
@@ -356,13 +363,13 @@ class OnlineIGLP(OnlineRegression):
                  policy: Literal["linear", "mlp"] = "linear", refit_every: int = 50,
                  refit_growth: float = 1.2,
                  first_fit: Optimisation = DEFAULT_OPTIMISATION, refit: Optimisation = REFIT,
-                 seed: SeedLike = None, standardise: bool = True):
+                 seed: SeedLike = None, standardise: Mode = "auto"):
         super().__init__(n_actions, context_dim, feedback_dim, exploration, epsilon, gamma,
                          refit_every, refit_growth, seed, standardise)
         self.first_fit, self.refit = first_fit, refit
         # the interactions reach the batch learner already standardised
         self.batch = IGLP(model, policy, estimator, threshold, first_fit, seed=self.rng,
-                          standardise=False)
+                          standardise="off")
 
     def _fit(self) -> None:
         settings = self.refit if self.fitted_ else self.first_fit

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from iglearn.data.scaling import Standardiser
+from iglearn.data.scaling import Mode, Standardiser, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.objective import at_action
 from iglearn.learners.online import OnlineLearner
@@ -102,16 +102,16 @@ class OnlineRegression(OnlineLearner):
         seed: seed or numpy Generator.
         standardise: standardise contexts (and feedback vectors) with the statistics of the
             interactions seen when the first fit is due (before it, play is uniform), kept
-            from then on (:mod:`iglearn.data.scaling`, method 'warm-up'); off: the models
-            read raw values.
+            from then on (:mod:`iglearn.data.scaling`, method 'warm-up'): "auto" each block
+            off the unit scale only, "on" always, "off" never (the models read raw values).
     """
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
                  exploration: str = "epsilon", epsilon: float = 0.2, gamma: float = 100.0,
                  refit_every: int = 50, refit_growth: float = 1.2, seed: SeedLike = None,
-                 standardise: bool = True):
+                 standardise: Mode = "auto"):
         super().__init__(n_actions, seed)
-        self.standardise, self.feedback_dim = standardise, feedback_dim
+        self.standardise, self.feedback_dim = check_mode(standardise), feedback_dim
         self.standardiser_: Standardiser | None = None
         """The warm-up's statistics, set at the first fit (None before, or when off)."""
         if exploration not in EXPLORATION:
@@ -200,7 +200,7 @@ class OnlineRegression(OnlineLearner):
                             np.asarray(probabilities, np.float64), signal, flags))
         self._seen += n
         if self._seen >= self._next_fit:
-            if self.standardise and self.standardiser_ is None:
+            if self.standardise != "off" and self.standardiser_ is None:
                 self._take_warmup_statistics()
             self._fit()
             self.fitted_ = True
@@ -213,7 +213,7 @@ class OnlineRegression(OnlineLearner):
         as ``standardiser_``; the stored interactions are standardised."""
         context, action, probability, signal, flags = self.interactions()
         scaler = Standardiser.of_arrays(context, signal if self.feedback_dim else None,
-                                        probability, "warm-up")
+                                        probability, "warm-up", self.standardise)
         if self.feedback_dim:
             signal = scaler.apply_feedback(signal)
         self._whole = (scaler.apply(context), action, probability, signal, flags)
@@ -255,7 +255,7 @@ class OnlineRegressionCB(OnlineRegression):
                  epsilon: float = 0.2, gamma: float = 100.0, policy: str = "linear",
                  refit_every: int = 50, refit_growth: float = 1.2,
                  first_fit: Optimisation | None = None, refit: Optimisation | None = None,
-                 seed: SeedLike = None, standardise: bool = True):
+                 seed: SeedLike = None, standardise: Mode = "auto"):
         super().__init__(n_actions, context_dim, 0, exploration, epsilon, gamma, refit_every,
                          refit_growth, seed, standardise)
         self.first_fit = first_fit or DEFAULT_OPTIMISATION
