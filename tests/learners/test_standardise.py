@@ -1,5 +1,6 @@
-"""Scale-free inputs: every learner standardises with its log's statistics, keeps them in the
-model and applies them wherever it reads inputs (:mod:`iglearn.data.scaling`)."""
+"""Scale-free inputs: every learner standardises with its log's statistics ("auto": the blocks
+off the unit scale only), keeps them in the model and applies them wherever it reads inputs
+(:mod:`iglearn.data.scaling`)."""
 
 from __future__ import annotations
 
@@ -62,8 +63,9 @@ def inclusive():
 @pytest.mark.parametrize("name", sorted(LEARNERS))
 def test_shifted_and_scaled_inputs_give_the_same_actions(name, task, inclusive):
     log, test = inclusive if name == "ai-igl" else task
-    original = quietly(LEARNERS[name](seed=1), log)
+    original = quietly(LEARNERS[name](seed=1, standardise="on"), log)
     shifted = quietly(LEARNERS[name](seed=1), raw(log))
+    assert shifted.standardiser_.context_rule == "auto: off scale"
     agreement = (original.predict(test) == shifted.predict(test * SCALE + SHIFT)).mean()
     assert agreement >= 0.95, f"{name}: {agreement:.1%} of the actions agree"
     np.testing.assert_allclose(shifted.standardiser_.context_mean,
@@ -75,7 +77,8 @@ def test_shifted_and_scaled_inputs_give_the_same_actions(name, task, inclusive):
 def test_raw_inputs_fit_as_the_log_standardised_by_hand(name, task, inclusive):
     log, test = inclusive if name == "ai-igl" else task
     scaler = Standardiser.of_log(raw(log))
-    by_hand = quietly(LEARNERS[name](seed=2, standardise=False), scaler.apply_log(raw(log)))
+    by_hand = quietly(LEARNERS[name](seed=2, standardise="off"),
+                      scaler.apply_log(raw(log)))
     automatic = quietly(LEARNERS[name](seed=2), raw(log))
     assert by_hand.standardiser_ is None
     test = test * SCALE + SHIFT
@@ -85,13 +88,14 @@ def test_raw_inputs_fit_as_the_log_standardised_by_hand(name, task, inclusive):
 
 def test_standardise_off_reads_raw_values(task):
     log, test = task
-    learner = quietly(BatchIGL(optimisation=QUICK, seed=3, standardise=False), log)
+    learner = quietly(BatchIGL(optimisation=QUICK, seed=3, standardise="off"), log)
     assert learner.standardiser_ is None
     import torch
     with torch.no_grad():
         direct = learner.policy_.probabilities(torch.from_numpy(test)).numpy()
     np.testing.assert_allclose(learner.predict_proba(test), direct, rtol=1e-6)
-    on = quietly(BatchIGL(optimisation=QUICK, seed=3), log)
+    on = quietly(BatchIGL(optimisation=QUICK, seed=3, standardise="on"), log)
+    assert on.standardiser_.rules == {"context": "on", "feedback": "on"}
     with torch.no_grad():
         unscaled = on.policy_.probabilities(torch.from_numpy(test)).numpy()
     assert not np.allclose(on.predict_proba(test), unscaled)
@@ -105,6 +109,7 @@ def test_statistics_are_saved_and_reloaded(name, task, inclusive, tmp_path):
     folder = learner.save(tmp_path / "model")
     record = json.loads((folder / "model.json").read_text())["standardiser"]
     assert record["method"] == "log" and len(record["context_mean"]) == log.context_dim
+    assert record["context_rule"] == record["feedback_rule"] == "auto: off scale"
     for loaded in (load_model(folder), load_archive(pack_model(folder))):
         np.testing.assert_allclose(loaded.predict_proba(test), learner.predict_proba(test),
                                    rtol=1e-5, atol=1e-6)
@@ -113,7 +118,7 @@ def test_statistics_are_saved_and_reloaded(name, task, inclusive, tmp_path):
 
 def test_a_model_saved_without_statistics_loads_as_raw(task, tmp_path):
     log, test = task
-    learner = quietly(BatchIGL(optimisation=QUICK, seed=4, standardise=False), log)
+    learner = quietly(BatchIGL(optimisation=QUICK, seed=4, standardise="off"), log)
     folder = learner.save(tmp_path / "model")
     metadata = json.loads((folder / "model.json").read_text())
     assert metadata["standardiser"] is None
@@ -122,6 +127,54 @@ def test_a_model_saved_without_statistics_loads_as_raw(task, tmp_path):
     loaded = load_model(folder)
     assert loaded.standardiser_ is None
     np.testing.assert_array_equal(loaded.predict(test), learner.predict(test))
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_auto_leaves_a_unit_scale_log_as_it_is(name, task, inclusive):
+    log, test = inclusive if name == "ai-igl" else task
+    auto = quietly(LEARNERS[name](seed=7), log)
+    scaler = auto.standardiser_
+    assert scaler.context_rule == "auto: unit scale"
+    assert scaler.feedback_rule == ("not read" if name in ("cb", "sup") else "auto: unit scale")
+    np.testing.assert_array_equal(scaler.context_mean, 0.0)
+    np.testing.assert_array_equal(scaler.context_scale, 1.0)
+    np.testing.assert_array_equal(scaler.apply(test), test)
+    off = quietly(LEARNERS[name](seed=7, standardise="off"), log)
+    assert off.standardiser_ is None
+    assert (auto.predict(test) == off.predict(test)).mean() >= 0.99
+
+
+def test_auto_standardises_each_block_on_its_own(task, tmp_path):
+    log, test = task
+    contexts_raw = InteractionLog(log.context * SCALE + SHIFT, log.action, log.probability,
+                                  log.feedback, log.n_actions, log.reward, log.label)
+    learner = quietly(BatchIGL(optimisation=QUICK, seed=8), contexts_raw)
+    assert learner.standardiser_.rules == {"context": "auto: off scale",
+                                           "feedback": "auto: unit scale"}
+    np.testing.assert_array_equal(learner.decode(log.feedback[:50]),
+                                  quietly_decode(learner, log.feedback[:50]))
+    loaded = load_model(learner.save(tmp_path / "model"))
+    assert loaded.standardiser_.rules == learner.standardiser_.rules
+    np.testing.assert_array_equal(loaded.predict(test * SCALE + SHIFT),
+                                  learner.predict(test * SCALE + SHIFT))
+
+
+def quietly_decode(learner, feedback):
+    """The decoder applied to the feedback as given (the block left as it is)."""
+    import torch
+    with torch.no_grad():
+        return learner.decoder_(torch.from_numpy(feedback)).numpy()
+
+
+@pytest.mark.parametrize("mode", [True, "yes", None])
+def test_an_unknown_mode_is_refused(mode):
+    from iglearn.errors import IGLearnError
+
+    for make in (BatchIGL, AIIGL, IGLP, ContextualBandit, Supervised):
+        with pytest.raises(IGLearnError, match="standardise is .*choose one of auto, on, off"):
+            make(standardise=mode)
+    with pytest.raises(IGLearnError, match="choose one of auto, on, off"):
+        OnlineRegressionCB(3, 4, standardise=mode)
 
 
 def test_damaged_statistics_are_refused(task, tmp_path):
@@ -143,6 +196,7 @@ def test_a_constant_context_column_fits(task):
     log = InteractionLog(constant, log.action, log.probability, log.feedback, log.n_actions,
                          log.reward, log.label)
     learner = quietly(BatchIGL(optimisation=QUICK, seed=1), log)
+    assert learner.standardiser_.context_rule == "auto: off scale"  # a column at 35
     assert learner.standardiser_.context_scale[0] == 1.0
     assert np.isfinite(learner.predict_proba(test)).all()
 
