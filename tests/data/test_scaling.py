@@ -11,8 +11,8 @@ import pytest
 from iglearn.data.formats import write_table
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import FLOOR, Moments, Standardiser, off_scale, standardiser_of
-from iglearn.envs import named_environment
 from iglearn.data.stream import LogStream, StreamSettings, open_log
+from iglearn.envs import named_environment
 from iglearn.errors import IGLearnError
 
 
