@@ -59,11 +59,12 @@ def z_scores(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def versions(log: InteractionLog, test: np.ndarray) -> dict[str, tuple[InteractionLog,
                                                                          np.ndarray]]:
     shifted = InteractionLog(raw(log.context), log.action, log.probability, raw(log.feedback),
-                             log.n_actions, log.reward, log.label, "raw")
+                             log.n_actions, log.reward, log.label, "raw", log.definitely_bad)
     (mx, sx), (my, sy) = z_scores(shifted.context), z_scores(shifted.feedback)
     hand = InteractionLog(((shifted.context - mx) / sx).astype(np.float32), log.action,
                           log.probability, ((shifted.feedback - my) / sy).astype(np.float32),
-                          log.n_actions, log.reward, log.label, "by hand")
+                          log.n_actions, log.reward, log.label, "by hand",
+                          log.definitely_bad)
     return {"native": (log, test), "raw": (shifted, raw(test)),
             "by hand": (hand, ((raw(test) - mx) / sx).astype(np.float32))}
 
