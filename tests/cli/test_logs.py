@@ -78,6 +78,30 @@ def test_fit_options_reach_the_learner_and_the_model(workspace, capsys, tmp_path
     assert json.loads(out)["restart_threshold"] == 0.3
 
 
+@pytest.mark.parametrize("mode,shifted,rules", [
+    ("auto", False, {"context": "auto: unit scale", "feedback": "auto: unit scale"}),
+    ("auto", True, {"context": "auto: off scale", "feedback": "auto: off scale"}),
+    ("on", False, {"context": "on", "feedback": "on"}),
+    ("off", True, "off"),
+])
+def test_fit_reports_which_blocks_it_standardised(workspace, capsys, tmp_path, mode, shifted,
+                                                  rules):
+    log = read_log(workspace / "log.npz")
+    if shifted:  # raw measurements: around 35 with a small spread
+        log = type(log)(log.context * 0.05 + 35, log.action, log.probability,
+                        log.feedback * 0.05 + 35, log.n_actions)
+    write_table(log, tmp_path / "log.npz")
+    code, out, err = run(capsys, "fit", tmp_path / "log.npz", "--out", tmp_path / "m",
+                         "--standardise", mode, "--epochs", "1", *FAST)
+    assert code == 0, err
+    assert json.loads(out)["standardisation"] == rules
+    record = json.loads((tmp_path / "m" / io.METADATA).read_text())["standardiser"]
+    if rules == "off":
+        assert record is None
+    else:
+        assert {"context": record["context_rule"], "feedback": record["feedback_rule"]} == rules
+
+
 def test_fit_from_each_format_gives_the_same_model(workspace, capsys, tmp_path):
     outputs = []
     for suffix in (".parquet", ".dsjson"):

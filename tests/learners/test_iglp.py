@@ -48,8 +48,9 @@ def test_likelihood_ratio_and_estimates_on_exact_values():
 def test_inverse_kinematics_decision_matches_the_exact_one(estimator):
     log = tiny_log()
     learner = IGLP(estimator=estimator, seed=0).fit(log)
-    features = torch.from_numpy(ik_features(np.ones((2, 1), np.float32),
-                                            np.eye(2, dtype=np.float32)))
+    # the models read contexts and feedback standardised with the log's statistics
+    features = torch.from_numpy(ik_features(learner.standardised(np.ones((2, 1))),
+                                            learner.standardised_feedback(np.eye(2))))
     probs = learner.ik_.probabilities(features).detach().numpy()
     np.testing.assert_allclose(probs[0], [1, 0, 0], atol=0.05)
     np.testing.assert_allclose(probs[1], [0, 0.5, 0.5], atol=0.05)

@@ -180,7 +180,9 @@ def _fit(args: argparse.Namespace) -> int:
             learner.fit(log)
     head = {"log": str(args.log), "model": str(out), "algorithm": args.algorithm,
             "samples": len(log), "n_actions": log.n_actions, "context_dim": log.context_dim,
-            "feedback_dim": log.feedback_dim, "streamed": isinstance(log, LogStream)}
+            "feedback_dim": log.feedback_dim, "streamed": isinstance(log, LogStream),
+            "standardisation": ("off" if learner.standardiser_ is None
+                                else learner.standardiser_.rules)}
     if isinstance(learner, BatchIGL):
         summary = {**head, **_igl_summary(args, learner, log, settings)}
         extra = {"objective": summary["objective"], "lemma5": summary["lemma5"]}

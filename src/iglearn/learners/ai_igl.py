@@ -79,6 +79,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from iglearn.data.scaling import Mode, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
@@ -177,11 +178,22 @@ class AIIGL(StackableLearner):
     threads: int = 1
     """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
     gain from more. The caller's thread count is restored after the fit."""
+    standardise: Mode = "auto"
+    """Standardise contexts and feedback with the log's per-column means and standard
+    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
+    is only centred, a near-constant one divided by at least a tenth of the block's RMS
+    standard deviation), kept with the model and applied wherever it reads inputs
+    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
+    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
+    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
+    read as it is; "on": always; "off": never, the models read the raw values. The model
+    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = DEFAULT_OPTIMISATION
         check_threads(self.threads)
+        check_mode(self.standardise)
         for name in ("temperature", "decoder_temperature"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):
@@ -209,7 +221,8 @@ class AIIGL(StackableLearner):
         shuffles from its own seed, as its own ``fit`` would."""
         start = time.perf_counter()
         first = learners[0]
-        data = training_data(logs, "feedback")
+        data = training_data(logs, "feedback", [learner.take_statistics(log) for learner, log
+                                                in zip(learners, logs, strict=True)])
         fits = first.fit_with_restarts(data, logs[0].n_actions,
                                        [as_generator(learner.seed) for learner in learners])
         seconds = (time.perf_counter() - start) / len(learners)
@@ -332,13 +345,14 @@ class AIIGL(StackableLearner):
                                f"vector; got actions of shape {actions.shape} for "
                                f"{len(feedback)} feedback vectors")
         with torch.no_grad():
-            return decoded(decoders, as_tensor(feedback), torch.from_numpy(actions)).numpy()
+            return decoded(decoders, as_tensor(self.standardised_feedback(feedback)),
+                           torch.from_numpy(actions)).numpy()
 
     def indicator(self, log: AnyLog) -> float:
         """The indicator sum_a Cov_a(pi(a|x), psi_a(y)) of the fitted models on ``log`` (in
         memory or streamed)."""
         decoders = self._fitted_decoders()
-        data = training_data([log], "feedback")
+        data = training_data([log], "feedback", [self.standardiser_])
         return float(indicator_terms(self.policy_, decoders, data).sum())
 
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
@@ -598,6 +612,8 @@ class OnlineAIIGL(EpochGreedy):
         holdout_every: every this many exploration samples, one is held out of the fits and
             measures their indicator (0: none; the indicator is then measured on D).
         seed: seed or numpy Generator.
+        standardise: standardise contexts and feedback with the warm-up's statistics (as
+            for :class:`~iglearn.learners.e2g.EpochGreedy`).
     """
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
@@ -605,13 +621,13 @@ class OnlineAIIGL(EpochGreedy):
                  exploit: str = "greedy", policy: str = "linear", decoder: str = "linear",
                  optimisation: Optimisation = FIRST_FIT,
                  refit_optimisation: Optimisation = REFIT, holdout_every: int = 10,
-                 seed: SeedLike = None):
+                 seed: SeedLike = None, standardise: Mode = "auto"):
         if isinstance(schedule, DataDrivenSchedule):
             raise IGLearnError("the data-driven schedule certifies Eq. 9 under the 2021 "
                                "assumption, which action-inclusive feedback breaks; use the "
                                "paper or theory schedule with OnlineAIIGL")
         super().__init__(n_actions, context_dim, feedback_dim, schedule, update_every,
-                         exploit, holdout_every, seed)
+                         exploit, holdout_every, seed, standardise)
         self.refit_optimisation = refit_optimisation
         self._batch = AIIGL(policy, decoder, optimisation)
         self.context_dim, self.feedback_dim = context_dim, feedback_dim
@@ -631,8 +647,11 @@ class OnlineAIIGL(EpochGreedy):
         return value, {"flipped": sum(bool(d.flipped) for d in self.decoders_)}
 
     def decode(self, feedback: np.ndarray, actions: np.ndarray) -> np.ndarray:
-        """psi_a(y) under the current decoders, for each feedback vector and its action."""
+        """psi_a(y) under the current decoders, for each (raw) feedback vector and its
+        action."""
         self._fitted()
         assert self.decoders_ is not None  # fitted together with the policy
+        if self.standardiser_ is not None:
+            feedback = self.standardiser_.apply_feedback(feedback)
         return decoded(self.decoders_, as_tensor(feedback),
                        torch.from_numpy(np.asarray(actions))).numpy()

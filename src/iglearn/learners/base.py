@@ -11,6 +11,7 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
+from iglearn.data.scaling import Standardiser, check_mode, standardiser_of
 from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError
@@ -30,6 +31,10 @@ class PolicyLearner:
     policy_: Policy
     seconds_: float
     """Wall seconds the fit took (a share of it when fitted side by side)."""
+    standardiser_: Standardiser | None = None
+    """The statistics the fit standardised contexts and feedback with
+    (:mod:`iglearn.data.scaling`), applied wherever the models read inputs; None: the models
+    read raw values (``standardise`` off, or a model saved before standardisation)."""
     if TYPE_CHECKING:  # for the type checker only: typing.get_type_hints must resolve the rest
         metadata_: dict[str, Any]
         """A loaded model's ``model.json`` (set by :func:`iglearn.models.io.load_model`)."""
@@ -42,11 +47,35 @@ class PolicyLearner:
             raise IGLearnError(f"{type(self).__name__} is not fitted yet; call fit(log) first")
         return policy
 
+    def take_statistics(self, log: InteractionLog | LogStream,
+                        feedback: bool = True) -> Standardiser | None:
+        """Set ``standardiser_`` to the statistics of ``log`` (of its contexts only unless
+        ``feedback``; a streamed log: one extra pass) under the learner's ``standardise``
+        setting ("auto": each block off the unit scale only), or to None when it is "off";
+        returns it."""
+        mode = check_mode(getattr(self, "standardise", "auto"))
+        self.standardiser_ = None if mode == "off" else standardiser_of(log, feedback, mode)
+        return self.standardiser_
+
+    def standardised(self, context: np.ndarray) -> np.ndarray:
+        """Contexts as the fitted models read them: standardised with ``standardiser_``
+        (float32), or as given when there is none."""
+        if self.standardiser_ is None:
+            return np.asarray(context, dtype=np.float32)
+        return self.standardiser_.apply(context)
+
+    def standardised_feedback(self, feedback: np.ndarray) -> np.ndarray:
+        """Feedback vectors as the fitted decoders read them (see :meth:`standardised`)."""
+        if self.standardiser_ is None:
+            return np.asarray(feedback, dtype=np.float32)
+        return self.standardiser_.apply_feedback(feedback)
+
     def predict_proba(self, context: np.ndarray) -> np.ndarray:
-        """pi(. | x) for each context, shape (n, K), computed on the learner's ``device`` (if
-        it has one) 65536 contexts at a time."""
+        """pi(. | x) for each context (raw, as in the log; standardised here with the fit's
+        statistics), shape (n, K), computed on the learner's ``device`` (if it has one) 65536
+        contexts at a time."""
         policy = self._fitted_policy()
-        context = np.asarray(context, dtype=np.float32)
+        context = self.standardised(context)
         device = resolve_device(getattr(self, "device", "cpu"))
         if device.type != "cpu":  # a copy on the device; the fitted policy stays on the CPU
             policy = copy.deepcopy(policy).to(device)

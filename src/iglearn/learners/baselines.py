@@ -9,6 +9,7 @@ from typing import ClassVar
 
 import torch
 
+from iglearn.data.scaling import Mode, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
@@ -34,11 +35,20 @@ class _Baseline(StackableLearner):
     threads: int = 1
     """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
     gain from more. The caller's thread count is restored after the fit."""
+    standardise: Mode = "auto"
+    """Standardise contexts with the log's per-column means and standard deviations (a
+    constant column is only centred, a near-constant one divided by at least a tenth of the
+    contexts' RMS standard deviation), kept with the model and applied in ``predict``
+    (:mod:`iglearn.data.scaling`). "auto": only when the contexts are off the unit scale the
+    defaults are tuned for (a column's mean beyond ±3 or standard deviation above 3, or their
+    RMS standard deviation below 0.01); "on": always; "off": never, the policy reads the raw
+    values. The model records the rule followed."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = Optimisation()
         check_threads(self.threads)
+        check_mode(self.standardise)
 
     @classmethod
     def _fit_stacked(cls, learners: list[_Baseline], logs: list[AnyLog]) -> None:
@@ -52,7 +62,9 @@ class _Baseline(StackableLearner):
         generators = [torch_generator(as_generator(learner.seed)) for learner in learners]
         policies = [make_policy(first.policy, log.context_dim, log.n_actions, generator)
                     for generator in generators]
-        first.fit_models(policies, training_data(logs, cls.needs), generators)
+        scalers = [learner.take_statistics(each, feedback=False)
+                   for learner, each in zip(learners, logs, strict=True)]
+        first.fit_models(policies, training_data(logs, cls.needs, scalers), generators)
         seconds = (time.perf_counter() - start) / len(learners)
         for learner, policy in zip(learners, policies, strict=True):
             learner.policy_, learner.seconds_ = policy, seconds

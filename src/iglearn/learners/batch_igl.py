@@ -20,6 +20,7 @@ restart: the paper's algorithm, for comparison.
 
 from __future__ import annotations
 
+import copy
 import time
 import warnings
 from collections.abc import Sequence
@@ -31,6 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from iglearn.data.scaling import Mode, Standardiser, check_mode
 from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
@@ -52,7 +54,7 @@ from iglearn.learners.stream import AnyLog, action_counts, min_probability, trai
 from iglearn.learners.training import Optimisation, Stage, run_stage, stage_epochs
 from iglearn.learners.trials import Batch, Source, as_tensor, side_by_side, to_device
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
-from iglearn.models.custom import ModelFactory, check_spec
+from iglearn.models.custom import CustomDecoder, ModelFactory, check_spec
 from iglearn.models.decoders import DECODERS
 from iglearn.models.policies import POLICIES
 from iglearn.models.stacked import stack
@@ -175,6 +177,16 @@ class BatchIGL(StackableLearner):
     logdir: str | None = None
     """Folder for TensorBoard event files of the fit's per-epoch history (needs the
     'tensorboard' extra); none: no TensorBoard."""
+    standardise: Mode = "auto"
+    """Standardise contexts and feedback with the log's per-column means and standard
+    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
+    is only centred, a near-constant one divided by at least a tenth of the block's RMS
+    standard deviation), kept with the model and applied wherever it reads inputs
+    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
+    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
+    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
+    read as it is; "on": always; "off": never, the models read the raw values. The model
+    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:  # accepted for convenience: the default settings
@@ -183,6 +195,7 @@ class BatchIGL(StackableLearner):
         check_spec(self.decoder, "decoder", DECODERS)
         check_device(self.device)
         check_threads(self.threads)
+        check_mode(self.standardise)
 
     @classmethod
     def paper(cls, **settings: object) -> BatchIGL:
@@ -218,12 +231,16 @@ class BatchIGL(StackableLearner):
         start = time.perf_counter()
         first, k = learners[0], logs[0].n_actions
         threshold = first.threshold(k)
-        data = training_data(logs, "feedback")
+        scalers = [learner.take_statistics(log) for learner, log in zip(learners, logs,
+                                                                          strict=True)]
+        data = training_data(logs, "feedback", scalers)
         monitor = FitMonitor(len(learners), first.progress, first.logdir)
         try:
             fits = first.fit_with_restarts(
                 data, k, [as_generator(each.seed) for each in learners], monitor=monitor,
-                references=None if references is None else [r.decoder_ for r in references])
+                references=None if references is None else [
+                    rebased_decoder(r.decoder_, r.standardiser_, scaler)
+                    for r, scaler in zip(references, scalers, strict=True)])
         finally:
             monitor.close()
         statistics = corrector_statistics(stack([fit[2] for fit in fits]), data, k).tolist()
@@ -396,10 +413,10 @@ class BatchIGL(StackableLearner):
                 Stage(settings.epochs, pi + psi, exact)]
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:
-        """The decoded reward psi(y) of each feedback vector."""
+        """The decoded reward psi(y) of each (raw) feedback vector."""
         self._fitted_policy()
         with torch.no_grad():
-            return self.decoder_(as_tensor(feedback)).numpy()
+            return self.decoder_(as_tensor(self.standardised_feedback(feedback))).numpy()
 
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
         """Write the fitted model to ``folder`` (see :func:`iglearn.models.io.save_model`)."""
@@ -419,8 +436,40 @@ class BatchIGL(StackableLearner):
         """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log`` (in memory or
         streamed)."""
         self._fitted_policy()
-        return indicators([self.policy_], [self.decoder_], training_data([log], "feedback"),
+        return indicators([self.policy_], [self.decoder_],
+                          training_data([log], "feedback", [self.standardiser_]),
                           log.n_actions)[0]
+
+
+def rebased_decoder(decoder: Decoder, old: Standardiser | None,
+                    new: Standardiser | None) -> Decoder:
+    """``decoder``, which reads feedback standardised with ``old`` (None: raw), as a copy
+    that reads feedback standardised with ``new``: the change of statistics folded into its
+    first linear layer (a re-fit's reference model, whose statistics were those of a smaller
+    log). A decoder without a linear first layer (a custom module) is returned as it is."""
+    layers = [m for m in decoder.modules() if isinstance(m, nn.Linear)]
+    if isinstance(decoder, CustomDecoder) or not layers or (old is None and new is None):
+        return decoder
+    d = layers[0].in_features
+
+    def moments(scaler: Standardiser | None) -> tuple[np.ndarray, np.ndarray]:
+        if scaler is None or scaler.feedback_dim != d:
+            return np.zeros(d), np.ones(d)
+        return scaler.feedback_mean, scaler.feedback_scale
+
+    (m_old, s_old), (m_new, s_new) = moments(old), moments(new)
+    # y_old = (y_new s_new + m_new - m_old) / s_old = y_new a + c
+    a, c = s_new / s_old, (m_new - m_old) / s_old
+    if np.allclose(a, 1.0) and np.allclose(c, 0.0):
+        return decoder
+    rebased = copy.deepcopy(decoder)
+    first = [m for m in rebased.modules() if isinstance(m, nn.Linear)][0]
+    with torch.no_grad():
+        weight = first.weight.double()
+        if first.bias is not None:
+            first.bias.add_((weight @ torch.from_numpy(c)).to(first.bias.dtype))
+        first.weight.copy_((weight * torch.from_numpy(a)).to(first.weight.dtype))
+    return rebased
 
 
 def indicators(policies: Sequence[Policy], decoders: Sequence[Decoder] | None, data: Source,

@@ -28,6 +28,7 @@ from abc import abstractmethod
 import numpy as np
 import torch
 
+from iglearn.data.scaling import Mode, Standardiser, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.batch_igl import BatchIGL, indicators
@@ -74,12 +75,21 @@ class EpochGreedy(OnlineLearner):
         holdout_every: every this many exploration samples, one is held out of the fits
             and used to measure their indicator (0: none held out).
         seed: seed or numpy Generator.
+        standardise: standardise contexts (and feedback vectors) with the statistics of the
+            exploration set when the first fit is due (the warm-up), kept from then on
+            (:mod:`iglearn.data.scaling`, method 'warm-up'): "auto" each block off the unit
+            scale only, "on" always, "off" never (the models read raw values).
     """
 
     def __init__(self, n_actions: int, context_dim: int, signal_dim: int,
                  schedule: Schedule | None = None, update_every: int = 100,
-                 exploit: str = "greedy", holdout_every: int = 0, seed: SeedLike = None):
+                 exploit: str = "greedy", holdout_every: int = 0, seed: SeedLike = None,
+                 standardise: Mode = "auto"):
         super().__init__(n_actions, seed)
+        self.standardise = check_mode(standardise)
+        self.standardiser_: Standardiser | None = None
+        """The warm-up's statistics, set at the first fit (None before, or when off)."""
+        self._signal_dim = signal_dim
         if exploit not in EXPLOIT:
             raise IGLearnError(f"unknown exploit mode {exploit!r}; choose one of {EXPLOIT}")
         if update_every < 1:
@@ -135,7 +145,7 @@ class EpochGreedy(OnlineLearner):
         greedy action ('greedy') or pi_i(. | x) ('softmax')."""
         policy = self._fitted()
         with torch.no_grad():
-            probs = policy.probabilities(as_tensor(contexts)).double().numpy()
+            probs = policy.probabilities(as_tensor(self.standardised(contexts))).double().numpy()
         if self.exploit == "greedy":
             return np.eye(self.n_actions)[probs.argmax(1)]
         return probs / probs.sum(1, keepdims=True)
@@ -180,10 +190,16 @@ class EpochGreedy(OnlineLearner):
                     == self.holdout_every - 1)
         contexts, actions = np.asarray(contexts), np.asarray(actions)
         probabilities, feedback = np.asarray(probabilities), np.asarray(feedback)
+        if self.standardiser_ is not None:  # D holds the rows as the models read them
+            contexts = self.standardiser_.apply(contexts)
+            if self._signal_dim:
+                feedback = self.standardiser_.apply_feedback(feedback)
         for store, part in ((self._store, rows[~held]), (self._holdout, rows[held])):
             store.append(contexts[part], actions[part], probabilities[part], feedback[part])
         for count in range(first, self.explored_learned + 1):  # line 3, then line 4 when due
             if self._refit_due(count):
+                if self.standardise != "off" and self.standardiser_ is None:
+                    self._take_warmup_statistics()
                 start = time.perf_counter()
                 held_out = count // self.holdout_every if self.holdout_every else 0
                 holdout = self._holdout.tensors(held_out) if held_out else None
@@ -197,6 +213,28 @@ class EpochGreedy(OnlineLearner):
                                    "indicator_samples": measured,
                                    "certified": self.certified_,
                                    "seconds": time.perf_counter() - start, **extra})
+
+    def _take_warmup_statistics(self) -> None:
+        """The statistics of every exploration sample so far (uniform play), kept as
+        ``standardiser_``; D's rows are standardised in place."""
+        stores = (self._store, self._holdout)
+        blocks = [{"context": store.context[:store.n], "probability": store.probability[:store.n],
+                   **({"feedback": store.signal[:store.n]} if self._signal_dim else {})}
+                  for store in stores if store.n]
+        scaler = Standardiser.of_blocks(blocks, self._store.context.shape[1], self._signal_dim,
+                                        "warm-up", self.standardise)
+        for store in stores:
+            store.context[:store.n] = scaler.apply(store.context[:store.n])
+            if self._signal_dim:
+                store.signal[:store.n] = scaler.apply_feedback(store.signal[:store.n])
+        self.standardiser_ = scaler
+
+    def standardised(self, contexts: np.ndarray) -> np.ndarray:
+        """Contexts as the policy reads them (standardised with the warm-up's statistics,
+        once taken)."""
+        if self.standardiser_ is None:
+            return np.asarray(contexts, np.float32)
+        return self.standardiser_.apply(contexts)
 
     @property
     def explored_learned(self) -> int:
@@ -234,7 +272,7 @@ class EpochGreedy(OnlineLearner):
         """The greedy action of the current policy for each context."""
         policy = self._fitted()
         with torch.no_grad():
-            return policy.net(as_tensor(contexts)).argmax(1).numpy()
+            return policy.net(as_tensor(self.standardised(contexts))).argmax(1).numpy()
 
     def accuracy(self, contexts: np.ndarray, labels: np.ndarray) -> float:
         """Fraction of contexts whose greedy action equals the label."""
@@ -261,6 +299,8 @@ class E2G(EpochGreedy):
             measures the indicator instead (default 10: a tenth), so that the adaptive
             restart also rejects fits that memorise D; 0 fits on all of D.
         seed: seed or numpy Generator.
+        standardise: standardise contexts and feedback with the warm-up's statistics (as
+            for :class:`EpochGreedy`).
     """
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
@@ -269,9 +309,9 @@ class E2G(EpochGreedy):
                  optimisation: Optimisation | None = FIRST_FIT,
                  refit_optimisation: Optimisation | None = REFIT, max_restarts: int = 4,
                  restart_threshold: float | None = None, holdout_every: int = 10,
-                 seed: SeedLike = None):
+                 seed: SeedLike = None, standardise: Mode = "auto"):
         super().__init__(n_actions, context_dim, feedback_dim, schedule, update_every,
-                         exploit, holdout_every, seed)
+                         exploit, holdout_every, seed, standardise)
         self.refit_optimisation = refit_optimisation
         self._batch = BatchIGL(policy, decoder, optimisation or Optimisation(),
                                max_restarts=max_restarts,
@@ -288,9 +328,11 @@ class E2G(EpochGreedy):
         return indicator, {"restarts": len(tried) - 1, "flipped": bool(self.decoder_.flipped)}
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:
-        """psi_i(y), the current decoded reward of each feedback vector."""
+        """psi_i(y), the current decoded reward of each (raw) feedback vector."""
         self._fitted()
         assert self.decoder_ is not None  # fitted together with the policy
+        if self.standardiser_ is not None:
+            feedback = self.standardiser_.apply_feedback(feedback)
         with torch.no_grad():
             return self.decoder_(as_tensor(feedback)).numpy()
 
@@ -310,13 +352,17 @@ class OnlineContextualBandit(EpochGreedy):
         optimisation: settings of the first fit (from scratch).
         refit_optimisation: settings of the warm-started re-fits.
         seed: seed or numpy Generator.
+        standardise: standardise contexts with the warm-up's statistics (as for
+            :class:`EpochGreedy`).
     """
 
     def __init__(self, n_actions: int, context_dim: int, schedule: Schedule | None = None,
                  update_every: int = 100, exploit: str = "greedy", policy: str = "linear",
                  optimisation: Optimisation | None = FIRST_FIT,
-                 refit_optimisation: Optimisation | None = REFIT, seed: SeedLike = None):
-        super().__init__(n_actions, context_dim, 0, schedule, update_every, exploit, 0, seed)
+                 refit_optimisation: Optimisation | None = REFIT, seed: SeedLike = None,
+                 standardise: Mode = "auto"):
+        super().__init__(n_actions, context_dim, 0, schedule, update_every, exploit, 0, seed,
+                         standardise)
         self.context_dim = context_dim
         self.refit_optimisation = refit_optimisation
         self._batch = ContextualBandit(policy, optimisation or Optimisation())

@@ -50,6 +50,7 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
+from iglearn.data.scaling import Mode, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.monitor import ShortReport
@@ -204,11 +205,22 @@ class IGLP(PolicyLearner):
     threads: int = 1
     """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
     gain from more. The caller's thread count is restored after the fit."""
+    standardise: Mode = "auto"
+    """Standardise contexts and feedback with the log's per-column means and standard
+    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
+    is only centred, a near-constant one divided by at least a tenth of the block's RMS
+    standard deviation), kept with the model and applied wherever it reads inputs
+    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
+    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
+    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
+    read as it is; "on": always; "off": never, the models read the raw values. The model
+    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:
             self.optimisation = DEFAULT_OPTIMISATION
         check_threads(self.threads)
+        check_mode(self.standardise)
         if self.estimator not in ESTIMATORS:
             raise IGLearnError(f"unknown estimator {self.estimator!r}; choose one of "
                                f"{', '.join(ESTIMATORS)}")
@@ -221,17 +233,20 @@ class IGLP(PolicyLearner):
         self._rng = as_generator(self.seed)
         flags = (np.zeros(len(log), dtype=bool) if log.definitely_bad is None
                  else log.definitely_bad)
+        self.take_statistics(log)
         with torch_threads(self.threads):
-            self.fit_arrays(log.context, log.action, log.probability, log.feedback, flags,
-                            log.n_actions, self.optimisation)
+            self.fit_arrays(self.standardised(log.context), log.action, log.probability,
+                            self.standardised_feedback(log.feedback), flags, log.n_actions,
+                            self.optimisation)
         self.report_.seconds = time.perf_counter() - start
         return self
 
     def fit_arrays(self, context: np.ndarray, action: np.ndarray, probability: np.ndarray,
                    feedback: np.ndarray, flags: np.ndarray, n_actions: int,
                    settings: Optimisation) -> None:
-        """Steps 1-4 on the given interactions, warm-started from the models already fitted
-        (fresh ones the first time)."""
+        """Steps 1-4 on the given interactions (contexts and feedback as the models read
+        them: standardised by the caller, see :meth:`fit`), warm-started from the models
+        already fitted (fresh ones the first time)."""
         rng = getattr(self, "_rng", None) or as_generator(self.seed)
         self._rng = rng
         self.feedback_dim_ = int(np.asarray(feedback).shape[1])
@@ -259,7 +274,7 @@ class IGLP(PolicyLearner):
         fit_reward_model(self.policy_, context, action, probability, reward, n_actions,
                          settings, generator)
         weight = 1.0 / (n_actions * np.asarray(probability, dtype=np.float64))
-        greedy = self.predict(context) == action
+        greedy = self.model_values(context).argmax(1) == action
         extreme_weight = max(float((weight * step).sum()), 1e-12)
         self.report_ = IGLPReport(
             extreme=float((weight * step).sum() / weight.sum()),
@@ -276,6 +291,7 @@ class IGLP(PolicyLearner):
         if ik is None:
             raise IGLearnError("IGLP is not fitted yet; call fit(log) first")
         k = self.policy_.net(as_tensor(context[:1])).shape[-1]
+        context, feedback = self.standardised(context), self.standardised_feedback(feedback)
         with torch.no_grad():
             h = at_action(ik.probabilities(as_tensor(ik_features(context, feedback))),
                           torch.as_tensor(np.asarray(action))).double().numpy()
@@ -308,7 +324,12 @@ class IGLP(PolicyLearner):
         return np.eye(values.shape[1], dtype=np.float32)[values.argmax(1)]
 
     def predict_values(self, context: np.ndarray) -> np.ndarray:
-        """f(x, a) for every action: the predicted decoded reward, shape (n, K)."""
+        """f(x, a) for every action: the predicted decoded reward, shape (n, K), of raw
+        contexts (standardised here with the fit's statistics)."""
+        return self.model_values(self.standardised(context))
+
+    def model_values(self, context: np.ndarray) -> np.ndarray:
+        """f(x, a) of contexts as the models read them (already standardised)."""
         policy = self._fitted_policy()
         with torch.no_grad():
             return policy.net(as_tensor(context)).double().numpy()
@@ -336,6 +357,8 @@ class OnlineIGLP(OnlineRegression):
         first_fit: optimiser settings of the first fit.
         refit: optimiser settings of the warm-started re-fits.
         seed: seed or numpy Generator.
+        standardise: standardise contexts and feedback with the first fit's statistics (as
+            for :class:`~iglearn.learners.regression.OnlineRegression`).
     """
 
     reads_definitely_bad = True
@@ -347,11 +370,13 @@ class OnlineIGLP(OnlineRegression):
                  policy: Literal["linear", "mlp"] = "linear", refit_every: int = 50,
                  refit_growth: float = 1.2,
                  first_fit: Optimisation = DEFAULT_OPTIMISATION, refit: Optimisation = REFIT,
-                 seed: SeedLike = None):
+                 seed: SeedLike = None, standardise: Mode = "auto"):
         super().__init__(n_actions, context_dim, feedback_dim, exploration, epsilon, gamma,
-                         refit_every, refit_growth, seed)
+                         refit_every, refit_growth, seed, standardise)
         self.first_fit, self.refit = first_fit, refit
-        self.batch = IGLP(model, policy, estimator, threshold, first_fit, seed=self.rng)
+        # the interactions reach the batch learner already standardised
+        self.batch = IGLP(model, policy, estimator, threshold, first_fit, seed=self.rng,
+                          standardise="off")
 
     def _fit(self) -> None:
         settings = self.refit if self.fitted_ else self.first_fit
@@ -359,5 +384,5 @@ class OnlineIGLP(OnlineRegression):
         self.batch.fit_arrays(context, action, probability, feedback, flags, self.n_actions,
                               settings)
 
-    def predict_values(self, contexts: np.ndarray) -> np.ndarray:
-        return self.batch.predict_values(contexts)
+    def model_values(self, contexts: np.ndarray) -> np.ndarray:
+        return self.batch.model_values(contexts)

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from iglearn.data.scaling import Mode, Standardiser, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.objective import at_action
 from iglearn.learners.online import OnlineLearner
@@ -100,12 +101,20 @@ class OnlineRegression(OnlineLearner):
         refit_every: the first fit's size and the fewest new interactions between re-fits.
         refit_growth: growth factor of the interactions between re-fits.
         seed: seed or numpy Generator.
+        standardise: standardise contexts (and feedback vectors) with the statistics of the
+            interactions seen when the first fit is due (before it, play is uniform), kept
+            from then on (:mod:`iglearn.data.scaling`, method 'warm-up'): "auto" each block
+            off the unit scale only, "on" always, "off" never (the models read raw values).
     """
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
                  exploration: str = "epsilon", epsilon: float = 0.2, gamma: float = 100.0,
-                 refit_every: int = 50, refit_growth: float = 1.2, seed: SeedLike = None):
+                 refit_every: int = 50, refit_growth: float = 1.2, seed: SeedLike = None,
+                 standardise: Mode = "auto"):
         super().__init__(n_actions, seed)
+        self.standardise, self.feedback_dim = check_mode(standardise), feedback_dim
+        self.standardiser_: Standardiser | None = None
+        """The warm-up's statistics, set at the first fit (None before, or when off)."""
         if exploration not in EXPLORATION:
             raise IGLearnError(f"unknown exploration {exploration!r}; choose one of "
                                f"{', '.join(EXPLORATION)}")
@@ -125,8 +134,16 @@ class OnlineRegression(OnlineLearner):
         self.fits_ = 0
 
     @abstractmethod
+    def model_values(self, contexts: np.ndarray) -> np.ndarray:
+        """f(x, a) for every action, shape (n, K), of contexts as the models read them
+        (standardised)."""
+
     def predict_values(self, contexts: np.ndarray) -> np.ndarray:
-        """f(x, a) for every action, shape (n, K)."""
+        """f(x, a) for every action, shape (n, K), of raw contexts."""
+        contexts = np.asarray(contexts, np.float32)
+        if self.standardiser_ is not None:
+            contexts = self.standardiser_.apply(contexts)
+        return self.model_values(contexts)
 
     @abstractmethod
     def _fit(self) -> None:
@@ -156,7 +173,9 @@ class OnlineRegression(OnlineLearner):
         return max(1, size)
 
     def interactions(self) -> tuple[np.ndarray, ...]:
-        """(contexts, actions, probabilities, signals, definitely-bad flags) seen so far."""
+        """(contexts, actions, probabilities, signals, definitely-bad flags) seen so far, as
+        the models read them (contexts and feedback standardised once the statistics are
+        taken)."""
         if self._parts:
             parts = ([self._whole] if self._whole is not None else []) + self._parts
             self._whole = tuple(np.concatenate(column) for column in zip(*parts, strict=True))
@@ -173,16 +192,34 @@ class OnlineRegression(OnlineLearner):
                  else np.asarray(definitely_bad, dtype=bool))
         signal = np.asarray(feedback, np.float32)
         signal = signal.reshape(n, -1) if signal.ndim > 1 else signal
-        self._parts.append((np.asarray(contexts, np.float32), np.asarray(actions, np.int64),
+        contexts = np.asarray(contexts, np.float32)
+        if self.standardiser_ is not None:
+            contexts = self.standardiser_.apply(contexts)
+            if self.feedback_dim:
+                signal = self.standardiser_.apply_feedback(signal)
+        self._parts.append((contexts, np.asarray(actions, np.int64),
                             np.asarray(probabilities, np.float64), signal, flags))
         self._seen += n
         if self._seen >= self._next_fit:
+            if self.standardise != "off" and self.standardiser_ is None:
+                self._take_warmup_statistics()
             with torch_threads(self.threads):
                 self._fit()
             self.fitted_ = True
             self.fits_ += 1
             self._next_fit = max(self._seen + self.refit_every,
                                  int(self._seen * self.refit_growth))
+
+    def _take_warmup_statistics(self) -> None:
+        """The statistics of the interactions seen so far (feedback weighted by 1/p), kept
+        as ``standardiser_``; the stored interactions are standardised."""
+        context, action, probability, signal, flags = self.interactions()
+        scaler = Standardiser.of_arrays(context, signal if self.feedback_dim else None,
+                                        probability, "warm-up", self.standardise)
+        if self.feedback_dim:
+            signal = scaler.apply_feedback(signal)
+        self._whole = (scaler.apply(context), action, probability, signal, flags)
+        self.standardiser_ = scaler
 
     def predict(self, contexts: np.ndarray) -> np.ndarray:
         """The greedy action of the current regressor."""
@@ -212,15 +249,17 @@ class OnlineRegressionCB(OnlineRegression):
         first_fit: optimiser settings of the first fit.
         refit: optimiser settings of the warm-started re-fits.
         seed: seed or numpy Generator.
+        standardise: standardise contexts with the first fit's statistics (as for
+            :class:`OnlineRegression`).
     """
 
     def __init__(self, n_actions: int, context_dim: int, exploration: str = "epsilon",
                  epsilon: float = 0.2, gamma: float = 100.0, policy: str = "linear",
                  refit_every: int = 50, refit_growth: float = 1.2,
                  first_fit: Optimisation | None = None, refit: Optimisation | None = None,
-                 seed: SeedLike = None):
+                 seed: SeedLike = None, standardise: Mode = "auto"):
         super().__init__(n_actions, context_dim, 0, exploration, epsilon, gamma, refit_every,
-                         refit_growth, seed)
+                         refit_growth, seed, standardise)
         self.first_fit = first_fit or DEFAULT_OPTIMISATION
         self.refit = refit or REFIT
         self.policy_: Policy = make_policy(policy, context_dim, n_actions,
@@ -232,7 +271,7 @@ class OnlineRegressionCB(OnlineRegression):
         fit_reward_model(self.policy_, context, action, probability, reward, self.n_actions,
                          settings, torch_generator(self.rng))
 
-    def predict_values(self, contexts: np.ndarray) -> np.ndarray:
+    def model_values(self, contexts: np.ndarray) -> np.ndarray:
         with torch.no_grad():
             return self.policy_.net(torch.from_numpy(np.asarray(contexts, np.float32))
                                     ).double().numpy()

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
+from iglearn.data.scaling import Standardiser
 from iglearn.data.stream import Block, LogStream
 from iglearn.errors import IGLearnError
 from iglearn.learners.trials import Batch, Source, Trials, field_tensor
@@ -28,10 +29,12 @@ AnyLog = InteractionLog | LogStream
 class StreamTrials:
     """One trial streamed from a :class:`~iglearn.data.stream.LogStream`: its ``signal``
     field ('feedback', 'reward' or 'label') is what the learner reads. Each epoch draws the
-    stream's shuffle from the trial's torch generator, so a seeded fit is reproducible."""
+    stream's shuffle from the trial's torch generator, so a seeded fit is reproducible. With
+    a ``standardiser``, every block's contexts and feedback are standardised as they are
+    read."""
 
-    def __init__(self, log: LogStream, signal: str):
-        self.log, self.signal = log, signal
+    def __init__(self, log: LogStream, signal: str, standardiser: Standardiser | None = None):
+        self.log, self.signal, self.standardiser = log, signal, standardiser
         self._fields = ("context", "action", "probability", signal)
 
     @property
@@ -82,20 +85,37 @@ class StreamTrials:
             yield Batch([x], a[None], p[None], [s])  # type: ignore[arg-type]
 
     def _batch(self, block: Block) -> Batch:
+        if self.standardiser is not None:
+            block = self.standardiser.apply_block(block)
         return Batch(*(field_tensor(block[name]) for name in self._fields))
 
 
-def training_data(logs: Sequence[AnyLog], signal: str) -> Source:
+def training_data(logs: Sequence[AnyLog], signal: str,
+                  standardisers: Sequence[Standardiser | None] | None = None) -> Source:
     """The source a fit reads: :class:`~iglearn.learners.trials.Trials` of logs in memory, or
-    :class:`StreamTrials` of one streamed log."""
+    :class:`StreamTrials` of one streamed log; with ``standardisers`` (one per log, None:
+    that log as it is), the contexts and feedback the models read are standardised
+    (:mod:`iglearn.data.scaling`): copies of a log in memory, block by block for a stream."""
+    scalers = list(standardisers) if standardisers is not None else [None] * len(logs)
     if any(isinstance(log, LogStream) for log in logs):
         if len(logs) != 1:
             raise IGLearnError("fit_many fits logs in memory; fit a streamed log on its own "
                                "(learner.fit(stream))")
         stream = logs[0]
         assert isinstance(stream, LogStream)
-        return StreamTrials(stream, signal)
-    return Trials.from_logs([log for log in logs if isinstance(log, InteractionLog)], signal)
+        return StreamTrials(stream, signal, scalers[0])
+    in_memory = [log for log in logs if isinstance(log, InteractionLog)]
+    if all(scaler is None for scaler in scalers):
+        return Trials.from_logs(in_memory, signal)
+    fields: list[list[torch.Tensor]] = [[], [], [], []]
+    for log, scaler in zip(in_memory, scalers, strict=True):
+        x, y = log.context, getattr(log, signal)
+        if scaler is not None:
+            x = scaler.apply(x)
+            y = scaler.apply_feedback(y) if signal == "feedback" else y
+        for column, value in zip(fields, (x, log.action, log.probability, y), strict=True):
+            column.append(field_tensor(value))
+    return Trials(*fields)
 
 
 def action_counts(log: AnyLog) -> np.ndarray:

@@ -11,6 +11,10 @@ and the flag model g(x, a), tensors ``ik.<param>`` and ``flags.<param>``, descri
 records ``ik`` and ``flags``; ``policy`` is its reward regressor); a ``model.json`` without the
 field, written before AI-IGL, is ``"igl"``. :func:`load_model` returns that algorithm's learner.
 
+``standardiser`` holds the statistics the learner standardises contexts and feedback with
+(:meth:`iglearn.data.scaling.Standardiser.to_dict`: per-column means and scales); a model
+without it (saved with ``standardise`` off, or before iglearn standardised) reads raw values.
+
 A model is written into a temporary folder beside the target and renamed into place, so a
 crash never leaves half a model behind. Loading checks every field of ``model.json`` (types,
 ranges, the limits of :mod:`iglearn.data.limits`) and the weights (names, shapes and types
@@ -40,6 +44,7 @@ from torch import nn
 
 import iglearn
 from iglearn.data import limits, safejson
+from iglearn.data.scaling import Standardiser
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import (
     input_file,
@@ -397,6 +402,8 @@ def save_model(learner: BatchIGL | AIIGL | IGLP, folder: str | Path,
         "feedback_dim": feedback_dim, "policy": p, **described,
         "settings": learner_settings(learner),
         "feature_schema": schema.to_json() if schema is not None else None,
+        "standardiser": (learner.standardiser_.to_dict()
+                         if learner.standardiser_ is not None else None),
         "training": {**(dataclasses.asdict(report) if report is not None else {}),
                      **(extra or {})},
     }
@@ -491,6 +498,8 @@ def read_metadata(folder: str | Path) -> dict:
     for key in ("settings", "training"):
         if metadata.get(key) is not None and not isinstance(metadata[key], dict):
             raise _damaged(path, key, metadata[key], "an object")
+    if metadata.get("standardiser") is not None:
+        Standardiser.from_dict(metadata["standardiser"], str(path), d_x, d_y)
     return metadata
 
 
@@ -689,6 +698,9 @@ def load_model(folder: str | Path, algorithm: str | None = None, *,
     schema = metadata.get("feature_schema")
     learner.schema_ = (FeatureSchema.from_json(schema, str(meta_path))
                        if schema is not None else None)
+    statistics = metadata.get("standardiser")  # none: saved raw, or before standardisation
+    learner.standardiser_ = (None if statistics is None else
+                             Standardiser.from_dict(statistics, str(meta_path), d_x, d_y))
     learner.metadata_ = metadata
     return learner
 

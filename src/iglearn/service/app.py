@@ -84,7 +84,8 @@ def policy_function(learner: Any) -> PolicyFunction:
     :meth:`PolicyLearner.predict_proba <iglearn.learners.base.PolicyLearner.predict_proba>`
     is evaluated with numpy on a copy of its weights: the same float32 product and softmax,
     equal to the torch evaluation up to rounding, without torch's per-call overhead, which
-    for a group of a few contexts costs several times the product itself. Any other learner
+    for a group of a few contexts costs several times the product itself (the contexts
+    standardised first, as ``predict_proba`` does). Any other learner
     is evaluated by its own ``predict_proba``."""
     from torch import nn
 
@@ -100,10 +101,14 @@ def policy_function(learner: Any) -> PolicyFunction:
     bias = (np.zeros(weight.shape[1], np.float32) if policy.net.bias is None
             else policy.net.bias.detach().cpu().numpy().astype(np.float32))
     temperature = np.float32(policy.temperature)
+    standardiser = getattr(learner, "standardiser_", None)
 
     def probabilities(contexts: np.ndarray) -> np.ndarray:
-        """softmax((x W^T + b) / temperature), float32 (n, K)."""
-        scores = (np.asarray(contexts, np.float32) @ weight + bias) / temperature
+        """softmax((x W^T + b) / temperature), float32 (n, K), x standardised with the
+        model's statistics (:mod:`iglearn.data.scaling`) as ``predict_proba`` does."""
+        contexts = (np.asarray(contexts, np.float32) if standardiser is None
+                    else standardiser.apply(contexts))
+        scores = (contexts @ weight + bias) / temperature
         scores = np.exp(scores - scores.max(1, keepdims=True))
         return scores / scores.sum(1, keepdims=True)
 

@@ -1,0 +1,397 @@
+"""Scale-free inputs: the one preprocessing step every learner applies to contexts and
+feedback before its models see them, with statistics of the log it was fitted on.
+
+A :class:`Standardiser` holds, per column, a mean and a scale of the contexts and of the
+feedback, and maps x to (x - mean) / scale. A learner takes the statistics of its training
+log when it fits (:meth:`Standardiser.of_log`, or for a log streamed from disk
+:meth:`Standardiser.of_stream`, one extra pass over it), keeps them with its models (a model
+folder's ``model.json`` records them, :meth:`Standardiser.to_dict`) and applies them wherever
+its models read a context or a feedback vector: ``predict``, ``predict_proba``, ``evaluate``,
+the service's decisions, the coba plug-in. A raw log (voxel intensities around 35 with a
+spread of a few hundredths, say) then fits as its standardised copy would, and the weight
+decay and the initialisations, which assume inputs of unit scale, mean what they say.
+
+Which blocks are standardised: the learners' ``standardise`` setting (:data:`MODES`) is
+``"on"`` (both blocks, always), ``"off"`` (neither: the learner keeps no standardiser) or
+``"auto"`` (the default): each block, the contexts and the feedback, is standardised only
+when it is off the unit scale the learners' defaults (initialisation, learning rate, weight
+decay, decoder temperature) are tuned for (:func:`off_scale`): some column's mean beyond
+±:data:`MAX_MEAN` or standard deviation above :data:`MAX_STD`, or the block's RMS standard
+deviation below :data:`MIN_RMS_STD`. Images scaled to [0, 1], z-scored features, one-hot
+tokens and the built-in simulators' features are on that scale and are left as they are (the
+block keeps identity statistics, mean 0 and scale 1, so one code path applies them); values
+around 35, counts or milliseconds are not. Each block records its rule (:data:`RULES`):
+``"on"``, ``"auto: off scale"`` (standardised) or ``"auto: unit scale"`` (left as it is).
+
+The statistics of a standardised block:
+
+- contexts: unweighted mean and standard deviation of the log's contexts. A context is drawn
+  before the action, so its law does not depend on the logging policy;
+- feedback: mean and standard deviation weighted by the importance weight 1/p of each row, so
+  that they describe the feedback of uniform play, whatever policy logged the log (under
+  uniform logging every row weighs the same);
+- a column whose standard deviation is 0 (a constant column; below 1e-6 of its mean's size, or
+  1e-12, which is rounding) has scale 1: it is centred, never divided by zero;
+- a near-constant column (a pixel lit in a few images) has scale at least :data:`FLOOR` times
+  the block's RMS standard deviation, so that its rare values are not blown up to tens of
+  standard deviations.
+
+The moments are accumulated block by block in float64 with the parallel update of Chan et al.
+(Welford's update for a block of rows), so the statistics of a log in memory and of the same
+log streamed agree up to rounding. The online learners accumulate them the same way over the
+interactions they have seen when their first fit is due (the warm-up) and keep them from then
+on (:attr:`Standardiser.method` says how the statistics were taken).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+import numpy as np
+
+from iglearn.errors import IGLearnError, shown
+
+if TYPE_CHECKING:
+    from iglearn.data.logs import InteractionLog
+    from iglearn.data.stream import Block, LogStream
+
+METHODS = ("log", "stream", "warm-up")
+"""How a standardiser's statistics were taken: from the whole log in memory, in one extra
+pass over a log streamed from disk, or from an online learner's interactions before its
+first fit."""
+
+MODES = ("auto", "on", "off")
+"""The values of a learner's ``standardise`` setting (see the module docstring)."""
+
+Mode = Literal["auto", "on", "off"]
+"""The type of a learner's ``standardise`` setting."""
+
+RULES = ("on", "auto: off scale", "auto: unit scale", "not read")
+"""What was done to a block and why: standardised as ``standardise`` is "on", standardised as
+it is off the unit scale ("auto"), left as it is, on the unit scale ("auto"), or no block (the
+feedback of a learner that does not read it)."""
+
+MAX_MEAN = 3.0
+""""auto" standardises a block with some column's mean beyond ±3 (values around 35, counts,
+milliseconds); [0, 1] images and z-scored features have means within ±1."""
+
+MAX_STD = 3.0
+"""... or with some column's standard deviation above 3; the built-in environments' columns
+have standard deviations of at most 1.5."""
+
+MIN_RMS_STD = 0.01
+"""... or whose RMS standard deviation over its columns is below 0.01 (a block measured in
+units far too large for its spread); the noise-free BCI simulation's features, the smallest
+of the built-in environments', have 0.017."""
+
+FLOOR = 0.1
+"""A standardised block's column has scale at least this fraction of the block's RMS standard
+deviation (a constant column has scale 1)."""
+
+_CONSTANT = 1e-6
+"""A column whose standard deviation is at most this fraction of its mean's size (or 1e-12)
+is constant: its scale is 1."""
+
+
+class Moments:
+    """Running weighted mean and sum of squared deviations per column (float64), updated a
+    block of rows at a time (Chan et al.'s parallel form of Welford's update)."""
+
+    def __init__(self, dim: int):
+        self.weight = 0.0
+        self.mean = np.zeros(dim, np.float64)
+        self.squares = np.zeros(dim, np.float64)
+
+    def add(self, values: np.ndarray, weights: np.ndarray | None = None) -> None:
+        """Add rows ``values`` (n, dim), each of weight ``weights`` (n,) (default 1)."""
+        values = np.asarray(values, np.float64)
+        if len(values) == 0:
+            return
+        w = np.ones(len(values)) if weights is None else np.asarray(weights, np.float64)
+        total = float(w.sum())
+        mean = (w @ values) / total
+        squares = w @ np.square(values - mean)
+        if self.weight == 0.0:
+            self.weight, self.mean, self.squares = total, mean, squares
+            return
+        delta = mean - self.mean
+        combined = self.weight + total
+        self.mean = self.mean + delta * (total / combined)
+        self.squares = self.squares + squares + np.square(delta) * (self.weight * total
+                                                                    / combined)
+        self.weight = combined
+
+    def moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, standard deviation) of each column."""
+        return self.mean.copy(), np.sqrt(np.maximum(self.squares / max(self.weight, 1e-300),
+                                                    0.0))
+
+    def statistics(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, scale) of a standardised block (see :func:`scales`)."""
+        mean, std = self.moments()
+        return mean, scales(mean, std)
+
+
+def rms(std: np.ndarray) -> float:
+    """The RMS of a block's standard deviations (0 for a block of no columns)."""
+    return float(np.sqrt(np.mean(np.square(std)))) if len(std) else 0.0
+
+
+def scales(mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+    """The scale of each column of a standardised block: its standard deviation, at least
+    :data:`FLOOR` times the block's RMS standard deviation; 1 for a constant column."""
+    constant = std <= np.maximum(_CONSTANT * np.abs(mean), 1e-12)
+    return np.where(constant, 1.0, np.maximum(std, FLOOR * rms(std)))
+
+
+def off_scale(mean: np.ndarray, std: np.ndarray) -> bool:
+    """Whether a block of columns with these means and standard deviations is off the unit
+    scale: some |mean| > :data:`MAX_MEAN`, some standard deviation > :data:`MAX_STD`, or an
+    RMS standard deviation < :data:`MIN_RMS_STD` (a block of no columns is on it)."""
+    if not len(mean):
+        return False
+    return bool(np.abs(mean).max() > MAX_MEAN or std.max() > MAX_STD
+                or rms(std) < MIN_RMS_STD)
+
+
+def check_mode(mode: object) -> Mode:
+    """``mode`` if it is one of :data:`MODES`; otherwise an IGLearnError naming them."""
+    if mode not in MODES:
+        raise IGLearnError(f"standardise is {shown(mode)}; choose one of {', '.join(MODES)}")
+    return cast(Mode, mode)
+
+
+def block_statistics(moments: Moments, mode: Mode) -> tuple[np.ndarray, np.ndarray, str]:
+    """(mean, scale, rule) of a block under ``mode`` ("on" or "auto"): its statistics when it
+    is standardised, identity statistics (0, 1) when "auto" leaves it as it is."""
+    mean, std = moments.moments()
+    if not len(mean):
+        return mean, std, "not read"
+    if mode == "on":
+        return mean, scales(mean, std), "on"
+    if off_scale(mean, std):
+        return mean, scales(mean, std), "auto: off scale"
+    return np.zeros_like(mean), np.ones_like(std), "auto: unit scale"
+
+
+@dataclass(frozen=True, eq=False)
+class Standardiser:
+    """Per-column means and scales of the contexts and the feedback (float64 arrays), and the
+    rule each block followed; see the module docstring. ``apply`` and ``apply_feedback`` map
+    rows to (x - mean) / scale in float32 (a block left as it is: only to float32)."""
+
+    context_mean: np.ndarray
+    """Mean of each context column, shape (d_x,)."""
+    context_scale: np.ndarray
+    """Scale of each context column (its standard deviation, 1 if constant), shape (d_x,)."""
+    feedback_mean: np.ndarray
+    """Importance-weighted mean of each feedback column, shape (d_y,) ((0,): no feedback)."""
+    feedback_scale: np.ndarray
+    """Importance-weighted scale of each feedback column, shape (d_y,)."""
+    method: str = "log"
+    """How the statistics were taken: one of :data:`METHODS`."""
+    context_rule: str = "on"
+    """What was done to the contexts and why: one of :data:`RULES`."""
+    feedback_rule: str = "on"
+    """What was done to the feedback and why: one of :data:`RULES`."""
+
+    def __post_init__(self) -> None:
+        for name in ("context_mean", "context_scale", "feedback_mean", "feedback_scale"):
+            object.__setattr__(self, name, np.asarray(getattr(self, name), np.float64))
+        # float32 copies for apply: the arithmetic the models run in (None: left as it is)
+        object.__setattr__(self, "_context", _factors(self.context_mean, self.context_scale,
+                                                      self.context_rule))
+        object.__setattr__(self, "_feedback", _factors(self.feedback_mean, self.feedback_scale,
+                                                       self.feedback_rule))
+
+    @property
+    def rules(self) -> dict[str, str]:
+        """Each block's rule, ``{"context": ..., "feedback": ...}`` (what a fit reports)."""
+        return {"context": self.context_rule, "feedback": self.feedback_rule}
+
+    # -- taking the statistics -----------------------------------------------------------
+    @classmethod
+    def of_arrays(cls, context: np.ndarray, feedback: np.ndarray | None = None,
+                  probability: np.ndarray | None = None, method: str = "log",
+                  mode: Mode = "on") -> Standardiser:
+        """The statistics of contexts (n, d_x) and feedback (n, d_y) (none: no feedback is
+        standardised), the feedback weighted by 1/``probability`` when given; ``mode`` "on"
+        or "auto" (see :meth:`of_blocks`)."""
+        return cls.of_blocks([{"context": np.asarray(context),
+                               **({} if feedback is None else {"feedback": feedback}),
+                               **({} if probability is None else {"probability": probability})}],
+                             np.asarray(context).shape[1],
+                             0 if feedback is None else np.asarray(feedback).reshape(
+                                 len(context), -1).shape[1], method, mode)
+
+    @classmethod
+    def of_log(cls, log: InteractionLog, feedback: bool = True,
+               mode: Mode = "on") -> Standardiser:
+        """The statistics of a log in memory: contexts, and (unless ``feedback`` is False)
+        feedback weighted by 1/p."""
+        return cls.of_arrays(log.context, log.feedback if feedback else None, log.probability,
+                             "log", mode)
+
+    @classmethod
+    def of_stream(cls, stream: LogStream, feedback: bool = True,
+                  mode: Mode = "on") -> Standardiser:
+        """The statistics of a log streamed from disk, in one pass over it (its chunks: the
+        memory of a block, not of the log); equal to :meth:`of_log` of the same log up to
+        rounding."""
+        fields = ("context", "probability", "feedback") if feedback else ("context",)
+        return cls.of_blocks(stream.chunks(fields), stream.context_dim,
+                             stream.feedback_dim if feedback else 0, "stream", mode)
+
+    @classmethod
+    def of_blocks(cls, blocks: Iterable[Block], context_dim: int, feedback_dim: int,
+                  method: str, mode: Mode = "on") -> Standardiser:
+        """The statistics accumulated over blocks of rows (fields ``context`` and, when
+        ``feedback_dim`` > 0, ``feedback``, weighted by 1/``probability`` if the block has
+        it). ``mode`` "on" standardises both blocks; "auto" each block off the unit scale
+        only (:func:`off_scale`), the other keeping identity statistics."""
+        if check_mode(mode) == "off":
+            raise IGLearnError("standardise 'off' takes no statistics; the learner keeps no "
+                               "standardiser")
+        contexts, feedback = Moments(context_dim), Moments(feedback_dim)
+        for block in blocks:
+            contexts.add(block["context"])
+            if feedback_dim:
+                p = block.get("probability")
+                y = np.asarray(block["feedback"]).reshape(len(block["context"]), -1)
+                feedback.add(y, None if p is None else 1.0 / np.asarray(p, np.float64))
+        mx, sx, context_rule = block_statistics(contexts, mode)
+        my, sy, feedback_rule = block_statistics(feedback, mode)
+        return cls(mx, sx, my, sy, method, context_rule, feedback_rule)
+
+    @classmethod
+    def identity(cls, context_dim: int, feedback_dim: int = 0) -> Standardiser:
+        """Means 0 and scales 1, both blocks left as they are ("auto: unit scale")."""
+        return cls(np.zeros(context_dim), np.ones(context_dim), np.zeros(feedback_dim),
+                   np.ones(feedback_dim), "log", RULES[2], RULES[2])
+
+    # -- applying them -------------------------------------------------------------------
+    @property
+    def context_dim(self) -> int:
+        """d_x."""
+        return len(self.context_mean)
+
+    @property
+    def feedback_dim(self) -> int:
+        """d_y (0 when the feedback is not standardised)."""
+        return len(self.feedback_mean)
+
+    def apply(self, context: np.ndarray) -> np.ndarray:
+        """Standardised contexts, float32 of the shape given ((n, d_x) or (d_x,))."""
+        return _scaled(context, self.context_mean, self._context,  # type: ignore[attr-defined]
+                       "context")
+
+    def apply_feedback(self, feedback: np.ndarray) -> np.ndarray:
+        """Standardised feedback vectors, float32 (n, d_y); unchanged (as float32) when this
+        standardiser holds no feedback statistics."""
+        if not self.feedback_dim:
+            return np.asarray(feedback, np.float32)
+        return _scaled(feedback, self.feedback_mean,
+                       self._feedback, "feedback")  # type: ignore[attr-defined]
+
+    def apply_block(self, block: Block) -> Block:
+        """A block of rows with its ``context`` and ``feedback`` (those it has)
+        standardised; the other fields as they were."""
+        out = dict(block)
+        if "context" in out and len(out["context"]):
+            out["context"] = self.apply(out["context"])
+        if "feedback" in out and self.feedback_dim:
+            out["feedback"] = self.apply_feedback(out["feedback"])
+        return out
+
+    def apply_log(self, log: InteractionLog) -> InteractionLog:
+        """The log with its contexts and feedback standardised (a copy)."""
+        from iglearn.data.logs import InteractionLog
+
+        return InteractionLog(self.apply(log.context), log.action, log.probability,
+                              self.apply_feedback(log.feedback), log.n_actions, log.reward,
+                              log.label, log.source, log.definitely_bad)
+
+    # -- model.json ----------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready record (lists of floats), read back by :meth:`from_dict`."""
+        return {"method": self.method, "context_rule": self.context_rule,
+                "feedback_rule": self.feedback_rule,
+                "context_mean": self.context_mean.tolist(),
+                "context_scale": self.context_scale.tolist(),
+                "feedback_mean": self.feedback_mean.tolist(),
+                "feedback_scale": self.feedback_scale.tolist()}
+
+    @classmethod
+    def from_dict(cls, record: object, where: str, context_dim: int,
+                  feedback_dim: int | None = None) -> Standardiser:
+        """The standardiser a :meth:`to_dict` record describes, checked: ``context_dim``
+        finite means and positive finite scales, and ``feedback_dim`` of each (None: any
+        number, 0 included). Raises IGLearnError naming ``where`` (the file) and the field."""
+        def damaged(field: str, value: object, expected: str) -> IGLearnError:
+            return IGLearnError(f"{where}: field 'standardiser{field}' is {shown(value)}; "
+                                f"expected {expected}; the model is damaged, fit again")
+
+        if not isinstance(record, dict):
+            raise damaged("", record, "an object of means and scales")
+        method = record.get("method")
+        if method not in METHODS:
+            raise damaged(".method", method, f"one of {', '.join(METHODS)}")
+        rules = {name: record.get(name, "on") for name in ("context_rule", "feedback_rule")}
+        for name, rule in rules.items():
+            if rule not in RULES:
+                raise damaged(f".{name}", rule, f"one of {', '.join(RULES)}")
+        values: dict[str, np.ndarray] = {}
+        for name in ("context_mean", "context_scale", "feedback_mean", "feedback_scale"):
+            value: Any = record.get(name)
+            want = context_dim if name.startswith("context") else feedback_dim
+            ok = (isinstance(value, list)
+                  and all(isinstance(v, int | float) and not isinstance(v, bool)
+                          and math.isfinite(v) for v in value)
+                  and (want is None or len(value) == want))
+            if ok and name.endswith("scale"):
+                ok = all(v > 0 for v in value)
+            if not ok or (name == "feedback_scale"
+                          and len(value) != len(values["feedback_mean"])):
+                size = "as many" if want is None else str(want)
+                kind = "positive finite numbers" if name.endswith("scale") else "finite numbers"
+                raise damaged(f".{name}", value if not isinstance(value, list)
+                              else f"a list of {len(value)}", f"a list of {size} {kind}")
+            values[name] = np.asarray(value, np.float64)
+        return cls(values["context_mean"], values["context_scale"], values["feedback_mean"],
+                   values["feedback_scale"], method, rules["context_rule"],
+                   rules["feedback_rule"])
+
+
+def _factors(mean: np.ndarray, scale: np.ndarray,
+             rule: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """The float32 (mean, 1 / scale) ``apply`` uses; None for a block left as it is."""
+    if rule in (RULES[2], RULES[3]):
+        return None
+    return mean.astype(np.float32), (1.0 / scale).astype(np.float32)
+
+
+def _scaled(rows: np.ndarray, mean: np.ndarray,
+            factors: tuple[np.ndarray, np.ndarray] | None, name: str) -> np.ndarray:
+    rows = np.asarray(rows, np.float32)
+    if rows.shape[-1:] != mean.shape:
+        raise IGLearnError(f"the {name} vectors have {rows.shape[-1] if rows.ndim else 0} "
+                           f"values but the model was fitted on {len(mean)}; give vectors of "
+                           f"the fitted dimension")
+    if factors is None:
+        return rows
+    return (rows - factors[0]) * factors[1]
+
+
+def standardiser_of(log: InteractionLog | LogStream, feedback: bool = True,
+                    mode: Mode = "on") -> Standardiser:
+    """The statistics of a log in memory (:meth:`Standardiser.of_log`) or streamed
+    (:meth:`Standardiser.of_stream`, one extra pass); with ``feedback`` False, of the
+    contexts only (a learner that does not read the feedback); ``mode`` "on" or "auto"."""
+    from iglearn.data.stream import LogStream
+
+    if isinstance(log, LogStream):
+        return Standardiser.of_stream(log, feedback, mode)
+    return Standardiser.of_log(log, feedback, mode)

@@ -1,0 +1,175 @@
+"""The standardiser: per-column statistics (feedback weighted by 1/p), constant and
+near-constant columns, the "auto" rule, streamed and in-memory statistics, and its model.json
+record."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from iglearn.data.formats import write_table
+from iglearn.data.logs import InteractionLog
+from iglearn.data.scaling import FLOOR, Moments, Standardiser, off_scale, standardiser_of
+from iglearn.data.stream import LogStream, StreamSettings, open_log
+from iglearn.envs import named_environment
+from iglearn.errors import IGLearnError
+
+
+def log_of(n: int = 600, seed: int = 0, k: int = 3) -> InteractionLog:
+    rng = np.random.default_rng(seed)
+    context = (rng.normal(size=(n, 4)) * [1.0, 0.05, 3.0, 0.0] + [35.0, 2.0, -1.0, 7.0])
+    action = rng.integers(0, k, n)
+    probability = rng.choice([0.2, 0.5, 0.8], n)
+    feedback = rng.normal(size=(n, 2)) + action[:, None] * [1.0, -2.0]
+    return InteractionLog(context.astype(np.float32), action, probability,
+                          feedback.astype(np.float32), k, source="synthetic")
+
+
+def test_statistics_are_the_columns_mean_and_weighted_feedback_moments():
+    log = log_of()
+    scaler = Standardiser.of_log(log)
+    x = log.context.astype(np.float64)
+    np.testing.assert_allclose(scaler.context_mean, x.mean(0), rtol=1e-9, atol=1e-9)
+    std = x[:, :3].std(0)
+    floor = FLOOR * np.sqrt(np.mean(np.square(np.append(std, 0.0))))  # the block's RMS std
+    assert std[1] < floor  # the near-constant column: its scale is the floor
+    np.testing.assert_allclose(scaler.context_scale[:3], np.maximum(std, floor), rtol=1e-6)
+    w = 1.0 / log.probability
+    y = log.feedback.astype(np.float64)
+    mean = (w[:, None] * y).sum(0) / w.sum()
+    std = np.sqrt((w[:, None] * (y - mean) ** 2).sum(0) / w.sum())
+    np.testing.assert_allclose(scaler.feedback_mean, mean, rtol=1e-9)
+    np.testing.assert_allclose(scaler.feedback_scale, std, rtol=1e-9)
+    standardised = scaler.apply(log.context)
+    assert standardised.dtype == np.float32
+    np.testing.assert_allclose(standardised[:, :3].mean(0), 0.0, atol=1e-4)
+    np.testing.assert_allclose(standardised[:, [0, 2]].std(0), 1.0, rtol=1e-3)
+    assert 0 < standardised[:, 1].std() < 1.0
+
+
+def test_a_constant_column_is_centred_not_divided_by_zero():
+    log = log_of()
+    scaler = Standardiser.of_log(log)
+    assert scaler.context_scale[3] == 1.0
+    out = scaler.apply(log.context)
+    assert np.isfinite(out).all()
+    np.testing.assert_allclose(out[:, 3], 0.0, atol=1e-6)
+    moments = Moments(1)
+    moments.add(np.full((10, 1), 35.1), np.linspace(1, 3, 10))
+    assert moments.statistics()[1][0] == 1.0
+
+
+def test_block_updates_equal_one_pass():
+    rng = np.random.default_rng(3)
+    values, weights = rng.normal(5, 2, (1000, 3)), rng.uniform(1, 5, 1000)
+    whole, parts = Moments(3), Moments(3)
+    whole.add(values, weights)
+    for rows in np.array_split(np.arange(1000), 7):
+        parts.add(values[rows], weights[rows])
+    for a, b in zip(whole.statistics(), parts.statistics(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+@pytest.mark.parametrize("name", ["log.parquet", "log.npz"])
+def test_streamed_statistics_agree_with_the_in_memory_ones(tmp_path, name):
+    log = log_of(2000, seed=1)
+    write_table(log, tmp_path / "whole.parquet")
+    pq.write_table(pq.read_table(tmp_path / "whole.parquet"), tmp_path / "log.parquet",
+                   row_group_size=300)
+    write_table(log, tmp_path / "log.npz")
+    stream = open_log(tmp_path / name, StreamSettings(stream="on", block_rows=256))
+    assert isinstance(stream, LogStream)
+    streamed, memory = standardiser_of(stream), standardiser_of(open_log(tmp_path / name))
+    assert (streamed.method, memory.method) == ("stream", "log")
+    for field in ("context_mean", "context_scale", "feedback_mean", "feedback_scale"):
+        np.testing.assert_allclose(getattr(streamed, field), getattr(memory, field),
+                                   rtol=1e-9, atol=1e-12)
+
+
+def test_record_round_trip_and_damage():
+    scaler = Standardiser.of_log(log_of())
+    again = Standardiser.from_dict(scaler.to_dict(), "model.json", 4, 2)
+    x = log_of(50, seed=9).context
+    np.testing.assert_array_equal(scaler.apply(x), again.apply(x))
+    record = scaler.to_dict()
+    with pytest.raises(IGLearnError, match="standardiser.context_scale"):
+        Standardiser.from_dict({**record, "context_scale": [1.0, 0.0, 1.0, 1.0]}, "m", 4, 2)
+    with pytest.raises(IGLearnError, match="standardiser.feedback_mean"):
+        Standardiser.from_dict(record, "m", 4, 3)
+    with pytest.raises(IGLearnError, match="fitted on 4"):
+        scaler.apply(np.zeros((2, 5), np.float32))
+
+
+def rows(rng: np.random.Generator, kind: str, n: int = 2000) -> np.ndarray:
+    """A block of 8 columns of one kind of data."""
+    if kind == "images":
+        return (rng.random((n, 8)) < [0.002, 0.05, 0.3, 0.5, 0.5, 0.7, 0.0, 1.0]).astype(float)
+    if kind == "z-scored":
+        return rng.normal(size=(n, 8))
+    if kind == "one-hot":
+        return np.eye(8)[rng.integers(0, 8, n)]
+    if kind == "raw":
+        return rng.random((n, 8)) * 0.05 + 35
+    if kind == "voxels":
+        return rng.normal(37.5, 0.02, (n, 8))
+    if kind == "counts":
+        return rng.poisson(12.0, (n, 8)).astype(float)
+    if kind == "milliseconds":
+        return rng.normal(300.0, 60.0, (n, 8))
+    assert kind == "tiny"
+    return rng.normal(0.0, 0.001, (n, 8))
+
+
+@pytest.mark.parametrize("kind,off", [("images", False), ("z-scored", False),
+                                      ("one-hot", False), ("raw", True), ("voxels", True),
+                                      ("counts", True), ("milliseconds", True),
+                                      ("tiny", True)])
+def test_auto_standardises_blocks_off_the_unit_scale_only(kind, off):
+    x = rows(np.random.default_rng(0), kind)
+    assert off_scale(x.mean(0), x.std(0)) is off
+    scaler = Standardiser.of_arrays(x, mode="auto")
+    assert scaler.context_rule == ("auto: off scale" if off else "auto: unit scale")
+    out = scaler.apply(x)
+    if off:
+        assert np.abs(out.mean(0)).max() < 1e-3 and 0.1 < out.std(0).max() < 1.5
+    else:  # identity statistics: the values as they are
+        np.testing.assert_array_equal(scaler.context_mean, 0.0)
+        np.testing.assert_array_equal(scaler.context_scale, 1.0)
+        np.testing.assert_array_equal(out, x.astype(np.float32))
+    on = Standardiser.of_arrays(x, mode="on")
+    assert on.context_rule == "on" and np.abs(on.apply(x).mean(0)).max() < 1e-3
+
+
+def test_auto_decides_each_block_on_its_own():
+    rng = np.random.default_rng(1)
+    x, y = rows(rng, "counts"), rows(rng, "one-hot")
+    scaler = Standardiser.of_arrays(x, y, mode="auto")
+    assert scaler.rules == {"context": "auto: off scale", "feedback": "auto: unit scale"}
+    np.testing.assert_array_equal(scaler.apply_feedback(y), y.astype(np.float32))
+    assert Standardiser.of_arrays(x, mode="auto").feedback_rule == "not read"
+    again = Standardiser.from_dict(scaler.to_dict(), "model.json", 8, 8)
+    assert again.rules == scaler.rules
+    np.testing.assert_array_equal(again.apply(x), scaler.apply(x))
+
+
+@pytest.mark.parametrize("name", ["digits", "action-inclusive-digits", "bci", "personalised",
+                                  "personalised-continuous", "personalised-many",
+                                  "grounded-digits"])
+def test_the_built_in_environments_are_on_the_unit_scale(name):
+    log = named_environment(name).log(1000, seed=0)
+    assert Standardiser.of_log(log, mode="auto").rules == {"context": "auto: unit scale",
+                                                           "feedback": "auto: unit scale"}
+    quiet = named_environment("bci", noise=0.0).log(1000, seed=0)  # the smallest spread
+    assert Standardiser.of_log(quiet, mode="auto").context_rule == "auto: unit scale"
+
+
+def test_off_takes_no_statistics_and_an_unknown_mode_is_refused():
+    x = rows(np.random.default_rng(2), "raw")
+    with pytest.raises(IGLearnError, match="takes no statistics"):
+        Standardiser.of_arrays(x, mode="off")
+    with pytest.raises(IGLearnError, match="choose one of auto, on, off"):
+        Standardiser.of_arrays(x, mode="yes")  # type: ignore[arg-type]
+    record = Standardiser.of_arrays(x, mode="auto").to_dict()
+    with pytest.raises(IGLearnError, match="standardiser.context_rule"):
+        Standardiser.from_dict({**record, "context_rule": "maybe"}, "m", 8, 0)

@@ -1,0 +1,242 @@
+"""Scale-free inputs: every learner standardises with its log's statistics ("auto": the blocks
+off the unit scale only), keeps them in the model and applies them wherever it reads inputs
+(:mod:`iglearn.data.scaling`)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+
+from iglearn import AIIGL, BatchIGL, ContextualBandit, Supervised
+from iglearn.data.logs import InteractionLog
+from iglearn.data.scaling import Standardiser
+from iglearn.envs import action_inclusive_environment, digits_environment
+from iglearn.learners import Optimisation
+from iglearn.learners.iglp import IGLP, OnlineIGLP
+from iglearn.learners.regression import OnlineRegressionCB
+from iglearn.models.archive import load_archive, pack_model
+from iglearn.models.io import load_model
+
+QUICK = Optimisation(min_steps=60)
+SCALE, SHIFT = np.float32(0.05), np.float32(35.0)
+
+
+def raw(log: InteractionLog) -> InteractionLog:
+    """The log with its contexts and feedback scaled by 0.05 and shifted by 35, as raw
+    measurements might be."""
+    return InteractionLog(log.context * SCALE + SHIFT, log.action, log.probability,
+                          log.feedback * SCALE + SHIFT, log.n_actions, log.reward, log.label,
+                          "raw")
+
+
+def quietly(learner, log):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return learner.fit(log)
+
+
+LEARNERS = {
+    "igl": lambda **kw: BatchIGL(optimisation=QUICK, **kw),
+    "ai-igl": lambda **kw: AIIGL(optimisation=Optimisation(grounding_epochs=2, policy_epochs=1,
+                                                           epochs=2, min_steps=60), **kw),
+    "igl-p": lambda **kw: IGLP(optimisation=QUICK, **kw),
+    "cb": lambda **kw: ContextualBandit(optimisation=QUICK, **kw),
+    "sup": lambda **kw: Supervised(optimisation=QUICK, **kw),
+}
+
+
+@pytest.fixture(scope="module")
+def task():
+    env = digits_environment()
+    return env.log(1000, seed=5), env.test_set()[0]
+
+
+@pytest.fixture(scope="module")
+def inclusive():
+    env = action_inclusive_environment("digits")
+    return env.log(1500, seed=6), env.test_set()[0]
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_shifted_and_scaled_inputs_give_the_same_actions(name, task, inclusive):
+    log, test = inclusive if name == "ai-igl" else task
+    original = quietly(LEARNERS[name](seed=1, standardise="on"), log)
+    shifted = quietly(LEARNERS[name](seed=1), raw(log))
+    assert shifted.standardiser_.context_rule == "auto: off scale"
+    agreement = (original.predict(test) == shifted.predict(test * SCALE + SHIFT)).mean()
+    assert agreement >= 0.95, f"{name}: {agreement:.1%} of the actions agree"
+    np.testing.assert_allclose(shifted.standardiser_.context_mean,
+                               original.standardiser_.context_mean * SCALE + SHIFT,
+                               rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_raw_inputs_fit_as_the_log_standardised_by_hand(name, task, inclusive):
+    log, test = inclusive if name == "ai-igl" else task
+    scaler = Standardiser.of_log(raw(log))
+    by_hand = quietly(LEARNERS[name](seed=2, standardise="off"),
+                      scaler.apply_log(raw(log)))
+    automatic = quietly(LEARNERS[name](seed=2), raw(log))
+    assert by_hand.standardiser_ is None
+    test = test * SCALE + SHIFT
+    agreement = (by_hand.predict(scaler.apply(test)) == automatic.predict(test)).mean()
+    assert agreement >= 0.95, f"{name}: {agreement:.1%} of the actions agree"
+
+
+def test_standardise_off_reads_raw_values(task):
+    log, test = task
+    learner = quietly(BatchIGL(optimisation=QUICK, seed=3, standardise="off"), log)
+    assert learner.standardiser_ is None
+    import torch
+    with torch.no_grad():
+        direct = learner.policy_.probabilities(torch.from_numpy(test)).numpy()
+    np.testing.assert_allclose(learner.predict_proba(test), direct, rtol=1e-6)
+    on = quietly(BatchIGL(optimisation=QUICK, seed=3, standardise="on"), log)
+    assert on.standardiser_.rules == {"context": "on", "feedback": "on"}
+    with torch.no_grad():
+        unscaled = on.policy_.probabilities(torch.from_numpy(test)).numpy()
+    assert not np.allclose(on.predict_proba(test), unscaled)
+
+
+@pytest.mark.parametrize("name", ["igl", "ai-igl", "igl-p"])
+def test_statistics_are_saved_and_reloaded(name, task, inclusive, tmp_path):
+    log, test = inclusive if name == "ai-igl" else task
+    learner = quietly(LEARNERS[name](seed=4), raw(log))
+    test = test * SCALE + SHIFT
+    folder = learner.save(tmp_path / "model")
+    record = json.loads((folder / "model.json").read_text())["standardiser"]
+    assert record["method"] == "log" and len(record["context_mean"]) == log.context_dim
+    assert record["context_rule"] == record["feedback_rule"] == "auto: off scale"
+    for loaded in (load_model(folder), load_archive(pack_model(folder))):
+        np.testing.assert_allclose(loaded.predict_proba(test), learner.predict_proba(test),
+                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_array_equal(loaded.predict(test), learner.predict(test))
+
+
+def test_a_model_saved_without_statistics_loads_as_raw(task, tmp_path):
+    log, test = task
+    learner = quietly(BatchIGL(optimisation=QUICK, seed=4, standardise="off"), log)
+    folder = learner.save(tmp_path / "model")
+    metadata = json.loads((folder / "model.json").read_text())
+    assert metadata["standardiser"] is None
+    del metadata["standardiser"]  # as written before iglearn standardised
+    (folder / "model.json").write_text(json.dumps(metadata))
+    loaded = load_model(folder)
+    assert loaded.standardiser_ is None
+    np.testing.assert_array_equal(loaded.predict(test), learner.predict(test))
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_auto_leaves_a_unit_scale_log_as_it_is(name, task, inclusive):
+    log, test = inclusive if name == "ai-igl" else task
+    auto = quietly(LEARNERS[name](seed=7), log)
+    scaler = auto.standardiser_
+    assert scaler.context_rule == "auto: unit scale"
+    assert scaler.feedback_rule == ("not read" if name in ("cb", "sup") else "auto: unit scale")
+    np.testing.assert_array_equal(scaler.context_mean, 0.0)
+    np.testing.assert_array_equal(scaler.context_scale, 1.0)
+    np.testing.assert_array_equal(scaler.apply(test), test)
+    off = quietly(LEARNERS[name](seed=7, standardise="off"), log)
+    assert off.standardiser_ is None
+    assert (auto.predict(test) == off.predict(test)).mean() >= 0.99
+
+
+def test_auto_standardises_each_block_on_its_own(task, tmp_path):
+    log, test = task
+    contexts_raw = InteractionLog(log.context * SCALE + SHIFT, log.action, log.probability,
+                                  log.feedback, log.n_actions, log.reward, log.label)
+    learner = quietly(BatchIGL(optimisation=QUICK, seed=8), contexts_raw)
+    assert learner.standardiser_.rules == {"context": "auto: off scale",
+                                           "feedback": "auto: unit scale"}
+    np.testing.assert_array_equal(learner.decode(log.feedback[:50]),
+                                  quietly_decode(learner, log.feedback[:50]))
+    loaded = load_model(learner.save(tmp_path / "model"))
+    assert loaded.standardiser_.rules == learner.standardiser_.rules
+    np.testing.assert_array_equal(loaded.predict(test * SCALE + SHIFT),
+                                  learner.predict(test * SCALE + SHIFT))
+
+
+def quietly_decode(learner, feedback):
+    """The decoder applied to the feedback as given (the block left as it is)."""
+    import torch
+    with torch.no_grad():
+        return learner.decoder_(torch.from_numpy(feedback)).numpy()
+
+
+@pytest.mark.parametrize("mode", [True, "yes", None])
+def test_an_unknown_mode_is_refused(mode):
+    from iglearn.errors import IGLearnError
+
+    for make in (BatchIGL, AIIGL, IGLP, ContextualBandit, Supervised):
+        with pytest.raises(IGLearnError, match="standardise is .*choose one of auto, on, off"):
+            make(standardise=mode)
+    with pytest.raises(IGLearnError, match="choose one of auto, on, off"):
+        OnlineRegressionCB(3, 4, standardise=mode)
+
+
+def test_damaged_statistics_are_refused(task, tmp_path):
+    from iglearn.errors import IGLearnError
+
+    learner = quietly(BatchIGL(optimisation=QUICK, seed=4), task[0])
+    folder = learner.save(tmp_path / "model")
+    metadata = json.loads((folder / "model.json").read_text())
+    metadata["standardiser"]["context_scale"][0] = -1.0
+    (folder / "model.json").write_text(json.dumps(metadata))
+    with pytest.raises(IGLearnError, match="standardiser.context_scale"):
+        load_model(folder)
+
+
+def test_a_constant_context_column_fits(task):
+    log, test = task
+    constant = log.context.copy()
+    constant[:, 0] = 35.0  # digits' first pixel is blank: now a constant at raw scale
+    log = InteractionLog(constant, log.action, log.probability, log.feedback, log.n_actions,
+                         log.reward, log.label)
+    learner = quietly(BatchIGL(optimisation=QUICK, seed=1), log)
+    assert learner.standardiser_.context_rule == "auto: off scale"  # a column at 35
+    assert learner.standardiser_.context_scale[0] == 1.0
+    assert np.isfinite(learner.predict_proba(test)).all()
+
+
+@pytest.mark.parametrize("make", [
+    lambda d: OnlineRegressionCB(10, d, refit_every=300, seed=0),
+    lambda d: OnlineIGLP(10, d, d, refit_every=300, seed=0),
+])
+def test_online_learners_take_warm_up_statistics(make, task):
+    from iglearn.envs.play import play
+
+    env = digits_environment()
+    learner = make(env.context_dim)
+    learns = "reward" if isinstance(learner, OnlineRegressionCB) else "feedback"
+    shifted = RawEnvironment(env)
+    play(learner, shifted, 900, np.random.default_rng(0), learns_from=learns)
+    assert learner.standardiser_ is not None and learner.standardiser_.method == "warm-up"
+    test = env.test_set()[0] * SCALE + SHIFT
+    assert np.isfinite(learner.predict_values(test)).all()
+    if learns == "reward":  # the regressor learns on raw inputs as on standardised ones
+        assert learner.accuracy(test, env.test_set()[1]) > 0.5
+
+
+class RawEnvironment:
+    """An environment whose contexts and feedback are scaled by 0.05 and shifted by 35."""
+
+    def __init__(self, env):
+        self.env = env
+        self.n_actions, self.independence = env.n_actions, env.independence
+
+    def __getattr__(self, name):
+        return getattr(self.env, name)
+
+    def contexts(self, n, rng):
+        drawn = self.env.contexts(n, rng)
+        return type(drawn)(drawn.features * SCALE + SHIFT, drawn.label)
+
+    def reward(self, contexts, actions):
+        return self.env.reward(contexts, actions)
+
+    def observe(self, contexts, actions, reward, rng):
+        feedback, flags = self.env.observe(contexts, actions, reward, rng)
+        return feedback * SCALE + SHIFT, flags
