@@ -24,6 +24,16 @@ if TYPE_CHECKING:
 
     from iglearn.models.custom import ModelFactory
 
+POLICY_KINDS = ("linear", "mlp")
+"""The names of the built-in policy classes (:data:`iglearn.models.policies.POLICIES`)."""
+DECODER_KINDS = ("linear", "mlp")
+"""The names of the built-in decoder classes (:data:`iglearn.models.decoders.DECODERS`)."""
+EXPLOIT = ("greedy", "softmax")
+"""How E2G exploits (:mod:`iglearn.learners.e2g`)."""
+METHODS = ("gmm", "kmeans")
+"""The clusterings of the unsupervised baseline (:mod:`iglearn.learners.unsupervised`)."""
+RULES = ("smallest", "farthest")
+"""The reward rules of the unsupervised baseline."""
 BASELINE = 0.5
 """The control variate c with which learners ascend Eq. 2
 (:mod:`iglearn.learners.objective`)."""
@@ -198,3 +208,9 @@ class IGLPSettings:
     threads: int = 1
     """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
     gain from more. The caller's thread count is restored after the fit."""
+
+
+ALGORITHM_SETTINGS: dict[str, type[BatchIGLSettings | AIIGLSettings | IGLPSettings]] = {
+    "igl": BatchIGLSettings, "ai-igl": AIIGLSettings, "igl-p": IGLPSettings}
+"""The settings of each algorithm a model folder may hold, by name (``iglearn fit
+--algorithm``; the learners: :func:`iglearn.models.io.algorithms`)."""

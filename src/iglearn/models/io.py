@@ -49,6 +49,7 @@ from iglearn.files import (
     temporary_folder,
 )
 from iglearn.hints import settings_hints
+from iglearn.learners.settings import ALGORITHM_SETTINGS
 from iglearn.models.custom import (
     CUSTOM,
     CustomDecoder,
@@ -133,7 +134,7 @@ def algorithms() -> dict[str, Algorithm]:
                                models=("ik", "flags"))}
 
 
-ALGORITHMS = ("igl", "ai-igl", "igl-p")
+ALGORITHMS = tuple(ALGORITHM_SETTINGS)
 """The algorithms' names (:func:`algorithms`)."""
 
 
