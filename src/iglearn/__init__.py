@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from iglearn.errors import IGLearnError
     from iglearn.learners import AIIGL, BatchIGL, ContextualBandit, FitReport, Supervised
     from iglearn.learners.monitor import EpochRecord
-    from iglearn.learners.training import Optimisation
+    from iglearn.learners.settings import Optimisation
 
 # Each public name and the module it comes from.
 _SOURCES = {
@@ -37,7 +37,7 @@ _SOURCES = {
     "IGLearnError": "iglearn.errors",
     "InteractionLog": "iglearn.data.logs",
     "LogStream": "iglearn.data.stream",
-    "Optimisation": "iglearn.learners.training",
+    "Optimisation": "iglearn.learners.settings",
     "StreamSettings": "iglearn.data.stream",
     "Supervised": "iglearn.learners",
     "open_log": "iglearn.data.stream",

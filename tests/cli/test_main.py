@@ -23,6 +23,7 @@ from iglearn.experiments.runner import Execution
 from iglearn.experiments.sample_complexity import SampleComplexityConfig
 from iglearn.experiments.table1 import Table1Config
 from iglearn.experiments.unsupervised import UnsupervisedConfig
+from iglearn.hints import settings_hints
 from iglearn.learners import AIIGL, BatchIGL
 
 # (command, its required arguments, settings whose every field is an option, the namespace
@@ -66,7 +67,7 @@ def setting_fields(settings: object, prefix: str = ""):
 
 def another_value(cls: type, field, value) -> tuple[list[str], object]:
     """Command-line words that set ``field`` to a value other than ``value``, and that value."""
-    hint = typing.get_type_hints(cls)[field.name]
+    hint = settings_hints(cls)[field.name]
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         hint = next(a for a in typing.get_args(hint) if a is not type(None))
     sequence = typing.get_origin(hint) is tuple
@@ -82,6 +83,8 @@ def another_value(cls: type, field, value) -> tuple[list[str], object]:
             new = (options[-1],) if value != (options[-1],) else (options[0],)
         else:
             new = next(c for c in options if c != value)
+    elif typing.get_origin(item) is typing.Literal:
+        new = next(c for c in typing.get_args(item) if c != value)
     elif item is str:
         new = "somewhere"
     elif sequence:

@@ -28,10 +28,12 @@ class Experiment:
     description: str
     """What the command does, for its --help."""
     module: str
-    """The module of :mod:`iglearn.experiments` that runs it (imported when the command is
-    parsed): its ``reproduce`` function and its settings class."""
+    """The module of :mod:`iglearn.experiments` that runs it (imported when the command
+    runs): its ``reproduce`` function."""
     settings: str
-    """The name of the experiment's settings class (a dataclass) in ``module``."""
+    """The name of the experiment's settings class (a dataclass) in
+    :mod:`iglearn.experiments.configs`, which imports no heavy library (its options are
+    built from it)."""
     files: str
     """The files it writes, for the closing line."""
     aliases: tuple[str, ...] = ()
@@ -40,7 +42,7 @@ class Experiment:
     @property
     def defaults(self) -> object:
         """The experiment's settings with the options' defaults."""
-        return getattr(self._module(), self.settings)()
+        return getattr(importlib.import_module("iglearn.experiments.configs"), self.settings)()
 
     @property
     def reproduce(self) -> Callable[[Any, str, Execution], str]:
@@ -108,7 +110,7 @@ EXPERIMENTS = (
 
 def sweep_defaults() -> Any:
     """The settings a sweep starts from: Table 1's, with fewer trials and IGL alone."""
-    from iglearn.experiments.table1 import Table1Config
+    from iglearn.experiments.configs import Table1Config
 
     return Table1Config(trials=2, methods=("IGL",))
 
@@ -142,8 +144,7 @@ def _run(experiment: Experiment, args: argparse.Namespace) -> int:
 
 def _grid_item(text: str) -> tuple[str, list]:
     """argparse type of --set: ``NAME=V1,V2,...``, each value read as option --NAME reads it."""
-    from iglearn.experiments.sweep import SWEEPABLE
-    from iglearn.experiments.table1 import Table1Config
+    from iglearn.experiments.configs import SWEEPABLE, Table1Config
 
     name, sep, values = text.partition("=")
     name = name.strip().replace("-", "_")
@@ -199,7 +200,7 @@ def _experiment_options(experiment: Experiment, parser: argparse.ArgumentParser)
 
 def _sweep_options(sweep: argparse.ArgumentParser) -> None:
     """The arguments of ``sweep``."""
-    from iglearn.experiments.sweep import SWEEPABLE
+    from iglearn.experiments.configs import SWEEPABLE
 
     sweep.add_argument("--set", action="append", type=_grid_item, default=[],
                        metavar="NAME=V1,V2",

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from iglearn.learners.ai_igl import AIIGL
     from iglearn.learners.batch_igl import BatchIGL
     from iglearn.learners.iglp import IGLP
+    from iglearn.learners.settings import AIIGLSettings, BatchIGLSettings, IGLPSettings
 
 DEFAULT_IOTA = math.log(2 / 0.05)
 LEARNER = "learner"
@@ -83,12 +84,13 @@ def objectives() -> dict[str, Callable[..., BatchIGL]]:
 
 
 @cache
-def algorithm_defaults() -> dict[str, BatchIGL | AIIGL | IGLP]:
-    """The learner of each `iglearn fit --algorithm` (the algorithms a model folder may hold),
-    with its default settings."""
-    from iglearn.models.io import algorithms
+def algorithm_defaults() -> dict[str, BatchIGLSettings | AIIGLSettings | IGLPSettings]:
+    """The default settings of the learner of each `iglearn fit --algorithm` (the algorithms
+    a model folder may hold), read from the settings classes the learners inherit, which
+    import no torch."""
+    from iglearn.learners.settings import ALGORITHM_SETTINGS
 
-    return {name: algorithm.learner() for name, algorithm in algorithms().items()}
+    return {name: settings() for name, settings in ALGORITHM_SETTINGS.items()}
 
 
 def shared_settings() -> tuple[set[str], set[str]]:
@@ -535,10 +537,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 
 
 def _fit_options(fit: argparse.ArgumentParser) -> None:
-    """The arguments of ``fit``."""
-    from iglearn.learners.ai_igl import AIIGL
-    from iglearn.learners.batch_igl import BatchIGL
-    from iglearn.learners.iglp import IGLP
+    """The arguments of ``fit`` (from the learners' settings classes, which import no
+    torch)."""
+    from iglearn.learners.settings import AIIGLSettings, BatchIGLSettings, IGLPSettings
 
     defaults = algorithm_defaults()
     shared, decoding_names = shared_settings()
@@ -574,20 +575,20 @@ def _fit_options(fit: argparse.ArgumentParser) -> None:
                      help="V(pi_bad) in [0, 1], the value of the sufficiently bad policy in "
                           "Lemma 5's bound (default: 1/K, uniform play)")
     only = {name: _setting_names(settings) - shared for name, settings in defaults.items()}
-    add_settings(fit, BatchIGL(), LEARNER, "settings of every algorithm",
+    add_settings(fit, BatchIGLSettings(), LEARNER, "settings of every algorithm",
                  "Where the algorithms' defaults differ, the help gives each; with igl they "
                  "are those of --objective iglearn.", skip=("seed", *only["igl"]),
                  shared=defaults)
     decoding = {name: defaults[name] for name in ("igl", "ai-igl")}
-    add_settings(fit, BatchIGL(), LEARNER, "settings of --algorithm igl and ai-igl",
+    add_settings(fit, BatchIGLSettings(), LEARNER, "settings of --algorithm igl and ai-igl",
                  "Where their defaults differ, the help gives each.",
-                 skip=("seed", *(_setting_names(BatchIGL()) - decoding_names)),
+                 skip=("seed", *(_setting_names(BatchIGLSettings()) - decoding_names)),
                  shared=decoding)
-    add_settings(fit, BatchIGL(), LEARNER, "settings of --algorithm igl only (BatchIGL)",
+    add_settings(fit, BatchIGLSettings(), LEARNER, "settings of --algorithm igl only (BatchIGL)",
                  skip=("seed", *shared, *decoding_names))
-    add_settings(fit, AIIGL(), LEARNER, "settings of --algorithm ai-igl only (AIIGL)",
+    add_settings(fit, AIIGLSettings(), LEARNER, "settings of --algorithm ai-igl only (AIIGL)",
                  skip=("seed", *shared, *decoding_names))
-    add_settings(fit, IGLP(), LEARNER, "settings of --algorithm igl-p only (IGLP)",
+    add_settings(fit, IGLPSettings(), LEARNER, "settings of --algorithm igl-p only (IGLP)",
                  skip=("seed", *shared))
     add_settings(fit, StreamSettings(), STREAM, "reading the log",
                  "A log larger than memory is streamed from disk: shuffled mini-batches "

@@ -11,7 +11,10 @@ of a field as its option does.
 Types: ``int``, ``float``, ``str``, ``bool`` (``--flag/--no-flag``), ``X | None`` (the value
 ``none`` gives None, except for ``str``), ``tuple[X, ...]`` (comma-separated values) and
 ``Literal[...]``; a union of ``str`` with types no command line can write (a policy given as
-a torch module or a factory, in Python) is its ``str`` part. What a type does not say is in
+a torch module or a factory, in Python) is its ``str`` part. Types are read with
+:func:`iglearn.hints.settings_hints`: the torch types that settings modules import only for
+the type checker (so that building a parser imports no torch) read as
+:class:`~iglearn.hints.Unresolved`, which such a union drops. What a type does not say is in
 :func:`choices` (the values of a ``str`` setting) and :data:`POSITIVE`: every number is
 finite and at least 0, those named in ``POSITIVE`` above 0.
 """
@@ -32,6 +35,8 @@ from dataclasses import Field, dataclass, fields, is_dataclass, replace
 from functools import cache, partial
 from typing import Any, Literal, TypeVar, cast
 
+from iglearn.hints import settings_hints
+
 T = TypeVar("T")
 
 # Where the values of each str setting are defined, by field name (a name means one setting in
@@ -39,14 +44,14 @@ T = TypeVar("T")
 CHOICE_SOURCES: Mapping[str, tuple[str, str]] = {
     "backend": ("iglearn.experiments.runner", "BACKENDS"),
     "dataset": ("iglearn.envs.mnist", "DATASETS"),
-    "decoder": ("iglearn.models.decoders", "DECODERS"),
+    "decoder": ("iglearn.learners.settings", "DECODER_KINDS"),
     "device": ("iglearn.devices", "DEVICES"),
-    "exploit": ("iglearn.learners.e2g", "EXPLOIT"),
+    "exploit": ("iglearn.learners.settings", "EXPLOIT"),
     "families": ("iglearn.envs.section6", "FAMILIES"),
-    "method": ("iglearn.learners.unsupervised", "METHODS"),
-    "methods": ("iglearn.experiments.table1", "PAPER"),
-    "policy": ("iglearn.models.policies", "POLICIES"),
-    "rule": ("iglearn.learners.unsupervised", "RULES"),
+    "method": ("iglearn.learners.settings", "METHODS"),
+    "methods": ("iglearn.experiments.configs", "PAPER"),
+    "policy": ("iglearn.learners.settings", "POLICY_KINDS"),
+    "rule": ("iglearn.learners.settings", "RULES"),
     "schedule": ("iglearn.learners.schedules", "SCHEDULES"),
 }
 
@@ -117,7 +122,7 @@ def choices_of(name: str) -> tuple[str, ...] | None:
 
 
 def _kind(cls: type, field: Field) -> _Kind:
-    hint = typing.get_type_hints(cls)[field.name]
+    hint = settings_hints(cls)[field.name]
     optional = False
     if typing.get_origin(hint) in (typing.Union, types.UnionType):
         args = typing.get_args(hint)

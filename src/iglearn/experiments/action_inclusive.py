@@ -15,10 +15,9 @@ sets), not these; they stand beside ours as the paper's, unverified.
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -26,6 +25,7 @@ import pandas as pd
 from iglearn.data.logs import InteractionLog
 from iglearn.envs.named import named_environment
 from iglearn.errors import IGLearnError
+from iglearn.experiments.configs import ActionInclusiveConfig
 from iglearn.experiments.results import (
     fit_measures,
     markdown_table,
@@ -59,31 +59,6 @@ every noise level of :data:`PAPER_BCI`. Unverified, the paper's own task."""
 PAPER_OPENML = {"AI-IGL": 0.357, "IGL": 0.157}
 """The AI-IGL paper's reported accuracy on its OpenML classification tasks with K >= 3, made
 action-inclusive. Unverified, the paper's own tasks, not run here."""
-
-
-@dataclass
-class ActionInclusiveConfig:
-    """Settings of the action-inclusive reproduction."""
-
-    trials: int = 16
-    """Independent trials (fresh logs and initialisations each)."""
-    samples: int = 60000
-    """Logged interactions per trial on action-inclusive MNIST (uniform logging policy)."""
-    bci_samples: int = 10000
-    """Logged interactions per trial and noise level on the BCI simulation (uniform)."""
-    noise: tuple[float, ...] = (0.01, 0.05, 0.1, 0.2)
-    """Noise levels of the BCI simulation (standard deviation added to every entry of the
-    contexts and feedback)."""
-    seed: int = 0
-    """Root seed; trial seeds are spawned from it."""
-    dataset: str = "mnist"
-    """Images of the action-inclusive task: 'mnist' (infinite MNIST) or 'digits'
-    (scikit-learn's bundled digits, offline)."""
-    data_dir: str | None = None
-    """Folder with the four MNIST .gz files (else $IGLEARN_DATA, the cache, a download)."""
-    methods: tuple[Literal["AI-IGL", "IGL", "CB", "SUP"], ...] = ("AI-IGL", "IGL", "CB", "SUP")
-    """Which learners to fit: AI-IGL (AIIGL), IGL (2021, BatchIGL), CB (true reward), SUP
-    (labels)."""
 
 
 def tasks(config: ActionInclusiveConfig) -> list[tuple[str, float | None]]:

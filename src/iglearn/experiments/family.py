@@ -32,7 +32,6 @@ import warnings
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 import pandas as pd
@@ -40,7 +39,7 @@ import pandas as pd
 from iglearn.data.logs import InteractionLog
 from iglearn.envs.base import Contexts, Environment
 from iglearn.envs.named import named_environment
-from iglearn.errors import IGLearnError
+from iglearn.experiments.configs import FAMILIES, METHODS, FamilyConfig
 from iglearn.experiments.results import (
     format_std,
     metric,
@@ -57,12 +56,6 @@ from iglearn.learners.iglp import IGLP
 from iglearn.seeding import integer_seed
 
 EXPERIMENT = "family"
-Method = Literal["IGL", "AI-IGL", "IGL-P", "CB", "SUP"]
-Family = Literal["2021", "action-inclusive", "personalised", "grounded"]
-METHODS: tuple[Method, ...] = ("IGL", "AI-IGL", "IGL-P", "CB", "SUP")
-"""The learners compared: 2021 IGL (BatchIGL), AI-IGL, IGL-P, CB (true reward), SUP (labels)."""
-FAMILIES: tuple[Family, ...] = ("2021", "action-inclusive", "personalised", "grounded")
-"""The environment families, in the table's column order."""
 WORKS = 0.8
 """A trial "works" when its score closes at least this share of the gap between chance and
 CB's mean score."""
@@ -71,51 +64,6 @@ FAILS = 0.2
 IK_FEATURE_LIMIT = 100_000
 """IGL-P's inverse-kinematics input has d_x + d_y + d_x d_y features; above this many (MNIST
 images as both context and feedback: 616 224) it is not run."""
-
-
-@dataclass
-class FamilyConfig:
-    """Settings of the IGL-family comparison."""
-
-    trials: int = 3
-    """Independent trials (fresh logs and initialisations each)."""
-    samples: int = 5000
-    """Uniformly logged interactions per trial on each classification-derived family."""
-    personalised_samples: int = 20000
-    """Uniformly logged interactions per trial on the personalised simulator."""
-    dataset: Literal["digits", "mnist"] = "digits"
-    """Images of the classification-derived families: 'digits' (scikit-learn's bundled digits,
-    offline) or 'mnist' (infinite MNIST)."""
-    families: tuple[Family, ...] = FAMILIES
-    """Environment families: '2021' (y independent of (x, a) given r), 'action-inclusive'
-    (y independent of x given (a, r)), 'personalised' (VW's IGL simulator: three latent
-    states, a definitely-bad flag), 'grounded' (users who swap good and bad words)."""
-    methods: tuple[Method, ...] = METHODS
-    """Learners: IGL (2021, BatchIGL), AI-IGL, IGL-P, CB (true reward), SUP (labels)."""
-    seed: int = 0
-    """Root seed; trial seeds are spawned from it."""
-    data_dir: str | None = None
-    """Folder with the four MNIST .gz files (else $IGLEARN_DATA, the cache, a download)."""
-
-    def check(self) -> None:
-        """Refuse settings that cannot run."""
-        for name in ("trials", "samples", "personalised_samples"):
-            if getattr(self, name) < 1:
-                raise IGLearnError(f"--{name.replace('_', '-')} must be at least 1")
-        for name in ("families", "methods"):
-            values = getattr(self, name)
-            if len(set(values)) != len(values):
-                raise IGLearnError(f"--{name} lists a value twice ({','.join(values)}); "
-                                   f"give each once")
-
-    def environment_name(self, family: str) -> str:
-        """The named environment of ``family``."""
-        return {"2021": self.dataset, "action-inclusive": f"action-inclusive-{self.dataset}",
-                "personalised": "personalised", "grounded": f"grounded-{self.dataset}"}[family]
-
-    def samples_of(self, family: str) -> int:
-        """Logged interactions per trial on ``family``."""
-        return self.personalised_samples if family == "personalised" else self.samples
 
 
 def measure_of(family: str) -> str:

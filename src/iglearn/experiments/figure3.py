@@ -13,7 +13,6 @@ Settings under which no learner would ever exploit are refused before anything r
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +24,7 @@ from iglearn import theory
 from iglearn.envs import Environment, make_environment
 from iglearn.envs.play import Checkpoint, ContextStream, play
 from iglearn.errors import IGLearnError
+from iglearn.experiments.configs import Figure3Config
 from iglearn.experiments.results import (
     format_std,
     metric,
@@ -51,59 +51,6 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
 METHODS = ("E2G", "CB", "Uniform")
-
-
-@dataclass
-class Figure3Config:
-    """Settings of the Figure 3 reproduction."""
-
-    trials: int = 16
-    """Independent trials."""
-    rounds: int = 10000
-    """Rounds i of Algorithm 1 per trial (each: 1 exploration + n_i exploitation steps)."""
-    warmup: int = 4000
-    """Pure-exploration rounds of the 'paper' schedule (Appendix B: 4000)."""
-    schedule: str = "paper"
-    """'paper' (fixed warm-up), 'theory' (T0 = 2 K^2 iota / eta^2) or 'data-driven'."""
-    eta: float = 0.7
-    """Assumption 2's gap, for the 'theory' schedule."""
-    iota: float = 100.0
-    """Complexity term: n_i = floor(sqrt(i / (K iota))) after warm-up."""
-    update_every: int = 100
-    """Rounds between re-fits (Appendix B: 100)."""
-    eval_every: int = 500
-    """Rounds between checkpoints (a multiple of update_every)."""
-    exploit: str = "greedy"
-    """Exploitation: 'greedy' (argmax, probability 1) or 'softmax' (sample pi_i)."""
-    seed: int = 0
-    """Root seed; trial seeds are spawned from it."""
-    dataset: str = "mnist"
-    """'mnist' (the paper's infinite-MNIST environment) or 'digits' (scikit-learn, offline)."""
-    data_dir: str | None = None
-    """Folder with the four MNIST .gz files (else $IGLEARN_DATA, the cache, a download)."""
-    policy: str = "linear"
-    """Policy class of both learners: 'linear' (the paper's) or 'mlp'."""
-    decoder: str = "linear"
-    """E2G's decoder class: 'linear' (the paper's) or 'mlp'."""
-
-    def check(self, n_actions: int) -> None:
-        """Raise IGLearnError on settings that cannot run, or that would end before the
-        learners fit a policy and exploit it with ``n_actions`` (K) actions."""
-        if self.eval_every % self.update_every:
-            raise IGLearnError(f"--eval-every {self.eval_every} must be a multiple of "
-                               f"--update-every {self.update_every}")
-        if self.rounds < 1 or self.trials < 1:
-            raise IGLearnError("--rounds and --trials must be positive")
-        warmup = make_schedule(self.schedule, self.warmup, self.eta, self.iota).warmup(n_actions)
-        if warmup is not None and self.rounds <= warmup:
-            fix = ("lower --warmup" if self.schedule == "paper" else
-                   f"lower --iota or raise --eta (T0 = 2 K^2 iota / eta^2 with K = {n_actions})")
-            raise IGLearnError(f"--rounds {self.rounds} ends within the {self.schedule} "
-                               f"schedule's warm-up of {warmup} rounds, so no learner would "
-                               f"exploit; raise --rounds above {warmup} or {fix}")
-        if warmup is None and self.rounds < self.update_every:
-            raise IGLearnError(f"--rounds {self.rounds} ends before the first fit at round "
-                               f"{self.update_every}; raise --rounds or lower --update-every")
 
 
 def make_learner(method: str, config: Figure3Config, env: Environment,

@@ -27,7 +27,6 @@ from __future__ import annotations
 import json
 import time
 import warnings
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -38,7 +37,7 @@ import pandas as pd
 from iglearn.envs.base import Environment
 from iglearn.envs.named import named_environment
 from iglearn.envs.play import Checkpoint, ContextStream, play
-from iglearn.errors import IGLearnError
+from iglearn.experiments.configs import ONLINE, PersonalizedConfig
 from iglearn.experiments.results import (
     format_std,
     markdown_table,
@@ -57,61 +56,9 @@ from iglearn.learners.regression import OnlineRegression, OnlineRegressionCB
 from iglearn.seeding import integer_seed
 
 EXPERIMENT = "personalized"
-OnlineMethod = Literal["IGL-P", "IGL-P step", "CB"]
-Task = Literal["personalised", "personalised-continuous", "grounded-digits", "grounded-mnist"]
-ONLINE: tuple[OnlineMethod, ...] = ("IGL-P", "IGL-P step", "CB")
-"""The online methods: IGL-P (conservative estimate), IGL-P with VW's step rule, CB (true
-reward)."""
 BATCH = ("IGL-P", "IGL")
 """The batch methods on uniform logs: IGL-P and 2021 IGL."""
-TASKS: tuple[Task, ...] = ("personalised", "personalised-continuous", "grounded-digits")
 VW_INSTALL = "pip install vowpalwabbit  (or: pip install 'iglearn[dev]')"
-
-
-@dataclass
-class PersonalizedConfig:
-    """Settings of the personalised reproduction."""
-
-    trials: int = 16
-    """Independent trials (fresh context streams, feedback and initialisations)."""
-    rounds: int = 10000
-    """Interactions played on VW's simulator ('personalised'); the report also reads the
-    running average at ``report_at``."""
-    short_rounds: int = 2500
-    """Interactions played on the other tasks."""
-    report_at: int = 2500
-    """The earlier round the table reports (VW's test reads 2500)."""
-    epsilon: float = 0.2
-    """Exploration probability of every online method (VW's simulator test uses 0.2)."""
-    eval_every: int = 500
-    """Rounds between checkpoints of the curves."""
-    batch_samples: int = 20000
-    """Uniform interactions of each trial's batch log (0: no batch part)."""
-    tasks: tuple[Task, ...] = TASKS
-    """Online tasks: VW's simulator with token feedback, the same with continuous feedback
-    vectors, grounded digits (and grounded MNIST)."""
-    methods: tuple[OnlineMethod, ...] = ONLINE
-    """Online methods."""
-    seed: int = 0
-    """Root seed; trial seeds are spawned from it."""
-    data_dir: str | None = None
-    """Folder with the four MNIST .gz files, for grounded MNIST."""
-
-    def check(self) -> None:
-        """Refuse settings that cannot run."""
-        for name in ("rounds", "short_rounds", "eval_every", "trials"):
-            if getattr(self, name) < 1:
-                raise IGLearnError(f"--{name.replace('_', '-')} must be at least 1")
-        if not 0 <= self.epsilon <= 1:
-            raise IGLearnError(f"--epsilon must be in [0, 1], got {self.epsilon}")
-        for name in ("tasks", "methods"):
-            values = getattr(self, name)
-            if len(set(values)) != len(values):
-                raise IGLearnError(f"--{name} lists a value twice; give each once")
-
-    def rounds_of(self, task: str) -> int:
-        """Interactions played on ``task``."""
-        return self.rounds if task == "personalised" else self.short_rounds
 
 
 def vw_status() -> str | None:

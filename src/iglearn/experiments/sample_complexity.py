@@ -3,12 +3,12 @@ samples, a sweep over ``samples`` with every method."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from iglearn.envs import make_environment
+from iglearn.experiments.configs import SampleComplexityConfig
 from iglearn.experiments.results import (
     markdown_table,
     mean_std,
@@ -22,26 +22,6 @@ from iglearn.experiments.runner import Execution
 from iglearn.experiments.sweep import run_sweep
 from iglearn.experiments.table1 import Table1Config
 from iglearn.files import write_atomic
-
-DEFAULT_SAMPLES = (1000, 2000, 5000, 10000, 20000, 60000)
-
-
-@dataclass
-class SampleComplexityConfig:
-    """Settings of the sample-complexity experiment."""
-
-    samples: tuple[int, ...] = DEFAULT_SAMPLES
-    """Log sizes to try."""
-    trials: int = 4
-    """Trials per log size."""
-    seed: int = 0
-    """Root seed (every log size uses the same trial seeds)."""
-    dataset: str = "mnist"
-    """'mnist' or 'digits'."""
-    data_dir: str | None = None
-    """Folder with the MNIST files."""
-    policy: str = "linear"
-    """Policy class of all three learners."""
 
 
 def plot(frame: pd.DataFrame, path: Path) -> None:

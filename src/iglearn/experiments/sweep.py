@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from iglearn.envs import make_environment
+from iglearn.experiments.configs import SWEEPABLE as SWEEPABLE
 from iglearn.experiments.results import (
     SCHEMA,
     markdown_table,
@@ -26,10 +27,6 @@ from iglearn.experiments.results import (
 from iglearn.experiments.runner import Execution, StackedTrials, run_trials
 from iglearn.experiments.table1 import Table1Config, run_stacked
 from iglearn.seeding import spawn_seeds
-
-SWEEPABLE = ("lr", "decoder_temperature", "samples", "policy", "decoder")
-"""Settings of :class:`Table1Config` a sweep may vary (the command line reads each value as
-that setting's own option does)."""
 
 
 def grid_points(grid: dict[str, list]) -> list[dict]:

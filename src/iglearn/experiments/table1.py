@@ -6,7 +6,6 @@ with the same policy class, and scores the argmax policy on the held-out test im
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from iglearn.envs import make_environment
+from iglearn.experiments.configs import PAPER, Table1Config
 from iglearn.experiments.results import (
     fit_measures,
     mean_std,
@@ -34,38 +34,10 @@ from iglearn.seeding import integer_seed
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-PAPER = {"SUP": (0.9062, 0.0102), "CB": (0.8558, 0.0450), "IGL": (0.8221, 0.0433)}
-"""The paper's reported Table 1: policy accuracy as a fraction, (mean, std) over its trials."""
 PAPER_TRIALS = 16
 """The trials behind the paper's Table 1."""
 PAPER_DATASET = "mnist"
 """The dataset of the paper's Table 1: its figures are shown beside a run on this one only."""
-
-
-@dataclass
-class Table1Config:
-    """Settings of the Table 1 reproduction."""
-
-    trials: int = 16
-    """Independent trials (fresh log and initialisation each)."""
-    samples: int = 60000
-    """Logged interactions per trial (uniform logging policy)."""
-    seed: int = 0
-    """Root seed; trial seeds are spawned from it."""
-    dataset: str = "mnist"
-    """'mnist' (the paper's infinite-MNIST environment) or 'digits' (scikit-learn, offline)."""
-    data_dir: str | None = None
-    """Folder with the four MNIST .gz files (else $IGLEARN_DATA, the cache, a download)."""
-    policy: str = "linear"
-    """Policy class for all three learners: 'linear' (the paper's) or 'mlp'."""
-    decoder: str = "linear"
-    """IGL decoder class: 'linear' (the paper's) or 'mlp'."""
-    lr: float = 0.02
-    """Peak learning rate of every learner."""
-    decoder_temperature: float = 0.1
-    """Temperature of IGL's sigmoid decoder (Appendix B: 0.1)."""
-    methods: tuple[str, ...] = ("SUP", "CB", "IGL")
-    """Which learners to fit."""
 
 
 def run_stacked(config: Table1Config, trials: list[int],

@@ -11,7 +11,6 @@ byte-identical feedback, and the baseline's decoder is the same in each (Theorem
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from functools import lru_cache, partial
 from pathlib import Path
 from typing import NamedTuple
@@ -23,6 +22,7 @@ from iglearn.data.logs import InteractionLog
 from iglearn.envs.classification import ClassificationEnvironment
 from iglearn.envs.section6 import FAMILIES, section6_environments, uniform_play_marginal
 from iglearn.errors import IGLearnError
+from iglearn.experiments.configs import UnsupervisedConfig
 from iglearn.experiments.results import (
     mean_std,
     metric,
@@ -42,41 +42,6 @@ from iglearn.seeding import integer_seed, spawn_seeds
 
 Families = dict[str, dict[str, ClassificationEnvironment]]
 METHODS = ("unsupervised", "IGL")
-
-
-@dataclass
-class UnsupervisedConfig:
-    """Settings of the Section 6 experiment."""
-
-    trials: int = 1
-    """Independent trials (fresh logs and initialisations each); one keeps the default run
-    (12 environments x 2 methods on 60000 samples) short (benchmarks/unsupervised.md)."""
-    samples: int = 60000
-    """Logged interactions per environment and trial (uniform logging policy)."""
-    seed: int = 0
-    """Root seed; trial seeds are spawned from it."""
-    dataset: str = "mnist"
-    """'mnist' (infinite MNIST, the paper's) or 'digits' (scikit-learn, offline)."""
-    data_dir: str | None = None
-    """Folder with the four MNIST .gz files (else $IGLEARN_DATA, the cache, a download)."""
-    clusters: int | None = None
-    """Clusters of the baseline; None: the number of feedback classes of the family (10 for
-    Theorem 3, 3 for ENV(1)/ENV(2)), the feedback's natural clustering."""
-    method: str = "gmm"
-    """The baseline's clustering: 'gmm' or 'kmeans'."""
-    rule: str = "smallest"
-    """The baseline's reward rule: 'smallest' or 'farthest' cluster."""
-    families: tuple[str, ...] = ("theorem3", "env12")
-    """Which families to run: 'theorem3' and/or 'env12'."""
-    max_restarts: int = 9
-    """IGL's adaptive restarts."""
-    restart_threshold: float | None = 0.4
-    """IGL's restart threshold on the indicator (Eq. 9); None: 1/K. A bad local optimum
-    (pi_dagger, psi) has indicator (V(pi_dagger) - 1/K) * Delta_psi <= 1/K, which sampling
-    noise can push past 1/K; a good one about (1 - 1/K) * Delta_psi."""
-    flip_policy: bool = True
-    """IGL negates the policy's scores whenever the corrector flips the decoder (see
-    :class:`~iglearn.learners.BatchIGL`; its default)."""
 
 
 def family_clusters(config: UnsupervisedConfig, family: str) -> int:

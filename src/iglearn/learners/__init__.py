@@ -1,20 +1,54 @@
 """Learners: batch IGL (Eq. 2 with the Appendix B fixes), AI-IGL for action-inclusive
 feedback, the SUP and CB baselines, and the online learners (E2G, online AI-IGL, online CB,
-uniform play)."""
+uniform play).
 
-from iglearn.learners.ai_igl import AIIGL, AIIGLReport, OnlineAIIGL
-from iglearn.learners.baselines import ContextualBandit, Supervised
-from iglearn.learners.batch_igl import BatchIGL, FitReport, IdentifiabilityWarning
-from iglearn.learners.e2g import E2G, EpochGreedy, OnlineContextualBandit
-from iglearn.learners.online import OnlineLearner, UniformLearner
-from iglearn.learners.schedules import (
-    DataDrivenSchedule,
-    PaperSchedule,
-    Schedule,
-    TheorySchedule,
-    make_schedule,
-)
-from iglearn.learners.training import Optimisation
+The names below are imported on first use (they import torch), so that the light modules of
+this package (:mod:`iglearn.learners.settings`, :mod:`iglearn.learners.schedules`) import
+without it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from iglearn.learners.ai_igl import AIIGL, AIIGLReport, OnlineAIIGL
+    from iglearn.learners.baselines import ContextualBandit, Supervised
+    from iglearn.learners.batch_igl import BatchIGL, FitReport, IdentifiabilityWarning
+    from iglearn.learners.e2g import E2G, EpochGreedy, OnlineContextualBandit
+    from iglearn.learners.online import OnlineLearner, UniformLearner
+    from iglearn.learners.schedules import (
+        DataDrivenSchedule,
+        PaperSchedule,
+        Schedule,
+        TheorySchedule,
+        make_schedule,
+    )
+    from iglearn.learners.settings import Optimisation
+
+# Each public name and the module it comes from.
+_SOURCES = {
+    "AIIGL": "iglearn.learners.ai_igl",
+    "AIIGLReport": "iglearn.learners.ai_igl",
+    "BatchIGL": "iglearn.learners.batch_igl",
+    "ContextualBandit": "iglearn.learners.baselines",
+    "DataDrivenSchedule": "iglearn.learners.schedules",
+    "E2G": "iglearn.learners.e2g",
+    "EpochGreedy": "iglearn.learners.e2g",
+    "FitReport": "iglearn.learners.batch_igl",
+    "IdentifiabilityWarning": "iglearn.learners.batch_igl",
+    "OnlineAIIGL": "iglearn.learners.ai_igl",
+    "OnlineContextualBandit": "iglearn.learners.e2g",
+    "OnlineLearner": "iglearn.learners.online",
+    "Optimisation": "iglearn.learners.settings",
+    "PaperSchedule": "iglearn.learners.schedules",
+    "Schedule": "iglearn.learners.schedules",
+    "Supervised": "iglearn.learners.baselines",
+    "TheorySchedule": "iglearn.learners.schedules",
+    "UniformLearner": "iglearn.learners.online",
+    "make_schedule": "iglearn.learners.schedules",
+}
 
 __all__ = [
     "AIIGL",
@@ -37,3 +71,16 @@ __all__ = [
     "UniformLearner",
     "make_schedule",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use, and keep it."""
+    if name not in _SOURCES:
+        raise AttributeError(f"module 'iglearn.learners' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_SOURCES[name]), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

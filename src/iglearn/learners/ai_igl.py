@@ -87,8 +87,10 @@ from iglearn.learners.e2g import EpochGreedy
 from iglearn.learners.monitor import ShortReport
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
 from iglearn.learners.schedules import DataDrivenSchedule, Schedule
+from iglearn.learners.settings import AIIGL_OPTIMISATION as DEFAULT_OPTIMISATION
+from iglearn.learners.settings import AIIGLSettings, Optimisation
 from iglearn.learners.stream import AnyLog, action_counts, training_data
-from iglearn.learners.training import Optimisation, Stage, optimise
+from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Source, Trials, as_tensor, side_by_side
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.decoders import logistic
@@ -103,12 +105,6 @@ _CHUNK = 65536
 StageMaker = Callable[[Policy, Decoder, int, Optimisation], Stage]
 """A (re-)grounding stage of stacked policies and decoders: :func:`grounding_stage` or
 :func:`regrounding_stage`."""
-
-DEFAULT_OPTIMISATION = Optimisation(grounding_epochs=2, policy_epochs=1, epochs=2)
-"""AI-IGL's optimiser settings: two epochs of each (re-)grounding, one of the policy's minorant
-and two of its IPS stage (at least 240 steps a stage, so 2 epochs on 60000 interactions, 40
-on 3000), in mini-batches of 500."""
-
 
 @dataclass(repr=False)
 class AIIGLReport(ShortReport):
@@ -137,7 +133,7 @@ class AIIGLReport(ShortReport):
 
 
 @dataclass(eq=False)
-class AIIGL(StackableLearner):
+class AIIGL(AIIGLSettings, StackableLearner):
     """Learns a softmax policy over K scores and one reward decoder per action from a log
     whose feedback may depend on the action (see the module docstring): ``fit(log)``, or
     several learners on several logs as one batched computation, ``fit_many``.
@@ -150,44 +146,6 @@ class AIIGL(StackableLearner):
     if TYPE_CHECKING:  # set by fit; declared for the type checker, not as settings
         decoders_: list[Decoder] = field(init=False)
         report_: AIIGLReport = field(init=False)
-
-    policy: str = "linear"
-    """Class of the score network s(x) with K outputs: 'linear' or 'mlp'."""
-    decoder: str = "linear"
-    """Class of each action's reward decoder psi_a: 'linear' or 'mlp'."""
-    optimisation: Optimisation = field(default_factory=lambda: DEFAULT_OPTIMISATION)
-    """Optimiser settings: epochs of each stage, batch size, learning rate, weight decay
-    (weight matrices decay by weight_decay + weight_decay_scale * inputs / n)."""
-    refinements: int = 1
-    """Refinement rounds after the first fit: the decoders re-grounded against the fitted
-    policy, symmetry breaking, the policy stages again (0: the paper's single round)."""
-    decoder_temperature: float = 0.5
-    """Temperature of each decoder's sigmoid, psi_a(y) = sigmoid(g_a(y) / temperature); the
-    decoders learn at the learning rate times it."""
-    temperature: float = 1.0
-    """Temperature of the policy softmax(s(x) / temperature)."""
-    min_interactions: int = 100
-    """Fewest interactions of one action that ground its decoder without a warning."""
-    max_restarts: int = 2
-    """Most restarts of the adaptive restart (:meth:`fit_with_restarts`); 0 disables it."""
-    restart_fraction: float = 0.25
-    """An action whose covariance term is at most this fraction of the median term over the
-    actions did not ground (its decoder settled at a constant): the fit restarts."""
-    seed: SeedLike = None
-    """Seed or numpy Generator for initialisation and shuffling."""
-    threads: int = 1
-    """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
-    gain from more. The caller's thread count is restored after the fit."""
-    standardise: Mode = "auto"
-    """Standardise contexts and feedback with the log's per-column means and standard
-    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
-    is only centred, a near-constant one divided by at least a tenth of the block's RMS
-    standard deviation), kept with the model and applied wherever it reads inputs
-    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
-    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
-    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
-    read as it is; "on": always; "off": never, the models read the raw values. The model
-    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:  # accepted for convenience: the default settings

@@ -17,6 +17,7 @@ from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError
 from iglearn.learners.trials import as_tensor
 from iglearn.models import Policy
+from iglearn.seeding import SeedLike
 from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
@@ -99,7 +100,7 @@ class StackableLearner(PolicyLearner):
     (:mod:`iglearn.learners.trials`), each ending with the model it would have had alone, up
     to floating-point rounding. Subclasses implement ``_fit_stacked(learners, logs)``."""
 
-    seed: object
+    seed: SeedLike
 
     def fit(self, log: InteractionLog | LogStream) -> Self:
         """Fit on ``log``: in memory, or streamed from disk (:func:`iglearn.data.stream.open_log`

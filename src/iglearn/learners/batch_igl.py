@@ -30,9 +30,8 @@ from typing import TYPE_CHECKING, Any, Self, cast
 
 import numpy as np
 import torch
-from torch import nn
 
-from iglearn.data.scaling import Mode, Standardiser, check_mode
+from iglearn.data.scaling import Standardiser, check_mode
 from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
@@ -43,22 +42,22 @@ from iglearn.learners.corrector import (
 )
 from iglearn.learners.monitor import EpochRecord, FitMonitor, ShortReport
 from iglearn.learners.objective import (
-    BASELINE,
     at_action,
     igl_objective,
     indicator,
     policy_minorant,
     self_normalised_objective,
 )
+from iglearn.learners.settings import BatchIGLSettings, Optimisation
 from iglearn.learners.stream import AnyLog, action_counts, min_probability, training_data
-from iglearn.learners.training import Optimisation, Stage, run_stage, stage_epochs
+from iglearn.learners.training import Stage, run_stage, stage_epochs
 from iglearn.learners.trials import Batch, Source, as_tensor, side_by_side, to_device
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
-from iglearn.models.custom import CustomDecoder, ModelFactory, check_spec
+from iglearn.models.custom import CustomDecoder, check_spec
 from iglearn.models.decoders import DECODERS
 from iglearn.models.policies import POLICIES
 from iglearn.models.stacked import stack
-from iglearn.seeding import SeedLike, as_generator, torch_generator
+from iglearn.seeding import as_generator, torch_generator
 from iglearn.threads import check_threads, torch_threads
 
 if TYPE_CHECKING:
@@ -116,7 +115,7 @@ def identifiability_warnings(log: AnyLog) -> list[str]:
 
 
 @dataclass(eq=False)
-class BatchIGL(StackableLearner):
+class BatchIGL(BatchIGLSettings, StackableLearner):
     """Jointly learns a softmax policy pi and a sigmoid reward decoder psi from a log
     (``fit``), or several pairs from several logs as one batched computation (``fit_many``).
 
@@ -130,63 +129,6 @@ class BatchIGL(StackableLearner):
     if TYPE_CHECKING:  # set by fit; declared for the type checker, not as settings
         decoder_: Decoder = field(init=False)
         report_: FitReport = field(init=False)
-
-    policy: str | nn.Module | ModelFactory = "linear"
-    """Policy class: 'linear' (the paper's) or 'mlp'; in Python also a torch module (a
-    template) or a factory (in_dim, out_dim, generator) -> module giving (n, K) scores."""
-    decoder: str | nn.Module | ModelFactory = "linear"
-    """Reward decoder class: 'linear' (the paper's) or 'mlp'; in Python also a torch module (a
-    template) or a factory (in_dim, out_dim, generator) -> module giving one logit per row."""
-    optimisation: Optimisation = field(default_factory=Optimisation)
-    """Optimiser settings: epochs of each stage, batch size, learning rate, weight decay."""
-    corrector: bool = True
-    """Apply the data-driven decoder corrector (Appendix B) after every epoch."""
-    reference_confidence: float = 1.0
-    """When a re-fit is given a reference model (:meth:`fit`'s ``reference``: the model it
-    replaces), the corrector turns the decoder against the reference's orientation only when
-    its statistic lies more than this many standard errors beyond one half
-    (:func:`~iglearn.learners.corrector.oriented_flip`)."""
-    max_restarts: int = 4
-    """Most restarts of the adaptive restart (Appendix B); 0 disables it."""
-    restart_threshold: float | None = None
-    """Indicator threshold of the adaptive restart; None means 1/K, V(pi_bad) for
-    classification."""
-    decoder_temperature: float = 0.1
-    """Temperature of the decoder's sigmoid (Appendix B: 0.1)."""
-    seed: SeedLike = None
-    """Seed or numpy Generator for initialisation and shuffling."""
-    flip_policy: bool = True
-    """Policy negation: negate the policy's scores whenever the corrector flips the decoder,
-    so the pair moves from (pi_dagger, psi_dagger) towards (pi_star, psi_star) together."""
-    control_variate: float = BASELINE
-    """The constant c subtracted from psi in Eq. 2 (0: Eq. 2 exactly as written)."""
-    self_normalised_grounding: bool = True
-    """In the grounding stage, psi ascends Eq. 2 with self-normalised importance weights (so
-    a constant decoder scores 0), rather than plain Eq. 2."""
-    two_sided_minorant: bool = True
-    """The policy stage's minorant has both terms, psi log pi + (1 - psi) log(1 - pi), rather
-    than psi log pi alone."""
-    device: str = "cpu"
-    """Where the fit runs: cpu, cuda, mps, or auto (CUDA, else MPS, else the CPU); the log
-    stays in host memory and moves in mini-batches, the fitted models come back to the CPU."""
-    threads: int = 1
-    """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
-    gain from more. The caller's thread count is restored after the fit."""
-    progress: bool = False
-    """Show a progress bar over the epochs of a single fit (tqdm: terminal or notebook)."""
-    logdir: str | None = None
-    """Folder for TensorBoard event files of the fit's per-epoch history (needs the
-    'tensorboard' extra); none: no TensorBoard."""
-    standardise: Mode = "auto"
-    """Standardise contexts and feedback with the log's per-column means and standard
-    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
-    is only centred, a near-constant one divided by at least a tenth of the block's RMS
-    standard deviation), kept with the model and applied wherever it reads inputs
-    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
-    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
-    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
-    read as it is; "on": always; "off": never, the models read the raw values. The model
-    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:  # accepted for convenience: the default settings
@@ -447,7 +389,7 @@ def rebased_decoder(decoder: Decoder, old: Standardiser | None,
     that reads feedback standardised with ``new``: the change of statistics folded into its
     first linear layer (a re-fit's reference model, whose statistics were those of a smaller
     log). A decoder without a linear first layer (a custom module) is returned as it is."""
-    layers = [m for m in decoder.modules() if isinstance(m, nn.Linear)]
+    layers = [m for m in decoder.modules() if isinstance(m, torch.nn.Linear)]
     if isinstance(decoder, CustomDecoder) or not layers or (old is None and new is None):
         return decoder
     d = layers[0].in_features
@@ -463,7 +405,7 @@ def rebased_decoder(decoder: Decoder, old: Standardiser | None,
     if np.allclose(a, 1.0) and np.allclose(c, 0.0):
         return decoder
     rebased = copy.deepcopy(decoder)
-    first = [m for m in rebased.modules() if isinstance(m, nn.Linear)][0]
+    first = [m for m in rebased.modules() if isinstance(m, torch.nn.Linear)][0]
     with torch.no_grad():
         weight = first.weight.double()
         if first.bias is not None:

@@ -34,14 +34,13 @@ from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.batch_igl import BatchIGL, indicators
 from iglearn.learners.online import OnlineLearner
 from iglearn.learners.schedules import PaperSchedule, Schedule
-from iglearn.learners.training import Optimisation
+from iglearn.learners.settings import EXPLOIT as EXPLOIT
+from iglearn.learners.settings import Optimisation
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Decoder, Policy, make_policy
 from iglearn.sampling import sample_actions
 from iglearn.seeding import SeedLike, torch_generator
 from iglearn.threads import torch_threads
-
-EXPLOIT = ("greedy", "softmax")
 
 FIRST_FIT = Optimisation(min_steps=120)
 """Line 4 from scratch (the end of the warm-up): the batch learners' settings with half their

@@ -42,7 +42,7 @@ regressor and re-fits the three models, warm-started, as the interactions grow.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Self
 
@@ -63,7 +63,7 @@ from iglearn.learners.regression import (
     fit_reward_model,
     uniform_weights,
 )
-from iglearn.learners.training import Optimisation
+from iglearn.learners.settings import IGLPSettings, Optimisation
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, make_policy
 from iglearn.seeding import SeedLike, as_generator, torch_generator
@@ -180,41 +180,13 @@ def decoded_reward(extreme_positive: np.ndarray, extreme_negative: np.ndarray,
 
 
 @dataclass(eq=False)
-class IGLP(PolicyLearner):
+class IGLP(IGLPSettings, PolicyLearner):
     """IGL-P from a log of any logging policy (see the module docstring): ``fit(log)`` reads
     context, action, probability, feedback and, when the log has it, ``definitely_bad``.
 
     The fitted models are ``ik_`` (h(a | x, y) on :func:`ik_features`), ``flags_`` (g(x, a))
     and ``policy_`` (the reward regressor f(x, a)). The policy is greedy in f:
     ``predict_proba`` is one-hot on argmax_a f(x, a)."""
-
-    model: Literal["linear", "mlp"] = "linear"
-    """Class of the inverse-kinematics model h(a | x, y): 'linear' or 'mlp'."""
-    policy: str = "linear"
-    """Class of the reward regressor f(x, a) (the policy) and of the flag model: 'linear' or
-    'mlp'."""
-    estimator: Literal["step", "lipschitz"] = "lipschitz"
-    """How extreme each interaction is: 'step' (VW's rule, L > threshold) or 'lipschitz' (the
-    conservative ramp)."""
-    threshold: float = 3.0
-    """Likelihood ratio L above which feedback counts as extreme (3 is VW's rule)."""
-    optimisation: Optimisation = field(default_factory=lambda: DEFAULT_OPTIMISATION)
-    """Optimiser settings of each of the three models."""
-    seed: SeedLike = None
-    """Seed or numpy Generator for initialisation and shuffling."""
-    threads: int = 1
-    """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
-    gain from more. The caller's thread count is restored after the fit."""
-    standardise: Mode = "auto"
-    """Standardise contexts and feedback with the log's per-column means and standard
-    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
-    is only centred, a near-constant one divided by at least a tenth of the block's RMS
-    standard deviation), kept with the model and applied wherever it reads inputs
-    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
-    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
-    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
-    read as it is; "on": always; "off": never, the models read the raw values. The model
-    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:

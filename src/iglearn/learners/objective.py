@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import torch
 
-BASELINE = 0.5
-"""The control variate c with which learners ascend Eq. 2 (see the module docstring)."""
+from iglearn.learners.settings import BASELINE as BASELINE
 
 
 def at_action(values: torch.Tensor, action: torch.Tensor) -> torch.Tensor:

@@ -17,7 +17,9 @@ from iglearn.data.scaling import Mode, Standardiser, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.objective import at_action
 from iglearn.learners.online import OnlineLearner
-from iglearn.learners.training import Optimisation, Stage, optimise
+from iglearn.learners.settings import REGRESSION_OPTIMISATION as DEFAULT_OPTIMISATION
+from iglearn.learners.settings import Optimisation
+from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side
 from iglearn.models import Policy, make_policy
 from iglearn.sampling import sample_actions
@@ -25,11 +27,6 @@ from iglearn.seeding import SeedLike, torch_generator
 from iglearn.threads import torch_threads
 
 EXPLORATION = ("epsilon", "igw")
-DEFAULT_OPTIMISATION = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=3,
-                                    batch_size=500, lr=0.05, min_steps=200,
-                                    weight_decay_scale=1.0)
-"""A model fitted from scratch: three epochs (at least 200 steps) of AdamW in mini-batches of
-500, peak learning rate 0.05, weight decay 1.0 * inputs / n."""
 REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, batch_size=1000, lr=0.05,
                      min_steps=30, weight_decay_scale=1.0)
 """A warm-started re-fit in an online loop: one epoch, at least 30 steps."""

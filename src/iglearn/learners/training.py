@@ -22,58 +22,8 @@ from dataclasses import dataclass
 
 import torch
 
-from iglearn.errors import IGLearnError
+from iglearn.learners.settings import Optimisation
 from iglearn.learners.trials import Batch, Source, to_device
-
-
-@dataclass(frozen=True)
-class Optimisation:
-    """How a learner fits its models: epochs per stage and optimiser settings.
-
-    The stages run in this order (a stage with zero epochs is skipped):
-    grounding (IGL only: pi and psi jointly, pi on the minorant), policy (pi alone on the
-    minorant, rewards or decoder held fixed), exact (the objective itself).
-    """
-
-    grounding_epochs: int = 2
-    """Stage one, grounding (IGL: psi ascends Eq. 2 while pi ascends the minorant; AI-IGL:
-    each (re-)grounding of the decoders on the per-action covariance)."""
-    policy_epochs: int = 2
-    """Stage two: pi ascends the minorant with the (decoded) reward held fixed."""
-    epochs: int = 3
-    """Stage three: the exact objective."""
-    batch_size: int = 500
-    """Interactions per gradient step."""
-    lr: float = 0.02
-    """Peak learning rate of each stage's one-cycle schedule."""
-    min_steps: int = 240
-    """Small data sets get more epochs so that each stage takes at least this many steps."""
-    weight_decay: float = 0.0
-    """Fixed part of the decoupled (AdamW) weight decay."""
-    weight_decay_scale: float = 8.0
-    """Data-scaled part: a fit on n interactions decays a weight matrix with d inputs by
-    weight_decay + weight_decay_scale * d / n, a penalty that grows with the parameters per
-    output and fades as the data grows (on MNIST, d = 784: 1.6 at 4000 samples, 0.1 at 60000).
-    Without it, a few thousand interactions let pi and psi co-adapt to the sample: psi calls
-    far more than a K-th of the feedback a reward and the policy follows it. Biases are not
-    decayed; 0 switches this iglearn addition off."""
-
-    def __post_init__(self) -> None:
-        counts = {"grounding_epochs": self.grounding_epochs,
-                  "policy_epochs": self.policy_epochs, "epochs": self.epochs,
-                  "min_steps": self.min_steps}
-        for name, value in counts.items():
-            if not isinstance(value, int) or value < 0:
-                raise IGLearnError(f"{name} must be a whole number >= 0, got {value!r}")
-        if not isinstance(self.batch_size, int) or self.batch_size < 1:
-            raise IGLearnError(f"batch_size must be a whole number >= 1, got "
-                               f"{self.batch_size!r}")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise IGLearnError(f"lr must be a positive finite number, got {self.lr!r}")
-        for name in ("weight_decay", "weight_decay_scale"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise IGLearnError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,10 @@ from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.baselines import ContextualBandit
-from iglearn.learners.training import Optimisation
+from iglearn.learners.settings import METHODS as METHODS
+from iglearn.learners.settings import RULES as RULES
+from iglearn.learners.settings import Optimisation
 from iglearn.seeding import SeedLike, as_generator
-
-METHODS = ("gmm", "kmeans")
-RULES = ("smallest", "farthest")
 
 
 class ClusterDecoder:

@@ -8,6 +8,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from iglearn.learners.settings import DECODER_KINDS
 from iglearn.models.init import mlp, reset_parameters
 
 
@@ -65,7 +66,9 @@ class MLPDecoder(Decoder):
         super().__init__(mlp(feedback_dim, 1, hidden), temperature)
 
 
-DECODERS = {"linear": LinearDecoder, "mlp": MLPDecoder}
+DECODERS: dict[str, type] = dict(
+    zip(DECODER_KINDS, (LinearDecoder, MLPDecoder), strict=True))
+"""The built-in decoder classes by name."""
 
 
 def make_decoder(kind: str | nn.Module | Callable[[int, int, torch.Generator], nn.Module],

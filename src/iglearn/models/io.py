@@ -53,6 +53,8 @@ from iglearn.files import (
     set_ordinary_mode,
     temporary_folder,
 )
+from iglearn.hints import settings_hints
+from iglearn.learners.settings import ALGORITHM_SETTINGS
 from iglearn.models.custom import (
     CUSTOM,
     CustomDecoder,
@@ -137,7 +139,7 @@ def algorithms() -> dict[str, Algorithm]:
                                models=("ik", "flags"))}
 
 
-ALGORITHMS = ("igl", "ai-igl", "igl-p")
+ALGORITHMS = tuple(ALGORITHM_SETTINGS)
 """The algorithms' names (:func:`algorithms`)."""
 
 
@@ -183,9 +185,12 @@ def _setting_names(cls: type) -> list[str]:
 
 
 def _hints(target: Any) -> dict[str, Any]:
-    """The resolved type annotations of a class (or of ``__init__``), or {} if they cannot be
-    resolved; without one, a setting is only checked to be a JSON scalar."""
+    """The resolved type annotations of a class (:func:`~iglearn.hints.settings_hints`) or of
+    ``__init__``, or {} if they cannot be resolved; without one, a setting is only checked to
+    be a JSON scalar."""
     try:
+        if isinstance(target, type):
+            return settings_hints(target)
         return typing.get_type_hints(target)
     except (NameError, TypeError):
         return {}

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from iglearn.learners.settings import POLICY_KINDS
 from iglearn.models.init import mlp, reset_parameters
 
 
@@ -48,7 +49,9 @@ class MLPPolicy(Policy):
         super().__init__(mlp(context_dim, n_actions, hidden), temperature)
 
 
-POLICIES = {"linear": LinearPolicy, "mlp": MLPPolicy}
+POLICIES: dict[str, type] = dict(
+    zip(POLICY_KINDS, (LinearPolicy, MLPPolicy), strict=True))
+"""The built-in policy classes by name."""
 
 
 def make_policy(kind: str | nn.Module | Callable[[int, int, torch.Generator], nn.Module],

@@ -1,0 +1,247 @@
+"""The settings of the batch learners, in a module that imports neither torch nor any other
+heavy library, so that the command line builds its options from them without importing
+what fitting needs: :class:`Optimisation`, and the settings of :class:`BatchIGLSettings`
+(:class:`~iglearn.learners.BatchIGL`), :class:`AIIGLSettings`
+(:class:`~iglearn.learners.AIIGL`) and :class:`IGLPSettings`
+(:class:`~iglearn.learners.iglp.IGLP`), which those learners inherit, with the names of the
+values their str settings take.
+
+Annotations that name torch types are written for the type checker only (``TYPE_CHECKING``);
+:func:`iglearn.hints.settings_hints` resolves them at run time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from iglearn.data.scaling import Mode
+from iglearn.errors import IGLearnError
+from iglearn.seeding import SeedLike
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from iglearn.models.custom import ModelFactory
+
+POLICY_KINDS = ("linear", "mlp")
+"""The names of the built-in policy classes (:data:`iglearn.models.policies.POLICIES`)."""
+DECODER_KINDS = ("linear", "mlp")
+"""The names of the built-in decoder classes (:data:`iglearn.models.decoders.DECODERS`)."""
+EXPLOIT = ("greedy", "softmax")
+"""How E2G exploits (:mod:`iglearn.learners.e2g`)."""
+METHODS = ("gmm", "kmeans")
+"""The clusterings of the unsupervised baseline (:mod:`iglearn.learners.unsupervised`)."""
+RULES = ("smallest", "farthest")
+"""The reward rules of the unsupervised baseline."""
+BASELINE = 0.5
+"""The control variate c with which learners ascend Eq. 2
+(:mod:`iglearn.learners.objective`)."""
+
+
+@dataclass(frozen=True)
+class Optimisation:
+    """How a learner fits its models: epochs per stage and optimiser settings.
+
+    The stages run in this order (a stage with zero epochs is skipped):
+    grounding (IGL only: pi and psi jointly, pi on the minorant), policy (pi alone on the
+    minorant, rewards or decoder held fixed), exact (the objective itself).
+    """
+
+    grounding_epochs: int = 2
+    """Stage one, grounding (IGL: psi ascends Eq. 2 while pi ascends the minorant; AI-IGL:
+    each (re-)grounding of the decoders on the per-action covariance)."""
+    policy_epochs: int = 2
+    """Stage two: pi ascends the minorant with the (decoded) reward held fixed."""
+    epochs: int = 3
+    """Stage three: the exact objective."""
+    batch_size: int = 500
+    """Interactions per gradient step."""
+    lr: float = 0.02
+    """Peak learning rate of each stage's one-cycle schedule."""
+    min_steps: int = 240
+    """Small data sets get more epochs so that each stage takes at least this many steps."""
+    weight_decay: float = 0.0
+    """Fixed part of the decoupled (AdamW) weight decay."""
+    weight_decay_scale: float = 8.0
+    """Data-scaled part: a fit on n interactions decays a weight matrix with d inputs by
+    weight_decay + weight_decay_scale * d / n, a penalty that grows with the parameters per
+    output and fades as the data grows (on MNIST, d = 784: 1.6 at 4000 samples, 0.1 at 60000).
+    Without it, a few thousand interactions let pi and psi co-adapt to the sample: psi calls
+    far more than a K-th of the feedback a reward and the policy follows it. Biases are not
+    decayed; 0 switches this iglearn addition off."""
+
+    def __post_init__(self) -> None:
+        counts = {"grounding_epochs": self.grounding_epochs,
+                  "policy_epochs": self.policy_epochs, "epochs": self.epochs,
+                  "min_steps": self.min_steps}
+        for name, value in counts.items():
+            if not isinstance(value, int) or value < 0:
+                raise IGLearnError(f"{name} must be a whole number >= 0, got {value!r}")
+        if not isinstance(self.batch_size, int) or self.batch_size < 1:
+            raise IGLearnError(f"batch_size must be a whole number >= 1, got "
+                               f"{self.batch_size!r}")
+        if not (math.isfinite(self.lr) and self.lr > 0):
+            raise IGLearnError(f"lr must be a positive finite number, got {self.lr!r}")
+        for name in ("weight_decay", "weight_decay_scale"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise IGLearnError(f"{name} must be a finite number >= 0, got {value!r}")
+
+
+@dataclass(eq=False)
+class BatchIGLSettings:
+    """The settings of :class:`~iglearn.learners.BatchIGL`, which documents them."""
+
+    policy: str | nn.Module | ModelFactory = "linear"
+    """Policy class: 'linear' (the paper's) or 'mlp'; in Python also a torch module (a
+    template) or a factory (in_dim, out_dim, generator) -> module giving (n, K) scores."""
+    decoder: str | nn.Module | ModelFactory = "linear"
+    """Reward decoder class: 'linear' (the paper's) or 'mlp'; in Python also a torch module (a
+    template) or a factory (in_dim, out_dim, generator) -> module giving one logit per row."""
+    optimisation: Optimisation = field(default_factory=Optimisation)
+    """Optimiser settings: epochs of each stage, batch size, learning rate, weight decay."""
+    corrector: bool = True
+    """Apply the data-driven decoder corrector (Appendix B) after every epoch."""
+    reference_confidence: float = 1.0
+    """When a re-fit is given a reference model (:meth:`fit`'s ``reference``: the model it
+    replaces), the corrector turns the decoder against the reference's orientation only when
+    its statistic lies more than this many standard errors beyond one half
+    (:func:`~iglearn.learners.corrector.oriented_flip`)."""
+    max_restarts: int = 4
+    """Most restarts of the adaptive restart (Appendix B); 0 disables it."""
+    restart_threshold: float | None = None
+    """Indicator threshold of the adaptive restart; None means 1/K, V(pi_bad) for
+    classification."""
+    decoder_temperature: float = 0.1
+    """Temperature of the decoder's sigmoid (Appendix B: 0.1)."""
+    seed: SeedLike = None
+    """Seed or numpy Generator for initialisation and shuffling."""
+    flip_policy: bool = True
+    """Policy negation: negate the policy's scores whenever the corrector flips the decoder,
+    so the pair moves from (pi_dagger, psi_dagger) towards (pi_star, psi_star) together."""
+    control_variate: float = BASELINE
+    """The constant c subtracted from psi in Eq. 2 (0: Eq. 2 exactly as written)."""
+    self_normalised_grounding: bool = True
+    """In the grounding stage, psi ascends Eq. 2 with self-normalised importance weights (so
+    a constant decoder scores 0), rather than plain Eq. 2."""
+    two_sided_minorant: bool = True
+    """The policy stage's minorant has both terms, psi log pi + (1 - psi) log(1 - pi), rather
+    than psi log pi alone."""
+    device: str = "cpu"
+    """Where the fit runs: cpu, cuda, mps, or auto (CUDA, else MPS, else the CPU); the log
+    stays in host memory and moves in mini-batches, the fitted models come back to the CPU."""
+    threads: int = 1
+    """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
+    gain from more. The caller's thread count is restored after the fit."""
+    standardise: Mode = "auto"
+    """Standardise contexts and feedback with the log's per-column means and standard
+    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
+    is only centred, a near-constant one divided by at least a tenth of the block's RMS
+    standard deviation), kept with the model and applied wherever it reads inputs
+    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
+    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
+    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
+    read as it is; "on": always; "off": never, the models read the raw values. The model
+    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
+    progress: bool = False
+    """Show a progress bar over the epochs of a single fit (tqdm: terminal or notebook)."""
+    logdir: str | None = None
+    """Folder for TensorBoard event files of the fit's per-epoch history (needs the
+    'tensorboard' extra); none: no TensorBoard."""
+
+
+AIIGL_OPTIMISATION = Optimisation(grounding_epochs=2, policy_epochs=1, epochs=2)
+"""AI-IGL's optimiser settings: two epochs of each (re-)grounding, one of the policy's minorant
+and two of its IPS stage (at least 240 steps a stage, so 2 epochs on 60000 interactions, 40
+on 3000), in mini-batches of 500."""
+
+
+@dataclass(eq=False)
+class AIIGLSettings:
+    """The settings of :class:`~iglearn.learners.AIIGL`, which documents them."""
+
+    policy: str = "linear"
+    """Class of the score network s(x) with K outputs: 'linear' or 'mlp'."""
+    decoder: str = "linear"
+    """Class of each action's reward decoder psi_a: 'linear' or 'mlp'."""
+    optimisation: Optimisation = field(default_factory=lambda: AIIGL_OPTIMISATION)
+    """Optimiser settings: epochs of each stage, batch size, learning rate, weight decay
+    (weight matrices decay by weight_decay + weight_decay_scale * inputs / n)."""
+    refinements: int = 1
+    """Refinement rounds after the first fit: the decoders re-grounded against the fitted
+    policy, symmetry breaking, the policy stages again (0: the paper's single round)."""
+    decoder_temperature: float = 0.5
+    """Temperature of each decoder's sigmoid, psi_a(y) = sigmoid(g_a(y) / temperature); the
+    decoders learn at the learning rate times it."""
+    temperature: float = 1.0
+    """Temperature of the policy softmax(s(x) / temperature)."""
+    min_interactions: int = 100
+    """Fewest interactions of one action that ground its decoder without a warning."""
+    max_restarts: int = 2
+    """Most restarts of the adaptive restart (:meth:`fit_with_restarts`); 0 disables it."""
+    restart_fraction: float = 0.25
+    """An action whose covariance term is at most this fraction of the median term over the
+    actions did not ground (its decoder settled at a constant): the fit restarts."""
+    seed: SeedLike = None
+    """Seed or numpy Generator for initialisation and shuffling."""
+    threads: int = 1
+    """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
+    gain from more. The caller's thread count is restored after the fit."""
+    standardise: Mode = "auto"
+    """Standardise contexts and feedback with the log's per-column means and standard
+    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
+    is only centred, a near-constant one divided by at least a tenth of the block's RMS
+    standard deviation), kept with the model and applied wherever it reads inputs
+    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
+    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
+    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
+    read as it is; "on": always; "off": never, the models read the raw values. The model
+    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
+
+
+REGRESSION_OPTIMISATION = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=3,
+                                       batch_size=500, lr=0.05, min_steps=200,
+                                       weight_decay_scale=1.0)
+"""A model fitted from scratch: three epochs (at least 200 steps) of AdamW in mini-batches of
+500, peak learning rate 0.05, weight decay 1.0 * inputs / n."""
+
+
+@dataclass(eq=False)
+class IGLPSettings:
+    """The settings of :class:`~iglearn.learners.iglp.IGLP`, which documents them."""
+
+    model: Literal["linear", "mlp"] = "linear"
+    """Class of the inverse-kinematics model h(a | x, y): 'linear' or 'mlp'."""
+    policy: str = "linear"
+    """Class of the reward regressor f(x, a) (the policy) and of the flag model: 'linear' or
+    'mlp'."""
+    estimator: Literal["step", "lipschitz"] = "lipschitz"
+    """How extreme each interaction is: 'step' (VW's rule, L > threshold) or 'lipschitz' (the
+    conservative ramp)."""
+    threshold: float = 3.0
+    """Likelihood ratio L above which feedback counts as extreme (3 is VW's rule)."""
+    optimisation: Optimisation = field(default_factory=lambda: REGRESSION_OPTIMISATION)
+    """Optimiser settings of each of the three models."""
+    seed: SeedLike = None
+    """Seed or numpy Generator for initialisation and shuffling."""
+    threads: int = 1
+    """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
+    gain from more. The caller's thread count is restored after the fit."""
+    standardise: Mode = "auto"
+    """Standardise contexts and feedback with the log's per-column means and standard
+    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
+    is only centred, a near-constant one divided by at least a tenth of the block's RMS
+    standard deviation), kept with the model and applied wherever it reads inputs
+    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
+    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
+    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
+    read as it is; "on": always; "off": never, the models read the raw values. The model
+    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
+
+
+ALGORITHM_SETTINGS: dict[str, type[BatchIGLSettings | AIIGLSettings | IGLPSettings]] = {
+    "igl": BatchIGLSettings, "ai-igl": AIIGLSettings, "igl-p": IGLPSettings}
+"""The settings of each algorithm a model folder may hold, by name (``iglearn fit
+--algorithm``; the learners: :func:`iglearn.models.io.algorithms`)."""
