@@ -78,3 +78,36 @@ def test_fit_many_rejects_what_cannot_run_together(logs):
     with pytest.raises(IGLearnError, match="needs the field 'reward'"):
         ContextualBandit.fit_many([ContextualBandit(seed=0), ContextualBandit(seed=1)],
                                   [logs[0], blind])
+
+
+def _own_columns_frame(n: int = 600, seed: int = 0):
+    """A log as a user's table: contexts 'age', 'clicks'; feedback 'emg_0'...; 'arm', 'p'."""
+    import pandas as pd
+
+    rng = np.random.default_rng(seed)
+    best = rng.integers(0, 3, n)
+    arm = rng.integers(0, 3, n)
+    emg = (arm == best)[:, None] + rng.normal(0, 0.3, (n, 3))
+    frame = pd.DataFrame({"age": best + rng.normal(0, 0.2, n), "clicks": rng.normal(size=n),
+                          **{f"emg_{i}": emg[:, i] for i in range(3)}, "arm": arm, "p": 1 / 3})
+    return frame, best
+
+
+def test_a_frame_with_its_own_columns_fits_saves_and_predicts_by_name(tmp_path):
+    from iglearn import BatchIGL, InteractionLog
+
+    frame, best = _own_columns_frame()
+    log = InteractionLog.from_frame(frame, context=["age", "clicks"], feedback="emg_*",
+                                    action="arm", probability="p", n_actions=3)
+    learner = BatchIGL(seed=0).fit(log)
+    assert learner.n_actions_ == 3 and learner.schema_ is not None
+    from_frame = learner.predict(frame)           # the columns are found by their names
+    assert np.array_equal(from_frame, learner.predict(log.context))
+    # the contexts alone, in another order, read the same
+    assert np.array_equal(learner.predict(frame[["clicks", "age"]]), from_frame)
+    learner.save(tmp_path / "model")              # keeps the mapping without being told
+    loaded = BatchIGL.load(tmp_path / "model")
+    assert np.array_equal(loaded.predict(frame[["age", "clicks"]]), from_frame)
+    assert loaded.accuracy(frame, best) > 0.6     # chance is 1/3
+    with pytest.raises(IGLearnError, match="clicks"):
+        loaded.predict(frame[["age"]])

@@ -21,9 +21,17 @@ from iglearn.seeding import SeedLike
 from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from iglearn.data.formats.base import FeatureSchema
 
 _CHUNK = 65536
+
+
+def _is_frame(value: object) -> bool:
+    """Whether ``value`` is a pandas DataFrame (without importing pandas)."""
+    return any(cls.__name__ == "DataFrame" and cls.__module__.startswith("pandas")
+               for cls in type(value).__mro__)
 
 
 class PolicyLearner:
@@ -33,6 +41,9 @@ class PolicyLearner:
     seconds_: float
     """Wall seconds the fit took (a share of it when fitted side by side)."""
     standardiser_: Standardiser | None = None
+    n_actions_: int | None = None
+    """K of the log the learner was fitted on (None before a fit; a loaded model's is in
+    ``metadata_``)."""
     """The statistics the fit standardised contexts and feedback with
     (:mod:`iglearn.data.scaling`), applied wherever the models read inputs; None: the models
     read raw values (``standardise`` off, or a model saved before standardisation)."""
@@ -53,14 +64,34 @@ class PolicyLearner:
         """Set ``standardiser_`` to the statistics of ``log`` (of its contexts only unless
         ``feedback``; a streamed log: one extra pass) under the learner's ``standardise``
         setting ("auto": each block off the unit scale only), or to None when it is "off";
-        returns it."""
+        returns it. Also keeps the log's K (``n_actions_``) and feature schema (``schema_``:
+        its feature names and, for a table read with a column mapping, the columns), which
+        :meth:`save` writes and :meth:`contexts_of` reads a DataFrame by."""
+        self.n_actions_ = log.n_actions
+        self.schema_ = getattr(log, "schema", None)
         mode = check_mode(getattr(self, "standardise", "auto"))
         self.standardiser_ = None if mode == "off" else standardiser_of(log, feedback, mode)
         return self.standardiser_
 
-    def standardised(self, context: np.ndarray) -> np.ndarray:
-        """Contexts as the fitted models read them: standardised with ``standardiser_``
-        (float32), or as given when there is none."""
+    def contexts_of(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
+        """The context matrix of ``context``: an array as it is, or a pandas DataFrame read
+        as :meth:`ContextSet.from_frame <iglearn.data.contexts.ContextSet.from_frame>` reads
+        it, by the columns the model was fitted on (``schema_``: a log read with a column
+        mapping, by those names; else iglearn's ``context_0``, ... layout or a ``context``
+        column of lists). A frame that lacks one of those columns is an error naming it."""
+        if not _is_frame(context):
+            return np.asarray(context)
+        from iglearn.data.contexts import ContextSet
+
+        metadata = getattr(self, "metadata_", None) or {}
+        k = self.n_actions_ if self.n_actions_ is not None else metadata.get("n_actions")
+        return ContextSet.from_frame(context, k, "data frame",
+                                     schema=getattr(self, "schema_", None)).context
+
+    def standardised(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
+        """Contexts (an array, or a DataFrame: :meth:`contexts_of`) as the fitted models read
+        them: standardised with ``standardiser_`` (float32), or as given when there is none."""
+        context = self.contexts_of(context)
         if self.standardiser_ is None:
             return np.asarray(context, dtype=np.float32)
         return self.standardiser_.apply(context)
@@ -71,8 +102,9 @@ class PolicyLearner:
             return np.asarray(feedback, dtype=np.float32)
         return self.standardiser_.apply_feedback(feedback)
 
-    def predict_proba(self, context: np.ndarray) -> np.ndarray:
-        """pi(. | x) for each context (raw, as in the log; standardised here with the fit's
+    def predict_proba(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
+        """pi(. | x) for each context (an array, or a DataFrame: :meth:`contexts_of`; raw, as
+        in the log; standardised here with the fit's
         statistics), shape (n, K), computed on the learner's ``device`` (if it has one) 65536
         contexts at a time."""
         policy = self._fitted_policy()
@@ -85,11 +117,11 @@ class PolicyLearner:
                      .numpy() for i in range(0, len(context), _CHUNK)]
         return np.concatenate(parts) if parts else np.empty((0, 0), np.float32)
 
-    def predict(self, context: np.ndarray) -> np.ndarray:
+    def predict(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
         """The greedy (argmax) action for each context."""
         return self.predict_proba(context).argmax(1)
 
-    def accuracy(self, context: np.ndarray, label: np.ndarray) -> float:
+    def accuracy(self, context: np.ndarray | pd.DataFrame, label: np.ndarray) -> float:
         """Fraction of contexts whose greedy action equals the label."""
         return float((self.predict(context) == np.asarray(label)).mean())
 

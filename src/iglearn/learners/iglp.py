@@ -70,6 +70,8 @@ from iglearn.seeding import SeedLike, as_generator, torch_generator
 from iglearn.threads import check_threads, torch_threads
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from iglearn.data.formats.base import FeatureSchema
 
 ESTIMATORS = ("step", "lipschitz")
@@ -290,12 +292,13 @@ class IGLP(IGLPSettings, PolicyLearner):
         assert isinstance(learner, IGLP)
         return learner
 
-    def predict_proba(self, context: np.ndarray) -> np.ndarray:
-        """The greedy policy in f(x, a): one-hot rows, shape (n, K)."""
-        values = self.predict_values(np.asarray(context, dtype=np.float32))
+    def predict_proba(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
+        """The greedy policy in f(x, a): one-hot rows, shape (n, K) (contexts as
+        :meth:`~iglearn.learners.base.PolicyLearner.contexts_of` reads them)."""
+        values = self.predict_values(context)
         return np.eye(values.shape[1], dtype=np.float32)[values.argmax(1)]
 
-    def predict_values(self, context: np.ndarray) -> np.ndarray:
+    def predict_values(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
         """f(x, a) for every action: the predicted decoded reward, shape (n, K), of raw
         contexts (standardised here with the fit's statistics)."""
         return self.model_values(self.standardised(context))

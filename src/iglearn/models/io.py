@@ -376,10 +376,14 @@ def save_model(learner: BatchIGL | AIIGL | IGLP, folder: str | Path,
     Args:
         learner: a fitted learner.
         folder: the model folder; an existing iglearn model there is replaced.
-        schema: names of the context and feedback features (from a DSJSON log).
+        schema: names of the context and feedback features (from a DSJSON log) and the
+            column mapping of a table; default: the schema of the log the learner was fitted
+            on (its ``schema_``), if any.
         extra: more JSON-ready facts for the training summary (the log's name, say).
     """
     folder = Path(folder)
+    if schema is None:
+        schema = getattr(learner, "schema_", None)
     algorithm = algorithm_of(learner)
     policy = learner._fitted_policy()
     decoders = algorithm.decoders(learner)
