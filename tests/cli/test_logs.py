@@ -68,7 +68,7 @@ def test_fit_options_reach_the_learner_and_the_model(workspace, capsys, tmp_path
     expected = BatchIGL.paper(corrector=False, restart_threshold=0.3, seed=2)
     settings = json.loads(out)["settings"]
     assert settings["optimisation"] == {**asdict(expected.optimisation), "lr": 0.05,
-                                        "epochs": 2, "min_steps": 60}
+                                        "epochs": 2, "max_steps": 60}
     assert {k: v for k, v in settings.items() if k != "optimisation"} == {
         k: v for k, v in asdict(expected).items() if k != "optimisation"}
     model = json.loads((tmp_path / "m" / io.METADATA).read_text())

@@ -190,7 +190,7 @@ def test_unlogged_actions_warn(uniform_log):
     # K = 11 for a log of 10 real actions: the corrector and the threshold assume K.
     log = dataclasses.replace(uniform_log, n_actions=11)
     with pytest.warns(IdentifiabilityWarning, match="actions 10 never occur"):
-        BatchIGL(seed=0, max_restarts=0, optimisation=Optimisation(min_steps=20)).fit(log)
+        BatchIGL(seed=0, max_restarts=0, optimisation=Optimisation(max_steps=20)).fit(log)
 
 
 def test_each_addition_is_a_setting_and_paper_switches_them_off(uniform_log):
@@ -201,7 +201,7 @@ def test_each_addition_is_a_setting_and_paper_switches_them_off(uniform_log):
     assert plain.optimisation.weight_decay_scale == 0.0
     assert plain.corrector and plain.max_restarts == BatchIGL().max_restarts  # Appendix B
     assert BatchIGL.paper(max_restarts=1).max_restarts == 1  # settings override
-    quick = Optimisation(min_steps=40)
+    quick = Optimisation(max_steps=40)
     fits = {}
     for name, learner in {
         "iglearn": BatchIGL(seed=0, max_restarts=0, optimisation=quick),
@@ -224,7 +224,7 @@ def test_each_addition_is_a_setting_and_paper_switches_them_off(uniform_log):
 def test_eq9_is_one_computation(uniform_log):
     from iglearn.learners.evaluation import evaluate
 
-    learner = BatchIGL(seed=0, optimisation=Optimisation(min_steps=40)).fit(uniform_log)
+    learner = BatchIGL(seed=0, optimisation=Optimisation(max_steps=40)).fit(uniform_log)
     by_learner = learner.indicator(uniform_log)
     assert by_learner == pytest.approx(learner.report_.indicator, rel=1e-5)
     assert evaluate(learner, uniform_log)["indicator"] == pytest.approx(by_learner, rel=1e-4)

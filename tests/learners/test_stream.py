@@ -26,7 +26,7 @@ from iglearn.models import make_decoder, make_policy
 from iglearn.models.stacked import stack
 
 STREAM = StreamSettings(stream="on", shuffle_rows=1000, block_rows=256)
-QUICK = Optimisation(min_steps=60)
+QUICK = Optimisation(max_steps=60)
 
 
 def stored(env, n: int, folder, seed: int) -> tuple[str, str]:
@@ -65,7 +65,7 @@ def test_streaming_reductions_equal_the_in_memory_ones(digits):
     np.testing.assert_allclose(values[0], values[1], rtol=1e-4, atol=1e-7)
     values = [reward_rates(decoders, data) for data in both]
     np.testing.assert_allclose(values[0], values[1], rtol=1e-5)
-    learner = Supervised(optimisation=Optimisation(min_steps=10), seed=0).fit(memory)
+    learner = Supervised(optimisation=Optimisation(max_steps=10), seed=0).fit(memory)
     learner.decoder_ = decoders[0]
     measured = [evaluate(learner, log) for log in (memory, stream)]
     assert measured[0].keys() == measured[1].keys() >= {"accuracy", "value_ips", "indicator"}
@@ -90,7 +90,7 @@ def test_streamed_mini_batches_follow_the_seed(digits):
 @pytest.mark.parametrize("make, which, floor, gap", [
     (lambda: BatchIGL(optimisation=QUICK, seed=0), "digits", 0.8, 0.08),
     # a one-epoch fit of the harder task, whose accuracy varies by about 0.1 with the shuffle
-    (lambda: AIIGL(optimisation=Optimisation(1, 1, 1, min_steps=40), refinements=0, seed=0),
+    (lambda: AIIGL(optimisation=Optimisation(1, 1, 1, max_steps=40), refinements=0, seed=0),
      "inclusive", 0.45, 0.15),
     (lambda: Supervised(optimisation=QUICK, seed=0), "digits", 0.8, 0.08),
     (lambda: ContextualBandit(optimisation=QUICK, seed=0), "digits", 0.8, 0.08),
@@ -109,7 +109,7 @@ def test_a_streamed_fit_is_as_accurate_as_the_fit_in_memory(make, which, floor, 
 
 
 def test_a_streamed_fit_on_its_device_records_the_history_of_one_in_memory(digits):
-    settings = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=2, min_steps=0,
+    settings = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=2, max_steps=0,
                             batch_size=250)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)

@@ -23,11 +23,11 @@ def _fit(n: int, settings: Optimisation) -> torch.nn.Module:
 
 
 def test_weight_decay_grows_with_inputs_per_sample_and_spares_biases():
-    settings = Optimisation(epochs=1, min_steps=20, batch_size=100, lr=0.01)
+    settings = Optimisation(epochs=1, max_steps=20, batch_size=100, lr=0.01)
     small, large = _fit(500, settings), _fit(50000, settings)
     assert torch.all(small.bias == 1.0) and torch.all(large.bias == 1.0)
     # 8 * 50 / 500 = 0.8 against 0.008: far more shrinkage on the small data set.
     assert float(small.weight.detach().mean()) < 0.95 < float(large.weight.detach().mean()) < 1.0
-    off = _fit(500, Optimisation(epochs=1, min_steps=20, batch_size=100, lr=0.01,
+    off = _fit(500, Optimisation(epochs=1, max_steps=20, batch_size=100, lr=0.01,
                                  weight_decay_scale=0.0))
     assert torch.all(off.weight == 1.0)

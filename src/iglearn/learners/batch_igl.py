@@ -48,7 +48,13 @@ from iglearn.learners.objective import (
     policy_minorant,
     self_normalised_objective,
 )
-from iglearn.learners.stream import AnyLog, action_counts, min_probability, training_data
+from iglearn.learners.stream import (
+    AnyLog,
+    action_counts,
+    check_fit_size,
+    min_probability,
+    training_data,
+)
 from iglearn.learners.training import Optimisation, Stage, run_stage, stage_epochs
 from iglearn.learners.trials import Batch, Source, as_tensor, side_by_side, to_device
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
@@ -62,6 +68,11 @@ if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
 
 AMBIGUITY_MARGIN = 0.1
+MONITOR_ROWS = 16384
+"""The history's indicator after each epoch (:class:`EpochRecord`) is measured on the first
+this many interactions of the log (all of a smaller log): a full pass after every epoch costs
+as much as a good share of the epoch itself on a large log. The indicator that decides the
+restarts and that the report gives is measured on the whole log."""
 STAGES = ("grounding", "policy", "exact")
 """The names of the three stages of a fit, in order (:meth:`BatchIGL.stages`)."""
 
@@ -209,6 +220,7 @@ class BatchIGL(StackableLearner):
         """Fit every learner on its log, in memory or streamed (reads context, action,
         probability and feedback); ``references``: one fitted model per learner that the
         fit replaces (:meth:`fit`)."""
+        check_fit_size(logs)
         start = time.perf_counter()
         first, k = learners[0], logs[0].n_actions
         threshold = first.threshold(k)
@@ -346,14 +358,14 @@ class BatchIGL(StackableLearner):
     def _record(monitor: FitMonitor, stage: str, epoch: int, policy: Policy,
                 decoder: Decoder, data: Source, n_actions: int,
                 correction: Correction | None, device: torch.device) -> None:
-        """The history of one epoch: indicator and corrector statistic on all the data (passes
-        over its chunks)."""
+        """The history of one epoch: the indicator on the first :data:`MONITOR_ROWS`
+        interactions, and the corrector statistic on all the data."""
         if correction is None:
             statistic = corrector_statistics(decoder, data, n_actions, device)
             flipped = [False] * len(data)
         else:
             statistic, flipped = correction.statistic, correction.flipped.tolist()
-        values = stacked_indicators(policy, decoder, data, n_actions, device)
+        values = stacked_indicators(policy, decoder, data, n_actions, device, MONITOR_ROWS)
         monitor.epoch(stage, epoch, values, statistic.tolist(), flipped)
 
     def stages(self, policy: Policy, decoder: Decoder, n_actions: int,
@@ -433,17 +445,24 @@ def indicators(policies: Sequence[Policy], decoders: Sequence[Decoder] | None, d
 
 
 def stacked_indicators(policy: Policy, decoder: Decoder | None, data: Source, n_actions: int,
-                       device: torch.device | None = None) -> list[float]:
+                       device: torch.device | None = None,
+                       rows: int | None = None) -> list[float]:
     """Eq. 9 of a stacked ``policy`` and ``decoder`` (none: the signal stands for psi) on
-    each trial's data, in one pass over its chunks (a sum over chunks, so a streamed log is
-    never in memory), each chunk moved to ``device`` (where the models are) if given."""
+    each trial's data (its first ``rows`` interactions if given), in one pass over its chunks
+    (a sum over chunks, so a streamed log is never in memory), each chunk moved to ``device``
+    (where the models are) if given."""
     total = torch.zeros(len(data), dtype=torch.float64)
+    limit = data.n if rows is None else min(rows, data.n)
+    seen = 0
     with torch.no_grad():
-        for chunk in data.chunks():
+        for chunk in data.chunks(min(limit, 65536)):
             chunk = to_device(chunk, device)
             pi_a = at_action(policy.probabilities(chunk.context), chunk.action)
             psi = torch.stack(list(chunk.signal)) if decoder is None else decoder(chunk.signal)
-            rows = chunk.action.shape[-1]
-            total += indicator(pi_a, psi, chunk.probability, n_actions).cpu().double() * rows
-    return (total / data.n).tolist()
+            count = chunk.action.shape[-1]
+            total += indicator(pi_a, psi, chunk.probability, n_actions).cpu().double() * count
+            seen += count
+            if seen >= limit:
+                break
+    return (total / seen).tolist()
 

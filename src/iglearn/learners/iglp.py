@@ -61,6 +61,7 @@ from iglearn.learners.regression import (
     fit_reward_model,
     uniform_weights,
 )
+from iglearn.learners.stream import check_fit_size
 from iglearn.learners.training import Optimisation
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, make_policy
@@ -211,6 +212,7 @@ class IGLP(PolicyLearner):
 
     def fit(self, log: InteractionLog) -> Self:
         """Fit the three models on ``log``."""
+        check_fit_size([log])
         start = time.perf_counter()
         self._rng = as_generator(self.seed)
         flags = (np.zeros(len(log), dtype=bool) if log.definitely_bad is None

@@ -24,12 +24,12 @@ from iglearn.seeding import SeedLike, torch_generator
 
 EXPLORATION = ("epsilon", "igw")
 DEFAULT_OPTIMISATION = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=3,
-                                    batch_size=500, lr=0.05, min_steps=200,
+                                    batch_size=500, lr=0.05, max_steps=200,
                                     weight_decay_scale=1.0)
 """A model fitted from scratch: three epochs (at least 200 steps) of AdamW in mini-batches of
 500, peak learning rate 0.05, weight decay 1.0 * inputs / n."""
 REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, batch_size=1000, lr=0.05,
-                     min_steps=30, weight_decay_scale=1.0)
+                     max_steps=30, weight_decay_scale=1.0)
 """A warm-started re-fit in an online loop: one epoch, at least 30 steps."""
 
 Loss = Callable[[Policy, Batch], torch.Tensor]

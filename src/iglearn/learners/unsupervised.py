@@ -17,6 +17,7 @@ from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.baselines import ContextualBandit
+from iglearn.learners.stream import check_fit_size
 from iglearn.learners.training import Optimisation
 from iglearn.seeding import SeedLike, as_generator
 
@@ -123,6 +124,7 @@ class UnsupervisedBandit(PolicyLearner):
 
     def fit(self, log: InteractionLog) -> UnsupervisedBandit:
         """Fit the decoder on ``log.feedback`` alone, then the bandit on the decoded reward."""
+        check_fit_size([log])
         start = time.perf_counter()
         rng = as_generator(self.seed)
         self.decoder_ = ClusterDecoder(self.n_clusters, self.method, self.rule,
