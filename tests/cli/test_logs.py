@@ -15,7 +15,7 @@ from iglearn.models import io
 from iglearn.theory import lemma5_value_lower_bound
 from tests.cli.conftest import run
 
-FAST = ("--min-steps", "60")   # short fits keep the end-to-end runs to seconds
+FAST = ("--max-steps", "60")   # short fits keep the end-to-end runs to seconds
 
 
 @pytest.fixture(scope="module")

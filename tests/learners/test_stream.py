@@ -16,12 +16,15 @@ from iglearn import AIIGL, BatchIGL, ContextualBandit, LogStream, Supervised, op
 from iglearn.data.formats import write_table
 from iglearn.data.stream import StreamSettings
 from iglearn.envs import action_inclusive_environment, digits_environment
+from iglearn.errors import IGLearnError
 from iglearn.learners import IdentifiabilityWarning, Optimisation
 from iglearn.learners.ai_igl import indicator_terms, reward_rates
 from iglearn.learners.batch_igl import indicators
 from iglearn.learners.corrector import corrector_statistics
 from iglearn.learners.evaluation import evaluate
-from iglearn.learners.stream import StreamTrials, training_data
+from iglearn.learners.iglp import IGLP
+from iglearn.learners.stream import MIN_PER_ACTION, StreamTrials, training_data
+from iglearn.learners.unsupervised import UnsupervisedBandit
 from iglearn.models import make_decoder, make_policy
 from iglearn.models.stacked import stack
 
@@ -126,3 +129,21 @@ def test_a_streamed_fit_on_its_device_records_the_history_of_one_in_memory(digit
         assert math.isclose(last.corrector_statistic, report.corrector_statistic, abs_tol=1e-6)
         assert all(0 <= r.corrector_statistic <= 1 and math.isfinite(r.loss)
                    for r in report.history)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.parametrize("make", [BatchIGL, AIIGL, IGLP, ContextualBandit, Supervised,
+                                  UnsupervisedBandit])
+def test_a_log_too_small_to_fit_is_refused_naming_the_count_and_the_minimum(make, n):
+    log = digits_environment().log(n, seed=0)
+    shown = "1 interaction " if n == 1 else f"{n} interactions "
+    with pytest.raises(IGLearnError, match=shown + r"for 10 actions is too few to fit; a fit "
+                                           r"needs at least 20 \(2 per action\)"):
+        make(seed=0).fit(log)
+
+
+def test_a_log_of_two_interactions_per_action_is_fitted():
+    log = action_inclusive_environment("digits").log(20, seed=0)
+    assert len(log) == MIN_PER_ACTION * log.n_actions
+    model = BatchIGL(seed=0, max_restarts=0, optimisation=Optimisation(max_steps=10)).fit(log)
+    assert model.predict(log.context).shape == (20,)

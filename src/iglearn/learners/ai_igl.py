@@ -103,8 +103,8 @@ StageMaker = Callable[[Policy, Decoder, int, Optimisation], Stage]
 
 DEFAULT_OPTIMISATION = Optimisation(grounding_epochs=2, policy_epochs=1, epochs=2)
 """AI-IGL's optimiser settings: two epochs of each (re-)grounding, one of the policy's minorant
-and two of its IPS stage (at least 240 steps a stage, so 2 epochs on 60000 interactions, 40
-on 3000), in mini-batches of 500."""
+and two of its IPS stage, in mini-batches of 500; a smaller log extends each stage while its
+loss improves, to at most 240 steps (2 epochs on 60000 interactions, up to 40 on 3000)."""
 
 
 @dataclass
@@ -558,11 +558,12 @@ def break_symmetry(policy: Policy, decoders: Sequence[Decoder], data: Source) ->
 
 FIRST_FIT = replace(DEFAULT_OPTIMISATION, max_steps=120)
 """Online AI-IGL's fit from scratch at the end of the warm-up: the batch settings with half
-their minimum of steps per stage."""
+their cap on the steps of a stage."""
 REFIT = Optimisation(grounding_epochs=1, policy_epochs=0, epochs=1, max_steps=6,
                      batch_size=1000, lr=0.01)
-"""Online AI-IGL's warm-started re-fits (one refinement round): one epoch (at least 6 steps)
-of re-grounding and of the IPS stage, at half the learning rate (as E2G's re-fits)."""
+"""Online AI-IGL's warm-started re-fits (one refinement round): one epoch (extended to at
+most 6 steps while the loss improves) of re-grounding and of the IPS stage, at half the
+learning rate (as E2G's re-fits)."""
 
 
 class OnlineAIIGL(EpochGreedy):
