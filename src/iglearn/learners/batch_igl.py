@@ -271,9 +271,11 @@ class BatchIGL(StackableLearner):
         at once; trial t draws its initialisations and shuffles from ``rngs[t]``.
 
         Each attempt fits (pi, psi) (:meth:`fit_models`) and measures the indicator (Eq. 9);
-        a trial stops once its indicator exceeds the threshold, or after ``max_restarts``
-        restarts, and the trials still at or below it restart together from fresh
-        initialisations. The first attempt warm-starts from ``starts[t]`` (fitted in place,
+        a trial stops once its indicator exceeds the threshold and its decoder reads the sign
+        of the feedback clearly (:meth:`_clear`), or after ``max_restarts`` restarts, and the
+        other trials restart together from fresh initialisations. The best attempt is the
+        one with the largest indicator among those whose decoder reads the sign clearly (if
+        any). The first attempt warm-starts from ``starts[t]`` (fitted in place,
         with ``start_optimisation`` if given) when they are given. With ``holdout``
         (interactions not in ``data``) the indicator is measured there: an unbiased estimate
         that a fit memorising ``data`` cannot inflate. A ``monitor`` records every epoch.
@@ -285,7 +287,7 @@ class BatchIGL(StackableLearner):
             attempt.
         """
         threshold = self.threshold(n_actions)
-        best: dict[int, tuple[float, Policy, Decoder]] = {}
+        best: dict[int, tuple[float, Policy, Decoder, bool]] = {}
         tried: list[list[float]] = [[] for _ in rngs]
         pending = list(range(len(rngs)))
         device = resolve_device(self.device)
@@ -308,14 +310,32 @@ class BatchIGL(StackableLearner):
             values = indicators(policies, decoders,
                                 (data if holdout is None else holdout).select(pending),
                                 n_actions, device)
-            for t, value, policy, decoder in zip(pending, values, policies, decoders, strict=True):
+            clear = self._clear(decoders, data.select(pending), n_actions, device)
+            for t, value, sure, policy, decoder in zip(pending, values, clear, policies,
+                                                        decoders, strict=True):
                 tried[t].append(value)
-                if t not in best or value > best[t][0]:
-                    best[t] = (value, policy, decoder)
-            pending = [t for t, value in zip(pending, values, strict=True) if value <= threshold]
+                if t not in best or (sure, value) > (best[t][3], best[t][0]):
+                    best[t] = (value, policy, decoder, sure)
+            pending = [t for t, value, sure in zip(pending, values, clear, strict=True)
+                       if value <= threshold or not sure]
             if not pending:
                 break
-        return [(*best[t], tried[t]) for t in range(len(rngs))]
+        return [(*best[t][:3], tried[t]) for t in range(len(rngs))]
+
+    @staticmethod
+    def _clear(decoders: Sequence[Decoder], data: Source, n_actions: int,
+               device: torch.device) -> list[bool]:
+        """Whether each trial's decoder reads the feedback's sign clearly: with K >= 3, its
+        corrector statistic lies more than AMBIGUITY_MARGIN from one half (under uniform play
+        a reward is a 1/K share of the feedback; a decoder that calls about half of it a
+        reward has split the feedback some other way, often with a high indicator on a
+        small log that it has memorised). Always true for K = 2."""
+        if n_actions < 3:
+            return [True] * len(decoders)
+        decoder = cast(Decoder, stack(decoders))
+        decoder = decoder if device.type == "cpu" else decoder.to(device)
+        statistics = corrector_statistics(decoder, data, n_actions, device)
+        return [abs(s - 0.5) >= AMBIGUITY_MARGIN for s in statistics.tolist()]
 
     def threshold(self, n_actions: int) -> float:
         """The adaptive restart's indicator threshold (1/K unless set)."""

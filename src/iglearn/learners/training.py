@@ -132,7 +132,8 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
     and stops: its parameters stay as they are and its generator is left as it was when it
     stopped, so that each trial ends as it would alone. The stage ends when every trial has
     stopped, or at the cap. With a ``device``, each mini-batch is gathered on the CPU and
-    moved there (the stage's parameters must be there already)."""
+    moved there (the stage's parameters must be there already); a log that fits in one
+    mini-batch is gathered (and moved) once for the whole stage."""
     epochs = stage_epochs(stage, data.n, settings)
     if epochs == 0:
         return
@@ -153,8 +154,9 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
     stopped = torch.zeros(trials, dtype=torch.bool)
     states: dict[int, torch.Tensor] = {}
     total: torch.Tensor | float = 0.0  # each trial's summed loss over the window
+    whole: Batch | None = None  # a log that fits in one mini-batch: its rows, gathered once
     for epoch in range(epochs):
-        for rows in data.epoch(batch, generators):
+        for rows in data.epoch(batch, generators) if whole is None else [whole]:
             lr, beta1 = schedule.at(optimiser.steps)
             lrs = torch.full((trials,), lr, dtype=torch.float64)
             betas = torch.full((trials,), beta1, dtype=torch.float64)
@@ -165,6 +167,8 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
                 betas = torch.where(annealing, start_beta, betas)
                 lrs = lrs.masked_fill(stopped, 0.0)
             rows = to_device(rows, device)
+            if per_epoch == 1:  # every epoch is this one batch; the losses are means over it
+                whole = rows
             values = stage.loss(rows)
             values.sum().backward()  # trials share no parameter
             optimiser.step(lrs, betas)
@@ -275,8 +279,8 @@ class AdamW:
         ``lr_factors[t]`` times each group's learning rate, with Adam's beta1 ``beta1[t]``; a
         parameter without a gradient stays as it is."""
         self.steps += 1
-        correction1 = 1.0 - beta1 ** self.steps
         root2 = math.sqrt(1.0 - self.beta2 ** self.steps)
+        correction1 = 1.0 - beta1 ** self.steps
         for p, mean, square, lr, decay in zip(self.params, self.means, self.squares, self.lrs,
                                               self.decays, strict=True):
             grad = p.grad
