@@ -8,6 +8,7 @@ import torch
 from iglearn import BatchIGL, ContextualBandit, IGLearnError, InteractionLog, Supervised
 from iglearn.envs import digits_environment
 from iglearn.learners import IdentifiabilityWarning
+from iglearn.learners.batch_igl import STAGES
 from iglearn.learners.training import Optimisation
 from iglearn.learners.trials import Batch, Trials
 from iglearn.models import make_decoder
@@ -234,3 +235,20 @@ def test_eq9_is_one_computation(uniform_log):
     psi = learner.decode(uniform_log.feedback)
     by_hand = np.mean((pi - 0.1) * psi / uniform_log.probability)
     assert by_learner == pytest.approx(by_hand, rel=1e-4)
+
+
+def test_each_stage_stops_early_on_a_small_log_and_runs_its_epochs_on_a_large_one():
+    env = digits_environment()
+    cap = 600  # steps of a stage at most; one step an epoch on 200 interactions
+    small = BatchIGL(seed=0, max_restarts=0,
+                     optimisation=Optimisation(max_steps=cap)).fit(env.log(200, seed=0))
+    ran = {record.stage: record.epoch + 1 for record in small.report_.history}
+    assert set(ran) == set(STAGES) and all(ran[stage] < 0.6 * cap for stage in STAGES)
+    assert sum(ran.values()) < cap  # the three stages together take less than one's cap
+    # 20 steps an epoch: each stage's epochs already pass a cap of 40 steps
+    large = BatchIGL(seed=0, max_restarts=0,
+                     optimisation=Optimisation(max_steps=40, batch_size=50)
+                     ).fit(env.log(1000, seed=0))
+    assert [(r.stage, r.epoch) for r in large.report_.history] == [
+        (stage, epoch) for stage, epochs in zip(STAGES, (2, 2, 3), strict=True)
+        for epoch in range(epochs)]
