@@ -142,6 +142,7 @@ def test_a_log_too_small_to_fit_is_refused_naming_the_count_and_the_minimum(make
         make(seed=0).fit(log)
 
 
+@pytest.mark.filterwarnings("ignore::iglearn.learners.IdentifiabilityWarning")
 def test_a_log_of_two_interactions_per_action_is_fitted():
     log = action_inclusive_environment("digits").log(20, seed=0)
     assert len(log) == MIN_PER_ACTION * log.n_actions
