@@ -49,7 +49,7 @@ def main() -> None:
         print(f"CSV columns: {path.read_text().splitlines()[0]}")
         log = read_log(path)
 
-    learner = BatchIGL(optimisation=Optimisation(min_steps=120), max_restarts=1, seed=0)
+    learner = BatchIGL(optimisation=Optimisation(max_steps=120), max_restarts=1, seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         learner.fit(log)

@@ -20,7 +20,7 @@ from iglearn.learners.schedules import PaperSchedule
 def main(rounds: int = 900, warm_up: int = 600) -> None:
     env = ClusterEnvironment()
     rng = np.random.default_rng(0)
-    quick = Optimisation(min_steps=40)  # short fits for the example
+    quick = Optimisation(max_steps=40)  # short fits for the example
     learner = E2G(env.n_actions, env.context_dim, env.feedback_dim,
                   schedule=PaperSchedule(warmup_rounds=warm_up), update_every=300,
                   optimisation=quick, refit_optimisation=quick, seed=0)

@@ -50,7 +50,7 @@ class ClusterEnvironment(Environment):
 def main() -> None:
     env = ClusterEnvironment()
     log = env.log(1000, seed=1)  # uniform logging policy
-    learner = BatchIGL(optimisation=Optimisation(min_steps=40), seed=0)
+    learner = BatchIGL(optimisation=Optimisation(max_steps=40), seed=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # identifiability notes, if any
         learner.fit(log)

@@ -27,7 +27,7 @@ from iglearn.envs.named import named_environment
 def main() -> None:
     env = named_environment("digits", None, None)
     log = env.log(800, seed=0)
-    settings = Optimisation(min_steps=40)  # a short fit for the example
+    settings = Optimisation(max_steps=40)  # a short fit for the example
     learner = BatchIGL(policy=two_layer_policy, optimisation=settings, max_restarts=1,
                        seed=0)
     with warnings.catch_warnings():

@@ -13,7 +13,7 @@ from iglearn.envs import digits_environment
 from iglearn.learners.iglp import IGLP
 from iglearn.threads import torch_threads
 
-SHORT = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, min_steps=0,
+SHORT = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=0,
                      batch_size=100)
 
 

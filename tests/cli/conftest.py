@@ -11,7 +11,7 @@ import pytest
 
 from iglearn.cli import main
 
-FAST = ("--min-steps", "40")   # short fits keep the end-to-end runs to seconds
+FAST = ("--max-steps", "40")   # short fits keep the end-to-end runs to seconds
 
 
 def run(capsys, *argv) -> tuple[int, str, str]:

@@ -40,7 +40,7 @@ def test_ai_igl_learns_action_inclusive_digits_and_igl_does_not(workspace, capsy
 def test_fit_summary_reports_what_the_algorithm_measures(workspace, capsys, tmp_path):
     code, out, _ = run(capsys, "fit", workspace / "log.npz", "--out", tmp_path / "m",
                        "--algorithm", "ai-igl", "--lr", "0.03", "--refinements", "0",
-                       "--temperature", "0.5", "--min-steps", "60", "--seed", "2")
+                       "--temperature", "0.5", "--max-steps", "60", "--seed", "2")
     assert code == 0
     summary = json.loads(out)
     assert summary["algorithm"] == "ai-igl" and summary["samples"] == 3000

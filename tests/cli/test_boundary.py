@@ -272,3 +272,17 @@ def test_a_fit_that_diverges_exits_2_and_writes_nothing(small, tmp_path, capsys,
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "the fit diverged" in err and "log.npz" in err
     assert listing(tmp_path) == before
+
+
+@pytest.mark.parametrize("samples", [1, 2])
+def test_a_log_too_small_to_fit_exits_2_naming_the_count_and_the_minimum(tmp_path, capsys,
+                                                                         samples):
+    log = tmp_path / "log.npz"
+    assert run(capsys, "simulate", "digits", "--samples", samples, "--out", log)[0] == 0
+    code, _, err = run(capsys, "fit", log, "--out", tmp_path / "model")
+    assert code == 2 and not (tmp_path / "model").exists()
+    assert f"{samples} interaction" in err and "at least 20 (2 per action)" in err
+    assert "diverged" not in err and "Traceback" not in err
+    code, _, err = run(capsys, "reproduce", "family", "--samples", samples, "--trials", 1,
+                       "--out", tmp_path / "family")
+    assert code == 2 and "at least 20 (2 per action)" in err

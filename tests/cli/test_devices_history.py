@@ -46,7 +46,7 @@ def test_an_unavailable_device_fails_before_any_output(small, tmp_path, capsys):
 def test_fit_reports_its_history_and_shows_progress(small, tmp_path, capsys):
     code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
                          "--progress", "--grounding-epochs", "1", "--policy-epochs", "1",
-                         "--epochs", "1", "--min-steps", "0", "--max-restarts", "0",
+                         "--epochs", "1", "--max-steps", "0", "--max-restarts", "0",
                          "--history", tmp_path / "history.jsonl")
     assert code == 0, err
     assert json.loads(out)["history"] == {"file": str(tmp_path / "history.jsonl"),

@@ -16,7 +16,7 @@ from iglearn.theory import lemma5_value_lower_bound
 from tests.cli.conftest import run
 from tests.data.test_frames import user_frame
 
-FAST = ("--min-steps", "60")   # short fits keep the end-to-end runs to seconds
+FAST = ("--max-steps", "60")   # short fits keep the end-to-end runs to seconds
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_fit_options_reach_the_learner_and_the_model(workspace, capsys, tmp_path
     expected = BatchIGL.paper(corrector=False, restart_threshold=0.3, seed=2)
     settings = json.loads(out)["settings"]
     assert settings["optimisation"] == {**asdict(expected.optimisation), "lr": 0.05,
-                                        "epochs": 2, "min_steps": 60}
+                                        "epochs": 2, "max_steps": 60}
     assert {k: v for k, v in settings.items() if k != "optimisation"} == {
         k: v for k, v in asdict(expected).items() if k != "optimisation"}
     model = json.loads((tmp_path / "m" / io.METADATA).read_text())

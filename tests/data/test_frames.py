@@ -136,7 +136,7 @@ def test_a_frame_with_its_own_column_names_fits_and_predicts_through_a_saved_mod
     assert log.n_actions == 3 and log.schema is not None
     assert log.schema.columns is not None and log.schema.columns.feedback == tuple(emg)
     assert log.schema.context == ("^age", "^clicks")
-    quick = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, min_steps=60)
+    quick = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=60)
     learner = BatchIGL(seed=0, optimisation=quick).fit(log)
     learner.save(tmp_path / "model", schema=log.schema)
     model = load_model(tmp_path / "model")

@@ -175,7 +175,7 @@ def test_fit_many_fits_each_learner_as_its_own_fit_would(kind):
     env = BCIEnvironment(noise=0.05)
     logs = [env.log(1500, seed) for seed in range(3)]
     settings = dict(policy=kind, decoder=kind, optimisation=Optimisation(
-        grounding_epochs=1, policy_epochs=1, epochs=1, min_steps=40))
+        grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=40))
     together = AIIGL.fit_many([AIIGL(**settings, seed=s) for s in range(3)], logs)
     for seed, (learner, log) in enumerate(zip(together, logs, strict=True)):
         alone = AIIGL(**settings, seed=seed).fit(log)

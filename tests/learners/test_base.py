@@ -33,7 +33,7 @@ def _assert_same_models(a, b) -> None:
                     assert torch.equal(x, y)
 
 
-QUICK = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, min_steps=60)
+QUICK = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=60)
 
 
 @pytest.mark.parametrize("make", [

@@ -8,6 +8,7 @@ import torch
 from iglearn import BatchIGL, ContextualBandit, IGLearnError, InteractionLog, Supervised
 from iglearn.envs import digits_environment
 from iglearn.learners import IdentifiabilityWarning
+from iglearn.learners.batch_igl import STAGES
 from iglearn.learners.training import Optimisation
 from iglearn.learners.trials import Batch, Trials
 from iglearn.models import make_decoder
@@ -190,7 +191,7 @@ def test_unlogged_actions_warn(uniform_log):
     # K = 11 for a log of 10 real actions: the corrector and the threshold assume K.
     log = dataclasses.replace(uniform_log, n_actions=11)
     with pytest.warns(IdentifiabilityWarning, match="actions 10 never occur"):
-        BatchIGL(seed=0, max_restarts=0, optimisation=Optimisation(min_steps=20)).fit(log)
+        BatchIGL(seed=0, max_restarts=0, optimisation=Optimisation(max_steps=20)).fit(log)
 
 
 def test_each_addition_is_a_setting_and_paper_switches_them_off(uniform_log):
@@ -201,7 +202,7 @@ def test_each_addition_is_a_setting_and_paper_switches_them_off(uniform_log):
     assert plain.optimisation.weight_decay_scale == 0.0
     assert plain.corrector and plain.max_restarts == BatchIGL().max_restarts  # Appendix B
     assert BatchIGL.paper(max_restarts=1).max_restarts == 1  # settings override
-    quick = Optimisation(min_steps=40)
+    quick = Optimisation(max_steps=40)
     fits = {}
     for name, learner in {
         "iglearn": BatchIGL(seed=0, max_restarts=0, optimisation=quick),
@@ -224,7 +225,7 @@ def test_each_addition_is_a_setting_and_paper_switches_them_off(uniform_log):
 def test_eq9_is_one_computation(uniform_log):
     from iglearn.learners.evaluation import evaluate
 
-    learner = BatchIGL(seed=0, optimisation=Optimisation(min_steps=40)).fit(uniform_log)
+    learner = BatchIGL(seed=0, optimisation=Optimisation(max_steps=40)).fit(uniform_log)
     by_learner = learner.indicator(uniform_log)
     assert by_learner == pytest.approx(learner.report_.indicator, rel=1e-5)
     assert evaluate(learner, uniform_log)["indicator"] == pytest.approx(by_learner, rel=1e-4)
@@ -234,3 +235,20 @@ def test_eq9_is_one_computation(uniform_log):
     psi = learner.decode(uniform_log.feedback)
     by_hand = np.mean((pi - 0.1) * psi / uniform_log.probability)
     assert by_learner == pytest.approx(by_hand, rel=1e-4)
+
+
+def test_each_stage_stops_early_on_a_small_log_and_runs_its_epochs_on_a_large_one():
+    env = digits_environment()
+    cap = 600  # steps of a stage at most; one step an epoch on 200 interactions
+    small = BatchIGL(seed=0, max_restarts=0,
+                     optimisation=Optimisation(max_steps=cap)).fit(env.log(200, seed=0))
+    ran = {record.stage: record.epoch + 1 for record in small.report_.history}
+    assert set(ran) == set(STAGES) and all(ran[stage] < 0.6 * cap for stage in STAGES)
+    assert sum(ran.values()) < cap  # the three stages together take less than one's cap
+    # 20 steps an epoch: each stage's epochs already pass a cap of 40 steps
+    large = BatchIGL(seed=0, max_restarts=0,
+                     optimisation=Optimisation(max_steps=40, batch_size=50)
+                     ).fit(env.log(1000, seed=0))
+    assert [(r.stage, r.epoch) for r in large.report_.history] == [
+        (stage, epoch) for stage, epochs in zip(STAGES, (2, 2, 3), strict=True)
+        for epoch in range(epochs)]

@@ -14,7 +14,7 @@ from iglearn import BatchIGL, IGLearnError, Optimisation
 from iglearn.devices import mps_available, resolve_device
 from iglearn.envs import digits_environment
 
-SHORT = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=2, min_steps=20,
+SHORT = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=2, max_steps=20,
                      batch_size=128)
 NO_GPU = not torch.cuda.is_available() and not mps_available()
 

@@ -11,7 +11,7 @@ from iglearn.learners.schedules import DataDrivenSchedule, PaperSchedule
 from iglearn.learners.training import Optimisation
 from tests.learners.test_online import total_reward
 
-QUICK = Optimisation(min_steps=50)
+QUICK = Optimisation(max_steps=50)
 
 
 @pytest.fixture(scope="module")

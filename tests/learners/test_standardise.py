@@ -20,7 +20,7 @@ from iglearn.learners.regression import OnlineRegressionCB
 from iglearn.models.archive import load_archive, pack_model
 from iglearn.models.io import load_model
 
-QUICK = Optimisation(min_steps=60)
+QUICK = Optimisation(max_steps=60)
 SCALE, SHIFT = np.float32(0.05), np.float32(35.0)
 
 
@@ -41,7 +41,7 @@ def quietly(learner, log):
 LEARNERS = {
     "igl": lambda **kw: BatchIGL(optimisation=QUICK, **kw),
     "ai-igl": lambda **kw: AIIGL(optimisation=Optimisation(grounding_epochs=2, policy_epochs=1,
-                                                           epochs=2, min_steps=60), **kw),
+                                                           epochs=2, max_steps=60), **kw),
     "igl-p": lambda **kw: IGLP(optimisation=QUICK, **kw),
     "cb": lambda **kw: ContextualBandit(optimisation=QUICK, **kw),
     "sup": lambda **kw: Supervised(optimisation=QUICK, **kw),

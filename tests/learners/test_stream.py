@@ -16,17 +16,20 @@ from iglearn import AIIGL, BatchIGL, ContextualBandit, LogStream, Supervised, op
 from iglearn.data.formats import write_table
 from iglearn.data.stream import StreamSettings
 from iglearn.envs import action_inclusive_environment, digits_environment
+from iglearn.errors import IGLearnError
 from iglearn.learners import IdentifiabilityWarning, Optimisation
 from iglearn.learners.ai_igl import indicator_terms, reward_rates
 from iglearn.learners.batch_igl import indicators
 from iglearn.learners.corrector import corrector_statistics
 from iglearn.learners.evaluation import evaluate
-from iglearn.learners.stream import StreamTrials, training_data
+from iglearn.learners.iglp import IGLP
+from iglearn.learners.stream import MIN_PER_ACTION, StreamTrials, training_data
+from iglearn.learners.unsupervised import UnsupervisedBandit
 from iglearn.models import make_decoder, make_policy
 from iglearn.models.stacked import stack
 
 STREAM = StreamSettings(stream="on", shuffle_rows=1000, block_rows=256)
-QUICK = Optimisation(min_steps=60)
+QUICK = Optimisation(max_steps=60)
 
 
 def stored(env, n: int, folder, seed: int) -> tuple[str, str]:
@@ -65,7 +68,7 @@ def test_streaming_reductions_equal_the_in_memory_ones(digits):
     np.testing.assert_allclose(values[0], values[1], rtol=1e-4, atol=1e-7)
     values = [reward_rates(decoders, data) for data in both]
     np.testing.assert_allclose(values[0], values[1], rtol=1e-5)
-    learner = Supervised(optimisation=Optimisation(min_steps=10), seed=0).fit(memory)
+    learner = Supervised(optimisation=Optimisation(max_steps=10), seed=0).fit(memory)
     learner.decoder_ = decoders[0]
     measured = [evaluate(learner, log) for log in (memory, stream)]
     assert measured[0].keys() == measured[1].keys() >= {"accuracy", "value_ips", "indicator"}
@@ -90,7 +93,7 @@ def test_streamed_mini_batches_follow_the_seed(digits):
 @pytest.mark.parametrize("make, which, floor, gap", [
     (lambda: BatchIGL(optimisation=QUICK, seed=0), "digits", 0.8, 0.08),
     # a one-epoch fit of the harder task, whose accuracy varies by about 0.1 with the shuffle
-    (lambda: AIIGL(optimisation=Optimisation(1, 1, 1, min_steps=40), refinements=0, seed=0),
+    (lambda: AIIGL(optimisation=Optimisation(1, 1, 1, max_steps=40), refinements=0, seed=0),
      "inclusive", 0.45, 0.15),
     (lambda: Supervised(optimisation=QUICK, seed=0), "digits", 0.8, 0.08),
     (lambda: ContextualBandit(optimisation=QUICK, seed=0), "digits", 0.8, 0.08),
@@ -109,7 +112,7 @@ def test_a_streamed_fit_is_as_accurate_as_the_fit_in_memory(make, which, floor, 
 
 
 def test_a_streamed_fit_on_its_device_records_the_history_of_one_in_memory(digits):
-    settings = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=2, min_steps=0,
+    settings = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=2, max_steps=0,
                             batch_size=250)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
@@ -126,3 +129,22 @@ def test_a_streamed_fit_on_its_device_records_the_history_of_one_in_memory(digit
         assert math.isclose(last.corrector_statistic, report.corrector_statistic, abs_tol=1e-6)
         assert all(0 <= r.corrector_statistic <= 1 and math.isfinite(r.loss)
                    for r in report.history)
+
+
+@pytest.mark.parametrize("n", [1, 2])
+@pytest.mark.parametrize("make", [BatchIGL, AIIGL, IGLP, ContextualBandit, Supervised,
+                                  UnsupervisedBandit])
+def test_a_log_too_small_to_fit_is_refused_naming_the_count_and_the_minimum(make, n):
+    log = digits_environment().log(n, seed=0)
+    shown = "1 interaction " if n == 1 else f"{n} interactions "
+    with pytest.raises(IGLearnError, match=shown + r"for 10 actions is too few to fit; a fit "
+                                           r"needs at least 20 \(2 per action\)"):
+        make(seed=0).fit(log)
+
+
+@pytest.mark.filterwarnings("ignore::iglearn.learners.IdentifiabilityWarning")
+def test_a_log_of_two_interactions_per_action_is_fitted():
+    log = action_inclusive_environment("digits").log(20, seed=0)
+    assert len(log) == MIN_PER_ACTION * log.n_actions
+    model = BatchIGL(seed=0, max_restarts=0, optimisation=Optimisation(max_steps=10)).fit(log)
+    assert model.predict(log.context).shape == (20,)

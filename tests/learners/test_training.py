@@ -2,7 +2,7 @@
 
 import torch
 
-from iglearn.learners.training import Optimisation, Stage, optimise
+from iglearn.learners.training import Optimisation, Stage, optimise, run_stage, stage_epochs
 from iglearn.learners.trials import Trials
 from iglearn.models.stacked import stack
 
@@ -23,11 +23,84 @@ def _fit(n: int, settings: Optimisation) -> torch.nn.Module:
 
 
 def test_weight_decay_grows_with_inputs_per_sample_and_spares_biases():
-    settings = Optimisation(epochs=1, min_steps=20, batch_size=100, lr=0.01)
+    settings = Optimisation(epochs=1, max_steps=20, batch_size=100, lr=0.01)
     small, large = _fit(500, settings), _fit(50000, settings)
     assert torch.all(small.bias == 1.0) and torch.all(large.bias == 1.0)
     # 8 * 50 / 500 = 0.8 against 0.008: far more shrinkage on the small data set.
     assert float(small.weight.detach().mean()) < 0.95 < float(large.weight.detach().mean()) < 1.0
-    off = _fit(500, Optimisation(epochs=1, min_steps=20, batch_size=100, lr=0.01,
+    off = _fit(500, Optimisation(epochs=1, max_steps=20, batch_size=100, lr=0.01,
                                  weight_decay_scale=0.0))
     assert torch.all(off.weight == 1.0)
+
+
+def _run(n: int, loss, settings: Optimisation,
+         trials: int = 1) -> tuple[list[int], int, torch.nn.Module]:
+    """The epochs ``run_stage`` yields for a one-epoch stage on a linear model with ``trials``
+    trials on ``n`` rows of 5 inputs, the steps it took, and the fitted (stacked) model."""
+    generator = torch.Generator().manual_seed(0)
+    layer = stack([torch.nn.Linear(5, 1) for _ in range(trials)])
+    with torch.no_grad():
+        for parameter in layer.parameters():
+            parameter.zero_()
+    x = torch.randn(n, 5, generator=generator)
+    target = x @ torch.tensor([1.0, -2.0, 0.5, 0.0, 3.0])
+    data = Trials([x] * trials, [torch.zeros(n, dtype=torch.long)] * trials,
+                  [torch.ones(n)] * trials, [target] * trials)
+    stage = Stage(1, list(layer.parameters()), lambda batch: loss(layer, batch))
+    epochs = list(run_stage(stage, data, settings,
+                            [torch.Generator().manual_seed(s) for s in range(trials)]))
+    per_epoch = -(-n // min(settings.batch_size, n))
+    return epochs, (epochs[-1] + 1) * per_epoch, layer
+
+
+def _steps(n: int, loss, settings: Optimisation) -> tuple[list[int], int]:
+    epochs, steps, _ = _run(n, loss, settings)
+    return epochs, steps
+
+
+def _squared_error(layer, batch):
+    return ((layer(batch.context)[..., 0] - batch.signal) ** 2).mean(-1)
+
+
+def _unbounded(layer, batch):
+    # keeps falling at the same pace however long it runs: it never plateaus
+    return -layer.bias.sum(-1) + 0.0 * layer(batch.context).sum((1, 2))
+
+
+def test_a_small_easy_stage_stops_once_its_loss_stops_improving():
+    settings = Optimisation(max_steps=2000, window=10, batch_size=500, lr=0.05)
+    epochs, steps = _steps(200, _squared_error, settings)
+    assert stage_epochs(Stage(1, [], _squared_error), 200, settings) == 2000
+    assert steps < 1000  # well before the cap
+    assert epochs[:3] == [9, 19, 29]  # a record every window of 10 one-step epochs
+
+
+def test_a_stage_that_keeps_improving_runs_to_its_cap():
+    # it may stop in the schedule's last windows, where the learning rate is all but zero
+    settings = Optimisation(max_steps=300, window=10, batch_size=500, lr=0.05)
+    _, steps = _steps(200, _unbounded, settings)
+    assert 0.9 * 300 <= steps <= 300
+
+
+def test_patience_zero_runs_every_stage_to_its_cap():
+    settings = Optimisation(max_steps=300, window=10, batch_size=500, lr=0.05, patience=0)
+    _, steps = _steps(200, _squared_error, settings)
+    assert steps == 300
+
+
+def test_a_large_log_runs_exactly_its_epochs_one_record_each():
+    # 40 steps an epoch: one epoch already passes a cap of 30, so the stage is not extended
+    settings = Optimisation(max_steps=30, window=10, batch_size=50, lr=0.05)
+    epochs, steps = _steps(2000, _squared_error, settings)
+    assert epochs == [0] and steps == 40
+
+
+def test_a_trial_that_stops_early_ends_as_it_would_alone():
+    settings = Optimisation(max_steps=400, window=10, batch_size=500, lr=0.05)
+
+    def mixed(layer, batch):  # trial 0 converges, trial 1 keeps improving
+        return torch.stack([_squared_error(layer, batch)[0], _unbounded(layer, batch)[1]])
+    _, together, both = _run(200, mixed, settings, trials=2)
+    _, alone, one = _run(200, _squared_error, settings)
+    assert alone < together  # trial 0 stopped while trial 1 ran on
+    torch.testing.assert_close(both.weight[0], one.weight[0], rtol=1e-4, atol=1e-5)

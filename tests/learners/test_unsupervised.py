@@ -9,7 +9,7 @@ from iglearn.errors import IGLearnError
 from iglearn.learners import Optimisation
 from iglearn.learners.unsupervised import ClusterDecoder, UnsupervisedBandit
 
-FAST = Optimisation(min_steps=100)
+FAST = Optimisation(max_steps=100)
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from iglearn.models.io import METADATA, WEIGHTS
 def model(tmp_path_factory):
     """A model folder whose weights are readable by their owner only."""
     folder = tmp_path_factory.mktemp("model") / "m"
-    fast = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, min_steps=10)
+    fast = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=10)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         learner = BatchIGL(optimisation=fast, max_restarts=0, seed=0)

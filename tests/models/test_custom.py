@@ -20,7 +20,7 @@ from iglearn.models import make_decoder, make_policy
 from iglearn.models.custom import CustomDecoder, CustomPolicy
 from iglearn.models.io import METADATA, load_model
 
-FAST = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=2, min_steps=20)
+FAST = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=2, max_steps=20)
 
 
 def two_layer(in_dim: int, out_dim: int, generator: torch.Generator) -> nn.Module:
@@ -65,7 +65,7 @@ def fit(log, **options):
 
 def test_a_two_layer_torch_policy_fits_saves_loads_and_predicts(log, tmp_path):
     learner = fit(log, policy=two_layer, max_restarts=1,
-                  optimisation=Optimisation(epochs=2, min_steps=120))
+                  optimisation=Optimisation(epochs=2, max_steps=120))
     assert isinstance(learner.policy_, CustomPolicy)
     context, labels = digits_environment().test_set()
     assert learner.accuracy(context, labels) > 0.5  # uniform play: 0.1

@@ -19,7 +19,7 @@ from iglearn.learners.training import Optimisation
 from iglearn.models import io
 from tests.models.test_io import _weights, assert_damage_reported
 
-FAST = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, min_steps=10)
+FAST = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=10)
 
 
 @pytest.fixture(scope="module")

@@ -47,7 +47,7 @@ def tables(**override: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """A small configuration; ``override`` replaces keys table by table."""
     base: dict[str, dict[str, Any]] = {
         "model": {"n_actions": K, "context_dim": D_X, "feedback_dim": D_Y,
-                  "learner": {"max_restarts": 1, "optimisation": {"min_steps": 20}}},
+                  "learner": {"max_restarts": 1, "optimisation": {"max_steps": 20}}},
         "exploration": {"mode": "e2g", "warmup": 50},
         "learning": {"refit_every": 100000, "refit_seconds": 100000.0,
                      "min_interactions": 30, "poll_seconds": 0.1, "join_window": 600.0},

@@ -132,7 +132,7 @@ def test_model_archive_round_trip(tmp_path):
     rng = np.random.default_rng(0)
     log = InteractionLog(rng.normal(size=(200, D_X)), rng.integers(0, K, 200),
                          np.full(200, 1 / K), rng.normal(size=(200, D_Y)), K)
-    settings = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, min_steps=1)
+    settings = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, max_steps=1)
     with pytest.warns(UserWarning):
         learner = BatchIGL(seed=0, max_restarts=0, optimisation=settings).fit(log)
     save_model(learner, tmp_path / "m")

@@ -34,10 +34,10 @@ def fill(storage: SQLiteStorage, n: int, rng: np.random.Generator, start: int = 
 
 @pytest.mark.parametrize("algorithm", ["igl", "ai-igl"])
 def test_refits_when_due_and_stores_a_served_version(tmp_path, algorithm):
-    learner = {"max_restarts": 0, "optimisation": {"min_steps": 10}}
+    learner = {"max_restarts": 0, "optimisation": {"max_steps": 10}}
     if algorithm == "ai-igl":
         learner = {"max_restarts": 0, "min_interactions": 5, "refinements": 0,
-                   "optimisation": {"min_steps": 10}}
+                   "optimisation": {"max_steps": 10}}
     config = parse_config(tables(model={"algorithm": algorithm, "learner": learner},
                                  learning={"refit_every": 100, "min_interactions": 60,
                                            "keep_versions": 2}),
@@ -104,7 +104,7 @@ def test_late_feedback_retention_and_export_window(tmp_path):
 
 def test_igl_p_refits_from_the_definitely_bad_flags_stored_with_the_feedback(tmp_path):
     config = parse_config(tables(model={"algorithm": "igl-p",
-                                        "learner": {"optimisation": {"min_steps": 20}}},
+                                        "learner": {"optimisation": {"max_steps": 20}}},
                                  learning={"refit_every": 100, "min_interactions": 60}),
                           str(tmp_path / "s.toml"))
     storage = SQLiteStorage(tmp_path / "service.db")

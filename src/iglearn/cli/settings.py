@@ -64,7 +64,7 @@ def choices() -> Mapping[str, tuple[str, ...]]:
 # Numeric settings that must be above 0 (every other one must be at least 0).
 POSITIVE = frozenset({
     "batch_size", "bci_samples", "clusters", "decoder_temperature", "eta", "eval_every", "iota",
-    "jobs", "lr", "rounds", "samples", "stack", "temperature", "threads", "trials",
+    "jobs", "lr", "rounds", "samples", "stack", "temperature", "threads", "trials", "window",
     "update_every",
 })
 

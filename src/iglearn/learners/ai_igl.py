@@ -89,7 +89,7 @@ from iglearn.learners.objective import BASELINE, at_action, igl_objective, polic
 from iglearn.learners.schedules import DataDrivenSchedule, Schedule
 from iglearn.learners.settings import AIIGL_OPTIMISATION as DEFAULT_OPTIMISATION
 from iglearn.learners.settings import AIIGLSettings, Optimisation
-from iglearn.learners.stream import AnyLog, action_counts, training_data
+from iglearn.learners.stream import AnyLog, action_counts, check_fit_size, training_data
 from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Source, Trials, as_tensor, side_by_side
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
@@ -177,6 +177,7 @@ class AIIGL(AIIGLSettings, StackableLearner):
     def _fit_stacked(cls, learners: list[AIIGL], logs: list[AnyLog]) -> None:
         """Fit every learner on its log, side by side; each draws its initialisation and its
         shuffles from its own seed, as its own ``fit`` would."""
+        check_fit_size(logs)
         start = time.perf_counter()
         first = learners[0]
         data = training_data(logs, "feedback", [learner.take_statistics(log) for learner, log
@@ -534,13 +535,14 @@ def break_symmetry(policy: Policy, decoders: Sequence[Decoder], data: Source) ->
     return flip
 
 
-FIRST_FIT = replace(DEFAULT_OPTIMISATION, min_steps=120)
+FIRST_FIT = replace(DEFAULT_OPTIMISATION, max_steps=120)
 """Online AI-IGL's fit from scratch at the end of the warm-up: the batch settings with half
-their minimum of steps per stage."""
-REFIT = Optimisation(grounding_epochs=1, policy_epochs=0, epochs=1, min_steps=6,
+their cap on the steps of a stage."""
+REFIT = Optimisation(grounding_epochs=1, policy_epochs=0, epochs=1, max_steps=6,
                      batch_size=1000, lr=0.01)
-"""Online AI-IGL's warm-started re-fits (one refinement round): one epoch (at least 6 steps)
-of re-grounding and of the IPS stage, at half the learning rate (as E2G's re-fits)."""
+"""Online AI-IGL's warm-started re-fits (one refinement round): one epoch (extended to at
+most 6 steps while the loss improves) of re-grounding and of the IPS stage, at half the
+learning rate (as E2G's re-fits)."""
 
 
 class OnlineAIIGL(EpochGreedy):

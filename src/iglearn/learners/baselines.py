@@ -13,7 +13,7 @@ from iglearn.data.scaling import Mode, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
-from iglearn.learners.stream import AnyLog, has_field, training_data
+from iglearn.learners.stream import AnyLog, check_fit_size, has_field, training_data
 from iglearn.learners.training import Optimisation, Stage, optimise
 from iglearn.learners.trials import Batch, Source, side_by_side
 from iglearn.models import Policy, make_policy
@@ -53,6 +53,7 @@ class _Baseline(StackableLearner):
     @classmethod
     def _fit_stacked(cls, learners: list[_Baseline], logs: list[AnyLog]) -> None:
         """Fit every learner's policy on its log, in memory or streamed."""
+        check_fit_size(logs)
         for log in logs:
             if not has_field(log, cls.needs):
                 raise IGLearnError(f"{log.source}: {cls.__name__} needs the field "

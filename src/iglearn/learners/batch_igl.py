@@ -49,7 +49,13 @@ from iglearn.learners.objective import (
     self_normalised_objective,
 )
 from iglearn.learners.settings import BatchIGLSettings, Optimisation
-from iglearn.learners.stream import AnyLog, action_counts, min_probability, training_data
+from iglearn.learners.stream import (
+    AnyLog,
+    action_counts,
+    check_fit_size,
+    min_probability,
+    training_data,
+)
 from iglearn.learners.training import Stage, run_stage, stage_epochs
 from iglearn.learners.trials import Batch, Source, as_tensor, side_by_side, to_device
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
@@ -64,6 +70,11 @@ if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
 
 AMBIGUITY_MARGIN = 0.1
+MONITOR_ROWS = 16384
+"""The history's indicator after each epoch (:class:`EpochRecord`) is measured on the first
+this many interactions of the log (all of a smaller log): a full pass after every epoch costs
+as much as a good share of the epoch itself on a large log. The indicator that decides the
+restarts and that the report gives is measured on the whole log."""
 STAGES = ("grounding", "policy", "exact")
 """The names of the three stages of a fit, in order (:meth:`BatchIGL.stages`)."""
 
@@ -170,6 +181,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         """Fit every learner on its log, in memory or streamed (reads context, action,
         probability and feedback); ``references``: one fitted model per learner that the
         fit replaces (:meth:`fit`)."""
+        check_fit_size(logs)
         start = time.perf_counter()
         first, k = learners[0], logs[0].n_actions
         threshold = first.threshold(k)
@@ -224,9 +236,11 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         at once; trial t draws its initialisations and shuffles from ``rngs[t]``.
 
         Each attempt fits (pi, psi) (:meth:`fit_models`) and measures the indicator (Eq. 9);
-        a trial stops once its indicator exceeds the threshold, or after ``max_restarts``
-        restarts, and the trials still at or below it restart together from fresh
-        initialisations. The first attempt warm-starts from ``starts[t]`` (fitted in place,
+        a trial stops once its indicator exceeds the threshold and its decoder reads the sign
+        of the feedback clearly (:meth:`_clear`), or after ``max_restarts`` restarts, and the
+        other trials restart together from fresh initialisations. The best attempt is the
+        one with the largest indicator among those whose decoder reads the sign clearly (if
+        any). The first attempt warm-starts from ``starts[t]`` (fitted in place,
         with ``start_optimisation`` if given) when they are given. With ``holdout``
         (interactions not in ``data``) the indicator is measured there: an unbiased estimate
         that a fit memorising ``data`` cannot inflate. A ``monitor`` records every epoch.
@@ -238,7 +252,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             attempt.
         """
         threshold = self.threshold(n_actions)
-        best: dict[int, tuple[float, Policy, Decoder]] = {}
+        best: dict[int, tuple[float, Policy, Decoder, bool]] = {}
         tried: list[list[float]] = [[] for _ in rngs]
         pending = list(range(len(rngs)))
         device = resolve_device(self.device)
@@ -261,14 +275,32 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             values = indicators(policies, decoders,
                                 (data if holdout is None else holdout).select(pending),
                                 n_actions, device)
-            for t, value, policy, decoder in zip(pending, values, policies, decoders, strict=True):
+            clear = self._clear(decoders, data.select(pending), n_actions, device)
+            for t, value, sure, policy, decoder in zip(pending, values, clear, policies,
+                                                        decoders, strict=True):
                 tried[t].append(value)
-                if t not in best or value > best[t][0]:
-                    best[t] = (value, policy, decoder)
-            pending = [t for t, value in zip(pending, values, strict=True) if value <= threshold]
+                if t not in best or (sure, value) > (best[t][3], best[t][0]):
+                    best[t] = (value, policy, decoder, sure)
+            pending = [t for t, value, sure in zip(pending, values, clear, strict=True)
+                       if value <= threshold or not sure]
             if not pending:
                 break
-        return [(*best[t], tried[t]) for t in range(len(rngs))]
+        return [(*best[t][:3], tried[t]) for t in range(len(rngs))]
+
+    @staticmethod
+    def _clear(decoders: Sequence[Decoder], data: Source, n_actions: int,
+               device: torch.device) -> list[bool]:
+        """Whether each trial's decoder reads the feedback's sign clearly: with K >= 3, its
+        corrector statistic lies more than AMBIGUITY_MARGIN from one half (under uniform play
+        a reward is a 1/K share of the feedback; a decoder that calls about half of it a
+        reward has split the feedback some other way, often with a high indicator on a
+        small log that it has memorised). Always true for K = 2."""
+        if n_actions < 3:
+            return [True] * len(decoders)
+        decoder = cast(Decoder, stack(decoders))
+        decoder = decoder if device.type == "cpu" else decoder.to(device)
+        statistics = corrector_statistics(decoder, data, n_actions, device)
+        return [abs(s - 0.5) >= AMBIGUITY_MARGIN for s in statistics.tolist()]
 
     def threshold(self, n_actions: int) -> float:
         """The adaptive restart's indicator threshold (1/K unless set)."""
@@ -311,14 +343,14 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
     def _record(monitor: FitMonitor, stage: str, epoch: int, policy: Policy,
                 decoder: Decoder, data: Source, n_actions: int,
                 correction: Correction | None, device: torch.device) -> None:
-        """The history of one epoch: indicator and corrector statistic on all the data (passes
-        over its chunks)."""
+        """The history of one epoch: the indicator on the first :data:`MONITOR_ROWS`
+        interactions, and the corrector statistic on all the data."""
         if correction is None:
             statistic = corrector_statistics(decoder, data, n_actions, device)
             flipped = [False] * len(data)
         else:
             statistic, flipped = correction.statistic, correction.flipped.tolist()
-        values = stacked_indicators(policy, decoder, data, n_actions, device)
+        values = stacked_indicators(policy, decoder, data, n_actions, device, MONITOR_ROWS)
         monitor.epoch(stage, epoch, values, statistic.tolist(), flipped)
 
     def stages(self, policy: Policy, decoder: Decoder, n_actions: int,
@@ -430,17 +462,24 @@ def indicators(policies: Sequence[Policy], decoders: Sequence[Decoder] | None, d
 
 
 def stacked_indicators(policy: Policy, decoder: Decoder | None, data: Source, n_actions: int,
-                       device: torch.device | None = None) -> list[float]:
+                       device: torch.device | None = None,
+                       rows: int | None = None) -> list[float]:
     """Eq. 9 of a stacked ``policy`` and ``decoder`` (none: the signal stands for psi) on
-    each trial's data, in one pass over its chunks (a sum over chunks, so a streamed log is
-    never in memory), each chunk moved to ``device`` (where the models are) if given."""
+    each trial's data (its first ``rows`` interactions if given), in one pass over its chunks
+    (a sum over chunks, so a streamed log is never in memory), each chunk moved to ``device``
+    (where the models are) if given."""
     total = torch.zeros(len(data), dtype=torch.float64)
+    limit = data.n if rows is None else min(rows, data.n)
+    seen = 0
     with torch.no_grad():
-        for chunk in data.chunks():
+        for chunk in data.chunks(min(limit, 65536)):
             chunk = to_device(chunk, device)
             pi_a = at_action(policy.probabilities(chunk.context), chunk.action)
             psi = torch.stack(list(chunk.signal)) if decoder is None else decoder(chunk.signal)
-            rows = chunk.action.shape[-1]
-            total += indicator(pi_a, psi, chunk.probability, n_actions).cpu().double() * rows
-    return (total / data.n).tolist()
+            count = chunk.action.shape[-1]
+            total += indicator(pi_a, psi, chunk.probability, n_actions).cpu().double() * count
+            seen += count
+            if seen >= limit:
+                break
+    return (total / seen).tolist()
 

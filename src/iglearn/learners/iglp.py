@@ -64,6 +64,7 @@ from iglearn.learners.regression import (
     uniform_weights,
 )
 from iglearn.learners.settings import IGLPSettings, Optimisation
+from iglearn.learners.stream import check_fit_size
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, make_policy
 from iglearn.seeding import SeedLike, as_generator, torch_generator
@@ -203,6 +204,7 @@ class IGLP(IGLPSettings, PolicyLearner):
 
     def fit(self, log: InteractionLog) -> Self:
         """Fit the three models on ``log``."""
+        check_fit_size([log])
         start = time.perf_counter()
         self._rng = as_generator(self.seed)
         flags = (np.zeros(len(log), dtype=bool) if log.definitely_bad is None

@@ -42,7 +42,8 @@ class EpochRecord:
     """Mean over the epoch's mini-batches of the loss the stage minimises (minus its
     objective)."""
     indicator: float
-    """Eq. 9, importance-weighted, on the training log after the epoch (and the corrector)."""
+    """Eq. 9, importance-weighted, on the training log after the epoch (and the corrector):
+    on its first ``MONITOR_ROWS`` (16384) interactions (:mod:`iglearn.learners.batch_igl`)."""
     corrector_statistic: float
     """Uniform-weighted share of feedback the decoder calls a reward, after the corrector."""
     flipped: bool

@@ -1,5 +1,6 @@
 """One optimiser for every learner: mini-batch AdamW with a one-cycle learning-rate schedule,
-run over a sequence of stages.
+run over a sequence of stages, each stopping early on a small log once its loss stops
+improving.
 
 Policy learners first maximise a minorant of their objective
 (:func:`~iglearn.learners.objective.policy_minorant`, log pi and log(1 - pi) in place of pi):
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 
 import torch
 
+from iglearn.errors import IGLearnError
 from iglearn.learners.settings import Optimisation
 from iglearn.learners.trials import Batch, Source, to_device
 
@@ -41,42 +43,199 @@ class Stage:
 
 
 def stage_epochs(stage: Stage, n: int, settings: Optimisation) -> int:
-    """The epochs :func:`run_stage` runs ``stage`` for on ``n`` interactions: 0 for a stage
-    with zero epochs, else at least ``stage.epochs`` and enough for ``settings.min_steps``
-    steps."""
+    """The most epochs :func:`run_stage` runs ``stage`` for on ``n`` interactions: 0 for a
+    stage with zero epochs, else ``stage.epochs``, or on a small log as many as make
+    ``settings.max_steps`` steps."""
     if stage.epochs <= 0:
         return 0
-    per_epoch = math.ceil(n / min(settings.batch_size, n))
-    return max(stage.epochs, math.ceil(settings.min_steps / per_epoch))
+    return max(stage.epochs, math.ceil(settings.max_steps / _steps_per_epoch(n, settings)))
 
 
 def run_stage(stage: Stage, data: Source, settings: Optimisation,
               generators: Sequence[torch.Generator],
               device: torch.device | None = None) -> Iterator[int]:
     """Minimise ``stage.loss`` over shuffled mini-batches of ``data`` (``data.epoch``: in
-    memory, or streamed from disk), trial t shuffling with ``generators[t]``; yields the
-    epoch number after every pass over the data. A stage with zero epochs is skipped; a small
-    log gets more epochs, so that the stage takes at least ``settings.min_steps`` steps. With
-    a ``device``, each mini-batch is gathered on the CPU and moved there (the stage's
-    parameters must be there already)."""
+    memory, or streamed from disk) by AdamW on a one-cycle schedule, trial t shuffling with
+    ``generators[t]``; yields the number of the epoch just finished after every epoch, or in
+    an extended stage (below) after every window of ``settings.window`` steps' worth of
+    epochs. A stage with zero epochs is skipped.
+
+    A stage whose epochs take fewer than ``settings.max_steps`` steps is extended: its
+    schedule spans that many steps and, once it has run its epochs, each trial whose loss
+    has plateaued (:class:`Plateau`) anneals its learning rate to zero over one more window
+    and stops: its parameters stay as they are and its generator is left as it was when it
+    stopped, so that each trial ends as it would alone. The stage ends when every trial has
+    stopped, or at the cap. With a ``device``, each mini-batch is gathered on the CPU and
+    moved there (the stage's parameters must be there already); a log that fits in one
+    mini-batch is gathered (and moved) once for the whole stage."""
     epochs = stage_epochs(stage, data.n, settings)
     if epochs == 0:
         return
-    n = data.n
+    n, trials = data.n, len(generators)
     batch = min(settings.batch_size, n)
-    per_epoch = math.ceil(n / batch)
-    groups = _decay_groups(stage, settings, n)
-    optimiser = torch.optim.AdamW(groups, lr=settings.lr)
-    schedule = torch.optim.lr_scheduler.OneCycleLR(
-        optimiser, max_lr=[group["lr"] for group in groups], total_steps=epochs * per_epoch)
+    per_epoch = _steps_per_epoch(n, settings)
+    extended = epochs > stage.epochs
+    every = max(1, min(epochs, settings.window // per_epoch)) if extended else 1  # a window
+    window = every * per_epoch
+    optimiser = AdamW(_decay_groups(stage, settings, n), trials)
+    schedule = OneCycle(epochs * per_epoch)
+    plateau = Plateau(settings.patience, settings.tolerance) if extended else None
+    # per trial: the step its closing anneal began (-1: none), the learning-rate factor and
+    # beta1 it began from, whether it has stopped, and its generator's state then
+    since = torch.full((trials,), -1, dtype=torch.long)
+    start_lr = torch.zeros(trials, dtype=torch.float64)
+    start_beta = torch.zeros(trials, dtype=torch.float64)
+    stopped = torch.zeros(trials, dtype=torch.bool)
+    states: dict[int, torch.Tensor] = {}
+    total: torch.Tensor | float = 0.0  # each trial's summed loss over the window
+    whole: Batch | None = None  # a log that fits in one mini-batch: its rows, gathered once
     for epoch in range(epochs):
-        for rows in data.epoch(batch, generators):
-            optimiser.zero_grad(set_to_none=True)
+        for rows in data.epoch(batch, generators) if whole is None else [whole]:
+            lr, beta1 = schedule.at(optimiser.steps)
+            lrs = torch.full((trials,), lr, dtype=torch.float64)
+            betas = torch.full((trials,), beta1, dtype=torch.float64)
+            if bool((since >= 0).any()):
+                annealing = since >= 0
+                left = 1.0 - (optimiser.steps - since + 1).double() / (window + 1)
+                lrs = torch.where(annealing, start_lr * left.clamp_min(0.0), lrs)
+                betas = torch.where(annealing, start_beta, betas)
+                lrs = lrs.masked_fill(stopped, 0.0)
             rows = to_device(rows, device)
-            stage.loss(rows).sum().backward()  # trials share no parameter
-            optimiser.step()
-            schedule.step()
+            if per_epoch == 1:  # every epoch is this one batch; the losses are means over it
+                whole = rows
+            values = stage.loss(rows)
+            values.sum().backward()  # trials share no parameter
+            optimiser.step(lrs, betas)
+            total = total + values.detach()
+        if (epoch + 1) % every and epoch + 1 < epochs:
+            continue
         yield epoch
+        if plateau is None:
+            continue
+        finished = (since >= 0) & (optimiser.steps - since >= window) & ~stopped
+        for t in finished.nonzero()[:, 0].tolist():
+            states[t] = generators[t].get_state()
+        stopped |= finished
+        if bool(stopped.all()):
+            break
+        mean, total = torch.as_tensor(total).cpu() / window, 0.0
+        if epoch + 1 >= stage.epochs:
+            begin = plateau.stalled(mean) & (since < 0)
+            lr, beta1 = schedule.at(optimiser.steps)
+            since = torch.where(begin, optimiser.steps, since)
+            start_lr = torch.where(begin, lr, start_lr)
+            start_beta = torch.where(begin, beta1, start_beta)
+    for t, state in states.items():
+        generators[t].set_state(state)
+
+
+class Plateau:
+    """Which trials' loss has stopped improving: each window's mean loss (one value per
+    trial) improves when it falls below the trial's best so far by more than ``tolerance``
+    times its improvement so far (its first window's loss minus its best); a trial has
+    stalled once it has gone ``patience`` windows in a row without improving (never with
+    ``patience`` 0)."""
+
+    def __init__(self, patience: int, tolerance: float):
+        self.patience, self.tolerance = patience, tolerance
+        self.first: torch.Tensor | None = None
+        self.best = torch.empty(0)
+        self.waited = torch.empty(0)
+
+    def stalled(self, loss: torch.Tensor) -> torch.Tensor:
+        """Record one window's mean ``loss`` (shape (T,)); which trials have now stalled."""
+        loss = loss.double()
+        if self.first is None:
+            self.first, self.best = loss, loss
+            self.waited = torch.zeros_like(loss)
+        else:
+            improved = loss < self.best - self.tolerance * (self.first - self.best)
+            improved &= loss < self.best
+            self.waited = torch.where(improved, 0, self.waited + 1)
+            self.best = torch.minimum(self.best, loss)
+        return self.waited >= self.patience if self.patience > 0 else self.waited < 0
+
+
+class OneCycle:
+    """The one-cycle schedule (Smith and Topin, 2019; torch's ``OneCycleLR`` with its
+    defaults) over ``steps`` steps: the learning rate rises from 1/25 of its peak to the peak
+    over the first 30 % of the steps and anneals to 1/25e4 of the peak over the rest (cosine
+    curves), while Adam's beta1 falls from 0.95 to 0.85 and rises back."""
+
+    def __init__(self, steps: int, warm_up: float = 0.3, initial: float = 1 / 25,
+                 final: float = 1 / 25e4, betas: tuple[float, float] = (0.85, 0.95)):
+        self.peak_step = float(warm_up * steps) - 1
+        self.last_step = steps - 1
+        self.initial, self.final, self.betas = initial, final, betas
+
+    def at(self, step: int) -> tuple[float, float]:
+        """The learning rate (a fraction of the peak) and beta1 at ``step`` (from 0)."""
+        low, high = self.betas
+        if step <= self.peak_step:
+            share = step / self.peak_step if self.peak_step > 0 else 1.0
+            return _cosine(self.initial, 1.0, share), _cosine(high, low, share)
+        span = self.last_step - self.peak_step
+        share = min((step - self.peak_step) / span, 1.0) if span > 0 else 1.0
+        return _cosine(1.0, self.final, share), _cosine(low, high, share)
+
+
+def _cosine(start: float, end: float, share: float) -> float:
+    """From ``start`` to ``end`` along half a cosine, ``share`` of the way."""
+    return end + (start - end) / 2.0 * (math.cos(math.pi * share) + 1)
+
+
+class AdamW:
+    """AdamW (Loshchilov and Hutter, 2019; torch's ``AdamW`` step, beta2 0.999, eps 1e-8)
+    over the parameter groups of :func:`_decay_groups` (one parameter each, with its own peak
+    learning rate and weight decay) of ``trials`` trials side by side: every parameter's
+    leading axis holds the trials in order (or several rows per trial, trial-major), and each
+    step takes a learning-rate factor and a beta1 per trial. The updates are elementwise, so
+    each trial moves as it would alone. Written here so that a fit pays neither
+    ``torch.optim``'s one-off import of its compiler stack nor its per-step bookkeeping."""
+
+    def __init__(self, groups: Sequence[dict], trials: int, beta2: float = 0.999,
+                 eps: float = 1e-8):
+        self.params: list[torch.Tensor] = [group["params"][0] for group in groups]
+        self.lrs = [float(group["lr"]) for group in groups]
+        self.decays = [float(group["weight_decay"]) for group in groups]
+        self.trials, self.beta2, self.eps = trials, beta2, eps
+        self.means = [torch.zeros_like(p) for p in self.params]
+        self.squares = [torch.zeros_like(p) for p in self.params]
+        for p in self.params:
+            if p.dim() == 0 or p.shape[0] % trials:
+                raise IGLearnError(f"a stacked parameter of shape {tuple(p.shape)} has no "
+                                   f"leading axis of {trials} trials")
+        self.steps = 0
+
+    @torch.no_grad()
+    def step(self, lr_factors: torch.Tensor, beta1: torch.Tensor) -> None:
+        """One step from the parameters' gradients (then cleared): trial t at
+        ``lr_factors[t]`` times each group's learning rate, with Adam's beta1 ``beta1[t]``; a
+        parameter without a gradient stays as it is."""
+        self.steps += 1
+        root2 = math.sqrt(1.0 - self.beta2 ** self.steps)
+        correction1 = 1.0 - beta1 ** self.steps
+        for p, mean, square, lr, decay in zip(self.params, self.means, self.squares, self.lrs,
+                                              self.decays, strict=True):
+            grad = p.grad
+            if grad is None:
+                continue
+            rows = p.shape[0] // self.trials
+            shape = (-1,) + (1,) * (p.dim() - 1)
+
+            def per_row(values: torch.Tensor, p: torch.Tensor = p, rows: int = rows,
+                        shape: tuple[int, ...] = shape) -> torch.Tensor:
+                values = values if rows == 1 else values.repeat_interleave(rows)
+                return values.to(device=p.device, dtype=p.dtype).view(shape)
+
+            rates = lr_factors * lr
+            if decay:
+                p.mul_(per_row(1.0 - rates * decay))
+            mean.lerp_(grad, per_row(1.0 - beta1))
+            square.mul_(self.beta2).addcmul_(grad, grad, value=1.0 - self.beta2)
+            denominator = square.sqrt().div_(root2).add_(self.eps)
+            p.sub_(mean.div(denominator).mul_(per_row(rates / correction1)))
+            p.grad = None
 
 
 def optimise(stages: Sequence[Stage], data: Source, settings: Optimisation,
@@ -85,6 +244,10 @@ def optimise(stages: Sequence[Stage], data: Source, settings: Optimisation,
     for stage in stages:
         for _ in run_stage(stage, data, settings, generators):
             pass
+
+
+def _steps_per_epoch(n: int, settings: Optimisation) -> int:
+    return math.ceil(n / min(settings.batch_size, n))
 
 
 def _decay_groups(stage: Stage, settings: Optimisation, n: int) -> list[dict]:

@@ -20,6 +20,7 @@ from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.settings import METHODS as METHODS
 from iglearn.learners.settings import RULES as RULES
 from iglearn.learners.settings import Optimisation
+from iglearn.learners.stream import check_fit_size
 from iglearn.seeding import SeedLike, as_generator
 
 
@@ -122,6 +123,7 @@ class UnsupervisedBandit(PolicyLearner):
 
     def fit(self, log: InteractionLog) -> UnsupervisedBandit:
         """Fit the decoder on ``log.feedback`` alone, then the bandit on the decoded reward."""
+        check_fit_size([log])
         start = time.perf_counter()
         rng = as_generator(self.seed)
         self.decoder_ = ClusterDecoder(self.n_clusters, self.method, self.rule,

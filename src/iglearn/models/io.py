@@ -80,11 +80,11 @@ WEIGHTS = "weights.safetensors"
 
 _FACTORY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 """An importable factory path, ``module:function``."""
-_POSITIVE = frozenset({"decoder_temperature", "temperature", "lr", "batch_size"})
+_POSITIVE = frozenset({"decoder_temperature", "temperature", "lr", "batch_size", "window"})
 """Settings (of the learner or its optimisation) that must be > 0 in a saved model."""
 _NON_NEGATIVE = frozenset({"max_restarts", "grounding_epochs", "policy_epochs", "epochs",
-                           "min_steps", "weight_decay", "weight_decay_scale", "refinements",
-                           "min_interactions"})
+                           "max_steps", "patience", "tolerance", "weight_decay",
+                           "weight_decay_scale", "refinements", "min_interactions"})
 """Settings that must be >= 0 in a saved model."""
 RUNTIME = frozenset({"seed", "device", "threads", "progress", "logdir"})
 """Learner settings a model folder does not record: the seed, and where and how visibly a fit

@@ -57,7 +57,7 @@ def demo_tables(seed: int = 0) -> dict[str, dict[str, Any]]:
         "model": {"n_actions": len(COLOURS), "context_dim": CONTEXT_DIM,
                   "feedback_dim": FEEDBACK_DIM, "algorithm": "igl", "seed": seed,
                   "learner": {"max_restarts": 2, "restart_threshold": 0.2,
-                              "optimisation": {"min_steps": 60, "batch_size": 64,
+                              "optimisation": {"max_steps": 60, "batch_size": 64,
                                                "weight_decay_scale": 1.0}}},
         "exploration": {"mode": "epsilon", "epsilon": 0.2, "epsilon_final": 0.1,
                         "epsilon_rounds": 60},
