@@ -96,7 +96,8 @@ def test_refit_rollback_export_import_and_log(service, tmp_path):
         other.standardiser_ = None  # its statistics are of 4 columns
         save_model(other, tmp_path / "narrow")
         refused = admin.put("/v1/model", content=pack_model(tmp_path / "narrow"))
-        assert refused.status_code == 422 and refused.json()["field"] == "context_dim", refused.json()
+        assert refused.status_code == 422, refused.json()
+        assert refused.json()["field"] == "context_dim", refused.json()
         garbage = admin.put("/v1/model", content=b"not an archive")
         assert garbage.status_code == 422
         assert len(admin.get("/v1/model").json()["versions"]) == before

@@ -9,20 +9,21 @@ from typing import ClassVar
 
 import torch
 
-from iglearn.data.scaling import Mode, check_mode
+from iglearn.data.scaling import check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
+from iglearn.learners.settings import FitSettings, Optimisation
 from iglearn.learners.stream import AnyLog, check_fit_size, has_field, training_data
-from iglearn.learners.training import Optimisation, Stage, optimise
+from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Source, side_by_side
 from iglearn.models import Policy, make_policy
-from iglearn.seeding import SeedLike, as_generator, torch_generator
+from iglearn.seeding import as_generator, torch_generator
 from iglearn.threads import check_threads
 
 
 @dataclass(eq=False)
-class _Baseline(StackableLearner):
+class _Baseline(FitSettings, StackableLearner):
     """A policy learner that reads one field of the log besides the interactions."""
 
     needs: ClassVar[str] = ""
@@ -30,19 +31,6 @@ class _Baseline(StackableLearner):
     """Policy class: 'linear' (the paper's) or 'mlp'."""
     optimisation: Optimisation = field(default_factory=Optimisation)
     """Optimiser settings (epochs, batch size, learning rate, weight decay)."""
-    seed: SeedLike = None
-    """Seed or numpy Generator for initialisation and shuffling."""
-    threads: int = 1
-    """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
-    gain from more. The caller's thread count is restored after the fit."""
-    standardise: Mode = "auto"
-    """Standardise contexts with the log's per-column means and standard deviations (a
-    constant column is only centred, a near-constant one divided by at least a tenth of the
-    contexts' RMS standard deviation), kept with the model and applied in ``predict``
-    (:mod:`iglearn.data.scaling`). "auto": only when the contexts are off the unit scale the
-    defaults are tuned for (a column's mean beyond ±3 or standard deviation above 3, or their
-    RMS standard deviation below 0.01); "on": always; "off": never, the policy reads the raw
-    values. The model records the rule followed."""
 
     def __post_init__(self) -> None:
         if self.optimisation is None:  # accepted for convenience: the default settings

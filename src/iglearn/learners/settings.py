@@ -107,8 +107,30 @@ class Optimisation:
                 raise IGLearnError(f"{name} must be a finite number >= 0, got {value!r}")
 
 
+@dataclass(eq=False, kw_only=True)
+class FitSettings:
+    """The settings every batch learner has (keyword-only, after each learner's own)."""
+
+    seed: SeedLike = None
+    """Seed or numpy Generator for initialisation and shuffling."""
+    threads: int = 1
+    """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
+    gain from more. The caller's thread count is restored after the fit."""
+    standardise: Mode = "auto"
+    """Standardise contexts and feedback with the log's per-column means and standard
+    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
+    is only centred, a near-constant one divided by at least a tenth of the block's RMS
+    standard deviation), kept with the model and applied wherever it reads inputs
+    (:mod:`iglearn.data.scaling`); a learner that reads no feedback (CB, SUP) standardises
+    its contexts only. "auto": each block (contexts; feedback) only when it is off the unit
+    scale the defaults are tuned for (a column's mean beyond ±3 or standard deviation above
+    3, or the block's RMS standard deviation below 0.01), a block on it is read as it is;
+    "on": always; "off": never, the models read the raw values. The model records each
+    block's rule ("auto: unit scale", "auto: off scale", "on")."""
+
+
 @dataclass(eq=False)
-class BatchIGLSettings:
+class BatchIGLSettings(FitSettings):
     """The settings of :class:`~iglearn.learners.BatchIGL`, which documents them."""
 
     policy: str | nn.Module | ModelFactory = "linear"
@@ -133,8 +155,6 @@ class BatchIGLSettings:
     classification."""
     decoder_temperature: float = 0.1
     """Temperature of the decoder's sigmoid (Appendix B: 0.1)."""
-    seed: SeedLike = None
-    """Seed or numpy Generator for initialisation and shuffling."""
     flip_policy: bool = True
     """Policy negation: negate the policy's scores whenever the corrector flips the decoder,
     so the pair moves from (pi_dagger, psi_dagger) towards (pi_star, psi_star) together."""
@@ -149,19 +169,6 @@ class BatchIGLSettings:
     device: str = "cpu"
     """Where the fit runs: cpu, cuda, mps, or auto (CUDA, else MPS, else the CPU); the log
     stays in host memory and moves in mini-batches, the fitted models come back to the CPU."""
-    threads: int = 1
-    """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
-    gain from more. The caller's thread count is restored after the fit."""
-    standardise: Mode = "auto"
-    """Standardise contexts and feedback with the log's per-column means and standard
-    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
-    is only centred, a near-constant one divided by at least a tenth of the block's RMS
-    standard deviation), kept with the model and applied wherever it reads inputs
-    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
-    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
-    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
-    read as it is; "on": always; "off": never, the models read the raw values. The model
-    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
     progress: bool = False
     """Show a progress bar over the epochs of a single fit (tqdm: terminal or notebook)."""
     logdir: str | None = None
@@ -176,7 +183,7 @@ loss improves, to at most 240 steps (2 epochs on 60000 interactions, up to 40 on
 
 
 @dataclass(eq=False)
-class AIIGLSettings:
+class AIIGLSettings(FitSettings):
     """The settings of :class:`~iglearn.learners.AIIGL`, which documents them."""
 
     policy: str = "linear"
@@ -201,21 +208,6 @@ class AIIGLSettings:
     restart_fraction: float = 0.25
     """An action whose covariance term is at most this fraction of the median term over the
     actions did not ground (its decoder settled at a constant): the fit restarts."""
-    seed: SeedLike = None
-    """Seed or numpy Generator for initialisation and shuffling."""
-    threads: int = 1
-    """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
-    gain from more. The caller's thread count is restored after the fit."""
-    standardise: Mode = "auto"
-    """Standardise contexts and feedback with the log's per-column means and standard
-    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
-    is only centred, a near-constant one divided by at least a tenth of the block's RMS
-    standard deviation), kept with the model and applied wherever it reads inputs
-    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
-    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
-    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
-    read as it is; "on": always; "off": never, the models read the raw values. The model
-    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
 
 
 REGRESSION_OPTIMISATION = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=3,
@@ -228,7 +220,7 @@ weight decay 1.0 * inputs / n."""
 
 
 @dataclass(eq=False)
-class IGLPSettings:
+class IGLPSettings(FitSettings):
     """The settings of :class:`~iglearn.learners.iglp.IGLP`, which documents them."""
 
     model: Literal["linear", "mlp"] = "linear"
@@ -243,21 +235,6 @@ class IGLPSettings:
     """Likelihood ratio L above which feedback counts as extreme (3 is VW's rule)."""
     optimisation: Optimisation = field(default_factory=lambda: REGRESSION_OPTIMISATION)
     """Optimiser settings of each of the three models."""
-    seed: SeedLike = None
-    """Seed or numpy Generator for initialisation and shuffling."""
-    threads: int = 1
-    """Torch threads of the fit: small and mid-sized logs fit fastest on one, large logs
-    gain from more. The caller's thread count is restored after the fit."""
-    standardise: Mode = "auto"
-    """Standardise contexts and feedback with the log's per-column means and standard
-    deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
-    is only centred, a near-constant one divided by at least a tenth of the block's RMS
-    standard deviation), kept with the model and applied wherever it reads inputs
-    (:mod:`iglearn.data.scaling`). "auto": each block (contexts; feedback) only when it is
-    off the unit scale the defaults are tuned for (a column's mean beyond ±3 or standard
-    deviation above 3, or the block's RMS standard deviation below 0.01), a block on it is
-    read as it is; "on": always; "off": never, the models read the raw values. The model
-    records each block's rule ("auto: unit scale", "auto: off scale", "on")."""
 
 
 ALGORITHM_SETTINGS: dict[str, type[BatchIGLSettings | AIIGLSettings | IGLPSettings]] = {
