@@ -191,7 +191,7 @@ class _RayDataset:
         try:
             import ray
         except ImportError as e:
-            raise IGLearnError("reader ray needs Ray: pip install 'iglearn[ray]'") from e
+            raise IGLearnError("reader ray needs Ray: pip install -e '.[ray]'") from e
         if not ray.is_initialized():
             ray.init(address=settings.ray_address, include_dashboard=False,
                      log_to_driver=False, configure_logging=False)

@@ -58,7 +58,7 @@ from iglearn.seeding import integer_seed
 EXPERIMENT = "personalized"
 BATCH = ("IGL-P", "IGL")
 """The batch methods on uniform logs: IGL-P and 2021 IGL."""
-VW_INSTALL = "pip install vowpalwabbit  (or: pip install 'iglearn[dev]')"
+VW_INSTALL = "pip install vowpalwabbit  (or: pip install -e '.[dev]')"
 
 
 def vw_status() -> str | None:

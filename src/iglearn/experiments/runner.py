@@ -262,7 +262,7 @@ def _run_ray(trials: StackedTrials, groups: Groups, execution: Execution,
     try:
         import ray
     except ImportError as e:
-        raise IGLearnError("--backend ray needs Ray: pip install 'iglearn[ray]'") from e
+        raise IGLearnError("--backend ray needs Ray: pip install -e '.[ray]'") from e
     started = not ray.is_initialized()
     if started:
         options: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,

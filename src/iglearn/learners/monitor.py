@@ -25,7 +25,7 @@ from iglearn.errors import IGLearnError
 from iglearn.learners.training import Stage
 from iglearn.learners.trials import Batch
 
-TENSORBOARD_HINT = "install TensorBoard with: pip install 'iglearn[tensorboard]'"
+TENSORBOARD_HINT = "install TensorBoard with: pip install -e '.[tensorboard]'"
 
 
 @dataclass

@@ -168,7 +168,7 @@ class ServerSettings:
     db: str = "service.db"
     """SQLite database file, relative to the configuration file's folder; or a PostgreSQL
     URL, postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, which several replicas share
-    (needs pip install 'iglearn[postgres]')."""
+    (needs pip install -e '.[postgres]')."""
     pool_size: int = 4
     """PostgreSQL only: most connections each service process keeps open (its learning
     worker has its own)."""

@@ -1,7 +1,7 @@
 """The decision service's storage on PostgreSQL, which several service replicas share.
 
 :class:`PostgresStorage` implements :class:`~iglearn.service.storage.Storage` with psycopg 3
-and a psycopg_pool connection pool (``pip install 'iglearn[postgres]'``). Every replica
+and a psycopg_pool connection pool (``pip install -e '.[postgres]'``). Every replica
 writes its decisions and feedback into one table, so feedback may reach a replica other than
 the one that decided; an event id is unique across all of them (a retry at any replica gets
 the stored decision back, and a second feedback is refused whichever replica it reaches).
@@ -109,7 +109,7 @@ def shown_url(url: str) -> str:
 def _require_driver() -> None:
     if psycopg is None:
         raise IGLearnError("a postgresql:// database needs psycopg 3 and psycopg_pool; "
-                           "install them with pip install 'iglearn[postgres]'")
+                           "install them with pip install -e '.[postgres]'")
 
 
 def _connect(url: str, timeout: float = 10.0) -> Any:
