@@ -96,6 +96,10 @@ _CONSTANT = 1e-6
 is constant: its scale is 1."""
 
 
+CHUNK_ROWS = 2048
+"""Rows of a log :class:`Moments` takes at a time."""
+
+
 class Moments:
     """Running weighted mean and sum of squared deviations per column (float64), updated a
     block of rows at a time (Chan et al.'s parallel form of Welford's update)."""
@@ -106,14 +110,27 @@ class Moments:
         self.squares = np.zeros(dim, np.float64)
 
     def add(self, values: np.ndarray, weights: np.ndarray | None = None) -> None:
-        """Add rows ``values`` (n, dim), each of weight ``weights`` (n,) (default 1)."""
+        """Add rows ``values`` (n, dim), each of weight ``weights`` (n,) (default 1), a chunk
+        of :data:`CHUNK_ROWS` rows at a time (each chunk converted to float64 alone, so that
+        a large log costs no float64 copy of itself and stays in the processor's cache)."""
+        for start in range(0, len(values), CHUNK_ROWS):
+            stop = start + CHUNK_ROWS
+            self._add_chunk(values[start:stop], None if weights is None else weights[start:stop])
+
+    def _add_chunk(self, values: np.ndarray, weights: np.ndarray | None) -> None:
+        """The parallel update with one chunk of rows."""
         values = np.asarray(values, np.float64)
         if len(values) == 0:
             return
-        w = np.ones(len(values)) if weights is None else np.asarray(weights, np.float64)
-        total = float(w.sum())
-        mean = (w @ values) / total
-        squares = w @ np.square(values - mean)
+        if weights is None:
+            total = float(len(values))
+            mean = values.sum(0) / total
+            squares = np.square(values - mean).sum(0)
+        else:
+            w = np.asarray(weights, np.float64)
+            total = float(w.sum())
+            mean = (w @ values) / total
+            squares = w @ np.square(values - mean)
         if self.weight == 0.0:
             self.weight, self.mean, self.squares = total, mean, squares
             return
