@@ -125,3 +125,23 @@ def test_igl_p_refits_from_the_definitely_bad_flags_stored_with_the_feedback(tmp
     assert record.algorithm == "igl-p" and record.interactions == 120
     learner = load_archive(storage.model_archive(1), "igl-p")
     assert learner.predict_proba(np.zeros((2, D_X), np.float32)).shape == (2, K)
+
+
+def test_a_worker_whose_service_has_ended_stores_nothing(tmp_path):
+    """A replica killed mid-fit: its worker, alive for a moment longer, finishes the fit but
+    stores no model and no outcome, so another replica's re-fit is not answered by it."""
+    from iglearn.service.learning import ServiceGone
+
+    config = parse_config(tables(model={"learner": {"max_restarts": 0,
+                                                    "optimisation": {"max_steps": 10}}},
+                                 learning={"refit_every": 100, "min_interactions": 60}),
+                          str(tmp_path / "s.toml"))
+    storage = SQLiteStorage(tmp_path / "service.db")
+    fill(storage, 120, np.random.default_rng(0))
+    storage.set_state("refit_requested_at", time.time())
+    with pytest.raises(ServiceGone):
+        run_once(storage, config, serving=lambda: False)
+    assert storage.models() == [] and storage.state("last_refit") is None
+    assert storage.state("refit_running") is None
+    outcome = run_once(storage, config)                 # a live worker then does the work
+    assert outcome is not None and outcome["version"] == 1

@@ -30,6 +30,7 @@ import threading
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -41,6 +42,10 @@ from iglearn.service.storage import ModelRecord, Storage, open_storage
 
 DEFAULT_IOTA = math.log(2 / 0.05)
 """Lemma 5's complexity term when none is configured (as ``iglearn fit``)."""
+
+
+class ServiceGone(Exception):
+    """The service a worker re-fits for has ended: the worker stores nothing more."""
 
 
 def learnable_log(storage: Storage, config: ServiceConfig) -> InteractionLog | None:
@@ -99,9 +104,13 @@ def served_reference(storage: Storage, config: ServiceConfig) -> tuple[int, Any]
 
 
 def refit(storage: Storage, config: ServiceConfig, reason: str,
-          minimum: int | None = None) -> ModelRecord:
+          minimum: int | None = None,
+          serving: Callable[[], bool] = lambda: True) -> ModelRecord:
     """Fit a new model on the learnable joined interactions and store it as the next served
-    version. ``minimum``: fewest interactions to fit on (default ``min_interactions``)."""
+    version. ``minimum``: fewest interactions to fit on (default ``min_interactions``).
+    ``serving``: asked right before the model is stored; when it says the service has ended
+    (its worker outlived it for a moment), nothing is stored and :class:`ServiceGone` is
+    raised, so that a replica killed mid-fit never answers a re-fit asked of another."""
     from iglearn.models.archive import pack_model
     from iglearn.models.io import save_model
 
@@ -130,6 +139,8 @@ def refit(storage: Storage, config: ServiceConfig, reason: str,
         folder = os.path.join(tmp, "model")
         save_model(learner, folder, extra={"source": "iglearn serve", "version": version})
         archive = pack_model(folder)
+    if not serving():
+        raise ServiceGone
     record = storage.add_model(config.model.algorithm, len(log), seconds, summary, archive)
     storage.prune_models(config.learning.keep_versions)
     return record
@@ -152,10 +163,12 @@ def due(storage: Storage, config: ServiceConfig, now: float) -> str | None:
     return None
 
 
-def run_once(storage: Storage, config: ServiceConfig) -> dict[str, Any] | None:
+def run_once(storage: Storage, config: ServiceConfig,
+             serving: Callable[[], bool] = lambda: True) -> dict[str, Any] | None:
     """One look for work: re-fit if due, and record the outcome in the shared state
     ``last_refit`` ({at, reason, learnable, by: the replica's host:port, version or
-    error}); ``refit_running`` holds {at, reason} while it runs."""
+    error}); ``refit_running`` holds {at, reason} while it runs. ``serving``: see
+    :func:`refit`."""
     reason = due(storage, config, time.time())
     if reason is None:
         return None
@@ -166,7 +179,7 @@ def run_once(storage: Storage, config: ServiceConfig) -> dict[str, Any] | None:
     storage.set_state("refit_running", {"at": at, "reason": reason})
     try:
         minimum = config.model.n_actions if reason == "requested" else None
-        record = refit(storage, config, reason, minimum)
+        record = refit(storage, config, reason, minimum, serving)
         outcome |= {"version": record.version, "seconds": record.fit_seconds, "error": None}
     except IGLearnError as e:
         outcome |= {"version": None, "error": str(e)}
@@ -186,8 +199,11 @@ def worker_main(config: ServiceConfig, parent: int) -> None:
     os.nice(config.learning.worker_nice)
     torch.set_num_threads(config.learning.worker_threads)
 
+    def serving() -> bool:
+        return os.getppid() == parent  # a child is re-parented the moment its parent dies
+
     def watch() -> None:
-        while os.getppid() == parent:
+        while serving():
             time.sleep(0.2)
         os._exit(0)
 
@@ -196,15 +212,19 @@ def worker_main(config: ServiceConfig, parent: int) -> None:
     holding = False
     while True:
         try:
+            if not serving():
+                os._exit(0)
             if storage.hold_refit_lease():
                 if not holding:
                     storage.set_state("refit_lease", {
                         "host": socket.gethostname(), "port": config.server.port,
                         "pid": parent, "since": time.time()})
                     holding = True
-                run_once(storage, config)
+                run_once(storage, config, serving)
             else:
                 holding = False
+        except ServiceGone:
+            os._exit(0)
         except Exception:  # an unexpected failure is reported and the worker goes on
             print("iglearn serve: re-fit failed:", file=sys.stderr)
             traceback.print_exc()
