@@ -79,7 +79,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iglearn.data.scaling import Mode, check_mode
+from iglearn.data.scaling import Mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
@@ -95,7 +95,7 @@ from iglearn.learners.trials import Batch, Source, Trials, as_tensor, side_by_si
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.decoders import logistic
 from iglearn.seeding import SeedLike, as_generator, torch_generator
-from iglearn.threads import check_threads, torch_threads
+from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
@@ -148,10 +148,9 @@ class AIIGL(AIIGLSettings, StackableLearner):
         report_: AIIGLReport = field(init=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = DEFAULT_OPTIMISATION
-        check_threads(self.threads)
-        check_mode(self.standardise)
         for name in ("temperature", "decoder_temperature"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):

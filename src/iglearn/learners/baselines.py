@@ -9,7 +9,6 @@ from typing import ClassVar
 
 import torch
 
-from iglearn.data.scaling import check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
@@ -19,7 +18,6 @@ from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Source, side_by_side
 from iglearn.models import Policy, make_policy
 from iglearn.seeding import as_generator, torch_generator
-from iglearn.threads import check_threads
 
 
 @dataclass(eq=False)
@@ -33,10 +31,9 @@ class _Baseline(FitSettings, StackableLearner):
     """Optimiser settings (epochs, batch size, learning rate, weight decay)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = Optimisation()
-        check_threads(self.threads)
-        check_mode(self.standardise)
 
     @classmethod
     def _fit_stacked(cls, learners: list[_Baseline], logs: list[AnyLog]) -> None:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 import numpy as np
 import torch
 
-from iglearn.data.scaling import Standardiser, check_mode
+from iglearn.data.scaling import Standardiser
 from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
@@ -64,7 +64,7 @@ from iglearn.models.decoders import DECODERS
 from iglearn.models.policies import POLICIES
 from iglearn.models.stacked import stack
 from iglearn.seeding import as_generator, torch_generator
-from iglearn.threads import check_threads, torch_threads
+from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
@@ -142,13 +142,12 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         report_: FitReport = field(init=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = Optimisation()
         check_spec(self.policy, "policy", POLICIES)
         check_spec(self.decoder, "decoder", DECODERS)
         check_device(self.device)
-        check_threads(self.threads)
-        check_mode(self.standardise)
 
     @classmethod
     def paper(cls, **settings: object) -> BatchIGL:

@@ -50,7 +50,7 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import Mode, check_mode
+from iglearn.data.scaling import Mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.monitor import ShortReport
@@ -68,7 +68,7 @@ from iglearn.learners.stream import check_fit_size
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, make_policy
 from iglearn.seeding import SeedLike, as_generator, torch_generator
-from iglearn.threads import check_threads, torch_threads
+from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -192,10 +192,9 @@ class IGLP(IGLPSettings, PolicyLearner):
     ``predict_proba`` is one-hot on argmax_a f(x, a)."""
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.optimisation is None:
             self.optimisation = DEFAULT_OPTIMISATION
-        check_threads(self.threads)
-        check_mode(self.standardise)
         if self.estimator not in ESTIMATORS:
             raise IGLearnError(f"unknown estimator {self.estimator!r}; choose one of "
                                f"{', '.join(ESTIMATORS)}")

@@ -16,9 +16,10 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
-from iglearn.data.scaling import Mode
+from iglearn.data.scaling import Mode, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.seeding import SeedLike
+from iglearn.threads import check_threads
 
 if TYPE_CHECKING:
     from torch import nn
@@ -127,6 +128,12 @@ class FitSettings:
     3, or the block's RMS standard deviation below 0.01), a block on it is read as it is;
     "on": always; "off": never, the models read the raw values. The model records each
     block's rule ("auto: unit scale", "auto: off scale", "on")."""
+
+    def __post_init__(self) -> None:
+        """Refuse a thread count or a standardise mode that cannot work, naming it (each
+        learner's own checks call this first)."""
+        check_threads(self.threads)
+        check_mode(self.standardise)
 
 
 @dataclass(eq=False)
