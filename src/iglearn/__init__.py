@@ -10,9 +10,10 @@ then), so that ``import iglearn`` and the command line's start stay light.
 
 from __future__ import annotations
 
-import importlib
 from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from iglearn.lazy import lazy_names
 
 try:
     __version__ = version("iglearn")
@@ -60,14 +61,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its module on first use, and keep it."""
-    if name not in _SOURCES:
-        raise AttributeError(f"module 'iglearn' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_SOURCES[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(globals(), _SOURCES)

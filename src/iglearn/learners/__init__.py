@@ -9,8 +9,9 @@ without it.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from iglearn.lazy import lazy_names
 
 if TYPE_CHECKING:
     from iglearn.learners.ai_igl import AIIGL, AIIGLReport, OnlineAIIGL
@@ -73,14 +74,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name from its module on first use, and keep it."""
-    if name not in _SOURCES:
-        raise AttributeError(f"module 'iglearn.learners' has no attribute {name!r}")
-    value = getattr(importlib.import_module(_SOURCES[name]), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(globals(), _SOURCES)
