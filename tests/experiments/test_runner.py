@@ -7,7 +7,6 @@ import subprocess
 import sys
 import time
 from functools import partial
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -17,6 +16,7 @@ from iglearn.errors import IGLearnError
 from iglearn.experiments.results import SCHEMA
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
 from iglearn.experiments.table1 import Table1Config, run_stacked
+from tests.process_table import HAS_PROC, alive, cpu_seconds, spawned_children, wait_gone
 
 CONFIG = Table1Config(trials=3, samples=800, dataset="digits", seed=7)
 
@@ -125,55 +125,32 @@ def test_fingerprint_names_the_row_schema_and_not_the_trial_count():
                                                            dataset="digits", seed=7))
 
 
-def _children(pid: int) -> list[int]:
-    """Processes whose parent is ``pid``."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                stat = Path(f"/proc/{entry}/stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry))
-    return found
-
-
-def _is_worker(pid: int) -> bool:
-    try:
-        return b"spawn_main" in Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return False
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads the process table in /proc")
-def test_killing_a_run_takes_its_workers_with_it(tmp_path):
+@pytest.mark.skipif(not HAS_PROC, reason="reads the process table in /proc")
+@pytest.mark.parametrize("moment", ["starting", "computing"])
+def test_killing_a_run_takes_its_workers_with_it_at_once(tmp_path, moment):
+    # SIGKILL reaches the run alone: each worker must notice by itself, and stop computing
+    # for nobody within a second, whether it was still starting or deep in a trial
     command = [sys.executable, "-m", "iglearn", "reproduce", "table1", "--dataset", "digits",
                "--trials", "4", "--samples", "30000", "--jobs", "2", "--stack", "1", "--quiet",
                "--out", str(tmp_path / "out")]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.time() + 120
+        deadline = time.monotonic() + 120
         workers: list[int] = []
-        while time.time() < deadline and len(workers) < 2:
-            workers = [pid for pid in _children(process.pid) if _is_worker(pid)]
-            time.sleep(0.05)
+        while time.monotonic() < deadline and len(workers) < 2:
+            workers = spawned_children(process.pid)
+            time.sleep(0.02)
         assert len(workers) >= 2, "the run never started its workers"
+        if moment == "computing":  # past its start-up (~1 CPU s) and into the trials
+            while time.monotonic() < deadline and min(map(cpu_seconds, workers)) < 2.5:
+                time.sleep(0.05)
+            assert all(alive(pid) for pid in workers), "a worker ended before the kill"
     finally:
         process.kill()
         process.wait()
-    deadline = time.time() + 15
-    while time.time() < deadline and any(_alive(pid) for pid in workers):
-        time.sleep(0.1)
-    assert not any(_alive(pid) for pid in workers), "workers outlived the killed run"
+    bound = 1.5 if moment == "computing" else 10.0  # starting: its interpreter starts first
+    survivors = wait_gone(workers, bound)
+    assert survivors == [], f"workers {survivors} outlived the killed run by {bound} s"
 
 
 def test_a_damaged_record_runs_again_and_fresh_keeps_what_is_not_a_record(tmp_path):

@@ -16,8 +16,6 @@ import json
 import math
 import os
 import re
-import threading
-import time
 import warnings
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
@@ -30,6 +28,7 @@ import numpy as np
 
 from iglearn.errors import IGLearnError
 from iglearn.files import write_text
+from iglearn.processes import end_with_parent
 from iglearn.progress import one_line_warnings, progress
 from iglearn.seeding import spawn_seeds
 from iglearn.threads import one_thread
@@ -224,8 +223,8 @@ Finished = Callable[[list[tuple[int, list[dict]]]], None]
 
 def _run_pool(trials: StackedTrials, groups: Groups, workers: int, finished: Finished) -> None:
     """Run the groups on a pool of worker processes. If this process is interrupted or fails,
-    the workers are stopped with it; if it is killed, each worker notices within a fraction
-    of a second (:func:`_start_worker`) and exits."""
+    the workers are stopped with it; if it is killed, each worker ends with it
+    (:func:`_start_worker`)."""
     context = get_context("spawn")  # no fork of a process that already runs torch threads
     pool = ProcessPoolExecutor(max_workers=min(workers, len(groups)), mp_context=context,
                                initializer=_start_worker, initargs=(os.getpid(),))
@@ -245,16 +244,11 @@ def _run_pool(trials: StackedTrials, groups: Groups, workers: int, finished: Fin
 
 
 def _start_worker(parent: int) -> None:
-    """In each worker: one-line warnings, and a watch that ends the worker as soon as its
-    parent is gone (killed, even with SIGKILL), so no worker outlives the run."""
+    """In each worker: one-line warnings, and the worker ends as soon as its parent is gone
+    (killed, even with SIGKILL: :func:`~iglearn.processes.end_with_parent`), so no worker
+    outlives the run nor computes for it after its end."""
+    end_with_parent(parent)
     one_line_warnings()
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.2)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True, name="iglearn-parent-watch").start()
 
 
 def _run_ray(trials: StackedTrials, groups: Groups, execution: Execution,

@@ -1,0 +1,59 @@
+"""Child processes that end with their parent.
+
+The worker processes iglearn starts (the trial pool of ``iglearn reproduce``, the learning
+worker of ``iglearn serve``) compute for their parent only: when the parent dies, killed
+with SIGKILL included, each must stop at once rather than finish its work for nobody.
+:func:`end_with_parent`, called first thing in the child, asks Linux to kill the child the
+moment its parent ends (``PR_SET_PDEATHSIG``), which no busy interpreter can delay; elsewhere
+(and as a second guard) a thread polls the parent's id and ends the process within
+:data:`WATCH_SECONDS` of its parent's death.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import ctypes.util
+import os
+import signal
+import sys
+import threading
+import time
+
+__all__ = ["WATCH_SECONDS", "end_with_parent", "parent_death_signal"]
+
+WATCH_SECONDS = 0.2
+"""How often the watching thread compares the parent's process id."""
+_PR_SET_PDEATHSIG = 1
+"""``prctl`` option: the signal the kernel sends a process when its parent ends."""
+
+
+def parent_death_signal(sig: int = signal.SIGKILL) -> bool:
+    """Ask the kernel to send ``sig`` to this process when its parent ends (Linux
+    ``prctl(PR_SET_PDEATHSIG)``); whether it could. The "parent" is the thread that started
+    this process: start such children from a thread that lives as long as the parent
+    process (its main thread, an event loop's thread)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        return bool(libc.prctl(_PR_SET_PDEATHSIG, int(sig), 0, 0, 0) == 0)
+    return False
+
+
+def end_with_parent(parent: int, code: int = 1) -> None:
+    """End this process (exit status ``code``, nothing cleaned up) as soon as the process
+    ``parent``, which started it, is gone: at once if it already is, by the kernel's SIGKILL
+    where :func:`parent_death_signal` can ask for it, and in any case by a daemon thread
+    that polls :func:`os.getppid` every :data:`WATCH_SECONDS` (a child is re-parented the
+    moment its parent dies)."""
+    parent_death_signal(signal.SIGKILL)
+    if os.getppid() != parent:  # it died before the signal was asked for
+        os._exit(code)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(WATCH_SECONDS)
+        os._exit(code)
+
+    threading.Thread(target=watch, daemon=True, name="iglearn-parent-watch").start()

@@ -1,0 +1,81 @@
+"""iglearn.processes: a child that called end_with_parent ends within a second of its
+parent's SIGKILL, whatever it is doing: starting, holding the interpreter in one long C call,
+or (without the kernel's help) busy in Python."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.process_table import HAS_PROC, alive, wait_gone
+
+pytestmark = pytest.mark.skipif(not HAS_PROC, reason="reads the process table in /proc")
+
+PARENT = textwrap.dedent("""
+    import multiprocessing, os, sys, time
+    from pathlib import Path
+
+    def child(parent, mode, ready):
+        import iglearn.processes as processes
+        if mode == "watch":  # the portable fallback alone
+            processes.parent_death_signal = lambda sig=0: False
+        processes.end_with_parent(parent)
+        Path(ready).write_text(str(os.getpid()))
+        if mode == "gil":  # one C call that never lets another thread run
+            sum(range(10 ** 15))
+        x = 0
+        while True:
+            x += 1
+
+    if __name__ == "__main__":
+        mode, ready = sys.argv[1], sys.argv[2]
+        process = multiprocessing.get_context("spawn").Process(
+            target=child, args=(os.getpid(), mode, ready))
+        process.start()
+        print(process.pid, flush=True)
+        time.sleep(600)
+""")
+
+
+def start(tmp_path: Path, mode: str) -> tuple[subprocess.Popen, int, Path]:
+    script = tmp_path / "parent.py"
+    script.write_text(PARENT)
+    ready = tmp_path / f"ready-{mode}"
+    env = os.environ | {"PYTHONPATH": os.pathsep.join(sys.path)}
+    parent = subprocess.Popen([sys.executable, str(script), mode, str(ready)],
+                              stdout=subprocess.PIPE, text=True, env=env)
+    assert parent.stdout is not None
+    child = int(parent.stdout.readline())
+    parent.stdout.close()
+    return parent, child, ready
+
+
+@pytest.mark.parametrize("mode", ["gil", "watch"])
+def test_a_busy_child_ends_within_a_second_of_its_parents_sigkill(tmp_path, mode):
+    parent, child, ready = start(tmp_path, mode)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert ready.exists(), "the child never started"
+        time.sleep(0.3)  # busy for a moment
+        assert alive(child)
+    finally:
+        parent.send_signal(signal.SIGKILL)
+        parent.wait()
+    assert wait_gone([child], 1.5) == [], f"the {mode} child outlived its parent"
+
+
+def test_a_child_whose_parent_died_while_it_started_ends_on_starting(tmp_path):
+    parent, child, ready = start(tmp_path, "gil")
+    parent.send_signal(signal.SIGKILL)  # before the child could ask for anything
+    parent.wait()
+    assert wait_gone([child], 30) == [], "the orphaned child went on"
+    assert not ready.exists(), "the orphaned child started its work"
