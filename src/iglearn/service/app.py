@@ -13,8 +13,6 @@ import asyncio
 import contextlib
 import json
 import math
-import multiprocessing
-import os
 import re
 import sys
 import tempfile
@@ -48,6 +46,7 @@ from iglearn.service.storage import (
     Storage,
     open_storage,
 )
+from iglearn.service.supervisor import CHECK_SECONDS, WorkerSupervisor
 
 LOG_FORMATS = {"parquet": "application/vnd.apache.parquet", "dsjson": "application/x-ndjson",
                "npz": "application/octet-stream"}
@@ -67,9 +66,12 @@ _EVENT_ID = re.compile(r"[A-Za-z0-9._:\-]+")
 class Rejected(Exception):
     """A request answered with an error status: ``field`` names what was wrong (or None)."""
 
-    def __init__(self, status: int, message: str, field: str | None = None):
+    def __init__(self, status: int, message: str, field: str | None = None,
+                 retry_after: int | None = None):
         super().__init__(message)
         self.status, self.message, self.field = status, message, field
+        self.retry_after = retry_after
+        """Seconds after which to ask again (a 503's Retry-After header), if known."""
 
 
 PolicyFunction = Callable[[np.ndarray], np.ndarray]
@@ -171,7 +173,8 @@ class Service:
         explored = int(self.storage.state("explored_rounds") or 0)
         self.explorer = Explorer(config.exploration, config.model.n_actions, explored,
                                  config.exploration.make_rng(explored))
-        self.worker: Any = None
+        self.worker: WorkerSupervisor | None = None
+        """The learning worker's supervisor, while the application runs one."""
 
     # -- model versions -------------------------------------------------------------------
     def load_served(self) -> bool:
@@ -499,7 +502,8 @@ def endpoint(service: Service, name: str, role: str | None, handler: Handler) ->
             body: dict[str, Any] = {"error": e.message}
             if e.field is not None:
                 body["field"] = e.field
-            response = json_response(body, e.status)
+            headers = None if e.retry_after is None else {"retry-after": str(e.retry_after)}
+            response = json_response(body, e.status, headers)
         except IGLearnError as e:
             response = json_response({"error": str(e)}, 422)
         service.metrics.observe(name, response.status_code, time.perf_counter() - start)
@@ -588,14 +592,30 @@ def build_app(service: Service, start_worker: bool = True,
     async def get_model(request: Request) -> Response:
         return json_response(service.model_info())
 
+    def no_worker(deaths: int) -> None:
+        """503 naming why, while this process's learning worker does not run or has died
+        since a re-fit was asked (``deaths``: its count then)."""
+        worker = service.worker
+        if worker is None:
+            return
+        problem = worker.problem()
+        if problem is None and worker.deaths != deaths:
+            problem = ("the learning worker died while this re-fit was waited for; another "
+                       "has started and takes the request up")
+        if problem is not None:
+            raise Rejected(503, f"{problem}; ask again then", retry_after=worker.retry_after())
+
     async def refit(request: Request) -> Response:
         wait = timestamp(request.query_params.get("wait"), "wait") or 0.0
         if not 0 <= wait <= 600:
             raise Rejected(422, "must be seconds in [0, 600]", "wait")
+        deaths = -1 if service.worker is None else service.worker.deaths
+        no_worker(deaths)
         requested = time.time()
         storage.set_state("refit_requested_at", requested)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
+            no_worker(deaths)
             last = storage.state("last_refit") or {}
             if last.get("at", 0.0) >= requested:
                 if last.get("error"):
@@ -667,12 +687,23 @@ def build_app(service: Service, start_worker: bool = True,
 
     async def healthz(request: Request) -> Response:
         served = service.served
-        return json_response({"status": "ok", "iglearn": iglearn.__version__,
-                              "model_version": 0 if served is None else served.version})
+        problem = None if service.worker is None else service.worker.problem()
+        answer = {"status": "ok" if problem is None else "degraded",
+                  "iglearn": iglearn.__version__,
+                  "model_version": 0 if served is None else served.version}
+        return json_response(answer if problem is None else answer | {"problem": problem})
+
+    async def readyz(request: Request) -> Response:
+        problem = None if service.worker is None else service.worker.problem()
+        if problem is not None:
+            return json_response({"ready": False, "problem": problem}, 503)
+        return json_response({"ready": True})
 
     async def metrics(request: Request) -> Response:
-        return Response(service.metrics.render(service.served, storage.models()),
-                        media_type="text/plain; version=0.0.4")
+        text = service.metrics.render(service.served, storage.models())
+        if service.worker is not None:
+            text += service.worker.metrics()
+        return Response(text, media_type="text/plain; version=0.0.4")
 
     routes = [
         Route("/v1/decide", guarded("decide", "client", decide), methods=["POST"]),
@@ -685,23 +716,26 @@ def build_app(service: Service, start_worker: bool = True,
         Route("/v1/model/export", guarded("export", "admin", export), methods=["GET"]),
         Route("/v1/log", guarded("log", "admin", export_log), methods=["GET"]),
         Route("/healthz", guarded("healthz", None, healthz), methods=["GET"]),
+        Route("/readyz", guarded("readyz", None, readyz), methods=["GET"]),
         Route("/metrics", guarded("metrics", "admin", metrics), methods=["GET"]),
         *extra_routes,
     ]
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        tasks = [asyncio.create_task(watch_models(service))]
         if start_worker:
-            service.worker = start_learning_worker(config)
-        watcher = asyncio.create_task(watch_models(service))
+            service.worker = WorkerSupervisor(config, storage)
+            service.worker.start()
+            tasks.append(asyncio.create_task(supervise(service.worker)))
         try:
             yield
         finally:
-            watcher.cancel()
+            for task in tasks:
+                task.cancel()
             storage.set_state("explored_rounds", service.explorer.round)
             if service.worker is not None:
-                service.worker.terminate()
-                service.worker.join(5)
+                service.worker.stop()
 
     return Starlette(routes=routes, lifespan=lifespan)
 
@@ -744,15 +778,15 @@ async def watch_models(service: Service) -> None:
             print(f"iglearn serve: cannot load the new model: {e}", file=sys.stderr)
 
 
-def start_learning_worker(config: ServiceConfig) -> Any:
-    """The learning worker process (:func:`iglearn.service.learning.worker_main`)."""
-    from iglearn.service.learning import worker_main
-
-    context = multiprocessing.get_context("spawn")
-    process = context.Process(target=worker_main, args=(config, os.getpid()), daemon=True,
-                              name="iglearn-learning-worker")
-    process.start()
-    return process
+async def supervise(worker: WorkerSupervisor) -> None:
+    """Look every :data:`~iglearn.service.supervisor.CHECK_SECONDS` whether the learning
+    worker runs, and restart it when it died (:meth:`WorkerSupervisor.check`)."""
+    while True:
+        await asyncio.sleep(CHECK_SECONDS)
+        try:
+            worker.check()
+        except Exception as e:  # keep supervising; say why
+            print(f"iglearn serve: cannot supervise the learning worker: {e}", file=sys.stderr)
 
 
 def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = False) -> None:

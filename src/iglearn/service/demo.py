@@ -305,17 +305,15 @@ async def restart(service: Service) -> None:
     exploration schedule again and start a fresh worker."""
     import anyio
 
-    from iglearn.service.app import start_learning_worker
     from iglearn.service.exploration import Explorer
 
     worker = service.worker
     if worker is not None:
-        worker.terminate()
-        await anyio.to_thread.run_sync(lambda: worker.join(10))
+        await anyio.to_thread.run_sync(worker.stop)
     service.storage.clear()
     service.served = None
     config = service.config
     service.explorer = Explorer(config.exploration, config.model.n_actions, 0,
                                 config.exploration.make_rng(0))
     if worker is not None:
-        service.worker = start_learning_worker(config)
+        worker.start()

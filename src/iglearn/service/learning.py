@@ -26,7 +26,6 @@ import signal
 import socket
 import sys
 import tempfile
-import threading
 import time
 import traceback
 import warnings
@@ -37,6 +36,7 @@ import numpy as np
 
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
+from iglearn.processes import end_with_parent
 from iglearn.service.config import ServiceConfig, make_learner
 from iglearn.service.storage import ModelRecord, Storage, open_storage
 
@@ -192,7 +192,8 @@ def run_once(storage: Storage, config: ServiceConfig,
 def worker_main(config: ServiceConfig, parent: int) -> None:
     """The worker process: while it holds the re-fit lease, look for work every
     ``poll_seconds`` (else try to take the lease as often) until the service (process
-    ``parent``) is gone."""
+    ``parent``) is gone: it ends with its service, killed or not."""
+    end_with_parent(parent, 0)
     import torch
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service ends the worker itself
@@ -202,12 +203,6 @@ def worker_main(config: ServiceConfig, parent: int) -> None:
     def serving() -> bool:
         return os.getppid() == parent  # a child is re-parented the moment its parent dies
 
-    def watch() -> None:
-        while serving():
-            time.sleep(0.2)
-        os._exit(0)
-
-    threading.Thread(target=watch, daemon=True, name="iglearn-parent-watch").start()
     storage = open_storage(config.db_path, config.server.synchronous, pool_size=2)
     holding = False
     while True:
