@@ -117,10 +117,12 @@ def test_refit_rollback_export_import_and_log(service, tmp_path):
 def test_health_and_metrics(service):
     with service.http(None) as anyone, service.http("admin") as admin:
         assert anyone.get("/healthz").json()["status"] == "ok"
+        assert anyone.get("/readyz").json() == {"ready": True}
         text = admin.get("/metrics").text
     for name in ("iglearn_decisions_total", "iglearn_feedback_join_rate",
                  "iglearn_late_feedback_total", 'iglearn_request_seconds_bucket{endpoint="decide"',
-                 "iglearn_model_version", "iglearn_model_indicator", "iglearn_refit_seconds"):
+                 "iglearn_model_version", "iglearn_model_indicator", "iglearn_refit_seconds",
+                 "iglearn_learning_worker_up 1", "iglearn_learning_worker_deaths_total 0"):
         assert name in text
     for line in text.splitlines():
         assert line.startswith("#") or len(line.split(" ")) == 2, line
