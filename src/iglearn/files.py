@@ -5,13 +5,14 @@ file: a regular file this process may read."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from iglearn.errors import IGLearnError
@@ -311,3 +312,26 @@ def _is_folder(path: Path) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except FileNotFoundError:
         return False
+
+
+@contextlib.contextmanager
+def removed_if_failed(paths: Sequence[Path]) -> Iterator[Callable[[], None]]:
+    """Within the block, those of ``paths`` that do not exist before it are removed again if
+    the block raises (a file, or a folder left empty), the last first, unless the function
+    it gives was called first (the command got past its refusals): what a refused command
+    created is not left behind. A path that existed is never touched."""
+    new = [path for path in paths if not os.path.lexists(path)]
+
+    def keep() -> None:
+        new.clear()
+
+    try:
+        yield keep
+    except BaseException:
+        for path in reversed(new):
+            with contextlib.suppress(OSError):
+                if _is_folder(path):
+                    path.rmdir()  # only when empty
+                else:
+                    path.unlink()
+        raise

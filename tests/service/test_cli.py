@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import sqlite3
+from pathlib import Path
+
+import pytest
+
 from iglearn.cli import main
 from iglearn.service.keys import digest
 from iglearn.service.process import write_config
@@ -42,3 +49,121 @@ def test_bad_configuration_is_one_line(tmp_path, capsys):
     config = write_config(tmp_path / "s.toml", tables(model={"n_actions": 0}))
     code, _, err = run(capsys, "serve", "--config", config)
     assert code == 2 and err.count("\n") == 1 and "[model] n_actions" in err
+
+
+def files(folder: Path) -> list[str]:
+    """Every file and folder under ``folder``, relative to it."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*"))
+
+
+@pytest.fixture
+def port_in_use():
+    """A loopback port another program listens on."""
+    with socket.socket() as other:
+        other.bind(("127.0.0.1", 0))
+        other.listen()
+        yield other.getsockname()[1]
+
+
+@pytest.mark.parametrize(("keyed", "argv", "says"), [
+    (False, ["--insecure-no-auth", "--port", "PORT"], "127.0.0.1:PORT: the port is in use"),
+    (True, ["--port", "PORT"], "127.0.0.1:PORT: the port is in use"),
+    (True, ["--host", "192.0.2.7", "--port", "0"], "192.0.2.7 is not an address of this"),
+    (True, ["--host", "no-such-host.invalid", "--port", "0"], "cannot listen on no-such-host"),
+], ids=["port-in-use-new-db", "port-in-use-keyed-db", "address-not-ours", "unknown-host"])
+def test_a_port_that_cannot_be_had_is_refused_before_anything_is_created(
+        tmp_path, capsys, port_in_use, keyed, argv, says):
+    config = write_config(tmp_path / "s.toml", tables())
+    if keyed:
+        run(capsys, "serve", "keys", "add", "--config", config, "--role", "admin")
+    before = files(tmp_path)
+    argv = [str(port_in_use) if a == "PORT" else a for a in argv]
+    code, _, err = run(capsys, "serve", "--config", config, *argv)
+    assert code == 2 and says.replace("PORT", str(port_in_use)) in err
+    assert err.count("\n") == 1 and "listening on" not in err and "Traceback" not in err
+    assert files(tmp_path) == before
+
+
+def test_refused_starts_leave_no_file_they_created(tmp_path, capsys):
+    config = write_config(tmp_path / "s.toml", tables())
+    # no key yet, no database yet: none is created
+    code, _, err = run(capsys, "serve", "--config", config, "--port", "0")
+    assert code == 2 and "no API key yet" in err
+    assert files(tmp_path) == ["s.toml"]
+    # no key yet in an existing database: it stays as it was, without a WAL left open
+    assert run(capsys, "serve", "db", "upgrade", "--config", config)[0] == 0
+    before = files(tmp_path)
+    assert before == ["s.toml", "service.db"]
+    code, _, err = run(capsys, "serve", "--config", config, "--port", "0")
+    assert code == 2 and "no API key yet" in err and files(tmp_path) == before
+    # a served model that cannot be read
+    storage = SQLiteStorage(tmp_path / "service.db")
+    storage.add_model("igl", 0, 0.0, {"source": "import"}, b"not an archive")
+    storage.close()
+    before = files(tmp_path)
+    code, _, err = run(capsys, "serve", "--config", config, "--port", "0", "--insecure-no-auth")
+    assert code == 2 and "model version 1" in err and "Traceback" not in err
+    assert files(tmp_path) == before
+    # a database in a folder that does not exist
+    code, _, err = run(capsys, "serve", "--config", config, "--port", "0", "--insecure-no-auth",
+                       "--db", str(tmp_path / "nowhere" / "s.db"))
+    assert code == 2 and "does not exist" in err and files(tmp_path) == before
+
+
+def sqlite_file(path: Path, rows: int = 200) -> bytes:
+    """The bytes of a small SQLite database of another application."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+        db.executemany("INSERT INTO notes (text) VALUES (?)", [("x" * 500,)] * rows)
+        db.commit()
+    return path.read_bytes()
+
+
+@pytest.mark.parametrize("damage", ["not-sqlite", "truncated", "empty-header"])
+def test_a_damaged_demo_database_is_refused_and_nothing_is_left(tmp_path, capsys, damage,
+                                                                port_in_use):
+    content = {"not-sqlite": b"not a database " * 100,
+               "truncated": sqlite_file(tmp_path / "whole.db")[:5000],
+               "empty-header": b"SQLite format 3\x00" + bytes(84)}[damage]
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    (folder / "demo.db").write_bytes(content)
+    code, _, err = run(capsys, "demo", "--folder", folder, "--port", "0")
+    assert code == 2 and "demo.db: cannot open the database" in err, err
+    assert "open http" not in err and "Traceback" not in err
+    assert files(folder) == ["demo.db"]  # the demo.toml it wrote is gone again
+    assert (folder / "demo.db").read_bytes() == content
+    code, _, err = run(capsys, "demo", "--folder", tmp_path / "new" / "sub", "--port",
+                       port_in_use)
+    assert code == 2 and "in use" in err and not (tmp_path / "new").exists()
+
+
+@pytest.mark.parametrize("tables_of", [["notes"], ["notes", "users", "orders"], ["meta"]])
+def test_db_upgrade_refuses_another_applications_sqlite_file_unless_adopted(
+        tmp_path, capsys, tables_of):
+    config = write_config(tmp_path / "s.toml", tables())
+    other = tmp_path / "other.db"
+    with contextlib.closing(sqlite3.connect(other)) as db:
+        for name in tables_of:
+            db.execute(f"CREATE TABLE {name} (id INTEGER PRIMARY KEY, text TEXT)")
+        db.commit()
+    before = other.read_bytes()
+    for argv in (["serve", "db", "upgrade"], ["serve", "keys", "add", "--role", "admin"]):
+        code, out, err = run(capsys, *argv, "--config", config, "--db", other)
+        assert code == 2 and err.count("\n") == 1 and str(other) in err, err
+        assert "--adopt" in err if tables_of != ["meta"] else "name of one of iglearn's" in err
+        assert other.read_bytes() == before and files(tmp_path) == ["other.db", "s.toml"]
+    code, out, err = run(capsys, "serve", "db", "upgrade", "--config", config, "--db", other,
+                         "--adopt")
+    if tables_of == ["meta"]:  # a table of iglearn's name is never taken over
+        assert code == 2 and other.read_bytes() == before
+        return
+    assert code == 0 and "schema version 1 created" in out
+    with contextlib.closing(sqlite3.connect(other)) as db:
+        names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert set(tables_of) | {"meta", "interactions", "models", "api_keys"} <= names
+    # adopted, it is iglearn's database from now on
+    assert run(capsys, "serve", "db", "upgrade", "--config", config, "--db", other)[0] == 0
+    code, out, _ = run(capsys, "serve", "keys", "add", "--config", config, "--db", other,
+                       "--role", "client")
+    assert code == 0 and out.strip().splitlines()[-1].startswith("iglk_")

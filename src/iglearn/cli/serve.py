@@ -34,16 +34,23 @@ def run_demo(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
 
+    from iglearn.files import removed_if_failed
     from iglearn.service.app import serve
     from iglearn.service.config import load_config
     from iglearn.service.demo import write_demo_config
 
     with tempfile.TemporaryDirectory(prefix="iglearn-demo-") as scratch:
         folder = Path(args.folder) if args.folder is not None else Path(scratch)
-        config = load_config(write_demo_config(folder, args.seed)).replace(port=args.port)
-        print(f"iglearn demo: open http://127.0.0.1:{config.server.port}/demo in a browser "
-              f"(files in {folder}; Ctrl+C to stop)", file=sys.stderr, flush=True)
-        serve(config, insecure_no_auth=True, demo=True)
+        created = [*reversed(folder.absolute().parents), folder, folder / "demo.toml"]
+        with removed_if_failed(created) as keep:  # a refused start leaves nothing it created
+            config = load_config(write_demo_config(folder, args.seed)).replace(port=args.port)
+
+            def listening(port: int) -> None:
+                keep()
+                print(f"iglearn demo: open http://127.0.0.1:{port}/demo in a browser (files "
+                      f"in {folder}; Ctrl+C to stop)", file=sys.stderr, flush=True)
+
+            serve(config, insecure_no_auth=True, demo=True, listening=listening)
     return 0
 
 
@@ -65,7 +72,7 @@ def run_db_upgrade(args: argparse.Namespace) -> int:
     from iglearn.service.storage import upgrade_database
 
     config = load_config(args.config).replace(db=args.db)
-    before, after = upgrade_database(config.db_path)
+    before, after = upgrade_database(config.db_path, adopt=args.adopt)
     if before == after:
         print(f"{config.db_shown}: schema version {after}, up to date")
     elif before == 0:
@@ -120,6 +127,9 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "once before starting replicas of a newer iglearn; a service creates "
                     "the schema of an empty database itself).")
     add_database_arguments(upgrade)
+    upgrade.add_argument("--adopt", action="store_true",
+                         help="add iglearn's tables to an SQLite file that holds another "
+                              "application's tables (refused without it)")
     upgrade.set_defaults(run=run_db_upgrade, reads=("config",))
     add_demo_command(commands)
 

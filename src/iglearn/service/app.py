@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import math
 import re
+import socket
 import sys
 import tempfile
 import time
@@ -142,15 +144,20 @@ def json_response(value: object, status: int = 200, headers: dict | None = None)
     return Response(_STRICT_JSON.encode(value), status, headers, media_type="application/json")
 
 
+def check_no_auth(config: ServiceConfig, insecure_no_auth: bool) -> None:
+    """Refuse ``--insecure-no-auth`` off a loopback address."""
+    if insecure_no_auth and not is_loopback(config.server.host):
+        raise IGLearnError(f"--insecure-no-auth is only allowed on a loopback address, not "
+                           f"{config.server.host}; create a key with 'iglearn serve keys "
+                           f"add --config FILE --role admin'")
+
+
 class Service:
     """The state of one service process: configuration, storage, keys, the served model,
     the explorer and the metrics."""
 
     def __init__(self, config: ServiceConfig, insecure_no_auth: bool = False):
-        if insecure_no_auth and not is_loopback(config.server.host):
-            raise IGLearnError(f"--insecure-no-auth is only allowed on a loopback address, not "
-                               f"{config.server.host}; create a key with 'iglearn serve keys "
-                               f"add --config FILE --role admin'")
+        check_no_auth(config, insecure_no_auth)
         self.config = config
         self.insecure = insecure_no_auth
         import torch
@@ -161,18 +168,22 @@ class Service:
         self.storage: Storage = open_storage(config.db_path, config.server.synchronous,
                                              config.server.pool_size,
                                              checkpoint_seconds=CHECKPOINT_SECONDS)
-        self.keyring = KeyRing(self.storage.keys())
-        if not self.keyring and not insecure_no_auth:
-            raise IGLearnError(f"{config.db_shown}: no API key yet; create one with 'iglearn "
-                               f"serve keys add --config {config.path} --role admin' (or "
-                               f"serve on loopback with --insecure-no-auth)")
-        self._keys_read = time.monotonic()
-        self.metrics = Metrics()
-        self.served: Served | None = None
-        self.load_served()
-        explored = int(self.storage.state("explored_rounds") or 0)
-        self.explorer = Explorer(config.exploration, config.model.n_actions, explored,
-                                 config.exploration.make_rng(explored))
+        try:
+            self.keyring = KeyRing(self.storage.keys())
+            if not self.keyring and not insecure_no_auth:
+                raise IGLearnError(f"{config.db_shown}: no API key yet; create one with "
+                                   f"'iglearn serve keys add --config {config.path} --role "
+                                   f"admin' (or serve on loopback with --insecure-no-auth)")
+            self._keys_read = time.monotonic()
+            self.metrics = Metrics()
+            self.served: Served | None = None
+            self.load_served()
+            explored = int(self.storage.state("explored_rounds") or 0)
+            self.explorer = Explorer(config.exploration, config.model.n_actions, explored,
+                                     config.exploration.make_rng(explored))
+        except BaseException:  # a refused start keeps no connection (nor lock) open
+            self.storage.close()
+            raise
         self.worker: WorkerSupervisor | None = None
         """The learning worker's supervisor, while the application runs one."""
 
@@ -789,20 +800,67 @@ async def supervise(worker: WorkerSupervisor) -> None:
             print(f"iglearn serve: cannot supervise the learning worker: {e}", file=sys.stderr)
 
 
-def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = False) -> None:
-    """Run the service until interrupted (with the demo page at ``/demo`` if ``demo``)."""
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host``:``port`` (0: a free port), for the service to listen
+    on; a port in use, or an address that is not this machine's, is an error naming it and
+    the fix."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            problem = "the port is in use by another program; choose another with --port"
+        elif e.errno == errno.EADDRNOTAVAIL:
+            problem = (f"{host} is not an address of this machine; choose another with "
+                       f"--host")
+        elif e.errno == errno.EACCES:
+            problem = "permission denied; choose a port above 1023 with --port"
+        else:
+            problem = f"{e.strerror or e}; check [server] host and port"
+        raise IGLearnError(f"cannot listen on {host}:{port}: {problem}") from None
+    return sock
+
+
+def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = False,
+          listening: Callable[[int], None] | None = None) -> None:
+    """Run the service until interrupted (with the demo page at ``/demo`` if ``demo``);
+    ``listening(port)`` is called once it is past its refusals and holds its port.
+
+    A refused start leaves nothing behind: the port is taken before anything is created,
+    and a database file this start created is removed again when the start is refused (no
+    key yet, a model that cannot be loaded)."""
     import uvicorn
 
-    service = Service(config, insecure_no_auth)
+    from iglearn.service.storage import created_or_removed
+
+    check_no_auth(config, insecure_no_auth)
+    sock = listening_socket(config.server.host, config.server.port)
+    try:
+        with created_or_removed(config.db_path):
+            service = Service(config, insecure_no_auth)
+    except BaseException:
+        sock.close()
+        raise
     if demo:
         from iglearn.service.demo import demo_routes
 
         app = build_app(service, extra_routes=demo_routes(service))
     else:
         app = build_app(service)
-    host, port = config.server.host, config.server.port
+    host, port = config.server.host, sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
     print(f"iglearn serve: {config.model.algorithm}, K = {config.model.n_actions}, model "
           f"version {service.served.version if service.served else 0}, database "
-          f"{config.db_shown}, listening on http://{host}:{port}", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
-                server_header=False, date_header=False, proxy_headers=False)
+          f"{config.db_shown}, listening on http://{shown}:{port}", file=sys.stderr, flush=True)
+    if listening is not None:
+        listening(port)
+    server = uvicorn.Server(uvicorn.Config(
+        app, host=host, port=port, log_level="warning", access_log=False, server_header=False,
+        date_header=False, proxy_headers=False))
+    server.run(sockets=[sock])
+    if not server.started:
+        raise IGLearnError(f"the service on http://{shown}:{port} could not start; see the "
+                           f"lines above")

@@ -15,6 +15,7 @@ late when it comes after the join window.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -23,7 +24,7 @@ import sys
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
@@ -312,6 +313,33 @@ CREATE TABLE IF NOT EXISTS api_keys (
 """
 
 
+_TABLES = frozenset({"meta", "interactions", "models", "api_keys"})
+"""The tables of iglearn's SQLite schema."""
+
+
+def check_not_foreign(path: Path, db: sqlite3.Connection, adopt: bool = False) -> None:
+    """Refuse the SQLite database ``db`` (the file ``path``) if another application's
+    tables are in it: iglearn adds its tables to an empty file or to its own database only,
+    and to another application's file with ``adopt`` (``iglearn serve db upgrade --adopt``),
+    never when a table of that file has the name of one of iglearn's."""
+    names = {row[0] for row in db.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+    if not names or (names >= _TABLES and db.execute(
+            "SELECT 1 FROM meta WHERE name = 'schema_version'").fetchone() is not None):
+        return
+    clash = sorted(names & _TABLES)
+    if clash:
+        raise IGLearnError(f"{path}: not an iglearn database, and its table {clash[0]} has "
+                           f"the name of one of iglearn's; set [server] db to a new file")
+    if not adopt:
+        others = sorted(names)
+        listed = ", ".join(others[:5]) + (f" and {len(others) - 5} more" if len(others) > 5
+                                          else "")
+        raise IGLearnError(f"{path}: holds another application's tables ({listed}), not "
+                           f"iglearn's; set [server] db to a new file, or run 'iglearn serve "
+                           f"db upgrade --adopt' to add iglearn's tables to it")
+
+
 class SQLiteStorage(Storage):
     """:class:`Storage` on an SQLite database file (WAL, so the learning worker reads while
     the service writes; ``synchronous``: 'normal' survives a crash of the service, 'full'
@@ -323,17 +351,38 @@ class SQLiteStorage(Storage):
     a request's path waits for one."""
 
     def __init__(self, path: str | Path, synchronous: str = "normal", timeout: float = 30.0,
-                 checkpoint_seconds: float | None = None):
+                 checkpoint_seconds: float | None = None, adopt: bool = False):
         self.path = Path(path)
         if not self.path.parent.is_dir():
             raise IGLearnError(f"{self.path}: the folder {self.path.parent} does not exist; "
                                f"create it or set [server] db to another path")
+        self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
+                                   check_same_thread=False)
         try:
-            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
-                                       check_same_thread=False)
+            self._open(synchronous, timeout, adopt)
+        except BaseException:
+            self._db.close()
+            raise
+        self._lock = threading.Lock()
+        self._lease: int | None = None
+        self._stop = threading.Event()
+        self._checkpointer: threading.Thread | None = None
+        if checkpoint_seconds is not None:
+            self._db.execute("PRAGMA wal_autocheckpoint=0")
+            self._checkpointer = threading.Thread(
+                target=self._checkpoints, args=(checkpoint_seconds, timeout), daemon=True,
+                name="iglearn-wal-checkpoint")
+            self._checkpointer.start()
+
+    def _open(self, synchronous: str, timeout: float, adopt: bool) -> None:
+        """Set the connection up, and create the schema in a file that has none; refuse an
+        SQLite file of another application (its tables are not iglearn's) unless ``adopt``
+        (:func:`check_not_foreign`)."""
+        try:
+            self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
+            check_not_foreign(self.path, self._db, adopt)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={synchronous.upper()}")
-            self._db.execute(f"PRAGMA busy_timeout={int(timeout * 1000)}")
             with self._transaction():
                 for statement in _SCHEMA.split(";"):
                     if statement.strip():
@@ -349,13 +398,6 @@ class SQLiteStorage(Storage):
         except sqlite3.DatabaseError as e:
             raise IGLearnError(f"{self.path}: cannot open the database ({e}); check the path, "
                                f"or choose a new file for [server] db") from None
-        self._lock = threading.Lock()
-        self._lease: int | None = None
-        self._stop = threading.Event()
-        if checkpoint_seconds is not None:
-            self._db.execute("PRAGMA wal_autocheckpoint=0")
-            threading.Thread(target=self._checkpoints, args=(checkpoint_seconds, timeout),
-                             daemon=True, name="iglearn-wal-checkpoint").start()
 
     def _checkpoints(self, every: float, timeout: float) -> None:
         """Checkpoint the WAL every ``every`` seconds until closed (its own connection)."""
@@ -544,6 +586,8 @@ class SQLiteStorage(Storage):
 
     def close(self) -> None:
         self._stop.set()
+        if self._checkpointer is not None:  # its connection closes first, so that the last
+            self._checkpointer.join(5)      # to close removes the WAL and its index
         with self._lock:
             self._db.close()
             if self._lease is not None:
@@ -574,9 +618,27 @@ def open_storage(db: str | Path, synchronous: str = "normal", pool_size: int = 4
     return SQLiteStorage(db, synchronous, checkpoint_seconds=checkpoint_seconds)
 
 
-def upgrade_database(db: str | Path) -> tuple[int, int]:
+def database_files(db: Path) -> list[Path]:
+    """The files of the SQLite database ``db``: itself, the WAL and its index, a rollback
+    journal and the re-fit lease (:meth:`SQLiteStorage.hold_refit_lease`)."""
+    return [db, *(Path(f"{db}{end}") for end in ("-wal", "-shm", "-journal", ".refit-lease"))]
+
+
+def created_or_removed(db: str | Path) -> contextlib.AbstractContextManager[Callable[[], None]]:
+    """Within the block, a new SQLite database file ``db`` (one that does not exist yet) is
+    removed again, with its companion files (:func:`database_files`), if the block raises:
+    a refused start leaves nothing behind. An existing database is left as it is (the block
+    closes what it opened: SQLite removes the WAL with the last connection)."""
+    from iglearn.files import removed_if_failed
+
+    new = not (is_postgres(db) or os.path.lexists(db))
+    return removed_if_failed(database_files(Path(db)) if new else [])
+
+
+def upgrade_database(db: str | Path, adopt: bool = False) -> tuple[int, int]:
     """``iglearn serve db upgrade``: create or migrate the schema of the database ``db``
-    names to this iglearn's version; (version before, version after; 0: none)."""
+    names to this iglearn's version; (version before, version after; 0: none). An SQLite
+    file that holds another application's tables is refused unless ``adopt``."""
     if is_postgres(db):
         from iglearn.service.postgres import upgrade
 
@@ -590,5 +652,5 @@ def upgrade_database(db: str | Path) -> tuple[int, int]:
             before = 0 if row is None else int(row[0])
         except sqlite3.DatabaseError:
             before = 0
-    SQLiteStorage(db).close()
+    SQLiteStorage(db, adopt=adopt).close()
     return before, SCHEMA_VERSION
