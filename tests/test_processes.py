@@ -1,4 +1,4 @@
-"""iglearn.processes: a child that called end_with_parent ends within a second of its
+"""iglearn.processes: a child that called end_with_parent ends within ~a second of its
 parent's SIGKILL, whatever it is doing: starting, holding the interpreter in one long C call,
 or (without the kernel's help) busy in Python."""
 
@@ -70,7 +70,7 @@ def test_a_busy_child_ends_within_a_second_of_its_parents_sigkill(tmp_path, mode
     finally:
         parent.send_signal(signal.SIGKILL)
         parent.wait()
-    assert wait_gone([child], 1.5) == [], f"the {mode} child outlived its parent"
+    assert wait_gone([child], 2.0) == [], f"the {mode} child outlived its parent"
 
 
 def test_a_child_whose_parent_died_while_it_started_ends_on_starting(tmp_path):

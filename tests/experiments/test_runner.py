@@ -148,7 +148,7 @@ def test_killing_a_run_takes_its_workers_with_it_at_once(tmp_path, moment):
     finally:
         process.kill()
         process.wait()
-    bound = 1.5 if moment == "computing" else 10.0  # starting: its interpreter starts first
+    bound = 2.0 if moment == "computing" else 10.0  # starting: its interpreter starts first
     survivors = wait_gone(workers, bound)
     assert survivors == [], f"workers {survivors} outlived the killed run by {bound} s"
 
