@@ -4,6 +4,7 @@
 - :mod:`~iglearn.service.app`: the HTTP API (Starlette on uvicorn);
 - :mod:`~iglearn.service.exploration`: how actions are drawn (E2G schedules or epsilon);
 - :mod:`~iglearn.service.learning`: the background re-fitting worker process;
+- :mod:`~iglearn.service.supervisor`: the worker's supervision (restarts with back-off);
 - :mod:`~iglearn.service.storage`: the storage interface and its SQLite implementation;
 - :mod:`~iglearn.service.keys`: hashed API keys with roles;
 - :mod:`~iglearn.service.metrics`: Prometheus metrics.
