@@ -63,25 +63,26 @@ def running(tmp_path):
 
 
 def test_a_killed_worker_is_reported_and_restarted_with_a_growing_backoff(running):
+    # killed twice (SIGKILL, then SIGTERM): each death said and counted, each restart later
     worker = the_worker(running)
     with running.http(None) as http:
         assert http.get("/healthz").json()["status"] == "ok"
         assert http.get("/readyz").status_code == 200
     assert metric(running, "iglearn_learning_worker_up") == 1
-    for death in (1, 2):
-        os.kill(worker, signal.SIGKILL)
+    for death, sig in ((1, signal.SIGKILL), (2, signal.SIGTERM)):
+        os.kill(worker, sig)
         killed = time.monotonic()
         with running.http(None) as http:
             health = wait_for(lambda: (h := http.get("/healthz").json())["status"] == "degraded"
                               and h, 5, "/healthz never said degraded")
-            assert "SIGKILL" in health["problem"] and str(worker) in health["problem"]
+            assert sig.name in health["problem"] and str(worker) in health["problem"]
             ready = http.get("/readyz")
             assert ready.status_code == 503 and ready.json()["ready"] is False
         with running.http("admin") as http:
             refit = http.post("/v1/model/refit", params={"wait": 5})
         assert refit.status_code == 503, refit.text
         error = refit.json()["error"]
-        assert "learning worker" in error and "killed by SIGKILL" in error, error
+        assert "learning worker" in error and f"killed by {sig.name}" in error, error
         assert int(refit.headers["retry-after"]) >= 1
         assert metric(running, "iglearn_learning_worker_up") == 0
         assert metric(running, "iglearn_learning_worker_deaths_total") == death
@@ -97,7 +98,8 @@ def test_a_killed_worker_is_reported_and_restarted_with_a_growing_backoff(runnin
         assert metric(running, "iglearn_learning_worker_up") == 1
     running.stop()
     log = running.process.log.read_text()
-    assert log.count("died (pid") == 2 and "killed by SIGKILL" in log
+    assert log.count("died (pid") == 2
+    assert "killed by SIGKILL" in log and "killed by SIGTERM" in log
     assert log.count("learning worker restarted (pid") == 2
     assert wait_gone([worker], 5) == [], "the last worker outlived its service"
 
