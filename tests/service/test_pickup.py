@@ -109,3 +109,44 @@ def test_new_versions_are_served_within_pickup_seconds_under_load(database, tmp_
                        f"interactions" in line and line.endswith(", served") for line in log)
         assert any(re.fullmatch(r"iglearn serve: now serving model version \d+ \(was \d+\), "
                                 r"stored \d+\.\d\d s ago", line) for line in log)
+
+
+def test_a_version_number_used_again_after_a_clear_is_loaded(tmp_path, capsys):
+    from iglearn.service.app import Service
+    from iglearn.service.config import load_config
+    from iglearn.service.learning import refit
+    from iglearn.service.process import write_config
+    from iglearn.service.storage import Decision, Feedback
+
+    from .conftest import tables
+
+    config = load_config(write_config(tmp_path / "service.toml", tables()))
+    service = Service(config, insecure_no_auth=True)
+    storage = service.storage
+    rng = np.random.default_rng(0)
+
+    def log(n: int, seed: int) -> None:
+        ids = [f"{seed}-{i}" for i in range(n)]
+        x = rng.normal(size=(n, D_X)).astype(np.float32)
+        a = rng.integers(K, size=n)
+        storage.add_decisions([Decision(ids[i], x[i], int(a[i]), 1 / K, np.full(K, 1 / K), 0,
+                                        True, True, time.time()) for i in range(n)])
+        y = np.eye(D_Y)[(a != x[:, :K].argmax(1)).astype(int)].astype(np.float32)
+        storage.add_feedback([Feedback(ids[i], y[i], False, time.time()) for i in range(n)],
+                             600.0)
+
+    try:
+        log(60, 0)
+        first = refit(storage, config, "test")
+        assert service.load_served() and service.served.record == first
+        assert not service.load_served()  # nothing new
+        storage.clear()
+        log(60, 1)
+        again = refit(storage, config, "test")
+        assert again.version == first.version and again.created_at > first.created_at
+        assert service.load_served() and service.served.record == again
+        swaps = [line for line in capsys.readouterr().err.splitlines()
+                 if "now serving model version" in line]
+        assert len(swaps) == 2
+    finally:
+        storage.close()
