@@ -172,8 +172,8 @@ class ServerSettings:
     URL, postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, which several replicas share
     (needs pip install -e '.[postgres]')."""
     pool_size: int = 4
-    """PostgreSQL only: most connections each service process keeps open (its learning
-    worker has its own)."""
+    """PostgreSQL only: most connections each service process keeps open for requests (its
+    learning worker and its model pickup thread have one each of their own)."""
     synchronous: str = "normal"
     """SQLite's synchronous mode: 'normal' (every commit survives a crash of the service;
     WAL) or 'full' (also a power cut, slower)."""
