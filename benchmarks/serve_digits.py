@@ -7,8 +7,9 @@ of 1 if the action named the digit, of 0 if not). The service never sees the rew
                                       [--check-every 2000] [--out results/serve-digits]
 
 Every ``--check-every`` interactions it exports the served model and measures its greedy
-accuracy on the held-out digits; prints the curve and whether the final accuracy reaches the
-target (>= 0.85), and writes ``serve_digits.csv`` and ``serve_digits.png``.
+accuracy on the held-out digits; prints the curve, whether the final accuracy reaches the
+target (>= 0.85) and whether the model served at the end is the newest stored, and writes
+``serve_digits.csv`` and ``serve_digits.png``.
 """
 
 from __future__ import annotations
@@ -114,10 +115,18 @@ def main() -> None:
             rows.append((counter[0], version, accuracy, time.perf_counter() - start))
             print(f"{counter[0]:6d} interactions  model v{version:<3d} greedy accuracy "
                   f"{accuracy:.3f} after a final re-fit ({rows[-1][3]:.0f} s)")
+            time.sleep(2.0)  # beyond pickup_seconds + 1 s: the newest must be served
+            info = httpx.get(service.url + "/v1/model", timeout=30,
+                             headers={"authorization": f"Bearer {admin_key}"}).json()
+            newest_served = info["version"] == info["newest_version"]
+            print(f"served at the end: v{info['version']}, newest stored: "
+                  f"v{info['newest_version']} (behind {info['behind_seconds']:.1f} s)")
     write_outputs(rows, args.out)
     final = rows[-1][2]
     print(f"final greedy accuracy {final:.3f} (target >= {TARGET}): "
           f"{'met' if final >= TARGET else 'NOT met'}")
+    print(f"the newest stored version is served at the end: "
+          f"{'met' if newest_served else 'NOT met'}")
 
 
 def write_outputs(rows: list[tuple[int, int, float, float]], out: Path) -> None:

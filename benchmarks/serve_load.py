@@ -18,9 +18,13 @@ Each phase starts once a re-fit asked for is running, so both run beside a re-fi
 use is the same in both; ``refit_busy_share_*`` says how much of each phase a re-fit ran).
 Reports interactions/s, p50 and p99 latency of decide and feedback, the ceiling's figures,
 the ratio, the re-fits that ran during the load and whether the targets hold (>= 50 % of the
-ceiling, >= 500 interactions/s, p99 decide <= 50 ms). The load generator is a minimal
-HTTP/1.1 keep-alive client on asyncio in this process (one core), so on a 2-core machine it
-shares the CPU with the service and its worker.
+ceiling, >= 500 interactions/s, p99 decide <= 50 ms, every version served within
+``pickup_seconds`` + 1 s of being stored). A table gives every model version stored during
+the run: the interactions it was fitted on, its re-fit seconds (``fit_seconds``), when it
+was stored and its pickup lag, the seconds from its storing until ``GET /v1/model`` (polled
+every 0.1 s from a thread) first answered it, and until a decide answer first carried it.
+The load generator is a minimal HTTP/1.1 keep-alive client on asyncio in this process (one
+core), so on a 2-core machine it shares the CPU with the service and its worker.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import re
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -40,9 +46,13 @@ import numpy as np
 
 from iglearn.envs import digits_environment
 from iglearn.service.process import ServiceProcess, add_key, free_port, write_config
+from iglearn.service.storage import ModelRecord as ServiceModel
 from iglearn.service.storage import SQLiteStorage as ServiceStorage
 
 DECISION = re.compile(rb'"event_id": "([^"]+)", "action": (\d+)')
+VERSION = re.compile(rb'"model_version": (\d+)')
+PICKUP_SECONDS = 1.0
+"""The service's ``[learning] pickup_seconds`` (its default)."""
 
 
 class Connection:
@@ -91,7 +101,8 @@ class Pools:
 
 async def player(port: int, key: str, pools: Pools, stop: float, seed: int,
                  results: dict[str, list[float]], noop: bool,
-                 acknowledged: list[bytes] | None = None) -> None:
+                 acknowledged: list[bytes] | None = None,
+                 first_decided: dict[int, float] | None = None) -> None:
     """Play until ``stop`` (a ``time.perf_counter`` deadline); ``acknowledged``: collect the
     event id of every interaction whose decision and feedback were both acknowledged."""
     rng = np.random.default_rng(seed)
@@ -115,6 +126,10 @@ async def player(port: int, key: str, pools: Pools, stop: float, seed: int,
             assert status == 200, (status, answer)
             found = DECISION.search(answer)  # the event id and action, without a JSON parse
             assert found is not None, answer
+            if first_decided is not None:
+                version = VERSION.search(answer)
+                assert version is not None, answer
+                first_decided.setdefault(int(version[1]), time.time())
             reward = int(int(found[2]) == pools.labels[i])
             body = (b'{"event_id":"' + found[1] + b'","feedback":'
                     + pools.feedback[reward][int(rng.integers(n))] + b"}")
@@ -129,14 +144,42 @@ async def player(port: int, key: str, pools: Pools, stop: float, seed: int,
         connection.close()
 
 
+FIRST_DECIDED: dict[int, float] = {}
+"""Unix time at which a decide answer first carried each model version."""
+
+
 async def phase(port: int, key: str, pools: Pools, clients: int, seconds: float,
                 noop: bool) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {"decide": [], "feedback": [], "noop": [],
                                        "interactions": []}
     stop = time.perf_counter() + seconds
-    await asyncio.gather(*(player(port, key, pools, stop, 100 + c, results, noop)
+    await asyncio.gather(*(player(port, key, pools, stop, 100 + c, results, noop,
+                                  first_decided=FIRST_DECIDED)
                            for c in range(clients)))
     return results
+
+
+class VersionWatch:
+    """A thread that asks ``GET /v1/model`` every 0.1 s and keeps the Unix time at which
+    each version was first answered."""
+
+    def __init__(self, url: str, headers: dict):
+        self.url, self.headers = url, headers
+        self.first: dict[int, float] = {}
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+        self.thread.start()
+
+    def run(self) -> None:
+        with httpx.Client(headers=self.headers, timeout=30) as http:
+            while not self.stopped.wait(0.1):
+                version = http.get(self.url + "/v1/model").json()["version"]
+                self.first.setdefault(int(version), time.time())
+
+    def stop(self) -> dict[int, float]:
+        self.stopped.set()
+        self.thread.join()
+        return self.first
 
 
 def cpu_seconds(pid: int) -> float:
@@ -176,6 +219,17 @@ def busy_share(fits: list, window: tuple[float, float]) -> float:
     return busy / (end - start)
 
 
+def pickup_lag(model: ServiceModel, first: dict[int, float]) -> float | None:
+    """Seconds from storing ``model`` until ``first`` (version -> Unix time first seen)
+    shows it or a newer version (None when neither was seen)."""
+    seen = [t for version, t in first.items() if version >= model.version]
+    return round(max(0.0, min(seen) - model.created_at), 3) if seen else None
+
+
+def shown(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
 def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q) * 1000) if values else float("nan")
 
@@ -197,6 +251,7 @@ def main() -> None:
         key, admin = add_key(config, "client"), add_key(config, "admin")
         headers = {"authorization": f"Bearer {admin}"}
         with ServiceProcess(config, free_port()) as service:
+            watch = VersionWatch(service.url, headers)
             # warm up: interactions until a model is served
             deadline = time.monotonic() + 120
             while httpx.get(service.url + "/v1/model", headers=headers).json()["version"] == 0:
@@ -210,6 +265,8 @@ def main() -> None:
             load, window = measured(service.url, service.port, pid, key, headers, pools,
                                     args, noop=False)
             after = httpx.get(service.url + "/v1/model", headers=headers).json()
+            time.sleep(PICKUP_SECONDS + 1)
+            answered = watch.stop()
             fits = [m for m in ServiceStorage(config.parent / "service.db").models()
                     if m.summary.get("source") == "refit"]
     refits = [m for m in fits if m.created_at - m.fit_seconds <= window[1]
@@ -240,13 +297,32 @@ def main() -> None:
         "refit_busy_share_load": busy_share(fits, window),
         "refit_busy_share_ceiling": busy_share(fits, ceiling_window),
     }
+    start = fits[0].created_at if fits else 0.0
+    versions = [{"version": m.version, "interactions": m.interactions,
+                 "fit_seconds": round(m.fit_seconds, 3),
+                 "stored_at_s": round(m.created_at - start, 2),
+                 "pickup_lag_s": pickup_lag(m, answered),
+                 "first_decided_lag_s": pickup_lag(m, FIRST_DECIDED)} for m in fits]
+    lags = [v["pickup_lag_s"] for v in versions]
+    figures["pickup_lag_max_s"] = max((x for x in lags if x is not None), default=math.nan)
+    figures["versions"] = versions
     for name, value in figures.items():
+        if name == "versions":
+            continue
         print(f"{name:28s} {value:.3f}" if isinstance(value, float) else
               f"{name:28s} {value}")
+    print("\nversion  interactions  fit_seconds  stored_at_s  pickup_lag_s  first_decided_lag_s")
+    for v in versions:
+        print(f"{v['version']:7d}  {v['interactions']:12d}  {v['fit_seconds']:11.3f}  "
+              f"{v['stored_at_s']:11.2f}  {shown(v['pickup_lag_s']):>12s}  "
+              f"{shown(v['first_decided_lag_s']):>19s}")
     targets = {"share_of_ceiling >= 0.5": figures["share_of_ceiling"] >= 0.5,
                "interactions_per_s >= 500": rate >= 500,
                "decide_p99_ms <= 50": figures["decide_p99_ms"] <= 50,
-               "a re-fit ran during the load": busy_share(fits, window) > 0}
+               "a re-fit ran during the load": busy_share(fits, window) > 0,
+               f"every version served within {PICKUP_SECONDS + 1:g} s (pickup lag)":
+                   bool(lags) and all(x is not None and x <= PICKUP_SECONDS + 1
+                                      for x in lags)}
     for name, met in targets.items():
         print(f"target {name}: {'met' if met else 'NOT met'}")
     if args.json:

@@ -19,7 +19,8 @@ def run_serve(args: argparse.Namespace) -> int:
     if args.config is None:
         raise IGLearnError("iglearn serve needs --config FILE (a TOML file; see "
                            "docs/guides/service.md)")
-    config = load_config(args.config).replace(host=args.host, port=args.port, db=args.db)
+    config = load_config(args.config).replace(host=args.host, port=args.port, db=args.db,
+                                              log_format=args.log_format)
     if args.demo:
         from iglearn.service.demo import check_demo_config
 
@@ -105,6 +106,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                        help="address to listen on (default: the file's [server] host)")
     serve.add_argument("--port", type=number(int), default=None,
                        help="port to listen on (default: the file's [server] port)")
+    serve.add_argument("--log-format", choices=("text", "json"), default=None,
+                       help="the operator's log on standard error: text (a terminal) or "
+                            "json, one object per line for log collectors (default: the "
+                            "file's [server] log_format, text)")
     serve.add_argument("--insecure-no-auth", action="store_true",
                        help="accept requests without an API key (loopback addresses only)")
     serve.add_argument("--demo", action="store_true",

@@ -18,6 +18,7 @@ import re
 import socket
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -29,7 +30,7 @@ from typing import Any
 import anyio
 import numpy as np
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
@@ -40,6 +41,7 @@ from iglearn.service.config import ServiceConfig, is_loopback
 from iglearn.service.exploration import Explorer
 from iglearn.service.keys import KeyRing
 from iglearn.service.metrics import Metrics
+from iglearn.service.operator_log import log_event
 from iglearn.service.storage import (
     Decision,
     Feedback,
@@ -66,12 +68,13 @@ _EVENT_ID = re.compile(r"[A-Za-z0-9._:\-]+")
 
 
 class Rejected(Exception):
-    """A request answered with an error status: ``field`` names what was wrong (or None)."""
+    """A request answered with an error status: ``field`` names what was wrong (or None);
+    ``close``: close the connection after the answer."""
 
     def __init__(self, status: int, message: str, field: str | None = None,
-                 retry_after: int | None = None):
+                 retry_after: int | None = None, close: bool = False):
         super().__init__(message)
-        self.status, self.message, self.field = status, message, field
+        self.status, self.message, self.field, self.close = status, message, field, close
         self.retry_after = retry_after
         """Seconds after which to ask again (a 503's Retry-After header), if known."""
 
@@ -135,6 +138,18 @@ class Served:
         return bool(self.record.summary.get("certified", False))
 
 
+def version_lag(served: Served | None, models: Sequence[ModelRecord]
+                ) -> tuple[int, int, float]:
+    """The served version, the newest of the stored ``models`` and the seconds since the
+    newest was stored while another one is served (0 when the newest is served; a rollback
+    serves an older one on purpose)."""
+    version = 0 if served is None else served.version
+    newest = models[-1].version if models else 0
+    if newest == version or not models:
+        return version, newest, 0.0
+    return version, newest, max(0.0, time.time() - models[-1].created_at)
+
+
 _STRICT_JSON = json.JSONEncoder(allow_nan=False)
 """json.dumps(value, allow_nan=False) without building an encoder for each answer."""
 
@@ -177,6 +192,9 @@ class Service:
             self._keys_read = time.monotonic()
             self.metrics = Metrics()
             self.served: Served | None = None
+            self._swap = threading.Lock()
+            self._pickup_error: tuple[int, str] | None = None
+            self._attempt = 0
             self.load_served()
             explored = int(self.storage.state("explored_rounds") or 0)
             self.explorer = Explorer(config.exploration, config.model.n_actions, explored,
@@ -188,27 +206,83 @@ class Service:
         """The learning worker's supervisor, while the application runs one."""
 
     # -- model versions -------------------------------------------------------------------
-    def load_served(self) -> bool:
-        """Swap in the storage's served version if it is not the one served; whether it
-        changed."""
-        version = self.storage.served_version()
-        if version == 0 or (self.served is not None and self.served.version == version):
-            return False
-        from iglearn.models.archive import load_archive
+    def load_served(self, storage: Storage | None = None) -> bool:
+        """Swap in the storage's served version if it is not the one served (a version is
+        told by its number and the time it was stored, so that a version number used again
+        after the storage was cleared is loaded too); whether it changed. ``storage``: read
+        through this connection instead of the service's (the pickup thread has its own).
+        Loads run one at a time, so that a slow load never replaces a newer swap."""
+        storage = self.storage if storage is None else storage
+        with self._swap:
+            version = self._attempt = storage.served_version()
+            current = self.served
+            if version == 0:
+                return False
+            record = next((m for m in storage.models() if m.version == version), None)
+            if record is None:
+                raise IGLearnError(f"model version {version} is served but not stored")
+            if (current is not None and current.version == version
+                    and current.record.created_at == record.created_at):
+                return False
+            from iglearn.models.archive import load_archive
 
-        learner = load_archive(self.storage.model_archive(version),
-                               self.config.model.algorithm, f"model version {version}")
-        record = next(m for m in self.storage.models() if m.version == version)
-        served = Served(version, learner, record, policy_function(learner))
-        self.served = served  # the atomic swap
+            learner = load_archive(storage.model_archive(version),
+                                   self.config.model.algorithm, f"model version {version}")
+            self.served = Served(version, learner, record, policy_function(learner))  # swap
+            self._pickup_error = None
+        previous = 0 if current is None else current.version
+        lag = time.time() - record.created_at
+        log_event(self.config.server.log_format, "swap",
+                  f"now serving model version {version} (was {previous}), stored "
+                  f"{lag:.2f} s ago", version=version, previous=previous,
+                  seconds_since_stored=lag, interactions=record.interactions)
         return True
+
+    def pickup(self, storage: Storage, stop: threading.Event) -> None:
+        """The pickup thread: every ``pickup_seconds`` until ``stop`` is set, swap in the
+        storage's served version (:meth:`load_served` through ``storage``, a connection of
+        this thread's own). It shares nothing with the requests but the served reference:
+        neither the event loop, whose turns a busy service hands out to requests first, nor
+        the requests' database connection and its lock. A version that cannot be loaded is
+        logged once (the current model goes on serving) and tried again at each poll."""
+        while not stop.wait(self.config.learning.pickup_seconds):
+            try:
+                self.load_served(storage)
+            except Exception as e:  # keep serving the current model; say why, once
+                error = (self._attempt, f"{type(e).__name__}: {e}")
+                if error != self._pickup_error:
+                    self._pickup_error = error
+                    log_event(self.config.server.log_format, "pickup_error",
+                              f"cannot load model version {error[0]} (still serving "
+                              f"{0 if self.served is None else self.served.version}): "
+                              f"{error[1]}", version=error[0], error=error[1])
+
+    def start_pickup(self) -> Callable[[], None]:
+        """Start the pickup thread (:meth:`pickup`) on a connection of its own; the function
+        that stops it and closes the connection."""
+        server = self.config.server
+        storage = open_storage(self.config.db_path, server.synchronous, pool_size=1)
+        stop = threading.Event()
+        thread = threading.Thread(target=self.pickup, args=(storage, stop), daemon=True,
+                                  name="iglearn-model-pickup")
+        thread.start()
+
+        def halt() -> None:
+            stop.set()
+            thread.join(30)
+            if not thread.is_alive():
+                storage.close()
+        return halt
+
 
     def model_info(self) -> dict[str, Any]:
         """GET /v1/model's answer."""
         served = self.served
+        models = self.storage.models()
         versions = [{"version": m.version, "created_at": m.created_at,
-                     "interactions": m.interactions, "source": m.summary.get("source")}
-                    for m in self.storage.models()]
+                     "interactions": m.interactions, "source": m.summary.get("source"),
+                     "fit_seconds": m.fit_seconds} for m in models]
+        _, newest, behind = version_lag(served, models)
         info: dict[str, Any] = {
             "version": 0, "algorithm": self.config.model.algorithm,
             "n_actions": self.config.model.n_actions,
@@ -219,7 +293,8 @@ class Service:
             "fitted_at": None, "interactions": 0, "indicator": None, "lemma5": None,
             "versions": versions, "last_refit": self.storage.state("last_refit"),
             "refit_running": self.storage.state("refit_running"),
-            "refit_lease": self.storage.state("refit_lease")}
+            "refit_lease": self.storage.state("refit_lease"),
+            "newest_version": newest, "behind_seconds": behind}
         if served is not None:
             summary = served.record.summary
             info |= {"version": served.version, "fitted_at": served.record.created_at,
@@ -401,16 +476,46 @@ class GroupCommit:
 
 # -- request checks ---------------------------------------------------------------------------
 async def read_body(request: Request, limit: int) -> bytes:
-    """The request body, or 413 as soon as it exceeds ``limit`` bytes."""
+    """The request body; 413 (the connection closed after it) as soon as it exceeds
+    ``limit`` bytes, or 408 (the same) when it has not all arrived within the application's
+    ``body_timeout_seconds`` (``[server] body_timeout_seconds``)."""
+    timeout: float = request.app.state.body_timeout_seconds
     length = request.headers.get("content-length")
-    if length is not None and (not length.isdigit() or int(length) > limit):
-        raise Rejected(413, f"the body is larger than the limit of {limit} bytes")
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise Rejected(413, f"the body is larger than the limit of {limit} bytes")
+    too_large = Rejected(413, f"the body is larger than the limit of {limit} bytes; send "
+                              f"at most {limit} bytes (or raise [server] max_body_bytes)",
+                         "body", close=True)
+    body, more = bytearray(), True
+    try:
+        with anyio.fail_after(timeout):
+            if length is not None and (not length.isdigit() or int(length) > limit):
+                raise too_large
+            while more:
+                message = await request.receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientDisconnect
+                body += message.get("body", b"")
+                more = message.get("more_body", False)
+                if len(body) > limit:
+                    raise too_large
+    except TimeoutError:
+        raise Rejected(408, f"the body did not arrive within {timeout:g} s ([server] "
+                            f"body_timeout_seconds)", "body", close=True) from None
+    except Rejected:
+        if more:
+            await discard_body(request, timeout)
+        raise
     return bytes(body)
+
+
+async def discard_body(request: Request, seconds: float) -> None:
+    """Read and drop what is left of a refused request's body, for at most ``seconds``: a
+    client still sending when the connection closes would get it reset (unread data makes
+    the operating system answer with a reset), not the answer."""
+    with anyio.move_on_after(seconds):
+        while True:
+            message = await request.receive()
+            if message["type"] != "http.request" or not message.get("more_body", False):
+                return
 
 
 async def read_json(request: Request, limit: int, allowed: tuple[str, ...]) -> dict[str, Any]:
@@ -513,8 +618,10 @@ def endpoint(service: Service, name: str, role: str | None, handler: Handler) ->
             body: dict[str, Any] = {"error": e.message}
             if e.field is not None:
                 body["field"] = e.field
-            headers = None if e.retry_after is None else {"retry-after": str(e.retry_after)}
-            response = json_response(body, e.status, headers)
+            headers = {} if e.retry_after is None else {"retry-after": str(e.retry_after)}
+            if e.close:
+                headers["connection"] = "close"
+            response = json_response(body, e.status, headers or None)
         except IGLearnError as e:
             response = json_response({"error": str(e)}, 422)
         service.metrics.observe(name, response.status_code, time.perf_counter() - start)
@@ -649,6 +756,9 @@ def build_app(service: Service, start_worker: bool = True,
         if type(target) is not int or target not in versions:
             raise Rejected(422, f"{target!r} is not a stored version ({versions})", "version")
         storage.serve(target)
+        log_event(server.log_format, "rollback",
+                  f"rolled back: serving model version {target} (was {current})",
+                  version=target, previous=current)
         service.load_served()
         return json_response(service.model_info())
 
@@ -711,7 +821,8 @@ def build_app(service: Service, start_worker: bool = True,
         return json_response({"ready": True})
 
     async def metrics(request: Request) -> Response:
-        text = service.metrics.render(service.served, storage.models())
+        served, models = service.served, storage.models()
+        text = service.metrics.render(served, models, version_lag(served, models))
         if service.worker is not None:
             text += service.worker.metrics()
         return Response(text, media_type="text/plain; version=0.0.4")
@@ -739,16 +850,20 @@ def build_app(service: Service, start_worker: bool = True,
             service.worker = WorkerSupervisor(config, storage)
             service.worker.start()
             tasks.append(asyncio.create_task(supervise(service.worker)))
+        stop_pickup = service.start_pickup()
         try:
             yield
         finally:
             for task in tasks:
                 task.cancel()
+            stop_pickup()
             storage.set_state("explored_rounds", service.explorer.round)
             if service.worker is not None:
                 service.worker.stop()
 
-    return Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.body_timeout_seconds = server.body_timeout_seconds
+    return app
 
 
 def write_log(service: Service, since: float | None, until: float | None, fmt: str
@@ -771,22 +886,20 @@ def write_log(service: Service, since: float | None, until: float | None, fmt: s
 
 
 async def watch_models(service: Service) -> None:
-    """Swap in new model versions as the storage serves them (each replica polls the served
-    version every ``pickup_seconds``, whichever replica stored it), save the explorer's
-    round now and then, and apply the retention setting."""
+    """Save the explorer's round now and then, and apply the retention setting (new model
+    versions are swapped in by the pickup thread, :meth:`Service.pickup`)."""
     poll = service.config.learning.pickup_seconds
     retention = service.config.server.retention_days
     last_retention = 0.0
     while True:
         await asyncio.sleep(poll)
         try:
-            await anyio.to_thread.run_sync(service.load_served)
             service.storage.set_state("explored_rounds", service.explorer.round)
             if retention > 0 and time.monotonic() - last_retention > RETENTION_SECONDS:
                 last_retention = time.monotonic()
                 service.storage.delete_before(time.time() - retention * 86400)
-        except Exception as e:  # keep serving the current model; say why
-            print(f"iglearn serve: cannot load the new model: {e}", file=sys.stderr)
+        except Exception as e:  # the next turn tries again; say why
+            print(f"iglearn serve: cannot save the service's state: {e}", file=sys.stderr)
 
 
 async def supervise(worker: WorkerSupervisor) -> None:
@@ -852,9 +965,12 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = Fa
         app = build_app(service)
     host, port = config.server.host, sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    print(f"iglearn serve: {config.model.algorithm}, K = {config.model.n_actions}, model "
-          f"version {service.served.version if service.served else 0}, database "
-          f"{config.db_shown}, listening on http://{shown}:{port}", file=sys.stderr, flush=True)
+    version = service.served.version if service.served else 0
+    log_event(config.server.log_format, "start",
+              f"{config.model.algorithm}, K = {config.model.n_actions}, model version "
+              f"{version}, database {config.db_shown}, listening on http://{shown}:{port}",
+              algorithm=config.model.algorithm, n_actions=config.model.n_actions,
+              version=version, database=config.db_shown, url=f"http://{shown}:{port}")
     if listening is not None:
         listening(port)
     server = uvicorn.Server(uvicorn.Config(

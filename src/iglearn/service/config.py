@@ -29,6 +29,7 @@ from iglearn.files import input_file
 from iglearn.learners.schedules import SCHEDULES, Schedule, make_schedule
 from iglearn.models.decoders import DECODERS
 from iglearn.models.policies import POLICIES
+from iglearn.service.operator_log import LOG_FORMATS
 
 EXPLORATION_MODES = ("e2g", "epsilon")
 EXPLOIT_MODES = ("greedy", "softmax")
@@ -153,8 +154,9 @@ class LearningSettings:
     take it)."""
     pickup_seconds: float = 1.0
     """Every service process (every replica) serves a newly stored model version within
-    this many seconds, plus the time to load it: each polls the database's served version
-    this often."""
+    this many seconds, plus the time to load it: a thread of each, with a database
+    connection of its own, polls the database's served version this often, apart from the
+    requests' event loop, so that no load on the service delays it."""
 
 
 @dataclass(frozen=True)
@@ -170,8 +172,8 @@ class ServerSettings:
     URL, postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE, which several replicas share
     (needs pip install -e '.[postgres]')."""
     pool_size: int = 4
-    """PostgreSQL only: most connections each service process keeps open (its learning
-    worker has its own)."""
+    """PostgreSQL only: most connections each service process keeps open for requests (its
+    learning worker and its model pickup thread have one each of their own)."""
     synchronous: str = "normal"
     """SQLite's synchronous mode: 'normal' (every commit survives a crash of the service;
     WAL) or 'full' (also a power cut, slower)."""
@@ -185,6 +187,15 @@ class ServerSettings:
     """Longest event id accepted."""
     torch_threads: int = 1
     """Torch threads of the service process (its decisions are small products)."""
+    body_timeout_seconds: float = 10.0
+    """Longest time a request's body may take to arrive: a body that stalls is answered
+    408 and its connection closed, so that slow or stalled clients cannot hold the
+    service's connections. (A body over ``max_body_bytes`` is read and dropped for at most
+    this long, so that the client, still sending, receives the 413.)"""
+    log_format: str = "text"
+    """The operator's log on standard error (start, re-fits, swaps of the served version,
+    rollbacks): 'text' for a terminal, or 'json' (one object per line) for log
+    collectors; ``iglearn serve --log-format`` overrides it."""
 
 
 @dataclass(frozen=True)
@@ -381,6 +392,11 @@ def _check_server(s: ServerSettings, path: str) -> None:
             raise _bad(path, "server", key, getattr(s, key), "an integer >= 1")
     if not s.retention_days >= 0:
         raise _bad(path, "server", "retention_days", s.retention_days, "a number >= 0")
+    if not s.body_timeout_seconds > 0:
+        raise _bad(path, "server", "body_timeout_seconds", s.body_timeout_seconds,
+                   "a number > 0")
+    if s.log_format not in LOG_FORMATS:
+        raise _bad(path, "server", "log_format", s.log_format, "text or json")
 
 
 def make_learner(config: ServiceConfig, path: str = "configuration", seed: int = 0) -> Any:

@@ -38,6 +38,7 @@ from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.processes import end_with_parent
 from iglearn.service.config import ServiceConfig, make_learner
+from iglearn.service.operator_log import log_event, refit_message
 from iglearn.service.storage import ModelRecord, Storage, open_storage
 
 DEFAULT_IOTA = math.log(2 / 0.05)
@@ -177,6 +178,7 @@ def run_once(storage: Storage, config: ServiceConfig,
     outcome: dict[str, Any] = {"at": at, "reason": reason, "learnable": learnable,
                                "by": f"{socket.gethostname()}:{config.server.port}"}
     storage.set_state("refit_running", {"at": at, "reason": reason})
+    record = None
     try:
         minimum = config.model.n_actions if reason == "requested" else None
         record = refit(storage, config, reason, minimum, serving)
@@ -186,6 +188,15 @@ def run_once(storage: Storage, config: ServiceConfig,
     finally:
         storage.set_state("refit_running", None)
     storage.set_state("last_refit", outcome)
+    seconds = record.fit_seconds if record is not None else time.time() - at
+    indicator = None if record is None else record.summary.get("indicator")
+    interactions = 0 if record is None else record.interactions
+    log_event(config.server.log_format, "refit",
+              refit_message(reason, outcome["version"], interactions, indicator, seconds,
+                            outcome["error"]),
+              reason=reason, version=outcome["version"], interactions=interactions,
+              indicator=indicator, seconds=seconds,
+              outcome="failed" if record is None else "served", error=outcome["error"])
     return outcome
 
 

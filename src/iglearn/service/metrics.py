@@ -1,6 +1,7 @@
 """The service's metrics in Prometheus' text exposition format (``GET /metrics``): decisions,
 feedback by outcome and the join rate, request latency histograms by endpoint, the served
-model's version and indicator, and the re-fits' durations. Counters are this process's since
+model's version and indicator, the newest stored version and how long the served one has
+been behind it, and the re-fits' durations. Counters are this process's since
 it started; the model figures come from the storage."""
 
 from __future__ import annotations
@@ -41,8 +42,10 @@ class Metrics:
         counts[bisect.bisect_left(BUCKETS, seconds)] += 1
         self.sums[endpoint] += seconds
 
-    def render(self, served: Any, models: list[Any]) -> str:
-        """Every metric as Prometheus text."""
+    def render(self, served: Any, models: list[Any],
+               versions: tuple[int, int, float]) -> str:
+        """Every metric as Prometheus text; ``versions``: the served version, the newest
+        stored one and the seconds since the newest was stored while another is served."""
         lines: list[str] = []
 
         def metric(name: str, kind: str, doc: str, samples: list[tuple[str, float]]) -> None:
@@ -81,6 +84,12 @@ class Metrics:
         indicator = None if served is None else served.record.summary.get("indicator")
         metric("iglearn_model_version", "gauge", "The served model version (0: none yet).",
                [("", 0 if served is None else served.version)])
+        metric("iglearn_model_newest_version", "gauge",
+               "The newest stored model version (0: none yet).", [("", versions[1])])
+        metric("iglearn_model_behind_seconds", "gauge",
+               "Seconds since the newest stored version was stored while this process "
+               "serves another (0 when it serves the newest; a rollback counts).",
+               [("", float(versions[2]))])
         metric("iglearn_model_indicator", "gauge",
                "The served model's indicator (Eq. 9; NaN before a fit).",
                [("", math.nan if indicator is None else indicator)])

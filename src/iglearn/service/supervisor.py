@@ -14,7 +14,6 @@ import math
 import multiprocessing
 import os
 import signal
-import sys
 import threading
 import time
 from typing import Any
@@ -57,9 +56,12 @@ def how_it_ended(exitcode: int | None) -> str:
     return f"exit status {exitcode}"
 
 
-def log(message: str) -> None:
-    """One line of the service's log (stderr)."""
-    print(f"iglearn serve: {message}", file=sys.stderr, flush=True)
+def log(config: ServiceConfig, event: str, message: str, **fields: Any) -> None:
+    """One line of the service's operator log (:func:`~iglearn.service.operator_log.log_event`,
+    in ``[server] log_format``)."""
+    from iglearn.service.operator_log import log_event
+
+    log_event(config.server.log_format, event, message, **fields)
 
 
 class WorkerSupervisor:
@@ -117,8 +119,9 @@ class WorkerSupervisor:
         if now - self.started_at >= STABLE_SECONDS:
             self.backoff = FIRST_BACKOFF_SECONDS
         self.died, self.restart_at = (time.time(), how), now + self.backoff
-        log(f"the learning worker {how}; starting another in {self.backoff:g} s "
-            f"(deaths: {self.deaths})")
+        log(self.config, "worker_died", f"the learning worker {how}; starting another in "
+            f"{self.backoff:g} s (deaths: {self.deaths})", how=how, deaths=self.deaths,
+            backoff_seconds=self.backoff)
         self.backoff = min(2 * self.backoff, MAX_BACKOFF_SECONDS)
 
     def check(self) -> None:
@@ -139,7 +142,9 @@ class WorkerSupervisor:
             if self.process is None and now >= self.restart_at and self._spawn(now):
                 self.restarts += 1
                 self.died = None
-                log(f"learning worker restarted (pid {self.pid}; restarts: {self.restarts})")
+                log(self.config, "worker_restarted", f"learning worker restarted (pid "
+                    f"{self.pid}; restarts: {self.restarts})", pid=self.pid,
+                    restarts=self.restarts)
 
     def _forget_its_refit(self) -> None:
         """Clear the shared ``refit_running`` when the dead worker held the re-fit lease
@@ -149,7 +154,8 @@ class WorkerSupervisor:
             if lease.get("pid") == os.getpid() and lease.get("port") == self.config.server.port:
                 self.storage.set_state("refit_running", None)
         except Exception as e:  # the restart matters more; say why
-            log(f"cannot clear the dead worker's re-fit state: {e}")
+            log(self.config, "worker_error", f"cannot clear the dead worker's re-fit state: {e}",
+                error=str(e))
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop the worker (SIGTERM, then SIGKILL after ``timeout`` s); no restart follows."""

@@ -1,0 +1,47 @@
+"""The operator's log of a running service: one line on standard error per event (the
+service started, a re-fit ended, a serving process swapped in another model version, an
+admin rolled back, a stored version could not be loaded), as plain text for a terminal or,
+with ``[server] log_format = "json"`` (``iglearn serve --log-format json``), as one JSON
+object per line for log collectors.
+
+A JSON line holds ``time`` (Unix seconds), ``event`` (``start``, ``refit``, ``swap``,
+``rollback``, ``pickup_error``, ``worker_died``, ``worker_restarted``, ``worker_error``),
+``message`` (the text line's words) and the event's fields (numbers, strings, booleans or
+null; a non-finite number is written as null)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+from typing import Any
+
+LOG_FORMATS = ("text", "json")
+"""The values of ``[server] log_format``."""
+
+
+def log_event(log_format: str, event: str, message: str, **fields: Any) -> str:
+    """Write one line for ``event`` to standard error (flushed) and return it: ``message``
+    after ``iglearn serve:`` in the text format; an object of ``fields`` with ``time``,
+    ``event`` and ``message`` in the JSON format."""
+    if log_format == "json":
+        values = {name: (None if isinstance(value, float) and not math.isfinite(value)
+                         else value) for name, value in fields.items()}
+        line = json.dumps({"time": round(time.time(), 3), "event": event, **values,
+                           "message": message}, allow_nan=False, default=str)
+    else:
+        line = f"iglearn serve: {message}"
+    print(line, file=sys.stderr, flush=True)
+    return line
+
+
+def refit_message(reason: str, version: int | None, interactions: int,
+                  indicator: float | None, seconds: float, error: str | None) -> str:
+    """The text of a re-fit's line: why it ran, the version it stored (and serves), the
+    interactions it was fitted on, its indicator and how long it took; or why it failed."""
+    if error is not None:
+        return f"re-fit ({reason}) stored nothing after {seconds:.2f} s: {error}"
+    shown = "none" if indicator is None else f"{indicator:.4f}"
+    return (f"re-fit ({reason}): version {version} on {interactions} interactions, "
+            f"indicator {shown}, {seconds:.2f} s, served")

@@ -1,0 +1,97 @@
+"""Request bodies over the size limit, and bodies that stall: answered (413, 408) on a
+connection then closed cleanly, nothing stored."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+
+import pytest
+
+from .conftest import start_service
+
+TIMEOUT = 1.0
+
+
+def exchange(port: int, head: bytes, body: bytes, pause: float = 0.0) -> tuple[bytes, float]:
+    """Send ``head`` and ``body`` (from another thread, as a client that sends its whole
+    body before reading, after ``pause`` seconds), then read until the server closes; the
+    bytes received and the seconds until the close. A reset raises ConnectionResetError."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(head)
+
+        def send() -> None:
+            time.sleep(pause)
+            with contextlib.suppress(OSError):  # the server closed first: the reader sees it
+                connection.sendall(body)
+
+        sender = threading.Thread(target=send)
+        sender.start()
+        start, received = time.monotonic(), b""
+        while chunk := connection.recv(65536):
+            received += chunk
+        seconds = time.monotonic() - start
+        sender.join()
+    return received, seconds
+
+
+def request_head(path: str, key: str, length: int) -> bytes:
+    return (f"POST {path} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {key}\r\n"
+            f"content-type: application/json\r\ncontent-length: {length}\r\n\r\n").encode()
+
+
+@pytest.fixture(scope="module", params=("sqlite", "postgresql"))
+def short_timeout_service(request, tmp_path_factory):
+    db = "service.db"
+    if request.param == "postgresql":
+        db = request.getfixturevalue("postgres_server").new_database()
+    running = start_service(tmp_path_factory.mktemp("bodies"), db,
+                            server={"body_timeout_seconds": TIMEOUT,
+                                    "max_body_bytes": 100_000})
+    yield running
+    running.stop()
+
+
+def test_oversized_body_gets_413_naming_the_limit_and_a_clean_close(short_timeout_service):
+    service = short_timeout_service
+    before = service.storage().counts()
+    big = b'{"context": [' + b"0," * 5_000_000 + b"0]}"  # 10 MB
+    port = service.process.port
+    for head in (request_head("/v1/decide", service.client_key, len(big)),
+                 # no content-length: chunked, refused once the limit is passed
+                 (f"POST /v1/decide HTTP/1.1\r\nhost: x\r\nauthorization: Bearer "
+                  f"{service.client_key}\r\ntransfer-encoding: chunked\r\n\r\n").encode()):
+        body = big if b"content-length" in head else (
+            b"".join(f"{len(c):x}\r\n".encode() + c + b"\r\n"
+                     for c in (big[i:i + 65536] for i in range(0, len(big), 65536)))
+            + b"0\r\n\r\n")
+        received, _ = exchange(port, head, body)
+        assert received.startswith(b"HTTP/1.1 413 "), received[:200]
+        assert b"connection: close" in received.lower()
+        assert b"limit of 100000 bytes" in received and b'"field": "body"' in received
+    with service.http() as http:  # a client library sees the answer too
+        answer = http.post("/v1/decide", content=big)
+        assert answer.status_code == 413 and "100000" in answer.json()["error"]
+        assert http.post("/v1/feedback", content=big).status_code == 413
+    assert service.storage().counts() == before
+
+
+def test_stalled_body_is_dropped_after_the_timeout(short_timeout_service):
+    service = short_timeout_service
+    before = service.storage().counts()
+    body = b'{"context": [0.1, 0.2, 0.3, 0.4]}'
+    head = request_head("/v1/decide", service.client_key, len(body))
+    # half the body, then nothing: answered 408 and closed after about the timeout
+    received, seconds = exchange(service.process.port, head + body[:10], b"", pause=0)
+    assert received.startswith(b"HTTP/1.1 408 "), received[:200]
+    assert b"body_timeout_seconds" in received
+    assert TIMEOUT * 0.9 <= seconds <= TIMEOUT + 5
+    # a body that arrives slowly but within the timeout is served
+    received, _ = exchange(service.process.port,
+                           head.replace(b"HTTP/1.1\r\n", b"HTTP/1.1\r\nconnection: close\r\n"),
+                           body, pause=TIMEOUT / 4)
+    assert received.startswith(b"HTTP/1.1 200 "), received[:200]
+    after = service.storage().counts()
+    assert after.decisions == before.decisions + 1
