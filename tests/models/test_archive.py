@@ -1,8 +1,12 @@
 """Model archives: their members, and the folders unpacked from them, have the mode of a new
 file, whatever the modes in the folder packed."""
 
+import gzip
 import io
+import json
 import os
+import subprocess
+import sys
 import tarfile
 import warnings
 
@@ -45,3 +49,126 @@ def test_archive_members_and_extracted_files_get_the_mode_of_a_new_file(tmp_path
     assert members == {METADATA: 0o666 & ~mask, WEIGHTS: 0o666 & ~mask}
     modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "out").iterdir()}
     assert modes == {METADATA: 0o666 & ~mask, WEIGHTS: 0o666 & ~mask}
+
+
+# -- hostile archives: byte budgets before inflating, memory bounded -------------------------
+
+ZERO_MIB = gzip.compress(bytes(1 << 20))
+"""One gzip member inflating to 1 MiB of zeros (about 1 KiB): copies of it make archives that
+are small on disk and huge unpacked (a gzip stream may hold several members)."""
+
+
+def tar_header(name: str, size: int) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode = size, 0o644
+    return info.tobuf(tarfile.USTAR_FORMAT)
+
+
+def hostile(members: list[tuple[str, bytes | int]], trailing: bytes = b"") -> bytes:
+    """A gzip-compressed tar archive of ``members``, each given as its bytes or as a number
+    of MiB of zeros; ``trailing``: bytes after its end, never read."""
+    parts = []
+    for name, data in members:
+        if isinstance(data, int):
+            parts += [gzip.compress(tar_header(name, data << 20)), ZERO_MIB * data]
+        else:
+            parts.append(gzip.compress(tar_header(name, len(data)) + data
+                                       + bytes(-len(data) % 512)))
+    return b"".join(parts) + gzip.compress(bytes(1024)) + trailing
+
+
+def json_bomb(mib: int) -> bytes:
+    """A model.json of ``mib`` MiB and a bit of ``{},`` (Python spends about 40 bytes of
+    memory per byte of it), compressed as copies of one gzip member."""
+    chunk = gzip.compress(b"{}," * (1 << 20))  # 3 MiB
+    parts = [gzip.compress(tar_header(METADATA, 3 * (mib // 3 << 20) + 3) + b"["),
+             chunk * (mib // 3), gzip.compress(b"{}]" + bytes(-(3 * (mib // 3 << 20) + 3) % 512))]
+    return b"".join(parts)
+
+
+@pytest.fixture(scope="module")
+def hostile_files(model, tmp_path_factory):
+    """Model archives and files that would cost hundreds of MiB to GiBs if read or inflated
+    whole, each small on disk (zeros compressed, or sparse files), with the message part that
+    must name its budget."""
+    root = tmp_path_factory.mktemp("hostile")
+    meta, weights = ((model / name).read_bytes() for name in (METADATA, WEIGHTS))
+    cases = {
+        "meta-first-900MiB.tar.gz": (hostile([(METADATA, meta), (WEIGHTS, 900)]),
+                                     "the tensors model.json describes"),
+        "weights-first-900MiB.tar.gz": (hostile([(WEIGHTS, 900), (METADATA, meta)]),
+                                        "MAX_ARCHIVE_EXPANSION"),
+        "weights-over-1GiB.tar.gz": (hostile([(WEIGHTS, 2048), (METADATA, meta)]),
+                                     "MAX_ARCHIVE_BYTES"),
+        # declared within the budget of a larger archive, refused while it inflates
+        "inflating-40MiB.tar.gz": (hostile([(WEIGHTS, 40), (METADATA, meta)],
+                                           trailing=os.urandom(3 << 20)),
+                                   "inflates more than 16 times"),
+        "json-63MiB.tar.gz": (json_bomb(63) + hostile([(WEIGHTS, weights)]),
+                              "MAX_ARCHIVE_EXPANSION"),
+    }
+    for name, (data, _) in cases.items():
+        (root / name).write_bytes(data)
+    with open(root / "weights-over-1GiB.tar.gz", "r+b") as f:
+        f.truncate(200 << 20)  # zeros after its end (sparse): room to expand 16 times 200 MiB
+    # sparse files: gigabytes long, nothing on disk
+    for name, size, head in (("three-GiB.tar.gz", 3 << 30, b""),
+                             ("not-gzip-900MiB.tar.gz", 900 << 20, b"PK\x03\x04"),
+                             ("gzip-magic-900MiB.tar.gz", 900 << 20, b"\x1f\x8b\x08\x00")):
+        with open(root / name, "wb") as f:
+            f.write(head)
+            f.truncate(size)
+    messages = {name: why for name, (_, why) in cases.items()}
+    messages |= {"three-GiB.tar.gz": "MAX_ARCHIVE_BYTES",
+                 "not-gzip-900MiB.tar.gz": "does not start as gzip does",
+                 "gzip-magic-900MiB.tar.gz": "not a gzip-compressed tar archive"}
+    # a model folder whose weights file is 600 MiB (sparse) for a model of a few KiB
+    folder = root / "big-weights"
+    folder.mkdir()
+    (folder / METADATA).write_bytes(meta)
+    with open(folder / WEIGHTS, "wb") as f:
+        f.write(weights)
+        f.truncate(600 << 20)
+    messages["big-weights"] = "the tensors model.json describes take"
+    return root, messages
+
+
+def test_hostile_archives_are_small_on_disk(hostile_files):
+    root, messages = hostile_files
+    for name in messages:
+        blocks = sum(p.stat().st_blocks for p in (root / name).rglob("*")) \
+            if (root / name).is_dir() else (root / name).stat().st_blocks
+        assert blocks * 512 < 8 << 20, name
+
+
+def test_hostile_archives_are_refused_in_bounded_memory_and_time(hostile_files, model):
+    """Each is refused in one line naming its budget, in a child process whose peak resident
+    memory stays within 64 MiB of what loading a real model archive took."""
+    root, messages = hostile_files
+    script = f"""
+import json, resource, sys, time
+from iglearn.errors import IGLearnError
+from iglearn.models.archive import read_model
+from pathlib import Path
+root = Path({str(root)!r})
+peak = lambda: resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+read_model(root / "real.tar.gz")
+base, results = peak(), {{}}
+for name in {sorted(messages)!r}:
+    start = time.process_time()
+    try:
+        read_model(root / name)
+        results[name] = ["loaded", 0]
+    except IGLearnError as e:
+        results[name] = [str(e), time.process_time() - start]
+print(json.dumps({{"base": base, "peak": peak(), "results": results}}))
+"""
+    (root / "real.tar.gz").write_bytes(pack_model(model))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, check=True)
+    report = json.loads(done.stdout)
+    for name, (message, seconds) in report["results"].items():
+        assert "\n" not in message and messages[name] in message, (name, message)
+        assert message.startswith(str(root / name)), message  # the path given, no other
+        assert seconds < 2, (name, seconds)
+    assert report["peak"] - report["base"] < 64 << 20, report

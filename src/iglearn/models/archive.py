@@ -64,18 +64,16 @@ class _Inflated:
     def _more(self) -> bytes:
         """The next inflated bytes, b"" at the end of the stream."""
         while True:
-            tail = self.inflater.unconsumed_tail
+            if self.inflater.eof:  # a gzip stream may hold several members, one after another
+                tail = self.inflater.unused_data
+                self.inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            else:
+                tail = self.inflater.unconsumed_tail
             if not tail:
-                if self.inflater.eof:
-                    if not self.inflater.unused_data:
-                        return b""
-                    tail = self.inflater.unused_data  # a gzip stream of several members
-                    self.inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-                else:
-                    tail = self.raw.read(CHUNK_BYTES)
-                    self.consumed += len(tail)
-                    if not tail:
-                        return b""
+                tail = self.raw.read(CHUNK_BYTES)
+                self.consumed += len(tail)
+                if not tail:  # the input ends: what zlib still holds, if anything
+                    return self.inflater.decompress(b"", CHUNK_BYTES)
             out = self.inflater.decompress(tail, CHUNK_BYTES)
             if out:
                 return out
