@@ -9,13 +9,16 @@ import subprocess
 import sys
 import tarfile
 import warnings
+from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import load_file
 
-from iglearn import BatchIGL
+from iglearn import BatchIGL, IGLearnError
 from iglearn.envs import digits_environment
 from iglearn.learners.training import Optimisation
-from iglearn.models.archive import extract_archive, pack_model
+from iglearn.models.archive import extract_archive, pack_model, read_model
 from iglearn.models.io import METADATA, WEIGHTS
 
 
@@ -172,3 +175,57 @@ print(json.dumps({{"base": base, "peak": peak(), "results": results}}))
         assert message.startswith(str(root / name)), message  # the path given, no other
         assert seconds < 2, (name, seconds)
     assert report["peak"] - report["base"] < 64 << 20, report
+
+
+# -- messages name the archive given and the member, never a temporary folder ----------------
+
+def damaged_archives(model: Path) -> dict[str, tuple[bytes, str]]:
+    """Archives damaged in different ways: their bytes and the member the message names."""
+    meta, weights = ((model / name).read_bytes() for name in (METADATA, WEIGHTS))
+    record = json.loads(meta)
+    cases = {}
+    edits = {"field": lambda m: m.__setitem__("n_actions", -3),
+             "factory": lambda m: m["decoder"].update(factory="os:system"),
+             "schema": lambda m: m.__setitem__("feature_schema", {"context": [1]}),
+             "standardiser": lambda m: m.__setitem__("standardiser", {"x": 1}),
+             "settings": lambda m: m["settings"]["optimisation"].__setitem__("lr", "a")}
+    for name, edit in edits.items():
+        changed = json.loads(meta)
+        edit(changed)
+        cases[name] = (hostile([(METADATA, json.dumps(changed).encode()), (WEIGHTS, weights)]),
+                       METADATA)
+    cases["not-json"] = (hostile([(METADATA, b"{nope"), (WEIGHTS, weights)]), METADATA)
+    tensors = load_file(str(model / WEIGHTS))
+    tensors["policy.extra"] = torch.zeros(1)
+    cases["stray-tensor"] = (hostile([(METADATA, meta), (WEIGHTS, save(tensors))]), WEIGHTS)
+    cases["weights-bytes"] = (hostile([(METADATA, meta), (WEIGHTS, b"\0" * 64)]), WEIGHTS)
+    bigger = dict(record, n_actions=record["n_actions"] + 1)
+    bigger["policy"] = dict(record["policy"], output_dim=record["n_actions"] + 1)
+    cases["shapes"] = (hostile([(METADATA, json.dumps(bigger).encode()), (WEIGHTS, weights)]),
+                       WEIGHTS)
+    return cases
+
+
+def save(tensors: dict) -> bytes:
+    from safetensors.torch import save as to_bytes
+
+    return to_bytes(tensors)
+
+
+def test_every_load_error_of_an_archive_names_it_and_the_member(model, tmp_path, capsys):
+    from tests.cli.conftest import run
+
+    out = tmp_path / "out"
+    for kind, (data, member) in damaged_archives(model).items():
+        archive = tmp_path / f"{kind}.tar.gz"
+        archive.write_bytes(data)
+        for load, args in ((read_model, (archive,)), (extract_archive, (archive, out))):
+            with pytest.raises(IGLearnError) as refused:
+                load(*args)
+            message = str(refused.value)
+            assert message.startswith(f"{archive} ({member})"), (kind, message)
+            assert "iglearn-model-" not in message and ".out." not in message, message
+        code, _, err = run(capsys, "load", archive, "--out", out)
+        assert code == 2 and err.strip().endswith(message.split(": ", 1)[1]), (kind, err)
+        assert f"{archive} ({member})" in err and ".out." not in err
+        assert not out.exists() and not list(tmp_path.glob(".out.*"))
