@@ -81,11 +81,12 @@ def hostile(members: list[tuple[str, bytes | int]], trailing: bytes = b"") -> by
 
 
 def json_bomb(mib: int) -> bytes:
-    """A model.json of ``mib`` MiB and a bit of ``{},`` (Python spends about 40 bytes of
+    """A model.json of ``mib`` MiB and a bit of ``{},`` (Python spends about 45 bytes of
     memory per byte of it), compressed as copies of one gzip member."""
     chunk = gzip.compress(b"{}," * (1 << 20))  # 3 MiB
-    parts = [gzip.compress(tar_header(METADATA, 3 * (mib // 3 << 20) + 3) + b"["),
-             chunk * (mib // 3), gzip.compress(b"{}]" + bytes(-(3 * (mib // 3 << 20) + 3) % 512))]
+    size = 1 + 3 * (mib // 3 << 20) + 3
+    parts = [gzip.compress(tar_header(METADATA, size) + b"["), chunk * (mib // 3),
+             gzip.compress(b"{}]" + bytes(-size % 512))]
     return b"".join(parts)
 
 
@@ -125,13 +126,16 @@ def hostile_files(model, tmp_path_factory):
     messages |= {"three-GiB.tar.gz": "MAX_ARCHIVE_BYTES",
                  "not-gzip-900MiB.tar.gz": "does not start as gzip does",
                  "gzip-magic-900MiB.tar.gz": "not a gzip-compressed tar archive"}
-    # a model folder whose weights file is 600 MiB (sparse) for a model of a few KiB
+    # a model folder whose weights file holds one tensor of 600 MiB (sparse) named as the
+    # policy's, for a model of a few KiB
     folder = root / "big-weights"
     folder.mkdir()
     (folder / METADATA).write_bytes(meta)
+    header = json.dumps({"policy.net.weight": {"dtype": "F32", "shape": [150 << 20],
+                                               "data_offsets": [0, 600 << 20]}}).encode()
     with open(folder / WEIGHTS, "wb") as f:
-        f.write(weights)
-        f.truncate(600 << 20)
+        f.write(len(header).to_bytes(8, "little") + header)
+        f.truncate(8 + len(header) + (600 << 20))
     messages["big-weights"] = "the tensors model.json describes take"
     return root, messages
 

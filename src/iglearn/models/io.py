@@ -17,9 +17,12 @@ without it (saved with ``standardise`` off, or before iglearn standardised) read
 
 A model is written into a temporary folder beside the target and renamed into place, so a
 crash never leaves half a model behind. Loading checks every field of ``model.json`` (types,
-ranges, the limits of :mod:`iglearn.data.limits`) and the weights (names, shapes and types
-against ``model.json``, finite values) before it builds a model, so a damaged model is one
-:class:`~iglearn.errors.IGLearnError` line naming the file and the field.
+ranges, the limits of :mod:`iglearn.data.limits`) and the weights (their file's size, then
+names, shapes and types against ``model.json``, finite values) before it builds a model, so a
+damaged model is one :class:`~iglearn.errors.IGLearnError` line naming the file and the field
+(for a model unpacked from an archive, the archive and the member: :func:`member_label`). A
+record naming a factory, wherever it is (:func:`factory_records`), is refused unless the
+caller asks for factories to be imported.
 """
 
 from __future__ import annotations
