@@ -8,30 +8,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from iglearn.models.archive import pack_model
-from iglearn.models.io import METADATA, WEIGHTS, save_model
+from iglearn.models.io import METADATA, WEIGHTS
 from tests.models.test_archive import hostile
 
-from .conftest import D_X, D_Y, K
+from .test_api import small_model
 
 
 @pytest.fixture(scope="module")
 def model_folder(tmp_path_factory) -> Path:
     """A model folder of the services' problem (K = 3, 4-dim contexts, 3-dim feedback)."""
-    from iglearn.data.logs import InteractionLog
-    from iglearn.learners import BatchIGL
-    from iglearn.learners.training import Optimisation
-
-    rng = np.random.default_rng(0)
-    log = InteractionLog(rng.normal(size=(200, D_X)), rng.integers(0, K, 200),
-                         np.full(200, 1 / K), rng.normal(size=(200, D_Y)), K)
-    settings = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, max_steps=1)
-    with pytest.warns(UserWarning):
-        learner = BatchIGL(seed=0, max_restarts=0, optimisation=settings).fit(log)
-    return save_model(learner, tmp_path_factory.mktemp("import") / "m")
+    folder = tmp_path_factory.mktemp("import") / "m"
+    small_model(folder)
+    return folder
 
 
 def memory(pid: int, field: str) -> int:
