@@ -18,7 +18,7 @@ from safetensors.torch import load_file
 from iglearn import BatchIGL, IGLearnError
 from iglearn.envs import digits_environment
 from iglearn.learners.training import Optimisation
-from iglearn.models.archive import extract_archive, pack_model, read_model
+from iglearn.models.archive import extract_archive, pack_model, read_model, unpack_model
 from iglearn.models.io import METADATA, WEIGHTS
 
 
@@ -233,3 +233,55 @@ def test_every_load_error_of_an_archive_names_it_and_the_member(model, tmp_path,
         assert code == 2 and err.strip().endswith(message.split(": ", 1)[1]), (kind, err)
         assert f"{archive} ({member})" in err and ".out." not in err
         assert not out.exists() and not list(tmp_path.glob(".out.*"))
+
+
+def test_members_other_than_the_two_regular_files_are_refused(model, tmp_path):
+    """Links, devices, folders, sparse files, paths leading elsewhere, a member twice: each
+    refused in one line, nothing written outside the folder unpacked into."""
+    meta, weights = ((model / name).read_bytes() for name in (METADATA, WEIGHTS))
+
+    def archive(*members: tarfile.TarInfo, pax: dict | None = None,
+                fmt: int = tarfile.PAX_FORMAT) -> bytes:
+        buffer = io.BytesIO()
+        with tarfile.open(fileobj=buffer, mode="w:gz", format=fmt) as tar:
+            tar.addfile(info(METADATA, len(meta)), io.BytesIO(meta))
+            for member in members:
+                data = weights if member.isfile() else None
+                if pax is not None:
+                    member.pax_headers = pax
+                tar.addfile(member, io.BytesIO(data) if data is not None else None)
+        return buffer.getvalue()
+
+    def info(name: str, size: int = 0, kind: bytes = tarfile.REGTYPE, **fields) -> tarfile.TarInfo:
+        member = tarfile.TarInfo(name)
+        member.size, member.type = size, kind
+        for key, value in fields.items():
+            setattr(member, key, value)
+        return member
+
+    cases = {
+        "symlink": archive(info(WEIGHTS, kind=tarfile.SYMTYPE, linkname="/etc/passwd")),
+        "hard link": archive(info(WEIGHTS, kind=tarfile.LNKTYPE, linkname=METADATA)),
+        "device": archive(info(WEIGHTS, kind=tarfile.CHRTYPE, devmajor=1, devminor=3)),
+        "fifo": archive(info(WEIGHTS, kind=tarfile.FIFOTYPE)),
+        "folder": archive(info(WEIGHTS, kind=tarfile.DIRTYPE)),
+        "traversal": archive(info("../" + WEIGHTS, len(weights))),
+        "absolute": archive(info(str(tmp_path / "escaped"), len(weights))),
+        "twice": archive(info(METADATA, len(weights))),
+        "pax path": archive(info(WEIGHTS, len(weights)), pax={"path": "../escaped"}),
+        "pax sparse": archive(info(WEIGHTS, len(weights)),
+                              pax={"GNU.sparse.major": "1", "GNU.sparse.minor": "0"}),
+        "gnu long name": archive(info("x" * 120 + WEIGHTS, len(weights)),
+                                 fmt=tarfile.GNU_FORMAT),
+        "gnu sparse": archive(info(WEIGHTS, len(weights), kind=tarfile.GNUTYPE_SPARSE),
+                              fmt=tarfile.GNU_FORMAT),
+    }
+    for case, data in cases.items():
+        folder = tmp_path / case.replace(" ", "-")
+        folder.mkdir()
+        with pytest.raises(IGLearnError) as refused:
+            unpack_model(data, folder, "upload")
+        assert "\n" not in str(refused.value) and str(refused.value).startswith("upload"), case
+        assert {p.name for p in folder.iterdir()} <= {METADATA}, case
+        assert not (tmp_path / "escaped").exists() and not (tmp_path / WEIGHTS).exists()
+
