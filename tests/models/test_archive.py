@@ -1,5 +1,6 @@
 """Model archives: their members, and the folders unpacked from them, have the mode of a new
-file, whatever the modes in the folder packed."""
+file, whatever the modes in the folder packed; hostile archives and files are refused within
+byte budgets, in bounded memory, in one line naming the archive given and the member."""
 
 import gzip
 import io
@@ -11,6 +12,7 @@ import tarfile
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from safetensors.torch import load_file
@@ -18,8 +20,9 @@ from safetensors.torch import load_file
 from iglearn import BatchIGL, IGLearnError
 from iglearn.envs import digits_environment
 from iglearn.learners.training import Optimisation
+from iglearn.models import io as io_module
 from iglearn.models.archive import extract_archive, pack_model, read_model, unpack_model
-from iglearn.models.io import METADATA, WEIGHTS
+from iglearn.models.io import METADATA, WEIGHTS, load_model
 
 
 @pytest.fixture(scope="module")
@@ -137,6 +140,18 @@ def hostile_files(model, tmp_path_factory):
         f.write(len(header).to_bytes(8, "little") + header)
         f.truncate(8 + len(header) + (600 << 20))
     messages["big-weights"] = "the tensors model.json describes take"
+    # model.json of many small objects: refused before parsing (it would cost 45 times its
+    # size), in a folder and in an archive where random keys keep it within the expansion
+    folder = root / "json-objects"
+    folder.mkdir()
+    (folder / METADATA).write_bytes(b"[" + b"{}," * (2 << 20) + b"{}]")
+    (folder / WEIGHTS).write_bytes(weights)
+    keys = np.random.default_rng(0).integers(97, 123, size=(400_000, 2), dtype=np.uint8)
+    objects = b",".join(b'{"%s":0}' % bytes(key) for key in keys)
+    (root / "json-objects.tar.gz").write_bytes(hostile([(METADATA, b"[" + objects + b"]"),
+                                                        (WEIGHTS, weights)]))
+    messages |= {"json-objects": "MAX_MODEL_JSON_CONTAINERS",
+                 "json-objects.tar.gz": "MAX_MODEL_JSON_CONTAINERS"}
     return root, messages
 
 
@@ -285,3 +300,16 @@ def test_members_other_than_the_two_regular_files_are_refused(model, tmp_path):
         assert {p.name for p in folder.iterdir()} <= {METADATA}, case
         assert not (tmp_path / "escaped").exists() and not (tmp_path / WEIGHTS).exists()
 
+
+
+def test_brackets_inside_names_are_not_counted_as_objects(model, tmp_path):
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / WEIGHTS).write_bytes((model / WEIGHTS).read_bytes())
+    metadata = json.loads((model / METADATA).read_text())
+    names = [f"x{i}" + "[{" * 1000 for i in range(metadata["context_dim"])]
+    metadata["feature_schema"] = {"context": names, "feedback": []}
+    (folder / METADATA).write_text(json.dumps(metadata))
+    text = (folder / METADATA).read_text()
+    assert text.count("[") + text.count("{") > io_module.MAX_MODEL_JSON_CONTAINERS
+    assert load_model(folder).schema_.context == tuple(names)

@@ -469,6 +469,29 @@ def _check_module(record: object, key: str, classes: dict, dims: dict[str, tuple
                        f"no hidden layer in a {record['class']} {key}")
 
 
+MAX_MODEL_JSON_CONTAINERS = 100_000
+"""Most objects and lists a ``model.json`` may hold (one iglearn writes holds a few dozen and
+one per restart of its fit). Python spends a few hundred bytes on each it parses, so a
+``model.json`` of ``{},`` repeated up to :data:`iglearn.data.limits.MAX_JSON_BYTES` would
+cost about 45 times its size; it is refused before it is parsed."""
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+"""A JSON string (brackets inside one are not containers)."""
+
+
+def _few_containers(data: bytes, path: str) -> None:
+    """An error unless the JSON text ``data`` holds at most MAX_MODEL_JSON_CONTAINERS objects
+    and lists (counted outside its strings when the quick count is over)."""
+    count = data.count(b"{") + data.count(b"[")
+    if count > MAX_MODEL_JSON_CONTAINERS:
+        bare = _STRING.sub(b'""', data)
+        count = bare.count(b"{") + bare.count(b"[")
+    if count > MAX_MODEL_JSON_CONTAINERS:
+        raise IGLearnError(f"{path}: holds {count} objects and lists, more than "
+                           f"{MAX_MODEL_JSON_CONTAINERS} "
+                           f"(iglearn.models.io.MAX_MODEL_JSON_CONTAINERS); the model is "
+                           f"damaged, fit again")
+
+
 def member_label(source: str, name: str) -> str:
     """How messages name the file ``name`` of a model that came as ``source`` (an archive, an
     upload) and was unpacked into a temporary folder: ``"m.tar.gz (model.json)"``."""
@@ -495,7 +518,8 @@ def read_metadata(folder: str | Path, source: str | None = None) -> dict:
         raise IGLearnError(f"{path}: missing; {source or folder} is not an iglearn model "
                            f"folder (fit again with 'iglearn fit')")
     metadata = safejson.read(folder / METADATA, "the model is damaged, fit again",
-                             "model description", name=path)
+                             "model description", name=path,
+                             check=lambda data: _few_containers(data, path))
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
         raise IGLearnError(f"{path}: not an iglearn model description; fit again")
     version = metadata.get("format_version")
