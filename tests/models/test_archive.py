@@ -163,6 +163,7 @@ def test_hostile_archives_are_small_on_disk(hostile_files):
         assert blocks * 512 < 8 << 20, name
 
 
+@pytest.mark.slow  # a child process that imports torch
 def test_hostile_archives_are_refused_in_bounded_memory_and_time(hostile_files, model):
     """Each is refused in one line naming its budget, in a child process whose peak resident
     memory stays within 64 MiB of what loading a real model archive took."""
