@@ -128,7 +128,9 @@ def test_health_and_metrics(service):
         assert line.startswith("#") or len(line.split(" ")) == 2, line
 
 
-def test_model_archive_round_trip(tmp_path):
+def small_model(folder):
+    """A BatchIGL of the services' problem, fitted in a step and saved to ``folder``; it and
+    the log it was fitted on."""
     from iglearn.data.logs import InteractionLog
     from iglearn.learners import BatchIGL
     from iglearn.learners.training import Optimisation
@@ -139,7 +141,12 @@ def test_model_archive_round_trip(tmp_path):
     settings = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, max_steps=1)
     with pytest.warns(UserWarning):
         learner = BatchIGL(seed=0, max_restarts=0, optimisation=settings).fit(log)
-    save_model(learner, tmp_path / "m")
+    save_model(learner, folder)
+    return learner, log
+
+
+def test_model_archive_round_trip(tmp_path):
+    learner, log = small_model(tmp_path / "m")
     again = load_archive(pack_model(tmp_path / "m"))
     np.testing.assert_allclose(again.predict_proba(log.context[:5]),
                                learner.predict_proba(log.context[:5]), rtol=1e-6)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,18 +104,26 @@ def parse(text: str | bytes, source: str, fix: str) -> object:
     return value
 
 
-def read(path: str | Path, fix: str, what: str = "file") -> object:
-    """The JSON value in the file ``path`` (a regular file of at most MAX_JSON_BYTES)."""
+def read(path: str | Path, fix: str, what: str = "file", name: str | None = None,
+         check: Callable[[bytes], None] | None = None) -> object:
+    """The JSON value in the file ``path`` (a regular file of at most MAX_JSON_BYTES);
+    ``name``: what messages call the file, when not its path (a member of an archive);
+    ``check``: called with the file's bytes before they are parsed (a budget of the
+    caller's, raising IGLearnError)."""
     path = Path(path)
     size = input_file(path, what)
+    shown_as = name or path
     if size > limits.MAX_JSON_BYTES:
-        raise IGLearnError(f"{path}: {size} bytes, more than {limits.MAX_JSON_BYTES} "
+        raise IGLearnError(f"{shown_as}: {size} bytes, more than {limits.MAX_JSON_BYTES} "
                            f"(iglearn.data.limits.MAX_JSON_BYTES); {fix}")
     try:
         data = path.read_bytes()
     except PermissionError:
-        raise IGLearnError(f"{path}: cannot read the {what} (permission denied); check its "
+        raise IGLearnError(f"{shown_as}: cannot read the {what} (permission denied); check its "
                            f"permissions") from None
     except OSError as e:
-        raise IGLearnError(f"{path}: cannot read the {what} ({e.strerror or e}); {fix}") from None
-    return parse(data, str(path), fix)
+        raise IGLearnError(f"{shown_as}: cannot read the {what} ({e.strerror or e}); "
+                           f"{fix}") from None
+    if check is not None:
+        check(data)
+    return parse(data, str(shown_as), fix)

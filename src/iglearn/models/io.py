@@ -17,9 +17,12 @@ without it (saved with ``standardise`` off, or before iglearn standardised) read
 
 A model is written into a temporary folder beside the target and renamed into place, so a
 crash never leaves half a model behind. Loading checks every field of ``model.json`` (types,
-ranges, the limits of :mod:`iglearn.data.limits`) and the weights (names, shapes and types
-against ``model.json``, finite values) before it builds a model, so a damaged model is one
-:class:`~iglearn.errors.IGLearnError` line naming the file and the field.
+ranges, the limits of :mod:`iglearn.data.limits`) and the weights (their file's size, then
+names, shapes and types against ``model.json``, finite values) before it builds a model, so a
+damaged model is one :class:`~iglearn.errors.IGLearnError` line naming the file and the field
+(for a model unpacked from an archive, the archive and the member: :func:`member_label`). A
+record naming a factory, wherever it is (:func:`factory_records`), is refused unless the
+caller asks for factories to be imported.
 """
 
 from __future__ import annotations
@@ -305,12 +308,12 @@ def _checked(name: str, value: Any, hint: Any) -> Any:
     return value
 
 
-def _damaged(path: Path, key: str, value: object, expected: str) -> IGLearnError:
+def _damaged(path: str | Path, key: str, value: object, expected: str) -> IGLearnError:
     return IGLearnError(f"{path}: field '{key}' is {shown(value)}; expected {expected}; the "
                         f"model is damaged, fit again")
 
 
-def _integer(record: dict, key: str, low: int, high: int, path: Path, prefix: str = "",
+def _integer(record: dict, key: str, low: int, high: int, path: str | Path, prefix: str = "",
              limit: str | None = None) -> int:
     """``record[key]``, checked to be an integer in [low, high]."""
     value = record.get(key)
@@ -436,7 +439,7 @@ def save_model(learner: BatchIGL | AIIGL | IGLP, folder: str | Path,
 
 
 def _check_module(record: object, key: str, classes: dict, dims: dict[str, tuple[int, str]],
-                  path: Path) -> None:
+                  path: str | Path) -> None:
     """The ``policy`` or ``decoder`` record of model.json: class, temperature, dimensions (a
     custom module: its factory's import path, ``module:function``)."""
     if not isinstance(record, dict) or not isinstance(record.get("class"), str) or \
@@ -466,19 +469,57 @@ def _check_module(record: object, key: str, classes: dict, dims: dict[str, tuple
                        f"no hidden layer in a {record['class']} {key}")
 
 
-def read_metadata(folder: str | Path) -> dict:
-    """``model.json`` of a model folder, every field checked (see the module's docstring)."""
+MAX_MODEL_JSON_CONTAINERS = 100_000
+"""Most objects and lists a ``model.json`` may hold (one iglearn writes holds a few dozen and
+one per restart of its fit). Python spends a few hundred bytes on each it parses, so a
+``model.json`` of ``{},`` repeated up to :data:`iglearn.data.limits.MAX_JSON_BYTES` would
+cost about 45 times its size; it is refused before it is parsed."""
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+"""A JSON string (brackets inside one are not containers)."""
+
+
+def _few_containers(data: bytes, path: str) -> None:
+    """An error unless the JSON text ``data`` holds at most MAX_MODEL_JSON_CONTAINERS objects
+    and lists (counted outside its strings when the quick count is over)."""
+    count = data.count(b"{") + data.count(b"[")
+    if count > MAX_MODEL_JSON_CONTAINERS:
+        bare = _STRING.sub(b'""', data)
+        count = bare.count(b"{") + bare.count(b"[")
+    if count > MAX_MODEL_JSON_CONTAINERS:
+        raise IGLearnError(f"{path}: holds {count} objects and lists, more than "
+                           f"{MAX_MODEL_JSON_CONTAINERS} "
+                           f"(iglearn.models.io.MAX_MODEL_JSON_CONTAINERS); the model is "
+                           f"damaged, fit again")
+
+
+def member_label(source: str, name: str) -> str:
+    """How messages name the file ``name`` of a model that came as ``source`` (an archive, an
+    upload) and was unpacked into a temporary folder: ``"m.tar.gz (model.json)"``."""
+    return f"{source} ({name})"
+
+
+def _label(folder: Path, name: str, source: str | None) -> str:
+    """How messages name the file ``name`` of the model folder ``folder``: its path, or
+    :func:`member_label` of ``source`` when the folder was unpacked from it."""
+    return str(folder / name) if source is None else member_label(source, name)
+
+
+def read_metadata(folder: str | Path, source: str | None = None) -> dict:
+    """``model.json`` of a model folder, every field checked (see the module's docstring);
+    ``source``: what messages name instead of the folder (an archive it was unpacked from)."""
     from iglearn.data.formats.base import FeatureSchema
 
     folder = Path(folder)
     if not folder.is_dir():
-        raise IGLearnError(f"{folder}: no such model folder; give the --out folder of "
-                           f"'iglearn fit'")
-    path = folder / METADATA
-    if not path.exists():
-        raise IGLearnError(f"{path}: missing; {folder} is not an iglearn model folder (fit "
-                           f"again with 'iglearn fit')")
-    metadata = safejson.read(path, "the model is damaged, fit again", "model description")
+        raise IGLearnError(f"{source or folder}: no such model folder; give the --out folder "
+                           f"of 'iglearn fit'")
+    path = _label(folder, METADATA, source)
+    if not (folder / METADATA).exists():
+        raise IGLearnError(f"{path}: missing; {source or folder} is not an iglearn model "
+                           f"folder (fit again with 'iglearn fit')")
+    metadata = safejson.read(folder / METADATA, "the model is damaged, fit again",
+                             "model description", name=path,
+                             check=lambda data: _few_containers(data, path))
     if not isinstance(metadata, dict) or metadata.get("format") != FORMAT:
         raise IGLearnError(f"{path}: not an iglearn model description; fit again")
     version = metadata.get("format_version")
@@ -533,7 +574,7 @@ def _dims(name: str, k: int, d_x: int, d_y: int) -> tuple[int, ...]:
             "flags": (d_x, k)}[name]
 
 
-def algorithm_record(metadata: dict, path: Path) -> Algorithm:
+def algorithm_record(metadata: dict, path: str | Path) -> Algorithm:
     """The algorithm model.json names (:data:`DEFAULT_ALGORITHM` when it names none)."""
     name = metadata.get("algorithm", DEFAULT_ALGORITHM)
     if not isinstance(name, str) or name not in ALGORITHMS:
@@ -561,7 +602,7 @@ def _build(kind: str, record: dict, *dims: int,
     return classes[record["class"]](*dims, **options)
 
 
-def _settings(metadata: dict, path: Path, cls: type,
+def _settings(metadata: dict, path: str | Path, cls: type,
               factories: dict[str, Any] | None = None) -> dict[str, Any]:
     """The learner's constructor settings recorded in model.json, checked; only those the
     current learner class ``cls`` accepts. A model without settings gets the defaults, with its
@@ -596,7 +637,7 @@ def _settings(metadata: dict, path: Path, cls: type,
     return settings
 
 
-def _report(training: dict, path: Path, cls: type) -> Any:
+def _report(training: dict, path: str | Path, cls: type) -> Any:
     """The fit report of class ``cls`` in the training summary, checked, or None when it holds
     none."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -616,48 +657,64 @@ def _report(training: dict, path: Path, cls: type) -> Any:
 
 
 def load_model(folder: str | Path, algorithm: str | None = None, *,
-               import_factories: bool = False) -> BatchIGL | AIIGL | IGLP:
-    """The fitted learner read back from ``folder``: a :class:`~iglearn.learners.BatchIGL` or
-    an :class:`~iglearn.learners.AIIGL`, as model.json's ``algorithm`` says, with the settings
-    it was fitted with (those this iglearn's learner class knows). With ``algorithm``, a folder
-    that holds another algorithm's model is refused.
+               import_factories: bool = False, source: str | None = None
+               ) -> BatchIGL | AIIGL | IGLP:
+    """The fitted learner read back from ``folder``: a :class:`~iglearn.learners.BatchIGL`,
+    an :class:`~iglearn.learners.AIIGL` or an :class:`~iglearn.learners.iglp.IGLP`, as
+    model.json's ``algorithm`` says, with the settings it was fitted with (those this
+    iglearn's learner class knows). With ``algorithm``, a folder that holds another
+    algorithm's model is refused. ``source``: what messages name instead of the folder (the
+    archive it was unpacked from, see :func:`member_label`).
 
     The learner's ``schema_`` holds the feature schema (or None) and ``metadata_`` the whole
     ``model.json``.
 
     A model on a custom module (:mod:`iglearn.models.custom`) is rebuilt by importing and
-    calling the factory model.json names, which runs that module's code: it loads only with
-    ``import_factories=True``, for folders whose factories you trust.
+    calling the factory model.json names, which runs that module's code: a model.json with
+    any record naming a factory, whichever record of whichever algorithm
+    (:func:`factory_records`), loads only with ``import_factories=True``, for folders whose
+    factories you trust.
+
+    The weights file is read only once its size is within what the tensors model.json
+    describes take (:func:`weights_bytes`), so a damaged or hostile file never costs more
+    memory than the model it claims to be.
     """
     from iglearn.data.formats.base import FeatureSchema
 
     folder = Path(folder)
-    metadata = read_metadata(folder)
-    meta_path = folder / METADATA
+    metadata = read_metadata(folder, source)
+    meta_path = _label(folder, METADATA, source)
     kind = algorithm_record(metadata, meta_path)
     if algorithm is not None and kind.name != algorithm:
         wanted = algorithms()[algorithm].learner.__name__
-        raise IGLearnError(f"{folder}: holds an {kind.name} model ({kind.learner.__name__}), "
-                           f"not an {algorithm} one; load it with {kind.learner.__name__}.load "
-                           f"or iglearn.models.io.load_model, or fit a {wanted}")
-    factories = _factories(metadata, meta_path, import_factories)
+        raise IGLearnError(f"{source or folder}: holds an {kind.name} model "
+                           f"({kind.learner.__name__}), not an {algorithm} one; load it with "
+                           f"{kind.learner.__name__}.load or iglearn.models.io.load_model, or "
+                           f"fit a {wanted}")
+    factories = _factories(metadata, meta_path, import_factories, kind)
     settings = _settings(metadata, meta_path, kind.learner, factories)
     report = _report(metadata.get("training") or {}, meta_path, kind.report)
     path = folder / WEIGHTS
+    weights_path = _label(folder, WEIGHTS, source)
     if not path.exists():
-        raise IGLearnError(f"{path}: missing; the model is incomplete, fit again")
-    input_file(path, "model weights file")
+        raise IGLearnError(f"{weights_path}: missing; the model is incomplete, fit again")
+    k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
+    parts = _parts(metadata, kind)
+    expected_states = {name: _expected_state(metadata, name, _dims(name, k, d_x, d_y),
+                                             factories)
+                       for name in {name for _, name, _ in parts}}
+    most = weights_bytes({f"{prefix}.{key}": value for prefix, name, _ in parts
+                          for key, value in expected_states[name].items()})
+    size = input_file(path, "model weights file")
+    if size > most:
+        raise IGLearnError(f"{weights_path}: {size} bytes, more than the {most} bytes the "
+                           f"tensors {METADATA} describes take; the weights are corrupt, fit "
+                           f"again")
     try:
         tensors = load_file(str(path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:
-        raise IGLearnError(f"{path}: cannot be read ({shown(str(e))}); the weights are "
+        raise IGLearnError(f"{weights_path}: cannot be read ({shown(str(e))}); the weights are "
                            f"corrupt, fit again") from None
-    k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
-    parts: list[tuple[str, str, tuple[int, ...]]] = [("policy", "policy", (d_x, k))]
-    if kind.models:
-        parts += [(name, name, _dims(name, k, d_x, d_y)) for name in kind.models]
-    else:
-        parts += [(prefix, "decoder", (d_y,)) for prefix in kind.prefixes(k)]
     groups: dict[str, dict[str, torch.Tensor]] = {}
     for key, value in tensors.items():
         part, rest = _part(key, kind)
@@ -665,29 +722,26 @@ def load_model(folder: str | Path, algorithm: str | None = None, *,
     prefixes = {prefix for prefix, _, _ in parts}
     stray = sorted(key for key in tensors if _part(key, kind)[0] not in prefixes)
     if stray:
-        raise IGLearnError(f"{path}: holds the tensor {shown(stray[0])}, which no part of the "
-                           f"model has; the model is corrupt, fit again")
-    expected_states = {name: _expected_state(metadata, name, _dims(name, k, d_x, d_y),
-                                             factories)
-                       for name in {name for _, name, _ in parts}}
+        raise IGLearnError(f"{weights_path}: holds the tensor {shown(stray[0])}, which no part "
+                           f"of the model has; the model is corrupt, fit again")
     modules = {}
     for prefix, name, dims in parts:
         state = groups.get(prefix, {})
         expected = expected_states[name]
         if set(state) != set(expected):
-            raise IGLearnError(f"{path}: the {prefix} weights {shown(sorted(state))} do not "
-                               f"match a {metadata[name]['class']} {name} ({sorted(expected)}); "
-                               f"the model is corrupt, fit again")
+            raise IGLearnError(f"{weights_path}: the {prefix} weights {shown(sorted(state))} "
+                               f"do not match a {metadata[name]['class']} {name} "
+                               f"({sorted(expected)}); the model is corrupt, fit again")
         for key, value in state.items():
             if value.shape != expected[key].shape or value.dtype != expected[key].dtype:
                 raise IGLearnError(
-                    f"{path}: {prefix} weight '{key}' is {value.dtype} of shape "
+                    f"{weights_path}: {prefix} weight '{key}' is {value.dtype} of shape "
                     f"{tuple(value.shape)}, but the {name} model.json describes has "
                     f"{expected[key].dtype} of shape {tuple(expected[key].shape)}; the model "
                     f"is corrupt, fit again")
             if value.is_floating_point() and not bool(torch.isfinite(value).all()):
-                raise IGLearnError(f"{path}: {prefix} weight '{key}' holds NaN or infinite "
-                                   f"values; the model is corrupt, fit again")
+                raise IGLearnError(f"{weights_path}: {prefix} weight '{key}' holds NaN or "
+                                   f"infinite values; the model is corrupt, fit again")
         module = _build(name, metadata[name], *dims, factories=factories)
         module.load_state_dict(state)
         modules[prefix] = module.eval()
@@ -705,26 +759,97 @@ def load_model(folder: str | Path, algorithm: str | None = None, *,
     if report is not None:
         learner.report_ = report
     schema = metadata.get("feature_schema")
-    learner.schema_ = (FeatureSchema.from_json(schema, str(meta_path))
+    learner.schema_ = (FeatureSchema.from_json(schema, meta_path)
                        if schema is not None else None)
     statistics = metadata.get("standardiser")  # none: saved raw, or before standardisation
     learner.standardiser_ = (None if statistics is None else
-                             Standardiser.from_dict(statistics, str(meta_path), d_x, d_y))
+                             Standardiser.from_dict(statistics, meta_path, d_x, d_y))
     learner.metadata_ = metadata
     return learner
 
 
-def _factories(metadata: dict, path: Path, allowed: bool) -> dict[str, Any]:
-    """The factories of the custom modules model.json names, imported only when ``allowed``;
-    otherwise an error saying how to opt in."""
-    custom = {name: metadata[name]["factory"] for name in ("policy", "decoder")
-              if name in metadata and metadata[name]["class"] == CUSTOM}
-    if custom and not allowed:
-        name, factory = next(iter(custom.items()))
-        raise IGLearnError(f"{path}: the {name} is a custom module built by {factory!r}; "
-                           f"loading it imports and runs that code, so it loads only when "
-                           f"asked: load_model(folder, import_factories=True) (or "
-                           f"BatchIGL.load(folder, import_factories=True)) if you trust it")
+def _parts(metadata: dict, kind: Algorithm) -> list[tuple[str, str, tuple[int, ...]]]:
+    """The parts of a model: tensor name prefix, model.json record, constructor
+    dimensions."""
+    k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
+    parts: list[tuple[str, str, tuple[int, ...]]] = [("policy", "policy", (d_x, k))]
+    if kind.models:
+        return parts + [(name, name, _dims(name, k, d_x, d_y)) for name in kind.models]
+    return parts + [(prefix, "decoder", (d_y,)) for prefix in kind.prefixes(k)]
+
+
+WEIGHTS_HEADER_BYTES = 4096
+"""Bytes a weights file may hold besides its tensors and 256 bytes per tensor (safetensors'
+header: each tensor's name, type, shape and offsets)."""
+
+
+def weights_bytes(tensors: dict[str, torch.Tensor]) -> int:
+    """The most bytes a weights file of ``tensors`` (their names, shapes and types: meta
+    tensors will do) may take: their bytes and a header (:data:`WEIGHTS_HEADER_BYTES`)."""
+    data = sum(t.numel() * t.element_size() for t in tensors.values())
+    return 8 + WEIGHTS_HEADER_BYTES + 256 * len(tensors) + data
+
+
+def weights_budget(folder: str | Path, source: str | None = None) -> int | None:
+    """:func:`weights_bytes` of the model whose ``model.json`` (checked) is in ``folder``, or
+    None for a model on a custom module (its tensors are known only once its factory, which
+    is not imported here, runs)."""
+    metadata = read_metadata(folder, source)
+    if factory_records(metadata):
+        return None
+    kind = algorithm_record(metadata, _label(Path(folder), METADATA, source))
+    k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
+    return weights_bytes({f"{prefix}.{key}": value for prefix, name, _ in _parts(metadata, kind)
+                          for key, value in _expected_state(metadata, name,
+                                                            _dims(name, k, d_x, d_y),
+                                                            {}).items()})
+
+
+def factory_records(metadata: object) -> list[tuple[str, object]]:
+    """Every record of model.json, at any depth, that names a factory (class 'custom' or a
+    'factory' field), whichever learner saved it: its path ('decoder', 'ik',
+    'settings.x') and the factory it names, sorted."""
+    found: list[tuple[str, object]] = []
+    stack: list[tuple[object, str]] = [(metadata, "")]
+    while stack:
+        item, where = stack.pop()
+        children: list[tuple[object, str]] = []
+        if isinstance(item, dict):
+            if where and (item.get("class") == CUSTOM or "factory" in item):
+                found.append((where, item.get("factory")))
+            children = [(child, f"{where}.{key}" if where else str(key))
+                        for key, child in item.items()]
+        elif isinstance(item, list):
+            children = [(child, f"{where}[{i}]") for i, child in enumerate(item)]
+        stack.extend((child, at) for child, at in children if isinstance(child, dict | list))
+    return sorted(found, key=lambda record: record[0])
+
+
+def _factories(metadata: dict, path: str | Path, allowed: bool, kind: Algorithm
+               ) -> dict[str, Any]:
+    """The factories of the custom modules model.json names, imported only when ``allowed``
+    (every record naming one is found, :func:`factory_records`; nothing is imported
+    otherwise) and only for a module the algorithm's learner builds from a setting of the
+    same name; otherwise an error saying how to opt in, or that the model is damaged."""
+    records = factory_records(metadata)
+    if records and not allowed:
+        where, factory = records[0]
+        more = f" (and {len(records) - 1} more records)" if len(records) > 1 else ""
+        raise IGLearnError(f"{path}: the {where} record{more} names the factory {shown(factory)} "
+                           f"of a custom module; loading it imports and runs that code, so it "
+                           f"loads only when asked: load_model(folder, import_factories=True) "
+                           f"(or BatchIGL.load(folder, import_factories=True)) if you trust it")
+    modules = {name for _, name, _ in _parts(metadata, kind)}
+    settings = set(_setting_names(kind.learner))
+    custom = {}
+    for where, factory in records:
+        record = metadata.get(where)
+        if where not in modules or where not in settings or not isinstance(record, dict) or \
+                record.get("class") != CUSTOM:
+            raise IGLearnError(f"{path}: the {where} record names the factory "
+                               f"{shown(factory)}, but an {kind.name} model builds no "
+                               f"{where} from a factory; the model is damaged, fit again")
+        custom[where] = record["factory"]  # a checked import path (read_metadata)
     return {name: import_factory(factory, name, str(path)) for name, factory in custom.items()}
 
 

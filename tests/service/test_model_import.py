@@ -1,0 +1,80 @@
+"""PUT /v1/model under hostile archives: an archive small on the wire that would inflate to
+hundreds of MiB is refused (422 naming its budget) before it is inflated, the server's peak
+memory barely moving; every refusal names the upload and the member, never a temporary
+folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from iglearn.models.archive import pack_model
+from iglearn.models.io import METADATA, WEIGHTS
+from tests.models.test_archive import hostile
+
+from .test_api import small_model
+
+
+@pytest.fixture(scope="module")
+def model_folder(tmp_path_factory) -> Path:
+    """A model folder of the services' problem (K = 3, 4-dim contexts, 3-dim feedback)."""
+    folder = tmp_path_factory.mktemp("import") / "m"
+    small_model(folder)
+    return folder
+
+
+def memory(pid: int, field: str) -> int:
+    """A field of /proc/PID/status (VmRSS, VmHWM) in bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def test_archives_inflating_to_hundreds_of_mib_are_refused_without_memory(service,
+                                                                          model_folder):
+    meta, weights = ((model_folder / name).read_bytes() for name in (METADATA, WEIGHTS))
+    bombs = [("the tensors model.json describes", hostile([(METADATA, meta), (WEIGHTS, 900)])),
+             ("MAX_ARCHIVE_EXPANSION", hostile([(WEIGHTS, 900), (METADATA, meta)])),
+             ("MAX_ARCHIVE_EXPANSION", hostile([(METADATA, 100), (WEIGHTS, weights)]))]
+    pid = service.process.process.pid
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # the peak starts again from now
+    before = memory(pid, "VmRSS")
+    with service.http("admin") as admin:
+        versions = admin.get("/v1/model").json()["versions"]
+        for limit, data in bombs:
+            assert len(data) < 2 << 20
+            refused = admin.put("/v1/model", content=data)
+            assert refused.status_code == 422, refused.text
+            error = refused.json()
+            assert limit in error["error"] and error["field"] == "body", error
+            assert error["error"].startswith("the uploaded model (weights.safetensors)") or \
+                error["error"].startswith("the uploaded model (model.json)"), error
+        assert admin.get("/v1/model").json()["versions"] == versions  # nothing stored
+    assert memory(pid, "VmHWM") - before < 64 << 20
+
+
+def test_a_damaged_upload_is_named_as_the_upload_and_its_member(service, model_folder,
+                                                                tmp_path):
+    meta = json.loads((model_folder / METADATA).read_text())
+    weights = (model_folder / WEIGHTS).read_bytes()
+    cases = {
+        "model.json): field 'context_dim'": dict(meta, context_dim=0),
+        "model.json): the decoder record": dict(meta, decoder=dict(
+            meta["decoder"], **{"class": "custom", "factory": "os:system"})),
+        "model.json): not valid JSON": None,
+    }
+    with service.http("admin") as admin:
+        for expected, changed in cases.items():
+            text = b"{oops" if changed is None else json.dumps(changed).encode()
+            refused = admin.put("/v1/model", content=hostile([(METADATA, text),
+                                                              (WEIGHTS, weights)]))
+            assert refused.status_code == 422
+            error = refused.json()["error"]
+            assert error.startswith("the uploaded model (") and expected in error, error
+            assert "/tmp" not in error and "iglearn-model-" not in error, error
+        shorter = pack_model(model_folder)[:-200]
+        refused = admin.put("/v1/model", content=shorter)
+        assert refused.status_code == 422 and "the uploaded model" in refused.json()["error"]
