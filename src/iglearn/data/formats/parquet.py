@@ -42,7 +42,9 @@ class ParquetReader(TableReader):
         source = str(path)
         size = input_file(path)
         try:
-            self._file = pq.ParquetFile(path)
+            # pre_buffer off: with it, iter_batches buffers the column chunks of every row
+            # group it will read, so a pass over the file would hold the whole file
+            self._file = pq.ParquetFile(path, pre_buffer=False)
             metadata = self._file.metadata
             schema = self._file.schema_arrow
         except PermissionError:
