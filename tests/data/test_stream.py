@@ -190,3 +190,51 @@ def test_ray_data_reads_the_shards(stored):
         assert rewards == pytest.approx(float(numbered_log().reward.sum()))
     finally:
         ray.shutdown()
+
+
+def empty_shards(stored, folder):
+    """Empty Parquet shards beside the stored ones: one with a 0-row row group, one with no
+    row group at all, and an empty shard first in name order."""
+    table = pq.read_table(stored / "shards" / "part-00000.parquet").slice(0, 0)
+    pq.write_table(table, folder / "a-empty.parquet")
+    pq.ParquetWriter(folder / "part-00001b.parquet", table.schema).close()
+    pq.write_table(table, folder / "zz-empty.parquet", row_group_size=10)
+    return ["a-empty.parquet", "part-00001b.parquet", "zz-empty.parquet"]
+
+
+@pytest.mark.parametrize("stream", ["on", "off"])
+def test_empty_shards_are_skipped(stored, tmp_path, stream):
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    for path in (stored / "shards").iterdir():
+        (folder / path.name).write_bytes(path.read_bytes())
+    empty_shards(stored, folder)
+    log = numbered_log()
+    opened = open_log(folder, StreamSettings(stream=stream, block_rows=256))
+    assert len(opened) == N
+    if isinstance(opened, LogStream):
+        ids = np.concatenate([b["context"][:, 0] for b in opened.epoch(64,
+                                                                      np.random.default_rng(0))])
+        np.testing.assert_array_equal(np.sort(ids), np.arange(N))
+        rewards = np.concatenate([c["reward"] for c in opened.chunks(("reward",))])
+        np.testing.assert_array_equal(rewards, log.reward)
+        assert opened.min_probability == pytest.approx(1 / K)
+    else:
+        np.testing.assert_array_equal(opened.context, log.context)
+
+
+@pytest.mark.parametrize("stream", ["on", "off", "auto"])
+def test_logs_without_rows_are_refused_in_one_line(stored, tmp_path, stream):
+    folder = tmp_path / "all-empty"
+    folder.mkdir()
+    empty_shards(stored, folder)
+    pq.write_table(pq.read_table(stored / "whole.parquet").slice(0, 0), tmp_path / "e.parquet")
+    np.savez(tmp_path / "e.npz", context=np.zeros((0, 3), np.float32),
+             action=np.zeros(0, np.int64), probability=np.zeros(0), feedback=np.zeros((0, 2)),
+             n_actions=K)
+    (tmp_path / "e.csv").write_text("context_0,context_1,context_2,action,probability,"
+                                    "feedback_0,feedback_1,n_actions\n")
+    for path in (folder, tmp_path / "e.parquet", tmp_path / "e.npz", tmp_path / "e.csv"):
+        with pytest.raises(IGLearnError, match=r"empty|no rows") as error:
+            open_log(path, StreamSettings(stream=stream))
+        assert str(path) in str(error.value) and "\n" not in str(error.value)

@@ -135,8 +135,9 @@ class _ParquetPieces(_Pieces):
 
         self.paths = list(paths)
         dataset = ds.dataset([str(path) for path in paths], format="parquet")
-        self.groups = [group for fragment in dataset.get_fragments()
-                       for group in fragment.split_by_row_group()]
+        self.groups = [group for fragment in dataset.get_fragments()   # empty ones left out
+                       for group in fragment.split_by_row_group()
+                       if group.row_groups[0].num_rows]
         self.rows = [group.row_groups[0].num_rows for group in self.groups]
         self.block_rows = block_rows
 

@@ -126,7 +126,7 @@ def column_values(path: Path | str, name: str, column: pa.Array) -> np.ndarray:
         if values.null_count:
             raise IGLearnError(f"{path}: column '{name}' holds missing (null) vector "
                                f"entries; remove or impute those rows")
-        return values.to_numpy(zero_copy_only=False).reshape(len(column), -1)
+        return values.to_numpy(zero_copy_only=False).reshape(len(column), column.type.list_size)
     array = column.to_numpy(zero_copy_only=False)
     return array[:, None] if name in MATRIX_FIELDS else array
 
