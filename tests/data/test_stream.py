@@ -14,10 +14,10 @@ from iglearn import IGLearnError, InteractionLog
 from iglearn.data.formats import convert, open_table, read_log, write_table
 from iglearn.data.formats.shards import ShardedReader, write_shards
 from iglearn.data.stream import (
+    FIT_RESERVE,
     IN_MEMORY_COST,
     MIN_SHUFFLE_ROWS,
     STREAM_COST,
-    STREAM_RESERVE,
     LogStream,
     StreamSettings,
     fits_in_memory,
@@ -267,17 +267,17 @@ def test_the_memory_limit_bounds_the_process_and_sizes_the_stream():
     gb = 2**30
     held = gb // 2
     # in memory only when what the process holds plus the fit's cost stays below the limit
-    fits = (held + IN_MEMORY_COST * table_bytes(info)) / gb
+    fits = (held + FIT_RESERVE + IN_MEMORY_COST * table_bytes(info)) / gb
     assert fits_in_memory(info, StreamSettings(memory_limit_gb=fits + 0.01), held)
     assert not fits_in_memory(info, StreamSettings(memory_limit_gb=fits - 0.01), held)
     # a generous limit keeps the settings' sizes
     assert stream_sizes(info, StreamSettings(memory_limit_gb=2.0), held, 65536) == (65536, 8192)
     # a tighter one lowers the shuffle buffer (and the block) to what fits, for every limit
-    for limit in (0.6, 0.58, 0.57):
+    for limit in (0.73, 0.71, 0.695):
         settings = StreamSettings(memory_limit_gb=limit)
         shuffle, block = stream_sizes(info, settings, held, 4096)
         assert MIN_SHUFFLE_ROWS <= shuffle < 65536 and block == min(8192, shuffle)
-        peak = held + STREAM_RESERVE + STREAM_COST * row * (shuffle + 4096)
+        peak = held + FIT_RESERVE + STREAM_COST * row * (shuffle + 4096)
         assert peak <= limit * gb < peak + STREAM_COST * row * 2
     # a limit the process cannot keep is refused, naming the limit and what it holds
     with pytest.raises(IGLearnError, match=r"memory_limit_gb 0.5 .*holds 0.50 GB") as error:
@@ -300,7 +300,7 @@ def test_a_stream_under_a_tight_limit_reads_smaller_buffers_and_still_every_row(
     write_shards(open_table(tmp_path / "wide.npz"), tmp_path / "wide", 500)
     row = 4 * 512 + 8 + 8 + 4 * 2
     held = process_bytes()
-    limit = (held + STREAM_RESERVE + STREAM_COST * row * (2000 + 512)) / 2**30
+    limit = (held + FIT_RESERVE + STREAM_COST * row * (2000 + 512)) / 2**30
     stream = open_log(tmp_path / name, StreamSettings(stream="on", memory_limit_gb=limit,
                                                       block_rows=512))
     assert isinstance(stream, LogStream)

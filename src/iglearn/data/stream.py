@@ -104,14 +104,16 @@ IN_MEMORY_COST = 2.0
 benchmarks/stream_memory.md), and standardised copies of the contexts and the feedback when
 the log is off the unit scale (up to 1 more)."""
 
-STREAM_COST = 4
+STREAM_COST = 2
 """Bytes a streamed fit adds to the process per byte of its shuffle buffer and of the piece
-it reads: the buffer, the piece as read and in iglearn's types, the standardised block and
-the mini-batches drawn from the buffer."""
+it reads at once: the buffer and the mini-batches drawn from it, the piece as read and in
+iglearn's types, the standardised block."""
 
-STREAM_RESERVE = 64 * 2**20
-"""Bytes a streamed fit keeps free beyond its buffers for what does not grow with them: the
-reader's own memory (Arrow's pool), the models, the optimiser and the full passes' sums."""
+FIT_RESERVE = 192 * 2**20
+"""Bytes a fit adds to the process beyond its data, whatever the log's size: the reader's
+memory (Arrow's pool, its threads), torch's first operations, the models, the optimiser and
+the full passes' sums (a fit of a 64 + 16-dimensional log, streamed or in memory, peaks about
+180 MB above what the process held when the log was opened, benchmarks/stream_memory.md)."""
 
 MIN_SHUFFLE_ROWS = 1024
 """Fewest rows of a shuffle buffer sized down to a memory limit: fewer would shuffle the log
@@ -141,12 +143,12 @@ def stream_sizes(info: TableInfo, settings: StreamSettings, held: int,
     MIN_SHUFFLE_ROWS do not fit."""
     row = max(row_bytes(info), 1)
     limit = int(settings.memory_limit_gb * 2**30)
-    room = (limit - held - STREAM_RESERVE) // (STREAM_COST * row) - piece_rows
+    room = (limit - held - FIT_RESERVE) // (STREAM_COST * row) - piece_rows
     shuffle, block = settings.shuffle_rows, settings.block_rows
     if room < min(shuffle, info.n_rows):   # lowered to fit: the block no larger than the buffer
         shuffle = min(shuffle, info.n_rows, max(room, MIN_SHUFFLE_ROWS))
         block = min(block, shuffle)
-    need = held + STREAM_RESERVE + STREAM_COST * row * (min(shuffle, info.n_rows) + piece_rows)
+    need = held + FIT_RESERVE + STREAM_COST * row * (min(shuffle, info.n_rows) + piece_rows)
     if need > limit:
         raise IGLearnError(
             f"{info.source}: memory_limit_gb {settings.memory_limit_gb:g} (--memory-limit-gb) "
@@ -161,7 +163,8 @@ def fits_in_memory(info: TableInfo, settings: StreamSettings, held: int) -> bool
     buffer (streaming it would save nothing)."""
     in_memory = IN_MEMORY_COST * table_bytes(info)
     buffer = STREAM_COST * row_bytes(info) * min(settings.shuffle_rows, info.n_rows)
-    return held + in_memory <= settings.memory_limit_gb * 2**30 or in_memory <= buffer
+    return (held + FIT_RESERVE + in_memory <= settings.memory_limit_gb * 2**30
+            or in_memory <= buffer)
 
 
 def open_log(path: str | Path, settings: StreamSettings | None = None
