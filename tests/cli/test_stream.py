@@ -45,3 +45,28 @@ def test_shards_into_a_folder_that_holds_files_are_refused(small, tmp_path, caps
     assert [p.name for p in (tmp_path / "full").iterdir()] == ["keep.txt"]
     code, _, err = run(capsys, "fit", tmp_path / "full", "--out", tmp_path / "m")
     assert code == 2 and "no .parquet shards" in err
+
+
+def test_a_folder_with_empty_shards_fits_and_evaluates(small, tmp_path, capsys):
+    import pyarrow.parquet as pq
+
+    code, _, err = run(capsys, "convert", small / "log.npz", tmp_path / "shards",
+                       "--shard-rows", 300)
+    assert code == 0, err
+    table = pq.read_table(tmp_path / "shards" / "part-00000.parquet")
+    pq.write_table(table.slice(0, 0), tmp_path / "shards" / "part-00001a.parquet")
+    pq.ParquetWriter(tmp_path / "shards" / "part-00003.parquet", table.schema).close()
+    for stream in ("on", "off"):
+        code, out, err = run(capsys, "fit", tmp_path / "shards", "--out", tmp_path / stream,
+                             "--stream", stream, *FAST)
+        assert code == 0, err
+        assert json.loads(out)["samples"] == 800
+        code, out, err = run(capsys, "evaluate", tmp_path / stream, tmp_path / "shards",
+                             "--stream", "on")
+        assert code == 0, err
+    for name in ("part-00000.parquet", "part-00001.parquet", "part-00002.parquet"):
+        pq.write_table(table.slice(0, 0), tmp_path / "shards" / name)
+    code, _, err = run(capsys, "fit", tmp_path / "shards", "--out", tmp_path / "none",
+                       "--stream", "on", *FAST)
+    assert code == 2 and "empty" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "none").exists()

@@ -226,3 +226,84 @@ def test_the_default_layout_keeps_no_schema_and_k_alone_is_no_renaming():
     contexts = ContextSet.from_frame(plain[[c for c in plain if c.startswith("context_")]],
                                      n_actions=4)
     assert_same(contexts, log, ("context",))
+
+
+def _set(name, values):
+    def change(frame: pd.DataFrame) -> None:
+        frame[name] = values(len(frame))
+    return change
+
+
+def _lists(values):
+    def change(frame: pd.DataFrame) -> None:
+        for column in [c for c in frame if c.startswith("context_")]:
+            frame.pop(column)
+        frame["context"] = [values] * len(frame)
+    return change
+
+
+NON_NUMERIC = {
+    "timedelta context": (_set("context_1", lambda n: pd.to_timedelta(np.arange(n), unit="s")),
+                          ["column 'context_1'", "durations", "total_seconds"]),
+    "timedelta action": (_set("action", lambda n: pd.to_timedelta(np.ones(n), unit="s")),
+                         ["column 'action'", "durations"]),
+    "timedelta n_actions": (_set("n_actions", lambda n: pd.to_timedelta([3] * n)),
+                            ["column 'n_actions'", "durations"]),
+    "datetime feedback": (_set("feedback_0", lambda n: pd.date_range("2024-01-01", periods=n)),
+                          ["column 'feedback_0'", "dates or times"]),
+    "datetime with zone": (_set("context_0", lambda n: pd.date_range("2024", periods=n,
+                                                                      tz="UTC")),
+                           ["column 'context_0'", "dates or times"]),
+    "datetime n_actions": (_set("n_actions", lambda n: pd.to_datetime([3] * n)),
+                           ["column 'n_actions'", "dates or times"]),
+    "categorical text": (_set("reward", lambda n: pd.Categorical(["yes", "no"] * (n // 2))),
+                         ["column 'reward'", "text", "'yes'"]),
+    "object strings": (_set("probability", lambda n: ["0.5"] * n),
+                       ["column 'probability'", "text"]),
+    "object dicts in n_actions": (_set("n_actions", lambda n: [{"k": 3}] * n),
+                                  ["column 'n_actions'", "dict objects"]),
+    "mixed n_actions": (_set("n_actions", lambda n: [3, "three"] * (n // 2)),
+                        ["column 'n_actions'", "text", "row 1"]),
+    "periods": (_set("context_2", lambda n: pd.period_range("2024-01", periods=n, freq="M")),
+                ["column 'context_2'", "Period objects"]),
+    "huge python ints": (_set("context_0", lambda n: [10**30] * n),
+                         ["column 'context_0'", "beyond 64 bits"]),
+    "list column of durations": (_lists([pd.Timedelta(1, "s")] * 3),
+                                 ["column 'context'", "durations"]),
+    "list column of text": (_lists(["a", "b", "c"]), ["column 'context'", "text"]),
+    "missing in an object column": (_set("context_1", lambda n: [1.0, pd.NA] * (n // 2)),
+                                    ["column 'context_1'", "missing value at row 1"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(NON_NUMERIC))
+def test_non_numeric_columns_are_refused_naming_the_column(case):
+    change, words = NON_NUMERIC[case]
+    frame = bad(small_log().to_frame(), change)
+    frame["n_actions"] = frame.get("n_actions", frame.attrs["n_actions"])
+    for read in (InteractionLog.from_frame, ContextSet.from_frame):
+        if read is ContextSet.from_frame and not any(w in words[0] for w in ("context", "n_")):
+            continue
+        with pytest.raises(IGLearnError) as error:
+            read(frame, source="my frame")
+        message = str(error.value)
+        assert message.startswith("my frame: ") and "\n" not in message
+        for word in words:
+            assert word in message, message
+
+
+def test_booleans_nullable_numbers_categoricals_of_numbers_and_object_numbers_are_read():
+    log = small_log()
+    frame = log.to_frame()
+    n = len(frame)
+    frame["context_0"] = np.arange(n) % 2 == 1                         # booleans: 1 and 0
+    frame["context_1"] = pd.array(np.arange(n, dtype=float), dtype="Float64")
+    frame["context_2"] = pd.Categorical(np.arange(n) % 3 * 0.5)        # its values
+    frame["action"] = np.asarray(log.action, dtype=object)           # Python ints
+    frame["probability"] = pd.array(log.probability, dtype="Float64")
+    back = InteractionLog.from_frame(frame)
+    np.testing.assert_array_equal(back.context[:, 0], np.arange(n) % 2)
+    np.testing.assert_array_equal(back.context[:, 1], np.arange(n))
+    np.testing.assert_array_equal(back.context[:, 2], np.arange(n) % 3 * 0.5)
+    np.testing.assert_array_equal(back.action, log.action)
+    np.testing.assert_allclose(back.probability, log.probability)

@@ -13,7 +13,21 @@ import pytest
 from iglearn import IGLearnError, InteractionLog
 from iglearn.data.formats import convert, open_table, read_log, write_table
 from iglearn.data.formats.shards import ShardedReader, write_shards
-from iglearn.data.stream import LogStream, StreamSettings, open_log, shuffled_batches
+from iglearn.data.stream import (
+    FIT_RESERVE,
+    IN_MEMORY_COST,
+    MIN_SHUFFLE_ROWS,
+    STREAM_COST,
+    LogStream,
+    StreamSettings,
+    fits_in_memory,
+    open_log,
+    process_bytes,
+    row_bytes,
+    shuffled_batches,
+    stream_sizes,
+    table_bytes,
+)
 
 N, K = 2500, 4
 
@@ -159,8 +173,12 @@ def test_opening_a_stream_checks_every_value_and_names_the_rows(tmp_path):
 
 def test_memory_or_stream_by_size_with_an_override(stored, tmp_path):
     assert isinstance(open_log(stored / "log.parquet"), InteractionLog)   # 2500 rows: small
+    # a log no larger than the shuffle buffer is read whole: streaming it saves nothing
     assert isinstance(open_log(stored / "log.parquet", StreamSettings(memory_limit_gb=0.0)),
-                      LogStream)
+                      InteractionLog)
+    # larger than the buffer: auto streams it, and a limit the process exceeds is refused
+    with pytest.raises(IGLearnError, match="cannot be kept"):
+        open_log(stored / "log.parquet", StreamSettings(memory_limit_gb=0.0, shuffle_rows=500))
     assert isinstance(open_log(stored / "log.npz", StreamSettings(stream="off",
                                                                   memory_limit_gb=0.0)),
                       InteractionLog)
@@ -190,3 +208,106 @@ def test_ray_data_reads_the_shards(stored):
         assert rewards == pytest.approx(float(numbered_log().reward.sum()))
     finally:
         ray.shutdown()
+
+
+def empty_shards(stored, folder):
+    """Empty Parquet shards beside the stored ones: one with a 0-row row group, one with no
+    row group at all, and an empty shard first in name order."""
+    table = pq.read_table(stored / "shards" / "part-00000.parquet").slice(0, 0)
+    pq.write_table(table, folder / "a-empty.parquet")
+    pq.ParquetWriter(folder / "part-00001b.parquet", table.schema).close()
+    pq.write_table(table, folder / "zz-empty.parquet", row_group_size=10)
+    return ["a-empty.parquet", "part-00001b.parquet", "zz-empty.parquet"]
+
+
+@pytest.mark.parametrize("stream", ["on", "off"])
+def test_empty_shards_are_skipped(stored, tmp_path, stream):
+    folder = tmp_path / "shards"
+    folder.mkdir()
+    for path in (stored / "shards").iterdir():
+        (folder / path.name).write_bytes(path.read_bytes())
+    empty_shards(stored, folder)
+    log = numbered_log()
+    opened = open_log(folder, StreamSettings(stream=stream, block_rows=256))
+    assert len(opened) == N
+    if isinstance(opened, LogStream):
+        ids = np.concatenate([b["context"][:, 0] for b in opened.epoch(64,
+                                                                      np.random.default_rng(0))])
+        np.testing.assert_array_equal(np.sort(ids), np.arange(N))
+        rewards = np.concatenate([c["reward"] for c in opened.chunks(("reward",))])
+        np.testing.assert_array_equal(rewards, log.reward)
+        assert opened.min_probability == pytest.approx(1 / K)
+    else:
+        np.testing.assert_array_equal(opened.context, log.context)
+
+
+@pytest.mark.parametrize("stream", ["on", "off", "auto"])
+def test_logs_without_rows_are_refused_in_one_line(stored, tmp_path, stream):
+    folder = tmp_path / "all-empty"
+    folder.mkdir()
+    empty_shards(stored, folder)
+    pq.write_table(pq.read_table(stored / "whole.parquet").slice(0, 0), tmp_path / "e.parquet")
+    np.savez(tmp_path / "e.npz", context=np.zeros((0, 3), np.float32),
+             action=np.zeros(0, np.int64), probability=np.zeros(0), feedback=np.zeros((0, 2)),
+             n_actions=K)
+    (tmp_path / "e.csv").write_text("context_0,context_1,context_2,action,probability,"
+                                    "feedback_0,feedback_1,n_actions\n")
+    for path in (folder, tmp_path / "e.parquet", tmp_path / "e.npz", tmp_path / "e.csv"):
+        with pytest.raises(IGLearnError, match=r"empty|no rows") as error:
+            open_log(path, StreamSettings(stream=stream))
+        assert str(path) in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_memory_limit_bounds_the_process_and_sizes_the_stream():
+    info = open_table.__globals__["TableInfo"]("big", 10_000_000, K, ("context", "action",
+                                               "probability", "feedback"),
+                                               {"context": 64, "feedback": 16})
+    row = row_bytes(info)
+    assert row == 4 * 64 + 8 + 8 + 4 * 16 and table_bytes(info) == 10_000_000 * row
+    gb = 2**30
+    held = gb // 2
+    # in memory only when what the process holds plus the fit's cost stays below the limit
+    fits = (held + FIT_RESERVE + IN_MEMORY_COST * table_bytes(info)) / gb
+    assert fits_in_memory(info, StreamSettings(memory_limit_gb=fits + 0.01), held)
+    assert not fits_in_memory(info, StreamSettings(memory_limit_gb=fits - 0.01), held)
+    # a generous limit keeps the settings' sizes
+    assert stream_sizes(info, StreamSettings(memory_limit_gb=2.0), held, 65536) == (65536, 8192)
+    # a tighter one lowers the shuffle buffer (and the block) to what fits, for every limit
+    for limit in (0.73, 0.71, 0.695):
+        settings = StreamSettings(memory_limit_gb=limit)
+        shuffle, block = stream_sizes(info, settings, held, 4096)
+        assert MIN_SHUFFLE_ROWS <= shuffle < 65536 and block == min(8192, shuffle)
+        peak = held + FIT_RESERVE + STREAM_COST * row * (shuffle + 4096)
+        assert peak <= limit * gb < peak + STREAM_COST * row * 2
+    # a limit the process cannot keep is refused, naming the limit and what it holds
+    with pytest.raises(IGLearnError, match=r"memory_limit_gb 0.5 .*holds 0.50 GB") as error:
+        stream_sizes(info, StreamSettings(memory_limit_gb=0.5), held, 4096)
+    assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("name", ["wide.parquet", "wide.npz", "wide"])
+def test_a_stream_under_a_tight_limit_reads_smaller_buffers_and_still_every_row(tmp_path, name):
+    n, rng = 3000, np.random.default_rng(0)
+    context = rng.normal(size=(n, 512)).astype(np.float32)
+    context[:, 0] = np.arange(n)
+    log = InteractionLog(context=context, action=rng.integers(0, K, n),
+                         probability=np.full(n, 1 / K), feedback=rng.normal(size=(n, 2)),
+                         n_actions=K)
+    write_table(log, tmp_path / "wide.npz")
+    convert(tmp_path / "wide.npz", tmp_path / "whole.parquet")
+    pq.write_table(pq.read_table(tmp_path / "whole.parquet"), tmp_path / "wide.parquet",
+                   row_group_size=500)
+    write_shards(open_table(tmp_path / "wide.npz"), tmp_path / "wide", 500)
+    row = 4 * 512 + 8 + 8 + 4 * 2
+    held = process_bytes()
+    limit = (held + FIT_RESERVE + STREAM_COST * row * (2000 + 512)) / 2**30
+    stream = open_log(tmp_path / name, StreamSettings(stream="on", memory_limit_gb=limit,
+                                                      block_rows=512))
+    assert isinstance(stream, LogStream)
+    assert MIN_SHUFFLE_ROWS <= stream.settings.shuffle_rows < n   # lowered, not below MIN
+    assert stream.settings.block_rows == 512
+    ids = np.concatenate([b["context"][:, 0] for b in stream.epoch(100,
+                                                                   np.random.default_rng(0))])
+    np.testing.assert_array_equal(np.sort(ids), np.arange(n))
+    with pytest.raises(IGLearnError, match="cannot be kept"):
+        open_log(tmp_path / name, StreamSettings(stream="on", memory_limit_gb=held / 2**30))

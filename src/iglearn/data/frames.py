@@ -20,6 +20,11 @@ A mapping that renames a field is kept in the feature schema (:class:`FeatureSch
 in a model fitted on the table: ``predict`` on a table with the same column names needs no
 mapping again.
 
+Columns hold numbers: integers, floats, booleans (read as 1 and 0), pandas' nullable numbers
+and categoricals of numbers (read as their values), or object columns whose every value is a
+number. A column of durations, dates and times, text, or other objects is refused, naming the
+column and how to convert it (durations: ``frame[col].dt.total_seconds()``, say).
+
 A log needs context, action, probability and feedback; a context set, context (and maybe
 label). The values go through the checks of :class:`~iglearn.data.logs.InteractionLog` and
 :class:`~iglearn.data.contexts.ContextSet`, so the messages are those of every other format.
@@ -167,7 +172,8 @@ def _missing(name: str, values: np.ndarray, source: str) -> None:
     """An error naming the first row of ``values`` that is missing (None, or NaN in a column
     that is not a vector's)."""
     if values.dtype == object:
-        bad = np.flatnonzero([v is None or (isinstance(v, float) and v != v) for v in values])
+        bad = np.flatnonzero([v is None or (isinstance(v, float) and v != v)
+                              or type(v).__name__ in ("NAType", "NaTType") for v in values])
     elif values.dtype.kind == "f" and name not in MATRIX_FIELDS:
         bad = np.flatnonzero(np.isnan(values))
     else:
@@ -177,18 +183,67 @@ def _missing(name: str, values: np.ndarray, source: str) -> None:
                            f"{bad[0]}; remove or impute those rows")
 
 
-def _list_column(name: str, cells: np.ndarray, source: str) -> np.ndarray:
-    """A column of equal-length sequences as an (n, d) array."""
+def _list_column(name: str, field: str, cells: np.ndarray, source: str) -> np.ndarray:
+    """A column of equal-length sequences of numbers as an (n, d) array."""
     _missing(name, cells, source)
     lengths = {len(np.atleast_1d(np.asarray(cell))) for cell in cells}
     if len(lengths) > 1:
         raise IGLearnError(f"{source}: column {shown(name)} holds vectors of lengths "
                            f"{sorted(lengths)[:3]}; every row needs the same number of values")
     try:
-        return np.stack([np.atleast_1d(np.asarray(cell)) for cell in cells])
+        block = np.stack([np.atleast_1d(np.asarray(cell)) for cell in cells])
     except (TypeError, ValueError) as e:
         raise IGLearnError(f"{source}: column {shown(name)} does not hold numeric vectors "
                            f"({e}); give lists of numbers, or one column per value") from None
+    return _numbers(name, field, block, source)
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float | np.bool_ | np.integer | np.floating)
+
+
+def _what(kind: str, example: object = None) -> tuple[str, str]:
+    """What values of the NumPy dtype kind ``kind`` (or the object ``example``) are, and how
+    to make numbers of them."""
+    if kind == "m" or (example is not None and "timedelta" in type(example).__name__.lower()):
+        return "durations", "convert them to numbers first, e.g. frame[col].dt.total_seconds()"
+    if kind == "M" or (example is not None and ("time" in type(example).__name__.lower()
+                                                or "date" in type(example).__name__.lower())):
+        return "dates or times", ("convert them to numbers first (e.g. seconds since a start) "
+                                  "or leave the column unread (ignore=[...], --ignore)")
+    if kind in "USa" or isinstance(example, str | bytes):
+        return "text", ("map it to numbers first (codes, or one column per category) or leave "
+                        "the column unread (ignore=[...], --ignore)")
+    if kind == "c":
+        return "complex numbers", "give their real parts, or real and imaginary as two columns"
+    what = f"{type(example).__name__} objects" if example is not None else "values"
+    return what, "give numbers, or leave the column unread (ignore=[...], --ignore)"
+
+
+def _numbers(name: str, field: str, values: np.ndarray, source: str) -> np.ndarray:
+    """The values of column ``name`` (read by ``field``) as a real-number array: an object
+    column whose every value is a number becomes one; a column of anything else
+    (durations, dates, text, other objects) is an error naming the column and the fix."""
+    if values.dtype == object:
+        flat = values.reshape(-1)
+        bad = next((i for i, value in enumerate(flat) if not _is_number(value)), None)
+        if bad is None and len(flat):
+            values = np.array(flat.tolist()).reshape(values.shape)
+            if values.dtype == object:   # Python ints beyond 64 bits
+                raise IGLearnError(f"{source}: column {shown(name)} holds integers beyond 64 "
+                                   f"bits; {field} columns hold numbers within ±2**63 (scale "
+                                   f"them, or give them as floats)")
+        if bad is not None:
+            what, fix = _what("O", flat[bad])
+            row = bad // max(1, flat.size // max(1, len(values)))
+            raise IGLearnError(f"{source}: column {shown(name)} holds {what} "
+                               f"({shown(flat[bad])} at row {row}); {field} columns hold "
+                               f"numbers: {fix}")
+    if values.dtype.kind not in "biuf":
+        what, fix = _what(values.dtype.kind)
+        raise IGLearnError(f"{source}: column {shown(name)} holds {what} "
+                           f"({shown(str(values.dtype))}); {field} columns hold numbers: {fix}")
+    return values
 
 
 def _listing(names: Sequence[str]) -> str:
@@ -319,17 +374,15 @@ def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
         for name in selected:
             table.use(name, field)
             values = np.asarray(column(name))
-            if values.dtype == object:
-                block = _list_column(name, values, source)
+            if values.dtype == object and any(
+                    isinstance(cell, Sequence | np.ndarray) and not isinstance(cell, str | bytes)
+                    for cell in values[:1]):
+                block = _list_column(name, field, values, source)
                 positions[field] += [f"{name}^{i}" for i in range(block.shape[1])]
             else:
                 _missing(name, values, source)
-                block = values[:, None]
+                block = _numbers(name, field, values, source)[:, None]
                 positions[field].append(f"^{name}")
-            if block.dtype.kind not in "biuf":
-                raise IGLearnError(f"{source}: column {shown(name)} holds "
-                                   f"{shown(str(block.dtype))} values; {field} columns hold "
-                                   f"numbers")
             blocks.append(block)
         fields_[field] = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
         resolved[field] = tuple(selected)
@@ -339,11 +392,11 @@ def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
             table.use(name, field)
             values = np.asarray(column(name))
             _missing(name, values, source)
-            fields_[field] = values
+            fields_[field] = _numbers(name, field, values, source)
     k_column = N_ACTIONS if N_ACTIONS in table.names and N_ACTIONS not in table.used else None
     n_actions = mapping.n_actions
     if k_column is not None:
-        values = np.unique(np.asarray(column(k_column)))
+        values = np.unique(_numbers(k_column, N_ACTIONS, np.asarray(column(k_column)), source))
         if len(values) != 1:
             raise IGLearnError(f"{source}: column 'n_actions' holds {len(values)} different "
                                f"values; it must hold K, the same on every row")

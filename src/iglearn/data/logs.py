@@ -49,8 +49,8 @@ def check_n_actions(value: object, source: str) -> int:
             raise IGLearnError(f"{source}: field 'n_actions' must be one integer, got shape "
                                f"{value.shape}")
         value = value.reshape(()).item()
-    if isinstance(value, np.generic):
-        value = value.item()
+    if isinstance(value, np.generic):   # datetime64[ns].item() would be an int: not K
+        value = value.item() if value.dtype.kind in "iuf" else str(value)
     if isinstance(value, bool) or not isinstance(value, int) or not (
             2 <= value <= limits.MAX_ACTIONS):
         raise IGLearnError(f"{source}: n_actions is {shown(value)}; it must be an integer >= 2 "

@@ -31,8 +31,9 @@ smallest logged probability, which the learners' warnings and Lemma 5's bound re
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, cast
 
@@ -52,14 +53,20 @@ class StreamSettings:
 
     stream: Literal["auto", "on", "off"] = "auto"
     """on: stream the log from disk (memory independent of its size); off: read it into
-    memory; auto: stream when its fields take more than memory_limit_gb in memory."""
+    memory; auto: stream when a fit in memory would take the process above memory_limit_gb
+    (and streaming would take less)."""
     memory_limit_gb: float = 2.0
-    """With stream auto, logs larger than this (in GB, as held in memory) are streamed."""
+    """Most memory (GB of resident memory) the whole process may take at its peak during a
+    fit that streams: what it already holds when the log is opened plus the stream's buffers,
+    whose sizes (shuffle_rows, block_rows) are lowered to fit; a limit the process cannot keep
+    is refused before any reading. With stream auto, a log is read into memory only when the
+    process would stay below it (what it holds plus IN_MEMORY_COST times the log's fields)."""
     shuffle_rows: int = 65536
-    """Rows of the shuffle buffer each streamed mini-batch is drawn from."""
+    """Most rows of the shuffle buffer each streamed mini-batch is drawn from (fewer when
+    memory_limit_gb needs it)."""
     block_rows: int = 8192
     """Most rows a stream reads at once (an .npz block, or a read within a Parquet row
-    group)."""
+    group; fewer when memory_limit_gb needs it)."""
     reader: Literal["local", "ray"] = "local"
     """Who reads the rows of each epoch and full pass: local (pyarrow in this process) or ray
     (Ray Data tasks on a Ray cluster, for Parquet logs on shared storage; needs the ray
@@ -81,10 +88,83 @@ class StreamSettings:
                 raise IGLearnError(f"{name} must be a whole number >= 1, got {value!r}")
 
 
+def row_bytes(info: TableInfo) -> int:
+    """Bytes one row of the fields of ``info`` takes in memory (in iglearn's types)."""
+    return sum(np.dtype(DTYPES[name]).itemsize * info.dims.get(name, 1) for name in info.fields)
+
+
 def table_bytes(info: TableInfo) -> int:
     """Bytes the fields of ``info`` take in memory (in iglearn's types)."""
-    row = sum(np.dtype(DTYPES[name]).itemsize * info.dims.get(name, 1) for name in info.fields)
-    return info.n_rows * row
+    return info.n_rows * row_bytes(info)
+
+
+IN_MEMORY_COST = 2.0
+"""Bytes a fit in memory adds to the process per byte of the log's fields: the arrays read
+(1.04 measured for the default fit of a 64 + 16-dimensional log on the unit scale,
+benchmarks/stream_memory.md), and standardised copies of the contexts and the feedback when
+the log is off the unit scale (up to 1 more)."""
+
+STREAM_COST = 2
+"""Bytes a streamed fit adds to the process per byte of its shuffle buffer and of the piece
+it reads at once: the buffer and the mini-batches drawn from it, the piece as read and in
+iglearn's types, the standardised block."""
+
+FIT_RESERVE = 192 * 2**20
+"""Bytes a fit adds to the process beyond its data, whatever the log's size: the reader's
+memory (Arrow's pool, its threads), torch's first operations, the models, the optimiser and
+the full passes' sums (a fit of a 64 + 16-dimensional log, streamed or in memory, peaks about
+180 MB above what the process held when the log was opened, benchmarks/stream_memory.md)."""
+
+MIN_SHUFFLE_ROWS = 1024
+"""Fewest rows of a shuffle buffer sized down to a memory limit: fewer would shuffle the log
+too coarsely; a limit that leaves less room is refused."""
+
+
+def process_bytes() -> int:
+    """Resident memory of this process now, in bytes (its peak so far where the current
+    figure cannot be read)."""
+    try:
+        with open("/proc/self/statm", "rb") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+        import sys
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+def stream_sizes(info: TableInfo, settings: StreamSettings, held: int,
+                 piece_rows: int = 0) -> tuple[int, int]:
+    """(shuffle_rows, block_rows) of a stream of ``info`` that keeps a process holding
+    ``held`` bytes below ``settings.memory_limit_gb`` at its peak: the settings' sizes, lowered
+    to fit (``piece_rows``: the most rows the reader decodes at once, a Parquet row group); an
+    error naming the limit, what the process holds and what the stream needs when even
+    MIN_SHUFFLE_ROWS do not fit."""
+    row = max(row_bytes(info), 1)
+    limit = int(settings.memory_limit_gb * 2**30)
+    room = (limit - held - FIT_RESERVE) // (STREAM_COST * row) - piece_rows
+    shuffle, block = settings.shuffle_rows, settings.block_rows
+    if room < min(shuffle, info.n_rows):   # lowered to fit: the block no larger than the buffer
+        shuffle = min(shuffle, info.n_rows, max(room, MIN_SHUFFLE_ROWS))
+        block = min(block, shuffle)
+    need = held + FIT_RESERVE + STREAM_COST * row * (min(shuffle, info.n_rows) + piece_rows)
+    if need > limit:
+        raise IGLearnError(
+            f"{info.source}: memory_limit_gb {settings.memory_limit_gb:g} (--memory-limit-gb) "
+            f"cannot be kept: the process holds {held / 2**30:.2f} GB and a stream of this log "
+            f"needs {need / 2**30:.2f} GB at least; raise the limit")
+    return shuffle, block
+
+
+def fits_in_memory(info: TableInfo, settings: StreamSettings, held: int) -> bool:
+    """Whether stream auto reads ``info`` into memory: a fit in memory keeps a process holding
+    ``held`` bytes below ``settings.memory_limit_gb``, or the log is no larger than a stream's
+    buffer (streaming it would save nothing)."""
+    in_memory = IN_MEMORY_COST * table_bytes(info)
+    buffer = STREAM_COST * row_bytes(info) * min(settings.shuffle_rows, info.n_rows)
+    return (held + FIT_RESERVE + in_memory <= settings.memory_limit_gb * 2**30
+            or in_memory <= buffer)
 
 
 def open_log(path: str | Path, settings: StreamSettings | None = None
@@ -99,8 +179,8 @@ def open_log(path: str | Path, settings: StreamSettings | None = None
 def log_from(reader: TableReader, settings: StreamSettings | None = None
              ) -> InteractionLog | LogStream:
     """The log ``reader`` reads: a :class:`LogStream` when ``settings.stream`` is on, or auto
-    and the log takes more than ``settings.memory_limit_gb`` in memory; else the log in
-    memory."""
+    and a fit in memory would take the process above ``settings.memory_limit_gb``
+    (:func:`fits_in_memory`); else the log in memory."""
     from iglearn.data.formats.base import check
 
     settings = settings or StreamSettings()
@@ -108,7 +188,7 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
     if not info.is_log:
         raise IGLearnError(f"{info.source}: holds contexts only; fitting needs a log with "
                            f"action, probability and feedback")
-    large = table_bytes(info) > settings.memory_limit_gb * 2**30
+    large = not fits_in_memory(info, settings, process_bytes())
     if settings.stream == "on" or (settings.stream == "auto" and large):
         return LogStream(reader, settings)
     log = check(info, reader.arrays(), info.source)
@@ -135,8 +215,9 @@ class _ParquetPieces(_Pieces):
 
         self.paths = list(paths)
         dataset = ds.dataset([str(path) for path in paths], format="parquet")
-        self.groups = [group for fragment in dataset.get_fragments()
-                       for group in fragment.split_by_row_group()]
+        self.groups = [group for fragment in dataset.get_fragments()   # empty ones left out
+                       for group in fragment.split_by_row_group()
+                       if group.row_groups[0].num_rows]
         self.rows = [group.row_groups[0].num_rows for group in self.groups]
         self.block_rows = block_rows
 
@@ -253,13 +334,16 @@ class LogStream:
         if info.n_rows == 0:
             raise IGLearnError(f"{info.source}: the log is empty; it needs at least one "
                                f"interaction")
-        block = self.settings.block_rows
+        held = process_bytes()
         self._pieces: _Pieces
-        if isinstance(reader, ShardedReader):
-            self._pieces = _ParquetPieces([shard.path for shard in reader.shards], block)
-        elif isinstance(reader, ParquetReader):
-            self._pieces = _ParquetPieces([reader.path], block)
+        if isinstance(reader, ShardedReader | ParquetReader):
+            paths = ([shard.path for shard in reader.shards] if isinstance(reader, ShardedReader)
+                     else [reader.path])
+            self._pieces = _ParquetPieces(paths, self.settings.block_rows)
+            shuffle, block = stream_sizes(info, self.settings, held, max(self._pieces.rows))
+            self._pieces.block_rows = block
         elif isinstance(reader, NpzReader):
+            shuffle, block = stream_sizes(info, self.settings, held, self.settings.block_rows)
             self._pieces = _NpzPieces(reader, block)
         else:
             raise IGLearnError(f"{info.source}: only Parquet files, folders of Parquet shards "
@@ -269,6 +353,7 @@ class LogStream:
             raise IGLearnError(f"{info.source}: its row groups hold {sum(self._pieces.rows)} "
                                f"rows but its metadata says {info.n_rows}; the file is "
                                f"corrupt, write it again")
+        self.settings = replace(self.settings, shuffle_rows=shuffle, block_rows=block)
         self._counts, self.min_probability = self._scan(reader)
         self._buffer: Block = {}   # the shuffle buffer, kept from one epoch to the next
         self._ray: _RayDataset | None = None

@@ -42,7 +42,9 @@ class ParquetReader(TableReader):
         source = str(path)
         size = input_file(path)
         try:
-            self._file = pq.ParquetFile(path)
+            # pre_buffer off: with it, iter_batches buffers the column chunks of every row
+            # group it will read, so a pass over the file would hold the whole file
+            self._file = pq.ParquetFile(path, pre_buffer=False)
             metadata = self._file.metadata
             schema = self._file.schema_arrow
         except PermissionError:
@@ -124,7 +126,7 @@ def column_values(path: Path | str, name: str, column: pa.Array) -> np.ndarray:
         if values.null_count:
             raise IGLearnError(f"{path}: column '{name}' holds missing (null) vector "
                                f"entries; remove or impute those rows")
-        return values.to_numpy(zero_copy_only=False).reshape(len(column), -1)
+        return values.to_numpy(zero_copy_only=False).reshape(len(column), column.type.list_size)
     array = column.to_numpy(zero_copy_only=False)
     return array[:, None] if name in MATRIX_FIELDS else array
 
