@@ -404,6 +404,13 @@ def _check_server(s: ServerSettings, path: str) -> None:
         raise _bad(path, "server", "host", s.host, "an address such as 127.0.0.1")
     if not s.db:
         raise _bad(path, "server", "db", s.db, "a file name such as service.db")
+    from iglearn.service.postgres import URL_FORM, shown_url, url_problem
+    from iglearn.service.storage import is_postgres
+
+    problem = url_problem(s.db) if is_postgres(s.db) else None
+    if problem is not None:
+        raise IGLearnError(f"{path}: [server] db {shown(shown_url(s.db))} is not a PostgreSQL "
+                           f"URL ({problem}); write it as {URL_FORM}")
     if s.synchronous not in SYNCHRONOUS:
         raise _bad(path, "server", "synchronous", s.synchronous,
                    f"one of {', '.join(SYNCHRONOUS)}")

@@ -18,6 +18,7 @@ releases it when that connection ends, which a killed process's connection does 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -96,9 +97,37 @@ RETRIES = 5
 """Attempts of a transaction that lost a deadlock or serialisation conflict."""
 
 
+URL_FORM = "postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
+
+
+def url_problem(url: str) -> str | None:
+    """What makes ``url`` no PostgreSQL URL that libpq could read (its brackets, host, port,
+    percent-escapes), or None; checked when the configuration is read, before any
+    connection."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # a port that is no number in [0, 65535] raises
+        host = parts.hostname
+    except ValueError as e:
+        return str(e)
+    if port == 0:
+        return "port 0"
+    if "[" in parts.netloc and not host:
+        return "an empty IPv6 address"
+    if parts.fragment:
+        return f"a fragment '#{parts.fragment}'"
+    stray = re.search(r"%(?![0-9A-Fa-f]{2})", url)
+    if stray:
+        return f"a '%' at {stray.start()} that starts no %XX escape"
+    return None
+
+
 def shown_url(url: str) -> str:
-    """``url`` without its password, for messages."""
-    parts = urlsplit(url)
+    """``url`` without its password, for messages (a malformed URL too)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # hide whatever stands between :// and the last @
+        return re.sub(r"(://[^:/@]*):.*@", r"\1:***@", url)
     if parts.password is None:
         return url
     netloc = parts.netloc.rsplit("@", 1)[-1]
