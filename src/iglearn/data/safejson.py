@@ -1,7 +1,14 @@
-"""JSON from files, read within :mod:`iglearn.data.limits`: bounded in size and nesting,
-numbers finite and integers of at most ``MAX_INTEGER_DIGITS`` digits, no NaN or Infinity
-(which JSON does not allow) and no key twice in one object. Every problem is one
-:class:`~iglearn.errors.IGLearnError` line."""
+"""JSON (and TOML) in and out, the one way iglearn does either.
+
+In: :func:`parse` and :func:`read` (files, service request bodies) and :func:`parse_toml`
+(the service's configuration), within :mod:`iglearn.data.limits`: bounded in size and
+nesting, numbers finite and integers of at most ``MAX_INTEGER_DIGITS`` digits (checked on the
+digits, before conversion), no NaN or Infinity (which JSON does not allow) and no key twice
+in one object. Every problem is one :class:`Refused` line naming the value refused.
+
+Out: :func:`dumps` writes strict JSON (every command's JSON output, the files commands write,
+model metadata): a number that is not finite (NaN, the infinities) is written ``null``, never
+as a literal no JSON parser reads."""
 
 from __future__ import annotations
 
@@ -221,3 +228,38 @@ def read(path: str | Path, fix: str, what: str = "file", name: str | None = None
     if check is not None:
         check(data)
     return parse(data, str(shown_as), fix)
+
+
+def ready(value: object, other: Callable[[object], object] = str) -> object:
+    """``value`` as strict JSON holds it: dicts (keys as strings), lists, tuples and numpy
+    arrays as lists, numpy scalars as Python numbers, numbers that are not finite (NaN, the
+    infinities) as None (``null``); any other object as ``other`` maps it (its string, by
+    default)."""
+    if isinstance(value, dict):
+        return {str(key): ready(item, other) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [ready(item, other) for item in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return [ready(item, other) for item in value.tolist()]
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(value) if math.isfinite(value) else None
+    return other(value)
+
+
+def dumps(value: object, *, indent: int | None = None, sort_keys: bool = False,
+          other: Callable[[object], object] = str) -> str:
+    """Strict JSON text of ``value`` (:func:`ready`: non-finite numbers as ``null``, other
+    objects as ``other`` maps them): the one JSON writer of iglearn's output."""
+    return json.dumps(ready(value, other), indent=indent, sort_keys=sort_keys, allow_nan=False)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import math
 import os
 import re
@@ -420,7 +419,7 @@ def save_model(learner: BatchIGL | AIIGL | IGLP, folder: str | Path,
                      **(extra or {})},
     }
     try:
-        text = json.dumps(metadata, indent=2, default=str, allow_nan=False) + "\n"
+        text = safejson.dumps(metadata, indent=2) + "\n"
     except ValueError as e:
         raise IGLearnError(f"--out {folder}: the training summary holds a NaN or infinite "
                            f"number ({e}); fit again") from None

@@ -36,7 +36,7 @@ from starlette.routing import BaseRoute, Route
 
 import iglearn
 from iglearn.data import limits, safejson
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, shown
 from iglearn.service.config import ServiceConfig, is_loopback
 from iglearn.service.exploration import Explorer
 from iglearn.service.keys import KeyRing
@@ -528,13 +528,15 @@ async def read_json(request: Request, limit: int, allowed: tuple[str, ...]) -> d
         value = safejson.parse(body, "the body", "send a JSON object of finite numbers, lists "
                                "and strings")
     except safejson.Refused as e:  # the field: the top-level key where the value is
-        field = e.parts[0] if e.parts and isinstance(e.parts[0], str) else "body"
+        field = e.parts[0] if e.parts and isinstance(e.parts[0], str) and e.parts[0] \
+            else "body"
         raise Rejected(422, str(e), field) from None
     if not isinstance(value, dict):
         raise Rejected(422, "the body must be a JSON object", "body")
     for key in value:
         if key not in allowed:
-            raise Rejected(422, f"unknown field; the fields are {', '.join(allowed)}", key)
+            raise Rejected(422, f"unknown field {shown(key)}; the fields are "
+                                f"{', '.join(allowed) or 'none'}", key or "body")
     return value
 
 

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
+from iglearn.data import safejson
 from iglearn.errors import IGLearnError
 from iglearn.service.storage import (
     Counts,
@@ -373,7 +374,7 @@ class PostgresStorage(Storage):
     def _put(connection: Any, name: str, value: Any) -> None:
         connection.execute("INSERT INTO iglearn_state VALUES (%s, %s) ON CONFLICT (name) DO "
                            "UPDATE SET value = excluded.value",
-                           (name, json.dumps(value, allow_nan=False)))
+                           (name, safejson.dumps(value)))
 
     def add_model(self, algorithm: str, interactions: int, fit_seconds: float,
                   summary: dict[str, Any], archive: bytes) -> ModelRecord:
@@ -386,7 +387,7 @@ class PostgresStorage(Storage):
             version = max(int(last), self._served(connection)) + 1
             connection.execute("INSERT INTO iglearn_models VALUES (%s, %s, %s, %s, %s, %s, %s)",
                                (version, now, algorithm, interactions, fit_seconds,
-                                json.dumps(summary, allow_nan=False), archive))
+                                safejson.dumps(summary), archive))
             self._put(connection, "served_version", version)
             return version
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from iglearn.data import safejson
 from iglearn.errors import IGLearnError
 
 SCHEMA_VERSION = 1
@@ -494,7 +495,7 @@ class SQLiteStorage(Storage):
             version = max(int(last), served) + 1
             db.execute("INSERT INTO models VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (version, now, algorithm, interactions, fit_seconds,
-                        json.dumps(summary, allow_nan=False), archive))
+                        safejson.dumps(summary), archive))
             self._put(db, "served_version", version)
         return ModelRecord(version, now, algorithm, interactions, fit_seconds, summary)
 
@@ -558,7 +559,7 @@ class SQLiteStorage(Storage):
     @staticmethod
     def _put(db: sqlite3.Connection, name: str, value: Any) -> None:
         db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
-                   "value = excluded.value", (name, json.dumps(value, allow_nan=False)))
+                   "value = excluded.value", (name, safejson.dumps(value)))
 
     def delete_before(self, when: float) -> int:
         with self._lock, self._transaction() as db:
