@@ -199,9 +199,9 @@ def typed_value(cls: type, name: str, value: object) -> object:
     """One value of field ``name`` of dataclass ``cls`` as a typed document (a TOML file's
     table, a JSON object) gives it, checked by the rules the field's option applies to
     command-line text (:func:`value_parser`): the type, the choices, every number finite
-    and at least 0 (above 0 for :data:`POSITIVE`) and below 2**63, an ``int`` a whole number
-    (never a ``bool``), a ``float`` also an integer (converted); a ``tuple`` a list; a
-    ``dict`` a table. Raises :class:`SettingRefused`."""
+    and at least 0 (above 0 for :data:`POSITIVE`), an integer below 2**63 (TOML's 64 bits);
+    an ``int`` a whole number (never a ``bool``), a ``float`` also an integer (converted); a
+    ``tuple`` a list; a ``dict`` a table. Raises :class:`SettingRefused`."""
     hint = settings_hints(cls)[name]
     if typing.get_origin(hint) is dict or hint is dict:
         if not isinstance(value, dict):
@@ -240,7 +240,8 @@ def _typed_one(kind: _Kind, name: str, value: object) -> object:
     else:
         number_types = (int,) if kind.type is int else (int, float)
         ok = (isinstance(value, number_types) and not isinstance(value, bool)
-              and math.isfinite(value) and abs(value) < 2**63  # TOML's integers: 64 bits
+              and math.isfinite(value)
+              and (isinstance(value, float) or abs(value) < 2**63)  # integers: 64 bits
               and (value > 0 if name in POSITIVE else value >= 0))
         if ok and kind.type is float:
             value = float(cast(float, value))

@@ -75,7 +75,7 @@ def _object(pairs: list[tuple[str, object]]) -> dict | _Refused:
     record = dict(pairs)
     if len(record) != len(pairs):
         key = next(k for k, count in Counter(k for k, _ in pairs).items() if count > 1)
-        return _Refused("is given twice in one object", key)
+        return _Refused(f"holds the key {shown(key)} twice in one object", key)
     return record
 
 
@@ -101,9 +101,9 @@ def path_text(parts: Sequence[str | int]) -> str:
 
 
 def refused_in(value: object) -> tuple[tuple[str | int, ...], str] | None:
-    """The place (keys and indices) and the problem of the first refused value in a parsed
-    document (document order): a value a parser hook refused, or an integer of more than
-    MAX_INTEGER_DIGITS digits; None when it holds none."""
+    """The place (keys and indices; a key given twice ends it) and the problem of the first
+    refused value in a parsed document (document order): a value a parser hook refused, or
+    an integer of more than MAX_INTEGER_DIGITS digits; None when it holds none."""
     stack: list[tuple[Any, tuple[str | int, ...]]] = [(value, ())]
     while stack:
         item, parts = stack.pop()
@@ -124,7 +124,8 @@ def refused_in(value: object) -> tuple[tuple[str | int, ...], str] | None:
 class Refused(IGLearnError):
     """A JSON or TOML text refused: ``where`` names the value refused (``contexts[0][3]``,
     ``[model.learner] lr``; empty when the text as a whole is), ``parts`` is that place as
-    keys and indices (``("contexts", 0, 3)``), ``problem`` says what is wrong with it."""
+    keys and indices (``("contexts", 0, 3)``; a key given twice ends it), ``problem`` says
+    what is wrong with it."""
 
     def __init__(self, source: str, where: str, problem: str, fix: str,
                  parts: tuple[str | int, ...] = ()):
@@ -177,7 +178,9 @@ def parse(text: str | bytes, source: str, fix: str) -> object:
         raise Refused(source, "", deep, fix)
     found = refused_in(value) if refused else None
     if found is not None:
-        raise Refused(source, path_text(found[0]), found[1], fix, found[0])
+        parts, problem = found
+        place = parts[:-1] if problem.startswith("holds the key") else parts
+        raise Refused(source, path_text(place), problem, fix, parts)
     return value
 
 
