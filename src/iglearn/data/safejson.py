@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
+from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
@@ -79,17 +81,15 @@ def _object(pairs: list[tuple[str, object]]) -> dict | _Refused:
     return record
 
 
-def _too_deep(value: object) -> bool:
-    """Whether ``value`` nests dicts and lists deeper than MAX_JSON_DEPTH (iteratively)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > limits.MAX_JSON_DEPTH:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children
-                     if isinstance(child, dict | list))
-    return False
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
+
+
+def _depth(raw: bytes) -> int:
+    """How deep the brackets of the JSON text ``raw`` nest (strings left out): read from the
+    bytes, before anything is parsed."""
+    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    return max(accumulate(1 if c in b"[{" else -1 for c in brackets), default=0)
 
 
 def path_text(parts: Sequence[str | int]) -> str:
@@ -157,8 +157,12 @@ def parse(text: str | bytes, source: str, fix: str) -> object:
             return value
         return check
 
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if raw.count(b"{") + raw.count(b"[") > limits.MAX_JSON_DEPTH \
+            and _depth(raw) > limits.MAX_JSON_DEPTH:
+        raise Refused(source, "", deep, fix)
     numbers: dict[str, Any] = {}
-    if _long_numbers(text):
+    if _long_numbers(raw):
         numbers = {"parse_int": noted(_integer), "parse_float": noted(finite_float)}
     try:
         value = json.loads(text, parse_constant=noted(_constant),
@@ -172,10 +176,6 @@ def parse(text: str | bytes, source: str, fix: str) -> object:
         raise Refused(source, "", f"not valid JSON ({e})", fix) from None
     except RecursionError:
         raise Refused(source, "", deep, fix) from None
-    openers = text.count("{") + text.count("[") if isinstance(text, str) else \
-        text.count(b"{") + text.count(b"[")
-    if openers > limits.MAX_JSON_DEPTH and _too_deep(value):
-        raise Refused(source, "", deep, fix)
     found = refused_in(value) if refused else None
     if found is not None:
         parts, problem = found
