@@ -8,6 +8,7 @@ import pytest
 from iglearn.cli import main
 from iglearn.errors import IGLearnError
 from iglearn.service.config import is_loopback, load_config, parse_config
+from iglearn.service.storage import open_storage
 
 MINIMAL = """\
 [model]
@@ -209,6 +210,9 @@ def test_a_malformed_postgresql_url_is_one_line_and_exit_2(tmp_path, capsys, url
         err = capsys.readouterr().err
         assert err.startswith("iglearn: error: ") and len(err.strip().splitlines()) == 1
         assert "not a PostgreSQL URL" in err and "secret" not in err
+    with pytest.raises(IGLearnError, match="is not a PostgreSQL URL") as error:
+        open_storage(url)  # from Python
+    assert "secret" not in str(error.value)
     given = ["serve", "db", "upgrade", "--config", str(path), "--db", url]
     path.write_text("[model]\nn_actions = 3\ncontext_dim = 2\nfeedback_dim = 2\n")
     assert main(given) == 2 and "not a PostgreSQL URL" in capsys.readouterr().err

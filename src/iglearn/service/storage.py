@@ -613,8 +613,12 @@ def open_storage(db: str | Path, synchronous: str = "normal", pool_size: int = 4
     see :class:`SQLiteStorage`). A new database gets the schema; ``upgrade``: also migrate
     an older one (else that is an error)."""
     if is_postgres(db):
-        from iglearn.service.postgres import PostgresStorage
+        from iglearn.service.postgres import URL_FORM, PostgresStorage, shown_url, url_problem
 
+        problem = url_problem(str(db))
+        if problem is not None:
+            raise IGLearnError(f"{shown_url(str(db))} is not a PostgreSQL URL ({problem}); "
+                               f"write it as {URL_FORM}")
         return PostgresStorage(str(db), pool_size=pool_size, upgrade=upgrade)
     return SQLiteStorage(db, synchronous, checkpoint_seconds=checkpoint_seconds)
 
