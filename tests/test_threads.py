@@ -42,8 +42,9 @@ def test_the_block_runs_on_its_threads_and_restores_the_callers():
     with pytest.raises(RuntimeError), torch_threads(3):
         raise RuntimeError("inside")
     assert torch.get_num_threads() == before
-    with pytest.raises(IGLearnError, match="threads must be a whole number >= 1"):
-        BatchIGL(threads=0)
+    for threads in (0, -1, 2**31, 1025, 1.0, True):  # torch cannot take 2**31 threads
+        with pytest.raises(IGLearnError, match=r"threads must be a whole number in \[1, 1024\]"):
+            BatchIGL(threads=threads)
 
 
 @pytest.mark.parametrize("cls", [BatchIGL, AIIGL])

@@ -19,10 +19,18 @@ from iglearn.errors import IGLearnError
 __all__ = ["check_threads", "one_thread", "torch_threads"]
 
 
+MAX_THREADS = 1024
+"""Most torch threads a fit or a service process may ask for (torch refuses counts beyond
+32 bits; no machine iglearn runs on gains from more)."""
+
+
 def check_threads(threads: object) -> None:
-    """Refuse a thread count that is not a whole number >= 1, naming it."""
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise IGLearnError(f"threads must be a whole number >= 1, got {threads!r}")
+    """Refuse a thread count that is not a whole number in [1, :data:`MAX_THREADS`], naming
+    it."""
+    if isinstance(threads, bool) or not isinstance(threads, int) \
+            or not 1 <= threads <= MAX_THREADS:
+        raise IGLearnError(f"threads must be a whole number in [1, {MAX_THREADS}], got "
+                           f"{threads!r}")
 
 
 @contextmanager

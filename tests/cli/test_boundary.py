@@ -7,7 +7,6 @@ import io as bytes_io
 import json
 import warnings
 import zipfile
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -161,15 +160,6 @@ def test_file_names_and_warnings_print_escaped_on_one_line(small, tmp_path, caps
     monkeypatch.setattr(logs, "_convert", warns)
     code, _, err = run(capsys, "convert", "a.npz", tmp_path / "b.npz")
     assert code == 0 and err == "iglearn: warning: first line\\nsecond \\x1b[31mline\n"
-
-
-def test_json_ready_maps_what_strict_json_cannot_hold():
-    record = {"nan": float("nan"), "inf": np.float32("inf"), "ok": np.float64(0.5),
-              "n": np.int64(3), "flag": np.bool_(True), "list": (1.0, float("-inf")),
-              "array": np.array([1.0, np.nan]), "path": Path("some/where")}
-    assert logs.json_ready(record) == {"nan": None, "inf": None, "ok": 0.5, "n": 3,
-                                       "flag": True, "list": [1.0, None],
-                                       "array": [1.0, None], "path": "some/where"}
 
 
 def _log_with(small, tmp_path, row: int, probability: float, reward: float | None = None):

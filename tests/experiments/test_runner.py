@@ -167,3 +167,30 @@ def test_a_damaged_record_runs_again_and_fresh_keeps_what_is_not_a_record(tmp_pa
     assert (tmp_path / "trials" / "notes.txt").read_text() == "mine"
     assert sorted(p.name for p in (tmp_path / "trials").iterdir()) == [
         "notes.txt", "run.json", "trial-00000.json", "trial-00001.json"]
+
+
+def non_finite_trial(index: int, seed: np.random.SeedSequence) -> list[dict]:
+    return [{"trial": index, "nan": float("nan"), "inf": np.float32("inf"),
+             "count": np.int64(2), "values": np.array([1.0, -np.inf])}]
+
+
+def test_every_record_a_run_writes_is_strict_json(tmp_path):
+    from iglearn.experiments.results import write_config
+
+    def refuse(literal: str) -> None:
+        raise AssertionError(f"{literal} in strict JSON")
+
+    execution = Execution(jobs=1, show_progress=False)
+    config = {"lr": float("inf"), "eps": np.float32("nan"), "path": tmp_path}
+    rows = run_trials(non_finite_trial, 2, 0, execution, tmp_path, config)
+    write_config(tmp_path / "config.json", config)
+    written = [*(tmp_path / "trials").iterdir(), tmp_path / "config.json"]
+    assert len(written) == 4
+    for path in written:
+        json.loads(path.read_text(), parse_constant=refuse)
+    assert json.loads((tmp_path / "config.json").read_text())["config"] == {
+        "lr": None, "eps": None, "path": str(tmp_path)}
+    again = run_trials(non_finite_trial, 2, 0, execution, tmp_path, config)  # from records
+    assert again == [{"trial": i, "nan": None, "inf": None, "count": 2, "values": [1.0, None]}
+                     for i in range(2)]
+    assert np.isnan(rows[0]["nan"])  # a fresh run gives the trial's own values

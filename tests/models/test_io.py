@@ -413,3 +413,18 @@ def test_every_file_of_a_model_folder_gets_the_mode_of_a_new_file(tmp_path, digi
         os.umask(old)
     modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "m").iterdir()}
     assert modes == {io.METADATA: 0o666 & ~mask, io.WEIGHTS: 0o666 & ~mask}
+
+
+def test_model_json_is_strict_json_whatever_the_metadata_holds(digits_log, tmp_path):
+    learner = fitted(digits_log)
+    extra = {"nan": float("nan"), "inf": np.float32("inf"), "list": [1.0, -math.inf],
+             "count": np.int64(3)}
+    io.save_model(learner, tmp_path / "m", extra=extra)
+
+    def refuse(literal: str) -> None:
+        raise AssertionError(f"{literal} in model.json")
+
+    record = json.loads((tmp_path / "m" / "model.json").read_text(), parse_constant=refuse)
+    assert {k: record["training"][k] for k in extra} == {
+        "nan": None, "inf": None, "list": [1.0, None], "count": 3}
+    assert io.load_model(tmp_path / "m").metadata_["training"]["nan"] is None

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from iglearn.cli import main
 from iglearn.errors import IGLearnError
 from iglearn.service.config import is_loopback, load_config, parse_config
+from iglearn.service.storage import open_storage
 
 MINIMAL = """\
 [model]
@@ -93,3 +95,125 @@ def test_command_line_overrides_are_checked():
 def test_loopback():
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("10.0.0.1")
+
+
+LEARNER_BAD = [  # [model.learner] values the learner's settings refuse, and what they need
+    ({"max_restarts": "2"}, "max_restarts", "an integer >= 0"),
+    ({"max_restarts": 1.5}, "max_restarts", "an integer >= 0"),
+    ({"max_restarts": -1}, "max_restarts", "an integer >= 0"),
+    ({"max_restarts": True}, "max_restarts", "an integer >= 0"),
+    ({"max_restarts": 2**63}, "max_restarts", "an integer >= 0"),
+    ({"decoder_temperature": "0.1"}, "decoder_temperature", "a finite number > 0"),
+    ({"decoder_temperature": 0}, "decoder_temperature", "a finite number > 0"),
+    ({"restart_threshold": "none"}, "restart_threshold", "a finite number >= 0"),
+    ({"corrector": 1}, "corrector", "true or false"),
+    ({"device": "tpu"}, "device", "one of cpu"),
+    ({"device": 3}, "device", "one of cpu"),
+    ({"logdir": ""}, "logdir", "a non-empty string"),
+    ({"optimisation": {"lr": "fast"}}, "optimisation.lr", "a finite number > 0"),
+    ({"optimisation": {"epochs": 2.0}}, "optimisation.epochs", "an integer >= 0"),
+    ({"optimisation": {"batch_size": 0}}, "optimisation.batch_size", "an integer >= 1"),
+    ({"optimisation": 4}, "optimisation", "a table"),
+    ({"optimisation": {"epoch": 2}}, "optimisation.epoch", "not a setting of Optimisation"),
+]
+
+
+@pytest.mark.parametrize(("learner", "key", "expected"), LEARNER_BAD)
+def test_learner_settings_are_checked_against_their_types(learner, key, expected):
+    with pytest.raises(IGLearnError) as error:
+        parse_config({"model": MODEL | {"learner": learner}}, "svc.toml")
+    message = str(error.value)
+    assert message.startswith(f"svc.toml: [model.learner] {key} ") and expected in message
+    assert "\n" not in message
+
+
+def test_learner_tables_change_only_their_keys_of_the_algorithms_defaults():
+    from iglearn.learners.settings import AIIGL_OPTIMISATION
+
+    config = parse_config({"model": MODEL | {"algorithm": "ai-igl", "learner": {
+        "optimisation": {"epochs": 5}, "refinements": 0, "temperature": 2}}})
+    from iglearn.service.config import make_learner
+
+    learner = make_learner(config)
+    assert learner.optimisation.epochs == 5 and learner.refinements == 0
+    assert learner.temperature == 2.0 and isinstance(learner.temperature, float)
+    assert learner.optimisation.policy_epochs == AIIGL_OPTIMISATION.policy_epochs
+
+
+SETTINGS_BAD = [  # every numeric setting with a bound a value can cross
+    ("learning", "pickup_seconds", 1e-9, "[0.05, 3600]"),
+    ("learning", "pickup_seconds", 0.01, "[0.05, 3600]"),
+    ("learning", "pickup_seconds", 86400.0, "[0.05, 3600]"),
+    ("learning", "poll_seconds", 1e-9, "[0.05, 3600]"),
+    ("learning", "refit_seconds", 1e300, "[0, 1e+09]"),
+    ("learning", "join_window", 1e300, "[0, 1e+09]"),
+    ("learning", "worker_threads", 2**31, "[1, 1024]"),
+    ("server", "torch_threads", 2**31, "[1, 1024]"),
+    ("server", "retention_days", 1e300, "[0, "),
+    ("learning", "max_interactions", 2**63, "an integer >= 0"),
+    ("learning", "refit_every", "500", "an integer"),
+    ("learning", "join_window", "600", "a finite number"),
+    ("exploration", "warmup", 10.5, "an integer"),
+    ("server", "port", "8700", "an integer"),
+    ("server", "max_body_bytes", 0, "an integer >= 1"),
+]
+
+
+@pytest.mark.parametrize(("table", "key", "value", "expected"), SETTINGS_BAD)
+def test_numeric_settings_out_of_their_range_are_named(table, key, value, expected):
+    with pytest.raises(IGLearnError) as error:
+        parse_config({"model": MODEL, table: {key: value}}, "svc.toml")
+    message = str(error.value)
+    assert message.startswith(f"svc.toml: [{table}] {key} is ") and expected in message
+
+
+TOML_BAD = [  # a line of [model.learner] or [learning], and the place named
+    ("[model.learner]\nmax_restarts = inf", "[model.learner] max_restarts"),
+    ("[model.learner]\noptimisation = {lr = nan}", "[model.learner.optimisation] lr"),
+    ("[model.learner]\nmax_restarts = 1" + "0" * 30, "[model.learner] max_restarts"),
+    ("[learning]\npickup_seconds = -inf", "[learning] pickup_seconds"),
+    ("[exploration]\niota = 1e999", "[exploration] iota"),
+]
+
+
+@pytest.mark.parametrize(("lines", "where"), TOML_BAD)
+def test_a_file_with_non_finite_or_huge_numbers_names_its_table_and_key(tmp_path, capsys,
+                                                                       lines, where):
+    path = tmp_path / "svc.toml"
+    text = "[model]\nn_actions = 3\ncontext_dim = 2\nfeedback_dim = 2\n"
+    path.write_text(text + lines.replace("[model.learner]", "[model.learner]", 1) + "\n")
+    with pytest.raises(IGLearnError, match=f"^{path}: " + where.replace("[", r"\[")
+                       .replace("]", r"\]") + " holds"):
+        load_config(path)
+    assert main(["serve", "db", "upgrade", "--config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert where in err and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["svc.toml"]
+
+
+URLS_BAD = ["postgresql://u:secret@[::1/db", "postgresql://u:secret@[zz]/db",
+            "postgresql://u:secret@host:notaport/db", "postgresql://h:99999/db",
+            "postgresql://h:5432:7/db", "postgresql://h:0/db", "postgresql://%zz@h/db",
+            "postgres://u:secret@h/db#part"]
+
+
+@pytest.mark.parametrize("url", URLS_BAD)
+def test_a_malformed_postgresql_url_is_one_line_and_exit_2(tmp_path, capsys, url):
+    with pytest.raises(IGLearnError, match=r"\[server\] db .* is not a PostgreSQL URL"):
+        parse_config({"model": MODEL, "server": {"db": url}}, "svc.toml")
+    path = tmp_path / "svc.toml"
+    path.write_text(f'[model]\nn_actions = 3\ncontext_dim = 2\nfeedback_dim = 2\n'
+                    f'[server]\ndb = "{url}"\n')
+    for command in (["serve", "db", "upgrade"], ["serve", "keys", "add", "--role", "admin"],
+                    ["serve"]):
+        assert main([*command, "--config", str(path)]) == 2, command
+        err = capsys.readouterr().err
+        assert err.startswith("iglearn: error: ") and len(err.strip().splitlines()) == 1
+        assert "not a PostgreSQL URL" in err and "secret" not in err
+    with pytest.raises(IGLearnError, match="is not a PostgreSQL URL") as error:
+        open_storage(url)  # from Python
+    assert "secret" not in str(error.value)
+    given = ["serve", "db", "upgrade", "--config", str(path), "--db", url]
+    path.write_text("[model]\nn_actions = 3\ncontext_dim = 2\nfeedback_dim = 2\n")
+    assert main(given) == 2 and "not a PostgreSQL URL" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["svc.toml"]

@@ -75,8 +75,15 @@ def test_demo_api_decides_stores_gestures_and_resets(demo_service, tmp_path):
         assert d["word"] in ("red", "green", "blue") and d["model_version"] == 0
         bad = http.post("/demo/api/decide", json={"colour": 3, "shape": 0})
         assert bad.status_code == 422 and bad.json()["field"] == "colour"
+        for colour in ("1" + "0" * 400, "NaN", "1e400"):
+            bad = http.post("/demo/api/decide", content=f'{{"colour": {colour}, "shape": 0}}')
+            assert bad.status_code == 422 and bad.json()["field"] == "colour", colour
         eid = d["event_id"]
-        for stroke in ("[[1, 2]]", '[[1, "a"], [2, 3]]', '"x"', "[[1, 2], [NaN, 1]]"):
+        huge = "1" + "0" * 400  # no float holds it
+        for stroke in ("[[1, 2]]", '[[1, "a"], [2, 3]]', '"x"', "[[1, 2], [NaN, 1]]",
+                       f"[[1, 2], [{huge}, 1]]", f"[[-{huge}, 2], [3, 1]]",
+                       f"[[1, 2], [3, 1], [4, {huge}]]", "[[1, 2], [1e400, 1]]",
+                       "[[1, 2], [3, -Infinity]]"):
             answer = http.post("/demo/api/feedback",
                                content=f'{{"event_id": "{eid}", "stroke": {stroke}}}')
             assert answer.status_code == 422 and answer.json()["field"] == "stroke", stroke

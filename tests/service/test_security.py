@@ -82,9 +82,36 @@ FEEDBACK_BAD = [
 ]
 
 
+HUGE = b"1" + b"0" * 400
+"""A JSON integer no float holds."""
+NUMBERS_BAD = [  # a number no vector can hold, in every vector and every place of one
+    *((b'{"context": [%s]}' % b", ".join(HUGE if i == j else b"0" for j in range(4)),
+       "context") for i in range(4)),
+    (b'{"context": [-' + HUGE + b', 0, 0, 0]}', "context"),
+    (b'{"context": [0, 0, 0, 123456789012345678901]}', "context"),
+    (b'{"contexts": [[0, 0, 0, 0], [0, 0, ' + HUGE + b', 0]]}', "contexts"),
+    (b'{"contexts": [[' + HUGE + b', 0, 0, 0]], "event_ids": ["x"]}', "contexts"),
+    (b'{"context": [0, 0, 0, 0], "actions": [' + HUGE + b']}', "actions"),
+    (b'{"context": [0, 0, 0, 0], "event_id": ' + HUGE + b'}', "event_id"),
+    (b'{"context": [0, 0, 0, 0], "context": [1, 1, 1, 1]}', "context"),
+    (b'{"context": [1e400, 0, 0, 0]}', "context"),
+    (b'{"context": [0, 0, 0, 0], "x": [NaN]}', "x"),
+]
+FEEDBACK_NUMBERS_BAD = [
+    *((b'{"event_id": "e", "feedback": [%s]}' % b", ".join(
+        HUGE if i == j else b"0" for j in range(3)), "feedback") for i in range(3)),
+    (b'{"event_id": "e", "feedback": [0, 0, -' + HUGE + b']}', "feedback"),
+    (b'{"event_id": "e", "feedback": [0, 0, 0], "definitely_bad": ' + HUGE + b'}',
+     "definitely_bad"),
+    (b'{"event_id": "e", "feedback": [0, 1e309, 0]}', "feedback"),
+]
+
+
 @pytest.mark.parametrize(("path", "body", "field"),
-                         [("/v1/decide", b, f) for b, f in DECIDE_BAD]
-                         + [("/v1/feedback", b, f) for b, f in FEEDBACK_BAD])
+                         [("/v1/decide", b, f) for b, f in DECIDE_BAD + NUMBERS_BAD]
+                         + [("/v1/feedback", b, f) for b, f in
+                            FEEDBACK_BAD + FEEDBACK_NUMBERS_BAD]
+                         + [("/v1/noop", b, f) for b, f in NUMBERS_BAD[:3]])
 def test_malformed_bodies_name_the_field(service, path, body, field):
     before = snapshot(service)
     with service.http() as http:
@@ -107,6 +134,25 @@ def test_oversized_and_admin_parameters(service):
         assert admin.post("/v1/model/refit?wait=-1").json()["field"] == "wait"
         assert admin.get("/v1/log?since=yesterday").json()["field"] == "since"
         assert admin.put("/v1/model", content=b"\x1f\x8b garbage").status_code == 422
+    assert snapshot(service) == before
+
+
+TIMES_BAD = ["0001-01-01", "0001-01-01T00:00:00", "1e400",
+             "-1e400", "nan", "inf", "1e13", "99999-01-01", "2024-02-30", "1" + "0" * 400]
+
+
+def test_times_out_of_range_in_query_parameters_are_422s_naming_them(service):
+    before = snapshot(service)
+    with service.http("admin") as admin:
+        for name in ("since", "until"):
+            for value in TIMES_BAD:
+                answer = admin.get("/v1/log", params={name: value})
+                assert answer.status_code == 422, (name, value, answer.text)
+                assert answer.json()["field"] == name
+        for value in TIMES_BAD + ["601", "-0.5"]:
+            answer = admin.post("/v1/model/refit", params={"wait": value})
+            assert answer.status_code == 422 and answer.json()["field"] == "wait", value
+        assert admin.get("/v1/log", params={"since": "9999-12-31"}).status_code == 404
     assert snapshot(service) == before
 
 

@@ -8,7 +8,6 @@ is created, and no output may overlap an input (:mod:`iglearn.cli.paths`).
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import warnings
 from collections.abc import Callable
@@ -21,6 +20,7 @@ import numpy as np
 
 from iglearn.cli.paths import check_model_output, check_paths, with_sidecar
 from iglearn.cli.settings import add_settings, build_settings, flag, number
+from iglearn.data import safejson
 from iglearn.data.frames import ColumnMapping
 from iglearn.data.logs import InteractionLog
 from iglearn.data.stream import LogStream, StreamSettings
@@ -102,35 +102,15 @@ def shared_settings() -> tuple[set[str], set[str]]:
     return shared, decoding
 
 
-def json_ready(value: object) -> object:
-    """``value`` as strict JSON holds it: numpy scalars and arrays as numbers and lists, other
-    objects (paths) as strings, and numbers that are not finite (NaN, the infinities) as None,
-    which JSON writes null."""
-    if isinstance(value, dict):
-        return {str(key): json_ready(item) for key, item in value.items()}
-    if isinstance(value, list | tuple | np.ndarray):
-        return [json_ready(item) for item in value]
-    if isinstance(value, bool | np.bool_):
-        return bool(value)
-    if isinstance(value, int | np.integer):
-        return int(value)
-    if isinstance(value, float | np.floating):
-        return float(value) if math.isfinite(value) else None
-    if value is None or isinstance(value, str):
-        return value
-    return str(value)
-
-
 def _print(record: dict) -> None:
-    print(json.dumps(json_ready(record), indent=2, allow_nan=False))
+    print(safejson.dumps(record, indent=2))
 
 
 def _print_summary(record: dict) -> None:
     """``record`` as strict JSON, one top-level key per line (a nested value stays on its
     key's line), so that a summary is as many lines as it has keys."""
-    ready = cast(dict, json_ready(record))
-    lines = [f"  {json.dumps(key)}: {json.dumps(value, allow_nan=False)}"
-             for key, value in ready.items()]
+    lines = [f"  {safejson.dumps(key)}: {safejson.dumps(value)}"
+             for key, value in cast(dict, safejson.ready(record)).items()]
     print("{\n" + ",\n".join(lines) + "\n}")
 
 
@@ -197,13 +177,13 @@ def _fit(args: argparse.Namespace) -> int:
         summary["identifiability_warnings"] = summary.pop("warnings")
         extra = {}
     save_model(learner, out, info.schema,
-               extra=cast(dict, json_ready({"log": str(args.log), "samples": len(log),
+               extra=cast(dict, safejson.ready({"log": str(args.log), "samples": len(log),
                                  "log_fingerprint": fingerprint(args.log),
                                  "settings": settings, **extra})))
     if history is not None:
         records = cast(BatchIGL, learner).report_.history
-        write_text(history, "".join(json.dumps(json_ready(asdict(record)), allow_nan=False)
-                                    + "\n" for record in records))
+        write_text(history, "".join(safejson.dumps(asdict(record)) + "\n"
+                                    for record in records))
         summary["history"] = {"file": str(history), "epochs": len(records)}
     _print_summary(summary)
     return 0

@@ -35,6 +35,7 @@ from dataclasses import Field, dataclass, fields, is_dataclass, replace
 from functools import cache, partial
 from typing import Any, Literal, TypeVar, cast
 
+from iglearn.errors import shown as quoted
 from iglearn.hints import settings_hints
 
 T = TypeVar("T")
@@ -182,6 +183,101 @@ def value_parser(cls: type, name: str) -> Callable[[str], object]:
             return tuple(one(item.strip()) for item in text.split(","))
         return one(text)
     return parse
+
+
+class SettingRefused(ValueError):
+    """A value a typed document (TOML, JSON) gives a setting that its field's type refuses:
+    ``name`` (dotted for a nested setting: ``optimisation.lr``), the ``value`` and what was
+    ``expected``."""
+
+    def __init__(self, name: str, value: object, expected: str, problem: str | None = None):
+        super().__init__(problem or f"{name} is {quoted(value)}; expected {expected}")
+        self.name, self.value, self.expected = name, value, expected
+
+
+def typed_value(cls: type, name: str, value: object) -> object:
+    """One value of field ``name`` of dataclass ``cls`` as a typed document (a TOML file's
+    table, a JSON object) gives it, checked by the rules the field's option applies to
+    command-line text (:func:`value_parser`): the type, the choices, every number finite
+    and at least 0 (above 0 for :data:`POSITIVE`), an integer below 2**63 (TOML's 64 bits);
+    an ``int`` a whole number (never a ``bool``), a ``float`` also an integer (converted); a
+    ``tuple`` a list; a ``dict`` a table. Raises :class:`SettingRefused`."""
+    hint = settings_hints(cls)[name]
+    if typing.get_origin(hint) is dict or hint is dict:
+        if not isinstance(value, dict):
+            raise SettingRefused(name, value, "a table")
+        return value
+    try:
+        kind = _kind(cls, next(f for f in fields(cls) if f.name == name))
+    except TypeError:
+        raise SettingRefused(name, value, "a value only Python can give") from None
+    if value is None and kind.optional:
+        return None
+    if kind.sequence:
+        if not isinstance(value, list | tuple):
+            raise SettingRefused(name, value, f"a list of {_expected(kind, name)}")
+        return tuple(_typed_one(kind, name, item) for item in value)
+    return _typed_one(kind, name, value)
+
+
+def _expected(kind: _Kind, name: str) -> str:
+    if kind.choices is not None:
+        return f"one of {', '.join(kind.choices)}"
+    positive = name in POSITIVE
+    return {int: "an integer >= 1" if positive else "an integer >= 0",
+            float: "a finite number > 0" if positive else "a finite number >= 0",
+            str: "a non-empty string", bool: "true or false"}[kind.type]
+
+
+def _typed_one(kind: _Kind, name: str, value: object) -> object:
+    ok: bool
+    if kind.choices is not None:
+        ok = isinstance(value, str) and value in kind.choices
+    elif kind.type is str:
+        ok = isinstance(value, str) and bool(value)
+    elif kind.type is bool:
+        ok = isinstance(value, bool)
+    else:
+        number_types = (int,) if kind.type is int else (int, float)
+        ok = (isinstance(value, number_types) and not isinstance(value, bool)
+              and math.isfinite(value)
+              and (isinstance(value, float) or abs(value) < 2**63)  # integers: 64 bits
+              and (value > 0 if name in POSITIVE else value >= 0))
+        if ok and kind.type is float:
+            value = float(cast(float, value))
+    if not ok:
+        raise SettingRefused(name, value, _expected(kind, name))
+    return value
+
+
+def typed_settings(settings: T, values: Mapping[str, object], skip: Collection[str] = ()
+                   ) -> T:
+    """``settings`` (a dataclass instance) with ``values`` from a typed document in place of
+    its values, each checked by :func:`typed_value`; a field that holds a dataclass takes a
+    table of its own fields (``optimisation = {epochs = 4}`` changes that one epoch count of
+    ``settings``' optimisation). Raises :class:`SettingRefused` for a value or a name that
+    is not a field (its message lists the fields, but those in ``skip``)."""
+    cls = type(settings)
+    names = [f.name for f in fields(cast(Any, settings)) if f.init]
+    changes: dict[str, object] = {}
+    for name, value in values.items():
+        if name not in names:
+            known = ", ".join(sorted(set(names) - set(skip)))
+            raise SettingRefused(name, value, f"a setting of {cls.__name__} ({known})",
+                                 f"{name} is not a setting of {cls.__name__}; its settings "
+                                 f"are {known}")
+        inner = getattr(settings, name)
+        if is_dataclass(inner) and not isinstance(inner, type):
+            if not isinstance(value, dict):
+                raise SettingRefused(name, value, "a table")
+            try:
+                changes[name] = typed_settings(inner, value)
+            except SettingRefused as e:
+                raise SettingRefused(f"{name}.{e.name}", e.value, e.expected,
+                                     f"{name}.{e}") from None
+        else:
+            changes[name] = typed_value(cls, name, value)
+    return replace(cast(Any, settings), **changes)
 
 
 def _choice(choices: tuple[str, ...], text: str) -> str:

@@ -14,7 +14,6 @@ are fractions in [0, 1]; tables for people may show percent and then say so.
 
 from __future__ import annotations
 
-import json
 import platform
 import tempfile
 from collections.abc import Callable, Mapping
@@ -25,6 +24,7 @@ from typing import cast
 import pandas as pd
 
 import iglearn
+from iglearn.data import safejson
 from iglearn.errors import IGLearnError
 from iglearn.files import write_atomic, write_text
 from iglearn.learners import AIIGL, BatchIGL
@@ -130,7 +130,7 @@ def write_config(path: Path, config: object) -> None:
         "python": platform.python_version(),
         "platform": platform.platform(),
     }
-    write_text(path, json.dumps(record, indent=2, default=str) + "\n")
+    write_text(path, safejson.dumps(record, indent=2) + "\n")
 
 
 def write_outputs(folder: Path, name: str, frame: pd.DataFrame, text: str, config: object,

@@ -12,7 +12,6 @@ jobs and stack size.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import re
@@ -26,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from iglearn.data import safejson
 from iglearn.errors import IGLearnError
 from iglearn.files import write_text
 from iglearn.processes import end_with_parent
@@ -103,7 +103,7 @@ class TrialRecord:
     def __init__(self, folder: Path, fingerprint: dict, fresh: bool):
         self.folder = folder / "trials"
         manifest = self.folder / "run.json"
-        text = json.dumps(fingerprint, sort_keys=True, default=str)
+        text = safejson.dumps(fingerprint, sort_keys=True)
         if fresh and self.folder.exists():
             self.forget()
         if manifest.exists() and manifest.read_text().strip() != text:
@@ -124,8 +124,8 @@ class TrialRecord:
         if not path.exists():
             return None
         try:
-            rows = json.loads(path.read_text())
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+            rows = safejson.parse(path.read_bytes(), str(path), "running it again")
+        except (OSError, IGLearnError):
             rows = None
         if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
             warnings.warn(f"{path}: the trial record is damaged; running that trial again",
@@ -134,7 +134,7 @@ class TrialRecord:
         return rows
 
     def save(self, index: int, rows: list[dict]) -> None:
-        text = json.dumps(_finite(rows), default=_plain, allow_nan=False)
+        text = safejson.dumps(rows, other=_plain)
         write_text(self.path(index), text + "\n")
 
     def forget(self) -> None:
@@ -150,20 +150,8 @@ class TrialRecord:
 _RECORD = re.compile(r"run\.json|trial-\d{5}\.json|\.(run|trial-\d{5})\.json\.\w+\.part")
 
 
-def _finite(value: object) -> object:
-    """``value`` with every non-finite float as None (strict JSON has no NaN)."""
-    if isinstance(value, float | np.floating) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {key: _finite(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(item) for item in value]
-    return value
-
-
 def _plain(value: object) -> object:
-    if isinstance(value, np.generic):
-        return value.item()
+    """What a trial row cannot hold (numbers, strings and lists of them can)."""
     raise TypeError(f"cannot record {type(value).__name__} in a trial row")
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 import math
 import os
 import re
@@ -419,11 +418,7 @@ def save_model(learner: BatchIGL | AIIGL | IGLP, folder: str | Path,
         "training": {**(dataclasses.asdict(report) if report is not None else {}),
                      **(extra or {})},
     }
-    try:
-        text = json.dumps(metadata, indent=2, default=str, allow_nan=False) + "\n"
-    except ValueError as e:
-        raise IGLearnError(f"--out {folder}: the training summary holds a NaN or infinite "
-                           f"number ({e}); fit again") from None
+    text = safejson.dumps(metadata, indent=2) + "\n"  # a number that is not finite: null
     tmp = temporary_folder(folder)
     try:
         save_file(tensors, str(tmp / WEIGHTS))

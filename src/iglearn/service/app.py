@@ -35,8 +35,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 import iglearn
-from iglearn.data import limits
-from iglearn.errors import IGLearnError
+from iglearn.data import limits, safejson
+from iglearn.errors import IGLearnError, shown
 from iglearn.service.config import ServiceConfig, is_loopback
 from iglearn.service.exploration import Explorer
 from iglearn.service.keys import KeyRing
@@ -519,17 +519,24 @@ async def discard_body(request: Request, seconds: float) -> None:
 
 
 async def read_json(request: Request, limit: int, allowed: tuple[str, ...]) -> dict[str, Any]:
-    """The body as a JSON object with only the ``allowed`` keys (422 otherwise)."""
+    """The body as a JSON object with only the ``allowed`` keys (422 otherwise), read by the
+    one strict JSON parser (:func:`iglearn.data.safejson.parse`: finite numbers, integers
+    bounded before conversion; a refused value's top-level key is the field, its message names
+    the place: ``contexts[0][3]``)."""
     body = await read_body(request, limit)
     try:
-        value = json.loads(body)
-    except (ValueError, RecursionError):
-        raise Rejected(422, "the body is not valid JSON; send a JSON object", "body") from None
+        value = safejson.parse(body, "the body", "send a JSON object of finite numbers, lists "
+                               "and strings")
+    except safejson.Refused as e:  # the field: the top-level key where the value is
+        field = e.parts[0] if e.parts and isinstance(e.parts[0], str) and e.parts[0] \
+            else "body"
+        raise Rejected(422, str(e), field) from None
     if not isinstance(value, dict):
         raise Rejected(422, "the body must be a JSON object", "body")
     for key in value:
         if key not in allowed:
-            raise Rejected(422, f"unknown field; the fields are {', '.join(allowed)}", key)
+            raise Rejected(422, f"unknown field {shown(key)}; the fields are "
+                                f"{', '.join(allowed) or 'none'}", key or "body")
     return value
 
 
@@ -583,20 +590,27 @@ def allowed_actions(value: object, n_actions: int) -> np.ndarray:
     return mask
 
 
+MAX_SECONDS = 1e12
+"""Largest magnitude of a time (Unix seconds; ISO 8601 dates end before 2.6e11) or a
+duration a query parameter may give."""
+
+
 def timestamp(value: str | None, name: str) -> float | None:
-    """A time given as Unix seconds or ISO 8601 (422 otherwise)."""
+    """A time given as Unix seconds or ISO 8601 within ±:data:`MAX_SECONDS` (422 naming
+    ``name`` otherwise: not a time, not finite, a date that has no Unix time)."""
     if value is None or value == "":
         return None
     try:
         seconds = float(value)
     except ValueError:
         try:
-            parsed = datetime.fromisoformat(value)
-        except ValueError:
-            raise Rejected(422, "must be Unix seconds or an ISO 8601 time", name) from None
-        seconds = parsed.timestamp()
-    if not math.isfinite(seconds):
-        raise Rejected(422, "must be a finite time", name)
+            seconds = datetime.fromisoformat(value).timestamp()
+        except (ValueError, OverflowError, OSError) as e:  # a date out of range, say
+            reason = f" ({e})" if not isinstance(e, ValueError) or "range" in str(e) else ""
+            raise Rejected(422, f"must be Unix seconds or an ISO 8601 time{reason}",
+                           name) from None
+    if not (math.isfinite(seconds) and abs(seconds) <= MAX_SECONDS):
+        raise Rejected(422, f"must be a finite time within ±{MAX_SECONDS:g} seconds", name)
     return seconds
 
 

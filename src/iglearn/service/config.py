@@ -13,23 +13,21 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
-import math
 import time
-import tomllib
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from iglearn.data import limits
+from iglearn.data import limits, safejson
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
 from iglearn.learners.schedules import SCHEDULES, Schedule, make_schedule
 from iglearn.models.decoders import DECODERS
 from iglearn.models.policies import POLICIES
 from iglearn.service.operator_log import LOG_FORMATS
+from iglearn.threads import MAX_THREADS
 
 EXPLORATION_MODES = ("e2g", "epsilon")
 EXPLOIT_MODES = ("greedy", "softmax")
@@ -145,18 +143,19 @@ class LearningSettings:
     keep_versions: int = 20
     """Model versions kept for rollback (the served one is always kept)."""
     worker_threads: int = 1
-    """Torch threads of the re-fitting worker process."""
+    """Torch threads of the re-fitting worker process (1 to 1024)."""
     worker_nice: int = 10
     """How much lower the worker's CPU priority is than the service's (0 to 19), so that
     decisions come first on a busy machine."""
     poll_seconds: float = 0.5
     """How often the worker looks for work (and, not holding the re-fit lease, tries to
-    take it)."""
+    take it); 0.05 to 3600 seconds."""
     pickup_seconds: float = 1.0
     """Every service process (every replica) serves a newly stored model version within
     this many seconds, plus the time to load it: a thread of each, with a database
     connection of its own, polls the database's served version this often, apart from the
-    requests' event loop, so that no load on the service delays it."""
+    requests' event loop, so that no load on the service delays it; 0.05 to 3600 seconds
+    (below 0.05 an idle service spends its time polling)."""
 
 
 @dataclass(frozen=True)
@@ -186,12 +185,13 @@ class ServerSettings:
     event_id_max_length: int = 128
     """Longest event id accepted."""
     torch_threads: int = 1
-    """Torch threads of the service process (its decisions are small products)."""
+    """Torch threads of the service process (its decisions are small products; 1 to
+    1024)."""
     body_timeout_seconds: float = 10.0
-    """Longest time a request's body may take to arrive: a body that stalls is answered
-    408 and its connection closed, so that slow or stalled clients cannot hold the
-    service's connections. (A body over ``max_body_bytes`` is read and dropped for at most
-    this long, so that the client, still sending, receives the 413.)"""
+    """Longest time a request's body may take to arrive (at most 3600 seconds): a body that
+    stalls is answered 408 and its connection closed, so that slow or stalled clients
+    cannot hold the service's connections. (A body over ``max_body_bytes`` is read and
+    dropped for at most this long, so that the client, still sending, receives the 413.)"""
     log_format: str = "text"
     """The operator's log on standard error (start, re-fits, swaps of the served version,
     rollbacks): 'text' for a terminal, or 'json' (one object per line) for log
@@ -249,6 +249,22 @@ class ServiceConfig:
         return dataclasses.replace(self, server=settings)
 
 
+POLL_SECONDS = (0.05, 3600.0)
+"""The range of ``[learning] poll_seconds`` and ``pickup_seconds``: each is a loop that asks
+the database, and below 0.05 s an idle service spends its time asking."""
+MAX_SECONDS = 1e9
+"""Longest ``[learning] refit_seconds`` and ``join_window`` (about 31 years)."""
+RANGES: dict[tuple[str, str], tuple[float, float]] = {
+    ("learning", "poll_seconds"): POLL_SECONDS, ("learning", "pickup_seconds"): POLL_SECONDS,
+    ("learning", "refit_seconds"): (0.0, MAX_SECONDS),
+    ("learning", "join_window"): (0.0, MAX_SECONDS),
+    ("learning", "worker_threads"): (1, MAX_THREADS),
+    ("server", "torch_threads"): (1, MAX_THREADS),
+    ("server", "retention_days"): (0.0, MAX_SECONDS / 86400),
+    ("server", "body_timeout_seconds"): (0.0, 3600.0),
+}
+"""The bounds of the numeric settings that have an upper one (the others: :func:`_check`)."""
+
 TABLES: dict[str, type] = {"model": ModelSettings, "exploration": ExplorationSettings,
                            "learning": LearningSettings, "server": ServerSettings}
 
@@ -261,10 +277,10 @@ def load_config(path: str | Path) -> ServiceConfig:
         raise IGLearnError(f"{path}: {size} bytes is too large for a configuration file "
                            f"(at most {MAX_CONFIG_BYTES})")
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
         raise IGLearnError(f"{path}: not valid TOML ({e}); fix the file") from None
-    return parse_config(document, str(path))
+    return parse_config(safejson.parse_toml(text, str(path), "fix the file"), str(path))
 
 
 def parse_config(document: dict[str, Any], path: str = "configuration") -> ServiceConfig:
@@ -290,9 +306,9 @@ def parse_config(document: dict[str, Any], path: str = "configuration") -> Servi
 
 def _section(cls: type, name: str, values: dict[str, Any], path: str) -> Any:
     """The dataclass ``cls`` from a table's ``values``, each checked against its field's
-    type."""
+    type as every typed settings document is (:func:`iglearn.cli.settings.typed_value`:
+    the type, finite numbers >= 0); the ranges are :func:`_check`'s."""
     fields = {f.name: f for f in dataclasses.fields(cls)}
-    hints = typing.get_type_hints(cls)
     for key in values:
         if key not in fields:
             raise IGLearnError(f"{path}: unknown key {shown(key)} in [{name}]; the keys are "
@@ -301,19 +317,14 @@ def _section(cls: type, name: str, values: dict[str, Any], path: str) -> Any:
                and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
     if missing:
         raise IGLearnError(f"{path}: [{name}] needs {missing[0]} (an integer); add it")
+    from iglearn.cli.settings import SettingRefused, typed_value
+
+    converted = {}
     for key, value in values.items():
-        hint = hints[key]
-        whole = isinstance(value, int) and not isinstance(value, bool)
-        checks = {int: whole, int | None: whole,  # TOML has no null: an absent key is None
-                  float: isinstance(value, int | float) and not isinstance(value, bool)
-                  and math.isfinite(value),
-                  str: isinstance(value, str), bool: isinstance(value, bool)}
-        ok = checks.get(hint, isinstance(value, dict))
-        if not ok:
-            expected = {int: "an integer", int | None: "an integer", float: "a finite number",
-                        str: "a string", bool: "true or false"}.get(hint, "a table")
-            raise _bad(path, name, key, value, expected)
-    converted = {k: float(v) if hints[k] is float else v for k, v in values.items()}
+        try:
+            converted[key] = typed_value(cls, key, value)
+        except SettingRefused as e:
+            raise _bad(path, name, key, value, e.expected) from None
     return cls(**converted)
 
 
@@ -365,6 +376,7 @@ def _check(config: ServiceConfig, path: str) -> None:
     for (table, key), value in positive.items():
         if not value > 0:
             raise _bad(path, table, key, value, "a number > 0")
+    _check_ranges(config.learning, "learning", path)
     if not 0 <= lr.worker_nice <= 19:
         raise _bad(path, "learning", "worker_nice", lr.worker_nice, "an integer in [0, 19]")
     if not 0 < e.eta <= 1:
@@ -376,13 +388,29 @@ def _check(config: ServiceConfig, path: str) -> None:
     make_learner(config, path)
 
 
+def _check_ranges(settings: Any, table: str, path: str) -> None:
+    """The bounds of :data:`RANGES` for the settings of ``table``."""
+    for (where, key), (low, high) in RANGES.items():
+        if where == table and not low <= getattr(settings, key) <= high:
+            raise _bad(path, table, key, getattr(settings, key),
+                       f"a number in [{low:g}, {high:g}]")
+
+
 def _check_server(s: ServerSettings, path: str) -> None:
+    _check_ranges(s, "server", path)
     if not 0 <= s.port <= 65535:
         raise _bad(path, "server", "port", s.port, "an integer in [0, 65535]")
     if not s.host:
         raise _bad(path, "server", "host", s.host, "an address such as 127.0.0.1")
     if not s.db:
         raise _bad(path, "server", "db", s.db, "a file name such as service.db")
+    from iglearn.service.postgres import URL_FORM, shown_url, url_problem
+    from iglearn.service.storage import is_postgres
+
+    problem = url_problem(s.db) if is_postgres(s.db) else None
+    if problem is not None:
+        raise IGLearnError(f"{path}: [server] db {shown(shown_url(s.db))} is not a PostgreSQL "
+                           f"URL ({problem}); write it as {URL_FORM}")
     if s.synchronous not in SYNCHRONOUS:
         raise _bad(path, "server", "synchronous", s.synchronous,
                    f"one of {', '.join(SYNCHRONOUS)}")
@@ -401,35 +429,28 @@ def _check_server(s: ServerSettings, path: str) -> None:
 
 def make_learner(config: ServiceConfig, path: str = "configuration", seed: int = 0) -> Any:
     """A new, unfitted learner of the configured algorithm and settings (the registry's
-    learner class, built as ``iglearn fit`` builds it); a bad setting names its key."""
-    from iglearn.learners.training import Optimisation
+    learner class with its defaults, ``[model.learner]`` in their place as ``iglearn fit``'s
+    options are: a table such as ``optimisation = {epochs = 4}`` changes those keys of the
+    algorithm's own defaults); every value is checked against its setting's type
+    (:func:`iglearn.cli.settings.typed_settings`) and a bad one names its key."""
+    from iglearn.cli.settings import SettingRefused, typed_settings
     from iglearn.models.io import algorithms as registry
 
     cls = registry()[config.model.algorithm].learner
     settings = config.learner_settings()
-    names = {f.name for f in dataclasses.fields(cls)} if dataclasses.is_dataclass(cls) else set()
-    for key, value in settings.items():
-        if names and key not in names:
-            raise IGLearnError(f"{path}: [model.learner] {key} is not a setting of "
-                               f"{cls.__name__}; its settings are "
-                               f"{', '.join(sorted(names - {'seed'}))}")
+    for key in settings:
         if key == "seed":
             raise IGLearnError(f"{path}: [model.learner] seed: set [model] seed instead")
         if key == "threads":
             raise IGLearnError(f"{path}: [model.learner] threads: set [learning] "
                                f"worker_threads instead")
-        if key == "optimisation" and isinstance(value, dict):
-            known = {f.name for f in dataclasses.fields(Optimisation)}
-            stray = sorted(set(value) - known)
-            if stray:
-                raise IGLearnError(f"{path}: [model.learner] optimisation.{stray[0]} is not "
-                                   f"an optimisation setting; they are {', '.join(known)}")
-            settings[key] = Optimisation(**value)
-    if "threads" in names:  # re-fits run in the worker, on its threads
+    if "threads" in {f.name for f in dataclasses.fields(cls)}:  # re-fits run in the worker
         settings["threads"] = config.learning.worker_threads
     try:
-        learner = cls(**settings, seed=seed)
-    except (TypeError, ValueError) as e:
+        learner = typed_settings(cls(seed=seed), settings, skip=("seed", "threads"))
+    except SettingRefused as e:
+        raise IGLearnError(f"{path}: [model.learner] {e}") from None
+    except (TypeError, ValueError, IGLearnError) as e:
         raise IGLearnError(f"{path}: [model.learner] settings refused by "
                            f"{cls.__name__}: {e}; fix them") from None
     return learner

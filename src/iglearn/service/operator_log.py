@@ -11,11 +11,11 @@ null; a non-finite number is written as null)."""
 
 from __future__ import annotations
 
-import json
-import math
 import sys
 import time
 from typing import Any
+
+from iglearn.data import safejson
 
 LOG_FORMATS = ("text", "json")
 """The values of ``[server] log_format``."""
@@ -25,11 +25,9 @@ def log_event(log_format: str, event: str, message: str, **fields: Any) -> str:
     """Write one line for ``event`` to standard error (flushed) and return it: ``message``
     after ``iglearn serve:`` in the text format; an object of ``fields`` with ``time``,
     ``event`` and ``message`` in the JSON format."""
-    if log_format == "json":
-        values = {name: (None if isinstance(value, float) and not math.isfinite(value)
-                         else value) for name, value in fields.items()}
-        line = json.dumps({"time": round(time.time(), 3), "event": event, **values,
-                           "message": message}, allow_nan=False, default=str)
+    if log_format == "json":  # iglearn's one JSON writer: a non-finite number is null
+        line = safejson.dumps({"time": round(time.time(), 3), "event": event, **fields,
+                               "message": message})
     else:
         line = f"iglearn serve: {message}"
     print(line, file=sys.stderr, flush=True)

@@ -18,6 +18,7 @@ releases it when that connection ends, which a killed process's connection does 
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -25,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
+from iglearn.data import safejson
 from iglearn.errors import IGLearnError
 from iglearn.service.storage import (
     Counts,
@@ -96,9 +98,37 @@ RETRIES = 5
 """Attempts of a transaction that lost a deadlock or serialisation conflict."""
 
 
+URL_FORM = "postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
+
+
+def url_problem(url: str) -> str | None:
+    """What makes ``url`` no PostgreSQL URL that libpq could read (its brackets, host, port,
+    percent-escapes), or None; checked when the configuration is read, before any
+    connection."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # a port that is no number in [0, 65535] raises
+        host = parts.hostname
+    except ValueError as e:
+        return str(e)
+    if port == 0:
+        return "port 0"
+    if "[" in parts.netloc and not host:
+        return "an empty IPv6 address"
+    if parts.fragment:
+        return f"a fragment '#{parts.fragment}'"
+    stray = re.search(r"%(?![0-9A-Fa-f]{2})", url)
+    if stray:
+        return f"a '%' at {stray.start()} that starts no %XX escape"
+    return None
+
+
 def shown_url(url: str) -> str:
-    """``url`` without its password, for messages."""
-    parts = urlsplit(url)
+    """``url`` without its password, for messages (a malformed URL too)."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # hide whatever stands between :// and the last @
+        return re.sub(r"(://[^:/@]*):.*@", r"\1:***@", url)
     if parts.password is None:
         return url
     netloc = parts.netloc.rsplit("@", 1)[-1]
@@ -344,7 +374,7 @@ class PostgresStorage(Storage):
     def _put(connection: Any, name: str, value: Any) -> None:
         connection.execute("INSERT INTO iglearn_state VALUES (%s, %s) ON CONFLICT (name) DO "
                            "UPDATE SET value = excluded.value",
-                           (name, json.dumps(value, allow_nan=False)))
+                           (name, safejson.dumps(value)))
 
     def add_model(self, algorithm: str, interactions: int, fit_seconds: float,
                   summary: dict[str, Any], archive: bytes) -> ModelRecord:
@@ -357,7 +387,7 @@ class PostgresStorage(Storage):
             version = max(int(last), self._served(connection)) + 1
             connection.execute("INSERT INTO iglearn_models VALUES (%s, %s, %s, %s, %s, %s, %s)",
                                (version, now, algorithm, interactions, fit_seconds,
-                                json.dumps(summary, allow_nan=False), archive))
+                                safejson.dumps(summary), archive))
             self._put(connection, "served_version", version)
             return version
 

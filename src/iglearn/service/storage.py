@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from iglearn.data import safejson
 from iglearn.errors import IGLearnError
 
 SCHEMA_VERSION = 1
@@ -494,7 +495,7 @@ class SQLiteStorage(Storage):
             version = max(int(last), served) + 1
             db.execute("INSERT INTO models VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (version, now, algorithm, interactions, fit_seconds,
-                        json.dumps(summary, allow_nan=False), archive))
+                        safejson.dumps(summary), archive))
             self._put(db, "served_version", version)
         return ModelRecord(version, now, algorithm, interactions, fit_seconds, summary)
 
@@ -558,7 +559,7 @@ class SQLiteStorage(Storage):
     @staticmethod
     def _put(db: sqlite3.Connection, name: str, value: Any) -> None:
         db.execute("INSERT INTO meta VALUES (?, ?) ON CONFLICT (name) DO UPDATE SET "
-                   "value = excluded.value", (name, json.dumps(value, allow_nan=False)))
+                   "value = excluded.value", (name, safejson.dumps(value)))
 
     def delete_before(self, when: float) -> int:
         with self._lock, self._transaction() as db:
@@ -612,8 +613,12 @@ def open_storage(db: str | Path, synchronous: str = "normal", pool_size: int = 4
     see :class:`SQLiteStorage`). A new database gets the schema; ``upgrade``: also migrate
     an older one (else that is an error)."""
     if is_postgres(db):
-        from iglearn.service.postgres import PostgresStorage
+        from iglearn.service.postgres import URL_FORM, PostgresStorage, shown_url, url_problem
 
+        problem = url_problem(str(db))
+        if problem is not None:
+            raise IGLearnError(f"{shown_url(str(db))} is not a PostgreSQL URL ({problem}); "
+                               f"write it as {URL_FORM}")
         return PostgresStorage(str(db), pool_size=pool_size, upgrade=upgrade)
     return SQLiteStorage(db, synchronous, checkpoint_seconds=checkpoint_seconds)
 
