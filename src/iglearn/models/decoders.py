@@ -33,7 +33,7 @@ class _Logistic(torch.autograd.Function):
     """:func:`logistic` as one node of the autograd graph."""
 
     @staticmethod
-    def forward(z: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(z: torch.Tensor) -> torch.Tensor:
         return _logistic(z)
 
     @staticmethod
@@ -41,7 +41,7 @@ class _Logistic(torch.autograd.Function):
         ctx.save_for_backward(output)
 
     @staticmethod
-    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
         (psi,) = ctx.saved_tensors
         return grad * psi * (1 - psi)
 
