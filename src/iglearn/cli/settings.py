@@ -27,6 +27,7 @@ import importlib
 import inspect
 import math
 import re
+import sys
 import textwrap
 import types
 import typing
@@ -85,14 +86,26 @@ def field_docs(cls: type) -> dict[str, str]:
     for klass in reversed(cls.__mro__):
         if "__dataclass_fields__" not in vars(klass):
             continue
-        tree = ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0]
-        body = cast(ast.ClassDef, tree).body
+        tree = _class_definitions(klass.__module__).get(klass.__qualname__)
+        if tree is None:  # not at the top level of its module: read its own source
+            tree = cast(ast.ClassDef,
+                        ast.parse(textwrap.dedent(inspect.getsource(klass))).body[0])
+        body = tree.body
         for statement, after in zip(body, body[1:], strict=False):
             if (isinstance(statement, ast.AnnAssign) and isinstance(statement.target, ast.Name)
                     and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
                     and isinstance(after.value.value, str)):
                 docs[statement.target.id] = _plain_text(after.value.value)
     return docs
+
+
+@cache
+def _class_definitions(module: str) -> dict[str, ast.ClassDef]:
+    """The classes defined at the top level of ``module``, by name, from one parse of its
+    source (``inspect.getsource`` of a class parses the whole module each time)."""
+    source = inspect.getsource(sys.modules[module])
+    return {node.name: node for node in ast.parse(source).body
+            if isinstance(node, ast.ClassDef)}
 
 
 def _plain_text(doc: str) -> str:

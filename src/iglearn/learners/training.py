@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
@@ -89,17 +90,20 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
     states: dict[int, torch.Tensor] = {}
     total: torch.Tensor | float = 0.0  # each trial's summed loss over the window
     whole: Batch | None = None  # a log that fits in one mini-batch: its rows, gathered once
+    annealing_any = False  # whether some trial has begun its closing anneal
     for epoch in range(epochs):
         for rows in data.epoch(batch, generators) if whole is None else [whole]:
             lr, beta1 = schedule.at(optimiser.steps)
-            lrs = torch.full((trials,), lr, dtype=torch.float64)
-            betas = torch.full((trials,), beta1, dtype=torch.float64)
-            if bool((since >= 0).any()):
+            lrs: torch.Tensor | float = lr  # a number while every trial follows the schedule
+            betas: torch.Tensor | float = beta1
+            if annealing_any:
                 annealing = since >= 0
                 left = 1.0 - (optimiser.steps - since + 1).double() / (window + 1)
-                lrs = torch.where(annealing, start_lr * left.clamp_min(0.0), lrs)
-                betas = torch.where(annealing, start_beta, betas)
+                lrs = torch.where(annealing, start_lr * left.clamp_min(0.0), lr)
+                betas = torch.where(annealing, start_beta, beta1)
                 lrs = lrs.masked_fill(stopped, 0.0)
+                if trials == 1:
+                    lrs, betas = float(lrs[0]), float(betas[0])
             rows = to_device(rows, device)
             if per_epoch == 1:  # every epoch is this one batch; the losses are means over it
                 whole = rows
@@ -123,6 +127,7 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
             begin = plateau.stalled(mean) & (since < 0)
             lr, beta1 = schedule.at(optimiser.steps)
             since = torch.where(begin, optimiser.steps, since)
+            annealing_any = bool((since >= 0).any())
             start_lr = torch.where(begin, lr, start_lr)
             start_beta = torch.where(begin, beta1, start_beta)
     for t, state in states.items():
@@ -208,11 +213,16 @@ class AdamW:
         self.steps = 0
 
     @torch.no_grad()
-    def step(self, lr_factors: torch.Tensor, beta1: torch.Tensor) -> None:
+    def step(self, lr_factors: torch.Tensor | float, beta1: torch.Tensor | float) -> None:
         """One step from the parameters' gradients (then cleared): trial t at
-        ``lr_factors[t]`` times each group's learning rate, with Adam's beta1 ``beta1[t]``; a
-        parameter without a gradient stays as it is."""
+        ``lr_factors[t]`` times each group's learning rate, with Adam's beta1 ``beta1[t]``
+        (a float: every trial alike); a parameter without a gradient stays as it is."""
         self.steps += 1
+        if not isinstance(lr_factors, torch.Tensor) and not isinstance(beta1, torch.Tensor):
+            self._uniform_step(float(lr_factors), float(beta1))
+            return
+        lr_factors = torch.as_tensor(lr_factors, dtype=torch.float64).expand(self.trials)
+        beta1 = torch.as_tensor(beta1, dtype=torch.float64).expand(self.trials)
         root2 = math.sqrt(1.0 - self.beta2 ** self.steps)
         correction1 = 1.0 - beta1 ** self.steps
         for p, mean, square, lr, decay in zip(self.params, self.means, self.squares, self.lrs,
@@ -235,6 +245,37 @@ class AdamW:
             square.mul_(self.beta2).addcmul_(grad, grad, value=1.0 - self.beta2)
             denominator = square.sqrt().div_(root2).add_(self.eps)
             p.sub_(mean.div(denominator).mul_(per_row(rates / correction1)))
+            p.grad = None
+
+    def _uniform_step(self, lr_factor: float, beta1: float) -> None:
+        """:meth:`step` when every trial has the same learning-rate factor and beta1: the
+        same arithmetic, on all parameters at once (torch's ``_foreach`` kernels), with the
+        factors as numbers: a small model's step costs a few operations, not a few per
+        parameter."""
+        live = [i for i, p in enumerate(self.params) if p.grad is not None]
+        if not live:
+            return
+        params = [self.params[i] for i in live]
+        grads = [cast(torch.Tensor, p.grad) for p in params]
+        means = [self.means[i] for i in live]
+        squares = [self.squares[i] for i in live]
+        rates = [lr_factor * self.lrs[i] for i in live]
+        decayed = [(p, 1.0 - rate * self.decays[i])
+                   for p, rate, i in zip(params, rates, live, strict=True) if self.decays[i]]
+        if decayed:
+            torch._foreach_mul_([p for p, _ in decayed], [factor for _, factor in decayed])
+        root2 = math.sqrt(1.0 - self.beta2 ** self.steps)
+        correction1 = 1.0 - beta1 ** self.steps
+        torch._foreach_lerp_(means, grads, 1.0 - beta1)
+        torch._foreach_mul_(squares, self.beta2)
+        torch._foreach_addcmul_(squares, grads, grads, value=1.0 - self.beta2)
+        denominators = torch._foreach_sqrt(squares)
+        torch._foreach_div_(denominators, root2)
+        torch._foreach_add_(denominators, self.eps)
+        updates = torch._foreach_div(means, denominators)
+        torch._foreach_mul_(updates, [rate / correction1 for rate in rates])
+        torch._foreach_sub_(params, updates)
+        for p in params:
             p.grad = None
 
 

@@ -4,6 +4,7 @@ Appendix B, with the data-driven corrector's flip (psi -> 1 - psi) stored in the
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -16,9 +17,33 @@ def logistic(z: torch.Tensor) -> torch.Tensor:
     """The sigmoid 1 / (1 + exp(-z)), from exp(-|z|) so that it neither overflows nor loses
     precision. Unlike ``torch.sigmoid``, whose last few elements take a scalar path that rounds
     differently, every element is computed alike wherever it lies in the tensor: a decoder
-    gives the same bits alone and stacked with others (:mod:`iglearn.models.stacked`)."""
+    gives the same bits alone and stacked with others (:mod:`iglearn.models.stacked`). Its
+    gradient is sigmoid(z) (1 - sigmoid(z)), one step of the backward pass."""
+    if z.requires_grad and torch.is_grad_enabled():
+        return cast(torch.Tensor, _Logistic.apply(z))
+    return _logistic(z)
+
+
+def _logistic(z: torch.Tensor) -> torch.Tensor:
     e = torch.exp(-z.abs())
     return torch.where(z >= 0, 1 / (1 + e), e / (1 + e))
+
+
+class _Logistic(torch.autograd.Function):
+    """:func:`logistic` as one node of the autograd graph."""
+
+    @staticmethod
+    def forward(z: torch.Tensor) -> torch.Tensor:
+        return _logistic(z)
+
+    @staticmethod
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: torch.Tensor) -> None:
+        ctx.save_for_backward(output)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> torch.Tensor:
+        (psi,) = ctx.saved_tensors
+        return grad * psi * (1 - psi)
 
 
 class Decoder(nn.Module):
@@ -45,7 +70,13 @@ class Decoder(nn.Module):
     def forward(self, feedback: torch.Tensor) -> torch.Tensor:
         """The decoded reward psi(y) in [0, 1], shape (n,)."""
         psi = self.raw(feedback)
-        return torch.where(self.flipped[..., None], 1 - psi, psi)  # one flag per trial
+        flipped = self.flipped
+        if flipped.device.type == "cpu":  # flags every trial shares: no select (same values)
+            if not bool(flipped.any()):
+                return psi
+            if bool(flipped.all()):
+                return 1 - psi
+        return torch.where(flipped[..., None], 1 - psi, psi)  # one flag per trial
 
 
 class LinearDecoder(Decoder):

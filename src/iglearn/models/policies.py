@@ -23,11 +23,16 @@ class Policy(nn.Module):
 
     def forward(self, context: torch.Tensor) -> torch.Tensor:
         """Log-probabilities log pi(. | x), shape (n, K)."""
-        return torch.log_softmax(self.net(context) / self.temperature, dim=-1)
+        return torch.log_softmax(self._tempered(context), dim=-1)
 
     def probabilities(self, context: torch.Tensor) -> torch.Tensor:
         """pi(. | x), shape (n, K)."""
-        return torch.softmax(self.net(context) / self.temperature, dim=-1)
+        return torch.softmax(self._tempered(context), dim=-1)
+
+    def _tempered(self, context: torch.Tensor) -> torch.Tensor:
+        """f(x) / temperature, shape (n, K) (no division at temperature 1: the same values)."""
+        scores = self.net(context)
+        return scores if self.temperature == 1.0 else scores / self.temperature
 
 
 class LinearPolicy(Policy):
