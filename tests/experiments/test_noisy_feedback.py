@@ -70,8 +70,8 @@ def test_markdown_says_where_igl_beats_vi_igl():
             for method, mean in (("VI-IGL", 0.80), ("IGL", 0.85), ("CB", 0.9))]
     text = markdown(pd.DataFrame(rows), NoisyFeedbackConfig(trials=2))
     assert "independent p = 0.1 (85.0 % against 80.0 %)" in text
-    assert "| independent | 0.1 | 80.0 ± 1.0 | 85.0 ± 1.0 | 90.0 ± 1.0 | IGL | 71.0 | 25.0 |" \
-        in text
+    row = "| independent | 0.1 | 80.00 ± 1.00 | 85.00 ± 1.00 | 90.00 ± 1.00 | IGL | 71.0 | 25.0 |"
+    assert row in text
     frame = pd.DataFrame([{"experiment": "noisy_feedback", "method": "CB", "trial": 0,
                            "seed": 1, "step": 10, "kind": "none", "p": 0.0,
                            "metric": "accuracy", "value": 0.5}])

@@ -46,10 +46,12 @@ def default_noise(name: str) -> float:
 
 @lru_cache(maxsize=8)
 def named_environment(name: str, data_dir: str | None = None,
-                      noise: float = BCI_NOISE) -> Environment:
+                      noise: float | None = None) -> Environment:
     """The environment ``name`` (one of :data:`ENVIRONMENTS`), built once per process:
     ``data_dir`` is the MNIST folder of the MNIST ones, ``noise`` the BCI's noise level or a
-    noisy-feedback task's replacement probability p."""
+    noisy-feedback task's replacement probability p (None: :func:`default_noise`)."""
+    if noise is None:
+        noise = default_noise(name)
     if name in ("mnist", "digits"):
         return make_environment(name, data_dir)
     if name.startswith("action-inclusive-") and name in ENVIRONMENTS:
