@@ -19,9 +19,9 @@ Each trial logs ``samples`` interactions of each family under uniform play (``pe
 on the simulator) and fits on them 2021 IGL (:class:`~iglearn.learners.BatchIGL`), AI-IGL
 (:class:`~iglearn.learners.AIIGL`), IGL-P (:class:`~iglearn.learners.iglp.IGLP`), CB (the true
 reward), SUP (the labels) and VI-IGL (:class:`~iglearn.learners.vi_igl.VIIGL`), each with its
-default settings and linear models. The greedy policy is scored on the family's test contexts: its accuracy (the share of contexts on which
-it picks the correct action: the label, or the user's enjoyed topic) and its expected true
-reward. The report shows accuracy on the classification-derived families and the expected
+default settings and linear models. The greedy policy is scored on the family's test
+contexts: its accuracy (the share of contexts on which it picks the correct action: the
+label, or the user's enjoyed topic) and its expected true reward. The report shows accuracy on the classification-derived families and the expected
 true reward on the personalised simulator, and words each verdict ("works", "fails", ...)
 from thresholds relative to CB and to chance computed from the measured numbers
 (:func:`verdict`).
