@@ -1,7 +1,7 @@
 """The IGL family side by side: every learner on every kind of feedback, where each works and
 where it fails, and which assumption explains it.
 
-Four environment families, each with the conditional independence its feedback satisfies
+Five environment families, each with the conditional independence its feedback satisfies
 (:class:`~iglearn.envs.base.Independence`):
 
 - **2021** (``digits`` / ``mnist``): the feedback depends on the reward alone,
@@ -15,16 +15,17 @@ Four environment families, each with the conditional independence its feedback s
 - **noisy** (``noisy-independent-digits`` / ``-mnist``): the 2021 task with 10 % of the
   feedback images replaced by a noise digit independent of (x, a, r) (Hu et al. 2024).
 
-Each trial logs ``samples`` interactions of each family under uniform play (``personalised_samples``
-on the simulator) and fits on them 2021 IGL (:class:`~iglearn.learners.BatchIGL`), AI-IGL
-(:class:`~iglearn.learners.AIIGL`), IGL-P (:class:`~iglearn.learners.iglp.IGLP`), CB (the true
-reward), SUP (the labels) and VI-IGL (:class:`~iglearn.learners.vi_igl.VIIGL`), each with its
-default settings and linear models. The greedy policy is scored on the family's test
-contexts: its accuracy (the share of contexts on which it picks the correct action: the
-label, or the user's enjoyed topic) and its expected true reward. The report shows accuracy on the classification-derived families and the expected
-true reward on the personalised simulator, and words each verdict ("works", "fails", ...)
-from thresholds relative to CB and to chance computed from the measured numbers
-(:func:`verdict`).
+Each trial logs ``samples`` interactions of each family under uniform play
+(``personalised_samples`` on the simulator) and fits on them 2021 IGL
+(:class:`~iglearn.learners.BatchIGL`), AI-IGL (:class:`~iglearn.learners.AIIGL`), IGL-P
+(:class:`~iglearn.learners.iglp.IGLP`), CB (the true reward), SUP (the labels) and VI-IGL
+(:class:`~iglearn.learners.vi_igl.VIIGL`), each with its default settings and linear models.
+The greedy policy is scored on the family's test contexts: its accuracy (the share of
+contexts on which it picks the correct action: the label, or the user's enjoyed topic) and
+its expected true reward. The report shows accuracy on the classification-derived families
+and the expected true reward on the personalised simulator, and words each verdict
+("works", "fails", ...) from thresholds relative to CB and to chance computed from the
+measured numbers (:func:`verdict`).
 """
 
 from __future__ import annotations
