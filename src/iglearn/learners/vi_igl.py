@@ -6,13 +6,13 @@ The 2021 assumption y ⟂ (x, a) | r says that once the reward is known, the fee
 nothing more about the context and the action. VI-IGL asks the decoded reward R_psi ~
 Bernoulli(psi(y)) to make that true on the data, and to carry as much about (x, a) as it can:
 
-    min_psi  I(Y; X, A | R_psi) - beta I(X, A; R_psi)                          (VI-IGL, Eq. 1)
+    min_psi  I(Y; X, A | R_psi) - beta I(X, A; R_psi)                                 (i)
 
 Both terms are f-divergences between a joint law and a product law, and each is estimated by
 its variational lower bound D_f(P || Q) >= sup_T E_P[T] - E_Q[f*(T)] (Nguyen, Wainwright and
 Jordan 2010), with a critic network in place of the supremum:
 
-    min_psi max_G max_T  {E_P[G] - E_Q[f*(G)]} - beta {E_P'[T] - E_Q'[f*(T)]}   (VI-IGL, Eq. 2)
+    min_psi max_G max_T  {E_P[G] - E_Q[f*(G)]} - beta {E_P'[T] - E_Q'[f*(T)]}          (ii)
 
 - G(x, a, y, r) scores the joint law of (x, a, y, r) against Q = P(r) P(x, a | r) P(y | r),
   the samples' (x, a) paired with other samples' y of equal decoded r
@@ -23,7 +23,8 @@ Jordan 2010), with a critic network in place of the supremum:
   (the bound is then the NWJ bound, the secondary summaries' E[G] - E[e^G] with G shifted by
   one), u + u²/4 for chi-square; ``divergence`` picks KL-KL, chi²-chi² or chi²-KL.
 
-iglearn's reading of the method (the paper's code is not public; the summaries describe
+(i) and (ii) are numbered in this module, not as in the paper. iglearn's reading of the
+method (the paper's code is not public; the summaries describe
 drawing r ~ Bernoulli(psi(y)) several times per sample): the expectations over r are taken
 exactly, every sample counted under r = 1 with weight psi(y) and under r = 0 with weight
 1 - psi(y), the limit of many draws, which is differentiable in psi. The pairs of the
@@ -35,10 +36,10 @@ are those of uniform play whatever policy logged the data.
 A fit runs these steps, each a function below:
 
 1. the decoder's min-max stage (:func:`decoder_stage`, ``optimisation.grounding_epochs``):
-   gradient descent-ascent, psi descending Eq. 2 while both critics ascend their bounds, in
+   gradient descent-ascent, psi descending Eq. (ii) while both critics ascend their bounds, in
    one AdamW run of the shared training loop (:func:`~iglearn.learners.training.run_stage`);
    critic scores are clipped softly (``critic_clip``);
-2. the symmetry choice (:func:`choose_orientation`): Eq. 1 is unchanged by psi -> 1 - psi;
+2. the symmetry choice (:func:`choose_orientation`): Eq. (i) is unchanged by psi -> 1 - psi;
    the logging policy is assumed to earn a low return, so where the mean decoded reward of
    the logged interactions exceeds one half psi is flipped;
 3. the policy fit (:func:`policy_stages`, ``optimisation.policy_epochs`` then ``epochs``):
@@ -114,7 +115,7 @@ class VIIGLReport(ShortReport):
 
 
 class Critics(nn.Module):
-    """The critics G(x, a, y, r) and T(x, a, r) of Eq. 2, each score softly clipped to
+    """The critics G(x, a, y, r) and T(x, a, r) of Eq. (ii), each score softly clipped to
     (-clip, clip). G is the inner product of a context embedding (one per action and r) and a
     feedback embedding (one per r), divided by the square root of their width; T reads one
     score per action and r from the context. Every network is two-layer (one hidden ReLU
@@ -160,8 +161,8 @@ def make_critics(settings: VIIGLSettings, context_dim: int, feedback_dim: int, n
 
 
 def conjugate(score: torch.Tensor, divergence: str) -> torch.Tensor:
-    """f*(u), the convex conjugate of the divergence's f (Nguyen, Wainwright and Jordan 2010,
-    Eq. 4; Nowozin et al. 2016, Table 2): KL, f(t) = t log t, f*(u) = e^(u - 1); chi-square
+    """f*(u), the convex conjugate of the divergence's f (Nguyen, Wainwright and Jordan 2010;
+    Nowozin, Cseke and Tomioka 2016, f-GAN): KL, f(t) = t log t, f*(u) = e^(u - 1); chi-square
     (Pearson), f(t) = (t - 1)², f*(u) = u + u²/4."""
     if divergence == "kl":
         return torch.exp(score - 1.0)
@@ -173,7 +174,7 @@ def conjugate(score: torch.Tensor, divergence: str) -> torch.Tensor:
 def variational_bound(joint: torch.Tensor, joint_weights: torch.Tensor, product: torch.Tensor,
                       product_weights: torch.Tensor, divergence: str) -> torch.Tensor:
     """The variational lower bound D_f(P || Q) >= E_P[T] - E_Q[f*(T)] (Nguyen, Wainwright and
-    Jordan 2010, Eq. 4): critic scores on samples of P (``joint``) and of Q (``product``),
+    Jordan 2010): critic scores on samples of P (``joint``) and of Q (``product``),
     each with weights summing to one over the last axis; one value per leading index. At the
     optimal critic, T = f'(dP/dQ) (1 + log dP/dQ for KL, 2 (dP/dQ - 1) for chi-square), the
     bound is the divergence: the mutual information (KL) or the chi-square information when
@@ -205,7 +206,7 @@ def partner_rows(n: int, m: int) -> torch.Tensor:
 
 def conditional_bound(joint: torch.Tensor, pairs: torch.Tensor, q: torch.Tensor,
                       w: torch.Tensor, divergence: str, partners: torch.Tensor) -> torch.Tensor:
-    """The bound on I(Y; X, A | R_psi) of Eq. 2 (its first brace): G on the joint samples
+    """The bound on I(Y; X, A | R_psi) of Eq. (ii) (its first brace): G on the joint samples
     (x_i, a_i, y_i, r) weighted w_i q_i(r), against G on the pairs (x_i, a_i, y_j, r) of
     distinct samples (j in row i of ``partners``) weighted w_i q_i(r) w_j q_j(r), normalised
     within each r to P(r) = sum_i w_i q_i(r): the conditional product law
@@ -232,7 +233,7 @@ def conditional_bound(joint: torch.Tensor, pairs: torch.Tensor, q: torch.Tensor,
 
 def marginal_bound(t: torch.Tensor, q: torch.Tensor, w: torch.Tensor,
                    divergence: str) -> torch.Tensor:
-    """The bound on I(X, A; R_psi) of Eq. 2 (its second brace): T on the joint samples
+    """The bound on I(X, A; R_psi) of Eq. (ii) (its second brace): T on the joint samples
     (x_i, a_i, r) weighted w_i q_i(r), against T on (x_i, a_i, r) weighted w_i P(r), the
     product P(x, a) P(r). Shapes as :func:`conditional_bound`, ``t`` (..., n, 2)."""
     mass = w[..., None] * q
@@ -253,7 +254,7 @@ def split_divergence(divergence: str) -> tuple[str, str]:
 
 def information_bounds(critics: Critics, decoder: Decoder, batch: Batch, divergence: str,
                        pairs: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """The two bounds of Eq. 2 on ``batch`` (one value per trial): I(Y; X, A | R_psi) by G
+    """The two bounds of Eq. (ii) on ``batch`` (one value per trial): I(Y; X, A | R_psi) by G
     (each sample paired with ``pairs`` others) and I(X, A; R_psi) by T."""
     g_div, t_div = split_divergence(divergence)
     w = importance_weights(batch.probability)
@@ -266,7 +267,7 @@ def information_bounds(critics: Critics, decoder: Decoder, batch: Batch, diverge
 
 def decoder_stage(decoder: Decoder, critics: Critics, settings: Optimisation, beta: float,
                   divergence: str, pairs: int) -> Stage:
-    """Step 1, Eq. 2 by gradient descent-ascent: on each mini-batch the critics ascend their
+    """Step 1, Eq. (ii) by gradient descent-ascent: on each mini-batch the critics ascend their
     bounds (psi held fixed) while psi descends bound_G - beta bound_T (the critics held
     fixed), one AdamW step for all (the decoder at the learning rate times its temperature);
     each sample is paired with ``pairs`` others for the conditional product law. The stage's
@@ -293,7 +294,7 @@ def decoder_stage(decoder: Decoder, critics: Critics, settings: Optimisation, be
 
 def choose_orientation(decoders: Sequence[Decoder], data: Source) -> tuple[np.ndarray,
                                                                          np.ndarray]:
-    """Step 2, the symmetry choice: Eq. 1 is the same for psi and 1 - psi, and the logging
+    """Step 2, the symmetry choice: Eq. (i) is the same for psi and 1 - psi, and the logging
     policy is assumed to earn a low return, so each trial's decoder whose mean decoded reward
     over the logged interactions (the logging policy's decoded return, unweighted) exceeds
     one half is flipped (its corrector flag). Returns each trial's rate after the choice and
