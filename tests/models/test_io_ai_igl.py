@@ -15,8 +15,8 @@ from iglearn.data.formats import FeatureSchema
 from iglearn.envs import action_inclusive_environment
 from iglearn.learners import AIIGL, AIIGLReport
 from iglearn.learners.iglp import IGLP
-from iglearn.learners.vi_igl import VIIGL
 from iglearn.learners.training import Optimisation
+from iglearn.learners.vi_igl import VIIGL
 from iglearn.models import io
 from tests.models.test_io import _weights, assert_damage_reported
 
