@@ -30,6 +30,7 @@ def noisy_run(tmp_path_factory):
     return out, reproduce("noisy-feedback", *SMALL, "--out", out, "--quiet", "--jobs", "1")
 
 
+@pytest.mark.slow
 def test_writes_the_tidy_table_markdown_and_plot(noisy_run):
     out, printed = noisy_run
     for name in ("noisy_feedback.csv", "noisy_feedback.md", "noisy_feedback.png",
@@ -85,6 +86,7 @@ def test_settings_that_cannot_run_are_refused(settings):
         NoisyFeedbackConfig(**settings).check()
 
 
+@pytest.mark.slow
 def test_e2g_plays_where_its_assumption_holds():
     config = NoisyFeedbackConfig(trials=1, samples=300, p=(0.0, 0.2),
                                  kinds=("independent", "action"), methods=("E2G",),
