@@ -116,6 +116,7 @@ def test_refuses_a_family_given_twice(tmp_path, capsys):
     assert "--families lists a value twice" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_the_noisy_family_and_vi_igl_have_their_column_and_row(tmp_path):
     from iglearn.experiments.configs import FAMILIES, METHODS
 
