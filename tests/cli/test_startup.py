@@ -41,7 +41,7 @@ def test_building_the_parser_imports_no_heavy_library():
 
 
 EXPERIMENTS = ("table1", "sample-complexity", "unsupervised", "figure3", "action-inclusive",
-               "personalised", "personalized", "family")
+               "personalised", "personalized", "family", "noisy-feedback")
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["serve", "--help"],

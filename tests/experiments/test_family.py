@@ -114,3 +114,24 @@ def test_refuses_a_family_given_twice(tmp_path, capsys):
     assert main(["reproduce", "family", "--family", "2021,2021", "--out",
                  str(tmp_path / "x")]) == 2
     assert "--families lists a value twice" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_noisy_family_and_vi_igl_have_their_column_and_row(tmp_path):
+    from iglearn.experiments.configs import FAMILIES, METHODS
+
+    for family in FAMILIES:
+        for method in METHODS:
+            if method not in ("CB", "SUP"):
+                assert (family, method) in ASSUMPTIONS
+    out = tmp_path / "noisy"
+    reproduce("family", "--trials", "1", "--samples", "1500", "--family", "2021,noisy",
+              "--methods", "VI-IGL,CB", "--out", out, "--quiet", "--jobs", "1")
+    frame = pd.read_csv(out / "family.csv")
+    assert set(frame["environment"]) == {"digits", "noisy-independent-digits"}
+    text = (out / "family.md").read_text()
+    assert "noisy (noisy-independent-digits), accuracy (%)" in text
+    assert text.count("| VI-IGL | ") == 1 and ASSUMPTIONS["noisy", "VI-IGL"] in text
+    accuracy = frame[(frame["family"] == "noisy") & (frame["method"] == "VI-IGL")
+                     & (frame["metric"] == "accuracy")]["value"]
+    assert accuracy.min() > 0.6   # chance is 0.1

@@ -16,6 +16,7 @@ from iglearn.envs import action_inclusive_environment
 from iglearn.learners import AIIGL, AIIGLReport
 from iglearn.learners.iglp import IGLP
 from iglearn.learners.training import Optimisation
+from iglearn.learners.vi_igl import VIIGL
 from iglearn.models import io
 from tests.models.test_io import _weights, assert_damage_reported
 
@@ -83,7 +84,7 @@ def test_model_json_names_the_algorithm_and_the_weights_each_decoder(saved):
 
 def test_the_algorithms_and_their_names_agree():
     assert tuple(io.algorithms()) == io.ALGORITHMS
-    assert [a.learner for a in io.algorithms().values()] == [BatchIGL, AIIGL, IGLP]
+    assert [a.learner for a in io.algorithms().values()] == [BatchIGL, AIIGL, IGLP, VIIGL]
 
 
 def test_a_model_json_without_algorithm_is_batch_igl(tmp_path, saved):

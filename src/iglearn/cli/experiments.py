@@ -104,6 +104,16 @@ EXPERIMENTS = (
                "true reward on the simulator); the report words where each works and fails "
                "from the numbers and names the assumption each family violates.",
                "family", "FamilyConfig", "family.csv, family.md and config.json"),
+    Experiment("noisy-feedback", "VI-IGL vs 2021 IGL, AI-IGL, E2G, CB and SUP on noisy feedback",
+               "Noisy feedback (Hu, Farnia and Leung 2024): each trial logs fresh uniform "
+               "interactions of the 2021 task with a share p of the feedback images replaced "
+               "by a noise digit (independent of everything, tied to the action, the context, "
+               "or both), and fits VI-IGL, 2021 IGL, AI-IGL, CB (true reward) and SUP (labels); "
+               "E2G plays online where its assumption holds (--methods); accuracy is the argmax "
+               "policy's on the test images, beside the VI-IGL paper's reported figures "
+               "(unverified).",
+               "noisy_feedback", "NoisyFeedbackConfig",
+               "noisy_feedback.csv, noisy_feedback.md, noisy_feedback.png and config.json"),
 )
 
 

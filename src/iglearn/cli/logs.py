@@ -31,7 +31,13 @@ if TYPE_CHECKING:
     from iglearn.learners.ai_igl import AIIGL
     from iglearn.learners.batch_igl import BatchIGL
     from iglearn.learners.iglp import IGLP
-    from iglearn.learners.settings import AIIGLSettings, BatchIGLSettings, IGLPSettings
+    from iglearn.learners.settings import (
+        AIIGLSettings,
+        BatchIGLSettings,
+        IGLPSettings,
+        VIIGLSettings,
+    )
+    from iglearn.learners.vi_igl import VIIGL
 
 DEFAULT_IOTA = math.log(2 / 0.05)
 LEARNER = "learner"
@@ -84,7 +90,8 @@ def objectives() -> dict[str, Callable[..., BatchIGL]]:
 
 
 @cache
-def algorithm_defaults() -> dict[str, BatchIGLSettings | AIIGLSettings | IGLPSettings]:
+def algorithm_defaults() -> dict[str, BatchIGLSettings | AIIGLSettings | IGLPSettings
+                                 | VIIGLSettings]:
     """The default settings of the learner of each `iglearn fit --algorithm` (the algorithms
     a model folder may hold), read from the settings classes the learners inherit, which
     import no torch."""
@@ -189,7 +196,7 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP:
+def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
     """The learner ``--algorithm`` names, with the settings given. An option of another
     algorithm only is refused, naming the option and the algorithm it belongs to."""
     from iglearn.learners.ai_igl import AIIGL
@@ -207,11 +214,14 @@ def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP:
         raise IGLearnError(f"{flag(foreign[0])} is an option of --algorithm "
                            f"{' or '.join(others)}, which --algorithm {algorithm} does not "
                            f"have; drop it, or choose that algorithm")
-    start: BatchIGL | AIIGL | IGLP
+    start: BatchIGL | AIIGL | IGLP | VIIGL
     if algorithm == "igl":
         start = objectives()[args.objective or "iglearn"](seed=args.seed)
     elif algorithm == "igl-p":
         start = IGLP(seed=args.seed)
+    elif algorithm == "vi-igl":
+        from iglearn.learners.vi_igl import VIIGL
+        start = VIIGL(seed=args.seed)
     else:
         start = AIIGL(seed=args.seed)
     return build_settings(args, start, LEARNER)
@@ -394,12 +404,17 @@ def skewed_policy(context_dim: int, n_actions: int, seed: int
 def _simulate(args: argparse.Namespace) -> int:
     from iglearn.data.contexts import ContextSet
     from iglearn.data.formats import SUFFIXES, write_table
-    from iglearn.envs.named import BCI_NOISE, named_environment
+    from iglearn.envs.named import default_noise, named_environment
     from iglearn.files import output_folder
 
-    if args.noise is not None and args.env != "bci":
-        raise IGLearnError(f"--noise is the noise level of the bci environment; {args.env} has "
-                           f"none: drop --noise")
+    noisy = args.env == "bci" or args.env.startswith("noisy-")
+    if args.noise is not None and not noisy:
+        raise IGLearnError(f"--noise is the noise level of the bci environment or the "
+                           f"replacement probability of a noisy-* one; {args.env} has none: "
+                           f"drop --noise")
+    if args.noise is not None and args.env.startswith("noisy-") and not 0 <= args.noise <= 1:
+        raise IGLearnError(f"--noise {args.noise}: the replacement probability of {args.env} "
+                           f"must be in [0, 1]")
     targets = [Path(args.out)] + ([Path(args.test_out)] if args.test_out else [])
     for target in targets:
         if target.suffix.lower() not in SUFFIXES:
@@ -411,7 +426,7 @@ def _simulate(args: argparse.Namespace) -> int:
         outputs += with_sidecar("--test-out", args.test_out)
     check_paths([("--data-dir", args.data_dir)] if args.data_dir else [], outputs)
     args.outputs.claim([path for _, path in outputs])
-    noise = BCI_NOISE if args.noise is None else args.noise
+    noise = default_noise(args.env) if args.noise is None else args.noise
     env = named_environment(args.env, args.data_dir, noise)
     policy = None
     if args.policy == "skewed":
@@ -423,7 +438,7 @@ def _simulate(args: argparse.Namespace) -> int:
               "n_actions": log.n_actions, "context_dim": log.context_dim,
               "feedback_dim": log.feedback_dim, "independence": env.independence.value,
               "policy": args.policy, "seed": args.seed}
-    if args.env == "bci":
+    if noisy:
         record["noise"] = noise
     if args.test_out:
         features, labels = env.test_set()
@@ -519,7 +534,12 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
 def _fit_options(fit: argparse.ArgumentParser) -> None:
     """The arguments of ``fit`` (from the learners' settings classes, which import no
     torch)."""
-    from iglearn.learners.settings import AIIGLSettings, BatchIGLSettings, IGLPSettings
+    from iglearn.learners.settings import (
+        AIIGLSettings,
+        BatchIGLSettings,
+        IGLPSettings,
+        VIIGLSettings,
+    )
 
     defaults = algorithm_defaults()
     shared, decoding_names = shared_settings()
@@ -541,7 +561,8 @@ def _fit_options(fit: argparse.ArgumentParser) -> None:
                           "covariance (Xie et al. 2022), for feedback that may also depend on "
                           "the action; igl-p: IGLP, inverse kinematics and three latent states "
                           "(Maghakian et al. 2023), for feedback that depends on the user "
-                          "(the context)")
+                          "(the context); vi-igl: VIIGL, conditional mutual information "
+                          "(Hu et al. 2024), for feedback that is sometimes noise")
     igl = fit.add_argument_group("options of --algorithm igl only")
     igl.add_argument("--objective", choices=OBJECTIVES, default=None,
                      help="iglearn: the defaults below; paper: Eq. 2 as written, with the "
@@ -570,6 +591,8 @@ def _fit_options(fit: argparse.ArgumentParser) -> None:
                  skip=("seed", *shared, *decoding_names))
     add_settings(fit, IGLPSettings(), LEARNER, "settings of --algorithm igl-p only (IGLP)",
                  skip=("seed", *shared))
+    add_settings(fit, VIIGLSettings(), LEARNER, "settings of --algorithm vi-igl only (VIIGL)",
+                 skip=("seed", *shared, *decoding_names))
     add_settings(fit, StreamSettings(), STREAM, "reading the log",
                  "A log larger than memory is streamed from disk: shuffled mini-batches "
                  "through a bounded buffer, full passes as sums over row groups.")
@@ -632,7 +655,7 @@ def _load_options(load: argparse.ArgumentParser) -> None:
 
 def _simulate_options(simulate: argparse.ArgumentParser) -> None:
     """The arguments of ``simulate``."""
-    from iglearn.envs.named import BCI_NOISE, ENVIRONMENTS
+    from iglearn.envs.named import BCI_NOISE, ENVIRONMENTS, NOISY_P
 
     formats = FORMATS
     simulate.add_argument("env", choices=ENVIRONMENTS, metavar="ENV",
@@ -645,7 +668,10 @@ def _simulate_options(simulate: argparse.ArgumentParser) -> None:
                                "reward +1/0/-1), personalised-continuous (token embeddings "
                                "plus noise), personalised-many (8 users, two vocabularies), "
                                "grounded-digits or grounded-mnist (users who swap good and "
-                               "bad words)")
+                               "bad words); noisy-<kind>-mnist or noisy-<kind>-digits: the "
+                               "2021 task with a share --noise of the feedback images "
+                               "replaced by a noise digit (2-9), for kind independent (of "
+                               "x, a and r), action, context or both (tied to them)")
     simulate.add_argument("--samples", type=number(int, positive=True), required=True,
                           help="interactions to log")
     simulate.add_argument("--out", required=True, metavar="LOG", help=f"the log ({formats})")
@@ -664,7 +690,9 @@ def _simulate_options(simulate: argparse.ArgumentParser) -> None:
     simulate.add_argument("--noise", type=number(float), default=None,
                           help=f"noise level of the bci environment, the standard deviation "
                                f"added to every entry of the contexts and feedback (default: "
-                               f"{BCI_NOISE})")
+                               f"{BCI_NOISE}); of a noisy-* environment, the probability that a "
+                               f"feedback image is replaced by a noise digit (default: "
+                               f"{NOISY_P})")
     simulate.set_defaults(run=_simulate, reads=("data_dir",))
 
 

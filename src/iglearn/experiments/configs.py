@@ -242,11 +242,13 @@ class PersonalizedConfig:
 
 
 # The IGL family (:mod:`iglearn.experiments.family`).
-Method = Literal["IGL", "AI-IGL", "IGL-P", "CB", "SUP"]
-Family = Literal["2021", "action-inclusive", "personalised", "grounded"]
-METHODS: tuple[Method, ...] = ("IGL", "AI-IGL", "IGL-P", "CB", "SUP")
-"""The learners compared: 2021 IGL (BatchIGL), AI-IGL, IGL-P, CB (true reward), SUP (labels)."""
-FAMILIES: tuple[Family, ...] = ("2021", "action-inclusive", "personalised", "grounded")
+Method = Literal["IGL", "AI-IGL", "IGL-P", "CB", "SUP", "VI-IGL"]
+Family = Literal["2021", "action-inclusive", "personalised", "grounded", "noisy"]
+METHODS: tuple[Method, ...] = ("IGL", "AI-IGL", "IGL-P", "CB", "SUP", "VI-IGL")
+"""The learners compared: 2021 IGL (BatchIGL), AI-IGL, IGL-P, CB (true reward), SUP (labels),
+VI-IGL."""
+FAMILIES: tuple[Family, ...] = ("2021", "action-inclusive", "personalised", "grounded",
+                                "noisy")
 """The environment families, in the table's column order."""
 
 
@@ -266,9 +268,12 @@ class FamilyConfig:
     families: tuple[Family, ...] = FAMILIES
     """Environment families: '2021' (y independent of (x, a) given r), 'action-inclusive'
     (y independent of x given (a, r)), 'personalised' (VW's IGL simulator: three latent
-    states, a definitely-bad flag), 'grounded' (users who swap good and bad words)."""
+    states, a definitely-bad flag), 'grounded' (users who swap good and bad words), 'noisy'
+    (the 2021 task with 10 % of the feedback replaced by noise digits independent of
+    (x, a, r))."""
     methods: tuple[Method, ...] = METHODS
-    """Learners: IGL (2021, BatchIGL), AI-IGL, IGL-P, CB (true reward), SUP (labels)."""
+    """Learners: IGL (2021, BatchIGL), AI-IGL, IGL-P, CB (true reward), SUP (labels),
+    VI-IGL."""
     seed: int = 0
     """Root seed; trial seeds are spawned from it."""
     data_dir: str | None = None
@@ -288,8 +293,67 @@ class FamilyConfig:
     def environment_name(self, family: str) -> str:
         """The named environment of ``family``."""
         return {"2021": self.dataset, "action-inclusive": f"action-inclusive-{self.dataset}",
-                "personalised": "personalised", "grounded": f"grounded-{self.dataset}"}[family]
+                "personalised": "personalised", "grounded": f"grounded-{self.dataset}",
+                "noisy": f"noisy-independent-{self.dataset}"}[family]
 
     def samples_of(self, family: str) -> int:
         """Logged interactions per trial on ``family``."""
         return self.personalised_samples if family == "personalised" else self.samples
+
+
+# Noisy feedback (:mod:`iglearn.experiments.noisy_feedback`).
+NoisyMethod = Literal["VI-IGL", "IGL", "AI-IGL", "E2G", "CB", "SUP"]
+NoiseKind = Literal["independent", "action", "context", "both"]
+NOISY_METHODS: tuple[NoisyMethod, ...] = ("VI-IGL", "IGL", "AI-IGL", "E2G", "CB", "SUP")
+"""The learners of the noisy-feedback comparison: VI-IGL, 2021 IGL (BatchIGL), AI-IGL, E2G
+(online, where its assumption holds), CB (true reward), SUP (labels)."""
+NOISE_KINDS: tuple[NoiseKind, ...] = ("independent", "action", "context", "both")
+"""What a replaced feedback image's digit depends on (:mod:`iglearn.envs.noisy`)."""
+
+
+@dataclass
+class NoisyFeedbackConfig:
+    """Settings of the noisy-feedback reproduction."""
+
+    trials: int = 16
+    """Independent trials (fresh logs and initialisations each)."""
+    samples: int = 1000
+    """Uniformly logged interactions per trial, noise kind and p. A fit's cost hardly depends
+    on it below a few thousand (each stage runs up to ``max_steps`` steps); 1000 keeps the
+    default run (16 trials of 13 settings, five learners each) to about 1300 CPU-seconds. The
+    paper's setting is 60000 on MNIST (``--dataset mnist --samples 60000``)."""
+    p: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3)
+    """Probabilities that a feedback image is replaced by a noise digit; p = 0 (the 2021
+    task, the same for every kind) runs once."""
+    kinds: tuple[NoiseKind, ...] = NOISE_KINDS
+    """Noise kinds: the noise digit independent of (x, a, r), tied to the action, to the
+    context, or to both."""
+    methods: tuple[NoisyMethod, ...] = ("VI-IGL", "IGL", "AI-IGL", "CB", "SUP")
+    """Learners: VI-IGL, IGL (2021, BatchIGL), AI-IGL, E2G (online; run on independent noise
+    only, where its assumption y ⟂ (x, a) | r holds, and at p = 0), CB (true reward), SUP
+    (labels)."""
+    e2g_rounds: int = 10000
+    """Rounds E2G plays online (the paper's schedule: 4000 warm-up rounds, a re-fit every
+    100)."""
+    dataset: Literal["digits", "mnist"] = "digits"
+    """Images of contexts and feedback: 'digits' (scikit-learn's bundled digits, offline) or
+    'mnist' (infinite MNIST, the paper's)."""
+    seed: int = 0
+    """Root seed; trial seeds are spawned from it."""
+    data_dir: str | None = None
+    """Folder with the four MNIST .gz files (else $IGLEARN_DATA, the cache, a download)."""
+
+    def check(self) -> None:
+        """Refuse settings that cannot run, or would run a setting twice."""
+        for name in ("trials", "samples", "e2g_rounds"):
+            if getattr(self, name) < 1:
+                raise IGLearnError(f"--{name.replace('_', '-')} must be at least 1")
+        if any(not 0.0 <= p <= 1.0 for p in self.p):
+            raise IGLearnError(f"--p values must lie in [0, 1], got {','.join(map(str, self.p))}")
+        for name in ("p", "kinds", "methods"):
+            values = getattr(self, name)
+            if len(set(values)) != len(values):
+                raise IGLearnError(f"--{name} lists a value twice "
+                                   f"({','.join(map(str, values))}); give each once")
+        if not self.kinds:
+            raise IGLearnError("--kinds names no noise kind; give at least one")

@@ -1,7 +1,7 @@
 """The IGL family side by side: every learner on every kind of feedback, where each works and
 where it fails, and which assumption explains it.
 
-Four environment families, each with the conditional independence its feedback satisfies
+Five environment families, each with the conditional independence its feedback satisfies
 (:class:`~iglearn.envs.base.Independence`):
 
 - **2021** (``digits`` / ``mnist``): the feedback depends on the reward alone,
@@ -11,18 +11,21 @@ Four environment families, each with the conditional independence its feedback s
 - **personalised** (``personalised``, Vowpal Wabbit's IGL simulator): three latent states
   (enjoyed +1, neutral 0, hated -1) and a rare definitely-bad flag (Maghakian et al. 2023);
 - **grounded** (``grounded-digits`` / ``-mnist``): half of the users swap good and bad words, so
-  the feedback depends on the context (the user).
+  the feedback depends on the context (the user);
+- **noisy** (``noisy-independent-digits`` / ``-mnist``): the 2021 task with 10 % of the
+  feedback images replaced by a noise digit independent of (x, a, r) (Hu et al. 2024).
 
-Each trial logs ``samples`` interactions of each family under uniform play (``personalised_samples``
-on the simulator) and fits on them 2021 IGL (:class:`~iglearn.learners.BatchIGL`), AI-IGL
-(:class:`~iglearn.learners.AIIGL`), IGL-P (:class:`~iglearn.learners.iglp.IGLP`), CB (the true
-reward) and SUP (the labels), each with its default settings and linear models. The greedy
-policy is scored on the family's test contexts: its accuracy (the share of contexts on which
-it picks the correct action: the label, or the user's enjoyed topic) and its expected true
-reward. The report shows accuracy on the classification-derived families and the expected
-true reward on the personalised simulator, and words each verdict ("works", "fails", ...)
-from thresholds relative to CB and to chance computed from the measured numbers
-(:func:`verdict`).
+Each trial logs ``samples`` interactions of each family under uniform play
+(``personalised_samples`` on the simulator) and fits on them 2021 IGL
+(:class:`~iglearn.learners.BatchIGL`), AI-IGL (:class:`~iglearn.learners.AIIGL`), IGL-P
+(:class:`~iglearn.learners.iglp.IGLP`), CB (the true reward), SUP (the labels) and VI-IGL
+(:class:`~iglearn.learners.vi_igl.VIIGL`), each with its default settings and linear models.
+The greedy policy is scored on the family's test contexts: its accuracy (the share of
+contexts on which it picks the correct action: the label, or the user's enjoyed topic) and
+its expected true reward. The report shows accuracy on the classification-derived families
+and the expected true reward on the personalised simulator, and words each verdict
+("works", "fails", ...) from thresholds relative to CB and to chance computed from the
+measured numbers (:func:`verdict`).
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ from iglearn.experiments.runner import Execution, fingerprint, run_trials
 from iglearn.learners import AIIGL, BatchIGL, ContextualBandit, IdentifiabilityWarning, Supervised
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.iglp import IGLP
+from iglearn.learners.vi_igl import VIIGL
 from iglearn.seeding import integer_seed
 
 EXPERIMENT = "family"
@@ -81,7 +85,7 @@ def not_run(method: str, env: Environment) -> str | None:
     return None
 
 
-Learner = BatchIGL | AIIGL | IGLP | ContextualBandit | Supervised
+Learner = BatchIGL | AIIGL | IGLP | ContextualBandit | Supervised | VIIGL
 """A learner of the comparison."""
 
 
@@ -95,6 +99,8 @@ def make_learner(method: str, seed: np.random.Generator) -> Learner:
         return IGLP(seed=seed)
     if method == "CB":
         return ContextualBandit(seed=seed)
+    if method == "VI-IGL":
+        return VIIGL(seed=seed)
     return Supervised(seed=seed)
 
 
@@ -220,7 +226,8 @@ def verdicts(frame: pd.DataFrame, config: FamilyConfig) -> dict[tuple[str, str],
 TITLES = {"2021": "2021: y ⟂ (x, a) given r", "action-inclusive":
           "action-inclusive: y ⟂ x given (a, r)",
           "personalised": "personalised: 3 states, a definitely-bad flag",
-          "grounded": "grounded: per-user words"}
+          "grounded": "grounded: per-user words",
+          "noisy": "noisy: 10 % of the feedback replaced by noise"}
 """Column titles: the family and the independence its feedback satisfies."""
 ABOUT = {
     "2021": "The feedback is an image of a digit drawn given the reward alone, so y ⟂ (x, a) | r "
@@ -241,6 +248,10 @@ ABOUT = {
                 "the context. The feedback depends on the context, so both y ⟂ (x, a) | r and "
                 "y ⟂ x | (a, r) are violated; the personalised model holds, with two states "
                 "and no definitely-bad flag.",
+    "noisy": "The 2021 task, but each feedback image is replaced, with probability 0.1, by an "
+             "image of a digit from 2 to 9 drawn independently of (x, a, r) (the stand-in for "
+             "the VI-IGL paper's EMNIST letters). y ⟂ (x, a) | r still holds; the feedback "
+             "has three kinds of image instead of two.",
 }
 """What each family's feedback is and which independence it satisfies."""
 ASSUMPTIONS = {
@@ -265,6 +276,21 @@ ASSUMPTIONS = {
     ("grounded", "IGL-P"): "its model holds: the feedback may depend on the user, and a wrong "
                            "action's word is the same whatever the action; the right action's "
                            "word, good or bad, is the extreme one",
+    ("noisy", "IGL"): "its assumption y ⟂ (x, a) | r holds; the noise images are a third kind "
+                      "of feedback its decoder must place",
+    ("noisy", "AI-IGL"): "its assumption y ⟂ x | (a, r) holds (implied by the 2021 one)",
+    ("noisy", "IGL-P"): "its model holds: the noise, like the unrewarded feedback, says nothing "
+                        "about the action; two states and no flag",
+    ("noisy", "VI-IGL"): "its assumption y ⟂ (x, a) | r holds, and it asks the decoded reward "
+                         "to explain all that the feedback says about (x, a), which the noise "
+                         "does not change",
+    ("2021", "VI-IGL"): "its assumption y ⟂ (x, a) | r holds",
+    ("action-inclusive", "VI-IGL"): "its assumption y ⟂ (x, a) | r is violated (y shows a): a "
+                                    "binary R_psi cannot explain what the feedback says about "
+                                    "the action",
+    ("personalised", "VI-IGL"): "it assumes a binary reward and reads no definitely-bad "
+                                "signal, so enjoyed and hated reactions are symmetric to it",
+    ("grounded", "VI-IGL"): "its assumption y ⟂ (x, a) | r is violated (y depends on the user)",
 }
 """Whether each IGL learner's assumption holds in each family (fixed facts about the
 environments, not claims about the results)."""
@@ -329,7 +355,8 @@ def markdown(frame: pd.DataFrame, config: FamilyConfig) -> str:
         f"'works' when each trial closes at least {WORKS:.0%} of the gap between chance and CB, "
         f"'fails' when each closes at most {FAILS:.0%}, 'unstable' when the trials split "
         f"between the two, 'partly' otherwise. IGL: 2021 IGL (BatchIGL); CB: the true reward; "
-        f"SUP: the labels.",
+        f"SUP: the labels; VI-IGL: the conditional mutual information learner (Hu et al. "
+        f"2024).",
     ]
     for family in config.families:
         lines += ["", f"## {TITLES[family]}", "", paragraph(family, config, frame, found,

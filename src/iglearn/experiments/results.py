@@ -27,7 +27,7 @@ import iglearn
 from iglearn.data import safejson
 from iglearn.errors import IGLearnError
 from iglearn.files import write_atomic, write_text
-from iglearn.learners import AIIGL, BatchIGL
+from iglearn.learners import AIIGL, VIIGL, BatchIGL
 from iglearn.learners.base import PolicyLearner
 
 KEY_COLUMNS = ("experiment", "method", "trial", "seed", "step")
@@ -55,7 +55,7 @@ def tidy_rows(experiment: str, method: str, trial: int, seed: int, step: int,
 def fit_measures(learner: PolicyLearner) -> dict[str, float | None]:
     """A fitted learner's seconds and what its fit reports about itself: for ``BatchIGL`` its
     indicator, restarts and whether the corrector flipped; for ``AIIGL`` its indicator and
-    restarts."""
+    restarts; for ``VIIGL`` its two information bounds and whether it flipped."""
     if isinstance(learner, BatchIGL):
         report = learner.report_
         return {"seconds": report.seconds, "indicator": report.indicator,
@@ -64,6 +64,10 @@ def fit_measures(learner: PolicyLearner) -> dict[str, float | None]:
         ai_report = learner.report_
         return {"seconds": ai_report.seconds, "indicator": ai_report.indicator,
                 "restarts": ai_report.restarts}
+    if isinstance(learner, VIIGL):
+        vi_report = learner.report_
+        return {"seconds": vi_report.seconds, "conditional_bound": vi_report.conditional_bound,
+                "marginal_bound": vi_report.marginal_bound, "flipped": vi_report.flipped}
     return {"seconds": learner.seconds_}
 
 

@@ -1,6 +1,6 @@
 """Learners: batch IGL (Eq. 2 with the Appendix B fixes), AI-IGL for action-inclusive
 feedback, the SUP and CB baselines, and the online learners (E2G, online AI-IGL, online CB,
-uniform play).
+uniform play), and VI-IGL (conditional mutual information, for noisy feedback).
 
 The names below are imported on first use (they import torch), so that the light modules of
 this package (:mod:`iglearn.learners.settings`, :mod:`iglearn.learners.schedules`) import
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         make_schedule,
     )
     from iglearn.learners.settings import Optimisation
+    from iglearn.learners.vi_igl import VIIGL, VIIGLReport
 
 # Each public name and the module it comes from.
 _SOURCES = {
@@ -48,6 +49,8 @@ _SOURCES = {
     "Supervised": "iglearn.learners.baselines",
     "TheorySchedule": "iglearn.learners.schedules",
     "UniformLearner": "iglearn.learners.online",
+    "VIIGL": "iglearn.learners.vi_igl",
+    "VIIGLReport": "iglearn.learners.vi_igl",
     "make_schedule": "iglearn.learners.schedules",
 }
 
@@ -70,6 +73,8 @@ __all__ = [
     "Supervised",
     "TheorySchedule",
     "UniformLearner",
+    "VIIGL",
+    "VIIGLReport",
     "make_schedule",
 ]
 

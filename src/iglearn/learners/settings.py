@@ -244,7 +244,53 @@ class IGLPSettings(FitSettings):
     """Optimiser settings of each of the three models."""
 
 
-ALGORITHM_SETTINGS: dict[str, type[BatchIGLSettings | AIIGLSettings | IGLPSettings]] = {
-    "igl": BatchIGLSettings, "ai-igl": AIIGLSettings, "igl-p": IGLPSettings}
+VIIGL_OPTIMISATION = Optimisation(grounding_epochs=3, policy_epochs=2, epochs=3)
+"""VI-IGL's optimiser settings: three epochs of the decoder's min-max stage
+(``grounding_epochs``), then two of the policy's minorant and three of its IPS stage, in
+mini-batches of 500; a smaller log extends each stage while its loss improves, to at most
+240 steps."""
+DIVERGENCES = ("kl", "chi2", "chi2-kl")
+"""VI-IGL's f-divergence variants: the divergence of the conditional critic G, then (after a
+dash, when it differs) that of the marginal critic T (:mod:`iglearn.learners.vi_igl`)."""
+
+
+@dataclass(eq=False)
+class VIIGLSettings(FitSettings):
+    """The settings of :class:`~iglearn.learners.vi_igl.VIIGL`, which documents them."""
+
+    policy: str = "linear"
+    """Class of the policy fitted to the decoded reward: 'linear' or 'mlp'."""
+    decoder: str = "linear"
+    """Class of the reward decoder psi(y): 'linear' or 'mlp'."""
+    optimisation: Optimisation = field(default_factory=lambda: VIIGL_OPTIMISATION)
+    """Optimiser settings: ``grounding_epochs`` of the decoder's min-max stage (psi against
+    the critics), then ``policy_epochs`` and ``epochs`` of the policy's stages."""
+    divergence: Literal["kl", "chi2", "chi2-kl"] = "kl"
+    """The f-divergence of the variational bounds: 'kl' (KL for both critics), 'chi2'
+    (chi-square for both), 'chi2-kl' (chi-square for the conditional critic G, KL for the
+    marginal critic T)."""
+    beta: float = 10.0
+    """The weight of I(X, A; R_psi) against I(Y; X, A | R_psi) in the decoder's objective
+    (the paper: 10)."""
+    critic_hidden: int = 64
+    """Hidden units of each critic's two-layer networks (one on the context, one on the
+    feedback)."""
+    critic_width: int = 16
+    """Width of the embeddings whose inner product is the conditional critic G."""
+    critic_pairs: int = 32
+    """Samples each sample of a mini-batch is paired with to draw the conditional product law
+    of I(Y; X, A | R_psi) (every other one when the mini-batch is smaller)."""
+    critic_clip: float = 10.0
+    """Critic scores pass through clip * tanh(score / clip), so that exp(score) stays
+    finite."""
+    decoder_temperature: float = 1.0
+    """Temperature of the decoder's sigmoid, psi(y) = sigmoid(g(y) / temperature); the decoder
+    learns at the learning rate times it."""
+
+
+ALGORITHM_SETTINGS: dict[str, type[BatchIGLSettings | AIIGLSettings | IGLPSettings
+                                   | VIIGLSettings]] = {
+    "igl": BatchIGLSettings, "ai-igl": AIIGLSettings, "igl-p": IGLPSettings,
+    "vi-igl": VIIGLSettings}
 """The settings of each algorithm a model folder may hold, by name (``iglearn fit
 --algorithm``; the learners: :func:`iglearn.models.io.algorithms`)."""

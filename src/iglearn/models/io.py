@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from iglearn.learners.ai_igl import AIIGL
     from iglearn.learners.batch_igl import BatchIGL
     from iglearn.learners.iglp import IGLP
+    from iglearn.learners.vi_igl import VIIGL
 
 FORMAT = "iglearn-model"
 FORMAT_VERSION = 1
@@ -82,7 +83,9 @@ WEIGHTS = "weights.safetensors"
 
 _FACTORY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 """An importable factory path, ``module:function``."""
-_POSITIVE = frozenset({"decoder_temperature", "temperature", "lr", "batch_size", "window"})
+_POSITIVE = frozenset({"decoder_temperature", "temperature", "lr", "batch_size", "window",
+                       "beta", "critic_hidden", "critic_width", "critic_pairs",
+                       "critic_clip"})
 """Settings (of the learner or its optimisation) that must be > 0 in a saved model."""
 _NON_NEGATIVE = frozenset({"max_restarts", "grounding_epochs", "policy_epochs", "epochs",
                            "max_steps", "patience", "tolerance", "weight_decay",
@@ -134,11 +137,13 @@ def algorithms() -> dict[str, Algorithm]:
     from iglearn.learners.ai_igl import AIIGL, AIIGLReport
     from iglearn.learners.batch_igl import BatchIGL, FitReport
     from iglearn.learners.iglp import IGLP, IGLPReport
+    from iglearn.learners.vi_igl import VIIGL, VIIGLReport
 
     return {"igl": Algorithm("igl", BatchIGL, FitReport, per_action=False),
             "ai-igl": Algorithm("ai-igl", AIIGL, AIIGLReport, per_action=True),
             "igl-p": Algorithm("igl-p", IGLP, IGLPReport, per_action=False,
-                               models=("ik", "flags"))}
+                               models=("ik", "flags")),
+            "vi-igl": Algorithm("vi-igl", VIIGL, VIIGLReport, per_action=False)}
 
 
 ALGORITHMS = tuple(ALGORITHM_SETTINGS)
@@ -367,7 +372,7 @@ def check_model_folder(folder: Path) -> None:
                            f"new folder for --out, or remove it") from e
 
 
-def save_model(learner: BatchIGL | AIIGL | IGLP, folder: str | Path,
+def save_model(learner: BatchIGL | AIIGL | IGLP | VIIGL, folder: str | Path,
                schema: FeatureSchema | None = None, extra: dict | None = None) -> Path:
     """Write a fitted :class:`~iglearn.learners.BatchIGL`, :class:`~iglearn.learners.AIIGL`
     or :class:`~iglearn.learners.iglp.IGLP` to ``folder``.

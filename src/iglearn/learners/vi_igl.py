@@ -1,0 +1,442 @@
+"""VI-IGL: interaction-grounded learning by conditional mutual information (Hu, Farnia and
+Leung, "An Information Theoretic Approach to Interaction-Grounded Learning", ICML 2024,
+arXiv 2401.05015).
+
+The 2021 assumption y ⟂ (x, a) | r says that once the reward is known, the feedback tells
+nothing more about the context and the action. VI-IGL asks the decoded reward R_psi ~
+Bernoulli(psi(y)) to make that true on the data, and to carry as much about (x, a) as it can:
+
+    min_psi  I(Y; X, A | R_psi) - beta I(X, A; R_psi)                                 (i)
+
+Both terms are f-divergences between a joint law and a product law, and each is estimated by
+its variational lower bound D_f(P || Q) >= sup_T E_P[T] - E_Q[f*(T)] (Nguyen, Wainwright and
+Jordan 2010), with a critic network in place of the supremum:
+
+    min_psi max_G max_T  {E_P[G] - E_Q[f*(G)]} - beta {E_P'[T] - E_Q'[f*(T)]}          (ii)
+
+- G(x, a, y, r) scores the joint law of (x, a, y, r) against Q = P(r) P(x, a | r) P(y | r),
+  the samples' (x, a) paired with other samples' y of equal decoded r
+  (:func:`conditional_bound`);
+- T(x, a, r) scores the joint law of (x, a, r) against the product P(x, a) P(r)
+  (:func:`marginal_bound`);
+- f* is the convex conjugate of the divergence's f (:func:`conjugate`): e^(u - 1) for KL
+  (the bound is then the NWJ bound, the secondary summaries' E[G] - E[e^G] with G shifted by
+  one), u + u²/4 for chi-square; ``divergence`` picks KL-KL, chi²-chi² or chi²-KL.
+
+(i) and (ii) are numbered in this module, not as in the paper. iglearn's reading of the
+method (the paper's code is not public; the summaries describe
+drawing r ~ Bernoulli(psi(y)) several times per sample): the expectations over r are taken
+exactly, every sample counted under r = 1 with weight psi(y) and under r = 0 with weight
+1 - psi(y), the limit of many draws, which is differentiable in psi. The pairs of the
+conditional product law are each sample of a shuffled mini-batch with ``critic_pairs``
+others, weighted by q_i(r) q_j(r) / P(r), so no shuffle within equal r is drawn. Every
+expectation is importance-weighted by 1 / p (self-normalised in the mini-batch), so the laws
+are those of uniform play whatever policy logged the data.
+
+A fit runs these steps, each a function below:
+
+1. the decoder's min-max stage (:func:`decoder_stage`, ``optimisation.grounding_epochs``):
+   gradient descent-ascent, psi descending Eq. (ii) while both critics ascend their bounds, in
+   one AdamW run of the shared training loop (:func:`~iglearn.learners.training.run_stage`);
+   critic scores are clipped softly (``critic_clip``);
+2. the symmetry choice (:func:`choose_orientation`): Eq. (i) is unchanged by psi -> 1 - psi;
+   the logging policy is assumed to earn a low return, so where the mean decoded reward of
+   the logged interactions exceeds one half psi is flipped;
+3. the policy fit (:func:`policy_stages`, ``optimisation.policy_epochs`` then ``epochs``):
+   the softmax policy learns from the decoded reward psi(y), held fixed, exactly as
+   :class:`~iglearn.learners.ContextualBandit` learns from the true reward (its stages, fed
+   the decoded reward).
+
+The critics read the context through a two-layer network (K x 2 embeddings of
+``critic_width`` for G, K x 2 scores for T) and the feedback through another (2 embeddings);
+G(x, a, y, r) is the inner product of (x, a)'s and y's embeddings for r. They exist only
+during the fit: a saved model holds the policy and the decoder.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Self, cast
+
+import numpy as np
+import torch
+from torch import nn
+
+from iglearn.errors import IGLearnError
+from iglearn.learners.base import StackableLearner
+from iglearn.learners.baselines import ContextualBandit
+from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
+from iglearn.learners.monitor import ShortReport
+from iglearn.learners.settings import (
+    DIVERGENCES,
+    VIIGL_OPTIMISATION,
+    Optimisation,
+    VIIGLSettings,
+)
+from iglearn.learners.stream import AnyLog, check_fit_size, training_data
+from iglearn.learners.training import Stage, optimise
+from iglearn.learners.trials import Batch, Source, as_tensor, side_by_side
+from iglearn.models import Decoder, Policy, make_decoder, make_policy
+from iglearn.models.init import mlp, reset_parameters
+from iglearn.seeding import as_generator, torch_generator
+
+if TYPE_CHECKING:
+    from iglearn.data.formats.base import FeatureSchema
+
+BOUND_ROWS = 2048
+"""The report's bounds are measured on the first this many interactions of the log (all of a
+smaller one): the conditional bound's product law has a pair for every two rows."""
+
+
+@dataclass(repr=False)
+class VIIGLReport(ShortReport):
+    """What a VI-IGL fit measured about itself (no hidden reward is read)."""
+
+    conditional_bound: float
+    """The critic G's lower bound on I(Y; X, A | R_psi) (its divergence's information) on the
+    first :data:`BOUND_ROWS` interactions of the log; near 0 when R_psi explains the feedback's
+    dependence on (x, a)."""
+    marginal_bound: float
+    """The critic T's lower bound on I(X, A; R_psi) on the same rows."""
+    reward_rate: float
+    """The mean decoded reward of the logged interactions after the symmetry choice: the
+    logging policy's decoded return."""
+    flipped: bool
+    """Whether the symmetry choice flipped psi to 1 - psi."""
+    seconds: float = 0.0
+    """Wall time of the fit (with ``fit_many``, an equal share of the whole)."""
+    warnings: list[str] = field(default_factory=list)
+    """Identifiability warnings raised by the fit."""
+
+
+class Critics(nn.Module):
+    """The critics G(x, a, y, r) and T(x, a, r) of Eq. (ii), each score softly clipped to
+    (-clip, clip). G is the inner product of a context embedding (one per action and r) and a
+    feedback embedding (one per r), divided by the square root of their width; T reads one
+    score per action and r from the context. Every network is two-layer (one hidden ReLU
+    layer), so the critics stack side by side like the learners' models
+    (:mod:`iglearn.models.stacked`)."""
+
+    def __init__(self, context_dim: int, feedback_dim: int, n_actions: int, hidden: int,
+                 width: int, clip: float):
+        super().__init__()
+        self.n_actions, self.width, self.clip = n_actions, width, clip
+        self.context = mlp(context_dim, n_actions * 2 * width, hidden)
+        self.feedback = mlp(feedback_dim, 2 * width, hidden)
+        self.marginal = mlp(context_dim, n_actions * 2, hidden)
+
+    def _clipped(self, score: torch.Tensor) -> torch.Tensor:
+        return self.clip * torch.tanh(score / self.clip)
+
+    def forward(self, context: torch.Tensor, action: torch.Tensor, feedback: torch.Tensor,
+                partners: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The critics on a mini-batch of n interactions (leading trial axes allowed):
+        G on each joint sample, shape (..., n, 2) (r = 0, 1); G on the pairs
+        (x_i, a_i, y_j, r) for j in row i of ``partners`` (shape (n, m),
+        :func:`partner_rows`), shape (..., 2, n, m); and T, shape (..., n, 2)."""
+        k, w = self.n_actions, self.width
+        at = action[..., None, None, None].expand(*action.shape, 1, 2, w)
+        phi = self.context(context).unflatten(-1, (k, 2, w)).gather(-3, at).squeeze(-3)
+        chi = self.feedback(feedback).unflatten(-1, (2, w))
+        joint = (phi * chi).sum(-1) / math.sqrt(w)
+        pairs = torch.einsum("...ird,...imrd->...rim", phi, chi[..., partners, :, :])
+        pairs = pairs / math.sqrt(w)
+        t = self.marginal(context).unflatten(-1, (k, 2))
+        t = t.gather(-2, action[..., None, None].expand(*action.shape, 1, 2)).squeeze(-2)
+        return self._clipped(joint), self._clipped(pairs), self._clipped(t)
+
+
+def make_critics(settings: VIIGLSettings, context_dim: int, feedback_dim: int, n_actions: int,
+                 generator: torch.Generator) -> Critics:
+    """Freshly initialised critics of ``settings``' sizes, drawn from ``generator``."""
+    critics = Critics(context_dim, feedback_dim, n_actions, settings.critic_hidden,
+                      settings.critic_width, settings.critic_clip)
+    reset_parameters(critics, generator)
+    return critics
+
+
+def conjugate(score: torch.Tensor, divergence: str) -> torch.Tensor:
+    """f*(u), the convex conjugate of the divergence's f (Nguyen, Wainwright and Jordan 2010;
+    Nowozin, Cseke and Tomioka 2016, f-GAN): KL, f(t) = t log t, f*(u) = e^(u - 1); chi-square
+    (Pearson), f(t) = (t - 1)², f*(u) = u + u²/4."""
+    if divergence == "kl":
+        return torch.exp(score - 1.0)
+    if divergence == "chi2":
+        return score + score * score / 4.0
+    raise IGLearnError(f"unknown divergence {divergence!r}; choose 'kl' or 'chi2'")
+
+
+def variational_bound(joint: torch.Tensor, joint_weights: torch.Tensor, product: torch.Tensor,
+                      product_weights: torch.Tensor, divergence: str) -> torch.Tensor:
+    """The variational lower bound D_f(P || Q) >= E_P[T] - E_Q[f*(T)] (Nguyen, Wainwright and
+    Jordan 2010): critic scores on samples of P (``joint``) and of Q (``product``),
+    each with weights summing to one over the last axis; one value per leading index. At the
+    optimal critic, T = f'(dP/dQ) (1 + log dP/dQ for KL, 2 (dP/dQ - 1) for chi-square), the
+    bound is the divergence: the mutual information (KL) or the chi-square information when
+    Q is the product of P's marginals."""
+    return ((joint_weights * joint).sum(-1)
+            - (product_weights * conjugate(product, divergence)).sum(-1))
+
+
+def importance_weights(probability: torch.Tensor) -> torch.Tensor:
+    """Self-normalised importance weights (1/p_i) / sum_j (1/p_j) over the last axis: sample
+    i's weight in the law of uniform play, whatever policy logged it."""
+    w = 1.0 / probability
+    return w / w.sum(-1, keepdim=True)
+
+
+def reward_weights(psi: torch.Tensor) -> torch.Tensor:
+    """q_i(r) for r = 0, 1: the probability that R_psi ~ Bernoulli(psi(y_i)) takes each
+    value, shape (..., n, 2); the exact expectation over the draws of r."""
+    return torch.stack([1.0 - psi, psi], dim=-1)
+
+
+def partner_rows(n: int, m: int) -> torch.Tensor:
+    """The rows each of n rows is paired with in the conditional product law: row i with rows
+    i + 1, ..., i + m (mod n), every other row when m >= n - 1; shape (n, min(m, n - 1)).
+    The mini-batches are shuffled, so these are random pairs of distinct samples."""
+    m = max(1, min(m, n - 1))
+    return (torch.arange(n)[:, None] + torch.arange(1, m + 1)[None, :]) % n
+
+
+def conditional_bound(joint: torch.Tensor, pairs: torch.Tensor, q: torch.Tensor,
+                      w: torch.Tensor, divergence: str, partners: torch.Tensor) -> torch.Tensor:
+    """The bound on I(Y; X, A | R_psi) of Eq. (ii) (its first brace): G on the joint samples
+    (x_i, a_i, y_i, r) weighted w_i q_i(r), against G on the pairs (x_i, a_i, y_j, r) of
+    distinct samples (j in row i of ``partners``) weighted w_i q_i(r) w_j q_j(r), normalised
+    within each r to P(r) = sum_i w_i q_i(r): the conditional product law
+    P(r) P(x, a | r) P(y | r).
+
+    Args:
+        joint: G(x_i, a_i, y_i, r), shape (..., n, 2).
+        pairs: G(x_i, a_i, y_j, r), shape (..., 2, n, m).
+        q: q_i(r) from :func:`reward_weights`, shape (..., n, 2).
+        w: importance weights from :func:`importance_weights`, shape (..., n).
+        divergence: 'kl' or 'chi2'.
+        partners: the pairs' rows j, shape (n, m) (:func:`partner_rows`).
+    """
+    mass = w[..., None] * q  # (..., n, 2): P(i, r)
+    prior = mass.sum(-2)  # (..., 2): P(r)
+    by_r = mass.transpose(-1, -2)  # (..., 2, n)
+    product = by_r[..., :, None] * by_r[..., partners]
+    total = product.sum((-2, -1), keepdim=True)
+    tiny = torch.finfo(product.dtype).tiny
+    product = product / total.clamp_min(tiny) * prior[..., None, None]
+    return variational_bound(joint.flatten(-2), mass.flatten(-2), pairs.flatten(-3),
+                             product.flatten(-3), divergence)
+
+
+def marginal_bound(t: torch.Tensor, q: torch.Tensor, w: torch.Tensor,
+                   divergence: str) -> torch.Tensor:
+    """The bound on I(X, A; R_psi) of Eq. (ii) (its second brace): T on the joint samples
+    (x_i, a_i, r) weighted w_i q_i(r), against T on (x_i, a_i, r) weighted w_i P(r), the
+    product P(x, a) P(r). Shapes as :func:`conditional_bound`, ``t`` (..., n, 2)."""
+    mass = w[..., None] * q
+    product = w[..., None] * mass.sum(-2, keepdim=True)
+    return variational_bound(t.flatten(-2), mass.flatten(-2), t.flatten(-2),
+                             product.flatten(-2), divergence)
+
+
+def split_divergence(divergence: str) -> tuple[str, str]:
+    """The divergences of G and of T named by a ``divergence`` setting ('kl', 'chi2',
+    'chi2-kl')."""
+    if divergence not in DIVERGENCES:
+        raise IGLearnError(f"divergence must be one of {', '.join(DIVERGENCES)}, got "
+                           f"{divergence!r}")
+    first, _, second = divergence.partition("-")
+    return first, second or first
+
+
+def information_bounds(critics: Critics, decoder: Decoder, batch: Batch, divergence: str,
+                       pairs: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The two bounds of Eq. (ii) on ``batch`` (one value per trial): I(Y; X, A | R_psi) by G
+    (each sample paired with ``pairs`` others) and I(X, A; R_psi) by T."""
+    g_div, t_div = split_divergence(divergence)
+    w = importance_weights(batch.probability)
+    q = reward_weights(decoder(batch.signal))
+    partners = partner_rows(w.shape[-1], pairs)
+    joint, product, t = critics(batch.context, batch.action, batch.signal, partners)
+    return (conditional_bound(joint, product, q, w, g_div, partners),
+            marginal_bound(t, q, w, t_div))
+
+
+def decoder_stage(decoder: Decoder, critics: Critics, settings: Optimisation, beta: float,
+                  divergence: str, pairs: int) -> Stage:
+    """Step 1, Eq. (ii) by gradient descent-ascent: on each mini-batch the critics ascend their
+    bounds (psi held fixed) while psi descends bound_G - beta bound_T (the critics held
+    fixed), one AdamW step for all (the decoder at the learning rate times its temperature);
+    each sample is paired with ``pairs`` others for the conditional product law. The stage's
+    loss value, which its stopping rule watches, is psi's objective."""
+    g_div, t_div = split_divergence(divergence)
+
+    def loss(batch: Batch) -> torch.Tensor:
+        w = importance_weights(batch.probability)
+        q = reward_weights(decoder(batch.signal))
+        partners = partner_rows(w.shape[-1], pairs)
+        joint, product, t = critics(batch.context, batch.action, batch.signal, partners)
+        g_critic = conditional_bound(joint, product, q.detach(), w, g_div, partners)
+        t_critic = marginal_bound(t, q.detach(), w, t_div)
+        g_psi = conditional_bound(joint.detach(), product.detach(), q, w, g_div, partners)
+        t_psi = marginal_bound(t.detach(), q, w, t_div)
+        value = g_psi - beta * t_psi
+        total = value - g_critic - t_critic
+        return total + (value - total).detach()
+
+    psi = list(decoder.parameters())
+    return Stage(settings.grounding_epochs, psi + list(critics.parameters()), loss, psi,
+                 decoder.temperature)
+
+
+def choose_orientation(decoders: Sequence[Decoder], data: Source) -> tuple[np.ndarray,
+                                                                         np.ndarray]:
+    """Step 2, the symmetry choice: Eq. (i) is the same for psi and 1 - psi, and the logging
+    policy is assumed to earn a low return, so each trial's decoder whose mean decoded reward
+    over the logged interactions (the logging policy's decoded return, unweighted) exceeds
+    one half is flipped (its corrector flag). Returns each trial's rate after the choice and
+    whether it flipped."""
+    total = torch.zeros(len(decoders), dtype=torch.float64)
+    with torch.no_grad(), side_by_side(decoders) as stacked:
+        for chunk in data.chunks(context=False):
+            total += stacked(chunk.signal).double().sum(-1)
+    rate = (total / data.n).numpy()
+    flip = rate > 0.5
+    for decoder, turn in zip(decoders, flip, strict=True):
+        if turn:
+            decoder.flipped.logical_not_()
+    return np.where(flip, 1.0 - rate, rate), flip
+
+
+def policy_stages(policy: Policy, decoder: Decoder, settings: Optimisation) -> list[Stage]:
+    """Step 3, the policy fit: :class:`~iglearn.learners.ContextualBandit`'s stages (the
+    two-sided minorant for ``policy_epochs``, then the IPS estimate of V(pi) - V(pi_bad) with
+    the control variate), fed the decoded reward psi(y), held fixed, in place of r."""
+
+    def decoded(batch: Batch) -> Batch:
+        with torch.no_grad():
+            return batch._replace(signal=decoder(batch.signal))
+
+    def fed(stage: Stage) -> Stage:
+        return Stage(stage.epochs, stage.params, lambda batch: stage.loss(decoded(batch)))
+
+    bandit = ContextualBandit(optimisation=settings)
+    return [fed(stage) for stage in bandit.stages(policy, replace(settings, grounding_epochs=0))]
+
+
+@dataclass(eq=False)
+class VIIGL(VIIGLSettings, StackableLearner):
+    """Learns a reward decoder psi by the conditional mutual information objective (see the
+    module docstring), then a softmax policy on the decoded reward: ``fit(log)``, or several
+    learners on several logs as one batched computation, ``fit_many``.
+
+    The settings are the dataclass fields below (:class:`~iglearn.learners.settings.
+    VIIGLSettings`); ``optimisation.grounding_epochs`` are the epochs of the decoder's
+    min-max stage, ``policy_epochs`` and ``epochs`` those of the policy's.
+    """
+
+    if TYPE_CHECKING:  # set by fit; declared for the type checker, not as settings
+        decoder_: Decoder = field(init=False)
+        report_: VIIGLReport = field(init=False)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.optimisation is None:  # accepted for convenience: the default settings
+            self.optimisation = VIIGL_OPTIMISATION
+        split_divergence(self.divergence)
+        for name in ("beta", "critic_clip", "decoder_temperature"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise IGLearnError(f"{name} must be a positive number, got {value!r}")
+        for name in ("critic_hidden", "critic_width", "critic_pairs"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise IGLearnError(f"{name} must be a whole number >= 1, got {value!r}")
+
+    @classmethod
+    def _fit_stacked(cls, learners: list[VIIGL], logs: list[AnyLog]) -> None:
+        """Fit every learner on its log, side by side; each draws its models and shuffles
+        from its own seed, as its own ``fit`` would."""
+        check_fit_size(logs)
+        start = time.perf_counter()
+        first, k = learners[0], logs[0].n_actions
+        data = training_data(logs, "feedback", [learner.take_statistics(log) for learner, log
+                                                in zip(learners, logs, strict=True)])
+        generators = [torch_generator(as_generator(learner.seed)) for learner in learners]
+        policies = [make_policy(first.policy, data.context_dim, k, g) for g in generators]
+        decoders = [make_decoder(first.decoder, data.signal_dim, g, first.decoder_temperature)
+                    for g in generators]
+        critics = [make_critics(first, data.context_dim, data.signal_dim, k, g)
+                   for g in generators]
+        bounds = first.fit_models(policies, decoders, critics, data, generators)
+        rates, flips = bounds.pop("rate"), bounds.pop("flipped")
+        seconds = (time.perf_counter() - start) / len(learners)
+        for t, learner in enumerate(learners):
+            notes = []
+            if k == 2:
+                notes.append("K = 2: the reward need not be the rarer event of the log, so the "
+                             "symmetry choice may pick the wrong sign")
+            if abs(rates[t] - 0.5) < AMBIGUITY_MARGIN:
+                notes.append(f"the decoded sign is ambiguous: {rates[t]:.1%} of the logged "
+                             f"interactions decode as rewarded, close to one half")
+            for note in notes:
+                warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line
+            learner.policy_, learner.decoder_ = policies[t], decoders[t]
+            learner.seconds_ = seconds
+            learner.report_ = VIIGLReport(
+                conditional_bound=float(bounds["conditional"][t]),
+                marginal_bound=float(bounds["marginal"][t]), reward_rate=float(rates[t]),
+                flipped=bool(flips[t]), seconds=seconds, warnings=notes)
+
+    def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Decoder],
+                   critics: Sequence[Critics], data: Source,
+                   generators: Sequence[torch.Generator]) -> dict[str, np.ndarray]:
+        """Steps 1 to 3 for trial t's models on trial t of ``data``, every trial side by side,
+        in place. Returns per trial the bounds after step 1 ('conditional', 'marginal') on the
+        first :data:`BOUND_ROWS` rows, and step 2's reward rate and flip ('rate',
+        'flipped')."""
+        settings = self.optimisation
+        with side_by_side(decoders) as psi, side_by_side(critics) as critic:
+            optimise([decoder_stage(psi, critic, settings, self.beta, self.divergence,
+                                    self.critic_pairs)], data, settings, generators)
+            with torch.no_grad():
+                first = next(iter(data.chunks(min(BOUND_ROWS, data.n))))
+                rows = Batch(torch.stack([x[:BOUND_ROWS] for x in first.context]),
+                             first.action[:, :BOUND_ROWS], first.probability[:, :BOUND_ROWS],
+                             torch.stack([y[:BOUND_ROWS] for y in first.signal]))
+                conditional, marginal = information_bounds(critic, psi, rows, self.divergence,
+                                                           self.critic_pairs)
+        rate, flipped = choose_orientation(decoders, data)
+        with side_by_side(policies) as pi, side_by_side(decoders) as psi:
+            optimise(policy_stages(pi, psi, settings), data, settings, generators)
+        return {"conditional": conditional.numpy(), "marginal": marginal.numpy(),
+                "rate": rate, "flipped": flipped}
+
+    def decode(self, feedback: np.ndarray) -> np.ndarray:
+        """The decoded reward psi(y) of each (raw) feedback vector, after the symmetry
+        choice."""
+        self._fitted_policy()
+        with torch.no_grad():
+            return self.decoder_(as_tensor(self.standardised_feedback(feedback))).numpy()
+
+    def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
+        """Write the fitted policy and decoder to ``folder`` (see
+        :func:`iglearn.models.io.save_model`); the critics are not kept."""
+        from iglearn.models.io import save_model
+        return save_model(self, folder, schema)
+
+    @classmethod
+    def load(cls, folder: str | Path) -> VIIGL:
+        """A fitted model read from ``folder`` (see :func:`iglearn.models.io.load_model`); a
+        folder that holds another algorithm's model is refused."""
+        from iglearn.models.io import load_model
+        return cast(VIIGL, load_model(folder, "vi-igl"))  # load_model checked the algorithm
+
+    def fit(self, log: AnyLog) -> Self:
+        """Fit the decoder and the policy on ``log``, in memory or streamed (reads context,
+        action, probability and feedback). Warns (:class:`IdentifiabilityWarning`) when
+        K = 2 and when about half of the logged interactions decode as rewarded."""
+        return super().fit(log)

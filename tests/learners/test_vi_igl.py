@@ -1,0 +1,224 @@
+"""VI-IGL: its critics' bounds against known mutual information, the symmetry choice, fits,
+save/load."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from iglearn.data.logs import InteractionLog
+from iglearn.envs.mnist import digits_environment
+from iglearn.envs.noisy import NoisyFeedbackEnvironment
+from iglearn.errors import IGLearnError
+from iglearn.learners import VIIGL, IdentifiabilityWarning, Optimisation
+from iglearn.learners.trials import Trials
+from iglearn.learners.vi_igl import (
+    choose_orientation,
+    conditional_bound,
+    marginal_bound,
+    partner_rows,
+    variational_bound,
+)
+from iglearn.models.decoders import LinearDecoder
+
+
+def gaussian_pairs(rho: float, n: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """n draws of a standard bivariate Gaussian with correlation rho."""
+    x = rng.standard_normal(n)
+    y = rho * x + math.sqrt(1 - rho * rho) * rng.standard_normal(n)
+    return x, y
+
+
+def log_ratio(x: np.ndarray, y: np.ndarray, rho: float) -> np.ndarray:
+    """log p(x, y) / (p(x) p(y)) of the standard bivariate Gaussian with correlation rho."""
+    s = 1 - rho * rho
+    return -0.5 * math.log(s) - (rho * rho * (x * x + y * y) - 2 * rho * x * y) / (2 * s)
+
+
+def optimal_critic(x: np.ndarray, y: np.ndarray, rho: float, divergence: str) -> torch.Tensor:
+    """f'(dP/dQ): 1 + log ratio for KL, 2 (ratio - 1) for chi-square."""
+    r = log_ratio(x, y, rho)
+    return torch.from_numpy(1 + r if divergence == "kl" else 2 * (np.exp(r) - 1))
+
+
+def information(rho: float, divergence: str) -> float:
+    """The mutual information (KL) or chi-square information of a bivariate Gaussian."""
+    if divergence == "kl":
+        return -0.5 * math.log(1 - rho * rho)
+    return rho * rho / (1 - rho * rho)
+
+
+@pytest.mark.parametrize("divergence", ["kl", "chi2"])
+def test_variational_bound_reaches_the_gaussian_information_at_the_optimal_critic(divergence):
+    rng = np.random.default_rng(0)
+    rho, n = 0.5, 200_000
+    x, y = gaussian_pairs(rho, n, rng)
+    shuffled = rng.permutation(y)
+    uniform = torch.full((n,), 1.0 / n, dtype=torch.float64)
+    best = variational_bound(optimal_critic(x, y, rho, divergence), uniform,
+                             optimal_critic(x, shuffled, rho, divergence), uniform, divergence)
+    truth = information(rho, divergence)
+    assert float(best) == pytest.approx(truth, abs=0.03)
+    # any other critic scores less: the bound is a lower bound
+    worse = variational_bound(0.5 * optimal_critic(x, y, rho, divergence), uniform,
+                              0.5 * optimal_critic(x, shuffled, rho, divergence), uniform,
+                              divergence)
+    assert float(worse) < truth - 0.02
+
+
+@pytest.mark.parametrize("divergence", ["kl", "chi2"])
+def test_conditional_bound_is_the_conditional_information_of_gaussians(divergence):
+    """R is one-hot (psi 0 or 1); given R = r, (X, Y) is a Gaussian with correlation rho_r:
+    I(Y; X | R) = sum_r P(r) I_r, reached by the optimal critic over every pair of rows."""
+    rng = np.random.default_rng(1)
+    n, rhos, share = 1500, (0.3, 0.6), 0.25
+    r = (rng.random(n) < share).astype(np.int64)
+    x, y = np.empty(n), np.empty(n)
+    for value, rho in enumerate(rhos):
+        rows = np.flatnonzero(r == value)
+        x[rows], y[rows] = gaussian_pairs(rho, len(rows), rng)
+    partners = partner_rows(n, n)  # every other row
+    pairs = torch.stack([optimal_critic(x[:, None], y[partners.numpy()], rho, divergence)
+                         for rho in rhos])
+    joint = torch.stack([optimal_critic(x, y, rho, divergence) for rho in rhos], dim=-1)
+    q = torch.nn.functional.one_hot(torch.from_numpy(r), 2).double()
+    w = torch.full((n,), 1.0 / n, dtype=torch.float64)
+    found = float(conditional_bound(joint, pairs, q, w, divergence, partners))
+    # a few partners per row (the rows are in random order) estimate the same law
+    few = partner_rows(n, 64)
+    shuffled = torch.stack([optimal_critic(x[:, None], y[few.numpy()], rho, divergence)
+                            for rho in rhos])
+    approx = conditional_bound(joint, shuffled, q, w, divergence, few)
+    truth = (1 - r.mean()) * information(rhos[0], divergence) + r.mean() * information(
+        rhos[1], divergence)
+    assert found == pytest.approx(truth, abs=0.04)
+    assert float(approx) == pytest.approx(truth, abs=0.06)
+
+
+def test_marginal_bound_is_the_information_between_a_gaussian_mixture_and_its_label():
+    """R ~ Bernoulli(0.3), X | R ~ N(2R - 1, 1): I(X; R) by numerical integration, reached by
+    the optimal KL critic 1 + log p(r | x) / p(r); importance weights that are not uniform (a
+    logging policy) leave it unchanged when they do not depend on (x, r)."""
+    rng = np.random.default_rng(2)
+    n, prior = 100_000, 0.3
+    r = (rng.random(n) < prior).astype(np.int64)
+    x = rng.standard_normal(n) + 2 * r - 1
+
+    def posterior(x):  # p(r = 1 | x)
+        one = prior * np.exp(-0.5 * (x - 1) ** 2)
+        return one / (one + (1 - prior) * np.exp(-0.5 * (x + 1) ** 2))
+
+    grid = np.linspace(-12, 12, 200_001)
+    density = (prior * np.exp(-0.5 * (grid - 1) ** 2)
+               + (1 - prior) * np.exp(-0.5 * (grid + 1) ** 2)) / math.sqrt(2 * math.pi)
+    post = posterior(grid)
+    entropy = lambda p: -(p * np.log(p) + (1 - p) * np.log(1 - p))  # noqa: E731
+    truth = entropy(prior) - float(np.sum(density * entropy(post)) * (grid[1] - grid[0]))
+    t = torch.from_numpy(np.stack([1 + np.log((1 - posterior(x)) / (1 - prior)),
+                                   1 + np.log(posterior(x) / prior)], axis=-1))
+    q = torch.nn.functional.one_hot(torch.from_numpy(r), 2).double()
+    w = torch.full((n,), 1.0 / n, dtype=torch.float64)
+    assert float(marginal_bound(t, q, w, "kl")) == pytest.approx(truth, abs=0.01)
+
+
+def test_the_symmetry_choice_makes_the_rarer_event_the_reward():
+    """A decoder that calls the unrewarded feedback a reward (psi 0.88 where r = 0, 0.12
+    where r = 1) on a log where r = 1 is rare is flipped."""
+    rng = np.random.default_rng(3)
+    n = 2000
+    reward = (rng.random(n) < 0.1).astype(np.float32)
+    log = InteractionLog(context=rng.standard_normal((n, 2)).astype(np.float32),
+                         action=rng.integers(0, 10, n), probability=np.full(n, 0.1),
+                         feedback=reward[:, None].copy(), n_actions=10, reward=reward)
+    decoder = LinearDecoder(1, temperature=1.0)
+    with torch.no_grad():
+        decoder.net.weight.fill_(-4.0)
+        decoder.net.bias.fill_(2.0)
+    rate, flipped = choose_orientation([decoder], Trials.from_logs([log], "feedback"))
+    assert flipped.tolist() == [True] and rate[0] < 0.25
+    with torch.no_grad():
+        psi = decoder(torch.from_numpy(log.feedback)).numpy()
+    assert psi[reward == 1].mean() > 0.8 > 0.2 > psi[reward == 0].mean()
+    # the right orientation is kept
+    rate, flipped = choose_orientation([decoder], Trials.from_logs([log], "feedback"))
+    assert flipped.tolist() == [False] and rate[0] < 0.25
+
+
+@pytest.fixture(scope="module")
+def noisy_digits():
+    """A uniform log of digits with 10 % independent noise in the feedback, and the task."""
+    env = NoisyFeedbackEnvironment(digits_environment(), "independent", 0.1)
+    return env, env.log(2000, np.random.default_rng(4))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("divergence", ["kl", "chi2", "chi2-kl"])
+def test_vi_igl_learns_digits_with_independent_noise(noisy_digits, divergence):
+    env, log = noisy_digits
+    learner = VIIGL(seed=0, divergence=divergence).fit(log)
+    test_x, test_y = env.test_set()
+    assert learner.accuracy(test_x, test_y) > 0.7   # chance is 0.1
+    report = learner.report_
+    assert report.reward_rate < 0.2 and report.marginal_bound > 0
+    psi = learner.decode(log.feedback)
+    assert psi[log.reward == 1].mean() > 0.7 > 0.3 > psi[log.reward == 0].mean()
+
+
+@pytest.mark.slow
+def test_vi_igl_reweights_a_skewed_logging_policy():
+    env = NoisyFeedbackEnvironment(digits_environment(), "independent", 0.1)
+    skew = np.linspace(1.0, 3.0, env.n_actions)
+    log = env.log(2000, np.random.default_rng(5),
+                  policy=lambda x: np.tile(skew / skew.sum(), (len(x), 1)))
+    learner = VIIGL(seed=1).fit(log)
+    assert learner.accuracy(*env.test_set()) > 0.7
+
+
+def test_fit_many_matches_separate_fits(noisy_digits):
+    _, log = noisy_digits
+    small = InteractionLog(**{**log.__dict__, **{name: getattr(log, name)[:600] for name in
+                                                 ("context", "action", "probability",
+                                                  "feedback", "reward", "label")}})
+    short = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=30)
+    alone = VIIGL(seed=7, optimisation=short).fit(small)
+    together = VIIGL.fit_many([VIIGL(seed=7, optimisation=short),
+                               VIIGL(seed=8, optimisation=short)], [small, small])
+    np.testing.assert_allclose(together[0].predict_proba(small.context),
+                               alone.predict_proba(small.context), atol=2e-3)
+
+
+def test_save_and_load_give_identical_predictions(noisy_digits, tmp_path):
+    _, log = noisy_digits
+    short = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=30)
+    learner = VIIGL(seed=2, divergence="chi2", beta=5.0, optimisation=short).fit(log)
+    learner.save(tmp_path / "model")
+    loaded = VIIGL.load(tmp_path / "model")
+    assert type(loaded) is VIIGL and (loaded.divergence, loaded.beta) == ("chi2", 5.0)
+    np.testing.assert_array_equal(loaded.predict_proba(log.context),
+                                  learner.predict_proba(log.context))
+    np.testing.assert_array_equal(loaded.decode(log.feedback), learner.decode(log.feedback))
+    assert loaded.report_.flipped == learner.report_.flipped
+
+
+def test_k_equal_two_warns():
+    rng = np.random.default_rng(6)
+    n = 400
+    reward = (rng.random(n) < 0.5).astype(np.float32)
+    log = InteractionLog(context=rng.standard_normal((n, 3)).astype(np.float32),
+                         action=rng.integers(0, 2, n), probability=np.full(n, 0.5),
+                         feedback=rng.standard_normal((n, 4)).astype(np.float32), n_actions=2,
+                         reward=reward)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        VIIGL(seed=0, optimisation=Optimisation(1, 1, 1, max_steps=20)).fit(log)
+    assert any(issubclass(w.category, IdentifiabilityWarning) and "K = 2" in str(w.message)
+               for w in caught)
+
+
+@pytest.mark.parametrize("settings", [{"divergence": "hellinger"}, {"beta": 0.0},
+                                      {"critic_width": 0}, {"critic_clip": float("nan")}])
+def test_settings_that_cannot_work_are_refused(settings):
+    with pytest.raises(IGLearnError, match=next(iter(settings))):
+        VIIGL(**settings)
