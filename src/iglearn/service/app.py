@@ -48,6 +48,7 @@ from iglearn.service.storage import (
     FeedbackOutcome,
     ModelRecord,
     Storage,
+    is_new_database,
     open_storage,
 )
 from iglearn.service.supervisor import CHECK_SECONDS, WorkerSupervisor
@@ -167,6 +168,13 @@ def check_no_auth(config: ServiceConfig, insecure_no_auth: bool) -> None:
                            f"add --config FILE --role admin'")
 
 
+def no_key_yet(config: ServiceConfig) -> IGLearnError:
+    """The refusal of a start without ``--insecure-no-auth`` on a database without keys."""
+    return IGLearnError(f"{config.db_shown}: no API key yet; create one with 'iglearn serve "
+                        f"keys add --config {config.path} --role admin' (or serve on "
+                        f"loopback with --insecure-no-auth)")
+
+
 class Service:
     """The state of one service process: configuration, storage, keys, the served model,
     the explorer and the metrics."""
@@ -180,15 +188,15 @@ class Service:
         # one decision is a small product: several threads only wait on each other, and
         # on a busy machine (the learning worker fitting) each call would take milliseconds
         torch.set_num_threads(config.server.torch_threads)
+        if not insecure_no_auth and is_new_database(config.db_path):
+            raise no_key_yet(config)  # before the schema is created: refused, nothing left
         self.storage: Storage = open_storage(config.db_path, config.server.synchronous,
                                              config.server.pool_size,
                                              checkpoint_seconds=CHECKPOINT_SECONDS)
         try:
             self.keyring = KeyRing(self.storage.keys())
             if not self.keyring and not insecure_no_auth:
-                raise IGLearnError(f"{config.db_shown}: no API key yet; create one with "
-                                   f"'iglearn serve keys add --config {config.path} --role "
-                                   f"admin' (or serve on loopback with --insecure-no-auth)")
+                raise no_key_yet(config)
             self._keys_read = time.monotonic()
             self.metrics = Metrics()
             self.served: Served | None = None
@@ -957,8 +965,10 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = Fa
     ``listening(port)`` is called once it is past its refusals and holds its port.
 
     A refused start leaves nothing behind: the port is taken before anything is created,
-    and a database file this start created is removed again when the start is refused (no
-    key yet, a model that cannot be loaded)."""
+    a database without iglearn's schema (a new SQLite file, an empty PostgreSQL database)
+    is refused for lack of a key before the schema is created, and a database file this
+    start created is removed again when the start is refused (a model that cannot be
+    loaded)."""
     import uvicorn
 
     from iglearn.service.storage import created_or_removed
