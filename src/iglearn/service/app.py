@@ -56,7 +56,8 @@ from iglearn.service.supervisor import CHECK_SECONDS, WorkerSupervisor
 LOG_FORMATS = {"parquet": "application/vnd.apache.parquet", "dsjson": "application/x-ndjson",
                "npz": "application/octet-stream"}
 IMPORT_SIZE_FACTOR = 64
-"""PUT /v1/model accepts a body this many times ``max_body_bytes``."""
+"""PUT /v1/model accepts a body this many times ``max_body_bytes`` (at most
+:data:`iglearn.models.archive.MAX_ARCHIVE_BYTES`)."""
 KEY_RELOAD_SECONDS = 1.0
 """An unknown key makes the service re-read the stored keys at most this often (keys added
 with ``iglearn serve keys add`` while it runs)."""
@@ -487,12 +488,23 @@ async def read_body(request: Request, limit: int) -> bytes:
     """The request body; 413 (the connection closed after it) as soon as it exceeds
     ``limit`` bytes, or 408 (the same) when it has not all arrived within the application's
     ``body_timeout_seconds`` (``[server] body_timeout_seconds``)."""
+    body = bytearray()
+    await receive_body(request, limit, "(or raise [server] max_body_bytes)", body.extend)
+    return bytes(body)
+
+
+async def receive_body(request: Request, limit: int, how: str,
+                       sink: Callable[[bytes], object]) -> int:
+    """Pass the request body to ``sink`` as it arrives, a chunk at a time (nothing else holds
+    it); its length. 413 (the connection closed after it) as soon as it exceeds ``limit``
+    bytes (the message names the limit, then ``how`` to raise it), before the chunk beyond
+    it reaches ``sink``; 408 (the same) when it has not all arrived within the
+    application's ``body_timeout_seconds`` (``[server] body_timeout_seconds``)."""
     timeout: float = request.app.state.body_timeout_seconds
     length = request.headers.get("content-length")
     too_large = Rejected(413, f"the body is larger than the limit of {limit} bytes; send "
-                              f"at most {limit} bytes (or raise [server] max_body_bytes)",
-                         "body", close=True)
-    body, more = bytearray(), True
+                              f"at most {limit} bytes {how}", "body", close=True)
+    received, more = 0, True
     try:
         with anyio.fail_after(timeout):
             if length is not None and (not length.isdigit() or int(length) > limit):
@@ -501,10 +513,13 @@ async def read_body(request: Request, limit: int) -> bytes:
                 message = await request.receive()
                 if message["type"] == "http.disconnect":
                     raise ClientDisconnect
-                body += message.get("body", b"")
+                chunk = message.get("body", b"")
                 more = message.get("more_body", False)
-                if len(body) > limit:
+                received += len(chunk)
+                if received > limit:
                     raise too_large
+                if chunk:
+                    sink(chunk)
     except TimeoutError:
         raise Rejected(408, f"the body did not arrive within {timeout:g} s ([server] "
                             f"body_timeout_seconds)", "body", close=True) from None
@@ -512,7 +527,7 @@ async def read_body(request: Request, limit: int) -> bytes:
         if more:
             await discard_body(request, timeout)
         raise
-    return bytes(body)
+    return received
 
 
 async def discard_body(request: Request, seconds: float) -> None:
@@ -794,14 +809,25 @@ def build_app(service: Service, start_worker: bool = True,
                         headers={"content-disposition": f'attachment; filename="{name}"'})
 
     async def import_model(request: Request) -> Response:
-        from iglearn.models.archive import load_archive
+        """The upload is written to an unnamed temporary file as it arrives (never held in
+        memory whole) and unpacked from it as a stream within the archive's byte budgets
+        (:mod:`iglearn.models.archive`)."""
+        from iglearn.models.archive import MAX_ARCHIVE_BYTES, load_archive
 
-        data = await read_body(request, server.max_body_bytes * IMPORT_SIZE_FACTOR)
-        try:
-            learner = await anyio.to_thread.run_sync(
-                lambda: load_archive(data, None, "the uploaded model"))
-        except IGLearnError as e:
-            raise Rejected(422, str(e), "body") from None
+        import_limit = min(server.max_body_bytes * IMPORT_SIZE_FACTOR, MAX_ARCHIVE_BYTES)
+        import_how = (f"({IMPORT_SIZE_FACTOR} times [server] max_body_bytes, at most "
+                      f"{MAX_ARCHIVE_BYTES}, iglearn.models.archive.MAX_ARCHIVE_BYTES)")
+
+        with tempfile.TemporaryFile(prefix="iglearn-upload-") as upload:  # gone when closed
+            size = await receive_body(request, import_limit, import_how, upload.write)
+            upload.seek(0)
+            try:
+                learner = await anyio.to_thread.run_sync(
+                    lambda: load_archive(upload, None, "the uploaded model", size))
+            except IGLearnError as e:
+                raise Rejected(422, str(e), "body") from None
+            upload.seek(0)
+            data = upload.read()  # within the limit, and unpacked within its budgets
         meta: dict[str, Any] = getattr(learner, "metadata_", {})  # load_model sets it
         wanted = {"algorithm": model.algorithm, "n_actions": k,
                   "context_dim": model.context_dim, "feedback_dim": model.feedback_dim}
