@@ -812,14 +812,23 @@ def build_app(service: Service, start_worker: bool = True,
         """The upload is written to an unnamed temporary file as it arrives (never held in
         memory whole) and unpacked from it as a stream within the archive's byte budgets
         (:mod:`iglearn.models.archive`)."""
-        from iglearn.models.archive import MAX_ARCHIVE_BYTES, load_archive
+        from iglearn.models.archive import GZIP_MAGIC, MAX_ARCHIVE_BYTES, load_archive
 
         import_limit = min(server.max_body_bytes * IMPORT_SIZE_FACTOR, MAX_ARCHIVE_BYTES)
         import_how = (f"({IMPORT_SIZE_FACTOR} times [server] max_body_bytes, at most "
                       f"{MAX_ARCHIVE_BYTES}, iglearn.models.archive.MAX_ARCHIVE_BYTES)")
 
+        def write(chunk: bytes) -> None:  # no gzip stream: refused at its first bytes
+            at, magic = upload.tell(), GZIP_MAGIC
+            if at < len(magic) and not magic[at:].startswith(chunk[:len(magic) - at]):
+                raise Rejected(422, "the uploaded model: not a gzip-compressed tar archive of "
+                                    "a model folder (it does not start as gzip does); send "
+                                    "the archive GET /v1/model/export gives", "body",
+                               close=True)
+            upload.write(chunk)
+
         with tempfile.TemporaryFile(prefix="iglearn-upload-") as upload:  # gone when closed
-            size = await receive_body(request, import_limit, import_how, upload.write)
+            size = await receive_body(request, import_limit, import_how, write)
             upload.seek(0)
             try:
                 learner = await anyio.to_thread.run_sync(
