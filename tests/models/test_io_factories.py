@@ -11,7 +11,10 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
+import torch
+from safetensors.torch import load_file, save_file
 
 from iglearn import BatchIGL, IGLearnError
 from iglearn.envs import action_inclusive_environment
@@ -19,8 +22,8 @@ from iglearn.learners import AIIGL
 from iglearn.learners.iglp import IGLP
 from iglearn.learners.training import Optimisation
 from iglearn.models.archive import pack_model, read_model
-from iglearn.models.custom import CustomDecoder
-from iglearn.models.io import METADATA, factory_records, load_model
+from iglearn.models.custom import CustomDecoder, CustomPolicy
+from iglearn.models.io import METADATA, WEIGHTS, factory_records, load_model
 from tests.cli.conftest import run
 
 FAST = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=5)
@@ -152,3 +155,30 @@ def test_the_command_line_refuses_a_factory_in_one_line_naming_the_archive(
         assert ".out-" not in err and "Traceback" not in err
         assert not (tmp_path / f"out-{record}").exists()
     assert not marker.exists()
+
+
+@pytest.mark.parametrize("algorithm", list(LEARNERS))
+def test_every_learners_load_asks_for_consent_and_imports_only_with_it(
+        saved, tmp_path, trap, algorithm):
+    factory, marker = trap
+    cls = type(LEARNERS[algorithm]())
+    original = cls.load(saved / algorithm)
+    folder = tampered(saved, tmp_path, algorithm, lambda m: m["policy"].update(
+        {"class": "custom", "factory": factory}))
+    weights = load_file(folder / WEIGHTS)  # a custom policy's weights: its module's and a flag
+    save_file(weights | {"policy.negated": torch.tensor(False)}, folder / WEIGHTS)
+    with pytest.raises(IGLearnError) as refused:  # tampered: refused, nothing imported
+        cls.load(folder)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{folder / METADATA}: the policy record")
+    assert f"{cls.__name__}.load(folder, import_factories=True)" in message
+    assert not marker.exists()
+    loaded = cls.load(folder, import_factories=True)  # consented: imported and built
+    assert marker.exists() and isinstance(loaded, cls)
+    assert isinstance(loaded.policy_, CustomPolicy)
+    context = action_inclusive_environment("digits").log(50, seed=5).context
+    np.testing.assert_allclose(loaded.predict_proba(context), original.predict_proba(context),
+                               atol=1e-6)
+    other = next(name for name in LEARNERS if name != algorithm)
+    with pytest.raises(IGLearnError, match=f"holds an {other} model"):  # consent is no more
+        cls.load(tampered(saved, tmp_path, other, lambda m: None), import_factories=True)

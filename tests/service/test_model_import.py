@@ -5,13 +5,17 @@ folder."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from iglearn.models.archive import pack_model
+from iglearn.models.archive import GZIP_MAGIC, MAX_ARCHIVE_BYTES, pack_model
 from iglearn.models.io import METADATA, WEIGHTS
+from iglearn.service.app import IMPORT_SIZE_FACTOR
 from tests.models.test_archive import hostile
 
 from .test_api import small_model
@@ -78,3 +82,43 @@ def test_a_damaged_upload_is_named_as_the_upload_and_its_member(service, model_f
         shorter = pack_model(model_folder)[:-200]
         refused = admin.put("/v1/model", content=shorter)
         assert refused.status_code == 422 and "the uploaded model" in refused.json()["error"]
+
+
+def deleted_files(pid: int) -> int:
+    """How many files the process holds open that have no name any more (temporary ones)."""
+    fds = Path(f"/proc/{pid}/fd")
+    count = 0
+    for fd in fds.iterdir():
+        with contextlib.suppress(OSError):  # closed while listed
+            count += os.readlink(fd).endswith("(deleted)")
+    return count
+
+
+def test_uploads_stream_through_a_temporary_file_never_held_whole(service):
+    limit = 1_000_000 * IMPORT_SIZE_FACTOR  # the services' max_body_bytes is the default
+    junk = GZIP_MAGIC + np.random.default_rng(0).bytes(limit - (1 << 20))  # no archive
+    pid = service.process.process.pid
+    held = deleted_files(pid)
+    Path(f"/proc/{pid}/clear_refs").write_text("5")  # the peak starts again from now
+    before = memory(pid, "VmRSS")
+
+    def chunks(total: int):  # no content-length: the server counts as it receives
+        for start in range(0, total, 1 << 20):
+            yield junk[:min(1 << 20, total - start)]
+
+    with service.http("admin") as admin:
+        versions = admin.get("/v1/model").json()["versions"]
+        for body, status, says in (
+                (junk, 422, "the uploaded model: not a gzip-compressed tar"),
+                (b"PK" + junk[2:], 422, "does not start as gzip does"),  # at its first bytes
+                (chunks(limit + 1), 413, f"larger than the limit of {limit} bytes")):
+            refused = admin.put("/v1/model", content=body)
+            assert refused.status_code == status, refused.text
+            error = refused.json()
+            assert says in error["error"] and error["field"] == "body", error
+            if status == 413:
+                assert "max_body_bytes" in error["error"]
+                assert str(MAX_ARCHIVE_BYTES) in error["error"]
+        assert admin.get("/v1/model").json()["versions"] == versions  # nothing stored
+    assert memory(pid, "VmHWM") - before < 24 << 20  # the uploads: 63 and 64 MB
+    assert deleted_files(pid) == held  # every temporary file closed, so gone

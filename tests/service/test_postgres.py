@@ -4,6 +4,8 @@ server that cannot be reached."""
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from iglearn.cli import main
@@ -76,3 +78,53 @@ def test_url_setting_and_an_unreachable_server(tmp_path, capsys):
     code = main(["serve", "--config", str(tmp_path / "s.toml"), "--insecure-no-auth"])
     err = capsys.readouterr().err
     assert code == 2 and "cannot connect to PostgreSQL" in err and "s3cret" not in err
+
+
+def contents(url: str) -> dict[str, list[tuple]]:
+    """Every table of the database at ``url`` with its rows (sorted)."""
+    import psycopg
+
+    with psycopg.connect(url) as connection:
+        names = [r[0] for r in connection.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' "
+            "ORDER BY table_name").fetchall()]
+        return {name: sorted(connection.execute(f'SELECT * FROM "{name}"').fetchall())
+                for name in names}
+
+
+def test_refused_starts_leave_nothing_in_the_database(postgres_server, tmp_path, capsys):
+    import psycopg
+
+    def serve(*argv) -> str:
+        code = main(["serve", "--config", str(config), *map(str, argv)])
+        err = capsys.readouterr().err
+        assert code == 2 and err.count("\n") == 1 and "Traceback" not in err
+        return err
+
+    url = postgres_server.new_database()
+    config = write_config(tmp_path / "s.toml", tables(server={"db": url}))
+    other = socket.create_server(("127.0.0.1", 0))  # a port another program listens on
+    port_in_use = other.getsockname()[1]
+    # an empty database, no key yet (or no port): no schema is created
+    for argv, says in ((["--port", 0], "no API key yet"),
+                       (["--port", port_in_use], "in use"),
+                       (["--port", port_in_use, "--insecure-no-auth"], "in use")):
+        assert says in serve(*argv) and contents(url) == {}
+    other.close()
+    # another application's database: its tables stay as they were, and no others come
+    with psycopg.connect(url) as connection:
+        connection.execute("CREATE TABLE notes (id integer PRIMARY KEY, text text)")
+        connection.execute("INSERT INTO notes VALUES (1, 'kept')")
+    before = contents(url)
+    assert "no API key yet" in serve("--port", 0) and contents(url) == before
+    # iglearn's schema without a key; then a served model that cannot be read
+    assert upgrade(capsys, config)[0] == 0
+    before = contents(url)
+    assert "iglearn_keys" in before and before["notes"] == [(1, "kept")]
+    assert "no API key yet" in serve("--port", 0) and contents(url) == before
+    storage = open_storage(url, pool_size=1)
+    storage.add_model("igl", 0, 0.0, {"source": "import"}, b"not an archive")
+    storage.close()
+    before = contents(url)
+    assert "model version 1" in serve("--port", 0, "--insecure-no-auth")
+    assert contents(url) == before

@@ -320,11 +320,13 @@ class AIIGL(AIIGLSettings, StackableLearner):
         return save_model(self, folder, schema)
 
     @classmethod
-    def load(cls, folder: str | Path) -> AIIGL:
+    def load(cls, folder: str | Path, import_factories: bool = False) -> AIIGL:
         """A fitted model read from ``folder`` (see :func:`iglearn.models.io.load_model`); a
-        folder that holds another algorithm's model is refused."""
+        folder that holds another algorithm's model is refused. A custom policy or decoder is
+        rebuilt by importing its recorded factory, only with ``import_factories``."""
         from iglearn.models.io import load_model
-        return cast(AIIGL, load_model(folder, "ai-igl"))  # load_model checked the algorithm
+        # load_model checked the algorithm
+        return cast(AIIGL, load_model(folder, "ai-igl", import_factories=import_factories))
 
 
 def flat(decoders: Sequence[Sequence[Decoder]]) -> list[Decoder]:

@@ -286,10 +286,13 @@ class IGLP(IGLPSettings, PolicyLearner):
         return save_model(self, folder, schema)
 
     @classmethod
-    def load(cls, folder: str | Path) -> IGLP:
-        """Read a model folder written by :meth:`save`."""
+    def load(cls, folder: str | Path, import_factories: bool = False) -> IGLP:
+        """Read a model folder written by :meth:`save` (see
+        :func:`iglearn.models.io.load_model`); a folder that holds another algorithm's model
+        is refused. A custom policy is rebuilt by importing its recorded factory, only with
+        ``import_factories``."""
         from iglearn.models.io import load_model
-        learner = load_model(folder, "igl-p")
+        learner = load_model(folder, "igl-p", import_factories=import_factories)
         assert isinstance(learner, IGLP)
         return learner
 

@@ -838,7 +838,8 @@ def _factories(metadata: dict, path: str | Path, allowed: bool, kind: Algorithm
         raise IGLearnError(f"{path}: the {where} record{more} names the factory {shown(factory)} "
                            f"of a custom module; loading it imports and runs that code, so it "
                            f"loads only when asked: load_model(folder, import_factories=True) "
-                           f"(or BatchIGL.load(folder, import_factories=True)) if you trust it")
+                           f"(or {kind.learner.__name__}.load(folder, import_factories=True)) "
+                           f"if you trust it")
     modules = {name for _, name, _ in _parts(metadata, kind)}
     settings = set(_setting_names(kind.learner))
     custom = {}

@@ -48,6 +48,7 @@ from iglearn.service.storage import (
     FeedbackOutcome,
     ModelRecord,
     Storage,
+    is_new_database,
     open_storage,
 )
 from iglearn.service.supervisor import CHECK_SECONDS, WorkerSupervisor
@@ -55,7 +56,8 @@ from iglearn.service.supervisor import CHECK_SECONDS, WorkerSupervisor
 LOG_FORMATS = {"parquet": "application/vnd.apache.parquet", "dsjson": "application/x-ndjson",
                "npz": "application/octet-stream"}
 IMPORT_SIZE_FACTOR = 64
-"""PUT /v1/model accepts a body this many times ``max_body_bytes``."""
+"""PUT /v1/model accepts a body this many times ``max_body_bytes`` (at most
+:data:`iglearn.models.archive.MAX_ARCHIVE_BYTES`)."""
 KEY_RELOAD_SECONDS = 1.0
 """An unknown key makes the service re-read the stored keys at most this often (keys added
 with ``iglearn serve keys add`` while it runs)."""
@@ -167,6 +169,13 @@ def check_no_auth(config: ServiceConfig, insecure_no_auth: bool) -> None:
                            f"add --config FILE --role admin'")
 
 
+def no_key_yet(config: ServiceConfig) -> IGLearnError:
+    """The refusal of a start without ``--insecure-no-auth`` on a database without keys."""
+    return IGLearnError(f"{config.db_shown}: no API key yet; create one with 'iglearn serve "
+                        f"keys add --config {config.path} --role admin' (or serve on "
+                        f"loopback with --insecure-no-auth)")
+
+
 class Service:
     """The state of one service process: configuration, storage, keys, the served model,
     the explorer and the metrics."""
@@ -180,15 +189,15 @@ class Service:
         # one decision is a small product: several threads only wait on each other, and
         # on a busy machine (the learning worker fitting) each call would take milliseconds
         torch.set_num_threads(config.server.torch_threads)
+        if not insecure_no_auth and is_new_database(config.db_path):
+            raise no_key_yet(config)  # before the schema is created: refused, nothing left
         self.storage: Storage = open_storage(config.db_path, config.server.synchronous,
                                              config.server.pool_size,
                                              checkpoint_seconds=CHECKPOINT_SECONDS)
         try:
             self.keyring = KeyRing(self.storage.keys())
             if not self.keyring and not insecure_no_auth:
-                raise IGLearnError(f"{config.db_shown}: no API key yet; create one with "
-                                   f"'iglearn serve keys add --config {config.path} --role "
-                                   f"admin' (or serve on loopback with --insecure-no-auth)")
+                raise no_key_yet(config)
             self._keys_read = time.monotonic()
             self.metrics = Metrics()
             self.served: Served | None = None
@@ -479,12 +488,23 @@ async def read_body(request: Request, limit: int) -> bytes:
     """The request body; 413 (the connection closed after it) as soon as it exceeds
     ``limit`` bytes, or 408 (the same) when it has not all arrived within the application's
     ``body_timeout_seconds`` (``[server] body_timeout_seconds``)."""
+    body = bytearray()
+    await receive_body(request, limit, "(or raise [server] max_body_bytes)", body.extend)
+    return bytes(body)
+
+
+async def receive_body(request: Request, limit: int, how: str,
+                       sink: Callable[[bytes], object]) -> int:
+    """Pass the request body to ``sink`` as it arrives, a chunk at a time (nothing else holds
+    it); its length. 413 (the connection closed after it) as soon as it exceeds ``limit``
+    bytes (the message names the limit, then ``how`` to raise it), before the chunk beyond
+    it reaches ``sink``; 408 (the same) when it has not all arrived within the
+    application's ``body_timeout_seconds`` (``[server] body_timeout_seconds``)."""
     timeout: float = request.app.state.body_timeout_seconds
     length = request.headers.get("content-length")
     too_large = Rejected(413, f"the body is larger than the limit of {limit} bytes; send "
-                              f"at most {limit} bytes (or raise [server] max_body_bytes)",
-                         "body", close=True)
-    body, more = bytearray(), True
+                              f"at most {limit} bytes {how}", "body", close=True)
+    received, more = 0, True
     try:
         with anyio.fail_after(timeout):
             if length is not None and (not length.isdigit() or int(length) > limit):
@@ -493,10 +513,13 @@ async def read_body(request: Request, limit: int) -> bytes:
                 message = await request.receive()
                 if message["type"] == "http.disconnect":
                     raise ClientDisconnect
-                body += message.get("body", b"")
+                chunk = message.get("body", b"")
                 more = message.get("more_body", False)
-                if len(body) > limit:
+                received += len(chunk)
+                if received > limit:
                     raise too_large
+                if chunk:
+                    sink(chunk)
     except TimeoutError:
         raise Rejected(408, f"the body did not arrive within {timeout:g} s ([server] "
                             f"body_timeout_seconds)", "body", close=True) from None
@@ -504,7 +527,7 @@ async def read_body(request: Request, limit: int) -> bytes:
         if more:
             await discard_body(request, timeout)
         raise
-    return bytes(body)
+    return received
 
 
 async def discard_body(request: Request, seconds: float) -> None:
@@ -786,14 +809,34 @@ def build_app(service: Service, start_worker: bool = True,
                         headers={"content-disposition": f'attachment; filename="{name}"'})
 
     async def import_model(request: Request) -> Response:
-        from iglearn.models.archive import load_archive
+        """The upload is written to an unnamed temporary file as it arrives (never held in
+        memory whole) and unpacked from it as a stream within the archive's byte budgets
+        (:mod:`iglearn.models.archive`)."""
+        from iglearn.models.archive import GZIP_MAGIC, MAX_ARCHIVE_BYTES, load_archive
 
-        data = await read_body(request, server.max_body_bytes * IMPORT_SIZE_FACTOR)
-        try:
-            learner = await anyio.to_thread.run_sync(
-                lambda: load_archive(data, None, "the uploaded model"))
-        except IGLearnError as e:
-            raise Rejected(422, str(e), "body") from None
+        import_limit = min(server.max_body_bytes * IMPORT_SIZE_FACTOR, MAX_ARCHIVE_BYTES)
+        import_how = (f"({IMPORT_SIZE_FACTOR} times [server] max_body_bytes, at most "
+                      f"{MAX_ARCHIVE_BYTES}, iglearn.models.archive.MAX_ARCHIVE_BYTES)")
+
+        def write(chunk: bytes) -> None:  # no gzip stream: refused at its first bytes
+            at, magic = upload.tell(), GZIP_MAGIC
+            if at < len(magic) and not magic[at:].startswith(chunk[:len(magic) - at]):
+                raise Rejected(422, "the uploaded model: not a gzip-compressed tar archive of "
+                                    "a model folder (it does not start as gzip does); send "
+                                    "the archive GET /v1/model/export gives", "body",
+                               close=True)
+            upload.write(chunk)
+
+        with tempfile.TemporaryFile(prefix="iglearn-upload-") as upload:  # gone when closed
+            size = await receive_body(request, import_limit, import_how, write)
+            upload.seek(0)
+            try:
+                learner = await anyio.to_thread.run_sync(
+                    lambda: load_archive(upload, None, "the uploaded model", size))
+            except IGLearnError as e:
+                raise Rejected(422, str(e), "body") from None
+            upload.seek(0)
+            data = upload.read()  # within the limit, and unpacked within its budgets
         meta: dict[str, Any] = getattr(learner, "metadata_", {})  # load_model sets it
         wanted = {"algorithm": model.algorithm, "n_actions": k,
                   "context_dim": model.context_dim, "feedback_dim": model.feedback_dim}
@@ -957,8 +1000,10 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = Fa
     ``listening(port)`` is called once it is past its refusals and holds its port.
 
     A refused start leaves nothing behind: the port is taken before anything is created,
-    and a database file this start created is removed again when the start is refused (no
-    key yet, a model that cannot be loaded)."""
+    a database without iglearn's schema (a new SQLite file, an empty PostgreSQL database)
+    is refused for lack of a key before the schema is created, and a database file this
+    start created is removed again when the start is refused (a model that cannot be
+    loaded)."""
     import uvicorn
 
     from iglearn.service.storage import created_or_removed

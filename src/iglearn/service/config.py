@@ -177,7 +177,8 @@ class ServerSettings:
     """SQLite's synchronous mode: 'normal' (every commit survives a crash of the service;
     WAL) or 'full' (also a power cut, slower)."""
     max_body_bytes: int = 1_000_000
-    """Largest request body accepted (413 above; PUT /v1/model takes 64 times as much)."""
+    """Largest request body accepted (413 above; PUT /v1/model takes 64 times as much, at
+    most 1 GiB, streamed to a temporary file)."""
     max_batch: int = 1000
     """Most contexts in one batch decision."""
     retention_days: float = 0.0

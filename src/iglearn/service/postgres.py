@@ -191,6 +191,16 @@ def migrate(connection: Any, url: str, upgrade: bool) -> tuple[int, int]:
     return before, SCHEMA_VERSION
 
 
+def has_schema(url: str) -> bool:
+    """Whether the database at ``url`` holds iglearn's schema (read only: an empty database
+    stays empty, so that a start refused for its lack of keys leaves nothing there)."""
+    connection = _connect(url)
+    try:
+        return schema_version(connection) > 0
+    finally:
+        connection.close()
+
+
 def upgrade(url: str) -> tuple[int, int]:
     """``iglearn serve db upgrade``: bring the database at ``url`` to this iglearn's schema
     version; (version before, version after)."""

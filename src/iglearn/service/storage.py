@@ -623,6 +623,19 @@ def open_storage(db: str | Path, synchronous: str = "normal", pool_size: int = 4
     return SQLiteStorage(db, synchronous, checkpoint_seconds=checkpoint_seconds)
 
 
+def is_new_database(db: str | Path) -> bool:
+    """Whether the database the ``db`` setting names has no iglearn schema yet (an SQLite
+    file that does not exist; a PostgreSQL database without iglearn's tables), so holds no
+    key: read without creating anything."""
+    if is_postgres(db):
+        from iglearn.service.postgres import has_schema, url_problem
+
+        if url_problem(str(db)) is not None:
+            return False  # open_storage names the problem
+        return not has_schema(str(db))
+    return not os.path.lexists(db)
+
+
 def database_files(db: Path) -> list[Path]:
     """The files of the SQLite database ``db``: itself, the WAL and its index, a rollback
     journal and the re-fit lease (:meth:`SQLiteStorage.hold_refit_lease`)."""
