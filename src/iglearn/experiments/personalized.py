@@ -98,12 +98,14 @@ def play_method(method: str, config: PersonalizedConfig, env: Environment, task:
     if config.report_at < rounds:
         stops.add(config.report_at)
     start, cpu = time.perf_counter(), time.process_time()
-    play(learner, env, rounds, feedback_rng, contexts=contexts, on_checkpoint=evaluate,
-         learns_from="reward" if method == "CB" else "feedback", checkpoints=sorted(stops))
+    try:
+        play(learner, env, rounds, feedback_rng, contexts=contexts, on_checkpoint=evaluate,
+             learns_from="reward" if method == "CB" else "feedback", checkpoints=sorted(stops))
+    finally:
+        if isinstance(learner, VowpalIGL):
+            learner.close()
     measured[-1][1]["seconds"] = time.perf_counter() - start
     measured[-1][1]["cpu_per_1000"] = 1000 * (time.process_time() - cpu) / rounds
-    if isinstance(learner, VowpalIGL):
-        learner.close()
     return measured
 
 
