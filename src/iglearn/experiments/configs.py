@@ -219,6 +219,10 @@ class PersonalizedConfig:
     vectors, grounded digits (and grounded MNIST)."""
     methods: tuple[OnlineMethod, ...] = ONLINE
     """Online methods."""
+    vw: Literal["auto", "on", "off"] = "auto"
+    """Vowpal Wabbit's --experimental_igl beside the online methods, on the same contexts
+    and feedback seeds: auto (when the vowpalwabbit package is installed, else the report
+    says it is not), on (needs it: stops with the install command when it is missing), off."""
     seed: int = 0
     """Root seed; trial seeds are spawned from it."""
     data_dir: str | None = None

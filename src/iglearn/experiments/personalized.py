@@ -12,10 +12,12 @@ and CB, the same loop reading the true reward
 from a generator with the same seed. Checkpoints record the running average true reward and
 the greedy policy's accuracy on the task's test contexts (the enjoyed topic of each user).
 
-**Vowpal Wabbit.** ``--experimental_igl`` reads DSJSON only. :func:`vw_status` checks whether
-the installed ``vowpalwabbit`` package can parse a DSJSON line into one multi-line example
-from Python, which driving it round by round needs; the report says why VW is not in the
-table when it cannot (the package's version, what failed, how to install it).
+**Vowpal Wabbit.** With ``vw`` 'auto' (the default) or 'on', each trial also plays VW's
+``--experimental_igl`` (:class:`~iglearn.experiments.vowpal.VowpalIGL`, driven round by round
+with DSJSON lines) on every task, on the same context stream, with a feedback generator of the
+same seed, as the ``VW`` method. :func:`~iglearn.experiments.vowpal.vw_status` checks first
+that the installed ``vowpalwabbit`` package can; when it is missing (or cannot), 'auto' says so
+in the report's VW line and 'on' stops with the install command.
 
 **Batch.** Each trial also logs ``batch_samples`` uniform interactions of the token-feedback
 simulator and fits IGL-P and 2021 IGL (:class:`~iglearn.learners.BatchIGL`) on them: how
@@ -24,7 +26,6 @@ often each picks the enjoyed topic.
 
 from __future__ import annotations
 
-import json
 import time
 import warnings
 from functools import partial
@@ -37,6 +38,7 @@ import pandas as pd
 from iglearn.envs.base import Environment
 from iglearn.envs.named import named_environment
 from iglearn.envs.play import Checkpoint, ContextStream, play
+from iglearn.errors import IGLearnError
 from iglearn.experiments.configs import ONLINE, PersonalizedConfig
 from iglearn.experiments.results import (
     format_std,
@@ -49,6 +51,7 @@ from iglearn.experiments.results import (
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, fingerprint, run_trials
+from iglearn.experiments.vowpal import VW_ARGS, VowpalIGL, vw_status
 from iglearn.files import write_atomic
 from iglearn.learners import BatchIGL, IdentifiabilityWarning
 from iglearn.learners.iglp import IGLP, OnlineIGLP
@@ -58,43 +61,15 @@ from iglearn.seeding import integer_seed
 EXPERIMENT = "personalized"
 BATCH = ("IGL-P", "IGL")
 """The batch methods on uniform logs: IGL-P and 2021 IGL."""
-VW_INSTALL = "pip install vowpalwabbit  (or: pip install -e '.[dev]')"
-
-
-def vw_status() -> str | None:
-    """None when the installed ``vowpalwabbit`` can drive ``--experimental_igl`` round by
-    round from Python (a DSJSON prediction line parses into the shared example and one per
-    action); otherwise why not, and how to install it."""
-    try:
-        import vowpalwabbit
-    except ImportError:
-        return f"the vowpalwabbit package is not installed; install it with {VW_INSTALL}"
-    version = getattr(vowpalwabbit, "__version__", "?")
-    try:
-        workspace = vowpalwabbit.Workspace("--cb_explore_adf --experimental_igl --coin "
-                                           "--epsilon 0.2 --dsjson --quiet")
-    except Exception as e:  # noqa: BLE001 (any failure means: unsupported)
-        return f"vowpalwabbit {version} has no usable --experimental_igl ({e})"
-    multi = [{"Action": {f"action={a}": 1}} for a in range(3)]
-    line = json.dumps({"c": {"User": {"user=Tom": 1}, "_multi": multi}})
-    try:
-        examples = workspace.parse(line, labelType=vowpalwabbit.LabelType.CONTEXTUAL_BANDIT)
-        parsed = len(examples) if isinstance(examples, list) else 1
-        workspace.finish_example(examples)
-    except Exception as e:  # noqa: BLE001
-        return f"vowpalwabbit {version} cannot parse a DSJSON line from Python ({e})"
-    if parsed != len(multi) + 1:
-        return (f"vowpalwabbit {version}'s Python Workspace.parse reads a DSJSON line as "
-                f"{parsed} text example(s), not as the shared example and one per action, "
-                f"and --experimental_igl reads DSJSON only, so VW's IGL cannot be driven round "
-                f"by round from Python with this version (with --json instead, learning an "
-                f"IGL example ends the process); VW's own C++ test (igl_test.cc) runs it")
-    return None
+VW = "VW"
+"""The method name of Vowpal Wabbit's --experimental_igl in the tables."""
 
 
 def make_learner(method: str, env: Environment, epsilon: float,
-                 rng: np.random.Generator) -> OnlineRegression:
+                 rng: np.random.Generator) -> OnlineRegression | VowpalIGL:
     """A fresh online learner of ``method`` for ``env``."""
+    if method == VW:
+        return VowpalIGL(env.n_actions, epsilon, seed=rng)
     if method == "CB":
         return OnlineRegressionCB(env.n_actions, env.context_dim, epsilon=epsilon, seed=rng)
     estimator: Literal["step", "lipschitz"] = "step" if method == "IGL-P step" else "lipschitz"
@@ -106,7 +81,8 @@ def play_method(method: str, config: PersonalizedConfig, env: Environment, task:
                 contexts: ContextStream, learner_rng: np.random.Generator,
                 feedback_rng: np.random.Generator) -> list[tuple[Checkpoint, dict]]:
     """Play a fresh ``method`` learner on ``contexts``; each checkpoint with its running
-    average reward and greedy test accuracy (the last also with the seconds played)."""
+    average reward and greedy test accuracy (the last also with the seconds played and the
+    CPU seconds per 1,000 rounds, the checkpoints' evaluations included)."""
     learner = make_learner(method, env, config.epsilon, learner_rng)
     test_x, test_y = env.test_set()
     rounds = config.rounds_of(task)
@@ -121,25 +97,30 @@ def play_method(method: str, config: PersonalizedConfig, env: Environment, task:
     stops = set(range(config.eval_every, rounds, config.eval_every))
     if config.report_at < rounds:
         stops.add(config.report_at)
-    start = time.perf_counter()
-    play(learner, env, rounds, feedback_rng, contexts=contexts, on_checkpoint=evaluate,
-         learns_from="reward" if method == "CB" else "feedback", checkpoints=sorted(stops))
+    start, cpu = time.perf_counter(), time.process_time()
+    try:
+        play(learner, env, rounds, feedback_rng, contexts=contexts, on_checkpoint=evaluate,
+             learns_from="reward" if method == "CB" else "feedback", checkpoints=sorted(stops))
+    finally:
+        if isinstance(learner, VowpalIGL):
+            learner.close()
     measured[-1][1]["seconds"] = time.perf_counter() - start
+    measured[-1][1]["cpu_per_1000"] = 1000 * (time.process_time() - cpu) / rounds
     return measured
 
 
-def run_trial(config: PersonalizedConfig, trial: int, seed: np.random.SeedSequence
-              ) -> list[dict]:
-    """One trial: every online method on every task (same contexts, same feedback seed),
-    then the batch fits; the tidy rows (settings: task, round). A pure function of its
-    arguments."""
+def run_trial(config: PersonalizedConfig, trial: int, seed: np.random.SeedSequence,
+              with_vw: bool = False) -> list[dict]:
+    """One trial: every online method on every task (same contexts, same feedback seed), VW
+    too when ``with_vw``, then the batch fits; the tidy rows (settings: task, round). A pure
+    function of its arguments."""
     trial_seed = integer_seed(seed)
     rows: list[dict] = []
     for t, task in enumerate(config.tasks):
         env = named_environment(task, config.data_dir)
         contexts = ContextStream(env, np.random.default_rng([trial_seed, t, 0]))
-        for m, method in enumerate(ONLINE):
-            if method not in config.methods:
+        for m, method in enumerate((*ONLINE, VW)):
+            if method not in config.methods and not (method == VW and with_vw):
                 continue
             measured = play_method(method, config, env, task, contexts,
                                    np.random.default_rng([trial_seed, t, 1, m]),
@@ -174,10 +155,11 @@ def batch_rows(config: PersonalizedConfig, trial: int, trial_seed: int) -> list[
 
 
 def run(config: PersonalizedConfig, execution: Execution | None = None,
-        folder: Path | None = None) -> pd.DataFrame:
-    """Run every trial (recorded in ``folder`` when given) and return the tidy table."""
-    rows = run_trials(partial(run_trial, config), config.trials, config.seed,
-                      execution or Execution(), folder, fingerprint(config),
+        folder: Path | None = None, with_vw: bool = False) -> pd.DataFrame:
+    """Run every trial (recorded in ``folder`` when given), with VW when ``with_vw``, and
+    return the tidy table."""
+    rows = run_trials(partial(run_trial, config, with_vw=with_vw), config.trials, config.seed,
+                      execution or Execution(), folder, fingerprint(config, with_vw=with_vw),
                       "personalised trials")
     return tidy_frame(rows)
 
@@ -190,15 +172,17 @@ def _cell(values: pd.Series, scale: float = 1.0) -> str:
 
 
 def summary(frame: pd.DataFrame, config: PersonalizedConfig) -> pd.DataFrame:
-    """Per task and method: the running average true reward at ``report_at`` and at the end
-    (mean ± std, worst trial), the final greedy accuracy and the seconds per trial."""
+    """Per task and method (VW last, when it played): the running average true reward at
+    ``report_at`` and at the end (mean ± std, worst trial), the final greedy accuracy, the
+    seconds per trial and the CPU seconds per 1,000 rounds."""
     reward = metric(frame, "average_reward")
     accuracy = metric(frame, "accuracy")
     seconds = metric(frame, "seconds")
+    cpu = metric(frame, "cpu_per_1000")
     out = []
     for task in config.tasks:
         last = config.rounds_of(task)
-        for method in config.methods:
+        for method in (*config.methods, VW):
             mine = reward[(reward["task"] == task) & (reward["method"] == method)]
             if mine.empty:
                 continue
@@ -207,13 +191,16 @@ def summary(frame: pd.DataFrame, config: PersonalizedConfig) -> pd.DataFrame:
             acc = accuracy[(accuracy["task"] == task) & (accuracy["method"] == method)
                            & (accuracy["round"] == last)]["value"]
             secs = seconds[(seconds["task"] == task) & (seconds["method"] == method)]["value"]
+            per_1000 = cpu[(cpu["task"] == task) & (cpu["method"] == method)]["value"]
             out.append({"task": task, "method": method,
                         "rounds": last,
                         f"reward @ {config.report_at}": _cell(early) if last > config.report_at
                         else "–",
                         "reward @ end": _cell(final),
                         "final accuracy (%)": _cell(acc, 100.0),
-                        "seconds": f"{secs.mean():.1f}"})
+                        "seconds": f"{secs.mean():.1f}",
+                        "CPU-s / 1,000 rounds": f"{per_1000.mean():.3f}"
+                        if len(per_1000) else "–"})
     return pd.DataFrame(out)
 
 
@@ -232,7 +219,17 @@ def batch_summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def markdown(frame: pd.DataFrame, config: PersonalizedConfig, vw: str | None) -> str:
-    """The report: online table, batch table, notes."""
+    """The report: online table, batch table, notes; ``vw`` is why VW did not play (None when
+    it did, or was turned off)."""
+    if config.vw == "off":
+        vw_line = "VW: not run (--vw off)."
+    elif vw is not None:
+        vw_line = f"VW: not run: {vw}."
+    else:
+        vw_line = ("VW: Vowpal Wabbit's --experimental_igl ("
+                   + VW_ARGS.format(epsilon=config.epsilon, seed=0).split(" --quiet")[0]
+                   + ", seeded per trial), played round by round from Python with DSJSON "
+                   "lines on the same contexts and feedback seeds.")
     lines = [
         "# Personalised feedback: IGL-P on Vowpal Wabbit's IGL simulator",
         "",
@@ -250,10 +247,10 @@ def markdown(frame: pd.DataFrame, config: PersonalizedConfig, vw: str | None) ->
         "enjoyed).",
         "",
         "IGL-P: the conservative (Lipschitz) estimate; IGL-P step: VW's step rule; CB: the "
-        "same loop fitted to the true reward.",
+        "same loop fitted to the true reward. CPU-s / 1,000 rounds: the process's CPU time "
+        "over the whole play, checkpoint evaluations included.",
         "",
-        "Vowpal Wabbit (--experimental_igl): "
-        + ("driven through the vowpalwabbit package." if vw is None else f"not run: {vw}."),
+        vw_line,
     ]
     batch = batch_summary(frame)
     if not batch.empty:
@@ -275,7 +272,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     fig, axes = plt.subplots(1, max(1, len(tasks)), figsize=(5 * max(1, len(tasks)), 4),
                              squeeze=False)
     for ax, task in zip(axes[0], tasks, strict=False):
-        for i, method in enumerate(ONLINE):
+        for i, method in enumerate((*ONLINE, VW)):
             part = reward[(reward["task"] == task) & (reward["method"] == method)]
             if part.empty:
                 continue
@@ -302,8 +299,10 @@ def reproduce(config: PersonalizedConfig, out: str | Path,
     config.check()
     for task in config.tasks:
         named_environment(task, config.data_dir)  # data first
+    vw = vw_status() if config.vw != "off" else None
+    if config.vw == "on" and vw is not None:
+        raise IGLearnError(f"--vw on: {vw}")
     folder = prepare_output(out)
-    vw = vw_status()
-    frame = run(config, execution, folder)
+    frame = run(config, execution, folder, with_vw=config.vw != "off" and vw is None)
     return write_outputs(folder, EXPERIMENT, frame, markdown(frame, config, vw), config,
                          plot)
