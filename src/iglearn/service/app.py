@@ -38,7 +38,7 @@ from iglearn.data import limits
 from iglearn.errors import IGLearnError
 from iglearn.service.config import ServiceConfig, is_loopback
 from iglearn.service.exploration import Explorer
-from iglearn.service.keys import KeyRing
+from iglearn.service.keys import KeyRing, sync_keys, watch_keys
 from iglearn.service.metrics import Metrics
 from iglearn.service.storage import (
     Decision,
@@ -165,6 +165,8 @@ class Service:
                                f"serve keys add --config {config.path} --role admin' (or "
                                f"serve on loopback with --insecure-no-auth)")
         self._keys_read = time.monotonic()
+        self.keys_used: dict[str, float] = {}
+        """When each key (by hash) was last used since the keys were last synced."""
         self.metrics = Metrics()
         self.served: Served | None = None
         self.load_served()
@@ -256,15 +258,16 @@ class Service:
         header = request.headers.get("authorization", "")
         scheme, _, key = header.partition(" ")
         given = key.strip() if scheme.lower() == "bearer" else None
-        found = self.keyring.role(given)
+        found = self.keyring.match(given)
         if found is None and given and time.monotonic() - self._keys_read > KEY_RELOAD_SECONDS:
             self.keyring = KeyRing(self.storage.keys())
             self._keys_read = time.monotonic()
-            found = self.keyring.role(given)
+            found = self.keyring.match(given)
         if found is None:
             raise Rejected(401, "a valid API key is needed: send 'Authorization: Bearer KEY' "
                                 "(create one with 'iglearn serve keys add')")
-        if role == "admin" and found != "admin":
+        self.keys_used[found[0]] = time.time()  # written by keys.watch_keys
+        if role == "admin" and found[1] != "admin":
             raise Rejected(403, "this endpoint needs an admin key")
 
 
@@ -694,10 +697,13 @@ def build_app(service: Service, start_worker: bool = True,
         if start_worker:
             service.worker = start_learning_worker(config)
         watcher = asyncio.create_task(watch_models(service))
+        keys = asyncio.create_task(watch_keys(service))
         try:
             yield
         finally:
             watcher.cancel()
+            keys.cancel()
+            sync_keys(service)
             storage.set_state("explored_rounds", service.explorer.round)
             if service.worker is not None:
                 service.worker.terminate()
@@ -770,5 +776,8 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = Fa
     print(f"iglearn serve: {config.model.algorithm}, K = {config.model.n_actions}, model "
           f"version {service.served.version if service.served else 0}, database "
           f"{config.db_shown}, listening on http://{host}:{port}", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
-                server_header=False, date_header=False, proxy_headers=False)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
+                    server_header=False, date_header=False, proxy_headers=False)
+    finally:
+        service.storage.close()

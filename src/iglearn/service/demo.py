@@ -17,8 +17,11 @@ beside the service's API and use the same storage, explorer and learning worker.
 
 from __future__ import annotations
 
+import contextlib
+import stat
 import time
 import uuid
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -66,18 +69,72 @@ def demo_tables(seed: int = 0) -> dict[str, dict[str, Any]]:
         "server": {"host": "127.0.0.1", "db": "demo.db"}}
 
 
+DEMO_CONFIG_HEADER = ("# Written by 'iglearn demo', which writes this file again at every start: "
+                      "edits are lost.\n# To change the demo's settings, copy it and serve "
+                      "the copy: iglearn serve --demo --insecure-no-auth --config COPY\n")
+"""The first lines of every ``demo.toml`` iglearn writes: how it knows the file is its own
+(and may write it again) rather than a user's."""
+
+
 def write_demo_config(folder: str | Path, seed: int = 0) -> Path:
     """Write the demo's configuration (:func:`demo_tables`) to ``folder``/demo.toml (the
-    folder is created if need be; its database ``demo.db`` is kept between runs)."""
-    from iglearn.service.process import write_config
+    folder is created if need be; its database ``demo.db`` is kept between runs). Files in
+    the folder that iglearn did not write are never replaced: a ``demo.toml`` without
+    iglearn's header (:data:`DEMO_CONFIG_HEADER`), or a ``demo.db`` that is not an iglearn
+    database, is refused, before anything is written."""
+    from iglearn.files import write_text
+    from iglearn.service.process import config_text
 
     folder = Path(folder)
+    config, database = folder / "demo.toml", folder / "demo.db"
+    check_own_file(config, lambda path: path.read_bytes().startswith(
+        DEMO_CONFIG_HEADER.encode()), "the demo's configuration")
+    check_own_file(database, is_service_database, "the demo's database")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise IGLearnError(f"{folder}: cannot create the demo's folder ({e.strerror}); "
                            f"choose another with --folder") from None
-    return write_config(folder / "demo.toml", demo_tables(seed))
+    text = DEMO_CONFIG_HEADER + config_text(demo_tables(seed))
+    if not (config.is_file() and config.read_text() == text):
+        write_text(config, text)
+    return config
+
+
+def check_own_file(path: Path, own: Callable[[Path], bool], what: str) -> None:
+    """Refuse to go on when ``path`` exists and is not a file iglearn wrote as ``what``
+    (``own`` says whether a regular file is): a link, a folder or another file is a user's,
+    which the demo never replaces or changes."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise IGLearnError(f"{path}: cannot be read ({e.strerror}); choose another "
+                           f"--folder") from None
+    try:
+        mine = stat.S_ISREG(info.st_mode) and own(path)
+    except OSError:
+        mine = False
+    if not mine:
+        raise IGLearnError(f"{path}: exists and is not {what} written by iglearn; iglearn "
+                           f"never replaces a file it did not write: choose another --folder, "
+                           f"or move the file away")
+
+
+def is_service_database(path: Path) -> bool:
+    """Whether ``path`` is the service's SQLite database (it has iglearn's schema version),
+    read without changing it."""
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro",
+                                                uri=True)) as db:
+            row = db.execute("SELECT value FROM meta WHERE name = 'schema_version'"
+                             ).fetchone()
+    except sqlite3.Error:
+        return False
+    return row is not None
 
 
 def check_demo_config(config: ServiceConfig, insecure_no_auth: bool) -> None:
