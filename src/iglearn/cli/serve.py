@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 
 from iglearn.cli.settings import number
 
@@ -127,6 +128,16 @@ def add_database_arguments(parser: argparse.ArgumentParser, required: bool = Tru
                              "[server] db)")
 
 
+def keys_command(actions: argparse._SubParsersAction, name: str,
+                 run: Callable[[argparse.Namespace], int], help: str,
+                 description: str | None = None) -> argparse.ArgumentParser:
+    """A ``serve keys`` command: its parser, with ``--config`` and ``--db``."""
+    parser = actions.add_parser(name, help=help, description=description)
+    add_database_arguments(parser)
+    parser.set_defaults(run=run, reads=("config",))
+    return parser
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
     """Add ``serve`` (and its ``keys`` and ``db`` commands) to the ``iglearn`` command."""
     serve = commands.add_parser(
@@ -148,23 +159,18 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     actions = serve.add_subparsers(dest="serve_command", metavar="COMMAND")
     keys = actions.add_parser("keys", help="manage API keys")
     key_actions = keys.add_subparsers(dest="keys_command", metavar="COMMAND", required=True)
-    add = key_actions.add_parser("add", help="create an API key (printed once, stored hashed)")
-    add_database_arguments(add)
+    add = keys_command(key_actions, "add", run_keys_add,
+                       "create an API key (printed once, stored hashed)")
     add.add_argument("--role", required=True, choices=("client", "admin"),
                      help="client: decide and feedback; admin: everything")
-    add.set_defaults(run=run_keys_add, reads=("config",))
-    listing = key_actions.add_parser(
-        "list", help="list the keys: id, role, created, last used (never a key)",
-        description="List the stored keys, oldest first: the id (the start of the key's "
-                    "hash), the role, when it was created and when it was last used (UTC; "
-                    "the service records uses about every second).")
-    add_database_arguments(listing)
-    listing.set_defaults(run=run_keys_list, reads=("config",))
-    revoke = key_actions.add_parser(
-        "revoke", help="revoke a key by its id (running services refuse it within a second)")
+    keys_command(key_actions, "list", run_keys_list,
+                 "list the keys: id, role, created, last used (never a key)",
+                 "List the stored keys, oldest first: the id (the start of the key's hash), "
+                 "the role, when it was created and when it was last used (UTC; the service "
+                 "records uses about every second).")
+    revoke = keys_command(key_actions, "revoke", run_keys_revoke,
+                          "revoke a key by its id (running services refuse it within a second)")
     revoke.add_argument("id", help="the key's id, as 'iglearn serve keys list' shows it")
-    add_database_arguments(revoke)
-    revoke.set_defaults(run=run_keys_revoke, reads=("config",))
     db = actions.add_parser("db", help="manage the database")
     db_actions = db.add_subparsers(dest="db_command", metavar="COMMAND", required=True)
     upgrade = db_actions.add_parser(

@@ -53,18 +53,22 @@ MAX_STROKE_POINTS = 5000
 
 def demo_tables(seed: int = 0) -> dict[str, dict[str, Any]]:
     """The demo's service configuration, as TOML tables (see
-    :mod:`iglearn.service.config`): K = 3 colour words; a re-fit after every 3 interactions
-    from the 12th on; epsilon-greedy exploration, so that every interaction is learned from,
-    with a share of random words that falls from 20 % to 10 % over the first 60 rounds."""
+    :mod:`iglearn.service.config`): K = 3 colour words; a re-fit after every interaction
+    from the 6th on (a re-fit on the demo's hundred-odd rounds takes a fraction of a
+    second); a fit whose indicator stays at or below 0.45 restarts (up to twice); each
+    re-fit reads the gestures afresh (``reference_confidence`` 0); epsilon-greedy
+    exploration, so that every interaction is learned from, with a share of random words
+    that falls from 20 % to 10 % over the first 40 rounds."""
     return {
         "model": {"n_actions": len(COLOURS), "context_dim": CONTEXT_DIM,
                   "feedback_dim": FEEDBACK_DIM, "algorithm": "igl", "seed": seed,
-                  "learner": {"max_restarts": 2, "restart_threshold": 0.2,
+                  "learner": {"max_restarts": 2, "restart_threshold": 0.45,
+                              "reference_confidence": 0.0,
                               "optimisation": {"max_steps": 60, "batch_size": 64,
                                                "weight_decay_scale": 1.0}}},
         "exploration": {"mode": "epsilon", "epsilon": 0.2, "epsilon_final": 0.1,
-                        "epsilon_rounds": 60},
-        "learning": {"refit_every": 3, "refit_seconds": 5.0, "min_interactions": 12,
+                        "epsilon_rounds": 40},
+        "learning": {"refit_every": 1, "refit_seconds": 5.0, "min_interactions": 6,
                      "poll_seconds": 0.1, "join_window": 3600.0, "keep_versions": 5},
         "server": {"host": "127.0.0.1", "db": "demo.db"}}
 
