@@ -17,10 +17,12 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-import httpx
 import numpy as np
 
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, require_extra
+
+require_extra("serve", ("httpx",), "iglearn.client")
+import httpx  # noqa: E402
 
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 

@@ -25,3 +25,32 @@ def shown(value: object) -> str:
     if len(text) > SHOWN_CHARACTERS:
         text = f"{text[:SHOWN_CHARACTERS - 3]}..."
     return text
+
+
+class MissingExtraError(IGLearnError, ImportError):
+    """A feature needs an optional extra (``serve``, ``postgres``) that is not installed.
+    Its message is one line naming the extra and the command that installs it; it is an
+    ``ImportError`` too, raised where importing a module of iglearn needs the extra."""
+
+
+def require_extra(extra: str, modules: tuple[str, ...], what: str) -> None:
+    """Raise :class:`MissingExtraError` when one of ``modules`` cannot be imported: ``what``
+    (a command or a module of iglearn) needs the optional ``extra``."""
+    import importlib
+
+    for module in modules:
+        try:
+            importlib.import_module(module)
+        except ImportError as e:
+            from iglearn import __version__
+
+            missing = e.name or module
+            raise MissingExtraError(
+                f"{what} needs the '{extra}' extra ({missing} is not installed): "
+                f"pip install -e '.[{extra}]' in a clone of iglearn, or "
+                f"pip install 'iglearn-{__version__}-py3-none-any.whl[{extra}]' from a "
+                f"wheel") from None
+
+
+SERVE_MODULES = ("anyio", "starlette", "uvicorn")
+"""What the decision service imports from the ``serve`` extra."""

@@ -3,6 +3,12 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import httpx
 import numpy as np
 import pytest
@@ -109,3 +115,86 @@ def test_demo_api_decides_stores_gestures_and_resets(demo_service, tmp_path):
         assert after["interactions"] == 0 and after["model_version"] == 0
     storage = SQLiteStorage(demo_service.config.parent / "demo.db")
     assert storage.counts().joined == 0 and storage.models() == []
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 128 + signal.SIGTERM),
+                                              (signal.SIGINT, 0)])  # Ctrl+C: a normal stop
+def test_demo_deletes_its_temporary_folder_when_stopped(tmp_path, signum, code):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    port = free_port()
+    log = tmp_path / "demo.log"
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "iglearn", "demo", "--port", str(port)],
+            env=os.environ | {"TMPDIR": str(scratch)}, stdout=out, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/demo/api/status").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        (folder,) = scratch.iterdir()
+        assert folder.name.startswith("iglearn-demo-") and (folder / "demo.db").is_file()
+        process.send_signal(signum)
+        assert process.wait(60) == code, log.read_text()
+    finally:
+        process.kill()
+        process.wait()
+    assert list(scratch.iterdir()) == []
+
+
+def test_demo_never_replaces_files_it_did_not_write(tmp_path, capsys):
+    import sqlite3
+
+    def demo(folder) -> tuple[int, str]:
+        code = main(["demo", "--folder", str(folder), "--port", str(free_port())])
+        return code, capsys.readouterr().err
+
+    def refused(folder, name: str) -> None:
+        before = {p.name: (p.is_symlink(), p.is_dir() or p.read_bytes())
+                  for p in folder.iterdir()}
+        code, err = demo(folder)
+        assert code == 2 and err.count("\n") == 1
+        assert f"{folder / name}: exists and is not the demo's" in err
+        assert "never replaces a file it did not write" in err
+        after = {p.name: (p.is_symlink(), p.is_dir() or p.read_bytes())
+                 for p in folder.iterdir()}
+        assert after == before  # nothing written, nothing changed
+
+    own = tmp_path / "own.toml"
+    own.write_text("[model]\nn_actions = 3\n# my notes\n")
+    cases = {"a user's toml": lambda f: (f / "demo.toml").write_text(own.read_text()),
+             "a link to a user's file": lambda f: (f / "demo.toml").symlink_to(own),
+             "a folder": lambda f: (f / "demo.toml").mkdir(),
+             "an empty file": lambda f: (f / "demo.toml").touch(),
+             "a demo.toml without iglearn's header": lambda f: (f / "demo.toml").write_text(
+                 write_demo_config(tmp_path / "model").read_text().split("\n", 2)[2])}
+    for name, make in cases.items():
+        folder = tmp_path / name.replace(" ", "-").replace("'", "")
+        folder.mkdir()
+        make(folder)
+        refused(folder, "demo.toml")
+    assert own.read_text() == "[model]\nn_actions = 3\n# my notes\n"
+
+    # the database beside it: another file or another application's SQLite database
+    text = tmp_path / "text"
+    text.mkdir()
+    (text / "demo.db").write_text("my database of demos\n")
+    refused(text, "demo.db")
+    other = tmp_path / "other-app"
+    other.mkdir()
+    with sqlite3.connect(other / "demo.db") as db:
+        db.execute("CREATE TABLE notes (x TEXT)")
+    db.close()
+    refused(other, "demo.db")
+
+    # what iglearn wrote itself it writes again (another seed), and resumes its database
+    folder = tmp_path / "mine"
+    config = write_demo_config(folder, seed=1)
+    SQLiteStorage(folder / "demo.db").close()
+    assert write_demo_config(folder, seed=2) == config
+    assert "seed = 2" in config.read_text() and config.read_text().startswith("# Written by")

@@ -1,18 +1,22 @@
 """``iglearn serve``: run the decision service (:mod:`iglearn.service`); ``iglearn serve
-keys add``: create an API key; ``iglearn serve db upgrade``: create or migrate the database's
-schema."""
+keys add|list|revoke``: create, list and revoke API keys; ``iglearn serve db upgrade``: create
+or migrate the database's schema; ``iglearn demo``: the service with the gesture demo."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+import time
+from collections.abc import Callable
 
 from iglearn.cli.settings import number
 
 
 def run_serve(args: argparse.Namespace) -> int:
     """Run the service until interrupted."""
-    from iglearn.errors import IGLearnError
+    from iglearn.errors import SERVE_MODULES, IGLearnError, require_extra
+
+    require_extra("serve", SERVE_MODULES, "iglearn serve")
     from iglearn.service.app import serve
     from iglearn.service.config import load_config
 
@@ -31,15 +35,26 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def run_demo(args: argparse.Namespace) -> int:
     """Write the demo's configuration to a folder and serve it, with the page, on loopback
-    without keys, until interrupted."""
+    without keys, until interrupted (Ctrl+C, SIGINT or SIGTERM; the temporary folder, when
+    no --folder is given, is deleted whichever)."""
+    import signal
     import tempfile
     from pathlib import Path
 
+    from iglearn.errors import SERVE_MODULES, require_extra
+
+    require_extra("serve", SERVE_MODULES, "iglearn demo")
     from iglearn.files import removed_if_failed
     from iglearn.service.app import serve
     from iglearn.service.config import load_config
     from iglearn.service.demo import write_demo_config
 
+    def stop(signum: int, frame: object) -> None:
+        # the server ends gracefully on SIGTERM, then raises it again: unwind from here, so
+        # that the temporary folder is deleted, and end as SIGTERM ends a process (143)
+        raise SystemExit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
     with tempfile.TemporaryDirectory(prefix="iglearn-demo-") as scratch:
         folder = Path(args.folder) if args.folder is not None else Path(scratch)
         created = [*reversed(folder.absolute().parents), folder, folder / "demo.toml"]
@@ -57,13 +72,40 @@ def run_demo(args: argparse.Namespace) -> int:
 
 def run_keys_add(args: argparse.Namespace) -> int:
     """Create a key, store its hash, print it once (alone on the last line)."""
-    from iglearn.service.keys import create_key
+    from iglearn.service.keys import create_key, digest, key_id
 
     key = create_key(args.config, args.role, args.db)
     article = "an" if args.role == "admin" else "a"
-    print(f"created {article} {args.role} key; it is shown only now, keep it secret:",
-          file=sys.stderr)
+    print(f"created {article} {args.role} key, id {key_id(digest(key))}; it is shown only "
+          f"now, keep it secret:", file=sys.stderr)
     print(key, flush=True)
+    return 0
+
+
+def run_keys_list(args: argparse.Namespace) -> int:
+    """Print the stored keys: id, role, created, last used (never a key)."""
+    from iglearn.service.keys import key_id, list_keys
+
+    def when(at: float | None) -> str:
+        return "never" if at is None else time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(at))
+
+    records = list_keys(args.config, args.db)
+    print(f"{'id':<14}{'role':<8}{'created':<22}last used")
+    for record in records:
+        print(f"{key_id(record.digest):<14}{record.role:<8}{when(record.created_at):<22}"
+              f"{when(record.last_used)}")
+    if not records:
+        print("(no keys; create one with 'iglearn serve keys add')", file=sys.stderr)
+    return 0
+
+
+def run_keys_revoke(args: argparse.Namespace) -> int:
+    """Delete a key: running services refuse it within a second."""
+    from iglearn.service.keys import KEY_POLL_SECONDS, key_id, revoke_key
+
+    record = revoke_key(args.config, args.id, args.db)
+    print(f"revoked the {record.role} key {key_id(record.digest)}; running services refuse "
+          f"it within {KEY_POLL_SECONDS + 0.5:g} s", file=sys.stderr)
     return 0
 
 
@@ -94,8 +136,18 @@ def add_database_arguments(parser: argparse.ArgumentParser, required: bool = Tru
                              "[server] db)")
 
 
+def keys_command(actions: argparse._SubParsersAction, name: str,
+                 run: Callable[[argparse.Namespace], int], help: str,
+                 description: str | None = None) -> argparse.ArgumentParser:
+    """A ``serve keys`` command: its parser, with ``--config`` and ``--db``."""
+    parser = actions.add_parser(name, help=help, description=description)
+    add_database_arguments(parser)
+    parser.set_defaults(run=run, reads=("config",))
+    return parser
+
+
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    """Add ``serve`` (and ``serve keys add``) to the ``iglearn`` command."""
+    """Add ``serve`` (and its ``keys`` and ``db`` commands) to the ``iglearn`` command."""
     serve = commands.add_parser(
         "serve", help="run the IGL decision service",
         description="Serve decisions over HTTP, log every decision and its feedback, and "
@@ -119,11 +171,18 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     actions = serve.add_subparsers(dest="serve_command", metavar="COMMAND")
     keys = actions.add_parser("keys", help="manage API keys")
     key_actions = keys.add_subparsers(dest="keys_command", metavar="COMMAND", required=True)
-    add = key_actions.add_parser("add", help="create an API key (printed once, stored hashed)")
-    add_database_arguments(add)
+    add = keys_command(key_actions, "add", run_keys_add,
+                       "create an API key (printed once, stored hashed)")
     add.add_argument("--role", required=True, choices=("client", "admin"),
                      help="client: decide and feedback; admin: everything")
-    add.set_defaults(run=run_keys_add, reads=("config",))
+    keys_command(key_actions, "list", run_keys_list,
+                 "list the keys: id, role, created, last used (never a key)",
+                 "List the stored keys, oldest first: the id (the start of the key's hash), "
+                 "the role, when it was created and when it was last used (UTC; the service "
+                 "records uses about every second).")
+    revoke = keys_command(key_actions, "revoke", run_keys_revoke,
+                          "revoke a key by its id (running services refuse it within a second)")
+    revoke.add_argument("id", help="the key's id, as 'iglearn serve keys list' shows it")
     db = actions.add_parser("db", help="manage the database")
     db_actions = db.add_subparsers(dest="db_command", metavar="COMMAND", required=True)
     upgrade = db_actions.add_parser(

@@ -39,7 +39,7 @@ from iglearn.data import limits, safejson
 from iglearn.errors import IGLearnError, shown
 from iglearn.service.config import ServiceConfig, is_loopback
 from iglearn.service.exploration import Explorer
-from iglearn.service.keys import KeyRing
+from iglearn.service.keys import KeyRing, sync_keys, watch_keys
 from iglearn.service.metrics import Metrics
 from iglearn.service.operator_log import log_event
 from iglearn.service.storage import (
@@ -199,6 +199,8 @@ class Service:
             if not self.keyring and not insecure_no_auth:
                 raise no_key_yet(config)
             self._keys_read = time.monotonic()
+            self.keys_used: dict[str, float] = {}
+            """When each key (by hash) was last used since the keys were last synced."""
             self.metrics = Metrics()
             self.served: Served | None = None
             self._swap = threading.Lock()
@@ -354,15 +356,16 @@ class Service:
         header = request.headers.get("authorization", "")
         scheme, _, key = header.partition(" ")
         given = key.strip() if scheme.lower() == "bearer" else None
-        found = self.keyring.role(given)
+        found = self.keyring.match(given)
         if found is None and given and time.monotonic() - self._keys_read > KEY_RELOAD_SECONDS:
             self.keyring = KeyRing(self.storage.keys())
             self._keys_read = time.monotonic()
-            found = self.keyring.role(given)
+            found = self.keyring.match(given)
         if found is None:
             raise Rejected(401, "a valid API key is needed: send 'Authorization: Bearer KEY' "
                                 "(create one with 'iglearn serve keys add')")
-        if role == "admin" and found != "admin":
+        self.keys_used[found[0]] = time.time()  # written by keys.watch_keys
+        if role == "admin" and found[1] != "admin":
             raise Rejected(403, "this endpoint needs an admin key")
 
 
@@ -907,6 +910,7 @@ def build_app(service: Service, start_worker: bool = True,
             service.worker = WorkerSupervisor(config, storage)
             service.worker.start()
             tasks.append(asyncio.create_task(supervise(service.worker)))
+        tasks.append(asyncio.create_task(watch_keys(service)))
         stop_pickup = service.start_pickup()
         try:
             yield
@@ -914,6 +918,7 @@ def build_app(service: Service, start_worker: bool = True,
             for task in tasks:
                 task.cancel()
             stop_pickup()
+            sync_keys(service)
             storage.set_state("explored_rounds", service.explorer.round)
             if service.worker is not None:
                 service.worker.stop()
@@ -1035,7 +1040,10 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = Fa
     server = uvicorn.Server(uvicorn.Config(
         app, host=host, port=port, log_level="warning", access_log=False, server_header=False,
         date_header=False, proxy_headers=False))
-    server.run(sockets=[sock])
+    try:
+        server.run(sockets=[sock])
+    finally:
+        service.storage.close()
     if not server.started:
         raise IGLearnError(f"the service on http://{shown}:{port} could not start; see the "
                            f"lines above")

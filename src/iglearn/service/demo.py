@@ -17,8 +17,11 @@ beside the service's API and use the same storage, explorer and learning worker.
 
 from __future__ import annotations
 
+import contextlib
+import stat
 import time
 import uuid
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,34 +53,92 @@ MAX_STROKE_POINTS = 5000
 
 def demo_tables(seed: int = 0) -> dict[str, dict[str, Any]]:
     """The demo's service configuration, as TOML tables (see
-    :mod:`iglearn.service.config`): K = 3 colour words; a re-fit after every 3 interactions
-    from the 12th on; epsilon-greedy exploration, so that every interaction is learned from,
-    with a share of random words that falls from 20 % to 10 % over the first 60 rounds."""
+    :mod:`iglearn.service.config`): K = 3 colour words; a re-fit after every interaction
+    from the 6th on (a re-fit on the demo's hundred-odd rounds takes a fraction of a
+    second); a fit whose indicator stays at or below 0.45 restarts (up to twice); each
+    re-fit reads the gestures afresh (``reference_confidence`` 0); epsilon-greedy
+    exploration, so that every interaction is learned from, with a share of random words
+    that falls from 20 % to 10 % over the first 40 rounds."""
     return {
         "model": {"n_actions": len(COLOURS), "context_dim": CONTEXT_DIM,
                   "feedback_dim": FEEDBACK_DIM, "algorithm": "igl", "seed": seed,
-                  "learner": {"max_restarts": 2, "restart_threshold": 0.2,
+                  "learner": {"max_restarts": 2, "restart_threshold": 0.45,
+                              "reference_confidence": 0.0,
                               "optimisation": {"max_steps": 60, "batch_size": 64,
                                                "weight_decay_scale": 1.0}}},
         "exploration": {"mode": "epsilon", "epsilon": 0.2, "epsilon_final": 0.1,
-                        "epsilon_rounds": 60},
-        "learning": {"refit_every": 3, "refit_seconds": 5.0, "min_interactions": 12,
+                        "epsilon_rounds": 40},
+        "learning": {"refit_every": 1, "refit_seconds": 5.0, "min_interactions": 6,
                      "poll_seconds": 0.1, "join_window": 3600.0, "keep_versions": 5},
         "server": {"host": "127.0.0.1", "db": "demo.db"}}
 
 
+DEMO_CONFIG_HEADER = ("# Written by 'iglearn demo', which writes this file again at every start: "
+                      "edits are lost.\n# To change the demo's settings, copy it and serve "
+                      "the copy: iglearn serve --demo --insecure-no-auth --config COPY\n")
+"""The first lines of every ``demo.toml`` iglearn writes: how it knows the file is its own
+(and may write it again) rather than a user's."""
+
+
 def write_demo_config(folder: str | Path, seed: int = 0) -> Path:
     """Write the demo's configuration (:func:`demo_tables`) to ``folder``/demo.toml (the
-    folder is created if need be; its database ``demo.db`` is kept between runs)."""
-    from iglearn.service.process import write_config
+    folder is created if need be; its database ``demo.db`` is kept between runs). Files in
+    the folder that iglearn did not write are never replaced: a ``demo.toml`` without
+    iglearn's header (:data:`DEMO_CONFIG_HEADER`), or a ``demo.db`` that is not an iglearn
+    database, is refused, before anything is written."""
+    from iglearn.files import write_text
+    from iglearn.service.process import config_text
 
     folder = Path(folder)
+    config, database = folder / "demo.toml", folder / "demo.db"
+    check_own_file(config, lambda path: path.read_bytes().startswith(
+        DEMO_CONFIG_HEADER.encode()), "the demo's configuration")
+    check_own_file(database, is_service_database, "the demo's database")
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise IGLearnError(f"{folder}: cannot create the demo's folder ({e.strerror}); "
                            f"choose another with --folder") from None
-    return write_config(folder / "demo.toml", demo_tables(seed))
+    text = DEMO_CONFIG_HEADER + config_text(demo_tables(seed))
+    if not (config.is_file() and config.read_text() == text):
+        write_text(config, text)
+    return config
+
+
+def check_own_file(path: Path, own: Callable[[Path], bool], what: str) -> None:
+    """Refuse to go on when ``path`` exists and is not a file iglearn wrote as ``what``
+    (``own`` says whether a regular file is): a link, a folder or another file is a user's,
+    which the demo never replaces or changes."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise IGLearnError(f"{path}: cannot be read ({e.strerror}); choose another "
+                           f"--folder") from None
+    try:
+        mine = stat.S_ISREG(info.st_mode) and own(path)
+    except OSError:
+        mine = False
+    if not mine:
+        raise IGLearnError(f"{path}: exists and is not {what} written by iglearn; iglearn "
+                           f"never replaces a file it did not write: choose another --folder, "
+                           f"or move the file away")
+
+
+def is_service_database(path: Path) -> bool:
+    """Whether ``path`` is the service's SQLite database (it has iglearn's schema version),
+    read without changing it."""
+    import sqlite3
+
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro",
+                                                uri=True)) as db:
+            row = db.execute("SELECT value FROM meta WHERE name = 'schema_version'"
+                             ).fetchone()
+    except sqlite3.Error:
+        return False
+    return row is not None
 
 
 def check_demo_config(config: ServiceConfig, insecure_no_auth: bool) -> None:

@@ -1,15 +1,23 @@
 """API keys of the decision service: random secrets shown once, stored only as SHA-256
 hashes, each with a role. A request's key (``Authorization: Bearer KEY``) is hashed and
 compared with every stored hash in constant time, so neither the comparison's timing nor the
-order of the keys tells anything about a key."""
+order of the keys tells anything about a key.
+
+A key's id (:func:`key_id`, what ``iglearn serve keys list`` shows and ``keys revoke``
+takes) is the start of its hash. A running service re-reads the keys every
+:data:`KEY_POLL_SECONDS` (:func:`watch_keys`), so a revoked key is refused within a second
+by every replica, and records when each key was last used in memory, written to the
+database at the same cadence (one commit for all keys, not one per request)."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
 import secrets
+import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from iglearn.errors import IGLearnError
 
@@ -17,6 +25,14 @@ ROLES = ("client", "admin")
 """client: decide and feedback (and read the model); admin: everything."""
 PREFIX = "iglk_"
 """How every key begins (so a leaked key is recognisable)."""
+ID_LENGTH = 12
+"""Hex digits of a key's hash that make its id."""
+KEY_POLL_SECONDS = 0.5
+"""How often a running service re-reads the stored keys and records their last use."""
+
+if TYPE_CHECKING:
+    from iglearn.service.app import Service
+    from iglearn.service.storage import KeyRecord, Storage
 
 
 def new_key() -> str:
@@ -36,21 +52,86 @@ def check_role(role: str) -> str:
     return role
 
 
-def create_key(config_path: str | Path, role: str, db: str | None = None) -> str:
-    """Create a key of ``role`` for the service configured in ``config_path`` (its database,
-    or ``db``), store its hash, and return the key: the only time it is seen."""
+def key_id(hashed: str) -> str:
+    """The id of the key whose hash is ``hashed``: the hash's first :data:`ID_LENGTH` hex
+    digits (it tells nothing about the key)."""
+    return hashed[:ID_LENGTH]
+
+
+def open_key_storage(config_path: str | Path, db: str | None) -> tuple[Storage, str]:
+    """The database of the service configured in ``config_path`` (or ``db``), and how to
+    name it in messages."""
     from iglearn.service.config import load_config
     from iglearn.service.storage import open_storage
 
     config = load_config(config_path).replace(db=db)
+    return open_storage(config.db_path, config.server.synchronous), config.db_shown
+
+
+def create_key(config_path: str | Path, role: str, db: str | None = None) -> str:
+    """Create a key of ``role`` for the service configured in ``config_path`` (its database,
+    or ``db``), store its hash, and return the key: the only time it is seen."""
     check_role(role)
-    storage = open_storage(config.db_path, config.server.synchronous)
+    storage, _ = open_key_storage(config_path, db)
     try:
         key = new_key()
         storage.add_key(digest(key), role)
     finally:
         storage.close()
     return key
+
+
+def list_keys(config_path: str | Path, db: str | None = None) -> list[KeyRecord]:
+    """The stored keys of the service configured in ``config_path`` (or ``db``), oldest
+    first: hash, role, creation and last use; never a key."""
+    storage, _ = open_key_storage(config_path, db)
+    try:
+        return storage.key_records()
+    finally:
+        storage.close()
+
+
+def revoke_key(config_path: str | Path, wanted: str, db: str | None = None) -> KeyRecord:
+    """Delete the key whose id is ``wanted`` (or whose hash begins with it) from the
+    database of the service configured in ``config_path`` (or ``db``); the key revoked.
+    Running services refuse it within :data:`KEY_POLL_SECONDS` and a request's time."""
+    storage, shown = open_key_storage(config_path, db)
+    try:
+        given = wanted.strip().lower()
+        found = [k for k in storage.key_records() if given and k.digest.startswith(given)]
+        if len(found) != 1:
+            how = "no key has" if not found else f"{len(found)} keys have"
+            raise IGLearnError(f"{shown}: {how} the id {wanted!r}; see the ids with 'iglearn "
+                               f"serve keys list --config {config_path}'")
+        storage.remove_key(found[0].digest)
+        return found[0]
+    finally:
+        storage.close()
+
+
+def sync_keys(service: Service) -> None:
+    """Record the last use of the keys used since the previous call (one commit) and
+    re-read the stored keys, so that keys revoked since are refused. A database error is
+    reported on stderr, and the keys read last stay."""
+    used, service.keys_used = service.keys_used, {}
+    try:
+        if used:
+            service.storage.record_key_use(used)
+        service.keyring = KeyRing(service.storage.keys())
+    except Exception as e:  # the service goes on; the next sync tries again
+        print(f"iglearn serve: cannot sync the API keys: {e}", file=sys.stderr)
+
+
+async def watch_keys(service: Service) -> None:
+    """:func:`sync_keys` every :data:`KEY_POLL_SECONDS` (in a thread: it reads the
+    database) until cancelled."""
+    import asyncio
+
+    import anyio
+
+    while True:
+        await asyncio.sleep(KEY_POLL_SECONDS)
+        await anyio.to_thread.run_sync(sync_keys, service)
 
 
 class KeyRing:
@@ -62,14 +143,14 @@ class KeyRing:
     def __len__(self) -> int:
         return len(self._keys)
 
-    def role(self, key: str | None) -> str | None:
-        """The role of ``key``, or None when it matches no stored key. Every stored hash is
-        compared (``hmac.compare_digest``), whichever matches."""
+    def match(self, key: str | None) -> tuple[str, str] | None:
+        """The hash (hex) and role of ``key``, or None when it matches no stored key. Every
+        stored hash is compared (``hmac.compare_digest``), whichever matches."""
         if not key:
             return None
         presented = bytes.fromhex(digest(key))
         found = None
         for stored, role in self._keys:
             if hmac.compare_digest(stored, presented):
-                found = role
+                found = (stored.hex(), role)
         return found

@@ -27,13 +27,15 @@ from urllib.parse import urlsplit, urlunsplit
 import numpy as np
 
 from iglearn.data import safejson
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, require_extra
 from iglearn.service.storage import (
+    KEY_USE_STATE,
     Counts,
     Decision,
     Feedback,
     FeedbackOutcome,
     Interactions,
+    KeyRecord,
     ModelRecord,
     Storage,
     interactions_from_rows,
@@ -138,8 +140,7 @@ def shown_url(url: str) -> str:
 
 def _require_driver() -> None:
     if psycopg is None:
-        raise IGLearnError("a postgresql:// database needs psycopg 3 and psycopg_pool; "
-                           "install them with pip install -e '.[postgres]'")
+        require_extra("postgres", ("psycopg", "psycopg_pool"), "a postgresql:// database")
 
 
 def _connect(url: str, timeout: float = 10.0) -> Any:
@@ -447,6 +448,31 @@ class PostgresStorage(Storage):
 
     def keys(self) -> list[tuple[str, str]]:
         return [(r[0], r[1]) for r in self._read("SELECT digest, role FROM iglearn_keys")]
+
+    def key_records(self) -> list[KeyRecord]:
+        rows = self._read("SELECT k.digest, k.role, k.created_at, s.value FROM iglearn_keys k "
+                          "LEFT JOIN iglearn_state s ON s.name = %s || k.digest "
+                          "ORDER BY k.created_at", (KEY_USE_STATE,))
+        return [KeyRecord(r[0], r[1], float(r[2]), None if r[3] is None else float(r[3]))
+                for r in rows]
+
+    def remove_key(self, digest: str) -> bool:
+        def remove(connection: Any) -> bool:
+            connection.execute("DELETE FROM iglearn_state WHERE name = %s",
+                               (KEY_USE_STATE + digest,))
+            return connection.execute("DELETE FROM iglearn_keys WHERE digest = %s",
+                                      (digest,)).rowcount > 0
+        return self._write(remove)
+
+    def record_key_use(self, used: dict[str, float]) -> None:
+        def record(connection: Any) -> None:
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    "INSERT INTO iglearn_state SELECT %s, %s WHERE EXISTS (SELECT 1 FROM "
+                    "iglearn_keys WHERE digest = %s) ON CONFLICT (name) DO UPDATE SET value = "
+                    "GREATEST(excluded.value::float8, iglearn_state.value::float8)::text",
+                    [(KEY_USE_STATE + d, repr(float(t)), d) for d, t in sorted(used.items())])
+        self._write(record)
 
     def state(self, name: str) -> Any:
         rows = self._read("SELECT value FROM iglearn_state WHERE name = %s", (name,))

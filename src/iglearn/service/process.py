@@ -36,14 +36,19 @@ def toml_value(value: Any) -> str:
     return repr(value)
 
 
-def write_config(path: str | Path, tables: dict[str, dict[str, Any]]) -> Path:
-    """Write a TOML configuration of ``tables`` ({table: {key: value}}) to ``path``."""
+def config_text(tables: dict[str, dict[str, Any]]) -> str:
+    """A TOML configuration of ``tables`` ({table: {key: value}})."""
     lines = []
     for table, values in tables.items():
         lines.append(f"[{table}]")
         lines.extend(f"{key} = {toml_value(value)}" for key, value in values.items())
+    return "\n".join(lines) + "\n"
+
+
+def write_config(path: str | Path, tables: dict[str, dict[str, Any]]) -> Path:
+    """Write a TOML configuration of ``tables`` ({table: {key: value}}) to ``path``."""
     path = Path(path)
-    path.write_text("\n".join(lines) + "\n")
+    path.write_text(config_text(tables))
     return path
 
 

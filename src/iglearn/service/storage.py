@@ -133,6 +133,23 @@ class ModelRecord:
     """What the fit reported (indicator, Lemma 5, settings, how it came: refit or import)."""
 
 
+@dataclass(frozen=True)
+class KeyRecord:
+    """One stored API key, as ``iglearn serve keys list`` shows it (never the key)."""
+
+    digest: str
+    """The key's SHA-256, hex (its id is the start of it)."""
+    role: str
+    created_at: float
+    last_used: float | None
+    """Unix time of its last accepted request (recorded every second or so, not per
+    request); None if never used."""
+
+
+KEY_USE_STATE = "key_last_used:"
+"""The shared state's name of a key's last use is this and its hash."""
+
+
 def joined_query(table: str, mark: str, false: str, true: str, since: float | None,
                  until: float | None, learnable_only: bool, latest: int | None
                  ) -> tuple[str, list[Any]]:
@@ -246,6 +263,20 @@ class Storage(ABC):
     @abstractmethod
     def keys(self) -> list[tuple[str, str]]:
         """Every stored key's (hash, role)."""
+
+    @abstractmethod
+    def key_records(self) -> list[KeyRecord]:
+        """Every stored key's hash, role, creation and last use, oldest first."""
+
+    @abstractmethod
+    def remove_key(self, digest: str) -> bool:
+        """Delete a key (revoked) and its last use; whether it was stored."""
+
+    @abstractmethod
+    def record_key_use(self, used: dict[str, float]) -> None:
+        """Record when keys were last used ({hash: unix time}) in one commit; a later time
+        already stored (by another replica) is kept, and a key no longer stored is
+        skipped."""
 
     @abstractmethod
     def state(self, name: str) -> Any:
@@ -546,6 +577,27 @@ class SQLiteStorage(Storage):
         with self._lock:
             return [(r[0], r[1]) for r in
                     self._db.execute("SELECT digest, role FROM api_keys").fetchall()]
+
+    def key_records(self) -> list[KeyRecord]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT k.digest, k.role, k.created_at, m.value FROM api_keys k LEFT JOIN meta m "
+                "ON m.name = ? || k.digest ORDER BY k.created_at", (KEY_USE_STATE,)).fetchall()
+        return [KeyRecord(r[0], r[1], float(r[2]), None if r[3] is None else float(r[3]))
+                for r in rows]
+
+    def remove_key(self, digest: str) -> bool:
+        with self._lock, self._transaction() as db:
+            db.execute("DELETE FROM meta WHERE name = ?", (KEY_USE_STATE + digest,))
+            return db.execute("DELETE FROM api_keys WHERE digest = ?", (digest,)).rowcount > 0
+
+    def record_key_use(self, used: dict[str, float]) -> None:
+        with self._lock, self._transaction() as db:
+            db.executemany(
+                "INSERT INTO meta SELECT ?, ? WHERE EXISTS (SELECT 1 FROM api_keys WHERE "
+                "digest = ?) ON CONFLICT (name) DO UPDATE SET value = "
+                "max(CAST(excluded.value AS REAL), CAST(value AS REAL))",
+                [(KEY_USE_STATE + d, repr(float(t)), d) for d, t in used.items()])
 
     def state(self, name: str) -> Any:
         with self._lock:
