@@ -133,7 +133,7 @@ def test_a_damaged_demo_database_is_refused_and_nothing_is_left(tmp_path, capsys
     folder.mkdir()
     (folder / "demo.db").write_bytes(content)
     code, _, err = run(capsys, "demo", "--folder", folder, "--port", "0")
-    assert code == 2 and "demo.db: cannot open the database" in err, err
+    assert code == 2 and "demo.db: exists and is not the demo's database" in err, err
     assert "open http" not in err and "Traceback" not in err
     assert files(folder) == ["demo.db"]  # the demo.toml it wrote is gone again
     assert (folder / "demo.db").read_bytes() == content

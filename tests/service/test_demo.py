@@ -118,7 +118,7 @@ def test_demo_api_decides_stores_gestures_and_resets(demo_service, tmp_path):
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 128 + signal.SIGTERM),
-                                              (signal.SIGINT, 0)])  # Ctrl+C: a normal stop
+                                              (signal.SIGINT, 128 + signal.SIGINT)])
 def test_demo_deletes_its_temporary_folder_when_stopped(tmp_path, signum, code):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
