@@ -1,12 +1,25 @@
-"""iglearn's E2G inside a real coba Experiment on a grounded (IGL) environment."""
+"""iglearn's learners inside real coba Experiments, through coba's registry."""
+
+import time
 
 import numpy as np
 import pytest
 
 coba = pytest.importorskip("coba")
 from coba import DiscreteReward  # noqa: E402
+from coba.registry import CobaRegistry, JsonMakerV2  # noqa: E402
 
-from iglearn.integrations.coba import CobaLearner, E2GLearner, UniformIGLLearner, e2g  # noqa: E402
+from iglearn.errors import IGLearnError  # noqa: E402
+from iglearn.integrations.coba import (  # noqa: E402
+    CobaLearner,
+    E2GLearner,
+    IGLPLearner,
+    RegressionCBLearner,
+    UniformIGLLearner,
+    e2g,
+    feedback_values,
+)
+from iglearn.learners.regression import OnlineRegressionCB  # noqa: E402
 
 K, WORDS, USERS = 3, 6, 4
 
@@ -31,20 +44,101 @@ class Blobs(coba.Environment):
                                                               for a in range(K)])}
 
 
+def mean_rewards(result) -> tuple:
+    frame = result.interactions.to_pandas()
+    return frame, frame.groupby("learner_id")["reward"].mean()
+
+
 def test_e2g_beats_uniform_play_in_a_coba_experiment():
     environment = coba.Environments.from_custom(Blobs(1500, seed=7)).grounded(
         USERS, USERS, WORDS, 2, seed=1)
-    learners = [E2GLearner(users=0, words=WORDS, warmup=300, iota=1.0, seed=0),
-                coba.RandomLearner(seed=1)]
+    learners = [E2GLearner(warmup=300, iota=1.0, seed=0), coba.RandomLearner(seed=1)]
     result = coba.Experiment(environment, learners, coba.SequentialIGL()).run(
         quiet=True, processes=1)
-    frame = result.interactions.to_pandas()
-    reward = frame.groupby("learner_id")["reward"].mean()
+    frame, reward = mean_rewards(result)
     late = frame[frame["index"] > 1000].groupby("learner_id")["reward"].mean()
     assert len(frame) == 2 * 1500
     assert reward[1] == pytest.approx(1 / K, abs=0.06)        # coba's uniform baseline
     assert late[0] > 0.8 > late[1] + 0.3                       # E2G exploits what it learnt
     assert reward[0] > reward[1] + 0.2
+
+
+def test_registered_learners_learn_from_coba_grounded_feedback_and_are_scored():
+    """Every IGL learner by its registered name (as a JSON experiment names it), with users
+    and words read from SequentialIGL's contexts and feedback, on 400 grounded interactions;
+    then an off-policy evaluation (IPS) that scores each learner's policy."""
+    start = time.process_time()
+    names = [("iglearn.IGLP", {"seed": 0}), ("iglearn.IGLP", {"exploration": "igw", "seed": 0}),
+             ("iglearn.E2G", {"warmup": 100, "iota": 1.0, "update_every": 25, "seed": 0}),
+             ("iglearn.AIIGL", {"warmup": 100, "iota": 1.0, "update_every": 25, "seed": 0})]
+    learners = [JsonMakerV2().make({name: settings}) for name, settings in names]
+    environment = coba.Environments.from_custom(Blobs(400, seed=3)).grounded(
+        USERS, USERS, WORDS, 2, seed=2)
+    result = coba.Experiment(environment, [*learners, coba.RandomLearner(seed=1)],
+                             coba.SequentialIGL()).run(quiet=True, processes=1)
+    frame, reward = mean_rewards(result)
+    assert len(frame) == 5 * 400
+    assert reward[4] == pytest.approx(1 / K, abs=0.08)
+    for learner_id, margin in ((0, 0.1), (1, 0.1), (2, 0.25), (3, 0.25)):
+        assert reward[learner_id] > reward[4] + margin, (learner_id, reward.to_dict())
+    table = result.learners.to_pandas().set_index("learner_id")
+    assert table.loc[0, "family"] == "iglearn.IGLP" and table.loc[1, "exploration"] == "igw"
+
+    # off-policy: learn from a uniform log of the true reward, evaluated by IPS with score()
+    logged = coba.Environments.from_custom(Blobs(300, seed=4)).logged(coba.RandomLearner())
+    scored = [RegressionCBLearner(seed=0),
+              *(JsonMakerV2().make({name: {**settings, "users": None, "words": None}})
+                for name, settings in names)]
+    result = coba.Experiment(logged, scored, coba.SequentialCB(learn="off", eval="ips")).run(
+        quiet=True, processes=1)
+    frame, reward = mean_rewards(result)
+    assert len(frame) == 5 * 300 and np.isfinite(frame["reward"]).all()
+    assert (reward > 0.4).all(), reward.to_dict()  # IPS values above uniform play's 1/3
+    assert time.process_time() - start < 60
+
+
+def test_the_true_reward_cb_learns_through_coba():
+    """The scalar reward reaches OnlineRegressionCB as a scalar: it learns (before, a
+    1-element vector became an (n, 1) signal whose error broadcast to n x n)."""
+    environment = coba.Environments.from_custom(Blobs(600, seed=5))
+    result = coba.Experiment(environment, [RegressionCBLearner(seed=0),
+                                           coba.RandomLearner(seed=1)],
+                             coba.SequentialCB()).run(quiet=True, processes=1)
+    frame, reward = mean_rewards(result)
+    late = frame[frame["index"] > 300].groupby("learner_id")["reward"].mean()
+    assert late[0] > 0.75 > late[1] + 0.3
+
+
+def test_learners_refuse_a_column_of_rewards():
+    learner = OnlineRegressionCB(3, 5, seed=0)
+    with pytest.raises(IGLearnError, match=r"shape \(1, 1\) where one number per interaction"):
+        learner.learn(np.zeros(5), 0, 1 / 3, np.array([1.0]))
+    with pytest.raises(IGLearnError, match=r"shape \(4, 1\)"):
+        learner.learn_batch(np.zeros((4, 5)), np.zeros(4, int), np.full(4, 1 / 3),
+                            np.ones((4, 1)))
+    learner.learn(np.zeros(5), 0, 1 / 3, 1.0)                  # a scalar is a reward
+    learner.learn_batch(np.zeros((4, 5)), np.zeros(4, int), np.full(4, 1 / 3), np.ones(4))
+    assert learner.interactions()[3].shape == (5,)
+
+
+@pytest.mark.parametrize("feedback", [3, 3.0, np.int64(3), (3,), [3], np.array([3]),
+                                      np.array([[3]]), ((3,),)])
+def test_every_shape_of_a_word_is_one_word(feedback):
+    assert feedback_values(feedback, None).tolist() == [3.0]
+    learner = CobaLearner(e2g(warmup=50), words=4)
+    assert learner.feedback_vector(feedback).tolist() == [0, 0, 0, 1]
+
+
+def test_coba_feedback_objects_are_read_at_the_action():
+    rewards = DiscreteReward(["a", "b"], [0.25, 1.0])
+    assert feedback_values(rewards, "b").tolist() == [1.0]
+    learner = RegressionCBLearner()
+    assert learner.feedback_vector(rewards, "a").shape == ()
+    assert learner.feedback_vector([0.25]) == np.float32(0.25)
+    with pytest.raises(IGLearnError, match="has 2 numbers"):
+        learner.feedback_vector((0.25, 1.0))
+    with pytest.raises(IGLearnError, match="neither a number"):
+        feedback_values({"word": 1}, None)
 
 
 def test_adapter_encodes_users_words_and_scores():
@@ -57,14 +151,33 @@ def test_adapter_encodes_users_words_and_scores():
     assert learner.score((1, 0.5, -1.0), actions, action) == 0.5
     learner.learn((1, 0.5, -1.0), action, (2,), probability)
     assert learner.learner is not None and learner.learner.interactions_ == 1
-    with pytest.raises(Exception, match="word id"):
+    with pytest.raises(IGLearnError, match="word id"):
         learner.feedback_vector((7,))
-    with pytest.raises(Exception, match="same actions"):
+    with pytest.raises(IGLearnError, match="same actions"):
         learner.predict((1, 0.5, -1.0), actions[::-1])
     assert UniformIGLLearner(words=4).params["family"] == "iglearn.Uniform"
 
 
-def test_registered_through_the_entry_point():
-    from coba.registry import CobaRegistry
+def test_auto_reads_users_and_words_in_the_order_they_appear():
+    learner = CobaLearner(e2g(), users="auto", words="auto", slots=3)
+    assert learner.context_vector((7, 0.5)).tolist() == [1, 0, 0, 0.5]
+    assert learner.context_vector((2, 0.5)).tolist() == [0, 1, 0, 0.5]
+    assert learner.context_vector((7, 0.5)).tolist() == [1, 0, 0, 0.5]
+    assert learner.feedback_vector((5,)).tolist() == [1, 0, 0]
+    assert learner.ids == {"users": {7: 0, 2: 1}, "words": {5: 0}}
+    learner.context_vector((0, 1.0))
+    with pytest.raises(IGLearnError, match="more than 3 distinct user ids; raise slots"):
+        learner.context_vector((1, 1.0))
+    with pytest.raises(IGLearnError, match="not a whole number"):
+        learner.context_vector((0.5, 1.0))
+    with pytest.raises(IGLearnError, match="users must be"):
+        CobaLearner(e2g(), users="all")
+    assert len(IGLPLearner().context_vector((0, 0.5))) == 32 + 1   # default slots
 
-    assert CobaRegistry.registry["iglearn.E2G"] is E2GLearner
+
+def test_registered_through_the_entry_point():
+    from iglearn.integrations.coba_register import REGISTERED
+
+    for name, learner in REGISTERED.items():
+        assert CobaRegistry.registry[name] is learner
+    assert set(REGISTERED) >= {"iglearn.E2G", "iglearn.IGLP", "iglearn.AIIGL"}

@@ -3,43 +3,76 @@
 coba (the contextual-bandit evaluation framework from the Vowpal Wabbit team) turns any bandit
 environment into an IGL one with ``Environments.grounded(n_users, n_normal, n_words, n_good)``
 and plays learners on it with the ``SequentialIGL`` evaluator, which hands each learner the
-feedback (a word id) in ``learn``'s ``reward`` argument and puts a user id first in every
-context. :class:`CobaLearner` wraps any :class:`~iglearn.learners.online.OnlineLearner`:
+feedback (a word id, as a 1-tuple) in ``learn``'s ``reward`` argument and puts a user id first
+in every context. :class:`CobaLearner` wraps any
+:class:`~iglearn.learners.online.OnlineLearner`:
 
 - ``predict(context, actions)`` acts (``act``) and returns the action and its probability;
 - ``learn(context, action, reward, probability)`` passes the feedback on (``learn``);
-- ``score(context, actions, action)`` is the probability of ``action`` at the next step
-  (:meth:`~iglearn.learners.online.OnlineLearner.probabilities`);
+- ``score(context, actions, action)`` is the probability of ``action`` under the learner's
+  current policy (:meth:`~iglearn.learners.online.OnlineLearner.probabilities`), which coba's
+  off-policy evaluators read;
 - ``params`` names the learner and its settings, for coba's result tables.
 
-The online learner is built on the first ``predict``, once K and the dimensions are known, by
-``make(n_actions, context_dim, feedback_dim)``, which must pickle (coba copies learners): a
-class whose constructor starts with those three, or a ``functools.partial`` of one, e.g.
-``CobaLearner(partial(E2G, seed=0), words=6)``. :func:`e2g` and :func:`uniform` are two such
-makers, and any online learner plugs in the same way (one line). Contexts are dense feature
-sequences (or one number); the user id becomes ``users`` one-hot features, or is dropped when
-``users`` is 0 (feedback that does not depend on the user). Feedback is a number or a
-sequence of numbers; with ``words`` set it is a word id, one-hot encoded into ``words``
-features (as ``Environments.grounded`` produces). The entry point ``coba.register`` makes the
-names ``iglearn.E2G`` and ``iglearn.Uniform`` known to coba's JSON experiment files.
+The online learner is built on the first ``predict`` (or ``score``), once K and the
+dimensions are known, by ``make(n_actions, context_dim, feedback_dim)``, which must pickle
+(coba copies learners): a class whose constructor starts with those three, or a
+``functools.partial`` of one, e.g. ``CobaLearner(partial(E2G, seed=0))``. :func:`e2g`,
+:func:`iglp`, :func:`ai_igl`, :func:`regression_cb` and :func:`uniform` are such makers.
+
+Every reward and feedback, whatever its shape (a number, a 1-element list, tuple or array,
+coba's reward objects), goes through one conversion, :func:`feedback_values`. Contexts are
+dense feature sequences (or one number). User ids and word ids are read from the contexts
+and the feedback ("auto": one-hot in the order they first appear, up to ``slots`` of each),
+so nothing about the environment is passed by hand. The entry point ``coba.register`` makes
+``iglearn.IGLP``, ``iglearn.E2G``, ``iglearn.AIIGL``, ``iglearn.RegressionCB`` and
+``iglearn.Uniform`` known to coba's JSON experiment files.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from coba import Learner
 
 from iglearn.errors import IGLearnError
+from iglearn.learners.ai_igl import OnlineAIIGL
 from iglearn.learners.e2g import E2G
+from iglearn.learners.iglp import OnlineIGLP
 from iglearn.learners.online import OnlineLearner, UniformLearner
+from iglearn.learners.regression import OnlineRegressionCB
 from iglearn.learners.schedules import PaperSchedule
 
 Maker = Callable[[int, int, int], OnlineLearner]
 """Builds an online learner from (n_actions, context_dim, feedback_dim)."""
+
+
+AUTO: Literal["auto"] = "auto"
+"""``users`` / ``words``: read the ids from the contexts / feedback, one-hot in the order they
+first appear, up to ``slots`` of them."""
+
+Ids = int | Literal["auto"] | None
+"""How a learner reads user ids (``users``) or word ids (``words``): see :class:`CobaLearner`."""
+
+
+def feedback_values(feedback: Any, action: Any) -> np.ndarray:
+    """coba's reward or feedback, of any shape, as one flat vector: a number, a 1-element (or
+    longer) list, tuple or array, nested or not, or one of coba's reward / feedback objects
+    (a callable of the action, evaluated at ``action``). The one conversion every reward and
+    feedback goes through on its way to a learner."""
+    if callable(feedback):
+        feedback = feedback(action)
+    if isinstance(feedback, Mapping | str | bytes):
+        raise IGLearnError(f"feedback {feedback!r} is neither a number nor a sequence of "
+                           f"numbers; iglearn's coba learners read dense feedback")
+    try:
+        return np.asarray(feedback, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise IGLearnError(f"feedback {feedback!r} is neither a number nor a sequence of "
+                           f"numbers") from None
 
 
 class CobaLearner(Learner):
@@ -47,26 +80,40 @@ class CobaLearner(Learner):
 
     Args:
         make: builds the online learner from (n_actions, context_dim, feedback_dim) on the
-            first ``predict``; it must pickle (a class, or a ``functools.partial``).
-        users: the user ids SequentialIGL puts first in each context become this many one-hot
-            features; 0 drops the user id; None: contexts carry no user id.
-        words: feedback is a word id in [0, words), one-hot encoded; None: feedback is a
-            number or a sequence of numbers, used as it is.
+            first ``predict`` or ``score``; it must pickle (a class, or a
+            ``functools.partial``).
+        users: the user id SequentialIGL puts first in each context: "auto" one-hot encodes
+            the ids in the order they first appear, into ``slots`` features; n >= 1 one-hot
+            encodes ids in [0, n); 0 drops the user id; None: contexts carry no user id.
+        words: the feedback is a word id (coba's grounded environments): "auto" one-hot
+            encodes the ids in the order they first appear, into ``slots`` features; n >= 1
+            ids in [0, n); None: the feedback is ``feedback_dim`` numbers, used as they are.
         name: the learner's name in coba's results.
         params: further settings to report in coba's results.
+        feedback_dim: with ``words`` None, the numbers per feedback; 0: one number, handed
+            to the learner as a scalar (a reward, for learners that read the true reward).
+        slots: the most distinct user ids and word ids "auto" encodes.
     """
 
-    def __init__(self, make: Maker, users: int | None = 0, words: int | None = None,
-                 name: str = "iglearn", params: Mapping[str, Any] | None = None):
-        if users is not None and users < 0:
-            raise IGLearnError(f"users must be >= 0 or None, got {users}")
-        if words is not None and words < 1:
-            raise IGLearnError(f"words must be >= 1 or None, got {words}")
+    def __init__(self, make: Maker, users: Ids = 0, words: Ids = AUTO, name: str = "iglearn",
+                 params: Mapping[str, Any] | None = None, feedback_dim: int = 1,
+                 slots: int = 32):
+        for what, value in (("users", users), ("words", words)):
+            if not (value is None or value == AUTO
+                    or (isinstance(value, int) and value >= (0 if what == "users" else 1))):
+                raise IGLearnError(f"{what} must be 'auto', None or an integer >= "
+                                   f"{0 if what == 'users' else 1}, got {value!r}")
+        if feedback_dim < 0 or slots < 1:
+            raise IGLearnError(f"feedback_dim must be >= 0 and slots >= 1, got "
+                               f"{feedback_dim} and {slots}")
         self._make, self._users, self._words = make, users, words
         self._name, self._params = name, dict(params or {})
+        self._feedback_dim, self._slots = feedback_dim, slots
         self.learner: OnlineLearner | None = None
         """The wrapped online learner, once the first ``predict`` has built it."""
         self._actions: list[Any] = []
+        self.ids: dict[str, dict[Any, int]] = {"users": {}, "words": {}}
+        """The user and word ids seen so far and their one-hot slots (with "auto")."""
 
     @property
     def params(self) -> Mapping[str, Any]:
@@ -75,6 +122,30 @@ class CobaLearner(Learner):
                 **self._params}
 
     # -- encoding -----------------------------------------------------------------------
+    def _onehot(self, what: str, value: Any) -> np.ndarray:
+        """The one-hot features of a user id (``what`` "users") or word id ("words")."""
+        setting = self._users if what == "users" else self._words
+        number = float(value) if isinstance(value, int | float | np.number) else None
+        if number is None or not number.is_integer():
+            raise IGLearnError(f"{what[:-1]} id {value!r} is not a whole number; set {what} "
+                               f"to None when the {'context' if what == 'users' else 'feedback'}"
+                               f" holds no {what[:-1]} id")
+        size = self._slots if setting == AUTO else int(setting)  # type: ignore[arg-type]
+        if setting == AUTO:
+            seen = self.ids[what]
+            slot = seen.setdefault(int(number), len(seen))
+            if slot >= size:
+                del seen[int(number)]
+                raise IGLearnError(f"more than {size} distinct {what[:-1]} ids; raise slots")
+        else:
+            slot = int(number)
+            if not 0 <= slot < size:
+                raise IGLearnError(f"{what[:-1]} id {value!r} is outside [0, {size}); set "
+                                   f"{what} to the environment's n_{what} (or 'auto')")
+        onehot = np.zeros(size, np.float32)
+        onehot[slot] = 1.0
+        return onehot
+
     def context_vector(self, context: Any) -> np.ndarray:
         """A coba context as iglearn's dense float32 context vector."""
         if isinstance(context, Mapping):
@@ -83,27 +154,30 @@ class CobaLearner(Learner):
         values = list(context) if isinstance(context, Sequence) else [context]
         if self._users is None:
             return np.asarray(values, np.float32)
-        user, rest = values[0], np.asarray(values[1:], np.float32)
+        rest = np.asarray(values[1:], np.float32)
         if self._users == 0:
             return rest
-        if not 0 <= int(user) < self._users:
-            raise IGLearnError(f"user id {user} is outside [0, {self._users}); set users to "
-                               f"the environment's n_users")
-        onehot = np.zeros(self._users, np.float32)
-        onehot[int(user)] = 1.0
-        return np.concatenate([onehot, rest])
+        return np.concatenate([self._onehot("users", values[0]), rest])
 
-    def feedback_vector(self, feedback: Any) -> np.ndarray:
-        """coba's feedback (SequentialIGL's ``reward`` argument) as a float32 vector."""
-        values = list(feedback) if isinstance(feedback, Sequence) else [feedback]
+    def feedback_vector(self, feedback: Any, action: Any = None) -> np.ndarray:
+        """coba's feedback (SequentialIGL's ``reward`` argument), of any shape
+        (:func:`feedback_values`), as the learner reads it: a one-hot word, a float32 vector
+        of ``feedback_dim`` numbers, or a float32 scalar (``feedback_dim`` 0)."""
+        values = feedback_values(feedback, action)
+        if self._words is not None:
+            if len(values) != 1:
+                raise IGLearnError(f"feedback {feedback!r} is not one word id; set words to "
+                                   f"None for feedback of several numbers")
+            return self._onehot("words", values[0].item())
+        if len(values) != max(self._feedback_dim, 1):
+            raise IGLearnError(f"feedback {feedback!r} has {len(values)} numbers where the "
+                               f"learner reads {max(self._feedback_dim, 1)} (feedback_dim)")
+        return values.astype(np.float32) if self._feedback_dim else values[0].astype(np.float32)
+
+    def _feedback_width(self) -> int:
         if self._words is None:
-            return np.asarray(values, np.float32)
-        if len(values) != 1 or not 0 <= int(values[0]) < self._words:
-            raise IGLearnError(f"feedback {feedback!r} is not one word id in [0, "
-                               f"{self._words}); set words to the environment's n_words")
-        onehot = np.zeros(self._words, np.float32)
-        onehot[int(values[0])] = 1.0
-        return onehot
+            return self._feedback_dim
+        return self._slots if self._words == AUTO else int(self._words)
 
     def _index(self, action: Any) -> int:
         try:
@@ -114,8 +188,7 @@ class CobaLearner(Learner):
     def _built(self, context: np.ndarray, actions: Sequence[Any]) -> OnlineLearner:
         if self.learner is None:
             self._actions = list(actions)
-            feedback_dim = self._words if self._words is not None else 1
-            self.learner = self._make(len(self._actions), len(context), feedback_dim)
+            self.learner = self._make(len(self._actions), len(context), self._feedback_width())
         elif list(actions) != self._actions:
             raise IGLearnError("iglearn's online learners need the same actions, in the same "
                                "order, at every interaction")
@@ -131,14 +204,17 @@ class CobaLearner(Learner):
 
     def learn(self, context: Any, action: Any, reward: Any, probability: float,
               **kwargs: Any) -> None:
-        """Learn from one interaction; under SequentialIGL ``reward`` is the feedback."""
+        """Learn from one interaction; under SequentialIGL ``reward`` is the feedback, under
+        SequentialCB the reward (:meth:`feedback_vector` reads either)."""
         if self.learner is None:
             raise IGLearnError("learn was called before predict; coba calls predict first")
         self.learner.learn(self.context_vector(context), self._index(action), probability,
-                           self.feedback_vector(reward))
+                           self.feedback_vector(reward, action))
 
     def score(self, context: Any, actions: Sequence[Any], action: Any) -> float:
-        """The probability that the next ``predict`` on ``context`` plays ``action``."""
+        """The probability that the learner's current policy plays ``action`` on
+        ``context`` (coba's off-policy evaluators call it): the distribution the next
+        ``predict`` draws from."""
         x = self.context_vector(context)
         learner = self._built(x, actions)
         return float(learner.probabilities(x[None])[0, self._index(action)])
@@ -163,11 +239,37 @@ def uniform(seed: int = 0) -> Maker:
     return partial(_uniform, seed=seed)
 
 
+def iglp(exploration: str = "epsilon", seed: int = 0, **settings: Any) -> Maker:
+    """A maker of :class:`~iglearn.learners.iglp.OnlineIGLP` with ``exploration`` 'epsilon'
+    or 'igw'; ``settings`` go to OnlineIGLP (epsilon, gamma, estimator, ...)."""
+    return partial(OnlineIGLP, exploration=exploration, seed=seed, **settings)
+
+
+def ai_igl(warmup: int = 4000, iota: float = 100.0, update_every: int = 100, seed: int = 0,
+           **settings: Any) -> Maker:
+    """A maker of :class:`~iglearn.learners.ai_igl.OnlineAIIGL` with the paper's schedule (as
+    :func:`e2g`); ``settings`` go to OnlineAIIGL."""
+    return partial(OnlineAIIGL, schedule=PaperSchedule(iota=iota, warmup_rounds=warmup),
+                   update_every=update_every, seed=seed, **settings)
+
+
+def _regression_cb(n_actions: int, context_dim: int, feedback_dim: int,
+                   **settings: Any) -> OnlineLearner:
+    return OnlineRegressionCB(n_actions, context_dim, **settings)
+
+
+def regression_cb(exploration: str = "epsilon", seed: int = 0, **settings: Any) -> Maker:
+    """A maker of :class:`~iglearn.learners.regression.OnlineRegressionCB`, the contextual
+    bandit that reads the true reward (a scalar); ``settings`` go to it."""
+    return partial(_regression_cb, exploration=exploration, seed=seed, **settings)
+
+
 class E2GLearner(CobaLearner):
     """E2G (Algorithm 1) as a coba learner, registered as ``iglearn.E2G``.
 
     Args:
-        users: as for :class:`CobaLearner`.
+        users: as for :class:`CobaLearner` (default 0: E2G's feedback must not depend on the
+            user).
         words: as for :class:`CobaLearner`.
         warmup: exploration rounds before the first fit (the paper's schedule).
         iota: the schedule's complexity term (round i exploits floor(sqrt(i / (K iota)))
@@ -176,15 +278,79 @@ class E2GLearner(CobaLearner):
         seed: the learner's seed.
     """
 
-    def __init__(self, users: int | None = 0, words: int | None = None, warmup: int = 4000,
+    def __init__(self, users: Ids = 0, words: Ids = AUTO, warmup: int = 4000,
                  iota: float = 100.0, update_every: int = 100, seed: int = 0):
         super().__init__(e2g(warmup, iota, update_every, seed), users, words, "iglearn.E2G",
                          {"warmup": warmup, "iota": iota, "update_every": update_every,
                           "seed": seed})
 
 
+class IGLPLearner(CobaLearner):
+    """IGL-P (:class:`~iglearn.learners.iglp.OnlineIGLP`) as a coba learner, registered as
+    ``iglearn.IGLP``; it reads the user id from the context and the word from the feedback
+    (both "auto" by default), since each user may signal in their own way.
+
+    Args:
+        users: as for :class:`CobaLearner`.
+        words: as for :class:`CobaLearner`.
+        exploration: 'epsilon' (epsilon-greedy) or 'igw' (inverse gap weighting).
+        epsilon: epsilon-greedy's exploration probability.
+        gamma: IGW's parameter.
+        seed: the learner's seed.
+    """
+
+    def __init__(self, users: Ids = AUTO, words: Ids = AUTO, exploration: str = "epsilon",
+                 epsilon: float = 0.2, gamma: float = 100.0, seed: int = 0):
+        super().__init__(iglp(exploration, seed, epsilon=epsilon, gamma=gamma), users, words,
+                         "iglearn.IGLP", {"exploration": exploration, "epsilon": epsilon,
+                                          "gamma": gamma, "seed": seed})
+
+
+class AIIGLLearner(CobaLearner):
+    """AI-IGL inside Algorithm 1's loop (:class:`~iglearn.learners.ai_igl.OnlineAIIGL`) as a
+    coba learner, registered as ``iglearn.AIIGL``.
+
+    Args:
+        users: as for :class:`CobaLearner` (default 0: the user id is dropped).
+        words: as for :class:`CobaLearner`.
+        warmup: exploration rounds before the first fit.
+        iota: the schedule's complexity term, as for :class:`E2GLearner`.
+        update_every: rounds between re-fits.
+        seed: the learner's seed.
+    """
+
+    def __init__(self, users: Ids = 0, words: Ids = AUTO, warmup: int = 4000,
+                 iota: float = 100.0, update_every: int = 100, seed: int = 0):
+        super().__init__(ai_igl(warmup, iota, update_every, seed), users, words,
+                         "iglearn.AIIGL", {"warmup": warmup, "iota": iota,
+                                           "update_every": update_every, "seed": seed})
+
+
+class RegressionCBLearner(CobaLearner):
+    """The contextual bandit on the true reward
+    (:class:`~iglearn.learners.regression.OnlineRegressionCB`) as a coba learner, registered
+    as ``iglearn.RegressionCB``: the reference IGL learners are measured against, played
+    with coba's ``SequentialCB`` (whose ``learn`` hands on the reward).
+
+    Args:
+        users: as for :class:`CobaLearner` (default None: SequentialCB's contexts carry no
+            user id).
+        exploration: 'epsilon' or 'igw'.
+        epsilon: epsilon-greedy's exploration probability.
+        gamma: IGW's parameter.
+        seed: the learner's seed.
+    """
+
+    def __init__(self, users: Ids = None, exploration: str = "epsilon", epsilon: float = 0.2,
+                 gamma: float = 100.0, seed: int = 0):
+        super().__init__(regression_cb(exploration, seed, epsilon=epsilon, gamma=gamma),
+                         users, None, "iglearn.RegressionCB",
+                         {"exploration": exploration, "epsilon": epsilon, "gamma": gamma,
+                          "seed": seed}, feedback_dim=0)
+
+
 class UniformIGLLearner(CobaLearner):
     """Uniform play through the same adapter, registered as ``iglearn.Uniform``."""
 
-    def __init__(self, users: int | None = 0, words: int | None = None, seed: int = 0):
+    def __init__(self, users: Ids = 0, words: Ids = AUTO, seed: int = 0):
         super().__init__(uniform(seed), users, words, "iglearn.Uniform", {"seed": seed})

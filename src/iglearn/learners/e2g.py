@@ -32,7 +32,7 @@ from iglearn.data.scaling import Mode, Standardiser, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.batch_igl import BatchIGL, indicators
-from iglearn.learners.online import OnlineLearner
+from iglearn.learners.online import OnlineLearner, checked_signal
 from iglearn.learners.schedules import PaperSchedule, Schedule
 from iglearn.learners.settings import EXPLOIT as EXPLOIT
 from iglearn.learners.settings import Optimisation
@@ -188,7 +188,8 @@ class EpochGreedy(OnlineLearner):
             held = (np.arange(first - 1, first - 1 + len(rows)) % self.holdout_every
                     == self.holdout_every - 1)
         contexts, actions = np.asarray(contexts), np.asarray(actions)
-        probabilities, feedback = np.asarray(probabilities), np.asarray(feedback)
+        probabilities = np.asarray(probabilities)
+        feedback = checked_signal(feedback, len(actions), self._signal_dim)
         if self.standardiser_ is not None:  # D holds the rows as the models read them
             contexts = self.standardiser_.apply(contexts)
             if self._signal_dim:

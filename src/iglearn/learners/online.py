@@ -71,6 +71,23 @@ class OnlineLearner(ABC):
         return max(1, min(100, stop_round - self.round_))
 
 
+def checked_signal(feedback: np.ndarray, n: int, dim: int) -> np.ndarray:
+    """What ``learn_batch`` received for ``n`` interactions, as float32 of shape (n,) when the
+    learner reads one number per interaction (``dim`` 0) or (n, dim); anything else (an
+    (n, 1) column where n numbers are meant, a vector of the wrong length) is refused with
+    one line, since broadcasting it would silently learn nothing."""
+    signal = np.asarray(feedback, np.float32)
+    expected = (n, dim) if dim else (n,)
+    if dim and signal.ndim > 2 and signal.size == n * dim:  # e.g. images: flattened
+        signal = signal.reshape(expected)
+    if signal.shape != expected:
+        meant = f"{dim} numbers per interaction" if dim else "one number per interaction"
+        raise IGLearnError(f"learn received feedback of shape {signal.shape} where {meant} is "
+                           f"meant, shape {expected}: pass a scalar or a flat vector, not a "
+                           f"column")
+    return signal
+
+
 class UniformLearner(OnlineLearner):
     """Uniformly random play, pi_bad of the paper: the reference every learner must beat."""
 

@@ -16,7 +16,7 @@ import torch
 from iglearn.data.scaling import Mode, Standardiser, check_mode
 from iglearn.errors import IGLearnError
 from iglearn.learners.objective import at_action
-from iglearn.learners.online import OnlineLearner
+from iglearn.learners.online import OnlineLearner, checked_signal
 from iglearn.learners.settings import REGRESSION_OPTIMISATION as DEFAULT_OPTIMISATION
 from iglearn.learners.settings import Optimisation
 from iglearn.learners.training import Stage, optimise
@@ -153,6 +153,10 @@ class OnlineRegression(OnlineLearner):
         return exploration_distribution(self.predict_values(contexts), self.exploration,
                                         self.epsilon, self.gamma)
 
+    def probabilities(self, contexts: np.ndarray) -> np.ndarray:
+        """The distribution (n, K) the next ``act`` draws from (:meth:`distribution`)."""
+        return self.distribution(np.asarray(contexts, dtype=np.float32))
+
     def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         contexts = np.asarray(contexts, dtype=np.float32)
         probs = self.distribution(contexts)
@@ -187,8 +191,7 @@ class OnlineRegression(OnlineLearner):
         n = len(actions)
         flags = (np.zeros(n, bool) if definitely_bad is None
                  else np.asarray(definitely_bad, dtype=bool))
-        signal = np.asarray(feedback, np.float32)
-        signal = signal.reshape(n, -1) if signal.ndim > 1 else signal
+        signal = checked_signal(feedback, n, self.feedback_dim)
         contexts = np.asarray(contexts, np.float32)
         if self.standardiser_ is not None:
             contexts = self.standardiser_.apply(contexts)

@@ -1,0 +1,47 @@
+"""benchmarks/coba_grounded.py: a tiny grid end to end, through coba's registry."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("coba")
+
+SCRIPT = Path(__file__).parents[2] / "benchmarks" / "coba_grounded.py"
+
+
+@pytest.fixture(scope="module")
+def coba_grounded():
+    spec = importlib.util.spec_from_file_location("coba_grounded", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["coba_grounded"] = module
+    try:
+        spec.loader.exec_module(module)
+        yield module
+    finally:
+        del sys.modules["coba_grounded"]
+
+
+def test_every_learner_plays_both_user_settings(coba_grounded):
+    rows = coba_grounded.run(["linear"], 150, 1, users=4, words=6, good=2)
+    learners = [*coba_grounded.IGL_LEARNERS, coba_grounded.RANDOM, coba_grounded.CB]
+    assert len(rows) == 2 * len(learners)
+    assert (rows["interactions"] == 150).all() and (rows["cpu_seconds"] > 0).all()
+    assert rows["reward"].between(0, 1).all()
+    table = coba_grounded.summary(rows)
+    assert set(table["users"]) == {"normal", "half swapped"}
+    random = table[table["learner"] == coba_grounded.RANDOM]
+    cb = table[table["learner"] == coba_grounded.CB]
+    np.testing.assert_allclose(random["normalised"], 0.0)
+    np.testing.assert_allclose(cb["normalised"], 1.0)
+    assert np.isfinite(table["cpu_s_per_1000"]).all()
+
+
+def test_an_unknown_task_is_refused(coba_grounded):
+    with pytest.raises(SystemExit, match="unknown task 'digits'"):
+        coba_grounded.task("digits", 10, 1)
