@@ -581,8 +581,11 @@ def _fit_options(fit: argparse.ArgumentParser) -> None:
                  "are those of --objective iglearn.", skip=("seed", *only["igl"]),
                  shared=defaults)
     decoding = {name: defaults[name] for name in ("igl", "ai-igl")}
+    also = sorted(_setting_names(VIIGLSettings()) & decoding_names)
     add_settings(fit, BatchIGLSettings(), LEARNER, "settings of --algorithm igl and ai-igl",
-                 "Where their defaults differ, the help gives each.",
+                 "Where their defaults differ, the help gives each. --algorithm vi-igl reads "
+                 "those it has too: " + ", ".join("--" + n.replace("_", "-") for n in also)
+                 + ".",
                  skip=("seed", *(_setting_names(BatchIGLSettings()) - decoding_names)),
                  shared=decoding)
     add_settings(fit, BatchIGLSettings(), LEARNER, "settings of --algorithm igl only (BatchIGL)",
