@@ -114,11 +114,13 @@ def test_fit_help_groups_the_options_and_gives_each_algorithms_default(capsys):
     code, out, _ = run(capsys, "fit", "--help")
     assert code == 0
     text = " ".join(out.split())
-    assert "--algorithm {igl,ai-igl,igl-p}" in text
+    assert "--algorithm {igl,ai-igl,igl-p,vi-igl}" in text
     assert "settings of --algorithm igl only (BatchIGL)" in text
     assert "settings of --algorithm ai-igl only (AIIGL)" in text
     assert "settings of --algorithm igl and ai-igl" in text
     assert "settings of --algorithm igl-p only (IGLP)" in text
+    assert "settings of --algorithm vi-igl only (VIIGL)" in text
+    assert "vi-igl reads those it has too: --decoder, --decoder-temperature" in text
     assert "(default: 0.1 for igl, 0.5 for ai-igl)" in text   # --decoder-temperature
 
 

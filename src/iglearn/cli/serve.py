@@ -50,11 +50,13 @@ def run_demo(args: argparse.Namespace) -> int:
     from iglearn.service.demo import write_demo_config
 
     def stop(signum: int, frame: object) -> None:
-        # the server ends gracefully on SIGTERM, then raises it again: unwind from here, so
-        # that the temporary folder is deleted, and end as SIGTERM ends a process (143)
+        # the server ends gracefully on SIGTERM or SIGINT (Ctrl+C), then raises it again:
+        # unwind from here, so that the temporary folder is deleted, and end as the signal
+        # ends a process (143, 130) whatever asyncio's own SIGINT handling would have made of it
         raise SystemExit(128 + signum)
 
     signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     with tempfile.TemporaryDirectory(prefix="iglearn-demo-") as scratch:
         folder = Path(args.folder) if args.folder is not None else Path(scratch)
         created = [*reversed(folder.absolute().parents), folder, folder / "demo.toml"]
