@@ -32,13 +32,13 @@ from iglearn.experiments.results import (
     metric,
     percent,
     prepare_output,
+    save_figure,
     std_note,
     tidy_frame,
     tidy_rows,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
-from iglearn.files import write_atomic
 from iglearn.learners import AIIGL, BatchIGL, ContextualBandit, IdentifiabilityWarning, Supervised
 from iglearn.learners.base import StackableLearner
 from iglearn.seeding import integer_seed
@@ -230,9 +230,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     right.set_ylabel("policy accuracy (%)")
     right.grid(axis="y", alpha=0.3)
     fig.suptitle("Action-inclusive feedback (mean ± std over trials)")
-    fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def check(config: ActionInclusiveConfig) -> None:

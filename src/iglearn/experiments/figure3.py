@@ -30,13 +30,13 @@ from iglearn.experiments.results import (
     metric,
     percent,
     prepare_output,
+    save_figure,
     std_note,
     tidy_frame,
     tidy_rows,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, fingerprint, run_trials
-from iglearn.files import write_atomic
 from iglearn.learners import (
     EpochGreedy,
     OnlineContextualBandit,
@@ -226,9 +226,7 @@ def plot(frame: pd.DataFrame, path: Path, dataset: str = "mnist") -> None:
     draw(axes[1], frame, "accuracy")
     name = "MNIST" if dataset == "mnist" else dataset
     fig.suptitle(f"Figure 3: E2G and online CB on {name} (mean ± std over trials)")
-    fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def reproduce(config: Figure3Config, out: str | Path,

@@ -35,13 +35,13 @@ from iglearn.experiments.results import (
     metric,
     percent,
     prepare_output,
+    save_figure,
     std_note,
     tidy_frame,
     tidy_rows,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
-from iglearn.files import write_atomic
 from iglearn.learners import AIIGL, BatchIGL, ContextualBandit, IdentifiabilityWarning, Supervised
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.vi_igl import VIIGL
@@ -264,9 +264,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     axes[0][0].set_ylabel("policy accuracy (%)")
     axes[0][0].legend(fontsize=8, title="squares: paper (unverified)", title_fontsize=7)
     fig.suptitle("Noisy feedback (mean ± std over trials)")
-    fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def reproduce(config: NoisyFeedbackConfig, out: str | Path,

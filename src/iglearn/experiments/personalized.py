@@ -45,6 +45,7 @@ from iglearn.experiments.results import (
     markdown_table,
     metric,
     prepare_output,
+    save_figure,
     std_note,
     tidy_frame,
     tidy_rows,
@@ -52,7 +53,6 @@ from iglearn.experiments.results import (
 )
 from iglearn.experiments.runner import Execution, fingerprint, run_trials
 from iglearn.experiments.vowpal import VW_ARGS, VowpalIGL, vw_status
-from iglearn.files import write_atomic
 from iglearn.learners import BatchIGL, IdentifiabilityWarning
 from iglearn.learners.iglp import IGLP, OnlineIGLP
 from iglearn.learners.regression import OnlineRegression, OnlineRegressionCB
@@ -287,9 +287,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
         ax.grid(alpha=0.3)
         ax.legend()
     fig.suptitle("Personalised IGL (mean ± std over trials)")
-    fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def reproduce(config: PersonalizedConfig, out: str | Path,

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import pandas as pd
 
@@ -135,6 +135,15 @@ def write_config(path: Path, config: object) -> None:
         "platform": platform.platform(),
     }
     write_text(path, safejson.dumps(record, indent=2) + "\n")
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> None:
+    """Lay ``fig`` out tightly, write it to ``path`` as a PNG (atomically) and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    write_atomic(Path(path), lambda tmp: fig.savefig(tmp, dpi=dpi, format="png"))
+    plt.close(fig)
 
 
 def write_outputs(folder: Path, name: str, frame: pd.DataFrame, text: str, config: object,

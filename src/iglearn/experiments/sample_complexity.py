@@ -15,13 +15,13 @@ from iglearn.experiments.results import (
     metric,
     percent,
     prepare_output,
+    save_figure,
     std_note,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution
 from iglearn.experiments.sweep import run_sweep
 from iglearn.experiments.table1 import Table1Config
-from iglearn.files import write_atomic
 
 
 def plot(frame: pd.DataFrame, path: Path) -> None:
@@ -43,9 +43,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     ax.set_title("Sample complexity: the cost of grounding (mean ± std over trials)")
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def markdown(frame: pd.DataFrame, config: SampleComplexityConfig) -> str:

@@ -21,13 +21,13 @@ from iglearn.experiments.results import (
     metric,
     percent,
     prepare_output,
+    save_figure,
     std_note,
     tidy_frame,
     tidy_rows,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
-from iglearn.files import write_atomic
 from iglearn.learners import BatchIGL, ContextualBandit, Optimisation, Supervised
 from iglearn.seeding import integer_seed
 
@@ -133,9 +133,7 @@ def plot(frame: pd.DataFrame, path: Path, dataset: str = PAPER_DATASET) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 4))
     draw(ax, frame, dataset)
-    fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def draw(ax: Axes, frame: pd.DataFrame, dataset: str = PAPER_DATASET) -> None:

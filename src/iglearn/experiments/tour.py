@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from iglearn.experiments import figure3, table1
-from iglearn.files import write_atomic
+from iglearn.experiments.results import save_figure
 
 
 def plot(table1_frame: pd.DataFrame, figure3_frame: pd.DataFrame, path: Path) -> None:
@@ -27,9 +27,7 @@ def plot(table1_frame: pd.DataFrame, figure3_frame: pd.DataFrame, path: Path) ->
     trials = figure3_frame["trial"].nunique()
     axes[1].set_title(f"Figure 3: online on MNIST ({trials} trials; the paper: 16, "
                       f"E2G close to CB)")
-    fig.tight_layout()
-    write_atomic(Path(path), lambda tmp: fig.savefig(tmp, dpi=100, format="png"))
-    plt.close(fig)
+    save_figure(fig, path, dpi=100)
 
 
 def main(argv: list[str]) -> None:

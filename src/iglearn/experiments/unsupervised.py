@@ -28,6 +28,7 @@ from iglearn.experiments.results import (
     metric,
     percent,
     prepare_output,
+    save_figure,
     std_note,
     tidy_frame,
     tidy_rows,
@@ -35,7 +36,6 @@ from iglearn.experiments.results import (
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
-from iglearn.files import write_atomic
 from iglearn.learners import BatchIGL
 from iglearn.learners.unsupervised import UnsupervisedBandit
 from iglearn.seeding import integer_seed, spawn_seeds
@@ -245,9 +245,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
     axes[0][0].set_ylabel("policy accuracy (%)")
     axes[0][0].set_ylim(0, 100)
     axes[0][-1].legend(loc="lower right", fontsize=8)
-    fig.tight_layout()
-    write_atomic(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def reproduce(config: UnsupervisedConfig, out: str | Path,
