@@ -415,12 +415,9 @@ def _check_server(s: ServerSettings, path: str) -> None:
     if s.synchronous not in SYNCHRONOUS:
         raise _bad(path, "server", "synchronous", s.synchronous,
                    f"one of {', '.join(SYNCHRONOUS)}")
-    for key in ("max_body_bytes", "max_batch", "event_id_max_length", "torch_threads",
-                "pool_size"):
+    for key in ("max_body_bytes", "max_batch", "event_id_max_length", "pool_size"):
         if getattr(s, key) < 1:
             raise _bad(path, "server", key, getattr(s, key), "an integer >= 1")
-    if not s.retention_days >= 0:
-        raise _bad(path, "server", "retention_days", s.retention_days, "a number >= 0")
     if not s.body_timeout_seconds > 0:
         raise _bad(path, "server", "body_timeout_seconds", s.body_timeout_seconds,
                    "a number > 0")

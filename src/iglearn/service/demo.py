@@ -17,7 +17,6 @@ beside the service's API and use the same storage, explorer and learning worker.
 
 from __future__ import annotations
 
-import contextlib
 import stat
 import time
 import uuid
@@ -129,16 +128,9 @@ def check_own_file(path: Path, own: Callable[[Path], bool], what: str) -> None:
 def is_service_database(path: Path) -> bool:
     """Whether ``path`` is the service's SQLite database (it has iglearn's schema version),
     read without changing it."""
-    import sqlite3
+    from iglearn.service.storage import sqlite_schema_version
 
-    try:
-        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro",
-                                                uri=True)) as db:
-            row = db.execute("SELECT value FROM meta WHERE name = 'schema_version'"
-                             ).fetchone()
-    except sqlite3.Error:
-        return False
-    return row is not None
+    return sqlite_schema_version(path) is not None
 
 
 def check_demo_config(config: ServiceConfig, insecure_no_auth: bool) -> None:

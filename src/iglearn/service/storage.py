@@ -705,6 +705,19 @@ def created_or_removed(db: str | Path) -> contextlib.AbstractContextManager[Call
     return removed_if_failed(database_files(Path(db)) if new else [])
 
 
+def sqlite_schema_version(path: Path) -> str | None:
+    """The schema version iglearn recorded in the SQLite file ``path`` (None: no such file, not
+    a database, or none recorded), read without changing the file."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro",
+                                                uri=True)) as db:
+            row = db.execute("SELECT value FROM meta WHERE name = 'schema_version'"
+                             ).fetchone()
+    except sqlite3.Error:
+        return None
+    return None if row is None else str(row[0])
+
+
 def upgrade_database(db: str | Path, adopt: bool = False) -> tuple[int, int]:
     """``iglearn serve db upgrade``: create or migrate the schema of the database ``db``
     names to this iglearn's version; (version before, version after; 0: none). An SQLite
@@ -713,14 +726,7 @@ def upgrade_database(db: str | Path, adopt: bool = False) -> tuple[int, int]:
         from iglearn.service.postgres import upgrade
 
         return upgrade(str(db))
-    before = 0
-    if Path(db).exists():
-        try:
-            with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as connection:
-                row = connection.execute("SELECT value FROM meta WHERE name = "
-                                         "'schema_version'").fetchone()
-            before = 0 if row is None else int(row[0])
-        except sqlite3.DatabaseError:
-            before = 0
+    recorded = sqlite_schema_version(Path(db))
+    before = 0 if recorded is None else int(recorded)
     SQLiteStorage(db, adopt=adopt).close()
     return before, SCHEMA_VERSION
