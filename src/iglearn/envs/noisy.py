@@ -26,7 +26,11 @@ from typing import Literal
 import numpy as np
 
 from iglearn.envs.base import Contexts, Environment, Independence
-from iglearn.envs.classification import ClassificationEnvironment, class_examples
+from iglearn.envs.classification import (
+    ClassificationEnvironment,
+    class_examples,
+    realised_reward,
+)
 from iglearn.envs.mnist import make_environment
 from iglearn.errors import IGLearnError
 
@@ -91,7 +95,7 @@ class NoisyFeedbackEnvironment(Environment):
         """The digit each feedback image shows and whether it was replaced: the 2021 class
         (1 if the realised reward is 1, else 0), then, for each interaction replaced with
         probability p, its noise digit (:func:`noise_digits`)."""
-        classes = np.where(rng.random(len(actions)) < np.asarray(reward), 1, 0)
+        classes = realised_reward(reward, rng)  # the 2021 class: 1 if r = 1, else 0
         replaced = rng.random(len(actions)) < self.p
         noise = noise_digits(self.kind, contexts.label, actions, rng)
         return np.where(replaced, noise, classes), replaced
