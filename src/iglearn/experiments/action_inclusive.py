@@ -14,20 +14,18 @@ sets), not these; they stand beside ours as the paper's, unverified.
 
 from __future__ import annotations
 
-import warnings
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from iglearn.data.logs import InteractionLog
 from iglearn.envs.named import named_environment
 from iglearn.errors import IGLearnError
 from iglearn.experiments.configs import ActionInclusiveConfig
 from iglearn.experiments.results import (
-    fit_measures,
+    accuracy_summary,
+    fit_scored,
     markdown_table,
     metric,
     percent,
@@ -39,8 +37,7 @@ from iglearn.experiments.results import (
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
-from iglearn.learners import AIIGL, BatchIGL, ContextualBandit, IdentifiabilityWarning, Supervised
-from iglearn.learners.base import StackableLearner
+from iglearn.learners import AIIGL, BatchIGL, ContextualBandit, Supervised
 from iglearn.seeding import integer_seed
 
 EXPERIMENT = "action_inclusive"
@@ -75,15 +72,6 @@ def task_seeds(trial_seed: int, task: str, noise: float | None) -> list[np.rando
     return np.random.SeedSequence(key).spawn(1 + len(METHODS))
 
 
-def fit_method(method: str, seeds: list[np.random.SeedSequence],
-               logs: list[InteractionLog]) -> list[StackableLearner]:
-    """Fit ``method`` on each log with its seed, side by side (``fit_many``)."""
-    cls: Any = METHODS[method]  # a StackableLearner class whose settings include seed
-    with warnings.catch_warnings():  # 2021 IGL's identifiability warnings are expected here
-        warnings.simplefilter("ignore", IdentifiabilityWarning)
-        return cls.fit_many([cls(seed=seed) for seed in seeds], logs)
-
-
 def run_stacked(config: ActionInclusiveConfig, trials: list[int],
                 seeds: list[np.random.SeedSequence]) -> list[list[dict]]:
     """Per trial, the tidy rows of every method on every task (settings columns ``task`` and
@@ -100,9 +88,9 @@ def run_stacked(config: ActionInclusiveConfig, trials: list[int],
         for m, method in enumerate(METHODS):
             if method not in config.methods:
                 continue
-            fitted = fit_method(method, [each[1 + m] for each in spawned], logs)
-            for t, learner in enumerate(fitted):
-                found = {"accuracy": learner.accuracy(test_x, test_y), **fit_measures(learner)}
+            scored = fit_scored(METHODS[method], [each[1 + m] for each in spawned], logs,
+                                test_x, test_y)
+            for t, found in enumerate(scored):
                 rows[t] += tidy_rows(EXPERIMENT, method, trials[t], trial_seeds[t], samples,
                                      found, {"task": task, "noise": noise})
         del logs
@@ -120,13 +108,9 @@ def run(config: ActionInclusiveConfig, execution: Execution | None = None,
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Accuracy (a fraction) per task, noise level and method: mean, std (ddof=1), min and
-    trials, and the mean seconds per fit."""
-    keys = ["task", "noise", "method"]
-    accuracy = metric(frame, "accuracy").groupby(keys, sort=False, dropna=False)["value"]
-    table = accuracy.agg(mean="mean", std="std", min="min", n="count")
-    seconds = metric(frame, "seconds").groupby(keys, sort=False, dropna=False)["value"].mean()
-    table["seconds_per_fit"] = seconds
-    return table.reset_index()
+    trials, and the mean seconds per fit
+    (:func:`~iglearn.experiments.results.accuracy_summary`)."""
+    return accuracy_summary(frame, ["task", "noise", "method"])
 
 
 def _paper(task: str, noise: float | None) -> tuple[str, str]:

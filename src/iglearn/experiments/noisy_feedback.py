@@ -21,7 +21,6 @@ import time
 import warnings
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -30,7 +29,8 @@ from iglearn.envs.base import Environment
 from iglearn.envs.named import named_environment
 from iglearn.experiments.configs import NOISE_KINDS, NOISY_METHODS, NoisyFeedbackConfig
 from iglearn.experiments.results import (
-    fit_measures,
+    accuracy_summary,
+    fit_scored,
     markdown_table,
     metric,
     percent,
@@ -43,7 +43,6 @@ from iglearn.experiments.results import (
 )
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
 from iglearn.learners import AIIGL, BatchIGL, ContextualBandit, IdentifiabilityWarning, Supervised
-from iglearn.learners.base import StackableLearner
 from iglearn.learners.vi_igl import VIIGL
 from iglearn.seeding import integer_seed
 
@@ -79,15 +78,6 @@ def setting_seeds(trial_seed: int, kind: str, p: float) -> list[np.random.SeedSe
     p only, so that leaving out a kind, a p or a method changes no other result."""
     key = [trial_seed, (CLEAN, *NOISE_KINDS).index(kind), round(1e6 * p)]
     return np.random.SeedSequence(key).spawn(1 + len(NOISY_METHODS))
-
-
-def fit_batch(method: str, seeds: list[np.random.SeedSequence],
-              logs: list[Any]) -> list[StackableLearner]:
-    """Fit the batch ``method`` on each log with its seed, side by side (``fit_many``)."""
-    cls: Any = BATCH[method]  # a StackableLearner class whose settings include seed
-    with warnings.catch_warnings():  # identifiability warnings are expected under noise
-        warnings.simplefilter("ignore", IdentifiabilityWarning)
-        return cls.fit_many([cls(seed=seed) for seed in seeds], logs)
 
 
 def play_e2g(env: Environment, rounds: int, seed: np.random.SeedSequence) -> dict[str, float]:
@@ -139,10 +129,9 @@ def run_stacked(config: NoisyFeedbackConfig, trials: list[int],
                         rows[t] += tidy_rows(EXPERIMENT, method, trials[t], trial_seeds[t],
                                              config.e2g_rounds, played, settings)
                 continue
-            fitted = fit_batch(method, [each[1 + m] for each in spawned], logs)
-            for t, learner in enumerate(fitted):
-                found: dict[str, float | None] = {"accuracy": learner.accuracy(test_x, test_y),
-                                                  **fit_measures(learner)}
+            scored = fit_scored(BATCH[method], [each[1 + m] for each in spawned], logs,
+                                test_x, test_y)
+            for t, found in enumerate(scored):
                 rows[t] += tidy_rows(EXPERIMENT, method, trials[t], trial_seeds[t],
                                      config.samples, found, settings)
         del logs
@@ -161,12 +150,8 @@ def run(config: NoisyFeedbackConfig, execution: Execution | None = None,
 
 def summary(frame: pd.DataFrame) -> pd.DataFrame:
     """Accuracy (a fraction) per kind, p and method: mean, std (ddof=1), min and trials, and
-    the mean seconds per fit."""
-    keys = ["kind", "p", "method"]
-    accuracy = metric(frame, "accuracy").groupby(keys, sort=False)["value"]
-    table = accuracy.agg(mean="mean", std="std", min="min", n="count")
-    table["seconds_per_fit"] = metric(frame, "seconds").groupby(keys, sort=False)["value"].mean()
-    return table.reset_index()
+    the mean seconds per fit (:func:`~iglearn.experiments.results.accuracy_summary`)."""
+    return accuracy_summary(frame, ["kind", "p", "method"])
 
 
 def _paper(kind: str, p: float, method: str) -> str:

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import platform
 import tempfile
-from collections.abc import Callable, Mapping
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -27,7 +28,7 @@ import iglearn
 from iglearn.data import safejson
 from iglearn.errors import IGLearnError
 from iglearn.files import write_atomic, write_text
-from iglearn.learners import AIIGL, VIIGL, BatchIGL
+from iglearn.learners import AIIGL, VIIGL, BatchIGL, IdentifiabilityWarning
 from iglearn.learners.base import PolicyLearner
 
 KEY_COLUMNS = ("experiment", "method", "trial", "seed", "step")
@@ -104,6 +105,29 @@ def mean_std(frame: pd.DataFrame, by: list[str], name: str) -> pd.DataFrame:
     per group of ``by``."""
     grouped = metric(frame, name).groupby(by, sort=False)["value"]
     return grouped.agg(mean="mean", std="std", min="min", n="count").reset_index()
+
+
+def fit_scored(cls: Any, seeds: Sequence[Any], logs: Sequence[Any], test_x: Any,
+               test_y: Any) -> list[dict[str, float | None]]:
+    """Fit the learner class ``cls`` (a stackable learner whose settings include ``seed``) on
+    each log with its seed, side by side (``fit_many``; identifiability warnings, expected
+    where the feedback breaks the 2021 assumption, silenced), and score each fit: its test
+    accuracy and :func:`fit_measures`."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        fitted = cls.fit_many([cls(seed=seed) for seed in seeds], logs)
+    return [{"accuracy": learner.accuracy(test_x, test_y), **fit_measures(learner)}
+            for learner in fitted]
+
+
+def accuracy_summary(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """Accuracy (a fraction) per group of ``keys``: mean, std (ddof=1), min and trials, and
+    the mean seconds per fit."""
+    accuracy = metric(frame, "accuracy").groupby(keys, sort=False, dropna=False)["value"]
+    table = accuracy.agg(mean="mean", std="std", min="min", n="count")
+    seconds = metric(frame, "seconds").groupby(keys, sort=False, dropna=False)["value"].mean()
+    table["seconds_per_fit"] = seconds
+    return table.reset_index()
 
 
 def std_note(trials: int) -> str:
