@@ -184,9 +184,9 @@ def _fit(args: argparse.Namespace) -> int:
         summary["identifiability_warnings"] = summary.pop("warnings")
         extra = {}
     save_model(learner, out, info.schema,
-               extra=cast(dict, safejson.ready({"log": str(args.log), "samples": len(log),
-                                 "log_fingerprint": fingerprint(args.log),
-                                 "settings": settings, **extra})))
+               extra={"log": str(args.log), "samples": len(log),
+                      "log_fingerprint": fingerprint(args.log), "settings": settings,
+                      **extra})  # save_model writes it with safejson (non-finite: null)
     if history is not None:
         records = cast(BatchIGL, learner).report_.history
         write_text(history, "".join(safejson.dumps(asdict(record)) + "\n"

@@ -81,14 +81,15 @@ def _object(pairs: list[tuple[str, object]]) -> dict | _Refused:
     return record
 
 
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+"""A JSON string in JSON text (brackets inside one are not containers)."""
 _NOT_BRACKETS = bytes(range(256)).translate(None, b"[]{}")
 
 
 def _depth(raw: bytes) -> int:
     """How deep the brackets of the JSON text ``raw`` nest (strings left out): read from the
     bytes, before anything is parsed."""
-    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    brackets = JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
     return max(accumulate(1 if c in b"[{" else -1 for c in brackets), default=0)
 
 

@@ -474,8 +474,6 @@ MAX_MODEL_JSON_CONTAINERS = 100_000
 one per restart of its fit). Python spends a few hundred bytes on each it parses, so a
 ``model.json`` of ``{},`` repeated up to :data:`iglearn.data.limits.MAX_JSON_BYTES` would
 cost about 45 times its size; it is refused before it is parsed."""
-_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-"""A JSON string (brackets inside one are not containers)."""
 
 
 def _few_containers(data: bytes, path: str) -> None:
@@ -483,7 +481,7 @@ def _few_containers(data: bytes, path: str) -> None:
     and lists (counted outside its strings when the quick count is over)."""
     count = data.count(b"{") + data.count(b"[")
     if count > MAX_MODEL_JSON_CONTAINERS:
-        bare = _STRING.sub(b'""', data)
+        bare = safejson.JSON_STRING.sub(b'""', data)
         count = bare.count(b"{") + bare.count(b"[")
     if count > MAX_MODEL_JSON_CONTAINERS:
         raise IGLearnError(f"{path}: holds {count} objects and lists, more than "
@@ -699,12 +697,7 @@ def load_model(folder: str | Path, algorithm: str | None = None, *,
     if not path.exists():
         raise IGLearnError(f"{weights_path}: missing; the model is incomplete, fit again")
     k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
-    parts = _parts(metadata, kind)
-    expected_states = {name: _expected_state(metadata, name, _dims(name, k, d_x, d_y),
-                                             factories)
-                       for name in {name for _, name, _ in parts}}
-    most = weights_bytes({f"{prefix}.{key}": value for prefix, name, _ in parts
-                          for key, value in expected_states[name].items()})
+    parts, expected_states, most = _expected_weights(metadata, kind, factories)
     size = input_file(path, "model weights file")
     if size > most:
         raise IGLearnError(f"{weights_path}: {size} bytes, more than the {most} bytes the "
@@ -790,6 +783,19 @@ def weights_bytes(tensors: dict[str, torch.Tensor]) -> int:
     return 8 + WEIGHTS_HEADER_BYTES + 256 * len(tensors) + data
 
 
+def _expected_weights(metadata: dict, kind: Algorithm, factories: dict
+                      ) -> tuple[list, dict[str, dict], int]:
+    """The weights ``model.json`` describes: its parts (:func:`_parts`), the expected state
+    (names, shapes, types) of each record they name, and :func:`weights_bytes` of them all."""
+    k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
+    parts = _parts(metadata, kind)
+    states = {name: _expected_state(metadata, name, _dims(name, k, d_x, d_y), factories)
+              for name in {name for _, name, _ in parts}}
+    most = weights_bytes({f"{prefix}.{key}": value for prefix, name, _ in parts
+                          for key, value in states[name].items()})
+    return parts, states, most
+
+
 def weights_budget(folder: str | Path, source: str | None = None) -> int | None:
     """:func:`weights_bytes` of the model whose ``model.json`` (checked) is in ``folder``, or
     None for a model on a custom module (its tensors are known only once its factory, which
@@ -798,11 +804,7 @@ def weights_budget(folder: str | Path, source: str | None = None) -> int | None:
     if factory_records(metadata):
         return None
     kind = algorithm_record(metadata, _label(Path(folder), METADATA, source))
-    k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
-    return weights_bytes({f"{prefix}.{key}": value for prefix, name, _ in _parts(metadata, kind)
-                          for key, value in _expected_state(metadata, name,
-                                                            _dims(name, k, d_x, d_y),
-                                                            {}).items()})
+    return _expected_weights(metadata, kind, {})[2]
 
 
 def factory_records(metadata: object) -> list[tuple[str, object]]:
