@@ -778,7 +778,7 @@ def build_app(service: Service, start_worker: bool = True,
             if last.get("at", 0.0) >= requested:
                 if last.get("error"):
                     raise Rejected(409, f"the re-fit failed: {last['error']}")
-                service.load_served()
+                await anyio.to_thread.run_sync(service.load_served)  # may wait on a pickup
                 return json_response(service.model_info())
             await asyncio.sleep(0.05)
         return json_response({"status": "requested", "requested_at": requested}, 202)
@@ -799,7 +799,7 @@ def build_app(service: Service, start_worker: bool = True,
         log_event(server.log_format, "rollback",
                   f"rolled back: serving model version {target} (was {current})",
                   version=target, previous=current)
-        service.load_served()
+        await anyio.to_thread.run_sync(service.load_served)  # may wait on a pickup
         return json_response(service.model_info())
 
     async def export(request: Request) -> Response:
@@ -851,7 +851,7 @@ def build_app(service: Service, start_worker: bool = True,
         indicator = getattr(report, "indicator", None)
         summary = {"source": "import", "indicator": indicator, "certified": False}
         storage.add_model(model.algorithm, 0, 0.0, summary, data)
-        service.load_served()
+        await anyio.to_thread.run_sync(service.load_served)  # may wait on a pickup
         return json_response(service.model_info(), 201)
 
     async def export_log(request: Request) -> Response:
