@@ -18,7 +18,7 @@ from safetensors.torch import load_file, save_file
 
 from iglearn import BatchIGL, IGLearnError
 from iglearn.envs import action_inclusive_environment
-from iglearn.learners import AIIGL
+from iglearn.learners import AIIGL, VIIGL
 from iglearn.learners.iglp import IGLP
 from iglearn.learners.training import Optimisation
 from iglearn.models.archive import pack_model, read_model
@@ -29,7 +29,8 @@ from tests.cli.conftest import run
 FAST = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=5)
 LEARNERS = {"igl": lambda: BatchIGL(optimisation=FAST, max_restarts=0, seed=0),
             "ai-igl": lambda: AIIGL(optimisation=FAST, refinements=0, seed=0),
-            "igl-p": lambda: IGLP(optimisation=FAST, seed=0)}
+            "igl-p": lambda: IGLP(optimisation=FAST, seed=0),
+            "vi-igl": lambda: VIIGL(optimisation=FAST, seed=0)}
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +108,9 @@ def test_every_record_of_every_algorithm_naming_a_factory_is_refused_unimported(
                 folder = tampered(saved, tmp_path, algorithm, edit)
                 assert_refused_without_import(folder, record, marker, tmp_path)
                 cases += 1
-    assert cases == 2 * (2 + 2 + 3)  # policy and decoder; policy and decoder; policy, ik, flags
+    # policy and decoder (igl); the same (ai-igl); policy, ik, flags (igl-p); policy and
+    # decoder (vi-igl)
+    assert cases == 2 * (2 + 2 + 3 + 2)
 
 
 def test_a_factory_anywhere_else_in_model_json_is_refused_too(saved, tmp_path, trap):

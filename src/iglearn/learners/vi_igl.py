@@ -429,11 +429,13 @@ class VIIGL(VIIGLSettings, StackableLearner):
         return save_model(self, folder, schema)
 
     @classmethod
-    def load(cls, folder: str | Path) -> VIIGL:
+    def load(cls, folder: str | Path, import_factories: bool = False) -> VIIGL:
         """A fitted model read from ``folder`` (see :func:`iglearn.models.io.load_model`); a
-        folder that holds another algorithm's model is refused."""
+        folder that holds another algorithm's model is refused. A custom policy or decoder is
+        rebuilt by importing its recorded factory, only with ``import_factories``."""
         from iglearn.models.io import load_model
-        return cast(VIIGL, load_model(folder, "vi-igl"))  # load_model checked the algorithm
+        # load_model checked the algorithm
+        return cast(VIIGL, load_model(folder, "vi-igl", import_factories=import_factories))
 
     def fit(self, log: AnyLog) -> Self:
         """Fit the decoder and the policy on ``log``, in memory or streamed (reads context,
