@@ -252,15 +252,23 @@ def split_divergence(divergence: str) -> tuple[str, str]:
     return first, second or first
 
 
+def critic_scores(critics: Critics, decoder: Decoder, batch: Batch, pairs: int
+                  ) -> tuple[torch.Tensor, ...]:
+    """What both bounds of Eq. (ii) read on ``batch``: the importance weights, q(r) from the
+    decoded reward, the partner rows (each sample paired with ``pairs`` others) and the
+    critics' scores on the joint, the conditional product and (T) the marginal samples."""
+    w = importance_weights(batch.probability)
+    q = reward_weights(decoder(batch.signal))
+    partners = partner_rows(w.shape[-1], pairs)
+    return (w, q, partners, *critics(batch.context, batch.action, batch.signal, partners))
+
+
 def information_bounds(critics: Critics, decoder: Decoder, batch: Batch, divergence: str,
                        pairs: int) -> tuple[torch.Tensor, torch.Tensor]:
     """The two bounds of Eq. (ii) on ``batch`` (one value per trial): I(Y; X, A | R_psi) by G
     (each sample paired with ``pairs`` others) and I(X, A; R_psi) by T."""
     g_div, t_div = split_divergence(divergence)
-    w = importance_weights(batch.probability)
-    q = reward_weights(decoder(batch.signal))
-    partners = partner_rows(w.shape[-1], pairs)
-    joint, product, t = critics(batch.context, batch.action, batch.signal, partners)
+    w, q, partners, joint, product, t = critic_scores(critics, decoder, batch, pairs)
     return (conditional_bound(joint, product, q, w, g_div, partners),
             marginal_bound(t, q, w, t_div))
 
@@ -275,10 +283,7 @@ def decoder_stage(decoder: Decoder, critics: Critics, settings: Optimisation, be
     g_div, t_div = split_divergence(divergence)
 
     def loss(batch: Batch) -> torch.Tensor:
-        w = importance_weights(batch.probability)
-        q = reward_weights(decoder(batch.signal))
-        partners = partner_rows(w.shape[-1], pairs)
-        joint, product, t = critics(batch.context, batch.action, batch.signal, partners)
+        w, q, partners, joint, product, t = critic_scores(critics, decoder, batch, pairs)
         g_critic = conditional_bound(joint, product, q.detach(), w, g_div, partners)
         t_critic = marginal_bound(t, q.detach(), w, t_div)
         g_psi = conditional_bound(joint.detach(), product.detach(), q, w, g_div, partners)
