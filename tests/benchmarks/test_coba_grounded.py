@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 
-pytest.importorskip("coba")
+from tests.benchmarks.conftest import benchmark_module
 
-SCRIPT = Path(__file__).parents[2] / "benchmarks" / "coba_grounded.py"
+pytest.importorskip("coba")
 
 
 @pytest.fixture(scope="module")
 def coba_grounded():
-    spec = importlib.util.spec_from_file_location("coba_grounded", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["coba_grounded"] = module
-    try:
-        spec.loader.exec_module(module)
+    with benchmark_module("coba_grounded") as module:
         yield module
-    finally:
-        del sys.modules["coba_grounded"]
 
 
 def test_every_learner_plays_both_user_settings(coba_grounded):

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import io
-import sys
 from contextlib import redirect_stdout
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,21 +11,13 @@ import pytest
 
 from iglearn.envs.named import named_environment
 from iglearn.experiments.results import KEY_COLUMNS
-
-SCRIPT = Path(__file__).parents[2] / "benchmarks" / "small_data.py"
+from tests.benchmarks.conftest import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def small_data():
-    spec = importlib.util.spec_from_file_location("small_data", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["small_data"] = module
-    try:
-        spec.loader.exec_module(module)
+    with benchmark_module("small_data") as module:
         yield module
-    finally:
-        del sys.modules["small_data"]
 
 
 def test_raw_and_standardised_features(small_data):

@@ -2,32 +2,24 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from iglearn.data.formats import read_log
+from tests.benchmarks.conftest import BENCHMARKS, benchmark_module
 
-SCRIPT = Path(__file__).parents[2] / "benchmarks" / "stream_memory.py"
+SCRIPT = BENCHMARKS / "stream_memory.py"
 
 
 @pytest.fixture(scope="module")
 def stream_memory():
-    spec = importlib.util.spec_from_file_location("stream_memory", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["stream_memory"] = module
-    try:
-        spec.loader.exec_module(module)
+    with benchmark_module("stream_memory") as module:
         yield module
-    finally:
-        del sys.modules["stream_memory"]
 
 
 def test_the_synthetic_log_is_the_same_in_every_format(stream_memory, tmp_path):
