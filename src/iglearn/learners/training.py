@@ -189,9 +189,10 @@ def _cosine(start: float, end: float, share: float) -> float:
     return end + (start - end) / 2.0 * (math.cos(math.pi * share) + 1)
 
 
-FUSED_DEVICES = frozenset({"cpu", "cuda"})
-"""Devices whose AdamW steps run torch's fused kernel (:meth:`AdamW._fused_step`); elsewhere
-(MPS) they run as ``_foreach`` operations."""
+FUSED_DEVICES = frozenset({"cpu"})
+"""Devices whose AdamW steps run torch's fused kernel (:meth:`AdamW._fused_step`), where a
+small model's step is dominated by per-operation overhead; elsewhere (CUDA, MPS) they run as
+``_foreach`` operations."""
 
 
 class AdamW:
@@ -291,7 +292,7 @@ class AdamW:
         kernel of ``torch.optim.AdamW(fused=True)``), one call per distinct (learning rate,
         weight decay) among the parameters in ``live``: the same update in one pass over
         each parameter instead of some ten, which is most of a small model's step."""
-        step = torch.tensor(float(self.steps), device=self.params[live[0]].device)
+        step = torch.tensor(float(self.steps))
         calls: dict[tuple[float, float], list[int]] = {}
         for i in live:
             calls.setdefault((lr_factor * self.lrs[i], self.decays[i]), []).append(i)
