@@ -133,3 +133,22 @@ def test_the_fused_adamw_step_is_the_foreach_step(monkeypatch):
     assert all(p.grad is None for p in fused)
     assert not torch.equal(fused[0], initial[0]) and not torch.equal(fused[1], initial[1])
     assert torch.equal(fused[2], initial[2])  # no gradient: it stays as it was
+
+
+def test_a_fused_step_gives_each_trial_the_bits_it_gets_alone():
+    # 3 trials of 7 x 5 weights: stacked, a trial's last elements are no tensor's last
+    generator = torch.Generator().manual_seed(1)
+    start = torch.randn(3, 7, 5, generator=generator)
+    grads = [torch.randn(3, 7, 5, generator=generator) for _ in range(20)]
+
+    def fit(weights: torch.Tensor, trials: int, rows: slice) -> torch.Tensor:
+        optimiser = training.AdamW([{"params": [weights], "lr": 0.02, "weight_decay": 0.3}],
+                                   trials)
+        for grad in grads:
+            weights.grad = grad[rows].clone()
+            optimiser.step(0.7, 0.9)
+        return weights
+
+    together = fit(start.clone(), 3, slice(None))
+    for t in range(3):
+        assert torch.equal(fit(start[t:t + 1].clone(), 1, slice(t, t + 1))[0], together[t])

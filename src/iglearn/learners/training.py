@@ -18,7 +18,7 @@ follows the path it would follow alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -291,20 +291,31 @@ class AdamW:
         """:meth:`_uniform_step` by torch's fused AdamW kernel (``torch._fused_adamw_``, the
         kernel of ``torch.optim.AdamW(fused=True)``), one call per distinct (learning rate,
         weight decay) among the parameters in ``live``: the same update in one pass over
-        each parameter instead of some ten, which is most of a small model's step."""
+        each parameter instead of some ten, which is most of a small model's step. The kernel
+        rounds an element differently by where it lies in its tensor (its last few take a
+        scalar path), so it is given each trial's slice as a tensor of its own: a trial's
+        parameters get the same bits stacked with others as alone."""
         step = torch.tensor(float(self.steps))
         calls: dict[tuple[float, float], list[int]] = {}
         for i in live:
             calls.setdefault((lr_factor * self.lrs[i], self.decays[i]), []).append(i)
         for (rate, decay), group in calls.items():
-            params = [self.params[i] for i in group]
-            torch._fused_adamw_(
-                params, [cast(torch.Tensor, p.grad) for p in params],
-                [self.means[i] for i in group], [self.squares[i] for i in group], [],
-                [step] * len(group), lr=rate, beta1=beta1, beta2=self.beta2,
-                weight_decay=decay, eps=self.eps, amsgrad=False, maximize=False)
-            for p in params:
-                p.grad = None
+            params, means, squares = (self._trial_slices(tensors, group) for tensors in
+                                      (self.params, self.means, self.squares))
+            grads = self._trial_slices([cast(torch.Tensor, self.params[i].grad).contiguous()
+                                        for i in group], range(len(group)))
+            torch._fused_adamw_(params, grads, means, squares, [], [step] * len(params),
+                                lr=rate, beta1=beta1, beta2=self.beta2, weight_decay=decay,
+                                eps=self.eps, amsgrad=False, maximize=False)
+        for i in live:
+            self.params[i].grad = None
+
+    def _trial_slices(self, tensors: Sequence[torch.Tensor], indices: Iterable[int]
+                      ) -> list[torch.Tensor]:
+        """Each trial's part of ``tensors[i]`` for i in ``indices``, flat, in order: views (an
+        error, never a silent copy, for a tensor that cannot be viewed so), as the fused
+        kernel updates the parameters and their moments in place."""
+        return [row for i in indices for row in tensors[i].view(self.trials, -1)]
 
 
 def optimise(stages: Sequence[Stage], data: Source, settings: Optimisation,
