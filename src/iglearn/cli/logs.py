@@ -171,7 +171,7 @@ def _fit(args: argparse.Namespace) -> int:
         if isinstance(learner, IGLP):
             learner.fit(cast(InteractionLog, log))  # read in memory above
         elif backend is not None:
-            cast(BatchIGL | AIIGL, learner).fit(log, backend=backend)
+            cast("BatchIGL | AIIGL", learner).fit(log, backend=backend)
         else:
             learner.fit(log)
     head = {"log": str(args.log), "model": str(out), "algorithm": args.algorithm,

@@ -69,6 +69,14 @@ class DistributedReport:
     """CPU seconds of the workers' fits (all workers, the last run)."""
     interactions: int
     """Interactions in the log."""
+    steps: int = 0
+    """Optimiser steps, each with one all-reduce of the gradients."""
+    step_seconds: float = 0.0
+    """Wall seconds worker 0 spent in those all-reduces (waiting for the slowest worker
+    included)."""
+    step_values: int = 0
+    """Values in each step's all-reduce (the model's parameters trained at the last step,
+    and the rows)."""
     notes: list[str] = field(default_factory=list)
     """What the fit noted (the restarts)."""
 
@@ -110,7 +118,7 @@ class RayTrain:
         backend=...)``."""
         check_log(log, self.workers)
         assert isinstance(log, LogStream)
-        require_extra("ray", ("ray.train.torch", "pydantic"), "--backend ray (RayTrain)")
+        require_extra("ray", ("pydantic", "ray.train.torch"), "--backend ray (RayTrain)")
         import ray
 
         run = Path(self.storage) if self.storage else Path(
@@ -204,7 +212,10 @@ def _adopt(learner: L, fitted: object, metrics: dict[str, Any], workers: int, n:
     for note in notes:
         warnings.warn(note, WorkerRestartWarning, stacklevel=3)
     report = DistributedReport(workers, restarts, float(metrics.get("seconds", 0.0)),
-                               float(metrics.get("cpu_seconds", 0.0)), n, notes)
+                               float(metrics.get("cpu_seconds", 0.0)), n,
+                               int(metrics.get("steps", 0)),
+                               float(metrics.get("step_seconds", 0.0)),
+                               int(metrics.get("step_values", 0)), notes)
     setattr(learner, "distributed_", report)  # noqa: B010 (a learner of any class)
     return learner
 

@@ -89,6 +89,12 @@ class TorchReducer(Reducer):
 
     def __init__(self, size: int):
         self.size = size
+        self.steps = 0
+        """Steps whose gradients were all-reduced."""
+        self.step_seconds = 0.0
+        """Wall seconds of those all-reduces (waiting for the slowest worker included)."""
+        self.values = 0
+        """Values all-reduced at the last step (the gradients' and the rows')."""
 
     def sum(self, tensor: torch.Tensor) -> torch.Tensor:
         """``tensor`` summed over the workers."""
@@ -108,12 +114,18 @@ class TorchReducer(Reducer):
 
     def gradients(self, params: Sequence[torch.Tensor], rows: int) -> None:
         """One all-reduce of every gradient, weighted by the worker's rows, and of the rows:
-        each gradient becomes the rows-weighted mean of the workers'."""
+        each gradient becomes the rows-weighted mean of the workers' (one worker: as it is)."""
         live = [p for p in params if p.grad is not None]
+        if self.size == 1:  # counted, as a step of the cost model
+            self.steps, self.values = self.steps + 1, 1 + sum(p.numel() for p in live)
+            return
         grads = [p.grad for p in live]
         flat = torch.cat([*(g.reshape(-1) * rows for g in grads if g is not None),
                           torch.tensor([float(rows)], dtype=torch.float32)])
+        start = time.perf_counter()
         total = self.sum(flat)
+        self.step_seconds += time.perf_counter() - start
+        self.steps, self.values = self.steps + 1, flat.numel()
         total = total[:-1] / total[-1]
         start = 0
         for p in live:
@@ -144,7 +156,9 @@ def train_worker(config: dict[str, Any]) -> None:
         learner.fit(share)
     cpu_seconds = float(reducer.sum(torch.tensor(time.process_time() - cpu,
                                                  dtype=torch.float64)))
-    metrics = {"seconds": time.perf_counter() - wall, "cpu_seconds": cpu_seconds}
+    metrics = {"seconds": time.perf_counter() - wall, "cpu_seconds": cpu_seconds,
+               "steps": reducer.steps, "step_seconds": reducer.step_seconds,
+               "step_values": reducer.values}
     if rank != 0:
         ray.train.report(metrics)
         return
