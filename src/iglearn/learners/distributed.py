@@ -44,6 +44,7 @@ from typing import Any, TypeVar
 
 from iglearn.data.stream import LogStream, _ParquetPieces
 from iglearn.errors import IGLearnError, require_extra
+from iglearn.processes import ray_instance
 
 L = TypeVar("L")
 
@@ -119,27 +120,16 @@ class RayTrain:
         check_log(log, self.workers)
         assert isinstance(log, LogStream)
         require_extra("ray", ("pydantic", "ray.train.torch"), "--backend ray (RayTrain)")
-        import ray
-
         run = Path(self.storage) if self.storage else Path(
             tempfile.mkdtemp(prefix="iglearn-ray-train-"))
         run = run.resolve()
         run.mkdir(parents=True, exist_ok=True)
         (run / STARTS).unlink(missing_ok=True)
-        started = not ray.is_initialized()
-        if started:
-            options: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
-                                           configure_logging=False)
-            if self.address:
-                ray.init(address=self.address, **options)
-            else:
-                ray.init(num_cpus=max(1, math.ceil(self.workers * self.cpus_per_worker)),
-                         **options)
         try:
-            fitted, metrics = self._train(learner, log, run)
+            with ray_instance(self.address,
+                              max(1, math.ceil(self.workers * self.cpus_per_worker))):
+                fitted, metrics = self._train(learner, log, run)
         finally:
-            if started:
-                ray.shutdown()
             if not self.storage:
                 shutil.rmtree(run, ignore_errors=True)
         return _adopt(learner, fitted, metrics, self.workers, len(log))
