@@ -33,6 +33,7 @@ nothing is written before.
 
 from __future__ import annotations
 
+import copy
 import math
 import pickle
 import shutil
@@ -41,6 +42,8 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+
+import numpy as np
 
 from iglearn.data.stream import LogStream, _ParquetPieces
 from iglearn.errors import IGLearnError, require_extra
@@ -141,6 +144,9 @@ class RayTrain:
 
         from iglearn.learners.workers import train_worker
 
+        if getattr(learner, "seed", None) is None:  # one fresh seed for every worker alike
+            learner = copy.copy(learner)
+            setattr(learner, "seed", np.random.SeedSequence())  # noqa: B010
         trainer = TorchTrainer(
             train_worker,
             train_loop_config={"learner": learner, "log": log, "run": str(run)},
