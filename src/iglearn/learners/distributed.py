@@ -147,6 +147,11 @@ class RayTrain:
         if getattr(learner, "seed", None) is None:  # one fresh seed for every worker alike
             learner = copy.copy(learner)
             setattr(learner, "seed", np.random.SeedSequence())  # noqa: B010
+        pieces = log._pieces
+        assert isinstance(pieces, _ParquetPieces)
+        log = copy.copy(log)  # the workers run elsewhere: the files by absolute paths
+        log._pieces = _ParquetPieces([Path(path).resolve() for path in pieces.paths],
+                                     pieces.block_rows)
         trainer = TorchTrainer(
             train_worker,
             train_loop_config={"learner": learner, "log": log, "run": str(run)},
