@@ -12,7 +12,9 @@ fit in one process; the workers' summed for Ray Train), throughput = interaction
 held-out digits, indicator (Eq. 9). For Ray Train also the wall seconds of the whole call
 (Ray Train's start of its workers included), the steps and the seconds worker 0 spent in the
 steps' all-reduces. The 1-minute load average before and after each fit is recorded: on a
-shared machine the workers compete with other work.
+shared machine the workers compete with other work. With ``--kill-after S``, one more
+2-worker fit whose worker 1 is killed (SIGKILL) S seconds after it starts: Ray Train restarts
+the workers, and the fit's restarts, accuracy and indicator are recorded.
 
 Cost model (``project``): a fit on N workers of n interactions takes
 
@@ -33,6 +35,8 @@ reported beside them. The model ignores stragglers and storage bandwidth (each w
 n / N interactions of Parquet).
 
     python benchmarks/distributed_fit.py --rows 1000000 --out benchmarks/results/distributed
+    python benchmarks/distributed_fit.py --rows 60000 --shard-rows 7500 --kill-after 4 \
+        --out benchmarks/results/distributed-small
 """
 
 from __future__ import annotations
@@ -41,7 +45,9 @@ import argparse
 import json
 import math
 import os
+import signal
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -63,9 +69,26 @@ def generate(rows: int, dims: tuple[int, int], path: Path, shard_rows: int) -> N
         write_shards(SyntheticDigits(rows, 0, dims), path, shard_rows)
 
 
-def fit(path: Path, dims: tuple[int, int], workers: int | None) -> dict[str, Any]:
+def kill_later(folder: Path, seconds: float) -> threading.Thread:
+    """A thread that kills (SIGKILL) the process of Ray Train's worker 1 ``seconds`` after
+    it has written its id to ``folder`` (``RayTrain.storage``)."""
+    def kill() -> None:
+        pid_file = folder / "worker-1.pid"
+        while not pid_file.exists():
+            time.sleep(0.1)
+        time.sleep(seconds)
+        os.kill(int(pid_file.read_text()), signal.SIGKILL)
+
+    thread = threading.Thread(target=kill, daemon=True)
+    thread.start()
+    return thread
+
+
+def fit(path: Path, dims: tuple[int, int], workers: int | None,
+        kill_after: float | None = None, storage: Path | None = None) -> dict[str, Any]:
     """One BatchIGL fit (seed 0) of the log in ``path``: in this process (``workers`` None)
-    or on Ray Train workers; what it measured."""
+    or on Ray Train workers (their records in ``storage``; with ``kill_after``, worker 1
+    killed that many seconds into the fit); what it measured."""
     from large_log import upsample
 
     from iglearn import BatchIGL, open_log
@@ -81,7 +104,10 @@ def fit(path: Path, dims: tuple[int, int], workers: int | None) -> dict[str, Any
         if workers is None:
             learner = BatchIGL(seed=0).fit(log)
         else:
-            learner = BatchIGL(seed=0).fit(log, backend=RayTrain(workers=workers))
+            if kill_after is not None and storage is not None:
+                kill_later(storage, kill_after)
+            learner = BatchIGL(seed=0).fit(log, backend=RayTrain(
+                workers=workers, storage=None if storage is None else str(storage)))
     call, cpu = time.perf_counter() - wall, time.process_time() - cpu
     features, labels = digits_environment().test_set()
     result: dict[str, Any] = {
@@ -156,6 +182,8 @@ def main() -> None:
     parser.add_argument("--bandwidth-gbit", type=float, default=10.0,
                         help="network bandwidth per worker, Gbit/s (an input)")
     parser.add_argument("--out", default="benchmarks/results/distributed")
+    parser.add_argument("--kill-after", type=float, default=None, metavar="SECONDS",
+                        help="also a 2-worker fit whose worker 1 is killed SECONDS into it")
     parser.add_argument("--project-only", action="store_true",
                         help="no fits: the projection again from OUT/results.json")
     args = parser.parse_args()
@@ -191,6 +219,16 @@ def main() -> None:
             results[f"ray_{workers}"] = fit(path, (dims[0], dims[1]), workers)
         finally:
             ray.shutdown()
+        save()
+    if args.kill_after is not None:
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+                 configure_logging=False)
+        try:
+            killed = fit(path, (dims[0], dims[1]), 2, args.kill_after, out / "killed")
+        finally:
+            ray.shutdown()
+        killed["accuracy_gap_to_2_workers"] = killed["accuracy"] - results["ray_2"]["accuracy"]
+        results["ray_2_killed"] = killed
         save()
     one, two, single = results["ray_1"], results["ray_2"], results["one_process"]
     results["speedup_2_over_1"] = two["throughput"] / one["throughput"]
