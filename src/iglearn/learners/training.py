@@ -26,7 +26,7 @@ import torch
 
 from iglearn.errors import IGLearnError
 from iglearn.learners.settings import Optimisation
-from iglearn.learners.trials import Batch, Source, to_device
+from iglearn.learners.trials import Batch, Source, reducer_of, to_device
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,7 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
     optimiser = AdamW(_decay_groups(stage, settings, n), trials)
     schedule = OneCycle(epochs * per_epoch)
     plateau = Plateau(settings.patience, settings.tolerance) if extended else None
+    reducer = reducer_of(data)  # the processes of a data-parallel fit agree on every step
     # per trial: the step its closing anneal began (-1: none), the learning-rate factor and
     # beta1 it began from, whether it has stopped, and its generator's state then
     since = torch.full((trials,), -1, dtype=torch.long)
@@ -109,6 +110,7 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
                 whole = rows
             values = stage.loss(rows)
             values.sum().backward()  # trials share no parameter
+            reducer.gradients(optimiser.params, int(rows.action.shape[-1]))
             optimiser.step(lrs, betas)
             total = total + values.detach()
         if (epoch + 1) % every and epoch + 1 < epochs:
@@ -122,7 +124,8 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
         stopped |= finished
         if bool(stopped.all()):
             break
-        mean, total = torch.as_tensor(total).cpu() / window, 0.0
+        mean = reducer.sum(torch.as_tensor(total).cpu()) / (window * reducer.size)
+        total = 0.0
         if epoch + 1 >= stage.epochs:
             begin = plateau.stalled(mean) & (since < 0)
             lr, beta1 = schedule.at(optimiser.steps)
