@@ -147,6 +147,10 @@ def _fit(args: argparse.Namespace) -> int:
             raise IGLearnError("--stream on: --algorithm igl-p fits a log in memory, never "
                                "streamed; use --stream off")
         reading = replace(reading, stream="off")
+        if learner.users:
+            raise IGLearnError("--users: an IGL-P model with per-user grounding cannot be "
+                               "saved to a model folder yet; fit it in Python "
+                               "(IGLP(users=...)) or drop --users")
     history = None if args.history is None else Path(args.history)
     if history is not None and not isinstance(learner, BatchIGL):
         raise IGLearnError(f"--history: --algorithm {args.algorithm} records no per-epoch "
