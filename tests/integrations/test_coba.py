@@ -99,13 +99,13 @@ def test_registered_learners_learn_from_coba_grounded_feedback_and_are_scored():
 
 def test_iglp_grounds_words_per_user_when_half_the_users_swap_them():
     """coba's grounded users, half of them swapping good and bad words: iglearn.IGLP by its
-    registered name grounds each word per user (the default) and learns; with one meaning
-    per word (personal=False) a word says nothing about the action."""
+    registered name, grounding each word per user (personal=True), learns; with one meaning
+    per word (the default) a word says nothing about the action."""
     start = time.process_time()
     environment = coba.Environments.from_custom(Blobs(1200, seed=5)).grounded(
         USERS, USERS // 2, WORDS, 2, seed=3)
     learners = [JsonMakerV2().make({"iglearn.IGLP": settings})
-                for settings in ({"seed": 0}, {"seed": 0, "personal": False})]
+                for settings in ({"seed": 0, "personal": True}, {"seed": 0})]
     result = coba.Experiment(environment, [*learners, coba.RandomLearner(seed=1)],
                              coba.SequentialIGL()).run(quiet=True, processes=1)
     frame, _ = mean_rewards(result)

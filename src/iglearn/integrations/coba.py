@@ -302,14 +302,16 @@ class IGLPLearner(CobaLearner):
         seed: the learner's seed.
         personal: ground each word's meaning per user (OnlineIGLP's ``users`` set to the
             user id's one-hot width, :class:`~iglearn.learners.iglp.PersonalIK`), so that
-            users who swap good and bad words are understood; False: one meaning per word
-            for all users (the inverse-kinematics model of (x, y, x (x) y)). Without a user
-            id (``users`` 0 or None) there is nothing to ground per user.
+            users who swap good and bad words are understood; False (the default): one
+            meaning per word for all users (the inverse-kinematics model of
+            (x, y, x (x) y)), which learns more on coba's neighbours task, where a linear
+            model hardly predicts the best action. Without a user id (``users`` 0 or None)
+            there is nothing to ground per user.
     """
 
     def __init__(self, users: Ids = AUTO, words: Ids = AUTO, exploration: str = "epsilon",
                  epsilon: float = 0.2, gamma: float = 100.0, seed: int = 0,
-                 personal: bool = True):
+                 personal: bool = False):
         width = 0 if not personal or not users else SLOTS if users == AUTO else int(users)
         super().__init__(iglp(exploration, seed, epsilon=epsilon, gamma=gamma, users=width),
                          users, words, "iglearn.IGLP",
