@@ -43,6 +43,6 @@ def test_digits_is_a_ten_action_task_of_the_image_label(coba_grounded):
     for interaction in interactions:
         actions, rewards = interaction["actions"], interaction["rewards"]
         assert actions == list(range(10)) and len(interaction["context"]) == 64
-        assert 0 <= min(interaction["context"]) and max(interaction["context"]) <= 1
+        assert min(interaction["context"]) >= 0 and max(interaction["context"]) <= 1
         assert sorted(rewards(action) for action in actions) == [0.0] * 9 + [1.0]
     assert interactions == list(coba_grounded.task("digits", 30, 2)[0].read())  # seeded
