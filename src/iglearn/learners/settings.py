@@ -244,6 +244,12 @@ class IGLPSettings(FitSettings):
     """Likelihood ratio L above which feedback counts as extreme (3 is VW's rule)."""
     optimisation: Optimisation = field(default_factory=lambda: REGRESSION_OPTIMISATION)
     """Optimiser settings of each of the three models."""
+    users: int = 0
+    """Per-user grounding: the first ``users`` context features encode the user (a one-hot
+    user id, as the coba plug-in puts first); 0: no user part. With users, the
+    inverse-kinematics model is :class:`~iglearn.learners.iglp.PersonalIK`, which grounds
+    each feedback's meaning per user (for users who use the same words differently, some
+    swapping good and bad ones); ``model`` is then the class of its context part."""
 
 
 VIIGL_OPTIMISATION = Optimisation(grounding_epochs=3, policy_epochs=2, epochs=3)
