@@ -373,9 +373,10 @@ class Service:
 class GroupCommit:
     """Decides and stores together the requests that arrive together: each decide or
     feedback request queues its work and waits; the queue is run once the event loop has
-    let every ready request reach it (one policy evaluation and one commit for all queued
-    decisions, one commit for all queued feedback), and each request is answered after that
-    commit."""
+    let every ready request reach it (one policy evaluation for all queued decisions, and
+    one commit for them and all queued feedback: :meth:`Storage.add_interactions
+    <iglearn.service.storage.Storage.add_interactions>`), and each request is answered
+    after that commit."""
 
     def __init__(self, service: Service):
         self.service = service
@@ -411,29 +412,38 @@ class GroupCommit:
         if self.service.storage.concurrent_writes:
             self.commit_in_threads(decisions, feedback)
             return
+        service = self.service
+        made: list[Decision] = []
+        explored = 0
         if decisions:
             try:
-                stored = self.service.decide(
-                    np.concatenate([d[0] for d in decisions]),
-                    [i for d in decisions for i in d[1]],
-                    np.concatenate([d[2] for d in decisions]))
+                made, explored = service.draw(np.concatenate([d[0] for d in decisions]),
+                                              [i for d in decisions for i in d[1]],
+                                              np.concatenate([d[2] for d in decisions]))
             except Exception as e:
                 for *_, future in decisions:
+                    if not future.done():
+                        future.set_exception(e)
+                decisions, made = [], []
+        try:  # the decisions and the feedback in one commit
+            stored, outcomes = service.storage.add_interactions(
+                made, [f for f, _ in feedback], service.config.learning.join_window)
+        except Exception as e:
+            for future in [d[3] for d in decisions] + [f for _, f in feedback]:
+                if not future.done():  # done: its request went away
                     future.set_exception(e)
-            else:
-                start = 0
-                for contexts, _, _, future in decisions:
-                    future.set_result(stored[start:start + len(contexts)])
-                    start += len(contexts)
-        if feedback:
-            try:
-                outcomes = self.service.add_feedback([f for f, _ in feedback])
-            except Exception as e:
-                for _, future in feedback:
-                    future.set_exception(e)
-            else:
-                for (_, future), outcome in zip(feedback, outcomes, strict=True):
-                    future.set_result(outcome)
+            return
+        if decisions:
+            service.metrics.decided(len(stored), explored)
+        start = 0
+        for contexts, _, _, future in decisions:
+            if not future.done():
+                future.set_result(stored[start:start + len(contexts)])
+            start += len(contexts)
+        for (_, future), outcome in zip(feedback, outcomes, strict=True):
+            service.metrics.feedback(outcome.value)
+            if not future.done():
+                future.set_result(outcome)
 
     def commit_in_threads(self, decisions: list[tuple[np.ndarray, list[str], np.ndarray,
                                                       asyncio.Future]],
