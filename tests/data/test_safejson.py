@@ -65,6 +65,20 @@ def test_numbers_within_the_limits_are_read_as_json_reads_them():
     assert all(isinstance(v, int) for v in safejson.parse("[1, 22, 333]", "x", "y"))
 
 
+def test_digits_inside_strings_are_not_read_as_long_numbers():
+    """An id such as "5e123f..." (a service event id) is not a 3-digit exponent: only the
+    numbers outside strings send a text down the checked path, and those are still refused."""
+    ids = '{"event_id": "5e1230123456789012345678901a", "k\\"e999": [0.5, 1]}'
+    assert not safejson._long_numbers(ids)
+    assert safejson.parse(ids, "x", "y") == json.loads(ids)
+    for text, where in (('{"event_id": "5e123", "feedback": [0, 1e400]}', "feedback[1]"),
+                        ('{"id": "a\\"b", "n": 123456789012345678901}', "n")):
+        assert safejson._long_numbers(text)
+        with pytest.raises(safejson.Refused) as error:
+            safejson.parse(text, "the body", "fix")
+        assert error.value.where == where
+
+
 def test_a_number_too_long_for_int_is_refused_too():
     for text in ("1" * 5000, "[" + "9" * 4400 + "]", '{"a": -' + "9" * 10000 + "}"):
         with pytest.raises(safejson.Refused, match="digits"):

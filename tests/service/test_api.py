@@ -128,6 +128,20 @@ def test_health_and_metrics(service):
         assert line.startswith("#") or len(line.split(" ")) == 2, line
 
 
+def test_the_hot_routes_answer_as_routes_do(service):
+    """Decide, feedback and the no-op are taken straight to their handlers for POST; every
+    other method on their paths, and every other path, still goes through the router."""
+    with service.http() as http:
+        for path in ("/v1/decide", "/v1/feedback", "/v1/noop"):
+            assert http.get(path).status_code == 405
+        assert http.post("/v1/nothing-here", json={}).status_code == 404
+        assert http.post("/v1/noop", json={"context": [0, 0, 0, 0]}).json() == {}
+        wrong = http.post("/v1/decide", json={"context": [0, 0, 0, 0], "colour": 1})
+        assert wrong.status_code == 422 and wrong.json()["field"] == "colour"
+    with service.http(None) as anyone:
+        assert anyone.post("/v1/decide", json={"context": [0, 0, 0, 0]}).status_code == 401
+
+
 def small_model(folder):
     """A BatchIGL of the services' problem, fitted in a step and saved to ``folder``; it and
     the log it was fitted on."""

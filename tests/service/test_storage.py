@@ -63,6 +63,28 @@ def test_decisions_feedback_counts_and_retention(database):
         storage.close()
 
 
+def test_decisions_and_feedback_stored_together(database):
+    """add_interactions stores a group's decisions and joins its feedback (one commit on
+    SQLite), with the outcomes add_feedback gives."""
+    storage = open_storage(database)
+    try:
+        now = time.time()
+        storage.add_decisions([decision("before", now)])
+        stored, outcomes = storage.add_interactions(
+            [decision("a", now), decision("b", now)],
+            [feedback("before", now + 1), feedback("nope", now), feedback("a", now + 1)], 60.0)
+        assert [d.event_id for d in stored] == ["a", "b"]
+        assert outcomes == [FeedbackOutcome.JOINED, FeedbackOutcome.UNKNOWN,
+                            FeedbackOutcome.JOINED]
+        assert storage.add_interactions([], [feedback("a", now + 2)], 60.0) == (
+            [], [FeedbackOutcome.DUPLICATE])
+        assert storage.add_interactions([], [], 60.0) == ([], [])
+        assert storage.joined().event_id == ["before", "a"]
+        assert storage.counts().decisions == 3
+    finally:
+        storage.close()
+
+
 def test_models_keys_and_state(database):
     storage = open_storage(database)
     try:

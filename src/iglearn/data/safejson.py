@@ -31,10 +31,15 @@ _SHAPE = bytes.maketrans(b"0123456789Ee+-", b"0000000000eess")
 
 def _long_numbers(text: str | bytes) -> bool:
     """Whether ``text`` may hold a number with more than 20 digits in a row or a 3-digit
-    exponent: the only numbers that can be beyond the limits (a few others match too)."""
+    exponent: the only numbers that can be beyond the limits. The digits of strings are
+    left out (an id such as ``"5e123f"`` is not a number), looked at only when the text as a
+    whole has such a shape, which is rare."""
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    shape = raw.translate(_SHAPE)
-    return b"0" * 21 in shape or b"e000" in shape or b"es000" in shape
+
+    def shaped(raw: bytes) -> bool:
+        shape = raw.translate(_SHAPE)
+        return b"0" * 21 in shape or b"e000" in shape or b"es000" in shape
+    return shaped(raw) and shaped(JSON_STRING.sub(b'""', raw))
 
 
 

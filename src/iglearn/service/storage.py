@@ -221,6 +221,13 @@ class Storage(ABC):
         arrives more than ``join_window`` seconds after its decision is stored as late);
         the outcome of each."""
 
+    def add_interactions(self, decisions: Sequence[Decision], feedback: Sequence[Feedback],
+                         join_window: float) -> tuple[list[Decision], list[FeedbackOutcome]]:
+        """:meth:`add_decisions` and then :meth:`add_feedback` (each skipped when given
+        none): what each returns. An embedded file stores both in one commit."""
+        return (self.add_decisions(decisions) if decisions else [],
+                self.add_feedback(feedback, join_window) if feedback else [])
+
     @abstractmethod
     def joined(self, since: float | None = None, until: float | None = None,
                learnable_only: bool = False, latest: int | None = None) -> Interactions:
@@ -457,17 +464,33 @@ class SQLiteStorage(Storage):
         return SQLiteStorage._Tx(self._db)
 
     def add_decisions(self, decisions: Sequence[Decision]) -> list[Decision]:
+        with self._lock, self._transaction() as db:
+            return self._insert_decisions(db, decisions)
+
+    def add_feedback(self, feedback: Sequence[Feedback], join_window: float
+                     ) -> list[FeedbackOutcome]:
+        with self._lock, self._transaction() as db:
+            return self._join_feedback(db, feedback, join_window)
+
+    def add_interactions(self, decisions: Sequence[Decision], feedback: Sequence[Feedback],
+                         join_window: float) -> tuple[list[Decision], list[FeedbackOutcome]]:
+        """Both in one commit: a commit's cost (its WAL frames) is paid once."""
+        with self._lock, self._transaction() as db:
+            return (self._insert_decisions(db, decisions) if decisions else [],
+                    self._join_feedback(db, feedback, join_window) if feedback else [])
+
+    def _insert_decisions(self, db: sqlite3.Connection, decisions: Sequence[Decision]
+                          ) -> list[Decision]:
         out = list(decisions)
         rows = [(d.event_id, d.decided_at, np.asarray(d.context, np.float32).tobytes(),
                  d.action, d.probability, np.asarray(d.probabilities, np.float64).tobytes(),
                  d.model_version, int(d.explored), int(d.learnable)) for d in decisions]
-        with self._lock, self._transaction() as db:
-            cursor = db.executemany(
-                "INSERT OR IGNORE INTO interactions (event_id, decided_at, context, action, "
-                "probability, probabilities, model_version, explored, learnable) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
-            if cursor.rowcount != len(rows):  # some event ids were stored before
-                out = [self._decision(d.event_id) for d in decisions]
+        cursor = db.executemany(
+            "INSERT OR IGNORE INTO interactions (event_id, decided_at, context, action, "
+            "probability, probabilities, model_version, explored, learnable) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        if cursor.rowcount != len(rows):  # some event ids were stored before
+            out = [self._decision(d.event_id) for d in decisions]
         return out
 
     def _decision(self, event_id: str) -> Decision:
@@ -479,24 +502,24 @@ class SQLiteStorage(Storage):
                         np.frombuffer(row[4], np.float64), int(row[5]), bool(row[6]),
                         bool(row[7]), float(row[8]))
 
-    def add_feedback(self, feedback: Sequence[Feedback], join_window: float
-                     ) -> list[FeedbackOutcome]:
+    @staticmethod
+    def _join_feedback(db: sqlite3.Connection, feedback: Sequence[Feedback],
+                       join_window: float) -> list[FeedbackOutcome]:
         outcomes = []
-        with self._lock, self._transaction() as db:
-            for f in feedback:
-                row = db.execute(
-                    "UPDATE interactions SET feedback = ?, feedback_at = ?, definitely_bad = ?, "
-                    "late = (? - decided_at > ?) WHERE event_id = ? AND feedback_at IS NULL "
-                    "RETURNING late",
-                    (np.asarray(f.feedback, np.float32).tobytes(), f.received_at,
-                     int(f.definitely_bad), f.received_at, join_window, f.event_id)).fetchone()
-                if row is not None:
-                    outcomes.append(FeedbackOutcome.LATE if row[0] else FeedbackOutcome.JOINED)
-                elif db.execute("SELECT 1 FROM interactions WHERE event_id = ?",
-                                (f.event_id,)).fetchone() is None:
-                    outcomes.append(FeedbackOutcome.UNKNOWN)
-                else:
-                    outcomes.append(FeedbackOutcome.DUPLICATE)
+        for f in feedback:
+            row = db.execute(
+                "UPDATE interactions SET feedback = ?, feedback_at = ?, definitely_bad = ?, "
+                "late = (? - decided_at > ?) WHERE event_id = ? AND feedback_at IS NULL "
+                "RETURNING late",
+                (np.asarray(f.feedback, np.float32).tobytes(), f.received_at,
+                 int(f.definitely_bad), f.received_at, join_window, f.event_id)).fetchone()
+            if row is not None:
+                outcomes.append(FeedbackOutcome.LATE if row[0] else FeedbackOutcome.JOINED)
+            elif db.execute("SELECT 1 FROM interactions WHERE event_id = ?",
+                            (f.event_id,)).fetchone() is None:
+                outcomes.append(FeedbackOutcome.UNKNOWN)
+            else:
+                outcomes.append(FeedbackOutcome.DUPLICATE)
         return outcomes
 
     def joined(self, since: float | None = None, until: float | None = None,
