@@ -11,7 +11,9 @@ these steps, each a function below:
    logged action from the context and the feedback, trained by cross-entropy with importance
    weights 1 / (K p), so that it estimates what uniform play would give,
    h(a | x, y) = P(y | x, a) / sum_b P(y | x, b). Its input is (x, y, x (x) y)
-   (:func:`ik_features`): the outer product lets a linear model read "this user said that".
+   (:func:`ik_features`): the outer product lets a linear model read "this user said that"
+   (a linear model computes its part x^T A_a y from (x, y) without forming the product,
+   :func:`outer_linear`).
    When the users use the same words differently (some swap good and bad words), a word
    alone tells nothing about the action; with the ``users`` setting the model is
    :class:`PersonalIK`, which grounds each word per user;
