@@ -1,5 +1,7 @@
 """IGL-P: the inverse-kinematics decision, the definitely-bad split, the online loop."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -12,13 +14,18 @@ from iglearn.learners.iglp import (
     OnlineIGLP,
     PersonalIK,
     ik_features,
+    ik_rows,
+    ik_scores,
     likelihood_ratio,
     lipschitz_extremeness,
+    outer_linear,
     step_extremeness,
 )
 from iglearn.learners.online import UniformLearner
 from iglearn.learners.regression import exploration_distribution
+from iglearn.models import Policy, make_policy
 from iglearn.models.io import load_model
+from iglearn.models.stacked import stack
 
 
 def tiny_log(n: int = 3000, seed: int = 0) -> InteractionLog:
@@ -119,6 +126,47 @@ def test_bad_settings_are_refused():
         IGLP(threshold=1.0)
     with pytest.raises(IGLearnError, match="exploration"):
         OnlineIGLP(3, 1, 1, exploration="softmax")
+
+
+@pytest.mark.parametrize("kind", ["linear", "mlp"])
+@pytest.mark.parametrize("stacked", [False, True])
+def test_ik_scores_without_the_outer_product_match_the_explicit_features(kind, stacked):
+    """The inverse-kinematics model computed from rows (x, y) gives the scores and gradients
+    of the same model (the same weights) on the explicit (x, y, x (x) y) features."""
+    rng = np.random.default_rng(3)
+    d_x, d_y, k = 7, 5, 4
+    context = rng.normal(size=(30, d_x)).astype(np.float32)
+    feedback = rng.normal(size=(30, d_y)).astype(np.float32)
+    model = make_policy(kind, d_x + d_y + d_x * d_y, k, torch.Generator().manual_seed(1))
+    net = stack([model.net]) if stacked else model.net
+    twin = copy.deepcopy(net)
+    rows = torch.from_numpy(ik_rows(model, context, feedback))
+    features = torch.from_numpy(ik_features(context, feedback))
+    # a linear model reads (x, y); an mlp's wide first layer the explicit features
+    assert rows.shape[1] == (d_x + d_y if kind == "linear" else features.shape[1])
+    if stacked:
+        rows, features = rows[None], features[None]
+    fast = ik_scores(Policy(net), rows, (d_x, d_y))
+    explicit = twin(features)
+    torch.testing.assert_close(fast, explicit, rtol=1e-5, atol=1e-5)
+    (fast * torch.arange(k)).sum().backward()
+    (explicit * torch.arange(k)).sum().backward()
+    for mine, theirs in zip(net.parameters(), twin.parameters(), strict=True):
+        torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-4, atol=1e-5)
+
+
+def test_outer_linear_is_the_layer_on_the_explicit_features():
+    """Also for a layer wider than the context (which ik_rows leaves explicit)."""
+    gen = torch.Generator().manual_seed(2)
+    d_x, d_y, out = 3, 6, 9
+    rows = torch.randn(2, 11, d_x + d_y, generator=gen)
+    weight = torch.randn(2, out, d_x + d_y + d_x * d_y, generator=gen, requires_grad=True)
+    bias = torch.randn(2, out, generator=gen)
+    outer = (rows[..., :d_x, None] * rows[..., None, d_x:]).flatten(-2)
+    features = torch.cat([rows, outer], dim=-1)
+    torch.testing.assert_close(outer_linear(weight, bias, rows, d_x),
+                               features @ weight.transpose(1, 2) + bias[:, None],
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_save_and_load_keep_the_decisions(tmp_path):

@@ -11,7 +11,9 @@ these steps, each a function below:
    logged action from the context and the feedback, trained by cross-entropy with importance
    weights 1 / (K p), so that it estimates what uniform play would give,
    h(a | x, y) = P(y | x, a) / sum_b P(y | x, b). Its input is (x, y, x (x) y)
-   (:func:`ik_features`): the outer product lets a linear model read "this user said that".
+   (:func:`ik_features`): the outer product lets a linear model read "this user said that"
+   (a linear model computes its part x^T A_a y from (x, y) without forming the product,
+   :func:`outer_linear`).
    When the users use the same words differently (some swap good and bad words), a word
    alone tells nothing about the action; with the ``users`` setting the model is
    :class:`PersonalIK`, which grounds each word per user;
@@ -71,6 +73,7 @@ from iglearn.learners.stream import check_fit_size
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, make_policy
 from iglearn.models.init import reset_parameters
+from iglearn.models.stacked import StackedLinear
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 from iglearn.threads import torch_threads
 
@@ -110,6 +113,63 @@ def ik_features(context: np.ndarray, feedback: np.ndarray) -> np.ndarray:
     return np.concatenate([context, feedback, outer], axis=1)
 
 
+def outer_linear(weight: torch.Tensor, bias: torch.Tensor, rows: torch.Tensor,
+                 context_dim: int) -> torch.Tensor:
+    """A linear layer on (x, y, x (x) y) (``weight`` (..., out, d_x + d_y + d_x d_y) and
+    ``bias`` (..., out), optionally with a leading trial axis) applied to rows (x, y) of shape
+    (..., n, d_x + d_y) without forming the outer product: x W_x + y W_y + b plus the
+    bilinear part x^T A_k y of each output k, where A = the weight's last d_x d_y columns
+    seen as (out, d_x, d_y). The same function (up to float rounding) and gradients as the
+    layer on :func:`ik_features` rows."""
+    d_y = rows.shape[-1] - context_dim
+    out = weight.shape[-2]
+    linear = rows @ weight[..., :context_dim + d_y].transpose(-1, -2) + bias.unsqueeze(-2)
+    pairs = (weight[..., context_dim + d_y:].unflatten(-1, (context_dim, d_y))
+             .transpose(-3, -2).reshape(*weight.shape[:-2], context_dim, out * d_y))
+    bilinear = (rows[..., :context_dim] @ pairs).unflatten(-1, (out, d_y))
+    return linear + (bilinear * rows[..., None, context_dim:]).sum(-1)
+
+
+def _outer_layer(net: torch.nn.Module, context_dim: int
+                 ) -> torch.nn.Linear | StackedLinear | None:
+    """The first layer of a 'linear' or 'mlp' inverse-kinematics network (one model or
+    stacked) when :func:`outer_linear` computes it more cheaply than a layer on the explicit
+    features: when it has at most d_x outputs (a linear model's K scores), so that its
+    bilinear intermediate (n, out d_y) is no wider than the outer product (n, d_x d_y)."""
+    first = net[0] if isinstance(net, torch.nn.Sequential) else net
+    if not isinstance(first, torch.nn.Linear | StackedLinear):
+        return None
+    return first if first.weight.shape[-2] <= context_dim else None
+
+
+def ik_rows(model: Policy, context: np.ndarray, feedback: np.ndarray) -> np.ndarray:
+    """What the inverse-kinematics ``model`` reads for each interaction: the rows (x, y), from
+    which :func:`ik_scores` computes the outer product's part without forming it, or, for a
+    first layer too wide for that to pay (an 'mlp' model), the explicit
+    :func:`ik_features`."""
+    if isinstance(model.net, PersonalIK) or _outer_layer(model.net, context.shape[1]):
+        return np.concatenate([np.asarray(context, dtype=np.float32),
+                               np.asarray(feedback, dtype=np.float32)], axis=1)
+    return ik_features(context, feedback)
+
+
+def ik_scores(model: Policy, rows: torch.Tensor, dims: tuple[int, int]) -> torch.Tensor:
+    """The inverse-kinematics ``model``'s tempered scores (softmax: h(a | x, y)) of
+    :func:`ik_rows` rows (one model, or stacked on a leading trial axis); ``dims`` = (d_x,
+    d_y). Equal, up to float rounding, to the model's scores of :func:`ik_features`."""
+    net, (d_x, d_y) = model.net, dims
+    first = _outer_layer(net, d_x)
+    if isinstance(rows, list | tuple):  # a full pass's list of trials' rows
+        rows = torch.stack(list(rows))
+    if first is None or rows.shape[-1] != d_x + d_y:
+        scores = net(rows)
+    else:
+        scores = outer_linear(first.weight, first.bias, rows, d_x)
+        if isinstance(net, torch.nn.Sequential):  # an mlp: the layers after the first
+            scores = net[1:](scores)
+    return scores if model.temperature == 1.0 else scores / model.temperature
+
+
 class PersonalIK(torch.nn.Module):
     """The scores of the inverse-kinematics model h(a | x, y) when each user's feedback has its
     own meaning (:class:`IGLP`'s ``users`` setting): s(u, y) g(x') on the input
@@ -135,7 +195,8 @@ class PersonalIK(torch.nn.Module):
         reset_parameters(self, generator)
 
     def forward(self, features: torch.Tensor) -> torch.Tensor:
-        """Scores (..., K) of :func:`ik_features` rows (..., d_x + d_y + d_x d_y)."""
+        """Scores (..., K) of rows that begin with (x, y): :func:`ik_features` rows
+        (..., d_x + d_y + d_x d_y) or :func:`ik_rows` rows (..., d_x + d_y)."""
         d_x, d_y, users = self.dims
         user, rest = features[..., :users], features[..., users:d_x]
         telling = (self.user(user) * self.feedback(features[..., d_x:d_x + d_y])).sum(
@@ -143,15 +204,17 @@ class PersonalIK(torch.nn.Module):
         return telling * self.context(rest)
 
 
-def fit_inverse_kinematics(model: Policy, features: np.ndarray, action: np.ndarray,
+def fit_inverse_kinematics(model: Policy, rows: np.ndarray, action: np.ndarray,
                            probability: np.ndarray, n_actions: int, settings: Optimisation,
-                           generator: torch.Generator) -> None:
+                           generator: torch.Generator, dims: tuple[int, int]) -> None:
     """Step 1: h(a | x, y) by importance-weighted (1 / (K p)) cross-entropy of the logged
-    action, on ``features`` = :func:`ik_features` (in place; warm-starts from its weights)."""
+    action, on ``rows`` = :func:`ik_rows` (or :func:`ik_features`) of contexts and feedback
+    of dimensions ``dims`` = (d_x, d_y) (in place; warm-starts from its weights)."""
     def loss(net: Policy, batch: Batch) -> torch.Tensor:
         weight = uniform_weights(batch.probability, n_actions)
-        return -(weight * at_action(net(batch.context), batch.action)).mean(-1)
-    data = Trials.one(Batch(as_tensor(features), torch.as_tensor(action),
+        log_h = torch.log_softmax(ik_scores(net, batch.context, dims), dim=-1)
+        return -(weight * at_action(log_h, batch.action)).mean(-1)
+    data = Trials.one(Batch(as_tensor(rows), torch.as_tensor(action),
                             torch.as_tensor(probability, dtype=torch.float32),
                             torch.zeros(len(action))))
     fit_model(model, data, loss, settings, generator)
@@ -270,7 +333,6 @@ class IGLP(IGLPSettings, PolicyLearner):
         self._rng = rng
         self.feedback_dim_ = int(np.asarray(feedback).shape[1])
         generator = torch_generator(rng)
-        features = ik_features(context, feedback)
         if self.users >= context.shape[1]:
             raise IGLearnError(f"users is {self.users} but the contexts have "
                                f"{context.shape[1]} features: the first users features are "
@@ -279,17 +341,20 @@ class IGLP(IGLPSettings, PolicyLearner):
             self.ik_ = (Policy(PersonalIK(context.shape[1], self.feedback_dim_, self.users,
                                           n_actions, self.model, generator))
                         if self.users else
-                        make_policy(self.model, features.shape[1], n_actions, generator))
+                        make_policy(self.model, context.shape[1] + self.feedback_dim_ * (
+                            1 + context.shape[1]), n_actions, generator))
             self.flags_ = make_policy(self.policy, context.shape[1], n_actions, generator)
             self.policy_ = make_policy(self.policy, context.shape[1], n_actions, generator)
         # weight decay would pull PersonalIK's product s(u, y) g(x') towards its saddle at 0,
         # where no word is telling and neither factor learns
         ik_settings = (replace(settings, weight_decay=0.0, weight_decay_scale=0.0)
                        if self.users else settings)
-        fit_inverse_kinematics(self.ik_, features, action, probability, n_actions,
-                               ik_settings, generator)
+        rows, dims = ik_rows(self.ik_, context, feedback), (context.shape[1],
+                                                            self.feedback_dim_)
+        fit_inverse_kinematics(self.ik_, rows, action, probability, n_actions, ik_settings,
+                               generator, dims)
         with torch.no_grad():
-            h = at_action(self.ik_.probabilities(as_tensor(features)),
+            h = at_action(torch.softmax(ik_scores(self.ik_, as_tensor(rows), dims), dim=-1),
                           torch.as_tensor(action)).double().numpy()
         ratio = likelihood_ratio(h, n_actions)
         step = step_extremeness(ratio, self.threshold)
@@ -323,7 +388,8 @@ class IGLP(IGLPSettings, PolicyLearner):
         k = self.policy_.net(as_tensor(context[:1])).shape[-1]
         context, feedback = self.standardised(context), self.standardised_feedback(feedback)
         with torch.no_grad():
-            h = at_action(ik.probabilities(as_tensor(ik_features(context, feedback))),
+            rows, dims = ik_rows(ik, context, feedback), (context.shape[1], feedback.shape[1])
+            h = at_action(torch.softmax(ik_scores(ik, as_tensor(rows), dims), dim=-1),
                           torch.as_tensor(np.asarray(action))).double().numpy()
             score = at_action(self.flags_.net(as_tensor(context)),
                               torch.as_tensor(np.asarray(action)))
