@@ -2,16 +2,20 @@
 coba itself.
 
     python benchmarks/coba_grounded.py [--interactions 1000] [--seeds 1]
-        [--tasks linear neighbors] [--users 10] [--words 10] [--good 3] [--csv FILE]
+        [--tasks linear neighbors digits] [--learners NAME ...] [--users 10] [--words 10]
+        [--good 3] [--csv FILE]
 
 (the issue's full run: ``--interactions 10000 --seeds 4``). For each task (coba's
 ``from_linear_synthetic`` and ``from_neighbors_synthetic`` with K = 5 fixed actions and 5
-context features), each seed and each user setting ("normal": every user says a good word
+context features; scikit-learn's handwritten digits, K = 10 and 64 pixels, drawn with
+replacement), each seed and each user setting ("normal": every user says a good word
 when the action is the best one; "half swapped": half the users swap good and bad words),
 ``Environments.grounded(users, normal, words, good)`` turns the task into an IGL one and a
 coba ``Experiment`` plays each learner on it alone (so its CPU seconds are its own): the IGL
-learners (``iglearn.IGLP`` with epsilon-greedy and with IGW exploration, ``iglearn.E2G``,
-``iglearn.AIIGL``) and coba's ``RandomLearner`` with ``SequentialIGL`` (feedback only), the
+learners (``iglearn.IGLP`` with epsilon-greedy and with IGW exploration, one meaning per
+word for all users, and with epsilon-greedy grounding each word per user,
+``iglearn.E2G``, ``iglearn.AIIGL``; ``--learners`` picks some) and coba's ``RandomLearner``
+with ``SequentialIGL`` (feedback only), the
 true-reward contextual bandit ``iglearn.RegressionCB`` with ``SequentialCB`` (it reads the
 reward). Every learner is measured on the same true reward, 1 for the task's best action
 (coba's grounding makes the reward binary).
@@ -28,16 +32,46 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 IGL_LEARNERS: dict[str, tuple[str, dict[str, Any]]] = {
     "IGL-P (epsilon)": ("iglearn.IGLP", {"exploration": "epsilon"}),
     "IGL-P (IGW)": ("iglearn.IGLP", {"exploration": "igw"}),
+    "IGL-P (epsilon, per user)": ("iglearn.IGLP", {"exploration": "epsilon",
+                                                   "personal": True}),
     "E2G": ("iglearn.E2G", {"warmup": 500, "iota": 1.0}),
     "AI-IGL": ("iglearn.AIIGL", {"warmup": 500, "iota": 1.0}),
 }
 """The IGL learners by coba's registered names and their settings (a seed is added)."""
 RANDOM, CB = "random", "true-reward CB"
+
+
+class Digits:
+    """scikit-learn's handwritten digits (1,797 images of 8 x 8 pixels, scaled to [0, 1]) as a
+    coba environment: ``interactions`` images drawn with replacement, K = 10 actions (the
+    digits), reward 1 for the image's digit."""
+
+    def __init__(self, interactions: int, seed: int):
+        self.interactions, self.seed = interactions, seed
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """coba's record of the environment."""
+        return {"env_type": "digits", "seed": self.seed}
+
+    def read(self) -> Any:  # noqa: ANN401 (coba interactions)
+        """The interactions, as coba's environments yield them."""
+        import coba
+        from sklearn.datasets import load_digits
+
+        digits = load_digits()
+        rng = np.random.default_rng(self.seed)
+        actions = list(range(10))
+        for row in rng.integers(0, len(digits.target), self.interactions):
+            rewards = [float(action == digits.target[row]) for action in actions]
+            yield {"context": (digits.data[row] / 16).tolist(), "actions": actions,
+                   "rewards": coba.DiscreteReward(actions, rewards)}
 
 
 def task(name: str, interactions: int, seed: int) -> Any:  # noqa: ANN401 (coba Environments)
@@ -51,7 +85,9 @@ def task(name: str, interactions: int, seed: int) -> Any:  # noqa: ANN401 (coba 
     if name == "neighbors":
         return coba.Environments.from_neighbors_synthetic(interactions, n_actions=5,
                                                           n_action_features=0, seed=seed)
-    raise SystemExit(f"unknown task {name!r}; choose linear or neighbors")
+    if name == "digits":
+        return coba.Environments.from_custom(Digits(interactions, seed))
+    raise SystemExit(f"unknown task {name!r}; choose linear, neighbors or digits")
 
 
 def true_reward_only(environment: Any) -> Any:  # noqa: ANN401 (coba Environments)
@@ -101,10 +137,11 @@ def play(environment: Any, name: str, seed: int) -> tuple[float, float, int]:  #
 
 
 def run(tasks: list[str], interactions: int, seeds: int, users: int, words: int,
-        good: int) -> pd.DataFrame:
-    """One row per (task, user setting, seed, learner): mean reward, CPU seconds, count."""
+        good: int, learners: list[str] | None = None) -> pd.DataFrame:
+    """One row per (task, user setting, seed, learner): mean reward, CPU seconds, count;
+    ``learners``: the IGL learners to play (all by default; random and the CB always)."""
     rows = []
-    names = [*IGL_LEARNERS, RANDOM, CB]
+    names = [*(IGL_LEARNERS if learners is None else learners), RANDOM, CB]
     for task_name in tasks:
         for setting, normal in (("normal", users), ("half swapped", users // 2)):
             for seed in range(seeds):
@@ -140,13 +177,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--interactions", type=int, default=1000)
     parser.add_argument("--seeds", type=int, default=1)
-    parser.add_argument("--tasks", nargs="+", default=["linear", "neighbors"])
+    parser.add_argument("--tasks", nargs="+", default=["linear", "neighbors", "digits"],
+                        choices=["linear", "neighbors", "digits"])
+    parser.add_argument("--learners", nargs="+", default=None, choices=list(IGL_LEARNERS),
+                        help="the IGL learners to play (default: all); random and the "
+                             "true-reward CB always play")
     parser.add_argument("--users", type=int, default=10)
     parser.add_argument("--words", type=int, default=10)
     parser.add_argument("--good", type=int, default=3)
     parser.add_argument("--csv", type=Path, default=None, help="write the per-seed rows here")
     args = parser.parse_args()
-    rows = run(args.tasks, args.interactions, args.seeds, args.users, args.words, args.good)
+    rows = run(args.tasks, args.interactions, args.seeds, args.users, args.words, args.good,
+               args.learners)
     if args.csv is not None:
         from iglearn.files import write_text
 

@@ -18,6 +18,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from typing import Any
 
 __all__ = ["WATCH_SECONDS", "end_with_parent", "parent_death_signal"]
 
@@ -56,3 +58,25 @@ def end_with_parent(parent: int, code: int = 1) -> None:
         os._exit(code)
 
     threading.Thread(target=watch, daemon=True, name="iglearn-parent-watch").start()
+
+
+@contextlib.contextmanager
+def ray_instance(address: str | None, cpus: int) -> Iterator[None]:
+    """Ray for the block: the instance this process runs already, else the cluster at
+    ``address``, else a local instance of ``cpus`` CPUs (no dashboard, the workers' output
+    kept from this process's); one started here is shut down after the block."""
+    import ray
+
+    started = not ray.is_initialized()
+    if started:
+        options: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
+                                       configure_logging=False)
+        if address:
+            ray.init(address=address, **options)
+        else:
+            ray.init(num_cpus=cpus, **options)
+    try:
+        yield
+    finally:
+        if started:
+            ray.shutdown()

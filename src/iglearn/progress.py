@@ -9,8 +9,6 @@ import warnings
 from collections.abc import Iterable, Iterator
 from typing import TextIO, TypeVar
 
-from tqdm.auto import tqdm
-
 T = TypeVar("T")
 
 # Characters that move the cursor or reorder text without being control characters.
@@ -45,6 +43,8 @@ def one_line(text: object) -> str:
 def progress(items: Iterable[T], description: str, enabled: bool = True,
              total: int | None = None) -> Iterator[T]:
     """Iterate over ``items`` with a progress bar (shown only when ``enabled``)."""
+    from tqdm.auto import tqdm  # on first use: tqdm.auto imports asyncio
+
     return iter(tqdm(items, desc=description, disable=not enabled, total=total,
                      dynamic_ncols=True, leave=False))
 
@@ -53,7 +53,8 @@ def end_progress() -> None:
     """Close every progress bar still drawn (one a loop left behind when an error stopped it),
     each left at its last state on a line of its own, so that what is printed next, an error
     say, starts on a new line rather than on the bar's."""
-    for bar in list(getattr(tqdm, "_instances", ())):
+    bars = sys.modules.get("tqdm.std")  # none drawn when tqdm was never imported
+    for bar in list(getattr(getattr(bars, "tqdm", None), "_instances", ())):
         bar.leave = True
         bar.close()
 

@@ -32,5 +32,17 @@ def test_every_learner_plays_both_user_settings(coba_grounded):
 
 
 def test_an_unknown_task_is_refused(coba_grounded):
-    with pytest.raises(SystemExit, match="unknown task 'digits'"):
-        coba_grounded.task("digits", 10, 1)
+    with pytest.raises(SystemExit, match="unknown task 'mnist'"):
+        coba_grounded.task("mnist", 10, 1)
+
+
+def test_digits_is_a_ten_action_task_of_the_image_label(coba_grounded):
+    pytest.importorskip("sklearn")
+    interactions = list(coba_grounded.task("digits", 30, 2)[0].read())
+    assert len(interactions) == 30
+    for interaction in interactions:
+        actions, rewards = interaction["actions"], interaction["rewards"]
+        assert actions == list(range(10)) and len(interaction["context"]) == 64
+        assert min(interaction["context"]) >= 0 and max(interaction["context"]) <= 1
+        assert sorted(rewards(action) for action in actions) == [0.0] * 9 + [1.0]
+    assert interactions == list(coba_grounded.task("digits", 30, 2)[0].read())  # seeded

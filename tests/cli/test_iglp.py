@@ -48,3 +48,11 @@ def test_an_option_of_igl_and_ai_igl_is_refused_with_igl_p(tmp_path, capsys):
     code, _, err = run(capsys, "fit", tmp_path / "missing.npz", "--algorithm", "igl-p",
                        "--decoder", "mlp", "--out", tmp_path / "m")
     assert code == 2 and "--decoder is an option of --algorithm igl or ai-igl" in err
+
+
+def test_fit_refuses_per_user_grounding_before_reading_the_log(tmp_path, capsys):
+    """--users builds a model a folder cannot hold yet: one line, exit 2, nothing written."""
+    code, out, err = run(capsys, "fit", tmp_path / "missing.npz", "--algorithm", "igl-p",
+                         "--users", "4", "--out", tmp_path / "model")
+    assert code == 2 and out == "" and "--users" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "model").exists()

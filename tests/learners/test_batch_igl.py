@@ -237,6 +237,14 @@ def test_eq9_is_one_computation(uniform_log):
     assert by_learner == pytest.approx(by_hand, rel=1e-4)
 
 
+def test_with_the_default_settings_every_stage_stops_before_its_cap_on_a_small_log():
+    # 500 interactions, one step an epoch: each stage ends on its plateau, none at the cap
+    learner = BatchIGL(seed=0, max_restarts=0).fit(digits_environment().log(500, seed=0))
+    ran = {record.stage: record.epoch + 1 for record in learner.report_.history}
+    cap = Optimisation().max_steps
+    assert set(ran) == set(STAGES) and all(ran[stage] <= cap - 40 for stage in STAGES), ran
+
+
 def test_each_stage_stops_early_on_a_small_log_and_runs_its_epochs_on_a_large_one():
     env = digits_environment()
     cap = 600  # steps of a stage at most; one step an epoch on 200 interactions

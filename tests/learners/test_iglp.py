@@ -10,6 +10,7 @@ from iglearn.envs.play import play
 from iglearn.learners.iglp import (
     IGLP,
     OnlineIGLP,
+    PersonalIK,
     ik_features,
     likelihood_ratio,
     lipschitz_extremeness,
@@ -217,3 +218,78 @@ def test_save_and_load_keep_zhangs_ramp(tmp_path):
     assert (back.estimator, back.ramp_start, back.ramp_width) == ("zhang", 0.35, 0.05)
     np.testing.assert_allclose(back.decode(log.context, log.action, log.feedback),
                                learner.decode(log.context, log.action, log.feedback))
+
+SWAPPING = np.array([[2.0, -1.0, -1.0], [0.0, 2.0, -2.0], [0.5, 0.5, 0.5]])
+"""The best of K = 3 actions is the argmax of x @ SWAPPING for the 3 context features x."""
+USERS, WORDS, GOOD = 4, 4, 2
+
+
+def users_and_contexts(n: int, rng: np.random.Generator) -> tuple[np.ndarray, ...]:
+    """``n`` users drawn uniformly, features x and the contexts (one-hot user, then x)."""
+    user = rng.integers(0, USERS, n)
+    x = rng.normal(size=(n, 3)).astype(np.float32)
+    return user, x, np.concatenate([np.eye(USERS, dtype=np.float32)[user], x], axis=1)
+
+
+def swapped_words(user: np.ndarray, x: np.ndarray, action: np.ndarray,
+                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """A grounded environment as coba makes one: the user says one of the GOOD first words
+    after the best action and one of the others after any other, but the first half of the
+    users swap good and bad words. The one-hot words and the true reward."""
+    reward = action == (x @ SWAPPING).argmax(1)
+    says_good = reward == (user >= USERS // 2)
+    word = np.where(says_good, rng.integers(0, GOOD, len(x)), rng.integers(GOOD, WORDS, len(x)))
+    return np.eye(WORDS, dtype=np.float32)[word], reward
+
+
+def test_per_user_grounding_understands_users_who_swap_words():
+    """Half the users swap good and bad words: a word alone says nothing about the action, so
+    IGL-P with one meaning per word decodes no reward; grounding words per user (users=4,
+    PersonalIK) decodes nearly every reward and learns the best action."""
+    rng = np.random.default_rng(0)
+    user, x, context = users_and_contexts(1500, rng)
+    action = rng.integers(0, 3, 1500)
+    feedback, reward = swapped_words(user, x, action, rng)
+    log = InteractionLog(context=context, action=action, probability=np.full(1500, 1 / 3),
+                         feedback=feedback, n_actions=3, reward=reward.astype(np.float32))
+    _, test_x, test_context = users_and_contexts(2000, rng)
+    best = (test_x @ SWAPPING).argmax(1)
+    shared, personal = (IGLP(seed=0, users=users).fit(log) for users in (0, USERS))
+    assert isinstance(personal.ik_.net, PersonalIK)
+    for learner, decoded_share, accuracy in ((shared, (0.0, 0.1), (0.0, 0.6)),
+                                             (personal, (0.9, 1.0), (0.85, 1.0))):
+        decoded = learner.decode(log.context, log.action, log.feedback)
+        assert decoded_share[0] <= (decoded[reward] > 0).mean() <= decoded_share[1]
+        assert accuracy[0] <= learner.accuracy(test_context, best) <= accuracy[1]
+    assert (personal.decode(log.context, log.action, log.feedback)[~reward] > 0).mean() < 0.25
+
+
+def test_online_per_user_grounding_beats_one_meaning_per_word():
+    def late_reward(users: int) -> float:
+        rng = np.random.default_rng(1)
+        learner = OnlineIGLP(3, USERS + 3, WORDS, seed=1, users=users)
+        rewards: list[bool] = []
+        while len(rewards) < 1500:
+            user, x, context = users_and_contexts(
+                min(learner.block_size(), 1500 - len(rewards)), rng)
+            action, probability = learner.act_batch(context)
+            feedback, reward = swapped_words(user, x, action, rng)
+            learner.learn_batch(context, action, probability, feedback)
+            rewards.extend(reward)
+        return float(np.mean(rewards[750:]))
+    shared, personal = late_reward(0), late_reward(USERS)
+    assert personal > 0.6 and personal > shared + 0.2, (shared, personal)
+
+
+def test_per_user_grounding_settings_are_checked(tmp_path):
+    with pytest.raises(IGLearnError, match="users must be a whole number"):
+        IGLP(users=-1)
+    log = InteractionLog(context=np.ones((60, 3)), action=np.arange(60) % 3,
+                         probability=np.full(60, 1 / 3), feedback=np.ones((60, 2)),
+                         n_actions=3)
+    with pytest.raises(IGLearnError, match="users is 3 but the contexts have 3 features"):
+        IGLP(users=3).fit(log)
+    learner = IGLP(users=1, seed=0).fit(log)
+    with pytest.raises(IGLearnError, match="cannot be saved"):
+        learner.save(tmp_path / "model")
+    assert not (tmp_path / "model").exists()

@@ -2,6 +2,7 @@
 
 import torch
 
+from iglearn.learners import training
 from iglearn.learners.training import Optimisation, Stage, optimise, run_stage, stage_epochs
 from iglearn.learners.trials import Trials
 from iglearn.models.stacked import stack
@@ -77,7 +78,8 @@ def test_a_small_easy_stage_stops_once_its_loss_stops_improving():
 
 def test_a_stage_that_keeps_improving_runs_to_its_cap():
     # it may stop in the schedule's last windows, where the learning rate is all but zero
-    settings = Optimisation(max_steps=300, window=10, batch_size=500, lr=0.05)
+    # and the loss falls by less than 1 % of its fall so far each window
+    settings = Optimisation(max_steps=300, window=10, batch_size=500, lr=0.05, tolerance=0.01)
     _, steps = _steps(200, _unbounded, settings)
     assert 0.9 * 300 <= steps <= 300
 
@@ -104,3 +106,49 @@ def test_a_trial_that_stops_early_ends_as_it_would_alone():
     _, alone, one = _run(200, _squared_error, settings)
     assert alone < together  # trial 0 stopped while trial 1 ran on
     torch.testing.assert_close(both.weight[0], one.weight[0], rtol=1e-4, atol=1e-5)
+
+
+def _adamw_path(monkeypatch, fused: bool) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Parameters after 50 AdamW steps on a one-cycle schedule with fixed random gradients,
+    two groups of learning rates and weight decay, by the fused kernel or the foreach path."""
+    monkeypatch.setattr(training, "FUSED_DEVICES", frozenset({"cpu"} if fused else ()))
+    generator = torch.Generator().manual_seed(0)
+    params = [torch.randn(shape, generator=generator) for shape in ((1, 4, 6), (1, 4), (1, 1, 6))]
+    initial = [p.clone() for p in params]
+    groups = [{"params": [p], "lr": lr, "weight_decay": decay}
+              for p, lr, decay in zip(params, (0.02, 0.02, 0.002), (0.5, 0.0, 0.5), strict=True)]
+    optimiser, schedule = training.AdamW(groups, 1), training.OneCycle(50)
+    for _ in range(50):
+        for p in params[:2]:  # the last parameter gets no gradient: it must not move
+            p.grad = torch.randn(p.shape, generator=generator)
+        optimiser.step(*schedule.at(optimiser.steps))
+    return initial, params
+
+
+def test_the_fused_adamw_step_is_the_foreach_step(monkeypatch):
+    initial, fused = _adamw_path(monkeypatch, True)
+    _, plain = _adamw_path(monkeypatch, False)
+    for a, b in zip(fused, plain, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+    assert all(p.grad is None for p in fused)
+    assert not torch.equal(fused[0], initial[0]) and not torch.equal(fused[1], initial[1])
+    assert torch.equal(fused[2], initial[2])  # no gradient: it stays as it was
+
+
+def test_a_fused_step_gives_each_trial_the_bits_it_gets_alone():
+    # 3 trials of 7 x 5 weights: stacked, a trial's last elements are no tensor's last
+    generator = torch.Generator().manual_seed(1)
+    start = torch.randn(3, 7, 5, generator=generator)
+    grads = [torch.randn(3, 7, 5, generator=generator) for _ in range(20)]
+
+    def fit(weights: torch.Tensor, trials: int, rows: slice) -> torch.Tensor:
+        optimiser = training.AdamW([{"params": [weights], "lr": 0.02, "weight_decay": 0.3}],
+                                   trials)
+        for grad in grads:
+            weights.grad = grad[rows].clone()
+            optimiser.step(0.7, 0.9)
+        return weights
+
+    together = fit(start.clone(), 3, slice(None))
+    for t in range(3):
+        assert torch.equal(fit(start[t:t + 1].clone(), 1, slice(t, t + 1))[0], together[t])

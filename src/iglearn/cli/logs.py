@@ -25,6 +25,7 @@ from iglearn.data.frames import ColumnMapping
 from iglearn.data.logs import InteractionLog
 from iglearn.data.stream import LogStream, StreamSettings
 from iglearn.errors import IGLearnError
+from iglearn.learners.distributed import RayTrain
 
 if TYPE_CHECKING:
     from iglearn.data.contexts import ContextSet
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 DEFAULT_IOTA = math.log(2 / 0.05)
 LEARNER = "learner"
 STREAM = "stream"
+BACKEND = "backend_settings"
 # The objectives `iglearn fit --algorithm igl` starts from (:func:`objectives`).
 OBJECTIVES = ("iglearn", "paper")
 # Options of `fit` that only --algorithm igl reads (Eq. 9 and Lemma 5 hold under the 2021
@@ -147,6 +149,13 @@ def _fit(args: argparse.Namespace) -> int:
             raise IGLearnError("--stream on: --algorithm igl-p fits a log in memory, never "
                                "streamed; use --stream off")
         reading = replace(reading, stream="off")
+        if learner.users:
+            raise IGLearnError("--users: an IGL-P model with per-user grounding cannot be "
+                               "saved to a model folder yet; fit it in Python "
+                               "(IGLP(users=...)) or drop --users")
+    backend = _backend(args, learner, reading)
+    if backend is not None:
+        reading = replace(reading, stream="on")
     history = None if args.history is None else Path(args.history)
     if history is not None and not isinstance(learner, BatchIGL):
         raise IGLearnError(f"--history: --algorithm {args.algorithm} records no per-epoch "
@@ -165,6 +174,8 @@ def _fit(args: argparse.Namespace) -> int:
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         if isinstance(learner, IGLP):
             learner.fit(cast(InteractionLog, log))  # read in memory above
+        elif backend is not None:
+            cast("BatchIGL | AIIGL", learner).fit(log, backend=backend)
         else:
             learner.fit(log)
     head = {"log": str(args.log), "model": str(out), "algorithm": args.algorithm,
@@ -183,6 +194,8 @@ def _fit(args: argparse.Namespace) -> int:
         summary = {**head, "settings": settings, **asdict(learner.report_)}
         summary["identifiability_warnings"] = summary.pop("warnings")
         extra = {}
+    if backend is not None:
+        summary["distributed"] = asdict(learner.distributed_)  # type: ignore[union-attr]
     save_model(learner, out, info.schema,
                extra={"log": str(args.log), "samples": len(log),
                       "log_fingerprint": fingerprint(args.log), "settings": settings,
@@ -194,6 +207,27 @@ def _fit(args: argparse.Namespace) -> int:
         summary["history"] = {"file": str(history), "epochs": len(records)}
     _print_summary(summary)
     return 0
+
+
+def _backend(args: argparse.Namespace, learner: object, reading: StreamSettings
+             ) -> RayTrain | None:
+    """The settings of a data-parallel fit on Ray Train (``--backend ray``), or None for a fit
+    in this process; a combination that cannot run is an error naming the option."""
+    from iglearn.learners.ai_igl import AIIGL
+    from iglearn.learners.batch_igl import BatchIGL
+
+    if args.backend != "ray":
+        return None
+    if not isinstance(learner, BatchIGL | AIIGL):
+        raise IGLearnError(f"--backend ray fits --algorithm igl and ai-igl; --algorithm "
+                           f"{args.algorithm} fits in one process: drop --backend ray")
+    if reading.stream == "off":
+        raise IGLearnError("--stream off: --backend ray streams each worker's share of the "
+                           "log; use --stream on or auto")
+    if reading.reader == "ray":
+        raise IGLearnError("--reader ray: with --backend ray each worker reads its own row "
+                           "groups; drop --reader ray")
+    return replace(build_settings(args, RayTrain(), BACKEND), address=reading.ray_address)
 
 
 def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
@@ -596,6 +630,14 @@ def _fit_options(fit: argparse.ArgumentParser) -> None:
                  skip=("seed", *shared))
     add_settings(fit, VIIGLSettings(), LEARNER, "settings of --algorithm vi-igl only (VIIGL)",
                  skip=("seed", *shared, *decoding_names))
+    fit.add_argument("--backend", choices=("local", "ray"), default="local",
+                     help="local: fit in this process; ray: a data-parallel fit on Ray Train "
+                          "(--algorithm igl and ai-igl, a Parquet LOG streamed: each worker "
+                          "reads its share of the row groups; needs the ray extra) "
+                          "(default: local)")
+    add_settings(fit, RayTrain(), BACKEND, "--backend ray (RayTrain)",
+                 "A fit on --workers Ray Train workers, on the cluster at --ray-address.",
+                 skip=("address",))
     add_settings(fit, StreamSettings(), STREAM, "reading the log",
                  "A log larger than memory is streamed from disk: shuffled mini-batches "
                  "through a bounded buffer, full passes as sums over row groups.")

@@ -129,6 +129,13 @@ class Moments:
             total = float(w.sum())
             mean = (w @ values) / total
             squares = w @ np.square(values - mean)
+        self._merge(total, mean, squares)
+
+    def _merge(self, total: float, mean: np.ndarray, squares: np.ndarray) -> None:
+        """Chan et al.'s update with the moments of other rows: their weight ``total``, mean
+        and sum of squared deviations."""
+        if total == 0.0:
+            return
         if self.weight == 0.0:
             self.weight, self.mean, self.squares = total, mean, squares
             return
@@ -138,6 +145,18 @@ class Moments:
         self.squares = self.squares + squares + np.square(delta) * (self.weight * total
                                                                     / combined)
         self.weight = combined
+
+    def across(self, reducer: Any) -> Moments:
+        """The moments of the rows of every process of a data-parallel fit, merged in the
+        processes' order (``reducer``: a :class:`~iglearn.learners.trials.Reducer`)."""
+        import torch
+
+        mine = np.concatenate([[self.weight], self.mean, self.squares])
+        merged = Moments(len(self.mean))
+        for part in reducer.gather(torch.from_numpy(mine)).numpy():
+            merged._merge(float(part[0]), part[1:1 + len(self.mean)],
+                          part[1 + len(self.mean):])
+        return merged
 
     def moments(self) -> tuple[np.ndarray, np.ndarray]:
         """(mean, standard deviation) of each column."""
@@ -258,15 +277,17 @@ class Standardiser:
         rounding."""
         fields = ("context", "probability", "feedback") if feedback else ("context",)
         return cls.of_blocks(stream.chunks(fields), stream.context_dim,
-                             stream.feedback_dim if feedback else 0, "stream", mode)
+                             stream.feedback_dim if feedback else 0, "stream", mode,
+                             getattr(stream, "reducer", None))
 
     @classmethod
     def of_blocks(cls, blocks: Iterable[Block], context_dim: int, feedback_dim: int,
-                  method: str, mode: Mode = "on") -> Standardiser:
+                  method: str, mode: Mode = "on", reducer: Any = None) -> Standardiser:
         """The statistics accumulated over blocks of rows (fields ``context`` and, when
         ``feedback_dim`` > 0, ``feedback``, weighted by 1/``probability`` if the block has
         it). ``mode`` "on" standardises both blocks; "auto" each block off the unit scale
-        only (:func:`off_scale`), the other keeping identity statistics."""
+        only (:func:`off_scale`), the other keeping identity statistics. With a
+        ``reducer`` (a share of a data-parallel fit's log), the statistics of every share."""
         if check_mode(mode) == "off":
             raise IGLearnError("standardise 'off' takes no statistics; the learner keeps no "
                                "standardiser")
@@ -277,6 +298,8 @@ class Standardiser:
                 p = block.get("probability")
                 y = np.asarray(block["feedback"]).reshape(len(block["context"]), -1)
                 feedback.add(y, None if p is None else 1.0 / np.asarray(p, np.float64))
+        if reducer is not None:
+            contexts, feedback = contexts.across(reducer), feedback.across(reducer)
         mx, sx, context_rule = block_statistics(contexts, mode)
         my, sy, feedback_rule = block_statistics(feedback, mode)
         return cls(mx, sx, my, sy, method, context_rule, feedback_rule)

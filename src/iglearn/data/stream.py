@@ -72,7 +72,8 @@ class StreamSettings:
     (Ray Data tasks on a Ray cluster, for Parquet logs on shared storage; needs the ray
     extra)."""
     ray_address: str | None = None
-    """The Ray cluster of reader ray (None: the running one, else a local instance)."""
+    """The Ray cluster of reader ray and of a fit with --backend ray (None: the running one,
+    else a local instance)."""
 
     def __post_init__(self) -> None:
         if self.stream not in ("auto", "on", "off"):

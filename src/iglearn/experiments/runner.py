@@ -28,7 +28,7 @@ import numpy as np
 from iglearn.data import safejson
 from iglearn.errors import IGLearnError
 from iglearn.files import write_text
-from iglearn.processes import end_with_parent
+from iglearn.processes import end_with_parent, ray_instance
 from iglearn.progress import one_line_warnings, progress
 from iglearn.seeding import spawn_seeds
 from iglearn.threads import one_thread
@@ -245,20 +245,9 @@ def _run_ray(trials: StackedTrials, groups: Groups, execution: Execution,
         import ray
     except ImportError as e:
         raise IGLearnError("--backend ray needs Ray: pip install -e '.[ray]'") from e
-    started = not ray.is_initialized()
-    if started:
-        options: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
-                       configure_logging=False)
-        if execution.ray_address:
-            ray.init(address=execution.ray_address, **options)
-        else:
-            ray.init(num_cpus=execution.workers(), **options)
-    try:
+    with ray_instance(execution.ray_address, execution.workers()):
         remote = ray.remote(num_cpus=1)(call_trials)
         pending = [remote.remote(trials, *group) for group in groups]
         while pending:
             done, pending = ray.wait(pending, num_returns=1)
             finished(ray.get(done[0]))
-    finally:
-        if started:
-            ray.shutdown()

@@ -57,6 +57,9 @@ first appear, up to ``slots`` of them."""
 Ids = int | Literal["auto"] | None
 """How a learner reads user ids (``users``) or word ids (``words``): see :class:`CobaLearner`."""
 
+SLOTS = 32
+"""The most distinct user ids and word ids "auto" encodes, unless a learner says otherwise."""
+
 
 def feedback_values(feedback: Any, action: Any) -> np.ndarray:
     """coba's reward or feedback, of any shape, as one flat vector: a number, a 1-element (or
@@ -97,7 +100,7 @@ class CobaLearner(Learner):
 
     def __init__(self, make: Maker, users: Ids = 0, words: Ids = AUTO, name: str = "iglearn",
                  params: Mapping[str, Any] | None = None, feedback_dim: int = 1,
-                 slots: int = 32):
+                 slots: int = SLOTS):
         for what, value in (("users", users), ("words", words)):
             if not (value is None or value == AUTO
                     or (isinstance(value, int) and value >= (0 if what == "users" else 1))):
@@ -297,13 +300,23 @@ class IGLPLearner(CobaLearner):
         epsilon: epsilon-greedy's exploration probability.
         gamma: IGW's parameter.
         seed: the learner's seed.
+        personal: ground each word's meaning per user (OnlineIGLP's ``users`` set to the
+            user id's one-hot width, :class:`~iglearn.learners.iglp.PersonalIK`), so that
+            users who swap good and bad words are understood; False (the default): one
+            meaning per word for all users (the inverse-kinematics model of
+            (x, y, x (x) y)), which learns more on coba's neighbours task, where a linear
+            model hardly predicts the best action. Without a user id (``users`` 0 or None)
+            there is nothing to ground per user.
     """
 
     def __init__(self, users: Ids = AUTO, words: Ids = AUTO, exploration: str = "epsilon",
-                 epsilon: float = 0.2, gamma: float = 100.0, seed: int = 0):
-        super().__init__(iglp(exploration, seed, epsilon=epsilon, gamma=gamma), users, words,
-                         "iglearn.IGLP", {"exploration": exploration, "epsilon": epsilon,
-                                          "gamma": gamma, "seed": seed})
+                 epsilon: float = 0.2, gamma: float = 100.0, seed: int = 0,
+                 personal: bool = False):
+        width = 0 if not personal or not users else SLOTS if users == AUTO else int(users)
+        super().__init__(iglp(exploration, seed, epsilon=epsilon, gamma=gamma, users=width),
+                         users, words, "iglearn.IGLP",
+                         {"exploration": exploration, "epsilon": epsilon, "gamma": gamma,
+                          "seed": seed, "personal": bool(width)})
 
 
 class AIIGLLearner(CobaLearner):

@@ -91,7 +91,7 @@ from iglearn.learners.settings import AIIGL_OPTIMISATION as DEFAULT_OPTIMISATION
 from iglearn.learners.settings import AIIGLSettings, Optimisation
 from iglearn.learners.stream import AnyLog, action_counts, check_fit_size, training_data
 from iglearn.learners.training import Stage, optimise
-from iglearn.learners.trials import Batch, Source, Trials, as_tensor, side_by_side
+from iglearn.learners.trials import Batch, Source, Trials, as_tensor, reducer_of, side_by_side
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.decoders import logistic
 from iglearn.seeding import SeedLike, as_generator, torch_generator
@@ -99,6 +99,7 @@ from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
+    from iglearn.learners.distributed import RayTrain
 
 _CHUNK = 65536
 
@@ -163,11 +164,15 @@ class AIIGL(AIIGLSettings, StackableLearner):
             if not isinstance(value, int) or value < 0:
                 raise IGLearnError(f"{name} must be a whole number >= 0, got {value!r}")
 
-    def fit(self, log: AnyLog) -> Self:
+    def fit(self, log: AnyLog, *, backend: RayTrain | None = None) -> Self:
         """Fit the policy and the decoders on ``log``, in memory or streamed (reads context,
         action, probability and feedback). Warns (:class:`IdentifiabilityWarning`) when
         K = 2, when an action has fewer than ``min_interactions`` interactions, and when a
-        decoder calls about half of its action's feedback a reward."""
+        decoder calls about half of its action's feedback a reward. ``backend``: fit a
+        streamed Parquet log data-parallel on Ray Train
+        (:mod:`iglearn.learners.distributed`)."""
+        if backend is not None:
+            return backend.fit(self, log)
         with torch_threads(self.threads):
             type(self)._fit_stacked([self], [log])
         return self
@@ -486,7 +491,7 @@ def action_moments(policy: Policy | None, decoders: Sequence[Decoder],
                 pi_a = at_action(policy.probabilities(chunk.context[0]), action).double()
             for m, value in enumerate((weight, weight * pi_a, weight * psi, weight * pi_a * psi)):
                 moments[m].index_add_(0, action, value)
-    return moments
+    return reducer_of(data).sum(moments)  # every process of a data-parallel fit
 
 
 def _means(moments: torch.Tensor) -> torch.Tensor:

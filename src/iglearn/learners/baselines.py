@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar, Self
 
 import torch
 
@@ -18,6 +18,9 @@ from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Source, side_by_side
 from iglearn.models import Policy, make_policy
 from iglearn.seeding import as_generator, torch_generator
+
+if TYPE_CHECKING:
+    from iglearn.learners.distributed import RayTrain
 
 
 @dataclass(eq=False)
@@ -34,6 +37,13 @@ class _Baseline(FitSettings, StackableLearner):
         super().__post_init__()
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = Optimisation()
+
+    def fit(self, log: AnyLog, *, backend: RayTrain | None = None) -> Self:
+        """Fit on ``log``: in memory, or streamed from disk; ``backend``: a streamed Parquet
+        log data-parallel on Ray Train (:mod:`iglearn.learners.distributed`)."""
+        if backend is not None:
+            return backend.fit(self, log)
+        return super().fit(log)
 
     @classmethod
     def _fit_stacked(cls, learners: list[_Baseline], logs: list[AnyLog]) -> None:

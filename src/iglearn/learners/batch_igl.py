@@ -57,7 +57,14 @@ from iglearn.learners.stream import (
     training_data,
 )
 from iglearn.learners.training import Stage, run_stage, stage_epochs
-from iglearn.learners.trials import Batch, Source, as_tensor, side_by_side, to_device
+from iglearn.learners.trials import (
+    Batch,
+    Source,
+    as_tensor,
+    reducer_of,
+    side_by_side,
+    to_device,
+)
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.custom import CustomDecoder, check_spec
 from iglearn.models.decoders import DECODERS
@@ -68,6 +75,7 @@ from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
+    from iglearn.learners.distributed import RayTrain
 
 AMBIGUITY_MARGIN = 0.1
 MONITOR_ROWS = 16384
@@ -161,12 +169,19 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                      self_normalised_grounding=False, two_sided_minorant=False)
         return cls(**{**plain, **settings})
 
-    def fit(self, log: AnyLog, reference: BatchIGL | None = None) -> Self:
+    def fit(self, log: AnyLog, reference: BatchIGL | None = None, *,
+            backend: RayTrain | None = None) -> Self:
         """Fit on ``log``, in memory or streamed. ``reference``: a fitted model this fit
         replaces (a re-fit on a grown log); the corrector then keeps the reference's
         orientation of the feedback unless the log clearly says otherwise
         (``reference_confidence``), so that successive re-fits on small logs do not swap
-        the meaning of the feedback back and forth."""
+        the meaning of the feedback back and forth. ``backend``: fit a streamed Parquet log
+        data-parallel on Ray Train (:mod:`iglearn.learners.distributed`)."""
+        if backend is not None:
+            if reference is not None:
+                raise IGLearnError("a distributed fit takes no reference model; fit without "
+                                   "backend, or without reference")
+            return backend.fit(self, log)
         if reference is not None and getattr(reference, "decoder_", None) is None:
             raise IGLearnError("the reference model is not fitted; fit it first, or pass no "
                                "reference")
@@ -480,5 +495,7 @@ def stacked_indicators(policy: Policy, decoder: Decoder | None, data: Source, n_
             seen += count
             if seen >= limit:
                 break
-    return (total / seen).tolist()
+    reducer = reducer_of(data)  # the sums of every process of a data-parallel fit
+    counted = reducer.sum(torch.tensor([float(seen)], dtype=torch.float64))
+    return (reducer.sum(total) / counted).tolist()
 

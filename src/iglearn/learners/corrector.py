@@ -30,7 +30,7 @@ from typing import NamedTuple
 import torch
 from torch import nn
 
-from iglearn.learners.trials import Source, to_device
+from iglearn.learners.trials import Source, reducer_of, to_device
 from iglearn.models import Decoder
 from iglearn.models.stacked import last_linear
 
@@ -98,6 +98,9 @@ def decoded_shares(decoder: nn.Module, data: Source, n_actions: int,
                 same = positive == (reference(chunk.signal) > 0.5)
                 alike += same.sum(-1).cpu().double()
                 rows += same.shape[-1]
+    # the sums of every process of a data-parallel fit (one process: as they are)
+    above, below, weights, squares, alike, rows = reducer_of(data).sum(
+        torch.stack([above, below, weights, squares, alike, rows]))
     return Shares(above / weights, below / weights, weights * weights / squares,
                   None if reference is None else alike / rows)
 

@@ -11,7 +11,10 @@ these steps, each a function below:
    logged action from the context and the feedback, trained by cross-entropy with importance
    weights 1 / (K p), so that it estimates what uniform play would give,
    h(a | x, y) = P(y | x, a) / sum_b P(y | x, b). Its input is (x, y, x (x) y)
-   (:func:`ik_features`): the outer product lets a linear model read "this user said that";
+   (:func:`ik_features`): the outer product lets a linear model read "this user said that".
+   When the users use the same words differently (some swap good and bad words), a word
+   alone tells nothing about the action; with the ``users`` setting the model is
+   :class:`PersonalIK`, which grounds each word per user;
 2. **extreme or neutral** (:func:`likelihood_ratio`): neutral feedback says nothing about the
    action, extreme feedback does. The likelihood ratio of the logged action against the
    others, L = (K - 1) h / (1 - h), is near 1 for neutral feedback and large for extreme
@@ -76,6 +79,7 @@ from iglearn.learners.settings import IGLPSettings, Optimisation
 from iglearn.learners.stream import check_fit_size
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, make_policy
+from iglearn.models.init import reset_parameters
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 from iglearn.threads import torch_threads
 
@@ -95,6 +99,9 @@ cost in reward (docs/guides/personalised.md)."""
 GAMMA0 = 2.0
 """OnlineIGLP's default gamma0 of IGW's growing gamma, sqrt(1 + t) / gamma0: measured best of
 1, 2, 3, 4 and 10 (the authors' value) on VW's simulator (docs/guides/personalised.md)."""
+USER_RANK = 2
+"""Width of the user and feedback embeddings of :class:`PersonalIK` (the IGL-P paper's coba
+experiment uses 2)."""
 
 
 @dataclass(repr=False)
@@ -120,6 +127,39 @@ def ik_features(context: np.ndarray, feedback: np.ndarray) -> np.ndarray:
     feedback = np.asarray(feedback, dtype=np.float32)
     outer = (context[:, :, None] * feedback[:, None, :]).reshape(len(context), -1)
     return np.concatenate([context, feedback, outer], axis=1)
+
+
+class PersonalIK(torch.nn.Module):
+    """The scores of the inverse-kinematics model h(a | x, y) when each user's feedback has its
+    own meaning (:class:`IGLP`'s ``users`` setting): s(u, y) g(x') on the input
+    (x, y, x (x) y) of :func:`ik_features`, where the context x = (u, x') starts with the
+    user's ``users`` features u, s(u, y) = <E u + e, F y + f> (embeddings of width
+    :data:`USER_RANK`) is how telling feedback y is from user u, and g(x') the action scores
+    of the rest of the context (a ``model`` network, shared by all users and words).
+
+    A word user u says only after the best action gets a large s(u, y), so h concentrates on
+    the action g ranks first; a word said after any other action gets s near 0, h near
+    uniform. The same word may be telling from one user and uninformative from another, which
+    a model of (x, y, x (x) y) cannot express when half the users swap good and bad words: it
+    sees every word after the best action as often as after any other. This is the bilinear
+    model of the IGL-P paper's coba experiment (there on random Fourier features of x')."""
+
+    def __init__(self, context_dim: int, feedback_dim: int, users: int, n_actions: int,
+                 model: str, generator: torch.Generator):
+        super().__init__()
+        self.dims = (context_dim, feedback_dim, users)
+        self.context = make_policy(model, context_dim - users, n_actions, generator).net
+        self.user = torch.nn.Linear(users, USER_RANK)
+        self.feedback = torch.nn.Linear(feedback_dim, USER_RANK)
+        reset_parameters(self, generator)
+
+    def forward(self, features: torch.Tensor) -> torch.Tensor:
+        """Scores (..., K) of :func:`ik_features` rows (..., d_x + d_y + d_x d_y)."""
+        d_x, d_y, users = self.dims
+        user, rest = features[..., :users], features[..., users:d_x]
+        telling = (self.user(user) * self.feedback(features[..., d_x:d_x + d_y])).sum(
+            -1, keepdim=True)
+        return telling * self.context(rest)
 
 
 def fit_inverse_kinematics(model: Policy, features: np.ndarray, action: np.ndarray,
@@ -238,6 +278,10 @@ class IGLP(IGLPSettings, PolicyLearner):
         if not (np.isfinite(self.ramp_width) and self.ramp_width > 0):
             raise IGLearnError(f"ramp_width must be a positive number, got "
                                f"{self.ramp_width!r}")
+        if isinstance(self.users, bool) or not (isinstance(self.users, int)
+                                                and self.users >= 0):
+            raise IGLearnError(f"users must be a whole number >= 0 (the context features "
+                               f"that encode the user), got {self.users!r}")
 
     def fit(self, log: InteractionLog) -> Self:
         """Fit the three models on ``log``."""
@@ -265,12 +309,23 @@ class IGLP(IGLPSettings, PolicyLearner):
         self.feedback_dim_ = int(np.asarray(feedback).shape[1])
         generator = torch_generator(rng)
         features = ik_features(context, feedback)
+        if self.users >= context.shape[1]:
+            raise IGLearnError(f"users is {self.users} but the contexts have "
+                               f"{context.shape[1]} features: the first users features are "
+                               f"the user, at least one must be left for the rest")
         if getattr(self, "ik_", None) is None:
-            self.ik_ = make_policy(self.model, features.shape[1], n_actions, generator)
+            self.ik_ = (Policy(PersonalIK(context.shape[1], self.feedback_dim_, self.users,
+                                          n_actions, self.model, generator))
+                        if self.users else
+                        make_policy(self.model, features.shape[1], n_actions, generator))
             self.flags_ = make_policy(self.policy, context.shape[1], n_actions, generator)
             self.policy_ = make_policy(self.policy, context.shape[1], n_actions, generator)
-        fit_inverse_kinematics(self.ik_, features, action, probability, n_actions, settings,
-                               generator)
+        # weight decay would pull PersonalIK's product s(u, y) g(x') towards its saddle at 0,
+        # where no word is telling and neither factor learns
+        ik_settings = (replace(settings, weight_decay=0.0, weight_decay_scale=0.0)
+                       if self.users else settings)
+        fit_inverse_kinematics(self.ik_, features, action, probability, n_actions,
+                               ik_settings, generator)
         with torch.no_grad():
             h = at_action(self.ik_.probabilities(as_tensor(features)),
                           torch.as_tensor(action)).double().numpy()
@@ -330,6 +385,9 @@ class IGLP(IGLPSettings, PolicyLearner):
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
         """Write the fitted models to a model folder (:func:`iglearn.models.io.save_model`)."""
         from iglearn.models.io import save_model
+        if self.users:
+            raise IGLearnError("an IGL-P model with per-user grounding (users > 0) cannot be "
+                               "saved to a model folder yet; fit with users=0 to save it")
         return save_model(self, folder, schema)
 
     @classmethod
@@ -390,6 +448,8 @@ class OnlineIGLP(OnlineRegression):
         gamma0: IGW's growing gamma of Zhang et al., sqrt(1 + t) / gamma0 (as for
             :class:`~iglearn.learners.regression.OnlineRegression`): :data:`GAMMA0` (2; the
             authors' 10 explores too long on VW's simulator); None: the fixed ``gamma``.
+        users: the first ``users`` context features encode the user: per-user grounding
+            (:class:`PersonalIK`), as for :class:`IGLP`; 0: none.
     """
 
     reads_definitely_bad = True
@@ -403,14 +463,14 @@ class OnlineIGLP(OnlineRegression):
                  first_fit: Optimisation = ONLINE_FIRST_FIT,
                  refit: Optimisation = ONLINE_REFIT, seed: SeedLike = None,
                  standardise: Mode = "auto", ramp_start: float = 0.3, ramp_width: float = 0.1,
-                 gamma0: float | None = GAMMA0):
+                 gamma0: float | None = GAMMA0, users: int = 0):
         super().__init__(n_actions, context_dim, feedback_dim, exploration, epsilon, gamma,
                          refit_every, refit_growth, seed, standardise, gamma0)
         self.first_fit, self.refit = first_fit, refit
         # the interactions reach the batch learner already standardised
         self.batch = IGLP(model=model, policy=policy, estimator=estimator,
                           threshold=threshold, ramp_start=ramp_start, ramp_width=ramp_width,
-                          optimisation=first_fit, seed=self.rng, standardise="off")
+                          optimisation=first_fit, seed=self.rng, standardise="off", users=users)
 
     def _fit(self) -> None:
         settings = self.refit if self.fitted_ else self.first_fit

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import torch
-from tqdm.auto import tqdm
 
 from iglearn.errors import IGLearnError
 from iglearn.learners.training import Stage
@@ -124,6 +123,8 @@ class FitMonitor:
         """The stages of one attempt begin: ``total_epochs`` epochs in all."""
         if self.progress:
             self._close_bar()
+            from tqdm.auto import tqdm  # only for a bar: tqdm.auto imports asyncio
+
             self._bar = tqdm(total=total_epochs, desc=f"fit (attempt {self.attempt})",
                              dynamic_ncols=True, leave=False)
 

@@ -20,7 +20,7 @@ from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Standardiser
 from iglearn.data.stream import Block, LogStream
 from iglearn.errors import IGLearnError
-from iglearn.learners.trials import Batch, Source, Trials, field_tensor
+from iglearn.learners.trials import Batch, Source, Trials, field_tensor, reducer_of
 
 AnyLog = InteractionLog | LogStream
 """A log a learner fits: in memory or streamed from disk."""
@@ -35,6 +35,7 @@ class StreamTrials:
 
     def __init__(self, log: LogStream, signal: str, standardiser: Standardiser | None = None):
         self.log, self.signal, self.standardiser = log, signal, standardiser
+        self.reducer = reducer_of(log)  # a share of a data-parallel fit's log: its reducer
         self._fields = ("context", "action", "probability", signal)
 
     @property

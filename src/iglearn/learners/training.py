@@ -18,7 +18,7 @@ follows the path it would follow alone.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import cast
 
@@ -26,7 +26,7 @@ import torch
 
 from iglearn.errors import IGLearnError
 from iglearn.learners.settings import Optimisation
-from iglearn.learners.trials import Batch, Source, to_device
+from iglearn.learners.trials import Batch, Source, reducer_of, to_device
 
 
 @dataclass(frozen=True)
@@ -81,6 +81,7 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
     optimiser = AdamW(_decay_groups(stage, settings, n), trials)
     schedule = OneCycle(epochs * per_epoch)
     plateau = Plateau(settings.patience, settings.tolerance) if extended else None
+    reducer = reducer_of(data)  # the processes of a data-parallel fit agree on every step
     # per trial: the step its closing anneal began (-1: none), the learning-rate factor and
     # beta1 it began from, whether it has stopped, and its generator's state then
     since = torch.full((trials,), -1, dtype=torch.long)
@@ -109,6 +110,7 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
                 whole = rows
             values = stage.loss(rows)
             values.sum().backward()  # trials share no parameter
+            reducer.gradients(optimiser.params, int(rows.action.shape[-1]))
             optimiser.step(lrs, betas)
             total = total + values.detach()
         if (epoch + 1) % every and epoch + 1 < epochs:
@@ -122,7 +124,8 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
         stopped |= finished
         if bool(stopped.all()):
             break
-        mean, total = torch.as_tensor(total).cpu() / window, 0.0
+        mean = reducer.sum(torch.as_tensor(total).cpu()) / (window * reducer.size)
+        total = 0.0
         if epoch + 1 >= stage.epochs:
             begin = plateau.stalled(mean) & (since < 0)
             lr, beta1 = schedule.at(optimiser.steps)
@@ -187,6 +190,12 @@ class OneCycle:
 def _cosine(start: float, end: float, share: float) -> float:
     """From ``start`` to ``end`` along half a cosine, ``share`` of the way."""
     return end + (start - end) / 2.0 * (math.cos(math.pi * share) + 1)
+
+
+FUSED_DEVICES = frozenset({"cpu"})
+"""Devices whose AdamW steps run torch's fused kernel (:meth:`AdamW._fused_step`), where a
+small model's step is dominated by per-operation overhead; elsewhere (CUDA, MPS) they run as
+``_foreach`` operations."""
 
 
 class AdamW:
@@ -255,6 +264,9 @@ class AdamW:
         live = [i for i, p in enumerate(self.params) if p.grad is not None]
         if not live:
             return
+        if self.params[live[0]].device.type in FUSED_DEVICES:
+            self._fused_step(live, lr_factor, beta1)
+            return
         params = [self.params[i] for i in live]
         grads = [cast(torch.Tensor, p.grad) for p in params]
         means = [self.means[i] for i in live]
@@ -277,6 +289,36 @@ class AdamW:
         torch._foreach_sub_(params, updates)
         for p in params:
             p.grad = None
+
+    def _fused_step(self, live: Sequence[int], lr_factor: float, beta1: float) -> None:
+        """:meth:`_uniform_step` by torch's fused AdamW kernel (``torch._fused_adamw_``, the
+        kernel of ``torch.optim.AdamW(fused=True)``), one call per distinct (learning rate,
+        weight decay) among the parameters in ``live``: the same update in one pass over
+        each parameter instead of some ten, which is most of a small model's step. The kernel
+        rounds an element differently by where it lies in its tensor (its last few take a
+        scalar path), so it is given each trial's slice as a tensor of its own: a trial's
+        parameters get the same bits stacked with others as alone."""
+        step = torch.tensor(float(self.steps))
+        calls: dict[tuple[float, float], list[int]] = {}
+        for i in live:
+            calls.setdefault((lr_factor * self.lrs[i], self.decays[i]), []).append(i)
+        for (rate, decay), group in calls.items():
+            params, means, squares = (self._trial_slices(tensors, group) for tensors in
+                                      (self.params, self.means, self.squares))
+            grads = self._trial_slices([cast(torch.Tensor, self.params[i].grad).contiguous()
+                                        for i in group], range(len(group)))
+            torch._fused_adamw_(params, grads, means, squares, [], [step] * len(params),
+                                lr=rate, beta1=beta1, beta2=self.beta2, weight_decay=decay,
+                                eps=self.eps, amsgrad=False, maximize=False)
+        for i in live:
+            self.params[i].grad = None
+
+    def _trial_slices(self, tensors: Sequence[torch.Tensor], indices: Iterable[int]
+                      ) -> list[torch.Tensor]:
+        """Each trial's part of ``tensors[i]`` for i in ``indices``, flat, in order: views (an
+        error, never a silent copy, for a tensor that cannot be viewed so), as the fused
+        kernel updates the parameters and their moments in place."""
+        return [row for i in indices for row in tensors[i].view(self.trials, -1)]
 
 
 def optimise(stages: Sequence[Stage], data: Source, settings: Optimisation,

@@ -94,6 +94,39 @@ class Source(Protocol):
         ...
 
 
+class Reducer:
+    """Sums across the processes of one fit (:mod:`iglearn.learners.distributed`: the workers
+    of a data-parallel fit, each reading its share of the log). A fit in one process uses
+    this class itself, under which every reduction is the identity; the learners call it at
+    the few places where a fit's processes must agree: the gradients of each step, the
+    plateau's loss, and the sums of every full pass."""
+
+    size = 1
+    """The number of processes."""
+
+    def sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` summed over the processes (every process gets the sum)."""
+        return tensor
+
+    def gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Every process's ``tensor``, stacked in the processes' order (shape (size, ...))."""
+        return tensor[None]
+
+    def gradients(self, params: Sequence[torch.Tensor], rows: int) -> None:
+        """Replace each parameter's gradient, of a mean loss over ``rows`` rows here, by the
+        gradient of the mean loss over the rows of every process (their mean weighted by
+        rows)."""
+
+
+LOCAL = Reducer()
+"""The reducer of a fit in one process."""
+
+
+def reducer_of(data: object) -> Reducer:
+    """The reducer of a fit's source or log: its ``reducer``, else :data:`LOCAL`."""
+    return cast(Reducer, getattr(data, "reducer", LOCAL))
+
+
 @dataclass(frozen=True)
 class Trials:
     """The interactions of T trials with the same number of rows, each field a list of T

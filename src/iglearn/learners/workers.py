@@ -1,0 +1,167 @@
+"""What runs in each Ray Train worker of a data-parallel fit
+(:mod:`iglearn.learners.distributed`): the worker's share of the log, the reductions across
+workers, and the worker's fit."""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import tempfile
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from iglearn.data.stream import Block, LogStream, shuffled_batches
+from iglearn.errors import IGLearnError
+from iglearn.learners.distributed import STARTS
+from iglearn.learners.trials import Reducer
+
+
+def shares(rows: Sequence[int], size: int) -> list[list[int]]:
+    """The pieces (by number) each of ``size`` workers reads, the pieces of ``rows`` rows
+    each dealt largest first to the worker with the fewest rows so far (ties: the lower
+    rank); each worker's pieces in file order."""
+    held = [0] * size
+    dealt: list[list[int]] = [[] for _ in range(size)]
+    for piece in sorted(range(len(rows)), key=lambda i: (-rows[i], i)):
+        worker = min(range(size), key=lambda w: (held[w], w))
+        held[worker] += rows[piece]
+        dealt[worker].append(piece)
+    return [sorted(pieces) for pieces in dealt]
+
+
+class ShardStream(LogStream):
+    """One worker's share of a :class:`~iglearn.data.stream.LogStream`: its row groups
+    (:func:`shares`). It answers for the whole log what learners ask before fitting (its
+    length, actions' counts, smallest probability), streams its own rows (``chunks``,
+    ``epoch``), and carries the ``reducer`` through which the full passes and the training
+    loop add up every share."""
+
+    def __init__(self, log: LogStream, rank: int, size: int, reducer: Reducer):
+        self.__dict__.update(vars(log))
+        self._buffer = {}
+        self._ray = None  # each worker reads its own row groups
+        self.rank, self.reducer = rank, reducer
+        self.pieces = shares(self._pieces.rows, size)[rank]
+        self.rows = sum(self._pieces.rows[piece] for piece in self.pieces)
+
+    def chunks(self, fields: Sequence[str] | None = None) -> Iterator[Block]:
+        """This share's rows once, in file order (see :meth:`LogStream.chunks`)."""
+        wanted = self._wanted(fields)
+        for piece in self.pieces:
+            yield from self._pieces.read(piece, wanted)
+
+    def epoch(self, batch_size: int, rng: np.random.Generator,
+              fields: Sequence[str] | None = None) -> Iterator[Block]:
+        """This share's rows once, shuffled, in as many mini-batches as an epoch of the whole
+        log in mini-batches of ``batch_size`` takes (every worker steps together): about
+        ``batch_size`` / workers rows each. The shuffle is drawn from ``rng`` (alike in
+        every worker) and the worker's rank."""
+        wanted = self._wanted(fields)
+        steps = math.ceil(len(self) / batch_size)
+        if self.rows < steps:
+            raise IGLearnError(f"{self.source}: worker {self.rank} holds {self.rows} rows, "
+                               f"fewer than the {steps} steps of an epoch; raise batch_size "
+                               f"or use fewer workers")
+        local = np.random.default_rng([int(rng.integers(2**62)), self.rank])
+        order = local.permutation(np.asarray(self.pieces, dtype=np.int64))
+        blocks = (block for piece in order for block in self._pieces.read(int(piece), wanted))
+        batches = shuffled_batches(blocks, self.rows // steps, self.settings.shuffle_rows,
+                                   local, self._buffer)
+        last: list[Block] = []
+        for count, batch in enumerate(batches, 1):
+            if count < steps:
+                yield batch
+            else:  # the rows beyond steps whole mini-batches join the last one
+                last.append(batch)
+        yield {name: np.concatenate([batch[name] for batch in last]) for name in wanted}
+
+
+class TorchReducer(Reducer):
+    """The reductions of a data-parallel fit over torch's default process group (Ray Train
+    sets it up: gloo on CPUs)."""
+
+    def __init__(self, size: int):
+        self.size = size
+        self.steps = 0
+        """Steps whose gradients were all-reduced."""
+        self.step_seconds = 0.0
+        """Wall seconds of those all-reduces (waiting for the slowest worker included)."""
+        self.values = 0
+        """Values all-reduced at the last step (the gradients' and the rows')."""
+
+    def sum(self, tensor: torch.Tensor) -> torch.Tensor:
+        """``tensor`` summed over the workers."""
+        import torch.distributed as dist
+
+        out = tensor.detach().clone().contiguous()
+        dist.all_reduce(out)
+        return out
+
+    def gather(self, tensor: torch.Tensor) -> torch.Tensor:
+        """Every worker's ``tensor``, stacked in rank order."""
+        import torch.distributed as dist
+
+        parts = [torch.empty_like(tensor) for _ in range(self.size)]
+        dist.all_gather(parts, tensor.detach().contiguous())
+        return torch.stack(parts)
+
+    def gradients(self, params: Sequence[torch.Tensor], rows: int) -> None:
+        """One all-reduce of every gradient, weighted by the worker's rows, and of the rows:
+        each gradient becomes the rows-weighted mean of the workers' (one worker: as it is)."""
+        live = [p for p in params if p.grad is not None]
+        if self.size == 1:  # counted, as a step of the cost model
+            self.steps, self.values = self.steps + 1, 1 + sum(p.numel() for p in live)
+            return
+        grads = [p.grad for p in live]
+        flat = torch.cat([*(g.reshape(-1) * rows for g in grads if g is not None),
+                          torch.tensor([float(rows)], dtype=torch.float32)])
+        start = time.perf_counter()
+        total = self.sum(flat)
+        self.step_seconds += time.perf_counter() - start
+        self.steps, self.values = self.steps + 1, flat.numel()
+        total = total[:-1] / total[-1]
+        start = 0
+        for p in live:
+            assert p.grad is not None
+            count = p.grad.numel()
+            p.grad.copy_(total[start:start + count].view_as(p.grad))
+            start += count
+
+
+def train_worker(config: dict[str, Any]) -> None:
+    """One Ray Train worker: the learner's own fit on this worker's share of the log;
+    worker 0 hands back the fitted learner as the run's checkpoint."""
+    import ray.train
+
+    context = ray.train.get_context()
+    rank, size = context.get_world_rank(), context.get_world_size()
+    run = Path(config["run"])
+    if rank == 0:
+        with open(run / STARTS, "a") as f:
+            f.write(f"{time.time()}\n")
+    (run / f"worker-{rank}.pid").write_text(f"{os.getpid()}\n")
+    learner = config["learner"]
+    reducer = TorchReducer(size)
+    share = ShardStream(config["log"], rank, size, reducer)
+    wall, cpu = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the learner's report keeps its notes
+        learner.fit(share)
+    cpu_seconds = float(reducer.sum(torch.tensor(time.process_time() - cpu,
+                                                 dtype=torch.float64)))
+    metrics = {"seconds": time.perf_counter() - wall, "cpu_seconds": cpu_seconds,
+               "steps": reducer.steps, "step_seconds": reducer.step_seconds,
+               "step_values": reducer.values}
+    if rank != 0:
+        ray.train.report(metrics)
+        return
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "learner.pkl").write_bytes(pickle.dumps(learner))
+        ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder))
