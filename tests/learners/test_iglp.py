@@ -20,9 +20,10 @@ from iglearn.learners.iglp import (
     lipschitz_extremeness,
     outer_linear,
     step_extremeness,
+    zhang_extremeness,
 )
 from iglearn.learners.online import UniformLearner
-from iglearn.learners.regression import exploration_distribution
+from iglearn.learners.regression import exploration_distribution, zhang_gamma
 from iglearn.models import Policy, make_policy
 from iglearn.models.io import load_model
 from iglearn.models.stacked import stack
@@ -52,10 +53,31 @@ def test_likelihood_ratio_and_estimates_on_exact_values():
     np.testing.assert_allclose(ramp[3], np.log(2) / np.log(3))
 
 
-@pytest.mark.parametrize("estimator", ["step", "lipschitz"])
+def test_zhang_ramp_on_hand_computed_values():
+    h = np.array([0.1, 0.3, 0.32, 0.35, 0.4, 0.9])
+    # clip((h - 0.3) / 0.1, 0, 1)
+    np.testing.assert_allclose(zhang_extremeness(h), [0, 0, 0.2, 0.5, 1, 1], atol=1e-12)
+    np.testing.assert_allclose(zhang_extremeness(h, 0.6, 0.2), [0, 0, 0, 0, 0, 1])
+    # at K = 7, VW's step (L > 3) is h > 1/3: the ramp leaves 0 first, the step decides the
+    # negative side
+    learner = IGLP(estimator="zhang")
+    step, positive = learner.extremeness(np.array([0.32, 0.35]), 7)
+    np.testing.assert_array_equal(step, [0, 1])
+    np.testing.assert_allclose(positive, [0.2, 0.5], atol=1e-12)
+
+
+def test_zhang_ramp_refuses_a_start_at_or_below_one_over_k():
+    # K = 3: feedback that says nothing gives h = 1/3 > 0.3, which would all count as extreme
+    with pytest.raises(IGLearnError, match="ramp_start 0.3 is at most 1/K"):
+        IGLP(estimator="zhang", seed=0).fit(tiny_log())
+
+
+@pytest.mark.parametrize("estimator", ["step", "lipschitz", "zhang"])
 def test_inverse_kinematics_decision_matches_the_exact_one(estimator):
     log = tiny_log()
-    learner = IGLP(estimator=estimator, seed=0).fit(log)
+    # K = 3: Zhang's ramp from 0.6 to 0.8, above the uninformative h = 1/2 of 'none'
+    ramp = {"ramp_start": 0.6, "ramp_width": 0.2} if estimator == "zhang" else {}
+    learner = IGLP(estimator=estimator, seed=0, **ramp).fit(log)
     # the models read contexts and feedback standardised with the log's statistics
     features = torch.from_numpy(ik_features(learner.standardised(np.ones((2, 1))),
                                             learner.standardised_feedback(np.eye(2))))
@@ -98,6 +120,19 @@ def test_online_iglp_beats_uniform_play_by_a_wide_margin():
     assert learner.fits_ > 5
 
 
+def test_online_iglp_with_zhang_estimate_learns_the_tiny_simulator():
+    env = vw_simulator()
+    learner = OnlineIGLP(env.n_actions, env.context_dim, env.feedback_dim, estimator="zhang",
+                         seed=0)
+    [point] = play(learner, env, 1200, np.random.default_rng(0))
+    assert point.average_reward > 0.45
+    # Zhang's ramp decodes the enjoyed topics' click and like as positive, 'none' as neutral
+    log = env.log(3000, seed=5)
+    decoded = learner.batch.decode(log.context, log.action, log.feedback)
+    assert (decoded[log.reward == 1] > 0).mean() > 0.95
+    assert (decoded[log.reward == 0] == 0).mean() > 0.85
+
+
 def test_same_seed_same_curve():
     env = vw_simulator()
 
@@ -119,6 +154,39 @@ def test_exploration_distributions():
     np.testing.assert_allclose(igw.sum(), 1.0)
 
 
+def test_igw_with_zhangs_growing_gamma_follows_the_formula():
+    # gamma_t = sqrt(1 + t) / gamma0, scaled by sqrt(K)
+    np.testing.assert_allclose(zhang_gamma(np.array([0, 3, 99]), 4, 10.0), [0.2, 0.4, 2.0])
+    env = vw_simulator()
+    k = env.n_actions
+    learner = OnlineIGLP(k, env.context_dim, env.feedback_dim, exploration="igw",
+                         gamma0=10.0, seed=0)
+    play(learner, env, 300, np.random.default_rng(0))
+    contexts, _ = env.test_set()
+    values = learner.predict_values(contexts)
+    best = values.argmax(1)
+    gap = values[np.arange(len(values)), best][:, None] - values
+
+    def expected(t: np.ndarray) -> np.ndarray:
+        gamma_t = np.sqrt(1 + t) / 10.0
+        probs = 1 / (k + np.sqrt(k) * gamma_t[:, None] * gap)
+        probs[np.arange(len(values)), best] = 0
+        probs[np.arange(len(values)), best] = 1 - probs.sum(1)
+        return probs
+
+    assert learner.round_ == 300
+    # acting on consecutive contexts: the i-th at round 300 + i
+    np.testing.assert_allclose(learner.distribution(contexts),
+                               expected(300 + np.arange(len(contexts))), rtol=1e-12)
+    # the next step's probabilities: every context as round 300
+    np.testing.assert_allclose(learner.probabilities(contexts),
+                               expected(np.full(len(contexts), 300)), rtol=1e-12)
+    # the probability logged with each action is the formula's
+    actions, probs = learner.act_batch(contexts)
+    np.testing.assert_allclose(probs, expected(300 + np.arange(len(contexts)))[
+        np.arange(len(contexts)), actions], rtol=1e-6)
+
+
 def test_bad_settings_are_refused():
     with pytest.raises(IGLearnError, match="estimator"):
         IGLP(estimator="exact")
@@ -126,6 +194,12 @@ def test_bad_settings_are_refused():
         IGLP(threshold=1.0)
     with pytest.raises(IGLearnError, match="exploration"):
         OnlineIGLP(3, 1, 1, exploration="softmax")
+    with pytest.raises(IGLearnError, match="ramp_start"):
+        IGLP(estimator="zhang", ramp_start=1.5)
+    with pytest.raises(IGLearnError, match="ramp_width"):
+        IGLP(estimator="zhang", ramp_width=0.0)
+    with pytest.raises(IGLearnError, match="gamma0"):
+        OnlineIGLP(3, 1, 1, gamma0=0.0)
 
 
 @pytest.mark.parametrize("kind", ["linear", "mlp"])
@@ -183,6 +257,15 @@ def test_save_and_load_keep_the_decisions(tmp_path):
         load_model(tmp_path / "model", "igl")
 
 
+def test_save_and_load_keep_zhangs_ramp(tmp_path):
+    env = vw_simulator()
+    log = env.log(3000, seed=2)
+    learner = IGLP(estimator="zhang", ramp_start=0.35, ramp_width=0.05, seed=0).fit(log)
+    learner.save(tmp_path / "model")
+    back = IGLP.load(tmp_path / "model")
+    assert (back.estimator, back.ramp_start, back.ramp_width) == ("zhang", 0.35, 0.05)
+    np.testing.assert_allclose(back.decode(log.context, log.action, log.feedback),
+                               learner.decode(log.context, log.action, log.feedback))
 
 SWAPPING = np.array([[2.0, -1.0, -1.0], [0.0, 2.0, -2.0], [0.5, 0.5, 0.5]])
 """The best of K = 3 actions is the argmax of x @ SWAPPING for the 3 context features x."""

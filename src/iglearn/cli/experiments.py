@@ -88,8 +88,9 @@ EXPERIMENTS = (
     Experiment("personalised", "IGL-P on VW's IGL simulator, its continuous variant and "
                "grounded digits",
                "Personalised feedback (Maghakian et al. 2023): each trial plays IGL-P (the "
-               "conservative estimate and VW's step rule) and a true-reward CB, all "
-               "epsilon-greedy, on the same context stream of VW's IGL simulator, its "
+               "conservative estimate, Zhang et al.'s and VW's step rule) and a true-reward "
+               "CB, all with the same exploration (IGW with Zhang et al.'s growing gamma, or "
+               "epsilon-greedy), on the same context stream of VW's IGL simulator, its "
                "continuous-feedback variant and grounded digits, and fits IGL-P and 2021 IGL "
                "on a uniform log; Vowpal Wabbit's --experimental_igl joins where the installed "
                "vowpalwabbit package can drive it.",

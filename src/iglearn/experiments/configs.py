@@ -187,11 +187,11 @@ class ActionInclusiveConfig:
 
 
 # Personalised feedback (:mod:`iglearn.experiments.personalized`).
-OnlineMethod = Literal["IGL-P", "IGL-P step", "CB"]
+OnlineMethod = Literal["IGL-P", "IGL-P zhang", "IGL-P step", "CB"]
 Task = Literal["personalised", "personalised-continuous", "grounded-digits", "grounded-mnist"]
-ONLINE: tuple[OnlineMethod, ...] = ("IGL-P", "IGL-P step", "CB")
-"""The online methods: IGL-P (conservative estimate), IGL-P with VW's step rule, CB (true
-reward)."""
+ONLINE: tuple[OnlineMethod, ...] = ("IGL-P", "IGL-P zhang", "IGL-P step", "CB")
+"""The online methods: IGL-P (conservative estimate), IGL-P with Zhang et al.'s estimate,
+IGL-P with VW's step rule, CB (true reward)."""
 TASKS: tuple[Task, ...] = ("personalised", "personalised-continuous", "grounded-digits")
 
 
@@ -208,8 +208,15 @@ class PersonalizedConfig:
     """Interactions played on the other tasks."""
     report_at: int = 2500
     """The earlier round the table reports (VW's test reads 2500)."""
+    exploration: Literal["igw", "epsilon"] = "igw"
+    """Exploration of iglearn's online methods: igw (inverse gap weighting with the growing
+    gamma sqrt(1 + t) / gamma0 of Zhang et al., NeurIPS 2024) or epsilon (epsilon-greedy, VW's
+    protocol). VW always plays epsilon-greedy."""
+    gamma0: float = 2.0
+    """IGW's gamma0 (OnlineIGLP's default; the authors' code uses 10)."""
     epsilon: float = 0.2
-    """Exploration probability of every online method (VW's simulator test uses 0.2)."""
+    """Exploration probability of epsilon-greedy, VW's always (VW's simulator test uses
+    0.2)."""
     eval_every: int = 500
     """Rounds between checkpoints of the curves."""
     batch_samples: int = 20000
@@ -235,6 +242,8 @@ class PersonalizedConfig:
                 raise IGLearnError(f"--{name.replace('_', '-')} must be at least 1")
         if not 0 <= self.epsilon <= 1:
             raise IGLearnError(f"--epsilon must be in [0, 1], got {self.epsilon}")
+        if not self.gamma0 > 0:
+            raise IGLearnError(f"--gamma0 must be positive, got {self.gamma0}")
         for name in ("tasks", "methods"):
             values = getattr(self, name)
             if len(set(values)) != len(values):

@@ -3,21 +3,23 @@ bandit on Vowpal Wabbit's IGL simulator, its continuous-feedback variant and gro
 and against the 2021 IGL learner on logged interactions.
 
 **Online.** Each trial plays every method on the same stream of contexts (context t at
-interaction t), all with epsilon-greedy exploration (epsilon 0.2, VW's protocol) around a
-reward regressor re-fitted as the interactions grow
-(:class:`~iglearn.learners.regression.OnlineRegression`): IGL-P with the conservative
-(Lipschitz) estimate, IGL-P with VW's step rule (:class:`~iglearn.learners.iglp.OnlineIGLP`),
-and CB, the same loop reading the true reward
-(:class:`~iglearn.learners.regression.OnlineRegressionCB`). Every method draws its feedback
+interaction t), all with the same exploration (``exploration``: by default inverse gap
+weighting with the growing gamma sqrt(1 + t) / gamma0 of Zhang, Zhang, Luo and Mineiro,
+NeurIPS 2024; or epsilon-greedy, epsilon 0.2, VW's protocol) around a reward regressor
+re-fitted as the interactions grow (:class:`~iglearn.learners.regression.OnlineRegression`):
+IGL-P with the conservative (Lipschitz) estimate, with Zhang et al.'s estimate and with VW's
+step rule (:class:`~iglearn.learners.iglp.OnlineIGLP`), and CB, the same loop reading the true
+reward (:class:`~iglearn.learners.regression.OnlineRegressionCB`). Every method draws its feedback
 from a generator with the same seed. Checkpoints record the running average true reward and
 the greedy policy's accuracy on the task's test contexts (the enjoyed topic of each user).
 
 **Vowpal Wabbit.** With ``vw`` 'auto' (the default) or 'on', each trial also plays VW's
 ``--experimental_igl`` (:class:`~iglearn.experiments.vowpal.VowpalIGL`, driven round by round
 with DSJSON lines) on every task, on the same context stream, with a feedback generator of the
-same seed, as the ``VW`` method. :func:`~iglearn.experiments.vowpal.vw_status` checks first
-that the installed ``vowpalwabbit`` package can; when it is missing (or cannot), 'auto' says so
-in the report's VW line and 'on' stops with the install command.
+same seed, as the ``VW`` method, always epsilon-greedy (epsilon 0.2).
+:func:`~iglearn.experiments.vowpal.vw_status` checks first that the installed
+``vowpalwabbit`` package can; when it is missing (or cannot), 'auto' says so in the report's
+VW line and 'on' stops with the install command.
 
 **Batch.** Each trial also logs ``batch_samples`` uniform interactions of the token-feedback
 simulator and fits IGL-P and 2021 IGL (:class:`~iglearn.learners.BatchIGL`) on them: how
@@ -65,16 +67,22 @@ VW = "VW"
 """The method name of Vowpal Wabbit's --experimental_igl in the tables."""
 
 
-def make_learner(method: str, env: Environment, epsilon: float,
+ESTIMATOR: dict[str, Literal["step", "lipschitz", "zhang"]] = {
+    "IGL-P": "lipschitz", "IGL-P zhang": "zhang", "IGL-P step": "step"}
+"""The estimator of each IGL-P method."""
+
+
+def make_learner(method: str, env: Environment, config: PersonalizedConfig,
                  rng: np.random.Generator) -> OnlineRegression | VowpalIGL:
-    """A fresh online learner of ``method`` for ``env``."""
+    """A fresh online learner of ``method`` for ``env``, exploring as ``config`` says."""
     if method == VW:
-        return VowpalIGL(env.n_actions, epsilon, seed=rng)
+        return VowpalIGL(env.n_actions, config.epsilon, seed=rng)
     if method == "CB":
-        return OnlineRegressionCB(env.n_actions, env.context_dim, epsilon=epsilon, seed=rng)
-    estimator: Literal["step", "lipschitz"] = "step" if method == "IGL-P step" else "lipschitz"
-    return OnlineIGLP(env.n_actions, env.context_dim, env.feedback_dim, epsilon=epsilon,
-                      estimator=estimator, seed=rng)
+        return OnlineRegressionCB(env.n_actions, env.context_dim, config.exploration,
+                                  config.epsilon, gamma0=config.gamma0, seed=rng)
+    return OnlineIGLP(env.n_actions, env.context_dim, env.feedback_dim, config.exploration,
+                      config.epsilon, estimator=ESTIMATOR[method], gamma0=config.gamma0,
+                      seed=rng)
 
 
 def play_method(method: str, config: PersonalizedConfig, env: Environment, task: str,
@@ -83,7 +91,7 @@ def play_method(method: str, config: PersonalizedConfig, env: Environment, task:
     """Play a fresh ``method`` learner on ``contexts``; each checkpoint with its running
     average reward and greedy test accuracy (the last also with the seconds played and the
     CPU seconds per 1,000 rounds, the checkpoints' evaluations included)."""
-    learner = make_learner(method, env, config.epsilon, learner_rng)
+    learner = make_learner(method, env, config, learner_rng)
     test_x, test_y = env.test_set()
     rounds = config.rounds_of(task)
     measured: list[tuple[Checkpoint, dict]] = []
@@ -230,10 +238,14 @@ def markdown(frame: pd.DataFrame, config: PersonalizedConfig, vw: str | None) ->
                    + VW_ARGS.format(epsilon=config.epsilon, seed=0).split(" --quiet")[0]
                    + ", seeded per trial), played round by round from Python with DSJSON "
                    "lines on the same contexts and feedback seeds.")
+    explored = (f"epsilon-greedy (epsilon {config.epsilon})" if config.exploration == "epsilon"
+                else f"inverse gap weighting with gamma_t = sqrt(1 + t) / {config.gamma0:g} "
+                     f"(Zhang et al.'s schedule)")
     lines = [
         "# Personalised feedback: IGL-P on Vowpal Wabbit's IGL simulator",
         "",
-        f"Online: epsilon-greedy (epsilon {config.epsilon}) for every method, "
+        f"Online: {explored} for every iglearn method (VW: epsilon-greedy, epsilon "
+        f"{config.epsilon}), "
         f"{config.rounds} rounds on VW's simulator (2 users, 7 topics, click/like/skip/"
         f"dislike/none), {config.short_rounds} on the other tasks; every method sees the same "
         f"contexts; {config.trials} trials. Running average true reward (+1 enjoyed topic, "
@@ -244,9 +256,10 @@ def markdown(frame: pd.DataFrame, config: PersonalizedConfig, vw: str | None) ->
         "",
         std_note(config.trials) + " The largest running average epsilon-greedy can reach on "
         f"VW's simulator is {1 - config.epsilon:.2f} (a random topic is as often hated as "
-        "enjoyed).",
+        "enjoyed); inverse gap weighting explores less as its gamma grows.",
         "",
-        "IGL-P: the conservative (Lipschitz) estimate; IGL-P step: VW's step rule; CB: the "
+        "IGL-P: the conservative (Lipschitz) estimate; IGL-P zhang: Zhang et al.'s ramp on h "
+        "(beta 0.3, sigma 0.1); IGL-P step: VW's step rule; CB: the "
         "same loop fitted to the true reward. CPU-s / 1,000 rounds: the process's CPU time "
         "over the whole play, checkpoint evaluations included.",
         "",

@@ -64,11 +64,20 @@ def fit_reward_model(model: Policy, context: np.ndarray, action: np.ndarray,
     fit_model(model, data, loss, settings, generator)
 
 
+def zhang_gamma(rounds: np.ndarray, n_actions: int, gamma0: float) -> np.ndarray:
+    """IGW's gamma at each round t (counted from 0) in the on-policy algorithm of Zhang, Zhang,
+    Luo and Mineiro (NeurIPS 2024), as published: sqrt(K) gamma_t with gamma_t = sqrt(1 + t) /
+    gamma0, so that :func:`exploration_distribution` gives each action a other than the greedy
+    one 1 / (K + sqrt(K) gamma_t (f(x, a*) - f(x, a)))."""
+    return np.sqrt(n_actions) * np.sqrt(1.0 + np.asarray(rounds, np.float64)) / gamma0
+
+
 def exploration_distribution(values: np.ndarray, exploration: str, epsilon: float,
-                             gamma: float) -> np.ndarray:
+                             gamma: float | np.ndarray) -> np.ndarray:
     """The distribution (n, K) to act with given predicted rewards ``values`` (n, K):
     epsilon-greedy puts 1 - epsilon + epsilon / K on the greedy action and epsilon / K on each
-    other; IGW gives each other action 1 / (K + gamma (f(a*) - f(a))) and the rest to a*."""
+    other; IGW (Foster and Rakhlin 2020) gives each other action 1 / (K + gamma (f(a*) - f(a)))
+    and the rest to a*, with one gamma or one per row (:func:`zhang_gamma`)."""
     n, k = values.shape
     best = values.argmax(1)
     if exploration == "epsilon":
@@ -76,7 +85,7 @@ def exploration_distribution(values: np.ndarray, exploration: str, epsilon: floa
         probs[np.arange(n), best] += 1 - epsilon
         return probs
     gap = values[np.arange(n), best][:, None] - values
-    probs = 1.0 / (k + gamma * gap)
+    probs = 1.0 / (k + np.reshape(gamma, (-1, 1)) * gap)
     probs[np.arange(n), best] = 0
     probs[np.arange(n), best] = 1 - probs.sum(1)
     return probs
@@ -94,7 +103,7 @@ class OnlineRegression(OnlineLearner):
         feedback_dim: dimension of what ``learn`` receives per interaction (0: a scalar).
         exploration: 'epsilon' (epsilon-greedy) or 'igw' (inverse gap weighting).
         epsilon: exploration probability of epsilon-greedy.
-        gamma: IGW's parameter.
+        gamma: IGW's fixed parameter (when ``gamma0`` is None).
         refit_every: the first fit's size and the fewest new interactions between re-fits.
         refit_growth: growth factor of the interactions between re-fits.
         seed: seed or numpy Generator.
@@ -102,12 +111,16 @@ class OnlineRegression(OnlineLearner):
             interactions seen when the first fit is due (before it, play is uniform), kept
             from then on (:mod:`iglearn.data.scaling`, method 'warm-up'): "auto" each block
             off the unit scale only, "on" always, "off" never (the models read raw values).
+        gamma0: IGW with the growing gamma of Zhang et al. (NeurIPS 2024) in place of
+            ``gamma``: round t (from 0) plays 1 / (K + sqrt(K) gamma_t gap) with gamma_t =
+            sqrt(1 + t) / gamma0 (:func:`zhang_gamma`; 10 in the authors' code); None: the
+            fixed ``gamma``.
     """
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
                  exploration: str = "epsilon", epsilon: float = 0.2, gamma: float = 100.0,
                  refit_every: int = 50, refit_growth: float = 1.2, seed: SeedLike = None,
-                 standardise: Mode = "auto"):
+                 standardise: Mode = "auto", gamma0: float | None = None):
         super().__init__(n_actions, seed)
         self.standardise, self.feedback_dim = check_mode(standardise), feedback_dim
         self.standardiser_: Standardiser | None = None
@@ -119,9 +132,12 @@ class OnlineRegression(OnlineLearner):
             raise IGLearnError(f"epsilon must be in [0, 1], got {epsilon!r}")
         if not gamma > 0:
             raise IGLearnError(f"gamma must be positive, got {gamma!r}")
+        if gamma0 is not None and not (np.isfinite(gamma0) and gamma0 > 0):
+            raise IGLearnError(f"gamma0 must be a positive number (or None), got {gamma0!r}")
         if refit_every < 1 or refit_growth < 1:
             raise IGLearnError("refit_every must be >= 1 and refit_growth >= 1")
         self.exploration, self.epsilon, self.gamma = exploration, epsilon, gamma
+        self.gamma0 = gamma0
         self.refit_every, self.refit_growth = refit_every, refit_growth
         self._parts: list[tuple[np.ndarray, ...]] = []
         self._whole: tuple[np.ndarray, ...] | None = None
@@ -146,16 +162,23 @@ class OnlineRegression(OnlineLearner):
     def _fit(self) -> None:
         """Re-fit on :meth:`interactions`."""
 
-    def distribution(self, contexts: np.ndarray) -> np.ndarray:
-        """The distribution (n, K) actions are drawn from for each context."""
+    def distribution(self, contexts: np.ndarray, consecutive: bool = True) -> np.ndarray:
+        """The distribution (n, K) actions are drawn from for each context: the i-th at round
+        ``round_`` + i when ``consecutive``, else each at round ``round_`` (IGW's gamma may
+        grow with the rounds)."""
         if not self.fitted_:
             return np.full((len(contexts), self.n_actions), 1.0 / self.n_actions)
+        gamma: float | np.ndarray = self.gamma
+        if self.gamma0 is not None:
+            rounds = self.round_ + np.arange(len(contexts)) * int(consecutive)
+            gamma = zhang_gamma(rounds, self.n_actions, self.gamma0)
         return exploration_distribution(self.predict_values(contexts), self.exploration,
-                                        self.epsilon, self.gamma)
+                                        self.epsilon, gamma)
 
     def probabilities(self, contexts: np.ndarray) -> np.ndarray:
-        """The distribution (n, K) the next ``act`` draws from (:meth:`distribution`)."""
-        return self.distribution(np.asarray(contexts, dtype=np.float32))
+        """The distribution (n, K) the next ``act`` draws from (:meth:`distribution`), for each
+        context as if it were the next one."""
+        return self.distribution(np.asarray(contexts, dtype=np.float32), consecutive=False)
 
     def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         contexts = np.asarray(contexts, dtype=np.float32)
@@ -251,15 +274,17 @@ class OnlineRegressionCB(OnlineRegression):
         seed: seed or numpy Generator.
         standardise: standardise contexts with the first fit's statistics (as for
             :class:`OnlineRegression`).
+        gamma0: IGW's growing gamma (as for :class:`OnlineRegression`); None: ``gamma``.
     """
 
     def __init__(self, n_actions: int, context_dim: int, exploration: str = "epsilon",
                  epsilon: float = 0.2, gamma: float = 100.0, policy: str = "linear",
                  refit_every: int = 50, refit_growth: float = 1.2,
                  first_fit: Optimisation | None = None, refit: Optimisation | None = None,
-                 seed: SeedLike = None, standardise: Mode = "auto"):
+                 seed: SeedLike = None, standardise: Mode = "auto",
+                 gamma0: float | None = None):
         super().__init__(n_actions, context_dim, 0, exploration, epsilon, gamma, refit_every,
-                         refit_growth, seed, standardise)
+                         refit_growth, seed, standardise, gamma0)
         self.first_fit = first_fit or DEFAULT_OPTIMISATION
         self.refit = refit or REFIT
         self.policy_: Policy = make_policy(policy, context_dim, n_actions,

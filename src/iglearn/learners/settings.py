@@ -237,11 +237,19 @@ class IGLPSettings(FitSettings):
     policy: str = "linear"
     """Class of the reward regressor f(x, a) (the policy) and of the flag model: 'linear' or
     'mlp'."""
-    estimator: Literal["step", "lipschitz"] = "lipschitz"
-    """How extreme each interaction is: 'step' (VW's rule, L > threshold) or 'lipschitz' (the
-    conservative ramp)."""
+    estimator: Literal["step", "lipschitz", "zhang"] = "lipschitz"
+    """How extreme each interaction is: 'step' (VW's rule, L > threshold), 'lipschitz'
+    (iglearn's conservative ramp in log L) or 'zhang' (the ramp on h of Zhang, Zhang, Luo and
+    Mineiro, NeurIPS 2024: clip((h - ramp_start) / ramp_width, 0, 1))."""
     threshold: float = 3.0
     """Likelihood ratio L above which feedback counts as extreme (3 is VW's rule)."""
+    ramp_start: float = 0.3
+    """Zhang et al.'s beta: the probability h(a | x, y) of the logged action at which the
+    'zhang' ramp leaves 0 (0.3 in the authors' code); must exceed 1 / K, the h of feedback
+    that says nothing about the action."""
+    ramp_width: float = 0.1
+    """Zhang et al.'s sigma: the rise of h over which the 'zhang' ramp goes from 0 to 1 (0.1
+    in the authors' code)."""
     optimisation: Optimisation = field(default_factory=lambda: REGRESSION_OPTIMISATION)
     """Optimiser settings of each of the three models."""
     users: int = 0
