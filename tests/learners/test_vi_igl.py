@@ -16,7 +16,6 @@ from iglearn.learners import VIIGL, IdentifiabilityWarning, Optimisation
 from iglearn.learners.settings import VIIGL_OPTIMISATION, VIIGLSettings
 from iglearn.learners.trials import Batch, Trials, side_by_side
 from iglearn.learners.vi_igl import (
-    PAIRS_BY_PRODUCT,
     choose_orientation,
     conditional_bound,
     critic_scores,
@@ -131,15 +130,15 @@ def test_marginal_bound_is_the_information_between_a_gaussian_mixture_and_its_la
     assert float(marginal_bound(t, q, w, "kl")) == pytest.approx(truth, abs=0.01)
 
 
-@pytest.mark.parametrize("n", [40, 8 * PAIRS_BY_PRODUCT + 1])
-def test_pair_scores_are_the_partners_inner_products(n):
-    """Both ways (every row's products, for a small mini-batch; the gathered partners', for a
-    larger one) give <phi_i(r), chi_j(r)> for j in row i of the partners."""
+@pytest.mark.parametrize(("n", "pairs"), [(1, 8), (5, 8), (40, 8), (129, 8), (500, 32)])
+def test_pair_scores_are_the_partners_inner_products(n, pairs):
+    """The blocks' products, read along their diagonals, are <phi_i(r), chi_j(r)> for j in row
+    i of the partner rows, whether or not the blocks divide the rows."""
     g = torch.Generator().manual_seed(0)
     phi, chi = (torch.randn(3, n, 2, 5, generator=g, dtype=torch.float64) for _ in range(2))
-    partners = partner_rows(n, 8)
+    partners = partner_rows(n, pairs)
     expected = torch.einsum("tird,timrd->trim", phi, chi[:, partners])
-    torch.testing.assert_close(pair_scores(phi, chi, partners), expected)
+    torch.testing.assert_close(pair_scores(phi, chi, pairs), expected)
 
 
 @pytest.mark.parametrize("divergence", ["kl", "chi2-kl"])

@@ -134,40 +134,40 @@ class Critics(nn.Module):
         return self.clip * torch.tanh(score / self.clip)
 
     def forward(self, context: torch.Tensor, action: torch.Tensor, feedback: torch.Tensor,
-                partners: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                pairs: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The critics on a mini-batch of n interactions (leading trial axes allowed):
         G on each joint sample, shape (..., n, 2) (r = 0, 1); G on the pairs
-        (x_i, a_i, y_j, r) for j in row i of ``partners`` (shape (n, m),
-        :func:`partner_rows`), shape (..., 2, n, m); and T, shape (..., n, 2)."""
+        (x_i, a_i, y_j, r) for j in row i of :func:`partner_rows` (n, ``pairs``) (m of them),
+        shape (..., 2, n, m); and T, shape (..., n, 2)."""
         k, w = self.n_actions, self.width
         at = action[..., None, None, None].expand(*action.shape, 1, 2, w)
         phi = self.context(context).unflatten(-1, (k, 2, w)).gather(-3, at).squeeze(-3)
         chi = self.feedback(feedback).unflatten(-1, (2, w))
         joint = (phi * chi).sum(-1) / math.sqrt(w)
-        pairs = pair_scores(phi, chi, partners) / math.sqrt(w)
+        product = pair_scores(phi, chi, pairs) / math.sqrt(w)
         t = self.marginal(context).unflatten(-1, (k, 2))
         t = t.gather(-2, action[..., None, None].expand(*action.shape, 1, 2)).squeeze(-2)
-        return self._clipped(joint), self._clipped(pairs), self._clipped(t)
+        return self._clipped(joint), self._clipped(product), self._clipped(t)
 
 
-PAIRS_BY_PRODUCT = 16
-""":func:`pair_scores` multiplies every row's embeddings with every row's (one matrix product)
-when a mini-batch has at most this many rows per partner, and only the partners' otherwise."""
-
-
-def pair_scores(phi: torch.Tensor, chi: torch.Tensor, partners: torch.Tensor) -> torch.Tensor:
+def pair_scores(phi: torch.Tensor, chi: torch.Tensor, pairs: int) -> torch.Tensor:
     """The inner products <phi_i(r), chi_j(r)> of each row i's context embedding with the
-    feedback embedding of each of its partners j (row i of ``partners``, shape (n, m)), shape
-    (..., 2, n, m), from embeddings of shape (..., n, 2, w). A small mini-batch takes every
-    row's products with every row's, one matrix product, and reads the partners' among them
-    (n² products, but at the speed of a matrix product); a larger one
-    (n > :data:`PAIRS_BY_PRODUCT` m) multiplies each row with its gathered partners' only."""
-    n, m = partners.shape
-    if n <= PAIRS_BY_PRODUCT * m:
-        every = phi.transpose(-3, -2) @ chi.permute(*range(chi.dim() - 3), -2, -1, -3)
-        return every.gather(-1, partners.expand(*every.shape[:-1], m))
-    products = (phi[..., :, None, :, :] * chi[..., partners, :, :]).sum(-1)  # (..., n, m, 2)
-    return products.movedim(-1, -3)
+    feedback embedding of each of its partners j (row i of :func:`partner_rows` (n, pairs):
+    j = i + 1, ..., i + m mod n), shape (..., 2, n, m), from embeddings of shape
+    (..., n, 2, w). The rows are taken in blocks of m: the partners of a block's rows lie in
+    the 2m - 1 rows after its first, so one small matrix product per block (m x (2m - 1)
+    products, not n x n) holds them all, read along its diagonals."""
+    n = phi.shape[-3]
+    m = max(1, min(pairs, n - 1))  # as partner_rows
+    blocks = -(-n // m)
+    rows = torch.arange(blocks * m) % n
+    span = (torch.arange(blocks)[:, None] * m + 1 + torch.arange(2 * m - 1)) % n
+    left = phi[..., rows, :, :].unflatten(-3, (blocks, m)).movedim(-2, -4)  # (.., 2, b, m, w)
+    right = chi[..., span, :, :].movedim(-2, -4)  # (..., 2, blocks, 2m - 1, w)
+    every = left @ right.transpose(-1, -2)  # (..., 2, blocks, m, 2m - 1)
+    diagonals = torch.arange(m)[:, None] + torch.arange(m)  # row l's partner k: column l + k
+    found = every.gather(-1, diagonals.expand(*every.shape[:-1], m))
+    return found.flatten(-3, -2)[..., :n, :]
 
 
 def make_critics(settings: VIIGLSettings, context_dim: int, feedback_dim: int, n_actions: int,
@@ -279,7 +279,7 @@ def critic_scores(critics: Critics, decoder: Decoder, batch: Batch, pairs: int
     w = importance_weights(batch.probability)
     q = reward_weights(decoder(batch.signal))
     partners = partner_rows(w.shape[-1], pairs)
-    return (w, q, partners, *critics(batch.context, batch.action, batch.signal, partners))
+    return (w, q, partners, *critics(batch.context, batch.action, batch.signal, pairs))
 
 
 def information_bounds(critics: Critics, decoder: Decoder, batch: Batch, divergence: str,
