@@ -6,12 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from iglearn.envs.named import named_environment
 from iglearn.errors import IGLearnError
-from iglearn.experiments.configs import NoisyFeedbackConfig
+from iglearn.experiments.configs import NOISY_METHODS, NoisyFeedbackConfig
 from iglearn.experiments.noisy_feedback import (
     CLEAN,
+    FEEDBACK_BLIND,
+    environment_name,
     markdown,
     run_stacked,
+    setting_seeds,
     settings_run,
     summary,
 )
@@ -63,6 +67,30 @@ def test_p_zero_runs_once_and_seeds_do_not_depend_on_what_else_runs():
     for row in alone[0]:
         if row["metric"] == "accuracy":
             assert value[row["kind"], "accuracy"] == row["value"]
+
+
+def test_a_trials_settings_log_the_same_interactions_and_share_the_blind_fits():
+    """Every setting of a trial logs the same contexts, actions and rewards (only the
+    feedback differs), and the methods that read no feedback get the same seed in each, so
+    their one fit per trial is the fit of every setting."""
+    config = NoisyFeedbackConfig(p=(0.0, 0.3), kinds=("independent", "both"))
+    logs, seeds = [], []
+    for kind, p in settings_run(config):
+        env = named_environment(environment_name(kind, "digits"), None, p)
+        spawned = setting_seeds(5, kind, p)
+        logs.append(env.log(300, np.random.default_rng(spawned[0])))
+        blind = [spawned[1 + NOISY_METHODS.index(method)] for method in FEEDBACK_BLIND]
+        seeds.append([(seed.entropy, seed.spawn_key) for seed in blind])
+    for log, seed in zip(logs[1:], seeds[1:], strict=True):
+        for name in ("context", "action", "probability", "reward", "label"):
+            np.testing.assert_array_equal(getattr(log, name), getattr(logs[0], name))
+        assert not np.array_equal(log.feedback, logs[0].feedback)
+        assert seed == seeds[0]
+    rows = run_stacked(NoisyFeedbackConfig(trials=1, samples=300, methods=("SUP",), **{
+        "p": config.p, "kinds": config.kinds}), [0], spawn_seeds(0, 1))[0]
+    accuracy = {(row["kind"], row["p"]): row["value"] for row in rows
+                if row["metric"] == "accuracy"}
+    assert len(accuracy) == 3 and len(set(accuracy.values())) == 1
 
 
 def test_markdown_says_where_igl_beats_vi_igl():

@@ -13,14 +13,21 @@ from iglearn.envs.mnist import digits_environment
 from iglearn.envs.noisy import NoisyFeedbackEnvironment
 from iglearn.errors import IGLearnError
 from iglearn.learners import VIIGL, IdentifiabilityWarning, Optimisation
-from iglearn.learners.trials import Trials
+from iglearn.learners.settings import VIIGL_OPTIMISATION, VIIGLSettings
+from iglearn.learners.trials import Batch, Trials, side_by_side
 from iglearn.learners.vi_igl import (
     choose_orientation,
     conditional_bound,
+    critic_scores,
+    decoder_stage,
+    make_critics,
     marginal_bound,
+    pair_scores,
     partner_rows,
+    split_divergence,
     variational_bound,
 )
+from iglearn.models import make_decoder
 from iglearn.models.decoders import LinearDecoder
 
 
@@ -121,6 +128,53 @@ def test_marginal_bound_is_the_information_between_a_gaussian_mixture_and_its_la
     q = torch.nn.functional.one_hot(torch.from_numpy(r), 2).double()
     w = torch.full((n,), 1.0 / n, dtype=torch.float64)
     assert float(marginal_bound(t, q, w, "kl")) == pytest.approx(truth, abs=0.01)
+
+
+@pytest.mark.parametrize(("n", "pairs"), [(1, 8), (5, 8), (40, 8), (129, 8), (500, 32)])
+def test_pair_scores_are_the_partners_inner_products(n, pairs):
+    """The blocks' products, read along their diagonals, are <phi_i(r), chi_j(r)> for j in row
+    i of the partner rows, whether or not the blocks divide the rows."""
+    g = torch.Generator().manual_seed(0)
+    phi, chi = (torch.randn(3, n, 2, 5, generator=g, dtype=torch.float64) for _ in range(2))
+    partners = partner_rows(n, pairs)
+    expected = torch.einsum("tird,timrd->trim", phi, chi[:, partners])
+    torch.testing.assert_close(pair_scores(phi, chi, pairs), expected)
+
+
+@pytest.mark.parametrize("divergence", ["kl", "chi2-kl"])
+def test_decoder_stage_loss_and_gradients_are_those_of_each_bound_evaluated_twice(divergence):
+    """The stage evaluates each bound once, the critics' gradients reversed through their
+    scores; on fixed weights its value and every parameter's gradient are those of the
+    formula that evaluates each bound twice (once for the critics, psi held fixed, once for
+    psi, the critics held fixed)."""
+    g = torch.Generator().manual_seed(0)
+    n, k, dim, beta = 60, 4, 6, 10.0
+    batch = Batch(torch.randn(2, n, dim, generator=g), torch.randint(0, k, (2, n), generator=g),
+                  0.05 + torch.rand(2, n, generator=g), torch.randn(2, n, dim, generator=g))
+    settings = VIIGLSettings(critic_hidden=8, critic_width=4)
+    critics = [make_critics(settings, dim, dim, k, torch.Generator().manual_seed(s))
+               for s in (1, 2)]
+    decoders = [make_decoder("linear", dim, torch.Generator().manual_seed(s), 1.0)
+                for s in (3, 4)]
+    g_div, t_div = split_divergence(divergence)
+    with side_by_side(critics) as critic, side_by_side(decoders) as psi:
+        stage = decoder_stage(psi, critic, VIIGL_OPTIMISATION, beta, divergence, 16)
+        value = stage.loss(batch)
+        value.sum().backward()
+        found = [p.grad.clone() for p in stage.params]
+        for p in stage.params:
+            p.grad = None
+        w, q, partners, joint, product, t = critic_scores(critic, psi, batch, 16)
+        g_critic = conditional_bound(joint, product, q.detach(), w, g_div, partners)
+        t_critic = marginal_bound(t, q.detach(), w, t_div)
+        g_psi = conditional_bound(joint.detach(), product.detach(), q, w, g_div, partners)
+        t_psi = marginal_bound(t.detach(), q, w, t_div)
+        expected = g_psi - beta * t_psi
+        (expected - g_critic - t_critic).sum().backward()
+        torch.testing.assert_close(value.detach(), expected.detach())
+        for p, grad in zip(stage.params, found, strict=True):
+            assert p.grad is not None and p.grad.abs().max() > 0
+            torch.testing.assert_close(grad, p.grad, rtol=1e-4, atol=1e-7)
 
 
 def test_the_symmetry_choice_makes_the_rarer_event_the_reward():

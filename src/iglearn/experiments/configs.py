@@ -333,7 +333,7 @@ class NoisyFeedbackConfig:
     samples: int = 1000
     """Uniformly logged interactions per trial, noise kind and p. A fit's cost hardly depends
     on it below a few thousand (each stage runs up to ``max_steps`` steps); 1000 keeps the
-    default run (16 trials of 13 settings, five learners each) to about 1300 CPU-seconds. The
+    default run (16 trials of 13 settings, five learners each) to about 860 CPU-seconds. The
     paper's setting is 60000 on MNIST (``--dataset mnist --samples 60000``)."""
     p: tuple[float, ...] = (0.0, 0.1, 0.2, 0.3)
     """Probabilities that a feedback image is replaced by a noise digit; p = 0 (the 2021

@@ -1,14 +1,16 @@
 """Noisy feedback (Hu, Farnia and Leung, ICML 2024): VI-IGL against 2021 IGL, AI-IGL, E2G and
 the baselines when a share p of the feedback images is replaced by a noise digit.
 
-Each trial draws, for every noise kind (:mod:`iglearn.envs.noisy`: independent of (x, a, r),
-tied to the action, to the context, to both) and every p > 0, a fresh uniform log of the
-noisy task, and one of the 2021 task for p = 0 (the same task whatever the kind, run once);
-it fits on each VI-IGL (:class:`~iglearn.learners.vi_igl.VIIGL`), 2021 IGL
+Each trial logs uniform play of the noisy task for every noise kind
+(:mod:`iglearn.envs.noisy`: independent of (x, a, r), tied to the action, to the context, to
+both) and every p > 0, and of the 2021 task for p = 0 (the same task whatever the kind, run
+once); the logs of a trial share their contexts, actions and rewards, only the feedback
+differs. It fits on each VI-IGL (:class:`~iglearn.learners.vi_igl.VIIGL`), 2021 IGL
 (:class:`~iglearn.learners.BatchIGL`), AI-IGL (:class:`~iglearn.learners.AIIGL`), CB (the true
 reward) and SUP (the labels), all with their default settings and linear models, and scores
-the argmax policy on the task's test contexts. E2G (:class:`~iglearn.learners.E2G`, online,
-the paper's schedule) plays where its assumption y ⟂ (x, a) | r holds: at p = 0 and on
+the argmax policy on the task's test contexts; CB and SUP read no feedback, so they are fitted
+once per trial and stand in every setting. E2G (:class:`~iglearn.learners.E2G`, online, the
+paper's schedule) plays where its assumption y ⟂ (x, a) | r holds: at p = 0 and on
 independent noise. Each batch method fits a worker's trials side by side (``fit_many``).
 
 The VI-IGL paper's figures (read from secondary summaries, unverified) stand beside ours:
@@ -50,6 +52,9 @@ EXPERIMENT = "noisy_feedback"
 BATCH = {"VI-IGL": VIIGL, "IGL": BatchIGL, "AI-IGL": AIIGL, "CB": ContextualBandit,
          "SUP": Supervised}
 """The batch learners compared, by name."""
+FEEDBACK_BLIND = ("CB", "SUP")
+"""The methods that read no feedback (CB the true reward, SUP the labels): they are fitted
+once per trial and their rows stand in every setting (:func:`setting_seeds`)."""
 CLEAN = "none"
 """The kind recorded for p = 0: the 2021 task, shared by every kind."""
 PAPER: dict[tuple[str, float], dict[str, float]] = {
@@ -75,9 +80,16 @@ def environment_name(kind: str, dataset: str) -> str:
 def setting_seeds(trial_seed: int, kind: str, p: float) -> list[np.random.SeedSequence]:
     """The seeds of one (kind, p) in one trial: the log's, then one per method of
     :data:`~iglearn.experiments.configs.NOISY_METHODS`; they depend on the trial, the kind and
-    p only, so that leaving out a kind, a p or a method changes no other result."""
-    key = [trial_seed, (CLEAN, *NOISE_KINDS).index(kind), round(1e6 * p)]
-    return np.random.SeedSequence(key).spawn(1 + len(NOISY_METHODS))
+    p only, so that leaving out a kind, a p or a method changes no other result. The log's
+    and those of the methods in :data:`FEEDBACK_BLIND` depend on the trial alone: every
+    setting of a trial logs the same contexts, actions and rewards (the environments draw
+    them alike; only the feedback differs), so those methods' fits are the same in every
+    setting."""
+    own = np.random.SeedSequence([trial_seed, (CLEAN, *NOISE_KINDS).index(kind),
+                                  round(1e6 * p)]).spawn(1 + len(NOISY_METHODS))
+    shared = np.random.SeedSequence([trial_seed]).spawn(1 + len(NOISY_METHODS))
+    return [shared[0], *(shared[1 + m] if method in FEEDBACK_BLIND else own[1 + m]
+                         for m, method in enumerate(NOISY_METHODS))]
 
 
 def play_e2g(env: Environment, rounds: int, seed: np.random.SeedSequence) -> dict[str, float]:
@@ -113,6 +125,7 @@ def run_stacked(config: NoisyFeedbackConfig, trials: list[int],
     own measures."""
     trial_seeds = [integer_seed(seed) for seed in seeds]
     rows: list[list[dict]] = [[] for _ in trials]
+    blind: dict[str, list[dict[str, float | None]]] = {}  # FEEDBACK_BLIND's fits, per trial
     for kind, p in settings_run(config):
         env = named_environment(environment_name(kind, config.dataset), config.data_dir, p)
         spawned = [setting_seeds(trial_seed, kind, p) for trial_seed in trial_seeds]
@@ -129,8 +142,13 @@ def run_stacked(config: NoisyFeedbackConfig, trials: list[int],
                         rows[t] += tidy_rows(EXPERIMENT, method, trials[t], trial_seeds[t],
                                              config.e2g_rounds, played, settings)
                 continue
-            scored = fit_scored(BATCH[method], [each[1 + m] for each in spawned], logs,
-                                test_x, test_y)
+            if method in blind:  # the same seeds and logged (x, a, r) as its first fit
+                scored = blind[method]
+            else:
+                scored = fit_scored(BATCH[method], [each[1 + m] for each in spawned], logs,
+                                    test_x, test_y)
+                if method in FEEDBACK_BLIND:
+                    blind[method] = scored
             for t, found in enumerate(scored):
                 rows[t] += tidy_rows(EXPERIMENT, method, trials[t], trial_seeds[t],
                                      config.samples, found, settings)

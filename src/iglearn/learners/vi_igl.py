@@ -134,21 +134,40 @@ class Critics(nn.Module):
         return self.clip * torch.tanh(score / self.clip)
 
     def forward(self, context: torch.Tensor, action: torch.Tensor, feedback: torch.Tensor,
-                partners: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                pairs: int) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The critics on a mini-batch of n interactions (leading trial axes allowed):
         G on each joint sample, shape (..., n, 2) (r = 0, 1); G on the pairs
-        (x_i, a_i, y_j, r) for j in row i of ``partners`` (shape (n, m),
-        :func:`partner_rows`), shape (..., 2, n, m); and T, shape (..., n, 2)."""
+        (x_i, a_i, y_j, r) for j in row i of :func:`partner_rows` (n, ``pairs``) (m of them),
+        shape (..., 2, n, m); and T, shape (..., n, 2)."""
         k, w = self.n_actions, self.width
         at = action[..., None, None, None].expand(*action.shape, 1, 2, w)
         phi = self.context(context).unflatten(-1, (k, 2, w)).gather(-3, at).squeeze(-3)
         chi = self.feedback(feedback).unflatten(-1, (2, w))
         joint = (phi * chi).sum(-1) / math.sqrt(w)
-        pairs = torch.einsum("...ird,...imrd->...rim", phi, chi[..., partners, :, :])
-        pairs = pairs / math.sqrt(w)
+        product = pair_scores(phi, chi, pairs) / math.sqrt(w)
         t = self.marginal(context).unflatten(-1, (k, 2))
         t = t.gather(-2, action[..., None, None].expand(*action.shape, 1, 2)).squeeze(-2)
-        return self._clipped(joint), self._clipped(pairs), self._clipped(t)
+        return self._clipped(joint), self._clipped(product), self._clipped(t)
+
+
+def pair_scores(phi: torch.Tensor, chi: torch.Tensor, pairs: int) -> torch.Tensor:
+    """The inner products <phi_i(r), chi_j(r)> of each row i's context embedding with the
+    feedback embedding of each of its partners j (row i of :func:`partner_rows` (n, pairs):
+    j = i + 1, ..., i + m mod n), shape (..., 2, n, m), from embeddings of shape
+    (..., n, 2, w). The rows are taken in blocks of m: the partners of a block's rows lie in
+    the 2m - 1 rows after its first, so one small matrix product per block (m x (2m - 1)
+    products, not n x n) holds them all, read along its diagonals."""
+    n = phi.shape[-3]
+    m = max(1, min(pairs, n - 1))  # as partner_rows
+    blocks = -(-n // m)
+    rows = torch.arange(blocks * m) % n
+    span = (torch.arange(blocks)[:, None] * m + 1 + torch.arange(2 * m - 1)) % n
+    left = phi[..., rows, :, :].unflatten(-3, (blocks, m)).movedim(-2, -4)  # (.., 2, b, m, w)
+    right = chi[..., span, :, :].movedim(-2, -4)  # (..., 2, blocks, 2m - 1, w)
+    every = left @ right.transpose(-1, -2)  # (..., 2, blocks, m, 2m - 1)
+    diagonals = torch.arange(m)[:, None] + torch.arange(m)  # row l's partner k: column l + k
+    found = every.gather(-1, diagonals.expand(*every.shape[:-1], m))
+    return found.flatten(-3, -2)[..., :n, :]
 
 
 def make_critics(settings: VIIGLSettings, context_dim: int, feedback_dim: int, n_actions: int,
@@ -260,7 +279,7 @@ def critic_scores(critics: Critics, decoder: Decoder, batch: Batch, pairs: int
     w = importance_weights(batch.probability)
     q = reward_weights(decoder(batch.signal))
     partners = partner_rows(w.shape[-1], pairs)
-    return (w, q, partners, *critics(batch.context, batch.action, batch.signal, partners))
+    return (w, q, partners, *critics(batch.context, batch.action, batch.signal, pairs))
 
 
 def information_bounds(critics: Critics, decoder: Decoder, batch: Batch, divergence: str,
@@ -273,24 +292,46 @@ def information_bounds(critics: Critics, decoder: Decoder, batch: Batch, diverge
             marginal_bound(t, q, w, t_div))
 
 
+class _ScaledGradient(torch.autograd.Function):
+    """The identity, whose backward pass multiplies the gradient by a constant."""
+
+    @staticmethod
+    def forward(ctx: torch.autograd.function.FunctionCtx, x: torch.Tensor,
+                factor: float) -> torch.Tensor:
+        ctx.factor = factor  # type: ignore[attr-defined]
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx: torch.autograd.function.FunctionCtx,
+                 grad: torch.Tensor) -> tuple[torch.Tensor, None]:
+        return grad * ctx.factor, None  # type: ignore[attr-defined]
+
+
+def scaled_gradient(x: torch.Tensor, factor: float) -> torch.Tensor:
+    """``x`` unchanged, but the gradient that flows back through it is multiplied by
+    ``factor`` (-1: a gradient reversal), so that one loss can make some parameters descend and
+    others ascend the same term."""
+    return cast(torch.Tensor, _ScaledGradient.apply(x, factor))
+
+
 def decoder_stage(decoder: Decoder, critics: Critics, settings: Optimisation, beta: float,
                   divergence: str, pairs: int) -> Stage:
     """Step 1, Eq. (ii) by gradient descent-ascent: on each mini-batch the critics ascend their
     bounds (psi held fixed) while psi descends bound_G - beta bound_T (the critics held
     fixed), one AdamW step for all (the decoder at the learning rate times its temperature);
     each sample is paired with ``pairs`` others for the conditional product law. The stage's
-    loss value, which its stopping rule watches, is psi's objective."""
+    loss value, which its stopping rule watches, is psi's objective. Each bound is evaluated
+    once per mini-batch: the critics' scores pass through :func:`scaled_gradient` (factor -1
+    for G, 1 / beta for T), so that the one backward pass gives psi the gradient of
+    bound_G - beta bound_T and each critic that of minus its own bound."""
     g_div, t_div = split_divergence(divergence)
 
     def loss(batch: Batch) -> torch.Tensor:
         w, q, partners, joint, product, t = critic_scores(critics, decoder, batch, pairs)
-        g_critic = conditional_bound(joint, product, q.detach(), w, g_div, partners)
-        t_critic = marginal_bound(t, q.detach(), w, t_div)
-        g_psi = conditional_bound(joint.detach(), product.detach(), q, w, g_div, partners)
-        t_psi = marginal_bound(t.detach(), q, w, t_div)
-        value = g_psi - beta * t_psi
-        total = value - g_critic - t_critic
-        return total + (value - total).detach()
+        # each bound once: psi's gradient as it is, the critics' turned to ascend their bound
+        g = conditional_bound(scaled_gradient(joint, -1.0), scaled_gradient(product, -1.0), q,
+                              w, g_div, partners)
+        return g - beta * marginal_bound(scaled_gradient(t, 1.0 / beta), q, w, t_div)
 
     psi = list(decoder.parameters())
     return Stage(settings.grounding_epochs, psi + list(critics.parameters()), loss, psi,
