@@ -14,8 +14,9 @@ held-out digits, indicator (Eq. 9). For Ray Train also the wall seconds of the w
 steps' all-reduces. The 1-minute load average before and after each fit is recorded: on a
 shared machine the workers compete with other work. With ``--kill-after S``, one more
 2-worker fit whose worker 1 is killed (SIGKILL) S seconds after it starts: Ray Train restarts
-the workers, which resume from the last epoch's checkpoint, and the fit's restarts, the
-checkpoint it resumed from, accuracy and indicator are recorded.
+the workers, which resume from the last checkpoint (``RayTrain.checkpoint_seconds`` apart;
+before the first they run again from the start), and the fit's restarts, the checkpoint it
+resumed from, accuracy and indicator are recorded.
 
 Cost model (``project``): a fit on N workers of n interactions takes
 

@@ -100,6 +100,12 @@ def test_a_log_a_distributed_fit_cannot_share_out_is_refused_in_one_line(digits)
         assert "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize("seconds", [-1.0, math.inf, math.nan])
+def test_a_checkpoint_interval_that_is_not_a_number_of_seconds_is_refused(seconds):
+    with pytest.raises(IGLearnError, match="checkpoint_seconds must be a number >= 0"):
+        RayTrain(checkpoint_seconds=seconds)
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     """One local Ray instance of two CPUs for every test that runs Ray Train workers."""
@@ -202,7 +208,8 @@ def test_a_worker_killed_mid_fit_resumes_from_the_last_checkpoint(digits, single
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         two = BatchIGL(seed=0).fit(open_log(digits, STREAM),
-                                   backend=RayTrain(workers=2, storage=str(tmp_path)))
+                                   backend=RayTrain(workers=2, storage=str(tmp_path),
+                                                    checkpoint_seconds=0.0))
     killer.join(timeout=5)
     assert killed, "the worker was not killed"
     report = two.distributed_

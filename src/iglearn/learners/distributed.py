@@ -25,18 +25,18 @@ mini-batches an epoch from a shuffle of its own share, about B / N rows each, an
 reads about B rows in all. The learning rate, the schedule and the number of epochs are those
 of the fit in one process; only the shuffle differs (each worker shuffles its share).
 
-Faults: after every epoch of the training loop (every window of an extended stage) the
-workers report a checkpoint to Ray Train (worker 0 writes it, under ``storage``): the stage
-of the loop and the epoch, the parameters, the optimiser's moments and step, the
-generators' states, the plateau's and the closing anneals' state, and the state each
-earlier stage ended in. Ray Train restarts the workers after one dies (``max_failures``
-times); the restarted fit runs again from its start, seeded as before, but each stage the
-checkpoint saw end is put back as it ended, without training, and the checkpoint's stage
-goes on after its epoch: the fit ends as the uninterrupted fit would (the full passes
-between stages, such as the adaptive restart's indicators, run again on the restored
-models). The fitted learner notes the restart and the epoch it resumed from
-(:class:`DistributedReport`). Only worker 0 hands back a model, once its fit has completed;
-nothing is written before.
+Faults: after an epoch of the training loop (or a window of an extended stage), once
+``checkpoint_seconds`` have passed since the last, the workers report a checkpoint to Ray
+Train (worker 0 writes it, under ``storage``): the stage of the loop and the epoch, the
+parameters, the optimiser's moments and step, the generators' states, the plateau's and the
+closing anneals' state, and the state each earlier stage ended in. Ray Train restarts the
+workers after one dies (``max_failures`` times); the restarted fit runs again from its
+start, seeded as before, but each stage the checkpoint saw end is put back as it ended,
+without training, and the checkpoint's stage goes on after its epoch: the fit ends as the
+uninterrupted fit would (the full passes between stages, such as the adaptive restart's
+indicators, run again on the restored models). The fitted learner notes the restart and the
+epoch it resumed from (:class:`DistributedReport`). Only worker 0 hands back a model, once
+its fit has completed; nothing is written before.
 """
 
 from __future__ import annotations
@@ -115,6 +115,10 @@ class RayTrain:
     """CPUs Ray reserves for each worker."""
     max_failures: int = 3
     """Times Ray Train restarts the workers after one fails before the fit fails."""
+    checkpoint_seconds: float = 60.0
+    """Least wall seconds between two checkpoints of the training loop (0: after every
+    epoch): each is a Ray Train report, which every worker waits for, and a restarted fit
+    resumes from the last one."""
     storage: str | None = None
     """Folder of the run's records (Ray Train's checkpoints, which process ran each
     worker): on a cluster, storage every node reaches; None: a temporary folder, removed
@@ -126,6 +130,9 @@ class RayTrain:
         if not isinstance(self.max_failures, int) or self.max_failures < 0:
             raise IGLearnError(f"max_failures must be a whole number >= 0, got "
                                f"{self.max_failures!r}")
+        if not (math.isfinite(self.checkpoint_seconds) and self.checkpoint_seconds >= 0):
+            raise IGLearnError(f"checkpoint_seconds must be a number >= 0, got "
+                               f"{self.checkpoint_seconds!r}")
         if not (math.isfinite(self.cpus_per_worker) and self.cpus_per_worker > 0):
             raise IGLearnError(f"cpus_per_worker must be a number > 0, got "
                                f"{self.cpus_per_worker!r}")
@@ -176,7 +183,8 @@ class RayTrain:
                                      pieces.block_rows)
         trainer = TorchTrainer(
             train_worker,
-            train_loop_config={"learner": learner, "log": log, "run": str(run)},
+            train_loop_config={"learner": learner, "log": log, "run": str(run),
+                               "checkpoint_seconds": self.checkpoint_seconds},
             scaling_config=ScalingConfig(num_workers=self.workers, use_gpu=False,
                                          resources_per_worker={"CPU": self.cpus_per_worker}),
             run_config=RunConfig(name="fit", storage_path=str(run / "ray"),

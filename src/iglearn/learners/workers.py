@@ -87,8 +87,11 @@ class TorchReducer(Reducer):
     """The reductions of a data-parallel fit over torch's default process group (Ray Train
     sets it up: gloo on CPUs)."""
 
-    def __init__(self, size: int, rank: int = 0, resume: dict | None = None):
-        self.size, self.rank = size, rank
+    def __init__(self, size: int, rank: int = 0, resume: dict | None = None,
+                 every: float = 0.0):
+        self.size, self.rank, self.every = size, rank, every
+        self.saved_at = time.monotonic()
+        """When the last checkpoint was reported (or the fit began)."""
         self.steps = 0
         """Steps whose gradients were all-reduced."""
         self.step_seconds = 0.0
@@ -122,15 +125,22 @@ class TorchReducer(Reducer):
         return state
 
     def save(self, state: Callable[[], dict]) -> None:
-        """Keep the state of a stage that has ended; after an epoch (or window), report a
-        checkpoint to Ray Train (every worker reports, worker 0 writes it): the stage, its
-        state, the state of every stage before it, and the step counts."""
+        """Keep the state of a stage that has ended; after an epoch (or window), once
+        ``every`` seconds have passed since the last checkpoint (by worker 0's clock, which
+        all workers follow), report a checkpoint to Ray Train (every worker reports, worker 0
+        writes it): the stage, its state, the state of every stage before it, and the step
+        counts."""
         import ray.train
 
         snapshot = state()
         if snapshot["done"]:
             self.ends[self.stage] = snapshot
             return
+        if self.every > 0:  # every worker follows worker 0's clock
+            due = self.rank == 0 and time.monotonic() - self.saved_at >= self.every
+            if not bool(self.sum(torch.tensor(float(due))) > 0):
+                return
+        self.saved_at = time.monotonic()
         metrics = {"stage": self.stage, "epoch": snapshot["epoch"] + 1}
         if self.rank != 0:
             ray.train.report(metrics)
@@ -200,7 +210,7 @@ def train_worker(config: dict[str, Any]) -> None:
     if checkpoint is not None:
         with checkpoint.as_directory() as folder:
             resume = pickle.loads((Path(folder) / RESUME).read_bytes())
-    reducer = TorchReducer(size, rank, resume)
+    reducer = TorchReducer(size, rank, resume, config["checkpoint_seconds"])
     share = ShardStream(config["log"], rank, size, reducer)
     wall, cpu = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
