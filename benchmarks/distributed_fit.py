@@ -14,7 +14,9 @@ held-out digits, indicator (Eq. 9). For Ray Train also the wall seconds of the w
 steps' all-reduces. The 1-minute load average before and after each fit is recorded: on a
 shared machine the workers compete with other work. With ``--kill-after S``, one more
 2-worker fit whose worker 1 is killed (SIGKILL) S seconds after it starts: Ray Train restarts
-the workers, and the fit's restarts, accuracy and indicator are recorded.
+the workers, which resume from the last checkpoint (``RayTrain.checkpoint_seconds`` apart;
+before the first they run again from the start), and the fit's restarts, the checkpoint it
+resumed from, accuracy and indicator are recorded.
 
 Cost model (``project``): a fit on N workers of n interactions takes
 
@@ -122,7 +124,8 @@ def fit(path: Path, dims: tuple[int, int], workers: int | None,
         result.update(seconds=report.seconds, cpu_seconds=report.cpu_seconds,
                       call_seconds=call, start_seconds=call - report.seconds,
                       steps=report.steps, step_seconds=report.step_seconds,
-                      step_values=report.step_values, restarts=report.restarts)
+                      step_values=report.step_values, restarts=report.restarts,
+                      resumed_stage=report.resumed_stage, resumed_epoch=report.resumed_epoch)
     result["throughput"] = len(log) / result["seconds"]
     return result
 

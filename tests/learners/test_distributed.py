@@ -27,7 +27,7 @@ from iglearn.envs import digits_environment
 from iglearn.errors import IGLearnError
 from iglearn.learners import IdentifiabilityWarning
 from iglearn.learners.corrector import corrector_statistics
-from iglearn.learners.distributed import RayTrain, WorkerRestartWarning, check_log
+from iglearn.learners.distributed import RESUME, RayTrain, WorkerRestartWarning, check_log
 from iglearn.learners.stream import StreamTrials
 from iglearn.learners.trials import LOCAL
 from iglearn.learners.workers import ShardStream, shares
@@ -100,6 +100,12 @@ def test_a_log_a_distributed_fit_cannot_share_out_is_refused_in_one_line(digits)
         assert "\n" not in str(error.value)
 
 
+@pytest.mark.parametrize("seconds", [-1.0, math.inf, math.nan])
+def test_a_checkpoint_interval_that_is_not_a_number_of_seconds_is_refused(seconds):
+    with pytest.raises(IGLearnError, match="checkpoint_seconds must be a number >= 0"):
+        RayTrain(checkpoint_seconds=seconds)
+
+
 @pytest.fixture(scope="module")
 def ray_cluster():
     """One local Ray instance of two CPUs for every test that runs Ray Train workers."""
@@ -162,30 +168,37 @@ def test_the_corrector_statistic_summed_across_workers_equals_the_one_process_on
     assert result.metrics["statistic"] == expected
 
 
-@pytest.mark.slow
-def test_two_workers_fit_the_estimator_of_one_process(digits, single, ray_cluster):
-    learner, contexts, labels = single
+@pytest.fixture(scope="module")
+def two_workers(digits, ray_cluster) -> BatchIGL:
+    """The fit on two Ray Train workers of the streamed log, uninterrupted."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
-        two = BatchIGL(seed=0).fit(open_log(digits, STREAM), backend=RayTrain(workers=2))
+        return BatchIGL(seed=0).fit(open_log(digits, STREAM), backend=RayTrain(workers=2))
+
+
+@pytest.mark.slow
+def test_two_workers_fit_the_estimator_of_one_process(single, two_workers):
+    learner, contexts, labels = single
+    two = two_workers
     assert two.distributed_.workers == 2 and two.distributed_.restarts == 0
+    assert two.distributed_.resumed_epoch is None and not two.distributed_.notes
     gap = abs(two.accuracy(contexts, labels) - learner.accuracy(contexts, labels))
     assert gap <= ACCURACY_TOLERANCE, gap
     assert abs(two.report_.indicator - learner.report_.indicator) <= INDICATOR_TOLERANCE
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_fit_is_restarted_and_the_fit_completes(digits, single,
-                                                                    ray_cluster, tmp_path):
+def test_a_worker_killed_mid_fit_resumes_from_the_last_checkpoint(digits, single,
+                                                                  two_workers, tmp_path):
     learner, contexts, labels = single
     pid_file = tmp_path / "worker-1.pid"
     killed: list[int] = []
 
     def kill_worker_1() -> None:
         deadline = time.monotonic() + 300
-        while not pid_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        time.sleep(2.0)  # the workers are fitting by now
+        while not list((tmp_path / "ray").rglob(RESUME)) and time.monotonic() < deadline:
+            time.sleep(0.05)  # the workers have finished an epoch once a checkpoint is there
+        time.sleep(2.0)  # Ray Train has registered it by now
         pid = int(pid_file.read_text())
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
@@ -195,11 +208,24 @@ def test_a_worker_killed_mid_fit_is_restarted_and_the_fit_completes(digits, sing
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         two = BatchIGL(seed=0).fit(open_log(digits, STREAM),
-                                   backend=RayTrain(workers=2, storage=str(tmp_path)))
+                                   backend=RayTrain(workers=2, storage=str(tmp_path),
+                                                    checkpoint_seconds=0.0))
     killer.join(timeout=5)
     assert killed, "the worker was not killed"
-    assert two.distributed_.restarts >= 1
-    assert any(issubclass(w.category, WorkerRestartWarning) for w in caught)
+    report = two.distributed_
+    assert report.restarts >= 1
     assert int(pid_file.read_text()) != killed[0]  # a new process ran worker 1
+    assert report.resumed_stage is not None and report.resumed_epoch is not None
+    assert report.resumed_epoch >= 1
+    note = (f"resumed from the checkpoint after epoch {report.resumed_epoch} of training "
+            f"stage {report.resumed_stage}")
+    assert any(issubclass(w.category, WorkerRestartWarning) and note in str(w.message)
+               for w in caught)
+    # the resumed fit ends as the uninterrupted one: the same model, bit for bit
+    expected = two_workers.policy_.state_dict()
+    for name, value in two.policy_.state_dict().items():
+        assert torch.equal(value, expected[name]), name
+    assert two.report_.indicator == two_workers.report_.indicator
+    assert two.accuracy(contexts, labels) == two_workers.accuracy(contexts, labels)
     gap = abs(two.accuracy(contexts, labels) - learner.accuracy(contexts, labels))
     assert gap <= ACCURACY_TOLERANCE, gap

@@ -24,7 +24,7 @@ import copy
 import time
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
 
@@ -338,7 +338,11 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             reference = stack(references)
             reference = reference if device.type == "cpu" else reference.to(device)
         with side_by_side(policies, device) as policy, side_by_side(decoders, device) as decoder:
-            stages = self.stages(policy, decoder, n_actions, settings)
+            # the corrector changes the models between epochs: a checkpoint holds all of them
+            state = [*policy.parameters(), *policy.buffers(), *decoder.parameters(),
+                     *decoder.buffers()]
+            stages = [replace(stage, state=state)
+                      for stage in self.stages(policy, decoder, n_actions, settings)]
             if monitor is not None:
                 monitor.start_fit(sum(stage_epochs(stage, data.n, settings) for stage in stages))
                 stages = [monitor.watch(stage) for stage in stages]

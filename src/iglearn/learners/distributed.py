@@ -25,10 +25,18 @@ mini-batches an epoch from a shuffle of its own share, about B / N rows each, an
 reads about B rows in all. The learning rate, the schedule and the number of epochs are those
 of the fit in one process; only the shuffle differs (each worker shuffles its share).
 
-Faults: Ray Train restarts the workers after one dies (``max_failures`` times); the fit runs
-again from its start, seeded as before, and the fitted learner notes the restart
-(:class:`DistributedReport`). Only worker 0 hands back a model, once its fit has completed;
-nothing is written before.
+Faults: after an epoch of the training loop (or a window of an extended stage), once
+``checkpoint_seconds`` have passed since the last, the workers report a checkpoint to Ray
+Train (worker 0 writes it, under ``storage``): the stage of the loop and the epoch, the
+parameters, the optimiser's moments and step, the generators' states, the plateau's and the
+closing anneals' state, and the state each earlier stage ended in. Ray Train restarts the
+workers after one dies (``max_failures`` times); the restarted fit runs again from its
+start, seeded as before, but each stage the checkpoint saw end is put back as it ended,
+without training, and the checkpoint's stage goes on after its epoch: the fit ends as the
+uninterrupted fit would (the full passes between stages, such as the adaptive restart's
+indicators, run again on the restored models). The fitted learner notes the restart and the
+epoch it resumed from (:class:`DistributedReport`). Only worker 0 hands back a model, once
+its fit has completed; nothing is written before.
 """
 
 from __future__ import annotations
@@ -53,6 +61,8 @@ L = TypeVar("L")
 
 STARTS = "starts"
 """The file of a fit's run folder that worker 0 adds a line to each time it starts."""
+RESUME = "resume.pkl"
+"""The file of a checkpoint after an epoch: what a restarted fit resumes from."""
 
 
 class WorkerRestartWarning(UserWarning):
@@ -83,6 +93,12 @@ class DistributedReport:
     and the rows)."""
     notes: list[str] = field(default_factory=list)
     """What the fit noted (the restarts)."""
+    resumed_stage: int | None = None
+    """The stage of the training loop (counting every stage the fit ran, restart attempts
+    included, from 0) whose checkpoint the last restart resumed from; None: no restart, or
+    one before the first checkpoint (the fit ran again from its start)."""
+    resumed_epoch: int | None = None
+    """The epochs of that stage done at that checkpoint (from 1)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +115,10 @@ class RayTrain:
     """CPUs Ray reserves for each worker."""
     max_failures: int = 3
     """Times Ray Train restarts the workers after one fails before the fit fails."""
+    checkpoint_seconds: float = 60.0
+    """Least wall seconds between two checkpoints of the training loop (0: after every
+    epoch): each is a Ray Train report, which every worker waits for, and a restarted fit
+    resumes from the last one."""
     storage: str | None = None
     """Folder of the run's records (Ray Train's checkpoints, which process ran each
     worker): on a cluster, storage every node reaches; None: a temporary folder, removed
@@ -110,6 +130,9 @@ class RayTrain:
         if not isinstance(self.max_failures, int) or self.max_failures < 0:
             raise IGLearnError(f"max_failures must be a whole number >= 0, got "
                                f"{self.max_failures!r}")
+        if not (math.isfinite(self.checkpoint_seconds) and self.checkpoint_seconds >= 0):
+            raise IGLearnError(f"checkpoint_seconds must be a number >= 0, got "
+                               f"{self.checkpoint_seconds!r}")
         if not (math.isfinite(self.cpus_per_worker) and self.cpus_per_worker > 0):
             raise IGLearnError(f"cpus_per_worker must be a number > 0, got "
                                f"{self.cpus_per_worker!r}")
@@ -139,7 +162,13 @@ class RayTrain:
 
     def _train(self, learner: object, log: LogStream, run: Path
                ) -> tuple[object, dict[str, Any]]:
-        from ray.train import Checkpoint, FailureConfig, RunConfig, ScalingConfig
+        from ray.train import (
+            Checkpoint,
+            CheckpointConfig,
+            FailureConfig,
+            RunConfig,
+            ScalingConfig,
+        )
         from ray.train.torch import TorchTrainer
 
         from iglearn.learners.workers import train_worker
@@ -154,11 +183,13 @@ class RayTrain:
                                      pieces.block_rows)
         trainer = TorchTrainer(
             train_worker,
-            train_loop_config={"learner": learner, "log": log, "run": str(run)},
+            train_loop_config={"learner": learner, "log": log, "run": str(run),
+                               "checkpoint_seconds": self.checkpoint_seconds},
             scaling_config=ScalingConfig(num_workers=self.workers, use_gpu=False,
                                          resources_per_worker={"CPU": self.cpus_per_worker}),
             run_config=RunConfig(name="fit", storage_path=str(run / "ray"),
-                                 failure_config=FailureConfig(max_failures=self.max_failures)))
+                                 failure_config=FailureConfig(max_failures=self.max_failures),
+                                 checkpoint_config=CheckpointConfig(num_to_keep=2)))
         try:
             result = trainer.fit()
         except Exception as e:  # Ray's errors carry the worker's traceback: one line of it
@@ -201,10 +232,16 @@ def _adopt(learner: L, fitted: object, metrics: dict[str, Any], workers: int, n:
         if name.endswith("_"):
             setattr(learner, name, value)
     restarts = int(metrics.get("restarts", 0))
+    stage, epoch = metrics.get("resumed_stage"), metrics.get("resumed_epoch")
     notes = []
-    if restarts:
+    if restarts and epoch is not None:
         notes.append(f"Ray Train restarted the workers {restarts} time(s) after a worker "
-                     f"failed; the fit ran again from its start and completed")
+                     f"failed; the fit resumed from the checkpoint after epoch {epoch} of "
+                     f"training stage {stage} and completed")
+    elif restarts:
+        notes.append(f"Ray Train restarted the workers {restarts} time(s) after a worker "
+                     f"failed before the first checkpoint; the fit ran again from its start "
+                     f"and completed")
     report = getattr(learner, "report_", None)
     for note in getattr(report, "warnings", []):
         from iglearn.learners.batch_igl import IdentifiabilityWarning
@@ -216,7 +253,9 @@ def _adopt(learner: L, fitted: object, metrics: dict[str, Any], workers: int, n:
                                float(metrics.get("cpu_seconds", 0.0)), n,
                                int(metrics.get("steps", 0)),
                                float(metrics.get("step_seconds", 0.0)),
-                               int(metrics.get("step_values", 0)), notes)
+                               int(metrics.get("step_values", 0)), notes,
+                               None if stage is None else int(stage),
+                               None if epoch is None else int(epoch))
     setattr(learner, "distributed_", report)  # noqa: B010 (a learner of any class)
     return learner
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import cast
 
 import torch
@@ -41,6 +42,10 @@ class Stage:
     scaled: Sequence[torch.nn.Parameter] = ()
     """Parameters among ``params`` trained at ``lr_scale`` times the learning rate."""
     lr_scale: float = 1.0
+    state: Sequence[torch.Tensor] = ()
+    """Tensors besides ``params`` that change while the stage runs (the corrector's flags,
+    parameters the caller changes between epochs): a resumable fit's checkpoints hold them
+    too (:meth:`~iglearn.learners.trials.Reducer.begin`)."""
 
 
 def stage_epochs(stage: Stage, n: int, settings: Optimisation) -> int:
@@ -82,6 +87,7 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
     schedule = OneCycle(epochs * per_epoch)
     plateau = Plateau(settings.patience, settings.tolerance) if extended else None
     reducer = reducer_of(data)  # the processes of a data-parallel fit agree on every step
+    tensors = list({id(t): t for t in (*stage.params, *stage.state)}.values())
     # per trial: the step its closing anneal began (-1: none), the learning-rate factor and
     # beta1 it began from, whether it has stopped, and its generator's state then
     since = torch.full((trials,), -1, dtype=torch.long)
@@ -92,7 +98,40 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
     total: torch.Tensor | float = 0.0  # each trial's summed loss over the window
     whole: Batch | None = None  # a log that fits in one mini-batch: its rows, gathered once
     annealing_any = False  # whether some trial has begun its closing anneal
-    for epoch in range(epochs):
+    first = 0
+    saved = reducer.begin()  # a resumed data-parallel fit: where this stage stood
+    if saved is not None:
+        _restore(tensors, generators, saved)
+        if saved["done"]:  # the stage had ended: as it ended
+            return
+        first = saved["epoch"] + 1
+        optimiser.steps = saved["steps"]
+        for mine, theirs in zip(optimiser.means + optimiser.squares,
+                                saved["means"] + saved["squares"], strict=True):
+            mine.copy_(theirs)
+        since, start_lr, start_beta, stopped = (saved[name] for name in (
+            "since", "start_lr", "start_beta", "stopped"))
+        states, total, annealing_any = saved["states"], saved["total"], saved["annealing"]
+        if plateau is not None:
+            plateau.first, plateau.best, plateau.waited = saved["plateau"]
+
+    def snapshot(epoch: int, done: bool) -> dict:
+        """What a resumed fit needs to go on after ``epoch`` (``done``: the stage's end)."""
+        state = {"done": done, "tensors": [t.detach().cpu().clone() for t in tensors],
+                 "generators": [g.get_state() for g in generators]}
+        if done:
+            return state
+        return {**state, "epoch": epoch, "steps": optimiser.steps,
+                "means": [m.cpu().clone() for m in optimiser.means],
+                "squares": [m.cpu().clone() for m in optimiser.squares],
+                "since": since.clone(), "start_lr": start_lr.clone(),
+                "start_beta": start_beta.clone(), "stopped": stopped.clone(),
+                "states": dict(states), "annealing": annealing_any,
+                "total": total.clone() if isinstance(total, torch.Tensor) else total,
+                "plateau": None if plateau is None else (plateau.first, plateau.best,
+                                                         plateau.waited)}
+
+    for epoch in range(first, epochs):
         for rows in data.epoch(batch, generators) if whole is None else [whole]:
             lr, beta1 = schedule.at(optimiser.steps)
             lrs: torch.Tensor | float = lr  # a number while every trial follows the schedule
@@ -116,25 +155,36 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
         if (epoch + 1) % every and epoch + 1 < epochs:
             continue
         yield epoch
-        if plateau is None:
-            continue
-        finished = (since >= 0) & (optimiser.steps - since >= window) & ~stopped
-        for t in finished.nonzero()[:, 0].tolist():
-            states[t] = generators[t].get_state()
-        stopped |= finished
-        if bool(stopped.all()):
-            break
-        mean = reducer.sum(torch.as_tensor(total).cpu()) / (window * reducer.size)
-        total = 0.0
-        if epoch + 1 >= stage.epochs:
-            begin = plateau.stalled(mean) & (since < 0)
-            lr, beta1 = schedule.at(optimiser.steps)
-            since = torch.where(begin, optimiser.steps, since)
-            annealing_any = bool((since >= 0).any())
-            start_lr = torch.where(begin, lr, start_lr)
-            start_beta = torch.where(begin, beta1, start_beta)
+        if plateau is not None:
+            finished = (since >= 0) & (optimiser.steps - since >= window) & ~stopped
+            for t in finished.nonzero()[:, 0].tolist():
+                states[t] = generators[t].get_state()
+            stopped |= finished
+            if bool(stopped.all()):
+                break
+            mean = reducer.sum(torch.as_tensor(total).cpu()) / (window * reducer.size)
+            total = 0.0
+            if epoch + 1 >= stage.epochs:
+                begin = plateau.stalled(mean) & (since < 0)
+                lr, beta1 = schedule.at(optimiser.steps)
+                since = torch.where(begin, optimiser.steps, since)
+                annealing_any = bool((since >= 0).any())
+                start_lr = torch.where(begin, lr, start_lr)
+                start_beta = torch.where(begin, beta1, start_beta)
+        reducer.save(partial(snapshot, epoch, False))
     for t, state in states.items():
         generators[t].set_state(state)
+    reducer.save(partial(snapshot, epochs - 1, True))
+
+
+@torch.no_grad()
+def _restore(tensors: Sequence[torch.Tensor], generators: Sequence[torch.Generator],
+             saved: dict) -> None:
+    """Put back the tensors and the generators' states of a :func:`run_stage` snapshot."""
+    for tensor, value in zip(tensors, saved["tensors"], strict=True):
+        tensor.copy_(value)
+    for generator, state in zip(generators, saved["generators"], strict=True):
+        generator.set_state(state)
 
 
 class Plateau:

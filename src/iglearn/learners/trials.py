@@ -17,7 +17,7 @@ A fit reads its data through the :class:`Source` interface: shuffled mini-batche
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol, TypeVar, cast
@@ -116,6 +116,18 @@ class Reducer:
         """Replace each parameter's gradient, of a mean loss over ``rows`` rows here, by the
         gradient of the mean loss over the rows of every process (their mean weighted by
         rows)."""
+
+    def begin(self) -> dict | None:
+        """Called as each stage of the training loop begins (:func:`~iglearn.learners.
+        training.run_stage`): in a data-parallel fit resumed from a checkpoint, the
+        stage's saved state (where it stood after its last saved epoch, or as it ended),
+        for the stages the checkpoint reached; else None (here: always None)."""
+        return None
+
+    def save(self, state: Callable[[], dict]) -> None:
+        """Called after each epoch (or window) of a stage and as it ends, ``state()``
+        giving what a resumed fit needs to go on from there: a data-parallel fit
+        checkpoints it; here nothing happens (``state`` is not called)."""
 
 
 LOCAL = Reducer()

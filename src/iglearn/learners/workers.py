@@ -10,7 +10,7 @@ import pickle
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import torch
 
 from iglearn.data.stream import Block, LogStream, shuffled_batches
 from iglearn.errors import IGLearnError
-from iglearn.learners.distributed import STARTS
+from iglearn.learners.distributed import RESUME, STARTS
 from iglearn.learners.trials import Reducer
 
 
@@ -87,14 +87,69 @@ class TorchReducer(Reducer):
     """The reductions of a data-parallel fit over torch's default process group (Ray Train
     sets it up: gloo on CPUs)."""
 
-    def __init__(self, size: int):
-        self.size = size
+    def __init__(self, size: int, rank: int = 0, resume: dict | None = None,
+                 every: float = 0.0):
+        self.size, self.rank, self.every = size, rank, every
+        self.saved_at = time.monotonic()
+        """When the last checkpoint was reported (or the fit began)."""
         self.steps = 0
         """Steps whose gradients were all-reduced."""
         self.step_seconds = 0.0
         """Wall seconds of those all-reduces (waiting for the slowest worker included)."""
         self.values = 0
         """Values all-reduced at the last step (the gradients' and the rows')."""
+        self.stage = -1
+        """The stage of the training loop running (counting every stage the fit has run,
+        those of every restart attempt included), from 0."""
+        self.ends: dict[int, dict] = {}
+        """The state of each stage that has ended, as it ended."""
+        self.resume = resume
+        """The checkpoint this fit resumes from (:meth:`save`), until its stage begins."""
+        self.resumed: tuple[int, int] | None = None
+        """The stage and the number of its epochs done at the checkpoint resumed from."""
+        if resume is not None:
+            self.ends = dict(resume["ends"])
+            self.steps, self.step_seconds = resume["steps"], resume["step_seconds"]
+            self.resumed = (resume["stage"], resume["state"]["epoch"] + 1)
+
+    def begin(self) -> dict | None:
+        """The saved state of the stage beginning: as it ended, for a stage the checkpoint
+        resumed from had seen end; where it stood, for the checkpoint's own stage."""
+        self.stage += 1
+        if self.resume is None:
+            return None
+        if self.stage < self.resume["stage"]:
+            return self.ends[self.stage]
+        state: dict = self.resume["state"]
+        self.resume = None
+        return state
+
+    def save(self, state: Callable[[], dict]) -> None:
+        """Keep the state of a stage that has ended; after an epoch (or window), once
+        ``every`` seconds have passed since the last checkpoint (by worker 0's clock, which
+        all workers follow), report a checkpoint to Ray Train (every worker reports, worker 0
+        writes it): the stage, its state, the state of every stage before it, and the step
+        counts."""
+        import ray.train
+
+        snapshot = state()
+        if snapshot["done"]:
+            self.ends[self.stage] = snapshot
+            return
+        if self.every > 0:  # every worker follows worker 0's clock
+            due = self.rank == 0 and time.monotonic() - self.saved_at >= self.every
+            if not bool(self.sum(torch.tensor(float(due))) > 0):
+                return
+        self.saved_at = time.monotonic()
+        metrics = {"stage": self.stage, "epoch": snapshot["epoch"] + 1}
+        if self.rank != 0:
+            ray.train.report(metrics)
+            return
+        saved = {"stage": self.stage, "state": snapshot, "ends": self.ends,
+                 "steps": self.steps, "step_seconds": self.step_seconds}
+        with tempfile.TemporaryDirectory() as folder:
+            (Path(folder) / RESUME).write_bytes(pickle.dumps(saved))
+            ray.train.report(metrics, checkpoint=ray.train.Checkpoint.from_directory(folder))
 
     def sum(self, tensor: torch.Tensor) -> torch.Tensor:
         """``tensor`` summed over the workers."""
@@ -136,8 +191,10 @@ class TorchReducer(Reducer):
 
 
 def train_worker(config: dict[str, Any]) -> None:
-    """One Ray Train worker: the learner's own fit on this worker's share of the log;
-    worker 0 hands back the fitted learner as the run's checkpoint."""
+    """One Ray Train worker: the learner's own fit on this worker's share of the log,
+    checkpointed after every epoch (:meth:`TorchReducer.save`) and, after Ray Train restarted
+    the workers, resumed from the last checkpoint; worker 0 hands back the fitted learner as
+    the run's last checkpoint."""
     import ray.train
 
     context = ray.train.get_context()
@@ -148,7 +205,12 @@ def train_worker(config: dict[str, Any]) -> None:
             f.write(f"{time.time()}\n")
     (run / f"worker-{rank}.pid").write_text(f"{os.getpid()}\n")
     learner = config["learner"]
-    reducer = TorchReducer(size)
+    resume = None
+    checkpoint = ray.train.get_checkpoint()  # Ray Train restarted the workers: go on from it
+    if checkpoint is not None:
+        with checkpoint.as_directory() as folder:
+            resume = pickle.loads((Path(folder) / RESUME).read_bytes())
+    reducer = TorchReducer(size, rank, resume, config["checkpoint_seconds"])
     share = ShardStream(config["log"], rank, size, reducer)
     wall, cpu = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
@@ -159,6 +221,8 @@ def train_worker(config: dict[str, Any]) -> None:
     metrics = {"seconds": time.perf_counter() - wall, "cpu_seconds": cpu_seconds,
                "steps": reducer.steps, "step_seconds": reducer.step_seconds,
                "step_values": reducer.values}
+    if reducer.resumed is not None:
+        metrics["resumed_stage"], metrics["resumed_epoch"] = reducer.resumed
     if rank != 0:
         ray.train.report(metrics)
         return
