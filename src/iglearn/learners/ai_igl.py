@@ -541,9 +541,9 @@ def break_symmetry(policy: Policy, decoders: Sequence[Decoder], data: Source) ->
     return flip
 
 
-FIRST_FIT = replace(DEFAULT_OPTIMISATION, max_steps=120)
-"""Online AI-IGL's fit from scratch at the end of the warm-up: the batch settings with half
-their cap on the steps of a stage."""
+FIRST_FIT = replace(DEFAULT_OPTIMISATION, policy_epochs=1)
+"""Online AI-IGL's fit from scratch at the end of the warm-up: the batch settings with one
+epoch of the policy's minorant."""
 REFIT = Optimisation(grounding_epochs=1, policy_epochs=0, epochs=1, max_steps=6,
                      batch_size=1000, lr=0.01)
 """Online AI-IGL's warm-started re-fits (one refinement round): one epoch (extended to at
