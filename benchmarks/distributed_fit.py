@@ -87,10 +87,12 @@ def kill_later(folder: Path, seconds: float) -> threading.Thread:
 
 
 def fit(path: Path, dims: tuple[int, int], workers: int | None,
-        kill_after: float | None = None, storage: Path | None = None) -> dict[str, Any]:
+        kill_after: float | None = None, storage: Path | None = None,
+        checkpoint_seconds: float = 60.0) -> dict[str, Any]:
     """One BatchIGL fit (seed 0) of the log in ``path``: in this process (``workers`` None)
-    or on Ray Train workers (their records in ``storage``; with ``kill_after``, worker 1
-    killed that many seconds into the fit); what it measured."""
+    or on Ray Train workers (their records in ``storage``, a checkpoint at most every
+    ``checkpoint_seconds``; with ``kill_after``, worker 1 killed that many seconds into the
+    fit); what it measured."""
     from large_log import upsample
 
     from iglearn import BatchIGL, open_log
@@ -109,7 +111,8 @@ def fit(path: Path, dims: tuple[int, int], workers: int | None,
             if kill_after is not None and storage is not None:
                 kill_later(storage, kill_after)
             learner = BatchIGL(seed=0).fit(log, backend=RayTrain(
-                workers=workers, storage=None if storage is None else str(storage)))
+                workers=workers, storage=None if storage is None else str(storage),
+                checkpoint_seconds=checkpoint_seconds))
     call, cpu = time.perf_counter() - wall, time.process_time() - cpu
     features, labels = digits_environment().test_set()
     result: dict[str, Any] = {
@@ -187,6 +190,8 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/results/distributed")
     parser.add_argument("--kill-after", type=float, default=None, metavar="SECONDS",
                         help="also a 2-worker fit whose worker 1 is killed SECONDS into it")
+    parser.add_argument("--checkpoint-seconds", type=float, default=60.0,
+                        help="the Ray Train fits' checkpoint interval (RayTrain's setting)")
     parser.add_argument("--project-only", action="store_true",
                         help="no fits: the projection again from OUT/results.json")
     args = parser.parse_args()
@@ -219,7 +224,8 @@ def main() -> None:
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False,
                  configure_logging=False)
         try:
-            results[f"ray_{workers}"] = fit(path, (dims[0], dims[1]), workers)
+            results[f"ray_{workers}"] = fit(path, (dims[0], dims[1]), workers,
+                                            checkpoint_seconds=args.checkpoint_seconds)
         finally:
             ray.shutdown()
         save()
@@ -227,7 +233,8 @@ def main() -> None:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
                  configure_logging=False)
         try:
-            killed = fit(path, (dims[0], dims[1]), 2, args.kill_after, out / "killed")
+            killed = fit(path, (dims[0], dims[1]), 2, args.kill_after, out / "killed",
+                         args.checkpoint_seconds)
         finally:
             ray.shutdown()
         killed["accuracy_gap_to_2_workers"] = killed["accuracy"] - results["ray_2"]["accuracy"]
