@@ -159,7 +159,8 @@ class LearningSettings:
     serve_unidentified: bool = False
     """Serve every re-fit. By default a re-fit whose indicator is not above the learner's
     restart threshold (its fit did not identify the feedback's meaning: the learner warns
-    ``IdentifiabilityWarning``) is stored but not served: the current model keeps serving
+    ``IdentifiabilityWarning``), nor above the served model's indicator on the same
+    interactions, is stored but not served: the current model keeps serving
     (before the first identified fit, the exploration of the warm-up), and the re-fit's
     summary, ``last_refit`` and the operator's log say why (``held_back``)."""
 

@@ -86,11 +86,14 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
     return summary
 
 
-def held_back(learner: Any, config: ServiceConfig) -> str | None:
+def held_back(learner: Any, config: ServiceConfig, log: InteractionLog | None = None,
+              served: Any = None) -> str | None:
     """Why a re-fit is stored but not served, or None to serve it: its indicator is not
     above the learner's restart threshold (the threshold of the learner's
-    ``IdentifiabilityWarning``; a learner that reports neither is always served), unless
-    ``[learning] serve_unidentified``."""
+    ``IdentifiabilityWarning``), nor, given the ``served`` model, above the served model's
+    indicator on the same ``log`` (so that a served model which the newer interactions no
+    longer bear out is replaced by a better fit); never with ``[learning]
+    serve_unidentified``, and never for a learner that reports no indicator and threshold."""
     report = getattr(learner, "report_", None)
     indicator = getattr(report, "indicator", None)
     threshold = getattr(report, "threshold", None)
@@ -98,8 +101,14 @@ def held_back(learner: Any, config: ServiceConfig) -> str | None:
         return None
     if math.isfinite(indicator) and indicator > threshold:
         return None
-    return (f"not identified: indicator {indicator:.4f} is not above the restart threshold "
-            f"{threshold:.4f}")
+    reason = (f"not identified: indicator {indicator:.4f} is not above the restart threshold "
+              f"{threshold:.4f}")
+    if served is None or log is None:
+        return reason
+    current = float(served.indicator(log))
+    if math.isfinite(indicator) and not indicator <= current:
+        return None
+    return f"{reason} nor the served model's {current:.4f} on the same interactions"
 
 
 def served_reference(storage: Storage, config: ServiceConfig) -> tuple[int, Any] | None:
@@ -150,7 +159,7 @@ def refit(storage: Storage, config: ServiceConfig, reason: str,
         else:
             learner.fit(log, reference=reference[1])
     seconds = time.perf_counter() - start
-    withheld = held_back(learner, config)
+    withheld = held_back(learner, config, log, None if reference is None else reference[1])
     summary = fit_summary(learner, log, config) | {
         "reason": reason, "learnable": learnable,
         "reference_version": None if reference is None else reference[0],
