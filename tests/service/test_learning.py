@@ -198,3 +198,36 @@ def check_held_back_then_served(running: Running, client: httpx.Client,
     # a default rollback skips the held-back version; an admin may still ask for it
     assert admin.post("/v1/model/rollback", json={}).status_code == 409
     assert admin.post("/v1/model/rollback", json={"version": 1}).json()["version"] == 1
+
+
+def test_a_refit_below_the_threshold_that_beats_the_served_model_is_served(tmp_path):
+    """A re-fit not above the restart threshold is still served when its indicator is
+    above the served model's on the same interactions (a model fitted on feedback that
+    says nothing, served by an admin, is replaced by a fit on feedback that does)."""
+    config = parse_config(tables(model={"learner": {"max_restarts": 0,
+                                                    "restart_threshold": 0.99,
+                                                    "optimisation": {"max_steps": 60}}},
+                                 learning={"serve_unidentified": False}),
+                          str(tmp_path / "s.toml"))
+    storage = SQLiteStorage(tmp_path / "service.db")
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(100, D_X)).astype(np.float32)
+    now = time.time()
+    storage.add_decisions([Decision(f"n{i}", x[i], int(rng.integers(K)), 1 / K,
+                                    np.full(K, 1 / K), 0, True, True, now) for i in range(100)])
+    storage.add_feedback([Feedback(f"n{i}", rng.normal(size=D_Y).astype(np.float32), False,
+                                   now) for i in range(100)], 600.0)
+    storage.set_state("refit_requested_at", time.time())
+    outcome = run_once(storage, config)
+    assert outcome is not None and outcome["version"] == 1
+    assert outcome["held_back"] == (f"not identified: indicator "
+                                    f"{storage.models()[0].summary['indicator']:.4f} is not "
+                                    f"above the restart threshold 0.9900")
+    assert storage.served_version() == 0
+    storage.serve(1)
+    fill(storage, 300, rng)
+    storage.set_state("refit_requested_at", time.time())
+    outcome = run_once(storage, config)
+    assert outcome is not None and outcome["version"] == 2 and outcome["held_back"] is None
+    assert storage.served_version() == 2
+    assert storage.models()[-1].summary["indicator"] <= 0.99
