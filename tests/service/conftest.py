@@ -44,13 +44,16 @@ def database(request, tmp_path) -> str:
 
 
 def tables(**override: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """A small configuration; ``override`` replaces keys table by table."""
+    """A small configuration; ``override`` replaces keys table by table. Its fits are too
+    short to identify the feedback's meaning reliably, so every re-fit is served
+    (``serve_unidentified``) unless a test says otherwise."""
     base: dict[str, dict[str, Any]] = {
         "model": {"n_actions": K, "context_dim": D_X, "feedback_dim": D_Y,
                   "learner": {"max_restarts": 1, "optimisation": {"max_steps": 20}}},
         "exploration": {"mode": "e2g", "warmup": 50},
         "learning": {"refit_every": 100000, "refit_seconds": 100000.0,
-                     "min_interactions": 30, "poll_seconds": 0.1, "join_window": 600.0},
+                     "min_interactions": 30, "poll_seconds": 0.1, "join_window": 600.0,
+                     "serve_unidentified": True},
         "server": {"db": "service.db"}}
     for table, values in override.items():
         base[table] = base.get(table, {}) | values

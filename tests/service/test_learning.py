@@ -1,10 +1,13 @@
 """The learning worker's logic on a real SQLite database, in this process: when a re-fit is
-due, what it stores, and the storage's versions, rollback and retention."""
+due, what it stores, and the storage's versions, rollback and retention; and, on a real
+service of each backend, that a re-fit which is not identified is stored but not served."""
 
 from __future__ import annotations
 
+import re
 import time
 
+import httpx
 import numpy as np
 import pytest
 
@@ -14,7 +17,7 @@ from iglearn.service.config import parse_config
 from iglearn.service.learning import due, run_once
 from iglearn.service.storage import Decision, Feedback, FeedbackOutcome, SQLiteStorage
 
-from .conftest import D_X, D_Y, K, tables
+from .conftest import D_X, D_Y, K, Running, play, start_service, tables
 
 
 def fill(storage: SQLiteStorage, n: int, rng: np.random.Generator, start: int = 0,
@@ -145,3 +148,86 @@ def test_a_worker_whose_service_has_ended_stores_nothing(tmp_path):
     assert storage.state("refit_running") is None
     outcome = run_once(storage, config)                 # a live worker then does the work
     assert outcome is not None and outcome["version"] == 1
+
+
+@pytest.mark.slow
+def test_a_refit_not_identified_is_stored_but_not_served(database, tmp_path):
+    """A real service: a re-fit on feedback that says nothing (its indicator is not above
+    the restart threshold) is stored and logged as held back, and neither this process nor
+    its pickup serves it; a re-fit on feedback that tells right from wrong is served."""
+    running = start_service(tmp_path, database, learning={"serve_unidentified": False},
+                            model={"learner": {"max_restarts": 2, "restart_threshold": 0.2,
+                                               "optimisation": {"max_steps": 60}}})
+    try:
+        with running.http() as client, running.http("admin") as admin:
+            check_held_back_then_served(running, client, admin)
+    finally:
+        running.stop()
+
+
+def check_held_back_then_served(running: Running, client: httpx.Client,
+                                admin: httpx.Client) -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(60):  # feedback independent of the action: nothing to identify
+        decision = client.post("/v1/decide", json={"context": rng.normal(size=D_X).tolist()})
+        assert client.post("/v1/feedback", json={
+            "event_id": decision.json()["event_id"],
+            "feedback": rng.normal(size=D_Y).tolist()}).status_code == 204
+    info = admin.post("/v1/model/refit", params={"wait": 120}).json()
+    assert info["version"] == 0 and info["last_refit"]["version"] == 1
+    assert "not identified" in info["last_refit"]["held_back"]
+    assert [v["version"] for v in info["versions"]] == [1]
+    assert "not above the restart threshold 0.2000" in info["versions"][0]["held_back"]
+    assert info["newest_version"] == 0 and info["behind_seconds"] == 0
+    assert running.storage().served_version() == 0
+    time.sleep(3.0)  # three pickups (pickup_seconds = 1): version 1 stays unserved
+    assert client.get("/v1/model").json()["version"] == 0
+    assert client.post("/v1/decide", json={"context": [0.0] * D_X}).json()["model_version"] == 0
+    log = running.process.log.read_text()
+    assert re.search(r"re-fit \(requested\): version 1 on 60 interactions, indicator "
+                     r"-?\d\.\d{4}, \d+\.\d\d s, held back \(not identified: .*\); still "
+                     r"serving the warm-up exploration", log), log
+    assert "now serving model version 1" not in log
+
+    play(client, 240, rng)  # feedback that says whether the action was right
+    info = admin.post("/v1/model/refit", params={"wait": 120}).json()
+    assert info["version"] == 2 and info["last_refit"]["held_back"] is None
+    assert info["indicator"] > 0.2 and info["newest_version"] == 2
+    assert [v["held_back"] is None for v in info["versions"]] == [False, True]
+    assert client.post("/v1/decide", json={"context": [0.0] * D_X}).json()["model_version"] == 2
+    # a default rollback skips the held-back version; an admin may still ask for it
+    assert admin.post("/v1/model/rollback", json={}).status_code == 409
+    assert admin.post("/v1/model/rollback", json={"version": 1}).json()["version"] == 1
+
+
+def test_a_refit_below_the_threshold_that_beats_the_served_model_is_served(tmp_path):
+    """A re-fit not above the restart threshold is still served when its indicator is
+    above the served model's on the same interactions (a model fitted on feedback that
+    says nothing, served by an admin, is replaced by a fit on feedback that does)."""
+    config = parse_config(tables(model={"learner": {"max_restarts": 0,
+                                                    "restart_threshold": 0.99,
+                                                    "optimisation": {"max_steps": 60}}},
+                                 learning={"serve_unidentified": False}),
+                          str(tmp_path / "s.toml"))
+    storage = SQLiteStorage(tmp_path / "service.db")
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(100, D_X)).astype(np.float32)
+    now = time.time()
+    storage.add_decisions([Decision(f"n{i}", x[i], int(rng.integers(K)), 1 / K,
+                                    np.full(K, 1 / K), 0, True, True, now) for i in range(100)])
+    storage.add_feedback([Feedback(f"n{i}", rng.normal(size=D_Y).astype(np.float32), False,
+                                   now) for i in range(100)], 600.0)
+    storage.set_state("refit_requested_at", time.time())
+    outcome = run_once(storage, config)
+    assert outcome is not None and outcome["version"] == 1
+    assert outcome["held_back"] == (f"not identified: indicator "
+                                    f"{storage.models()[0].summary['indicator']:.4f} is not "
+                                    f"above the restart threshold 0.9900")
+    assert storage.served_version() == 0
+    storage.serve(1)
+    fill(storage, 300, rng)
+    storage.set_state("refit_requested_at", time.time())
+    outcome = run_once(storage, config)
+    assert outcome is not None and outcome["version"] == 2 and outcome["held_back"] is None
+    assert storage.served_version() == 2
+    assert storage.models()[-1].summary["indicator"] <= 0.99

@@ -35,6 +35,15 @@ def test_failed_refit_message():
         "re-fit (requested) stored nothing after 0.50 s: 3 joined interactions")
 
 
+def test_held_back_refit_message():
+    why = "not identified: indicator 0.0100 is not above the restart threshold 0.3333"
+    assert refit_message("count", 5, 300, 0.01, 0.25, None, why, 4) == (
+        f"re-fit (count): version 5 on 300 interactions, indicator 0.0100, 0.25 s, held back "
+        f"({why}); still serving version 4")
+    assert refit_message("count", 1, 300, 0.01, 0.25, None, why, 0).endswith(
+        "still serving the warm-up exploration")
+
+
 def test_log_format_from_the_file_and_the_command_line(tmp_path):
     path = write_config(tmp_path / "service.toml", tables(server={"log_format": "json"}))
     config = load_config(path)

@@ -143,10 +143,12 @@ class Served:
 
 def version_lag(served: Served | None, models: Sequence[ModelRecord]
                 ) -> tuple[int, int, float]:
-    """The served version, the newest of the stored ``models`` and the seconds since the
-    newest was stored while another one is served (0 when the newest is served; a rollback
-    serves an older one on purpose)."""
+    """The served version, the newest of the stored ``models`` to serve and the seconds since
+    the newest was stored while another one is served (0 when the newest is served; a
+    rollback serves an older one on purpose). A re-fit held back (its summary's
+    ``held_back``) is not one to serve, unless it is served."""
     version = 0 if served is None else served.version
+    models = [m for m in models if not m.summary.get("held_back") or m.version == version]
     newest = models[-1].version if models else 0
     if newest == version or not models:
         return version, newest, 0.0
@@ -293,7 +295,8 @@ class Service:
         models = self.storage.models()
         versions = [{"version": m.version, "created_at": m.created_at,
                      "interactions": m.interactions, "source": m.summary.get("source"),
-                     "fit_seconds": m.fit_seconds} for m in models]
+                     "fit_seconds": m.fit_seconds,
+                     "held_back": m.summary.get("held_back")} for m in models]
         _, newest, behind = version_lag(served, models)
         info: dict[str, Any] = {
             "version": 0, "algorithm": self.config.model.algorithm,
@@ -819,11 +822,13 @@ def build_app(service: Service, start_worker: bool = True,
 
     async def rollback(request: Request) -> Response:
         body = await read_json(request, server.max_body_bytes, ("version",))
-        versions = [m.version for m in storage.models()]
+        models = storage.models()
+        versions = [m.version for m in models]
         current = service.served.version if service.served is not None else 0
         target = body.get("version")
-        if target is None:
-            older = [v for v in versions if v < current]
+        if target is None:  # the served version before, not a re-fit that was held back
+            older = [m.version for m in models
+                     if m.version < current and not m.summary.get("held_back")]
             if not older:
                 raise Rejected(409, "no earlier model version is stored", "version")
             target = max(older)

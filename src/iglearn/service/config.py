@@ -156,6 +156,13 @@ class LearningSettings:
     connection of its own, polls the database's served version this often, apart from the
     requests' event loop, so that no load on the service delays it; 0.05 to 3600 seconds
     (below 0.05 an idle service spends its time polling)."""
+    serve_unidentified: bool = False
+    """Serve every re-fit. By default a re-fit whose indicator is not above the learner's
+    restart threshold (its fit did not identify the feedback's meaning: the learner warns
+    ``IdentifiabilityWarning``), nor above the served model's indicator on the same
+    interactions, is stored but not served: the current model keeps serving
+    (before the first identified fit, the exploration of the warm-up), and the re-fit's
+    summary, ``last_refit`` and the operator's log say why (``held_back``)."""
 
 
 @dataclass(frozen=True)

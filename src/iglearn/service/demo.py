@@ -283,7 +283,7 @@ def demo_routes(service: Service) -> list[Route]:
         last = service.storage.state("last_refit") or {}
         pending = (due(service.storage, service.config, time.time()) is not None
                    or service.storage.state("refit_running") is not None
-                   or int(last.get("version") or 0) > version)
+                   or (not last.get("held_back") and int(last.get("version") or 0) > version))
         return {"model_version": version,
                 "interactions": counts.joined, "learnable": counts.learnable,
                 "last_refit": last, "refit_pending": pending,

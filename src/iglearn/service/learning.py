@@ -86,6 +86,31 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
     return summary
 
 
+def held_back(learner: Any, config: ServiceConfig, log: InteractionLog | None = None,
+              served: Any = None) -> str | None:
+    """Why a re-fit is stored but not served, or None to serve it: its indicator is not
+    above the learner's restart threshold (the threshold of the learner's
+    ``IdentifiabilityWarning``), nor, given the ``served`` model, above the served model's
+    indicator on the same ``log`` (so that a served model which the newer interactions no
+    longer bear out is replaced by a better fit); never with ``[learning]
+    serve_unidentified``, and never for a learner that reports no indicator and threshold."""
+    report = getattr(learner, "report_", None)
+    indicator = getattr(report, "indicator", None)
+    threshold = getattr(report, "threshold", None)
+    if config.learning.serve_unidentified or indicator is None or threshold is None:
+        return None
+    if math.isfinite(indicator) and indicator > threshold:
+        return None
+    reason = (f"not identified: indicator {indicator:.4f} is not above the restart threshold "
+              f"{threshold:.4f}")
+    if served is None or log is None:
+        return reason
+    current = float(served.indicator(log))
+    if math.isfinite(indicator) and not indicator <= current:
+        return None
+    return f"{reason} nor the served model's {current:.4f} on the same interactions"
+
+
 def served_reference(storage: Storage, config: ServiceConfig) -> tuple[int, Any] | None:
     """The served version and its model, as the reference of an IGL re-fit; None when no
     model is served, the algorithm takes no reference, or the served version cannot be
@@ -107,8 +132,9 @@ def served_reference(storage: Storage, config: ServiceConfig) -> tuple[int, Any]
 def refit(storage: Storage, config: ServiceConfig, reason: str,
           minimum: int | None = None,
           serving: Callable[[], bool] = lambda: True) -> ModelRecord:
-    """Fit a new model on the learnable joined interactions and store it as the next served
-    version. ``minimum``: fewest interactions to fit on (default ``min_interactions``).
+    """Fit a new model on the learnable joined interactions and store it as the next
+    version, served unless :func:`held_back` says why not (its summary's ``held_back``).
+    ``minimum``: fewest interactions to fit on (default ``min_interactions``).
     ``serving``: asked right before the model is stored; when it says the service has ended
     (its worker outlived it for a moment), nothing is stored and :class:`ServiceGone` is
     raised, so that a replica killed mid-fit never answers a re-fit asked of another."""
@@ -133,16 +159,19 @@ def refit(storage: Storage, config: ServiceConfig, reason: str,
         else:
             learner.fit(log, reference=reference[1])
     seconds = time.perf_counter() - start
+    withheld = held_back(learner, config, log, None if reference is None else reference[1])
     summary = fit_summary(learner, log, config) | {
         "reason": reason, "learnable": learnable,
-        "reference_version": None if reference is None else reference[0]}
+        "reference_version": None if reference is None else reference[0],
+        "held_back": withheld}
     with tempfile.TemporaryDirectory(prefix="iglearn-refit-") as tmp:
         folder = os.path.join(tmp, "model")
         save_model(learner, folder, extra={"source": "iglearn serve", "version": version})
         archive = pack_model(folder)
     if not serving():
         raise ServiceGone
-    record = storage.add_model(config.model.algorithm, len(log), seconds, summary, archive)
+    record = storage.add_model(config.model.algorithm, len(log), seconds, summary, archive,
+                               serve=withheld is None)
     storage.prune_models(config.learning.keep_versions)
     return record
 
@@ -168,8 +197,8 @@ def run_once(storage: Storage, config: ServiceConfig,
              serving: Callable[[], bool] = lambda: True) -> dict[str, Any] | None:
     """One look for work: re-fit if due, and record the outcome in the shared state
     ``last_refit`` ({at, reason, learnable, by: the replica's host:port, version or
-    error}); ``refit_running`` holds {at, reason} while it runs. ``serving``: see
-    :func:`refit`."""
+    error, held_back: why the version is stored but not served, or None});
+    ``refit_running`` holds {at, reason} while it runs. ``serving``: see :func:`refit`."""
     reason = due(storage, config, time.time())
     if reason is None:
         return None
@@ -182,7 +211,8 @@ def run_once(storage: Storage, config: ServiceConfig,
     try:
         minimum = config.model.n_actions if reason == "requested" else None
         record = refit(storage, config, reason, minimum, serving)
-        outcome |= {"version": record.version, "seconds": record.fit_seconds, "error": None}
+        outcome |= {"version": record.version, "seconds": record.fit_seconds, "error": None,
+                    "held_back": record.summary.get("held_back")}
     except IGLearnError as e:
         outcome |= {"version": None, "error": str(e)}
     finally:
@@ -191,12 +221,15 @@ def run_once(storage: Storage, config: ServiceConfig,
     seconds = record.fit_seconds if record is not None else time.time() - at
     indicator = None if record is None else record.summary.get("indicator")
     interactions = 0 if record is None else record.interactions
+    withheld = outcome.get("held_back")
+    served = storage.served_version()
     log_event(config.server.log_format, "refit",
               refit_message(reason, outcome["version"], interactions, indicator, seconds,
-                            outcome["error"]),
+                            outcome["error"], withheld, served),
               reason=reason, version=outcome["version"], interactions=interactions,
               indicator=indicator, seconds=seconds,
-              outcome="failed" if record is None else "served", error=outcome["error"])
+              outcome="failed" if record is None else "held_back" if withheld else "served",
+              error=outcome["error"], held_back=withheld, served_version=served)
     return outcome
 
 

@@ -85,7 +85,8 @@ class Metrics:
         metric("iglearn_model_version", "gauge", "The served model version (0: none yet).",
                [("", 0 if served is None else served.version)])
         metric("iglearn_model_newest_version", "gauge",
-               "The newest stored model version (0: none yet).", [("", versions[1])])
+               "The newest stored model version to serve (not held back; 0: none yet).",
+               [("", versions[1])])
         metric("iglearn_model_behind_seconds", "gauge",
                "Seconds since the newest stored version was stored while this process "
                "serves another (0 when it serves the newest; a rollback counts).",

@@ -6,7 +6,8 @@ object per line for log collectors.
 
 A JSON line holds ``time`` (Unix seconds), ``event`` (``start``, ``refit``, ``swap``,
 ``rollback``, ``pickup_error``, ``worker_died``, ``worker_restarted``, ``worker_error``),
-``message`` (the text line's words) and the event's fields (numbers, strings, booleans or
+``message`` (the text line's words) and the event's fields (a ``refit`` line's
+``outcome`` is ``served``, ``held_back`` or ``failed``) (numbers, strings, booleans or
 null; a non-finite number is written as null)."""
 
 from __future__ import annotations
@@ -35,11 +36,16 @@ def log_event(log_format: str, event: str, message: str, **fields: Any) -> str:
 
 
 def refit_message(reason: str, version: int | None, interactions: int,
-                  indicator: float | None, seconds: float, error: str | None) -> str:
-    """The text of a re-fit's line: why it ran, the version it stored (and serves), the
-    interactions it was fitted on, its indicator and how long it took; or why it failed."""
+                  indicator: float | None, seconds: float, error: str | None,
+                  held_back: str | None = None, served: int = 0) -> str:
+    """The text of a re-fit's line: why it ran, the version it stored, the interactions it
+    was fitted on, its indicator, how long it took and whether it is served (else why not
+    and which version, ``served``, goes on serving); or why it failed."""
     if error is not None:
         return f"re-fit ({reason}) stored nothing after {seconds:.2f} s: {error}"
     shown = "none" if indicator is None else f"{indicator:.4f}"
+    outcome = "served" if held_back is None else (
+        f"held back ({held_back}); still serving "
+        f"{f'version {served}' if served else 'the warm-up exploration'}")
     return (f"re-fit ({reason}): version {version} on {interactions} interactions, "
-            f"indicator {shown}, {seconds:.2f} s, served")
+            f"indicator {shown}, {seconds:.2f} s, {outcome}")

@@ -388,7 +388,7 @@ class PostgresStorage(Storage):
                            (name, safejson.dumps(value)))
 
     def add_model(self, algorithm: str, interactions: int, fit_seconds: float,
-                  summary: dict[str, Any], archive: bytes) -> ModelRecord:
+                  summary: dict[str, Any], archive: bytes, serve: bool = True) -> ModelRecord:
         now = time.time()
 
         def store(connection: Any) -> int:
@@ -399,7 +399,8 @@ class PostgresStorage(Storage):
             connection.execute("INSERT INTO iglearn_models VALUES (%s, %s, %s, %s, %s, %s, %s)",
                                (version, now, algorithm, interactions, fit_seconds,
                                 safejson.dumps(summary), archive))
-            self._put(connection, "served_version", version)
+            if serve:
+                self._put(connection, "served_version", version)
             return version
 
         version = self._write(store)

@@ -240,8 +240,9 @@ class Storage(ABC):
 
     @abstractmethod
     def add_model(self, algorithm: str, interactions: int, fit_seconds: float,
-                  summary: dict[str, Any], archive: bytes) -> ModelRecord:
-        """Store a model archive as the next version and serve it."""
+                  summary: dict[str, Any], archive: bytes, serve: bool = True) -> ModelRecord:
+        """Store a model archive as the next version and serve it (with ``serve`` False,
+        store it only: the served version, which every replica's pickup follows, stays)."""
 
     @abstractmethod
     def models(self) -> list[ModelRecord]:
@@ -541,7 +542,7 @@ class SQLiteStorage(Storage):
         return Counts(int(decisions), int(joined), int(late), int(learnable))
 
     def add_model(self, algorithm: str, interactions: int, fit_seconds: float,
-                  summary: dict[str, Any], archive: bytes) -> ModelRecord:
+                  summary: dict[str, Any], archive: bytes, serve: bool = True) -> ModelRecord:
         now = time.time()
         with self._lock, self._transaction() as db:
             last = db.execute("SELECT coalesce(max(version), 0) FROM models").fetchone()[0]
@@ -550,7 +551,8 @@ class SQLiteStorage(Storage):
             db.execute("INSERT INTO models VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (version, now, algorithm, interactions, fit_seconds,
                         safejson.dumps(summary), archive))
-            self._put(db, "served_version", version)
+            if serve:
+                self._put(db, "served_version", version)
         return ModelRecord(version, now, algorithm, interactions, fit_seconds, summary)
 
     def models(self) -> list[ModelRecord]:
