@@ -503,7 +503,8 @@ class OnlineIGLP(OnlineRegression):
         estimator: 'lipschitz' (the conservative default), 'step' (VW's rule) or 'zhang'
             (Zhang et al.'s ramp on h), as for :class:`IGLP`.
         threshold: the likelihood-ratio threshold of the extreme test, as for :class:`IGLP`.
-        ramp_start, ramp_width: beta and sigma of the 'zhang' ramp, as for :class:`IGLP`.
+        ramp_start: beta of the 'zhang' ramp, as for :class:`IGLP`.
+        ramp_width: sigma of the 'zhang' ramp, as for :class:`IGLP`.
         model: class of the inverse-kinematics model, 'linear' or 'mlp'.
         policy: class of the reward regressor, 'linear' or 'mlp'.
         first_fit: optimiser settings of the first fit (:data:`ONLINE_FIRST_FIT`).
