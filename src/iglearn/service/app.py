@@ -148,7 +148,7 @@ def version_lag(served: Served | None, models: Sequence[ModelRecord]
     rollback serves an older one on purpose). A re-fit held back (its summary's
     ``held_back``) is not one to serve, unless it is served."""
     version = 0 if served is None else served.version
-    models = [m for m in models if not m.summary.get("held_back") or m.version == version]
+    models = [m for m in models if not m.held_back or m.version == version]
     newest = models[-1].version if models else 0
     if newest == version or not models:
         return version, newest, 0.0
@@ -296,7 +296,7 @@ class Service:
         versions = [{"version": m.version, "created_at": m.created_at,
                      "interactions": m.interactions, "source": m.summary.get("source"),
                      "fit_seconds": m.fit_seconds,
-                     "held_back": m.summary.get("held_back")} for m in models]
+                     "held_back": m.held_back} for m in models]
         _, newest, behind = version_lag(served, models)
         info: dict[str, Any] = {
             "version": 0, "algorithm": self.config.model.algorithm,
@@ -828,7 +828,7 @@ def build_app(service: Service, start_worker: bool = True,
         target = body.get("version")
         if target is None:  # the served version before, not a re-fit that was held back
             older = [m.version for m in models
-                     if m.version < current and not m.summary.get("held_back")]
+                     if m.version < current and not m.held_back]
             if not older:
                 raise Rejected(409, "no earlier model version is stored", "version")
             target = max(older)

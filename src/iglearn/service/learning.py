@@ -212,7 +212,7 @@ def run_once(storage: Storage, config: ServiceConfig,
         minimum = config.model.n_actions if reason == "requested" else None
         record = refit(storage, config, reason, minimum, serving)
         outcome |= {"version": record.version, "seconds": record.fit_seconds, "error": None,
-                    "held_back": record.summary.get("held_back")}
+                    "held_back": record.held_back}
     except IGLearnError as e:
         outcome |= {"version": None, "error": str(e)}
     finally:

@@ -132,6 +132,12 @@ class ModelRecord:
     summary: dict[str, Any]
     """What the fit reported (indicator, Lemma 5, settings, how it came: refit or import)."""
 
+    @property
+    def held_back(self) -> str | None:
+        """Why this re-fit was stored but not served (its summary's ``held_back``), or None
+        for a version meant to be served."""
+        return self.summary.get("held_back")
+
 
 @dataclass(frozen=True)
 class KeyRecord:
