@@ -103,6 +103,28 @@ def test_restart_runs_until_the_threshold_is_passed(uniform_log):
     assert learner.report_.indicator == max(learner.report_.attempt_indicators)
 
 
+def test_a_decoder_that_calls_nothing_a_reward_is_not_the_best_attempt():
+    """A fifth of the feedback says nothing (the same vector whatever the action): some
+    attempts then end with a decoder that decodes no feedback as a reward. Its sign reads
+    as 'clear' (its corrector statistic is 0, far from one half) but its indicator is 0; it
+    must not be kept over an attempt with a positive indicator (it was, with seed 19)."""
+    k, n = 3, 300
+    rng = np.random.default_rng(19)
+    x = rng.normal(size=(n, 4))
+    a = rng.integers(0, k, n)
+    right = a == np.argmax(x[:, :k], axis=1)
+    y = np.where(right[:, None], np.eye(3)[0], np.eye(3)[1]) + rng.normal(scale=0.1,
+                                                                           size=(n, 3))
+    y[:60] = 0.5
+    log = InteractionLog(context=x.astype(np.float32), action=a, probability=np.full(n, 1 / k),
+                         feedback=y.astype(np.float32), n_actions=k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        report = BatchIGL(seed=19, max_restarts=2, restart_threshold=0.2).fit(log).report_
+    assert report.indicator > 0.2
+    assert report.indicator == max(v for v in report.attempt_indicators)
+
+
 def test_two_actions_warn_about_identifiability():
     rng = np.random.default_rng(0)
     n = 500

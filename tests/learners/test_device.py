@@ -27,7 +27,7 @@ def log():
 def fit(log, **options):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return BatchIGL(optimisation=SHORT, max_restarts=1, seed=0, **options).fit(log)
+        return BatchIGL(**{"optimisation": SHORT, "max_restarts": 1, "seed": 0, **options}).fit(log)
 
 
 @pytest.mark.skipif(not NO_GPU, reason="'auto' picks the GPU here")

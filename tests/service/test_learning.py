@@ -156,8 +156,9 @@ def test_a_refit_not_identified_is_stored_but_not_served(database, tmp_path):
     the restart threshold) is stored and logged as held back, and neither this process nor
     its pickup serves it; a re-fit on feedback that tells right from wrong is served."""
     running = start_service(tmp_path, database, learning={"serve_unidentified": False},
-                            model={"learner": {"max_restarts": 2, "restart_threshold": 0.2,
-                                               "optimisation": {"max_steps": 60}}})
+                            exploration={"seed": 3},
+                            model={"learner": {"max_restarts": 3, "restart_threshold": 0.2,
+                                               "optimisation": {"max_steps": 120}}})
     try:
         with running.http() as client, running.http("admin") as admin:
             check_held_back_then_served(running, client, admin)

@@ -253,13 +253,14 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         a trial stops once its indicator exceeds the threshold and its decoder reads the sign
         of the feedback clearly (:meth:`_clear`), or after ``max_restarts`` restarts, and the
         other trials restart together from fresh initialisations. The best attempt is the
-        one with the largest indicator among those whose decoder reads the sign clearly (if
-        any). The first attempt warm-starts from ``starts[t]`` (fitted in place,
-        with ``start_optimisation`` if given) when they are given. With ``holdout``
-        (interactions not in ``data``) the indicator is measured there: an unbiased estimate
-        that a fit memorising ``data`` cannot inflate. A ``monitor`` records every epoch.
-        ``references``: a decoder per trial whose orientation the corrector keeps unless the
-        data clearly say otherwise (:meth:`fit`).
+        one with the largest indicator among those whose decoder reads the sign clearly and
+        whose indicator is positive (if any): a decoder that calls no feedback a reward reads
+        as 'clear' but has learned nothing. The first attempt warm-starts from ``starts[t]``
+        (fitted in place, with ``start_optimisation`` if given) when they are given. With
+        ``holdout`` (interactions not in ``data``) the indicator is measured there: an
+        unbiased estimate that a fit memorising ``data`` cannot inflate. A ``monitor``
+        records every epoch. ``references``: a decoder per trial whose orientation the
+        corrector keeps unless the data clearly say otherwise (:meth:`fit`).
 
         Returns:
             per trial, (indicator, policy, decoder, indicator of every attempt) of its best
@@ -289,7 +290,11 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             values = indicators(policies, decoders,
                                 (data if holdout is None else holdout).select(pending),
                                 n_actions, device)
-            clear = self._clear(decoders, data.select(pending), n_actions, device)
+            # a decoder with no positive indicator has learned nothing: its sign is no
+            # evidence (one that calls no feedback a reward reads as 'clear')
+            clear = [sure and value > 0 for sure, value in zip(
+                self._clear(decoders, data.select(pending), n_actions, device), values,
+                strict=True)]
             for t, value, sure, policy, decoder in zip(pending, values, clear, policies,
                                                         decoders, strict=True):
                 tried[t].append(value)
