@@ -101,7 +101,9 @@ tuned for. A [0, 1] image's pixels spread 0.2 to 0.3 (RMS over the pixels), and 
 widens the rare pixels most, so the standardised block is narrower still. Chosen by
 measurement on raw digits logs (docs/results.md, "Small logs"): at unit spread 2021 IGL
 fitted 500 interactions to 28 % and IGL-P 2000 to 15 % (76 % and 81 % on the features as
-given); at 0.15, 62 % and 80 %; 0.1, 0.2 and 0.3 did worse on one learner or the other."""
+given); at 0.15, 62 % and 80 %; 0.1, 0.2 and 0.3 did worse on one learner or the other. A
+learner tuned otherwise says so (``input_spread``): the baselines CB and SUP standardise to
+unit spread."""
 
 Z_MEAN = 0.25
 """A block is z-scored already (:func:`z_scored`) when every column's mean is within ±0.25
@@ -203,10 +205,11 @@ def constant_columns(mean: np.ndarray, std: np.ndarray) -> np.ndarray:
     return std <= np.maximum(_CONSTANT * np.abs(mean), 1e-12)
 
 
-def scales(mean: np.ndarray, std: np.ndarray) -> np.ndarray:
+def scales(mean: np.ndarray, std: np.ndarray, spread: float = SPREAD) -> np.ndarray:
     """The scale of each column of a standardised block: its standard deviation divided by
-    :data:`SPREAD`, so that the column's spread becomes SPREAD; 1 for a constant column."""
-    return np.where(constant_columns(mean, std), 1.0, std / SPREAD)
+    ``spread`` (:data:`SPREAD` unless the learner says otherwise), so that the column's
+    spread becomes ``spread``; 1 for a constant column."""
+    return np.where(constant_columns(mean, std), 1.0, std / spread)
 
 
 def z_scored(mean: np.ndarray, std: np.ndarray) -> bool:
@@ -239,16 +242,17 @@ def check_mode(mode: object) -> Mode:
     return cast(Mode, mode)
 
 
-def block_statistics(moments: Moments, mode: Mode) -> tuple[np.ndarray, np.ndarray, str]:
+def block_statistics(moments: Moments, mode: Mode, spread: float = SPREAD
+                     ) -> tuple[np.ndarray, np.ndarray, str]:
     """(mean, scale, rule) of a block under ``mode`` ("on" or "auto"): its statistics when it
     is standardised, identity statistics (0, 1) when "auto" leaves it as it is."""
     mean, std = moments.moments()
     if not len(mean):
         return mean, std, "not read"
     if mode == "on":
-        return mean, scales(mean, std), "on"
+        return mean, scales(mean, std, spread), "on"
     if off_scale(mean, std):
-        return mean, scales(mean, std), "auto: off scale"
+        return mean, scales(mean, std, spread), "auto: off scale"
     return np.zeros_like(mean), np.ones_like(std), "auto: unit scale"
 
 
@@ -292,7 +296,7 @@ class Standardiser:
     @classmethod
     def of_arrays(cls, context: np.ndarray, feedback: np.ndarray | None = None,
                   probability: np.ndarray | None = None, method: str = "log",
-                  mode: Mode = "on") -> Standardiser:
+                  mode: Mode = "on", spread: float = SPREAD) -> Standardiser:
         """The statistics of contexts (n, d_x) and feedback (n, d_y) (none: no feedback is
         standardised), the feedback weighted by 1/``probability`` when given; ``mode`` "on"
         or "auto" (see :meth:`of_blocks`)."""
@@ -301,30 +305,31 @@ class Standardiser:
                                **({} if probability is None else {"probability": probability})}],
                              np.asarray(context).shape[1],
                              0 if feedback is None else np.asarray(feedback).reshape(
-                                 len(context), -1).shape[1], method, mode)
+                                 len(context), -1).shape[1], method, mode, spread=spread)
 
     @classmethod
     def of_log(cls, log: InteractionLog, feedback: bool = True,
-               mode: Mode = "on") -> Standardiser:
+               mode: Mode = "on", spread: float = SPREAD) -> Standardiser:
         """The statistics of a log in memory: contexts, and (unless ``feedback`` is False)
         feedback weighted by 1/p."""
         return cls.of_arrays(log.context, log.feedback if feedback else None, log.probability,
-                             "log", mode)
+                             "log", mode, spread)
 
     @classmethod
     def of_stream(cls, stream: LogStream, feedback: bool = True,
-                  mode: Mode = "on") -> Standardiser:
+                  mode: Mode = "on", spread: float = SPREAD) -> Standardiser:
         """The statistics of a log streamed from disk, in one pass over it (its chunks: the
         memory of a block, not of the log); equal to :meth:`of_log` of the same log up to
         rounding."""
         fields = ("context", "probability", "feedback") if feedback else ("context",)
         return cls.of_blocks(stream.chunks(fields), stream.context_dim,
                              stream.feedback_dim if feedback else 0, "stream", mode,
-                             getattr(stream, "reducer", None))
+                             getattr(stream, "reducer", None), spread)
 
     @classmethod
     def of_blocks(cls, blocks: Iterable[Block], context_dim: int, feedback_dim: int,
-                  method: str, mode: Mode = "on", reducer: Any = None) -> Standardiser:
+                  method: str, mode: Mode = "on", reducer: Any = None,
+                  spread: float = SPREAD) -> Standardiser:
         """The statistics accumulated over blocks of rows (fields ``context`` and, when
         ``feedback_dim`` > 0, ``feedback``, weighted by 1/``probability`` if the block has
         it). ``mode`` "on" standardises both blocks; "auto" each block off the unit scale
@@ -342,8 +347,8 @@ class Standardiser:
                 feedback.add(y, None if p is None else 1.0 / np.asarray(p, np.float64))
         if reducer is not None:
             contexts, feedback = contexts.across(reducer), feedback.across(reducer)
-        mx, sx, context_rule = block_statistics(contexts, mode)
-        my, sy, feedback_rule = block_statistics(feedback, mode)
+        mx, sx, context_rule = block_statistics(contexts, mode, spread)
+        my, sy, feedback_rule = block_statistics(feedback, mode, spread)
         return cls(mx, sx, my, sy, method, context_rule, feedback_rule)
 
     @classmethod
@@ -466,12 +471,12 @@ def _scaled(rows: np.ndarray, mean: np.ndarray,
 
 
 def standardiser_of(log: InteractionLog | LogStream, feedback: bool = True,
-                    mode: Mode = "on") -> Standardiser:
+                    mode: Mode = "on", spread: float = SPREAD) -> Standardiser:
     """The statistics of a log in memory (:meth:`Standardiser.of_log`) or streamed
     (:meth:`Standardiser.of_stream`, one extra pass); with ``feedback`` False, of the
     contexts only (a learner that does not read the feedback); ``mode`` "on" or "auto"."""
     from iglearn.data.stream import LogStream
 
     if isinstance(log, LogStream):
-        return Standardiser.of_stream(log, feedback, mode)
-    return Standardiser.of_log(log, feedback, mode)
+        return Standardiser.of_stream(log, feedback, mode, spread)
+    return Standardiser.of_log(log, feedback, mode, spread)

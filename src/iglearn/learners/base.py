@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import Standardiser, check_mode, standardiser_of
+from iglearn.data.scaling import SPREAD, Standardiser, check_mode, standardiser_of
 from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError
@@ -40,6 +40,9 @@ class PolicyLearner:
     policy_: Policy
     seconds_: float
     """Wall seconds the fit took (a share of it when fitted side by side)."""
+    input_spread: ClassVar[float] = SPREAD
+    """The standard deviation a standardised column gets (:data:`iglearn.data.scaling.
+    SPREAD`): the spread this learner's defaults are tuned for."""
     standardiser_: Standardiser | None = None
     n_actions_: int | None = None
     """K of the log the learner was fitted on (None before a fit; a loaded model's is in
@@ -70,7 +73,8 @@ class PolicyLearner:
         self.n_actions_ = log.n_actions
         self.schema_ = getattr(log, "schema", None)
         mode = check_mode(getattr(self, "standardise", "auto"))
-        self.standardiser_ = None if mode == "off" else standardiser_of(log, feedback, mode)
+        self.standardiser_ = None if mode == "off" else standardiser_of(
+            log, feedback, mode, type(self).input_spread)
         return self.standardiser_
 
     def contexts_of(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
