@@ -99,9 +99,10 @@ SPREAD = 0.15
 the learners' defaults (initialisation, learning rate, weight decay, decoder temperature) are
 tuned for. A [0, 1] image's pixels spread 0.2 to 0.3 (RMS over the pixels), and z-scoring
 widens the rare pixels most, so the standardised block is narrower still. Chosen by
-measurement on raw digits logs (docs/results.md, "Small logs"): at unit spread 2021 IGL
-fitted 500 interactions to 28 % and IGL-P 2000 to 15 % (76 % and 81 % on the features as
-given); at 0.15, 62 % and 80 %; 0.1, 0.2 and 0.3 did worse on one learner or the other. A
+measurement on raw digits logs (docs/results.md, "Small logs", 8 seeds): at unit spread
+2021 IGL fitted 500 interactions to 21 % and IGL-P 2000 to 14 % (67 % and 82 % on the
+features as given); at 0.15, 50 % and 81 % (a sweep of 0.1, 0.15, 0.2 and 0.3 on 4 to 6
+seeds put 0.15 best over IGL, AI-IGL and IGL-P). A
 learner tuned otherwise says so (``input_spread``): the baselines CB and SUP standardise to
 unit spread."""
 
