@@ -10,7 +10,13 @@ import pytest
 
 from iglearn.data.formats import write_table
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import SPREAD, Moments, Standardiser, off_scale, standardiser_of
+from iglearn.data.scaling import (
+    Moments,
+    Standardiser,
+    column_spread,
+    off_scale,
+    standardiser_of,
+)
 from iglearn.data.stream import LogStream, StreamSettings, open_log
 from iglearn.envs import named_environment
 from iglearn.errors import IGLearnError
@@ -33,17 +39,20 @@ def test_statistics_are_the_columns_mean_and_weighted_feedback_moments():
     np.testing.assert_allclose(scaler.context_mean, x.mean(0), rtol=1e-9, atol=1e-9)
     std = x[:, :3].std(0)
     assert std[1] < 0.1 * std.max()  # a near-constant column is divided by its own std too
-    np.testing.assert_allclose(scaler.context_scale[:3], std / SPREAD, rtol=1e-6)
+    spread = column_spread(3)  # three columns that are not constant
+    np.testing.assert_allclose(scaler.context_scale[:3], std / spread, rtol=1e-6)
     w = 1.0 / log.probability
     y = log.feedback.astype(np.float64)
     mean = (w[:, None] * y).sum(0) / w.sum()
     std = np.sqrt((w[:, None] * (y - mean) ** 2).sum(0) / w.sum())
     np.testing.assert_allclose(scaler.feedback_mean, mean, rtol=1e-9)
-    np.testing.assert_allclose(scaler.feedback_scale, std / SPREAD, rtol=1e-9)
+    np.testing.assert_allclose(scaler.feedback_scale, std / column_spread(2), rtol=1e-9)
     standardised = scaler.apply(log.context)
     assert standardised.dtype == np.float32
     np.testing.assert_allclose(standardised[:, :3].mean(0), 0.0, atol=1e-4)
-    np.testing.assert_allclose(standardised[:, :3].std(0), SPREAD, rtol=1e-3)
+    np.testing.assert_allclose(standardised[:, :3].std(0), spread, rtol=1e-3)
+    # the rows spread ROW_SPREAD: their columns' variances sum to its square
+    np.testing.assert_allclose(np.sqrt(standardised.var(0).sum()), 2.0, rtol=1e-3)
 
 
 def test_a_constant_column_is_centred_not_divided_by_zero():
@@ -131,7 +140,7 @@ def test_auto_standardises_blocks_off_the_unit_scale_only(kind, off):
     out = scaler.apply(x)
     if off:
         assert np.abs(out.mean(0)).max() < 1e-3
-        np.testing.assert_allclose(out.std(0), SPREAD, rtol=1e-3)
+        np.testing.assert_allclose(out.std(0), column_spread(8), rtol=1e-3)
     else:  # identity statistics: the values as they are
         np.testing.assert_array_equal(scaler.context_mean, 0.0)
         np.testing.assert_array_equal(scaler.context_scale, 1.0)
@@ -188,7 +197,7 @@ def test_raw_features_standardise_as_z_scoring_by_hand_does():
     data = raw.astype(np.float64)
     std = data.std(0)
     hand = (data - data.mean(0)) / np.where(std > 0, std, 1.0)
-    np.testing.assert_allclose(scaler.apply(raw), SPREAD * hand, atol=1e-3)
+    np.testing.assert_allclose(scaler.apply(raw), column_spread(5) * hand, atol=1e-3)
     assert np.abs(hand[:, 4]).max() > 10  # the lit pixel's rare values stand out, as by hand
     # the same log z-scored by hand is narrowed the same way ("auto: off scale")
     again = Standardiser.of_arrays(hand.astype(np.float32), mode="auto")

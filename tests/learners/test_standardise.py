@@ -12,7 +12,7 @@ import pytest
 
 from iglearn import AIIGL, BatchIGL, ContextualBandit, Supervised
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import SPREAD, Standardiser
+from iglearn.data.scaling import Standardiser, column_spread
 from iglearn.envs import action_inclusive_environment, digits_environment
 from iglearn.learners import Optimisation
 from iglearn.learners.iglp import IGLP, OnlineIGLP
@@ -77,7 +77,7 @@ def test_shifted_and_scaled_inputs_give_the_same_actions(name, task, inclusive):
 def test_raw_inputs_fit_as_the_log_standardised_by_hand(name, task, inclusive):
     log, test = inclusive if name == "ai-igl" else task
     plain = LEARNERS[name](seed=2, standardise="off")
-    scaler = Standardiser.of_log(raw(log), spread=plain.input_spread)  # the learner's spread
+    scaler = Standardiser.of_log(raw(log), row_spread=plain.row_spread)  # the learner's
     by_hand = quietly(plain, scaler.apply_log(raw(log)))
     automatic = quietly(LEARNERS[name](seed=2), raw(log))
     assert by_hand.standardiser_ is None
@@ -86,7 +86,7 @@ def test_raw_inputs_fit_as_the_log_standardised_by_hand(name, task, inclusive):
     assert agreement >= 0.95, f"{name}: {agreement:.1%} of the actions agree"
 
 
-def test_the_baselines_standardise_to_unit_spread_and_igl_learners_to_spread(task):
+def test_the_baselines_standardise_to_unit_z_scores_and_igl_learners_to_row_spread(task):
     log, _ = task
     for name in ("cb", "sup"):
         learner = quietly(LEARNERS[name](seed=2), raw(log))
@@ -96,7 +96,8 @@ def test_the_baselines_standardise_to_unit_spread_and_igl_learners_to_spread(tas
         np.testing.assert_allclose(spread, 1.0, rtol=1e-3)
     learner = quietly(LEARNERS["igl"](seed=2), raw(log))
     out = learner.standardiser_.apply(raw(log).context)
-    np.testing.assert_allclose(out.std(0)[out.std(0) > 0], SPREAD, rtol=1e-3)
+    spread = out.std(0)[out.std(0) > 0]
+    np.testing.assert_allclose(spread, column_spread(len(spread)), rtol=1e-3)
 
 
 def test_standardise_off_reads_raw_values(task):

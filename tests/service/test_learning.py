@@ -168,13 +168,15 @@ def test_a_refit_not_identified_is_stored_but_not_served(database, tmp_path):
 
 def check_held_back_then_served(running: Running, client: httpx.Client,
                                 admin: httpx.Client) -> None:
+    # each re-fit runs up to four attempts: on a busy machine that takes far longer than the
+    # client's default timeout, so the re-fit requests wait and read for up to 4 minutes
     rng = np.random.default_rng(3)
     for _ in range(60):  # the same feedback whatever the action: nothing to identify
         decision = client.post("/v1/decide", json={"context": rng.normal(size=D_X).tolist()})
         assert client.post("/v1/feedback", json={
             "event_id": decision.json()["event_id"],
             "feedback": [0.5] * D_Y}).status_code == 204
-    info = admin.post("/v1/model/refit", params={"wait": 120}).json()
+    info = admin.post("/v1/model/refit", params={"wait": 240}, timeout=250).json()
     assert info["version"] == 0 and info["last_refit"]["version"] == 1
     assert "not identified" in info["last_refit"]["held_back"]
     assert [v["version"] for v in info["versions"]] == [1]
@@ -191,8 +193,8 @@ def check_held_back_then_served(running: Running, client: httpx.Client,
     assert "now serving model version 1" not in log
 
     play(client, 240, rng)  # feedback that says whether the action was right
-    info = admin.post("/v1/model/refit", params={"wait": 120}).json()
-    assert info["version"] == 2 and info["last_refit"]["held_back"] is None
+    info = admin.post("/v1/model/refit", params={"wait": 240}, timeout=250).json()
+    assert info["version"] == 2 and info["last_refit"]["held_back"] is None, info
     assert info["indicator"] > 0.2 and info["newest_version"] == 2
     assert [v["held_back"] is None for v in info["versions"]] == [False, True]
     assert client.post("/v1/decide", json={"context": [0.0] * D_X}).json()["model_version"] == 2

@@ -3,9 +3,9 @@ feedback before its models see them, with statistics of the log it was fitted on
 
 A :class:`Standardiser` holds, per column, a mean and a scale of the contexts and of the
 feedback, and maps x to (x - mean) / scale, the scale being the column's standard deviation
-over :data:`SPREAD` (0.15), so that each column ends with the spread the learners' defaults
-are tuned for. A learner takes the statistics of its training
-log when it fits (:meth:`Standardiser.of_log`, or for a log streamed from disk
+over ROW_SPREAD / √d (:data:`ROW_SPREAD`, d the block's non-constant columns), so that the
+block's rows spread as the learners' defaults are tuned for. A learner takes the statistics
+of its training log when it fits (:meth:`Standardiser.of_log`, or for a log streamed from disk
 :meth:`Standardiser.of_stream`, one extra pass over it), keeps them with its models (a model
 folder's ``model.json`` records them, :meth:`Standardiser.to_dict`) and applies them wherever
 its models read a context or a feedback vector: ``predict``, ``predict_proba``, ``evaluate``,
@@ -20,7 +20,7 @@ when it is off the unit scale the learners' defaults (initialisation, learning r
 decay, decoder temperature) are tuned for (:func:`off_scale`): some column's mean beyond
 ±:data:`MAX_MEAN` or standard deviation above :data:`MAX_STD`, or the block's RMS standard
 deviation below :data:`MIN_RMS_STD`, or every column z-scored already (:func:`z_scored`: a
-spread of 1, too wide for the defaults, which it then narrows to :data:`SPREAD`). Images
+unit spread, too wide for the defaults on many columns, which it then narrows). Images
 scaled to [0, 1], one-hot tokens and the built-in simulators' features are on that scale and
 are left as they are (the
 block keeps identity statistics, mean 0 and scale 1, so one code path applies them); values
@@ -37,7 +37,7 @@ The statistics of a standardised block:
 - a column whose standard deviation is 0 (a constant column; below 1e-6 of its mean's size, or
   1e-12, which is rounding) has scale 1: it is centred, never divided by zero;
 - every other column, a near-constant one (a pixel lit in a few images) included, is divided
-  by its own standard deviation and multiplied by :data:`SPREAD`, as z-scoring by hand and
+  by its own standard deviation and multiplied by ROW_SPREAD / √d, as z-scoring by hand and
   then narrowing does: a raw log then fits as the same log z-scored by hand would (which
   "auto" narrows the same way), up to rounding. (A floor on the scales of near-constant columns
   made the two differ by several points on single small fits of images, with no gain in
@@ -94,17 +94,17 @@ MIN_RMS_STD = 0.01
 units far too large for its spread); the noise-free BCI simulation's features, the smallest
 of the built-in environments', have 0.017."""
 
-SPREAD = 0.15
-"""The standard deviation of every non-constant column of a standardised block: the spread
-the learners' defaults (initialisation, learning rate, weight decay, decoder temperature) are
-tuned for. A [0, 1] image's pixels spread 0.2 to 0.3 (RMS over the pixels), and z-scoring
-widens the rare pixels most, so the standardised block is narrower still. Chosen by
-measurement on raw digits logs (docs/results.md, "Small logs", 8 seeds): at unit spread
-2021 IGL fitted 500 interactions to 21 % and IGL-P 2000 to 14 % (67 % and 82 % on the
-features as given); at 0.15, 50 % and 81 % (a sweep of 0.1, 0.15, 0.2 and 0.3 on 4 to 6
-seeds put 0.15 best over IGL, AI-IGL and IGL-P). A
-learner tuned otherwise says so (``input_spread``): the baselines CB and SUP standardise to
-unit spread."""
+ROW_SPREAD = 2.0
+"""The spread of a standardised block's rows, the square root of its columns' summed
+variances: each of its d non-constant columns gets the standard deviation ROW_SPREAD / √d
+(:func:`column_spread`): 0.25 for 64 columns, 1 for 4. Unit z-scores on many columns are
+too wide for the learners' defaults (initialisation, learning rate, weight decay, decoder
+temperature), which are tuned for [0, 1] images and the like, and they widen an image's rare
+pixels most: on raw digits logs (64 columns) 2021 IGL fitted 500 interactions to 21 % and
+IGL-P 2000 to 14 % at unit spread, against 67 % and 82 % on the features as given
+(docs/results.md, "Small logs"). On few columns unit z-scores fit well (a 4-column service
+log needed no more), and ROW_SPREAD keeps them. A learner tuned otherwise says so
+(``row_spread``): the baselines CB and SUP standardise to unit z-scores."""
 
 Z_MEAN = 0.25
 """A block is z-scored already (:func:`z_scored`) when every column's mean is within ±0.25
@@ -206,11 +206,22 @@ def constant_columns(mean: np.ndarray, std: np.ndarray) -> np.ndarray:
     return std <= np.maximum(_CONSTANT * np.abs(mean), 1e-12)
 
 
-def scales(mean: np.ndarray, std: np.ndarray, spread: float = SPREAD) -> np.ndarray:
-    """The scale of each column of a standardised block: its standard deviation divided by
-    ``spread`` (:data:`SPREAD` unless the learner says otherwise), so that the column's
-    spread becomes ``spread``; 1 for a constant column."""
-    return np.where(constant_columns(mean, std), 1.0, std / spread)
+def column_spread(columns: int, row_spread: float | None = ROW_SPREAD) -> float:
+    """The standard deviation each of ``columns`` non-constant columns of a standardised
+    block gets: ``row_spread`` / √columns, or 1 (unit z-scores) for ``row_spread`` None or
+    no column."""
+    if row_spread is None or columns == 0:
+        return 1.0
+    return row_spread / math.sqrt(columns)
+
+
+def scales(mean: np.ndarray, std: np.ndarray,
+           row_spread: float | None = ROW_SPREAD) -> np.ndarray:
+    """The scale of each column of a standardised block: its standard deviation over
+    :func:`column_spread` (the block's rows then spread ``row_spread``); 1 for a constant
+    column."""
+    constant = constant_columns(mean, std)
+    return np.where(constant, 1.0, std / column_spread(int((~constant).sum()), row_spread))
 
 
 def z_scored(mean: np.ndarray, std: np.ndarray) -> bool:
@@ -228,7 +239,7 @@ def off_scale(mean: np.ndarray, std: np.ndarray) -> bool:
     """Whether a block of columns with these means and standard deviations is off the unit
     scale: some |mean| > :data:`MAX_MEAN`, some standard deviation > :data:`MAX_STD`, an
     RMS standard deviation < :data:`MIN_RMS_STD`, or z-scored already (:func:`z_scored`,
-    a spread of 1 where the defaults are tuned for :data:`SPREAD`); a block of no columns is
+    unit spread, which standardising narrows to :data:`ROW_SPREAD`); a block of no columns is
     on it."""
     if not len(mean):
         return False
@@ -243,7 +254,7 @@ def check_mode(mode: object) -> Mode:
     return cast(Mode, mode)
 
 
-def block_statistics(moments: Moments, mode: Mode, spread: float = SPREAD
+def block_statistics(moments: Moments, mode: Mode, row_spread: float | None = ROW_SPREAD
                      ) -> tuple[np.ndarray, np.ndarray, str]:
     """(mean, scale, rule) of a block under ``mode`` ("on" or "auto"): its statistics when it
     is standardised, identity statistics (0, 1) when "auto" leaves it as it is."""
@@ -251,9 +262,9 @@ def block_statistics(moments: Moments, mode: Mode, spread: float = SPREAD
     if not len(mean):
         return mean, std, "not read"
     if mode == "on":
-        return mean, scales(mean, std, spread), "on"
+        return mean, scales(mean, std, row_spread), "on"
     if off_scale(mean, std):
-        return mean, scales(mean, std, spread), "auto: off scale"
+        return mean, scales(mean, std, row_spread), "auto: off scale"
     return np.zeros_like(mean), np.ones_like(std), "auto: unit scale"
 
 
@@ -266,8 +277,8 @@ class Standardiser:
     context_mean: np.ndarray
     """Mean of each context column, shape (d_x,)."""
     context_scale: np.ndarray
-    """Scale of each context column (its standard deviation over :data:`SPREAD`, 1 if
-    constant), shape (d_x,)."""
+    """Scale of each context column (its standard deviation over :func:`column_spread`, 1
+    if constant), shape (d_x,)."""
     feedback_mean: np.ndarray
     """Importance-weighted mean of each feedback column, shape (d_y,) ((0,): no feedback)."""
     feedback_scale: np.ndarray
@@ -297,7 +308,7 @@ class Standardiser:
     @classmethod
     def of_arrays(cls, context: np.ndarray, feedback: np.ndarray | None = None,
                   probability: np.ndarray | None = None, method: str = "log",
-                  mode: Mode = "on", spread: float = SPREAD) -> Standardiser:
+                  mode: Mode = "on", row_spread: float | None = ROW_SPREAD) -> Standardiser:
         """The statistics of contexts (n, d_x) and feedback (n, d_y) (none: no feedback is
         standardised), the feedback weighted by 1/``probability`` when given; ``mode`` "on"
         or "auto" (see :meth:`of_blocks`)."""
@@ -306,31 +317,31 @@ class Standardiser:
                                **({} if probability is None else {"probability": probability})}],
                              np.asarray(context).shape[1],
                              0 if feedback is None else np.asarray(feedback).reshape(
-                                 len(context), -1).shape[1], method, mode, spread=spread)
+                                 len(context), -1).shape[1], method, mode, row_spread=row_spread)
 
     @classmethod
     def of_log(cls, log: InteractionLog, feedback: bool = True,
-               mode: Mode = "on", spread: float = SPREAD) -> Standardiser:
+               mode: Mode = "on", row_spread: float | None = ROW_SPREAD) -> Standardiser:
         """The statistics of a log in memory: contexts, and (unless ``feedback`` is False)
         feedback weighted by 1/p."""
         return cls.of_arrays(log.context, log.feedback if feedback else None, log.probability,
-                             "log", mode, spread)
+                             "log", mode, row_spread)
 
     @classmethod
     def of_stream(cls, stream: LogStream, feedback: bool = True,
-                  mode: Mode = "on", spread: float = SPREAD) -> Standardiser:
+                  mode: Mode = "on", row_spread: float | None = ROW_SPREAD) -> Standardiser:
         """The statistics of a log streamed from disk, in one pass over it (its chunks: the
         memory of a block, not of the log); equal to :meth:`of_log` of the same log up to
         rounding."""
         fields = ("context", "probability", "feedback") if feedback else ("context",)
         return cls.of_blocks(stream.chunks(fields), stream.context_dim,
                              stream.feedback_dim if feedback else 0, "stream", mode,
-                             getattr(stream, "reducer", None), spread)
+                             getattr(stream, "reducer", None), row_spread)
 
     @classmethod
     def of_blocks(cls, blocks: Iterable[Block], context_dim: int, feedback_dim: int,
                   method: str, mode: Mode = "on", reducer: Any = None,
-                  spread: float = SPREAD) -> Standardiser:
+                  row_spread: float | None = ROW_SPREAD) -> Standardiser:
         """The statistics accumulated over blocks of rows (fields ``context`` and, when
         ``feedback_dim`` > 0, ``feedback``, weighted by 1/``probability`` if the block has
         it). ``mode`` "on" standardises both blocks; "auto" each block off the unit scale
@@ -348,8 +359,8 @@ class Standardiser:
                 feedback.add(y, None if p is None else 1.0 / np.asarray(p, np.float64))
         if reducer is not None:
             contexts, feedback = contexts.across(reducer), feedback.across(reducer)
-        mx, sx, context_rule = block_statistics(contexts, mode, spread)
-        my, sy, feedback_rule = block_statistics(feedback, mode, spread)
+        mx, sx, context_rule = block_statistics(contexts, mode, row_spread)
+        my, sy, feedback_rule = block_statistics(feedback, mode, row_spread)
         return cls(mx, sx, my, sy, method, context_rule, feedback_rule)
 
     @classmethod
@@ -472,12 +483,12 @@ def _scaled(rows: np.ndarray, mean: np.ndarray,
 
 
 def standardiser_of(log: InteractionLog | LogStream, feedback: bool = True,
-                    mode: Mode = "on", spread: float = SPREAD) -> Standardiser:
+                    mode: Mode = "on", row_spread: float | None = ROW_SPREAD) -> Standardiser:
     """The statistics of a log in memory (:meth:`Standardiser.of_log`) or streamed
     (:meth:`Standardiser.of_stream`, one extra pass); with ``feedback`` False, of the
     contexts only (a learner that does not read the feedback); ``mode`` "on" or "auto"."""
     from iglearn.data.stream import LogStream
 
     if isinstance(log, LogStream):
-        return Standardiser.of_stream(log, feedback, mode, spread)
-    return Standardiser.of_log(log, feedback, mode, spread)
+        return Standardiser.of_stream(log, feedback, mode, row_spread)
+    return Standardiser.of_log(log, feedback, mode, row_spread)

@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import SPREAD, Standardiser, check_mode, standardiser_of
+from iglearn.data.scaling import ROW_SPREAD, Standardiser, check_mode, standardiser_of
 from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError
@@ -40,9 +40,9 @@ class PolicyLearner:
     policy_: Policy
     seconds_: float
     """Wall seconds the fit took (a share of it when fitted side by side)."""
-    input_spread: ClassVar[float] = SPREAD
-    """The standard deviation a standardised column gets (:data:`iglearn.data.scaling.
-    SPREAD`): the spread this learner's defaults are tuned for."""
+    row_spread: ClassVar[float | None] = ROW_SPREAD
+    """The spread of a standardised block's rows (:data:`iglearn.data.scaling.ROW_SPREAD`)
+    this learner's defaults are tuned for; None: unit z-scores."""
     standardiser_: Standardiser | None = None
     n_actions_: int | None = None
     """K of the log the learner was fitted on (None before a fit; a loaded model's is in
@@ -74,7 +74,7 @@ class PolicyLearner:
         self.schema_ = getattr(log, "schema", None)
         mode = check_mode(getattr(self, "standardise", "auto"))
         self.standardiser_ = None if mode == "off" else standardiser_of(
-            log, feedback, mode, type(self).input_spread)
+            log, feedback, mode, type(self).row_spread)
         return self.standardiser_
 
     def contexts_of(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
