@@ -22,10 +22,10 @@ decay, decoder temperature) are tuned for (:func:`off_scale`): some column's mea
 deviation below :data:`MIN_RMS_STD`, or every column z-scored already (:func:`z_scored`: a
 unit spread, too wide for the defaults on many columns, which it then narrows). Images
 scaled to [0, 1], one-hot tokens and the built-in simulators' features are on that scale and
-are left as they are (the
-block keeps identity statistics, mean 0 and scale 1, so one code path applies them); values
-around 35, counts or milliseconds are not. Each block records its rule (:data:`RULES`):
-``"on"``, ``"auto: off scale"`` (standardised) or ``"auto: unit scale"`` (left as it is).
+are left as they are (the block keeps identity statistics, mean 0 and scale 1, so one code
+path applies them); values around 35, counts or milliseconds are not. Each block records its
+rule (:data:`RULES`): ``"on"``, ``"auto: off scale"`` (standardised) or ``"auto: unit
+scale"`` (left as it is).
 
 The statistics of a standardised block:
 
@@ -225,9 +225,9 @@ def scales(mean: np.ndarray, std: np.ndarray,
 
 
 def z_scored(mean: np.ndarray, std: np.ndarray) -> bool:
-    """Whether a block looks z-scored already: every column constant, or with a mean within
-    ±:data:`Z_MEAN` and a standard deviation within :data:`Z_STD` (some column not
-    constant)."""
+    """Whether a block looks z-scored already: some column is not constant, and every column
+    is either constant or has a mean within ±:data:`Z_MEAN` and a standard deviation within
+    :data:`Z_STD`."""
     constant = constant_columns(mean, std)
     if constant.all():
         return False
