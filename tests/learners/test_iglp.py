@@ -120,6 +120,21 @@ def test_online_iglp_beats_uniform_play_by_a_wide_margin():
     assert learner.fits_ > 5
 
 
+def test_online_iglp_does_not_relapse_onto_the_topic_it_plays_most():
+    """The flag model and the reward regressor model outcomes given (x, a) and are fitted
+    without importance weights: weighted to uniform play, the topic IGW plays most got the
+    least weight, and a hated topic played greedily kept a flag estimate too low to be read
+    as negative for hundreds of rounds. 12 trials of 2,500 rounds: mean 0.751 (worst 0.664)
+    weighted, 0.796 (0.719) unweighted."""
+    env = vw_simulator()
+    averages = []
+    for s in range(12):
+        learner = OnlineIGLP(env.n_actions, env.context_dim, env.feedback_dim, seed=s)
+        [point] = play(learner, env, 2500, np.random.default_rng(100 + s))
+        averages.append(point.average_reward)
+    assert np.mean(averages) > 0.775 and min(averages) > 0.65, np.round(averages, 3)
+
+
 def test_online_iglp_with_zhang_estimate_learns_the_tiny_simulator():
     env = vw_simulator()
     learner = OnlineIGLP(env.n_actions, env.context_dim, env.feedback_dim, estimator="zhang",

@@ -41,8 +41,9 @@ these steps, each a function below:
    all). VW instead decodes every unflagged extreme interaction as positive, which makes the
    frequent unflagged reactions to a hated item ("skip") a reward;
 4. **policy** (:func:`fit_reward_model`): a reward regressor f(x, a) fitted by squared error
-   to the decoded reward r = e (1 - 2 n) in [-1, 1] of the logged action, with the same
-   importance weights; the policy plays argmax_a f(x, a) (``predict``).
+   to the decoded reward r = e (1 - 2 n) in [-1, 1] of the logged action (unweighted, as
+   the flag model: both model an outcome given (x, a)); the policy plays argmax_a f(x, a)
+   (``predict``).
 
 :class:`OnlineIGLP` acts by inverse gap weighting (by default with the growing gamma of Zhang
 et al.'s on-policy algorithm, :func:`~iglearn.learners.regression.zhang_gamma`) or
@@ -279,10 +280,16 @@ def negative_actions(model: Policy, context: np.ndarray, action: np.ndarray,
                      n_actions: int, settings: Optimisation,
                      generator: torch.Generator) -> tuple[np.ndarray, float]:
     """Step 3: fit g(x, a) = P(flagged | x, a, extreme) (sigmoid of ``model``'s scores, in
-    place) by importance-weighted logistic loss on the extreme interactions, weighted by how
-    extreme they are; return, for every interaction, whether its (x, a) is negative (g above
-    half the flagged share of all extreme interactions), and that share. Without any flagged
-    interaction every extreme interaction is positive."""
+    place) by logistic loss on the extreme interactions, weighted by how extreme they are;
+    return, for every interaction, whether its (x, a) is negative (g above half the flagged
+    share of all extreme interactions, importance-weighted to describe uniform play), and that
+    share. Without any flagged interaction every extreme interaction is positive.
+
+    g is a model of the flag given (x, a), which does not depend on how the action was chosen,
+    so its loss is not importance-weighted: re-weighting to uniform play would give the
+    interactions of the action an exploring policy plays most the least weight, and a hated
+    topic played greedily kept its too-low g over hundreds of rounds of skips and dislikes,
+    the relapses of IGL-P's worst trials on VW's simulator (docs/guides/personalised.md)."""
     weight = extreme / (n_actions * probability)
     share = float((weight * flagged).sum() / max(weight.sum(), 1e-12))
     if not flagged.any() or share <= 0:
@@ -302,7 +309,7 @@ def negative_actions(model: Policy, context: np.ndarray, action: np.ndarray,
         target, how = batch.signal[..., 0], batch.signal[..., 1]
         bce = torch.nn.functional.binary_cross_entropy_with_logits(score, target,
                                                                    reduction="none")
-        return (how * uniform_weights(batch.probability, n_actions) * bce).mean(-1)
+        return (how * bce).mean(-1)
     data = Trials.one(Batch(as_tensor(context), torch.as_tensor(action),
                             torch.as_tensor(probability, dtype=torch.float32),
                             as_tensor(signal)))
@@ -399,8 +406,7 @@ class IGLP(IGLPSettings, PolicyLearner):
                                            np.asarray(flags, dtype=bool), step, n_actions,
                                            settings, generator)
         reward = decoded_reward(positive, step, negative)
-        fit_reward_model(self.policy_, context, action, probability, reward, n_actions,
-                         settings, generator)
+        fit_reward_model(self.policy_, context, action, reward, settings, generator)
         weight = 1.0 / (n_actions * np.asarray(probability, dtype=np.float64))
         greedy = self.model_values(context).argmax(1) == action
         extreme_weight = max(float((weight * step).sum()), 1e-12)

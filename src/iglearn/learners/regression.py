@@ -51,16 +51,19 @@ def fit_model(model: Policy, data: Trials, loss: Loss, settings: Optimisation,
 
 
 def fit_reward_model(model: Policy, context: np.ndarray, action: np.ndarray,
-                     probability: np.ndarray, reward: np.ndarray, n_actions: int,
-                     settings: Optimisation, generator: torch.Generator) -> None:
-    """The regression oracle: f(x, a) (``model``'s scores) by importance-weighted (1 / (K p))
-    squared error to the reward of the logged action (in place)."""
+                     reward: np.ndarray, settings: Optimisation,
+                     generator: torch.Generator) -> None:
+    """The regression oracle of inverse gap weighting (Foster and Rakhlin, 2020, SquareCB):
+    f(x, a) (``model``'s scores) by squared error to the reward of the logged action (in
+    place). E[r | x, a] does not depend on how the action was chosen, so the loss is not
+    importance-weighted: weights 1 / (K p) would give the action an exploring policy plays most
+    the least weight, the one whose value it most needs (measured in
+    docs/guides/personalised.md: no method lost reward without them, several gained)."""
     def loss(net: Policy, batch: Batch) -> torch.Tensor:
         error = at_action(net.net(batch.context), batch.action) - batch.signal
-        return (uniform_weights(batch.probability, n_actions) * error ** 2).mean(-1)
+        return (error ** 2).mean(-1)
     data = Trials.one(Batch(as_tensor(context), torch.as_tensor(action),
-                            torch.as_tensor(probability, dtype=torch.float32),
-                            as_tensor(reward)))
+                            torch.ones(len(action)), as_tensor(reward)))
     fit_model(model, data, loss, settings, generator)
 
 
@@ -258,7 +261,7 @@ class OnlineRegression(OnlineLearner):
 class OnlineRegressionCB(OnlineRegression):
     """The same loop with the true reward: ``learn`` receives r in [-1, 1] in place of the
     feedback (play with ``learns_from='reward'``), and the regressor is fitted to it by
-    importance-weighted squared error (:func:`fit_reward_model`).
+    squared error (:func:`fit_reward_model`).
 
     Args:
         n_actions: K.
@@ -291,10 +294,10 @@ class OnlineRegressionCB(OnlineRegression):
                                            torch_generator(self.rng))
 
     def _fit(self) -> None:
-        context, action, probability, reward, _ = self.interactions()
+        context, action, _, reward, _ = self.interactions()
         settings = self.refit if self.fitted_ else self.first_fit
-        fit_reward_model(self.policy_, context, action, probability, reward, self.n_actions,
-                         settings, torch_generator(self.rng))
+        fit_reward_model(self.policy_, context, action, reward, settings,
+                         torch_generator(self.rng))
 
     def model_values(self, contexts: np.ndarray) -> np.ndarray:
         with torch.no_grad():
