@@ -248,13 +248,13 @@ def test_a_fit_that_diverges_exits_2_and_writes_nothing(small, tmp_path, capsys,
 
     def diverging(self, *args, **kwargs):
         fits = real(self, *args, **kwargs)
-        value, policy, decoder, tried = fits[0]
+        value, policy, decoder, tried, error = fits[0]
         if broken == "indicator":
             value = float("nan")
         else:
             with torch.no_grad():
                 next(policy.parameters()).view(-1)[0] = float("inf")
-        return [(value, policy, decoder, tried), *fits[1:]]
+        return [(value, policy, decoder, tried, error), *fits[1:]]
 
     monkeypatch.setattr(BatchIGL, "fit_with_restarts", diverging)
     before = listing(tmp_path)

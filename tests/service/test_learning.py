@@ -223,9 +223,11 @@ def test_a_refit_below_the_threshold_that_beats_the_served_model_is_served(tmp_p
     storage.set_state("refit_requested_at", time.time())
     outcome = run_once(storage, config)
     assert outcome is not None and outcome["version"] == 1
-    assert outcome["held_back"] == (f"not identified: indicator "
-                                    f"{storage.models()[0].summary['indicator']:.4f} is not "
-                                    f"above the restart threshold 0.9900")
+    summary = storage.models()[0].summary
+    assert outcome["held_back"] == (f"not identified: indicator {summary['indicator']:.4f} is "
+                                    f"not above the restart threshold 0.9900 by "
+                                    f"{2 * summary['indicator_error']:.4f} (the restart's "
+                                    f"confidence)")
     assert storage.served_version() == 0
     storage.serve(1)
     fill(storage, 300, rng)

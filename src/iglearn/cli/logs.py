@@ -275,7 +275,8 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
     bound = lemma5_value_lower_bound(report.indicator, n, k, iota, v_bad, max_weight)
     return {
         "objective": args.objective or "iglearn", "settings": settings,
-        "indicator": report.indicator, "restart_threshold": report.threshold,
+        "indicator": report.indicator, "indicator_error": report.indicator_error,
+        "restart_threshold": report.threshold, "identified": report.identified,
         "corrector_flipped": report.flipped, "corrector_statistic": report.corrector_statistic,
         "restarts": report.restarts, "attempt_indicators": report.attempt_indicators,
         "identifiability_warnings": report.warnings, "epochs": len(report.history),

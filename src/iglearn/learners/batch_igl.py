@@ -44,7 +44,7 @@ from iglearn.learners.monitor import EpochRecord, FitMonitor, ShortReport
 from iglearn.learners.objective import (
     at_action,
     igl_objective,
-    indicator,
+    indicator_terms,
     policy_minorant,
     self_normalised_objective,
 )
@@ -114,6 +114,17 @@ class FitReport(ShortReport):
     history: list[EpochRecord] = field(default_factory=list)
     """Every epoch of every stage and attempt, in order (:class:`EpochRecord`: loss,
     indicator, corrector statistic, flip, attempt)."""
+    indicator_error: float = 0.0
+    """Standard error of ``indicator`` (the spread of its terms over the root of their
+    count)."""
+    restart_confidence: float = 0.0
+    """Standard errors by which the indicator had to exceed ``threshold`` to pass."""
+
+    @property
+    def identified(self) -> bool:
+        """Whether the fit passed the adaptive restart: the indicator exceeds the threshold by
+        ``restart_confidence`` standard errors (:meth:`BatchIGL.passes`)."""
+        return self.indicator - self.restart_confidence * self.indicator_error > self.threshold
 
 
 def identifiability_warnings(log: AnyLog) -> list[str]:
@@ -156,6 +167,10 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         check_spec(self.policy, "policy", POLICIES)
         check_spec(self.decoder, "decoder", DECODERS)
         check_device(self.device)
+        if not (isinstance(self.restart_confidence, int | float)
+                and np.isfinite(self.restart_confidence) and self.restart_confidence >= 0):
+            raise IGLearnError(f"restart_confidence must be a finite number >= 0, got "
+                               f"{self.restart_confidence!r}")
 
     @classmethod
     def paper(cls, **settings: object) -> BatchIGL:
@@ -215,7 +230,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         seconds = (time.perf_counter() - start) / len(learners)
         for t, (learner, log, fit, statistic) in enumerate(
                 zip(learners, logs, fits, statistics, strict=True)):
-            value, policy, decoder, tried = fit
+            value, policy, decoder, tried, error = fit
             parameters = [*policy.parameters(), *decoder.parameters()]
             if not (np.isfinite(value) and all(bool(p.isfinite().all()) for p in parameters)):
                 raise IGLearnError(
@@ -224,9 +239,11 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                     f"(importance weight 1/p): drop or clip near-zero probabilities, or lower "
                     f"the learning rate")
             notes = identifiability_warnings(log)
-            if value <= threshold:
-                notes.append(f"no initialisation passed the restart threshold ({value:.3f} <= "
-                             f"{threshold:.3f}): the policy may be no better than uniform play")
+            if not first.passes(value, error, k):
+                notes.append(f"no initialisation passed the restart threshold (indicator "
+                             f"{value:.3f} ± {error:.3f}, needs more than {threshold:.3f} + "
+                             f"{first.restart_confidence:g} standard errors): the policy may "
+                             f"be no better than uniform play")
             if abs(statistic - 0.5) < AMBIGUITY_MARGIN:
                 notes.append(f"the decoded sign is ambiguous: {statistic:.1%} of feedback "
                              f"decodes as reward, close to one half")
@@ -236,7 +253,8 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             learner.report_ = FitReport(
                 indicator=value, flipped=bool(decoder.flipped), corrector_statistic=statistic,
                 restarts=len(tried) - 1, threshold=threshold, attempt_indicators=tried,
-                seconds=seconds, warnings=notes, history=monitor.history[t])
+                seconds=seconds, warnings=notes, history=monitor.history[t],
+                indicator_error=error, restart_confidence=first.restart_confidence)
 
     def fit_with_restarts(self, data: Source, n_actions: int,
                           rngs: Sequence[np.random.Generator],
@@ -245,17 +263,19 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                           holdout: Source | None = None,
                           monitor: FitMonitor | None = None,
                           references: Sequence[Decoder] | None = None,
-                          ) -> list[tuple[float, Policy, Decoder, list[float]]]:
+                          ) -> list[tuple[float, Policy, Decoder, list[float], float]]:
         """The adaptive restart (Appendix B) around line 4 of E2G, for the T trials of ``data``
         at once; trial t draws its initialisations and shuffles from ``rngs[t]``.
 
-        Each attempt fits (pi, psi) (:meth:`fit_models`) and measures the indicator (Eq. 9);
-        a trial stops once its indicator exceeds the threshold and its decoder reads the sign
-        of the feedback clearly (:meth:`_clear`), or after ``max_restarts`` restarts, and the
-        other trials restart together from fresh initialisations. The best attempt is the
-        one with the largest indicator among those whose decoder reads the sign clearly and
-        whose indicator is positive (if any): a decoder that calls no feedback a reward reads
-        as 'clear' but has learned nothing. The first attempt warm-starts from ``starts[t]``
+        Each attempt fits (pi, psi) (:meth:`fit_models`) and measures the indicator (Eq. 9)
+        and its standard error; a trial stops once the indicator exceeds the threshold by
+        ``restart_confidence`` standard errors (:meth:`passes`) and its decoder reads the
+        sign of the feedback clearly (:meth:`_clear`), or after ``max_restarts`` restarts, and
+        the other trials restart together from fresh initialisations. The best attempt is the
+        one with the largest lower bound (the indicator less ``restart_confidence`` standard
+        errors) among those whose decoder reads the sign clearly and whose indicator is
+        positive (if any): a decoder that calls no feedback a reward reads as 'clear' but has
+        learned nothing. The first attempt warm-starts from ``starts[t]``
         (fitted in place, with ``start_optimisation`` if given) when they are given. With
         ``holdout`` (interactions not in ``data``) the indicator is measured there: an
         unbiased estimate that a fit memorising ``data`` cannot inflate. A ``monitor``
@@ -263,11 +283,10 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         corrector keeps unless the data clearly say otherwise (:meth:`fit`).
 
         Returns:
-            per trial, (indicator, policy, decoder, indicator of every attempt) of its best
-            attempt.
+            per trial, (indicator, policy, decoder, indicator of every attempt, standard error
+            of the indicator) of its best attempt.
         """
-        threshold = self.threshold(n_actions)
-        best: dict[int, tuple[float, Policy, Decoder, bool]] = {}
+        best: dict[int, tuple[float, Policy, Decoder, bool, float]] = {}
         tried: list[list[float]] = [[] for _ in rngs]
         pending = list(range(len(rngs)))
         device = resolve_device(self.device)
@@ -287,24 +306,27 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             self.fit_models(policies, decoders, data.select(pending), n_actions, generators,
                             settings, monitor,
                             None if references is None else [references[t] for t in pending])
-            values = indicators(policies, decoders,
-                                (data if holdout is None else holdout).select(pending),
-                                n_actions, device)
+            values, errors = indicator_moments(
+                policies, decoders, (data if holdout is None else holdout).select(pending),
+                n_actions, device)
             # a decoder with no positive indicator has learned nothing: its sign is no
             # evidence (one that calls no feedback a reward reads as 'clear')
             clear = [sure and value > 0 for sure, value in zip(
                 self._clear(decoders, data.select(pending), n_actions, device), values,
                 strict=True)]
-            for t, value, sure, policy, decoder in zip(pending, values, clear, policies,
-                                                        decoders, strict=True):
+            z = self.restart_confidence
+            for t, value, error, sure, policy, decoder in zip(pending, values, errors, clear,
+                                                               policies, decoders, strict=True):
                 tried[t].append(value)
-                if t not in best or (sure, value) > (best[t][3], best[t][0]):
-                    best[t] = (value, policy, decoder, sure)
-            pending = [t for t, value, sure in zip(pending, values, clear, strict=True)
-                       if value <= threshold or not sure]
+                if t not in best or (sure, value - z * error) > (
+                        best[t][3], best[t][0] - z * best[t][4]):
+                    best[t] = (value, policy, decoder, sure, error)
+            pending = [t for t, value, error, sure in zip(pending, values, errors, clear,
+                                                          strict=True)
+                       if not (sure and self.passes(value, error, n_actions))]
             if not pending:
                 break
-        return [(*best[t][:3], tried[t]) for t in range(len(rngs))]
+        return [(*best[t][:3], tried[t], best[t][4]) for t in range(len(rngs))]
 
     @staticmethod
     def _clear(decoders: Sequence[Decoder], data: Source, n_actions: int,
@@ -324,6 +346,14 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
     def threshold(self, n_actions: int) -> float:
         """The adaptive restart's indicator threshold (1/K unless set)."""
         return 1.0 / n_actions if self.restart_threshold is None else self.restart_threshold
+
+    def passes(self, value: float, error: float, n_actions: int) -> bool:
+        """Whether an indicator ``value`` with standard error ``error`` passes the adaptive
+        restart: it exceeds the threshold by ``restart_confidence`` standard errors. The
+        indicator bounds the policy's value only up to its estimation error (the K eps_D of
+        Appendix B's lemma): on a few hundred interactions an indicator just above 1/K is
+        as often a policy no better than uniform play."""
+        return value - self.restart_confidence * error > self.threshold(n_actions)
 
     def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Decoder], data: Source,
                    n_actions: int, generators: Sequence[torch.Generator],
@@ -472,26 +502,44 @@ def rebased_decoder(decoder: Decoder, old: Standardiser | None,
 def indicators(policies: Sequence[Policy], decoders: Sequence[Decoder] | None, data: Source,
                n_actions: int, device: torch.device | None = None) -> list[float]:
     """Eq. 9 (:func:`~iglearn.learners.objective.indicator`) of each trial's pair on its data
-    (:func:`stacked_indicators` of the pairs stacked and moved to ``device`` if given);
-    without decoders, the signal itself stands for psi (the true reward: the IPS estimate of
-    V(pi) - V(pi_bad))."""
+    (:func:`indicator_moments`' values); without decoders, the signal itself stands for psi
+    (the true reward: the IPS estimate of V(pi) - V(pi_bad))."""
+    return indicator_moments(policies, decoders, data, n_actions, device)[0]
+
+
+def indicator_moments(policies: Sequence[Policy], decoders: Sequence[Decoder] | None,
+                      data: Source, n_actions: int, device: torch.device | None = None
+                      ) -> tuple[list[float], list[float]]:
+    """Eq. 9 of each trial's pair on its data and its standard error
+    (:func:`stacked_indicators` of the pairs stacked and moved to ``device`` if given)."""
     on = device if device is not None and device.type != "cpu" else None
     policy = cast(Policy, stack(policies))
     decoder = None if decoders is None else cast(Decoder, stack(decoders))
     if on is not None:
         policy = policy.to(on)
         decoder = None if decoder is None else decoder.to(on)
-    return stacked_indicators(policy, decoder, data, n_actions, on)
+    return stacked_indicator_moments(policy, decoder, data, n_actions, on)
 
 
 def stacked_indicators(policy: Policy, decoder: Decoder | None, data: Source, n_actions: int,
                        device: torch.device | None = None,
                        rows: int | None = None) -> list[float]:
+    """Eq. 9 of a stacked ``policy`` and ``decoder`` on each trial's data (the values of
+    :func:`stacked_indicator_moments`)."""
+    return stacked_indicator_moments(policy, decoder, data, n_actions, device, rows)[0]
+
+
+def stacked_indicator_moments(policy: Policy, decoder: Decoder | None, data: Source,
+                              n_actions: int, device: torch.device | None = None,
+                              rows: int | None = None) -> tuple[list[float], list[float]]:
     """Eq. 9 of a stacked ``policy`` and ``decoder`` (none: the signal stands for psi) on
-    each trial's data (its first ``rows`` interactions if given), in one pass over its chunks
-    (a sum over chunks, so a streamed log is never in memory), each chunk moved to ``device``
-    (where the models are) if given."""
+    each trial's data (its first ``rows`` interactions if given), and its standard error (the
+    standard deviation of the interactions' terms, :func:`~iglearn.learners.objective.
+    indicator_terms`, over the square root of their count), in one pass over its chunks (sums
+    over chunks, so a streamed log is never in memory), each chunk moved to ``device`` (where
+    the models are) if given."""
     total = torch.zeros(len(data), dtype=torch.float64)
+    squares = torch.zeros(len(data), dtype=torch.float64)
     limit = data.n if rows is None else min(rows, data.n)
     seen = 0
     with torch.no_grad():
@@ -499,12 +547,14 @@ def stacked_indicators(policy: Policy, decoder: Decoder | None, data: Source, n_
             chunk = to_device(chunk, device)
             pi_a = at_action(policy.probabilities(chunk.context), chunk.action)
             psi = torch.stack(list(chunk.signal)) if decoder is None else decoder(chunk.signal)
-            count = chunk.action.shape[-1]
-            total += indicator(pi_a, psi, chunk.probability, n_actions).cpu().double() * count
-            seen += count
+            terms = indicator_terms(pi_a, psi, chunk.probability, n_actions).cpu().double()
+            total += terms.sum(-1)
+            squares += terms.square().sum(-1)
+            seen += chunk.action.shape[-1]
             if seen >= limit:
                 break
     reducer = reducer_of(data)  # the sums of every process of a data-parallel fit
     counted = reducer.sum(torch.tensor([float(seen)], dtype=torch.float64))
-    return (reducer.sum(total) / counted).tolist()
-
+    mean = reducer.sum(total) / counted
+    spread = (reducer.sum(squares) / counted - mean.square()).clamp_min(0.0)
+    return mean.tolist(), (spread / counted).sqrt().tolist()

@@ -322,7 +322,7 @@ class E2G(EpochGreedy):
         # Line 4 on D_i, warm-started from (pi_{i-1}, psi_{i-1}) once they exist.
         starts = (None if self.policy_ is None or self.decoder_ is None
                   else [(self.policy_, self.decoder_)])
-        [(indicator, self.policy_, self.decoder_, tried)] = self._batch.fit_with_restarts(
+        [(indicator, self.policy_, self.decoder_, tried, _)] = self._batch.fit_with_restarts(
             Trials.one(data), self.n_actions, [self.rng], starts, self.refit_optimisation,
             None if holdout is None else Trials.one(holdout))
         return indicator, {"restarts": len(tried) - 1, "flipped": bool(self.decoder_.flipped)}

@@ -70,8 +70,17 @@ def indicator(pi_logged: torch.Tensor, psi: torch.Tensor, probability: torch.Ten
               n_actions: int) -> torch.Tensor:
     """Eq. 9, the indicator: mean[(pi(a|x) - 1/K) psi(y) / p], the importance-weighted
     estimate of V(pi, psi) - V(pi_bad, psi) that the adaptive restart, the schedules'
-    certificates and Lemma 5 read. It is Eq. 2's value, without any control variate."""
-    return igl_objective(pi_logged, psi, probability, n_actions)
+    certificates and Lemma 5 read. It is Eq. 2's value, without any control variate: the
+    mean of :func:`indicator_terms`."""
+    return indicator_terms(pi_logged, psi, probability, n_actions).mean(-1)
+
+
+def indicator_terms(pi_logged: torch.Tensor, psi: torch.Tensor, probability: torch.Tensor,
+                    n_actions: int) -> torch.Tensor:
+    """Each interaction's term of Eq. 9, (pi(a|x) - 1/K) psi(y) / p, not reduced: their mean
+    is the indicator, their spread its standard error (the adaptive restart's confidence,
+    :meth:`~iglearn.learners.batch_igl.BatchIGL.fit_with_restarts`)."""
+    return (pi_logged - 1.0 / n_actions) * psi / probability
 
 
 def policy_minorant(log_pi: torch.Tensor, action: torch.Tensor, psi: torch.Tensor,

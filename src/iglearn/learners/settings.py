@@ -162,6 +162,11 @@ class BatchIGLSettings(FitSettings):
     restart_threshold: float | None = None
     """Indicator threshold of the adaptive restart; None means 1/K, V(pi_bad) for
     classification."""
+    restart_confidence: float = 2.0
+    """Standard errors of the indicator by which it must exceed the threshold for an attempt
+    to pass the adaptive restart (0: the paper's plain test). On a few hundred interactions an
+    indicator just above 1/K is as often a policy no better than uniform play; on large logs
+    the standard error is a few thousandths and the test is the paper's."""
     decoder_temperature: float = 0.1
     """Temperature of the decoder's sigmoid (Appendix B: 0.1)."""
     flip_policy: bool = True

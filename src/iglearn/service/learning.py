@@ -68,7 +68,9 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
     n, k = len(log), log.n_actions
     value = getattr(report, "indicator", None)
     indicator = float(value) if value is not None and math.isfinite(value) else None
+    error = getattr(report, "indicator_error", None)
     summary: dict[str, Any] = {"source": "refit", "indicator": indicator,
+                               "indicator_error": None if error is None else float(error),
                                "seconds": float(getattr(report, "seconds", 0.0)),
                                "warnings": [str(w) for w in getattr(report, "warnings", [])]}
     if indicator is None:
@@ -89,8 +91,9 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
 def held_back(learner: Any, config: ServiceConfig, log: InteractionLog | None = None,
               served: Any = None) -> str | None:
     """Why a re-fit is stored but not served, or None to serve it: its indicator is not
-    above the learner's restart threshold (the threshold of the learner's
-    ``IdentifiabilityWarning``), nor, given the ``served`` model, above the served model's
+    above the learner's restart threshold by the restart's confidence (the test of the
+    learner's ``IdentifiabilityWarning``), nor, given the ``served`` model, above the served
+    model's
     indicator on the same ``log`` (so that a served model which the newer interactions no
     longer bear out is replaced by a better fit); never with ``[learning]
     serve_unidentified``, and never for a learner that reports no indicator and threshold."""
@@ -99,10 +102,13 @@ def held_back(learner: Any, config: ServiceConfig, log: InteractionLog | None = 
     threshold = getattr(report, "threshold", None)
     if config.learning.serve_unidentified or indicator is None or threshold is None:
         return None
-    if math.isfinite(indicator) and indicator > threshold:
+    margin = (getattr(report, "restart_confidence", 0.0)
+              * getattr(report, "indicator_error", 0.0))
+    if math.isfinite(indicator) and indicator - margin > threshold:
         return None
     reason = (f"not identified: indicator {indicator:.4f} is not above the restart threshold "
-              f"{threshold:.4f}")
+              f"{threshold:.4f}" + (f" by {margin:.4f} (the restart's confidence)"
+                                    if margin else ""))
     if served is None or log is None:
         return reason
     current = float(served.indicator(log))
