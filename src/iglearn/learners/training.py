@@ -270,6 +270,8 @@ class AdamW:
                 raise IGLearnError(f"a stacked parameter of shape {tuple(p.shape)} has no "
                                    f"leading axis of {trials} trials")
         self.steps = 0
+        self._slices: dict[tuple[int, ...], tuple[list[torch.Tensor], ...]] = {}
+        """Each fused call's trial slices of the parameters and moments, by its parameters."""
 
     @torch.no_grad()
     def step(self, lr_factors: torch.Tensor | float, beta1: torch.Tensor | float) -> None:
@@ -353,8 +355,11 @@ class AdamW:
         for i in live:
             calls.setdefault((lr_factor * self.lrs[i], self.decays[i]), []).append(i)
         for (rate, decay), group in calls.items():
-            params, means, squares = (self._trial_slices(tensors, group) for tensors in
-                                      (self.params, self.means, self.squares))
+            key = tuple(group)
+            if key not in self._slices:  # views of tensors updated in place: made once
+                self._slices[key] = tuple(self._trial_slices(tensors, group) for tensors in
+                                          (self.params, self.means, self.squares))
+            params, means, squares = self._slices[key]
             grads = self._trial_slices([cast(torch.Tensor, self.params[i].grad).contiguous()
                                         for i in group], range(len(group)))
             torch._fused_adamw_(params, grads, means, squares, [], [step] * len(params),
