@@ -48,7 +48,7 @@ from iglearn.learners.objective import (
     policy_minorant,
     self_normalised_objective,
 )
-from iglearn.learners.settings import BatchIGLSettings, Optimisation
+from iglearn.learners.settings import BatchIGLSettings, Optimisation, restart_passes
 from iglearn.learners.stream import (
     AnyLog,
     action_counts,
@@ -124,7 +124,8 @@ class FitReport(ShortReport):
     def identified(self) -> bool:
         """Whether the fit passed the adaptive restart: the indicator exceeds the threshold by
         ``restart_confidence`` standard errors (:meth:`BatchIGL.passes`)."""
-        return self.indicator - self.restart_confidence * self.indicator_error > self.threshold
+        return restart_passes(self.indicator, self.indicator_error, self.restart_confidence,
+                              self.threshold)
 
 
 def identifiability_warnings(log: AnyLog) -> list[str]:
@@ -353,7 +354,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         indicator bounds the policy's value only up to its estimation error (the K eps_D of
         Appendix B's lemma): on a few hundred interactions an indicator just above 1/K is
         as often a policy no better than uniform play."""
-        return value - self.restart_confidence * error > self.threshold(n_actions)
+        return restart_passes(value, error, self.restart_confidence, self.threshold(n_actions))
 
     def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Decoder], data: Source,
                    n_actions: int, generators: Sequence[torch.Generator],

@@ -62,6 +62,7 @@ def fit_reward_model(model: Policy, context: np.ndarray, action: np.ndarray,
     def loss(net: Policy, batch: Batch) -> torch.Tensor:
         error = at_action(net.net(batch.context), batch.action) - batch.signal
         return (error ** 2).mean(-1)
+    # the loss reads no logging probability: the batch's is a placeholder
     data = Trials.one(Batch(as_tensor(context), torch.as_tensor(action),
                             torch.ones(len(action)), as_tensor(reward)))
     fit_model(model, data, loss, settings, generator)

@@ -138,6 +138,14 @@ class FitSettings:
         check_mode(self.standardise)
 
 
+def restart_passes(indicator: float, error: float, confidence: float,
+                   threshold: float) -> bool:
+    """The adaptive restart's test (:meth:`~iglearn.learners.BatchIGL.fit_with_restarts`):
+    whether an ``indicator`` (Eq. 9) with standard error ``error`` exceeds ``threshold`` by
+    ``confidence`` standard errors (``BatchIGLSettings.restart_confidence``)."""
+    return indicator - confidence * error > threshold
+
+
 @dataclass(eq=False)
 class BatchIGLSettings(FitSettings):
     """The settings of :class:`~iglearn.learners.BatchIGL`, which documents them."""

@@ -36,6 +36,7 @@ import numpy as np
 
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
+from iglearn.learners.settings import restart_passes
 from iglearn.processes import end_with_parent
 from iglearn.service.config import ServiceConfig, make_learner
 from iglearn.service.operator_log import log_event, refit_message
@@ -90,22 +91,23 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
 
 def held_back(learner: Any, config: ServiceConfig, log: InteractionLog | None = None,
               served: Any = None) -> str | None:
-    """Why a re-fit is stored but not served, or None to serve it: its indicator is not
-    above the learner's restart threshold by the restart's confidence (the test of the
-    learner's ``IdentifiabilityWarning``), nor, given the ``served`` model, above the served
-    model's
-    indicator on the same ``log`` (so that a served model which the newer interactions no
-    longer bear out is replaced by a better fit); never with ``[learning]
-    serve_unidentified``, and never for a learner that reports no indicator and threshold."""
+    """Why a re-fit is stored but not served, or None to serve it: its indicator does not
+    pass the learner's adaptive restart test (:func:`~iglearn.learners.settings.
+    restart_passes`, the test of the learner's ``IdentifiabilityWarning``), nor is it, given
+    the ``served`` model, above the served model's indicator on the same ``log`` (so that a
+    served model which the newer interactions no longer bear out is replaced by a better
+    fit); never with ``[learning] serve_unidentified``, and never for a learner that reports
+    no indicator and threshold."""
     report = getattr(learner, "report_", None)
     indicator = getattr(report, "indicator", None)
     threshold = getattr(report, "threshold", None)
     if config.learning.serve_unidentified or indicator is None or threshold is None:
         return None
-    margin = (getattr(report, "restart_confidence", 0.0)
-              * getattr(report, "indicator_error", 0.0))
-    if math.isfinite(indicator) and indicator - margin > threshold:
+    confidence = getattr(report, "restart_confidence", 0.0)
+    error = getattr(report, "indicator_error", 0.0)
+    if math.isfinite(indicator) and restart_passes(indicator, error, confidence, threshold):
         return None
+    margin = confidence * error
     reason = (f"not identified: indicator {indicator:.4f} is not above the restart threshold "
               f"{threshold:.4f}" + (f" by {margin:.4f} (the restart's confidence)"
                                     if margin else ""))
