@@ -4,17 +4,22 @@ service of each backend, that a re-fit which is not identified is stored but not
 
 from __future__ import annotations
 
+import copy
 import re
 import time
+import warnings
 
 import httpx
 import numpy as np
 import pytest
+import torch
 
+from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
+from iglearn.learners import BatchIGL
 from iglearn.models.archive import load_archive
 from iglearn.service.config import parse_config
-from iglearn.service.learning import due, run_once
+from iglearn.service.learning import contradictions, due, held_back, run_once
 from iglearn.service.storage import Decision, Feedback, FeedbackOutcome, SQLiteStorage
 
 from .conftest import D_X, D_Y, K, Running, play, start_service, tables
@@ -203,10 +208,11 @@ def check_held_back_then_served(running: Running, client: httpx.Client,
     assert admin.post("/v1/model/rollback", json={"version": 1}).json()["version"] == 1
 
 
-def test_a_refit_below_the_threshold_that_beats_the_served_model_is_served(tmp_path):
-    """A re-fit not above the restart threshold is still served when its indicator is
-    above the served model's on the same interactions (a model fitted on feedback that
-    says nothing, served by an admin, is replaced by a fit on feedback that does)."""
+def test_a_refit_below_the_threshold_replaces_a_served_model_the_log_no_longer_bears_out(
+        tmp_path):
+    """A re-fit not above the restart threshold is still served when the served model is
+    not above it either on the same interactions (a model fitted on feedback that says
+    nothing, served by an admin, is replaced by a fit on feedback that does)."""
     config = parse_config(tables(model={"learner": {"max_restarts": 0,
                                                     "restart_threshold": 0.99,
                                                     "optimisation": {"max_steps": 60}}},
@@ -236,3 +242,89 @@ def test_a_refit_below_the_threshold_that_beats_the_served_model_is_served(tmp_p
     assert outcome is not None and outcome["version"] == 2 and outcome["held_back"] is None
     assert storage.served_version() == 2
     assert storage.models()[-1].summary["indicator"] <= 0.99
+
+
+def shapes_log(n: int, rng: np.random.Generator, policy: BatchIGL | None = None,
+               epsilon: float = 1.0) -> tuple[InteractionLog, np.ndarray]:
+    """``n`` interactions on K contexts seen again and again (context c, one-hot, is right
+    with action c), played epsilon-greedily by ``policy`` (uniformly without one); feedback
+    e_0 when right, e_1 when wrong, with a little noise. Returns the log and whether each
+    interaction was right."""
+    c = rng.integers(0, K, n)
+    x = np.eye(D_X, dtype=np.float32)[c]
+    p = np.full((n, K), epsilon / K)
+    if policy is not None:
+        p[np.arange(n), policy.predict(x)] += 1 - epsilon
+    a = np.array([rng.choice(K, p=row) for row in p])
+    right = a == c
+    y = np.where(right[:, None], np.eye(D_Y)[0], np.eye(D_Y)[1]) + 0.05 * rng.normal(
+        size=(n, D_Y))
+    return InteractionLog(x, a, p[np.arange(n), a], y.astype(np.float32), K), right
+
+
+def test_contradictions_count_contexts_seen_with_more_than_one_rewarded_action():
+    rng = np.random.default_rng(0)
+    log, right = shapes_log(200, rng)
+    assert contradictions(right, log) == 0
+    # the opposite reading: each of the K contexts has K - 1 'rewarded' actions
+    assert contradictions(~right, log) == K * (K - 2)
+    # an action counts as rewarded where most of its interactions decode as reward
+    noisy = right.copy()
+    noisy[np.flatnonzero(~right)[0]] = True
+    assert contradictions(noisy, log) == 0
+    # contexts that never repeat: nothing can contradict a reading
+    fresh = InteractionLog(rng.normal(size=(200, D_X)).astype(np.float32), log.action,
+                           log.probability, log.feedback, K)
+    assert contradictions(~right, fresh) == 0
+
+
+def test_a_served_model_reading_the_feedbacks_opposite_gives_way_to_a_refit():
+    """A served model whose reading of the feedback is the opposite (its decoder flipped and
+    its policy negated, the symmetric optimum of Eq. 2) plays wrong actions; on the log it
+    gathers, a context seen with two of them refutes its reading. A re-fit reading the
+    feedback right is served over it, and the reversed model is held back against the right
+    one, whatever their indicators."""
+    config = parse_config(tables(learning={"serve_unidentified": False}), "s.toml")
+    rng = np.random.default_rng(1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        right_model = BatchIGL(seed=0).fit(shapes_log(300, rng)[0])
+    contexts = np.eye(D_X, dtype=np.float32)[:K]
+    assert (right_model.predict(contexts) == np.arange(K)).all()
+    reversed_model = copy.deepcopy(right_model)
+    with torch.no_grad():
+        reversed_model.decoder_.flipped.logical_not_()
+        last = [m for m in reversed_model.policy_.modules() if isinstance(m, torch.nn.Linear)]
+        for parameter in last[-1].parameters():
+            parameter.neg_()
+    assert (reversed_model.predict(contexts) != np.arange(K)).all()
+    log, _ = shapes_log(120, rng, reversed_model, epsilon=0.1)
+    assert contradictions(reversed_model.decode(log.feedback) > 0.5, log) > 0
+    assert contradictions(right_model.decode(log.feedback) > 0.5, log) == 0
+    assert held_back(right_model, config, log, reversed_model) is None
+    reason = held_back(reversed_model, config, log, right_model)
+    assert reason is not None and reason.startswith(
+        "the log contradicts its reading of the feedback more often than the served model's")
+    assert reversed_model.report_.indicator > reversed_model.report_.threshold
+
+
+def test_a_refit_below_the_threshold_and_the_served_model_is_held_back():
+    """A re-fit whose indicator is not above the restart threshold (a fit on feedback that
+    says nothing), on a log that the served model's reading still bears out (its indicator
+    there above the threshold and the re-fit's), is held back."""
+    config = parse_config(tables(learning={"serve_unidentified": False}), "s.toml")
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(300, D_X)).astype(np.float32)
+    a = rng.integers(0, K, 300)
+    right = a == x[:, :K].argmax(1)
+    y = np.where(right[:, None], np.eye(D_Y)[0], np.eye(D_Y)[1]).astype(np.float32)
+    log = InteractionLog(x, a, np.full(300, 1 / K), y, K)
+    silent = InteractionLog(x, a, log.probability,
+                            rng.normal(size=(300, D_Y)).astype(np.float32), K)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        served = BatchIGL(seed=0).fit(log)
+        refit = BatchIGL(seed=0, max_restarts=0, restart_threshold=0.5).fit(silent)
+    assert served.indicator(log) > refit.report_.threshold > refit.report_.indicator
+    reason = held_back(refit, config, log, served)
+    assert reason is not None and "nor the served model's" in reason

@@ -103,6 +103,10 @@ def held_back(learner: Any, config: ServiceConfig, log: InteractionLog | None = 
     threshold = getattr(report, "threshold", None)
     if config.learning.serve_unidentified or indicator is None or threshold is None:
         return None
+    if served is not None and log is not None:
+        verdict = contradicted_reading(learner, served, log)
+        if verdict is not None:  # the log refutes one of the two readings more often
+            return verdict or None
     confidence = getattr(report, "restart_confidence", 0.0)
     error = getattr(report, "indicator_error", 0.0)
     if math.isfinite(indicator) and restart_passes(indicator, error, confidence, threshold):
@@ -114,9 +118,49 @@ def held_back(learner: Any, config: ServiceConfig, log: InteractionLog | None = 
     if served is None or log is None:
         return reason
     current = float(served.indicator(log))
-    if math.isfinite(indicator) and not indicator <= current:
-        return None
+    if math.isfinite(indicator) and not (indicator <= current
+                                         and restart_passes(current, 0.0, 0.0, threshold)):
+        return None  # above the served model's, or the log no longer bears that one out
     return f"{reason} nor the served model's {current:.4f} on the same interactions"
+
+
+def contradictions(reward: np.ndarray, log: InteractionLog) -> int:
+    """How many times ``log`` contradicts a reading of its feedback (``reward``: whether each
+    interaction's feedback decodes as reward) under IGL's classification assumption, that
+    each context has one rewarded action: interactions with the same context vector form a
+    stratum, an action of a stratum counts as rewarded when most of its interactions decode
+    as reward, and each stratum with m > 1 rewarded actions counts m - 1 contradictions. A
+    reading of the feedback's opposite is contradicted as soon as one context has been seen
+    with two of its unrewarded actions; where no context repeats, nothing can contradict a
+    reading (0)."""
+    k = log.n_actions
+    _, stratum = np.unique(np.asarray(log.context), axis=0, return_inverse=True)
+    cells = stratum.reshape(-1) * k + np.asarray(log.action)
+    size = (int(cells.max()) // k + 1) * k
+    counts = np.bincount(cells, minlength=size)
+    rewarded = np.bincount(cells, weights=np.asarray(reward, dtype=np.float64), minlength=size)
+    per_stratum = (2 * rewarded > counts).reshape(-1, k).sum(1)
+    return int(np.maximum(per_stratum - 1, 0).sum())
+
+
+def contradicted_reading(learner: Any, served: Any, log: InteractionLog) -> str | None:
+    """Whether the re-fit ``learner`` or the ``served`` model reads ``log``'s feedback the
+    way the log contradicts less (:func:`contradictions`): '' to serve the re-fit, why it is
+    held back, or None when both are contradicted equally often (or a model has no decoder)
+    and the indicators decide (:func:`held_back`). On a log gathered by a served model that
+    reads the feedback's opposite, its own reading scores its own choices as rewarded and
+    its indicator stays high; repeated contexts refute it outright."""
+    if not all(hasattr(m, "decode") for m in (learner, served)):
+        return None
+    mine, theirs = (contradictions(model.decode(log.feedback) > 0.5, log)
+                    for model in (learner, served))
+    if mine == theirs:
+        return None
+    if mine < theirs:
+        return ""
+    return (f"the log contradicts its reading of the feedback more often than the served "
+            f"model's ({mine} against {theirs} contexts seen with more than one rewarded "
+            f"action)")
 
 
 def served_reference(storage: Storage, config: ServiceConfig) -> tuple[int, Any] | None:
