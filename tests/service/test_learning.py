@@ -17,9 +17,16 @@ import torch
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners import BatchIGL
-from iglearn.models.archive import load_archive
+from iglearn.models.archive import load_archive, pack_model
+from iglearn.models.io import save_model
 from iglearn.service.config import parse_config
-from iglearn.service.learning import contradictions, due, held_back, run_once
+from iglearn.service.learning import (
+    contradictions,
+    due,
+    held_back,
+    less_contradicted_opposite,
+    run_once,
+)
 from iglearn.service.storage import Decision, Feedback, FeedbackOutcome, SQLiteStorage
 
 from .conftest import D_X, D_Y, K, Running, play, start_service, tables
@@ -278,6 +285,18 @@ def test_contradictions_count_contexts_seen_with_more_than_one_rewarded_action()
     assert contradictions(~right, fresh) == 0
 
 
+def reversed_copy(model: BatchIGL) -> BatchIGL:
+    """``model`` at the symmetric optimum of Eq. 2: its decoder flipped and its policy's
+    scores negated (it reads the feedback's opposite and plays wrong actions)."""
+    reversed_model = copy.deepcopy(model)
+    with torch.no_grad():
+        reversed_model.decoder_.flipped.logical_not_()
+        last = [m for m in reversed_model.policy_.modules() if isinstance(m, torch.nn.Linear)]
+        for parameter in last[-1].parameters():
+            parameter.neg_()
+    return reversed_model
+
+
 def test_a_served_model_reading_the_feedbacks_opposite_gives_way_to_a_refit():
     """A served model whose reading of the feedback is the opposite (its decoder flipped and
     its policy negated, the symmetric optimum of Eq. 2) plays wrong actions; on the log it
@@ -291,12 +310,7 @@ def test_a_served_model_reading_the_feedbacks_opposite_gives_way_to_a_refit():
         right_model = BatchIGL(seed=0).fit(shapes_log(300, rng)[0])
     contexts = np.eye(D_X, dtype=np.float32)[:K]
     assert (right_model.predict(contexts) == np.arange(K)).all()
-    reversed_model = copy.deepcopy(right_model)
-    with torch.no_grad():
-        reversed_model.decoder_.flipped.logical_not_()
-        last = [m for m in reversed_model.policy_.modules() if isinstance(m, torch.nn.Linear)]
-        for parameter in last[-1].parameters():
-            parameter.neg_()
+    reversed_model = reversed_copy(right_model)
     assert (reversed_model.predict(contexts) != np.arange(K)).all()
     log, _ = shapes_log(120, rng, reversed_model, epsilon=0.1)
     assert contradictions(reversed_model.decode(log.feedback) > 0.5, log) > 0
@@ -328,3 +342,44 @@ def test_a_refit_below_the_threshold_and_the_served_model_is_held_back():
     assert served.indicator(log) > refit.report_.threshold > refit.report_.indicator
     reason = held_back(refit, config, log, served)
     assert reason is not None and "nor the served model's" in reason
+
+
+def test_a_refit_takes_the_reading_the_log_contradicts_less(tmp_path):
+    """A re-fit on a log gathered by a served model that reads the feedback's opposite: the
+    log's own repeated contexts refute that reading (:func:`less_contradicted_opposite`), so
+    the worker fits again with the opposite reading kept, although its configuration tells
+    re-fits to keep the served model's reading, and serves a model that reads the feedback
+    right and picks the right actions."""
+    rng = np.random.default_rng(4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        right_model = BatchIGL(seed=0).fit(shapes_log(300, rng)[0])
+    reversed_model = reversed_copy(right_model)
+    log, right = shapes_log(150, rng, reversed_model, epsilon=0.2)
+    assert less_contradicted_opposite(right_model, log) is None
+    opposite = less_contradicted_opposite(reversed_model, log)
+    assert opposite is not None
+    assert ((opposite.decode(log.feedback) > 0.5) == right).all()
+
+    # the re-fit keeps the served model's reading unless the corrector's statistic is far
+    # beyond one half: only the contradictions turn it
+    config = parse_config(tables(model={"learner": {"max_restarts": 1,
+                                                    "reference_confidence": 100.0}},
+                                 learning={"serve_unidentified": False}),
+                          str(tmp_path / "s.toml"))
+    storage = SQLiteStorage(tmp_path / "service.db")
+    save_model(reversed_model, tmp_path / "reversed")
+    storage.add_model("igl", 300, 0.0, {"source": "test"}, pack_model(tmp_path / "reversed"))
+    now = time.time()
+    storage.add_decisions([Decision(f"r{i}", log.context[i], int(log.action[i]),
+                                    float(log.probability[i]), np.full(K, 1 / K), 1, True,
+                                    True, now) for i in range(len(log))])
+    storage.add_feedback([Feedback(f"r{i}", log.feedback[i], False, now)
+                          for i in range(len(log))], 600.0)
+    storage.set_state("refit_requested_at", time.time())
+    outcome = run_once(storage, config)
+    assert outcome is not None and outcome["version"] == 2 and outcome["held_back"] is None
+    served = load_archive(storage.model_archive(storage.served_version()), "igl")
+    assert ((served.decode(log.feedback) > 0.5) == right).all()
+    contexts = np.eye(D_X, dtype=np.float32)[:K]
+    assert (served.predict(contexts) == np.arange(K)).all()

@@ -20,6 +20,8 @@ records itself in the shared state ``refit_lease`` ({host, port, pid, since}).
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 import os
 import signal
@@ -143,6 +145,30 @@ def contradictions(reward: np.ndarray, log: InteractionLog) -> int:
     return int(np.maximum(per_stratum - 1, 0).sum())
 
 
+def less_contradicted_opposite(learner: Any, log: InteractionLog) -> Any:
+    """A copy of the fitted IGL ``learner`` with its decoder flipped when ``log`` contradicts
+    the opposite of its reading of the feedback less often than its own
+    (:func:`contradictions`; e.g. a context seen with two actions decoded as rewarded), else
+    None. :func:`refit` then fits again with that copy as the reference and an unbounded
+    ``reference_confidence``, so that Appendix B's corrector keeps the opposite reading
+    throughout the fit (its statistic, re-weighted to uniform play, rests on the few
+    explored interactions of a nearly greedy log; a repeated context refutes a reading
+    outright)."""
+    import torch
+
+    from iglearn.learners.batch_igl import BatchIGL
+
+    if not isinstance(learner, BatchIGL):
+        return None
+    reward = learner.decode(log.feedback) > 0.5
+    if contradictions(~reward, log) >= contradictions(reward, log):
+        return None
+    opposite = copy.deepcopy(learner)
+    with torch.no_grad():
+        opposite.decoder_.flipped.logical_not_()
+    return opposite
+
+
 def contradicted_reading(learner: Any, served: Any, log: InteractionLog) -> str | None:
     """Whether the re-fit ``learner`` or the ``served`` model reads ``log``'s feedback the
     way the log contradicts less (:func:`contradictions`): '' to serve the re-fit, why it is
@@ -210,6 +236,12 @@ def refit(storage: Storage, config: ServiceConfig, reason: str,
             learner.fit(log)
         else:
             learner.fit(log, reference=reference[1])
+        opposite = less_contradicted_opposite(learner, log)
+        if opposite is not None:  # fit again, keeping the opposite reading throughout
+            confidence = learner.reference_confidence
+            learner = dataclasses.replace(learner, reference_confidence=math.inf)
+            learner.fit(log, reference=opposite)
+            learner.reference_confidence = confidence  # the model keeps its own setting
     seconds = time.perf_counter() - start
     withheld = held_back(learner, config, log, None if reference is None else reference[1])
     summary = fit_summary(learner, log, config) | {
