@@ -93,13 +93,16 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
 
 def held_back(learner: Any, config: ServiceConfig, log: InteractionLog | None = None,
               served: Any = None) -> str | None:
-    """Why a re-fit is stored but not served, or None to serve it: its indicator does not
-    pass the learner's adaptive restart test (:func:`~iglearn.learners.settings.
-    restart_passes`, the test of the learner's ``IdentifiabilityWarning``), nor is it, given
-    the ``served`` model, above the served model's indicator on the same ``log`` (so that a
-    served model which the newer interactions no longer bear out is replaced by a better
-    fit); never with ``[learning] serve_unidentified``, and never for a learner that reports
-    no indicator and threshold."""
+    """Why a re-fit is stored but not served, or None to serve it. Given the ``served``
+    model and the ``log``, the two are first compared by how often the log contradicts their
+    readings of the feedback (:func:`contradicted_reading`): the one contradicted less wins.
+    Otherwise the re-fit is held back when its indicator does not pass the learner's
+    adaptive restart test (:func:`~iglearn.learners.settings.restart_passes`, the test of
+    the learner's ``IdentifiabilityWarning``) while the served model's indicator on the same
+    ``log`` is at least the re-fit's and above the threshold (a served model which the newer
+    interactions no longer bear out is no bar). Never with ``[learning]
+    serve_unidentified``, and never for a learner that reports no indicator and
+    threshold."""
     report = getattr(learner, "report_", None)
     indicator = getattr(report, "indicator", None)
     threshold = getattr(report, "threshold", None)
