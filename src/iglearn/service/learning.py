@@ -138,14 +138,21 @@ def contradictions(reward: np.ndarray, log: InteractionLog) -> int:
     reading of the feedback's opposite is contradicted as soon as one context has been seen
     with two of its unrewarded actions; where no context repeats, nothing can contradict a
     reading (0)."""
+    return int(contradiction_counts(np.asarray(reward)[None], log)[0])
+
+
+def contradiction_counts(readings: np.ndarray, log: InteractionLog) -> np.ndarray:
+    """:func:`contradictions` of each row of ``readings`` (R, n), grouping ``log``'s contexts
+    into strata once."""
     k = log.n_actions
     _, stratum = np.unique(np.asarray(log.context), axis=0, return_inverse=True)
     cells = stratum.reshape(-1) * k + np.asarray(log.action)
     size = (int(cells.max()) // k + 1) * k
     counts = np.bincount(cells, minlength=size)
-    rewarded = np.bincount(cells, weights=np.asarray(reward, dtype=np.float64), minlength=size)
-    per_stratum = (2 * rewarded > counts).reshape(-1, k).sum(1)
-    return int(np.maximum(per_stratum - 1, 0).sum())
+    rewarded = np.stack([np.bincount(cells, weights=reward, minlength=size)
+                         for reward in np.asarray(readings, dtype=np.float64)])
+    per_stratum = (2 * rewarded > counts).reshape(len(rewarded), -1, k).sum(2)
+    return np.maximum(per_stratum - 1, 0).sum(1)
 
 
 def less_contradicted_opposite(learner: Any, log: InteractionLog) -> Any:
@@ -164,7 +171,8 @@ def less_contradicted_opposite(learner: Any, log: InteractionLog) -> Any:
     if not isinstance(learner, BatchIGL):
         return None
     reward = learner.decode(log.feedback) > 0.5
-    if contradictions(~reward, log) >= contradictions(reward, log):
+    own, opposite_reading = contradiction_counts(np.stack([reward, ~reward]), log)
+    if opposite_reading >= own:
         return None
     opposite = copy.deepcopy(learner)
     with torch.no_grad():
@@ -181,8 +189,8 @@ def contradicted_reading(learner: Any, served: Any, log: InteractionLog) -> str 
     its indicator stays high; repeated contexts refute it outright."""
     if not all(hasattr(m, "decode") for m in (learner, served)):
         return None
-    mine, theirs = (contradictions(model.decode(log.feedback) > 0.5, log)
-                    for model in (learner, served))
+    mine, theirs = contradiction_counts(
+        np.stack([model.decode(log.feedback) > 0.5 for model in (learner, served)]), log)
     if mine == theirs:
         return None
     if mine < theirs:
