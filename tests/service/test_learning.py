@@ -275,14 +275,35 @@ def test_contradictions_count_contexts_seen_with_more_than_one_rewarded_action()
     assert contradictions(right, log) == 0
     # the opposite reading: each of the K contexts has K - 1 'rewarded' actions
     assert contradictions(~right, log) == K * (K - 2)
-    # an action counts as rewarded where most of its interactions decode as reward
+    # an action counts as rewarded where most of its interactions decode as reward, and the
+    # one interaction decoded against the rest of its context and action counts once
     noisy = right.copy()
     noisy[np.flatnonzero(~right)[0]] = True
-    assert contradictions(noisy, log) == 0
+    assert contradictions(noisy, log) == 1
     # contexts that never repeat: nothing can contradict a reading
     fresh = InteractionLog(rng.normal(size=(200, D_X)).astype(np.float32), log.action,
                            log.probability, log.feedback, K)
     assert contradictions(~right, fresh) == 0
+
+
+def test_contradictions_count_a_context_and_action_read_both_ways():
+    """A reading that splits one context and action (some of its interactions decoded as
+    reward, others not) is contradicted once per interaction against the cell's majority,
+    whichever way the split goes: the reward is a function of the context and the action."""
+    rng = np.random.default_rng(3)
+    log, right = shapes_log(300, rng)
+    cells = np.asarray(log.context).argmax(1) * K + np.asarray(log.action)
+    # a reading of something other than the reward: every other interaction of each cell
+    split = right.copy()
+    for cell in np.unique(cells):
+        rows = np.flatnonzero(cells == cell)
+        split[rows[::2]] = ~right[rows[::2]]
+    expected = sum(min((cells == c).sum() // 2, (cells == c).sum() - (cells == c).sum() // 2)
+                   for c in np.unique(cells))
+    found = contradictions(split, log)
+    assert found >= expected > 0
+    assert contradictions(~split, log) >= expected
+    assert contradictions(right, log) == 0
 
 
 def reversed_copy(model: BatchIGL) -> BatchIGL:

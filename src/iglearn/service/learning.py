@@ -132,12 +132,17 @@ def held_back(learner: Any, config: ServiceConfig, log: InteractionLog | None = 
 def contradictions(reward: np.ndarray, log: InteractionLog) -> int:
     """How many times ``log`` contradicts a reading of its feedback (``reward``: whether each
     interaction's feedback decodes as reward) under IGL's classification assumption, that
-    each context has one rewarded action: interactions with the same context vector form a
-    stratum, an action of a stratum counts as rewarded when most of its interactions decode
-    as reward, and each stratum with m > 1 rewarded actions counts m - 1 contradictions. A
-    reading of the feedback's opposite is contradicted as soon as one context has been seen
-    with two of its unrewarded actions; where no context repeats, nothing can contradict a
-    reading (0)."""
+    each context has one rewarded action, so that the reward is a function of the context
+    and the action. Interactions with the same context vector form a stratum, and
+    interactions with the same context and action a cell. Two kinds of contradiction are
+    counted: an action of a stratum counts as rewarded when most of its cell decodes as
+    reward, and each stratum with m > 1 rewarded actions counts m - 1; and each cell's
+    interactions decoded against the cell's majority count one each (one context and action
+    read both as rewarded and as not: a decoder that reads something other than the reward
+    in the feedback, such as how a gesture was drawn, splits cells). A reading of the
+    feedback's opposite is contradicted as soon as one context has been seen with two of its
+    unrewarded actions; a cell split one way is split the other way under the opposite
+    reading. Where no context repeats, nothing can contradict a reading (0)."""
     return int(contradiction_counts(np.asarray(reward)[None], log)[0])
 
 
@@ -152,7 +157,8 @@ def contradiction_counts(readings: np.ndarray, log: InteractionLog) -> np.ndarra
     rewarded = np.stack([np.bincount(cells, weights=reward, minlength=size)
                          for reward in np.asarray(readings, dtype=np.float64)])
     per_stratum = (2 * rewarded > counts).reshape(len(rewarded), -1, k).sum(2)
-    return np.maximum(per_stratum - 1, 0).sum(1)
+    split = np.minimum(rewarded, counts - rewarded).sum(1).astype(np.int64)
+    return np.maximum(per_stratum - 1, 0).sum(1) + split
 
 
 def less_contradicted_opposite(learner: Any, log: InteractionLog) -> Any:
@@ -196,8 +202,8 @@ def contradicted_reading(learner: Any, served: Any, log: InteractionLog) -> str 
     if mine < theirs:
         return ""
     return (f"the log contradicts its reading of the feedback more often than the served "
-            f"model's ({mine} against {theirs} contexts seen with more than one rewarded "
-            f"action)")
+            f"model's ({mine} against {theirs} times: a context seen with more than one "
+            f"rewarded action, or one action of a context read both ways)")
 
 
 def served_reference(storage: Storage, config: ServiceConfig) -> tuple[int, Any] | None:
