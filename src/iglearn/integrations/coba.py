@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from coba import Learner
@@ -223,13 +223,21 @@ class CobaLearner(Learner):
         return float(learner.probabilities(x[None])[0, self._index(action)])
 
 
+def _scheduled(learner: Callable[..., OnlineLearner], warmup: int, iota: float,
+               update_every: int, seed: int, settings: dict[str, Any]) -> Maker:
+    """A maker of the online ``learner`` inside Algorithm 1's loop with the paper's schedule
+    of ``warmup`` exploration rounds, then n_i = floor(sqrt(i / (K iota))) exploitation
+    steps in round i, re-fitting every ``update_every`` rounds."""
+    return partial(learner, schedule=PaperSchedule(iota=iota, warmup_rounds=warmup),
+                   update_every=update_every, seed=seed, **settings)
+
+
 def e2g(warmup: int = 4000, iota: float = 100.0, update_every: int = 100, seed: int = 0,
         **settings: Any) -> Maker:
     """A maker of :class:`~iglearn.learners.e2g.E2G` with the paper's schedule of
     ``warmup`` exploration rounds, then n_i = floor(sqrt(i / (K iota))) exploitation steps in
     round i; ``settings`` go to E2G (policy, decoder, exploit, ...)."""
-    return partial(E2G, schedule=PaperSchedule(iota=iota, warmup_rounds=warmup),
-                   update_every=update_every, seed=seed, **settings)
+    return _scheduled(E2G, warmup, iota, update_every, seed, settings)
 
 
 def _uniform(n_actions: int, context_dim: int, feedback_dim: int,
@@ -252,8 +260,7 @@ def ai_igl(warmup: int = 4000, iota: float = 100.0, update_every: int = 100, see
            **settings: Any) -> Maker:
     """A maker of :class:`~iglearn.learners.ai_igl.OnlineAIIGL` with the paper's schedule (as
     :func:`e2g`); ``settings`` go to OnlineAIIGL."""
-    return partial(OnlineAIIGL, schedule=PaperSchedule(iota=iota, warmup_rounds=warmup),
-                   update_every=update_every, seed=seed, **settings)
+    return _scheduled(OnlineAIIGL, warmup, iota, update_every, seed, settings)
 
 
 def _regression_cb(n_actions: int, context_dim: int, feedback_dim: int,
@@ -267,7 +274,22 @@ def regression_cb(exploration: str = "epsilon", seed: int = 0, **settings: Any) 
     return partial(_regression_cb, exploration=exploration, seed=seed, **settings)
 
 
-class E2GLearner(CobaLearner):
+class _ScheduledLearner(CobaLearner):
+    """A learner inside Algorithm 1's loop with the paper's schedule as a coba learner: the
+    subclasses name the maker (:func:`e2g` or :func:`ai_igl`) and the registered name."""
+
+    make_learner: ClassVar[Callable[..., Maker]]
+    registered: ClassVar[str]
+
+    def __init__(self, users: Ids = 0, words: Ids = AUTO, warmup: int = 4000,
+                 iota: float = 100.0, update_every: int = 100, seed: int = 0):
+        super().__init__(type(self).make_learner(warmup, iota, update_every, seed), users,
+                         words, self.registered,
+                         {"warmup": warmup, "iota": iota, "update_every": update_every,
+                          "seed": seed})
+
+
+class E2GLearner(_ScheduledLearner):
     """E2G (Algorithm 1) as a coba learner, registered as ``iglearn.E2G``.
 
     Args:
@@ -281,11 +303,8 @@ class E2GLearner(CobaLearner):
         seed: the learner's seed.
     """
 
-    def __init__(self, users: Ids = 0, words: Ids = AUTO, warmup: int = 4000,
-                 iota: float = 100.0, update_every: int = 100, seed: int = 0):
-        super().__init__(e2g(warmup, iota, update_every, seed), users, words, "iglearn.E2G",
-                         {"warmup": warmup, "iota": iota, "update_every": update_every,
-                          "seed": seed})
+    make_learner = staticmethod(e2g)
+    registered = "iglearn.E2G"
 
 
 class IGLPLearner(CobaLearner):
@@ -319,7 +338,7 @@ class IGLPLearner(CobaLearner):
                           "seed": seed, "personal": bool(width)})
 
 
-class AIIGLLearner(CobaLearner):
+class AIIGLLearner(_ScheduledLearner):
     """AI-IGL inside Algorithm 1's loop (:class:`~iglearn.learners.ai_igl.OnlineAIIGL`) as a
     coba learner, registered as ``iglearn.AIIGL``.
 
@@ -332,11 +351,8 @@ class AIIGLLearner(CobaLearner):
         seed: the learner's seed.
     """
 
-    def __init__(self, users: Ids = 0, words: Ids = AUTO, warmup: int = 4000,
-                 iota: float = 100.0, update_every: int = 100, seed: int = 0):
-        super().__init__(ai_igl(warmup, iota, update_every, seed), users, words,
-                         "iglearn.AIIGL", {"warmup": warmup, "iota": iota,
-                                           "update_every": update_every, "seed": seed})
+    make_learner = staticmethod(ai_igl)
+    registered = "iglearn.AIIGL"
 
 
 class RegressionCBLearner(CobaLearner):
