@@ -36,6 +36,8 @@ VARIANTS = {
     "plain grounding term": dict(self_normalised_grounding=False),
     "one-sided minorant": dict(two_sided_minorant=False),
     "no policy negation": dict(flip_policy=False),
+    # judged starts act on logs of 200 to 1,999 interactions only (--samples 500)
+    "one start (none judged)": dict(starts=1),
 }
 
 

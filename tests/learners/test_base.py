@@ -40,7 +40,9 @@ QUICK = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=60
     lambda seed: Supervised(seed=seed, optimisation=QUICK),
     lambda seed: ContextualBandit(seed=seed, optimisation=QUICK),
     lambda seed: BatchIGL(seed=seed, optimisation=QUICK),
-    pytest.param(lambda seed: BatchIGL("mlp", "mlp", seed=seed, optimisation=QUICK),
+    # one start: two MLP starts scored within rounding of each other on held-out
+    # interactions may be chosen differently alone and together
+    pytest.param(lambda seed: BatchIGL("mlp", "mlp", seed=seed, optimisation=QUICK, starts=1),
                  marks=pytest.mark.slow),
     # every trial restarts; the ones still below the threshold restart together
     pytest.param(lambda seed: BatchIGL(seed=seed, optimisation=QUICK, restart_threshold=0.93,

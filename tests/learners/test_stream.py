@@ -148,3 +148,9 @@ def test_a_log_of_two_interactions_per_action_is_fitted():
     assert len(log) == MIN_PER_ACTION * log.n_actions
     model = BatchIGL(seed=0, max_restarts=0, optimisation=Optimisation(max_steps=10)).fit(log)
     assert model.predict(log.context).shape == (20,)
+
+
+def test_a_streamed_log_is_not_split_to_judge_starts(digits):
+    stream = open_log(digits[0], STREAM)
+    with pytest.raises(IGLearnError, match="streamed log is fitted with starts=1"):
+        BatchIGL(seed=0, starts=2, optimisation=QUICK).fit(stream)

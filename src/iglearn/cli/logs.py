@@ -279,6 +279,7 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
         "restart_threshold": report.threshold, "identified": report.identified,
         "corrector_flipped": report.flipped, "corrector_statistic": report.corrector_statistic,
         "restarts": report.restarts, "attempt_indicators": report.attempt_indicators,
+        "start_indicators": report.start_indicators,
         "identifiability_warnings": report.warnings, "epochs": len(report.history),
         "lemma5": {
             "iota": iota, "v_bad": v_bad, "eps_D": math.sqrt(iota / (2 * n)),

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 import numpy as np
 import torch
 
+from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Standardiser
 from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError
@@ -48,7 +49,14 @@ from iglearn.learners.objective import (
     policy_minorant,
     self_normalised_objective,
 )
-from iglearn.learners.settings import BatchIGLSettings, Optimisation, restart_passes
+from iglearn.learners.settings import (
+    HOLDOUT_SHARE,
+    JUDGED_STEPS,
+    BatchIGLSettings,
+    Optimisation,
+    restart_passes,
+    starts_for,
+)
 from iglearn.learners.stream import (
     AnyLog,
     action_counts,
@@ -119,6 +127,9 @@ class FitReport(ShortReport):
     count)."""
     restart_confidence: float = 0.0
     """Standard errors by which the indicator had to exceed ``threshold`` to pass."""
+    start_indicators: list[float] = field(default_factory=list)
+    """The held-out indicator of every initialisation judged before the fit
+    (:meth:`BatchIGL.judge_starts`; empty when one was)."""
 
     @property
     def identified(self) -> bool:
@@ -172,6 +183,11 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                 and np.isfinite(self.restart_confidence) and self.restart_confidence >= 0):
             raise IGLearnError(f"restart_confidence must be a finite number >= 0, got "
                                f"{self.restart_confidence!r}")
+        if self.starts is not None and not (isinstance(self.starts, int)
+                                            and not isinstance(self.starts, bool)
+                                            and self.starts >= 1):
+            raise IGLearnError(f"starts must be a whole number >= 1 or None (auto), got "
+                               f"{self.starts!r}")
 
     @classmethod
     def paper(cls, **settings: object) -> BatchIGL:
@@ -181,7 +197,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         stage, no scaled weight decay, no policy negation); ``settings`` override."""
         plain: dict[str, Any] = dict(optimisation=Optimisation(grounding_epochs=0, policy_epochs=0,
                                                weight_decay_scale=0.0),
-                     flip_policy=False, control_variate=0.0,
+                     flip_policy=False, control_variate=0.0, starts=1,
                      self_normalised_grounding=False, two_sided_minorant=False)
         return cls(**{**plain, **settings})
 
@@ -217,14 +233,21 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         threshold = first.threshold(k)
         scalers = [learner.take_statistics(log) for learner, log in zip(learners, logs,
                                                                           strict=True)]
+        rebased = None if references is None else [
+            rebased_decoder(r.decoder_, r.standardiser_, scaler)
+            for r, scaler in zip(references, scalers, strict=True)]
+        rngs = [as_generator(each.seed) for each in learners]
+        judged: list[list[float]] = [[] for _ in learners]
+        chosen = None
+        starts = starts_for(first.starts, len(logs[0]),
+                            all(isinstance(log, InteractionLog) for log in logs))
+        if starts > 1:
+            chosen, judged = first.judge_starts(logs, scalers, rngs, starts, rebased)
         data = training_data(logs, "feedback", scalers)
         monitor = FitMonitor(len(learners), first.progress, first.logdir)
         try:
-            fits = first.fit_with_restarts(
-                data, k, [as_generator(each.seed) for each in learners], monitor=monitor,
-                references=None if references is None else [
-                    rebased_decoder(r.decoder_, r.standardiser_, scaler)
-                    for r, scaler in zip(references, scalers, strict=True)])
+            fits = first.fit_with_restarts(data, k, rngs, starts=chosen, monitor=monitor,
+                                           references=rebased)
         finally:
             monitor.close()
         statistics = corrector_statistics(stack([fit[2] for fit in fits]), data, k).tolist()
@@ -255,7 +278,51 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                 indicator=value, flipped=bool(decoder.flipped), corrector_statistic=statistic,
                 restarts=len(tried) - 1, threshold=threshold, attempt_indicators=tried,
                 seconds=seconds, warnings=notes, history=monitor.history[t],
-                indicator_error=error, restart_confidence=first.restart_confidence)
+                indicator_error=error, restart_confidence=first.restart_confidence,
+                start_indicators=judged[t])
+
+    def judge_starts(self, logs: Sequence[AnyLog], scalers: Sequence[Standardiser | None],
+                     rngs: Sequence[np.random.Generator], starts: int,
+                     references: Sequence[Decoder] | None = None,
+                     ) -> tuple[list[tuple[Policy, Decoder]], list[list[float]]]:
+        """The best of ``starts`` initialisations of each log's fit, judged on a held-out part
+        of the log (iglearn's addition, setting ``starts``): every log's interactions are
+        split by its generator into a held-out :data:`HOLDOUT_SHARE` and the rest; each
+        initialisation is fitted on the rest (all of them as one batched fit, each stage
+        capped at :data:`JUDGED_STEPS` steps, with the adaptive restart judged on the
+        held-out part) and scored by its indicator (Eq. 9) on the held-out part, an unbiased
+        estimate that a fit memorising its data cannot inflate.
+
+        Returns:
+            per log, the best fitted (policy, decoder), from which the fit on the whole log
+            continues, and the held-out indicator of every initialisation.
+        """
+        if not all(isinstance(log, InteractionLog) for log in logs):
+            raise IGLearnError(f"starts = {starts} judges initialisations on a held-out part "
+                               f"of a log in memory; a streamed log is fitted with starts=1")
+        trains, holds, seeds = [], [], []
+        for log, rng in zip(cast(Sequence[InteractionLog], logs), rngs, strict=True):
+            order = rng.permutation(len(log))
+            cut = max(1, round(HOLDOUT_SHARE * len(log)))
+            holds.append(log.subset(np.sort(order[:cut])))
+            trains.append(log.subset(np.sort(order[cut:])))
+            seeds.append(rng.spawn(starts))
+
+        def each(items: Sequence[Any]) -> list[Any]:
+            return [item for item in items for _ in range(starts)]
+
+        k, trials = logs[0].n_actions, each(range(len(logs)))
+        judge = replace(self, progress=False, logdir=None, optimisation=replace(
+            self.optimisation, max_steps=min(self.optimisation.max_steps, JUDGED_STEPS)))
+        fits = judge.fit_with_restarts(
+            training_data(trains, "feedback", scalers).select(trials), k,
+            [child for row in seeds for child in row],
+            holdout=training_data(holds, "feedback", scalers).select(trials),
+            references=None if references is None else each(references))
+        scores = [[fit[0] for fit in fits[t * starts:(t + 1) * starts]]
+                  for t in range(len(logs))]
+        best = [t * starts + int(np.argmax(score)) for t, score in enumerate(scores)]
+        return [(fits[b][1], fits[b][2]) for b in best], scores
 
     def fit_with_restarts(self, data: Source, n_actions: int,
                           rngs: Sequence[np.random.Generator],
