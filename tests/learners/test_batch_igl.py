@@ -316,7 +316,7 @@ def test_each_stage_stops_early_on_a_small_log_and_runs_its_epochs_on_a_large_on
 
 
 def test_starts_are_judged_on_small_logs_in_memory_only():
-    from iglearn.learners.settings import JUDGED_STARTS, JUDGED_SIZES, starts_for
+    from iglearn.learners.settings import JUDGED_SIZES, JUDGED_STARTS, starts_for
 
     low, high = JUDGED_SIZES
     assert starts_for(None, low, in_memory=True) == JUDGED_STARTS > 1
