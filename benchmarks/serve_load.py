@@ -265,6 +265,13 @@ def main() -> None:
             load, window = measured(service.url, service.port, pid, key, headers, pools,
                                     args, noop=False)
             after = httpx.get(service.url + "/v1/model", headers=headers).json()
+            # a re-fit the load started may store its version after the load: the watch
+            # runs until it has and pickup_seconds + 1 s more, so that every version stored
+            # is judged
+            deadline = time.monotonic() + 300
+            while (httpx.get(service.url + "/v1/model", headers=headers).json()["refit_running"]
+                   and time.monotonic() < deadline):
+                time.sleep(0.2)
             time.sleep(PICKUP_SECONDS + 1)
             answered = watch.stop()
             fits = [m for m in ServiceStorage(config.parent / "service.db").models()
