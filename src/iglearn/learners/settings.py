@@ -141,7 +141,7 @@ class FitSettings:
 JUDGED_STARTS = 2
 """The initialisations an auto ``starts`` judges on a log of :data:`JUDGED_SIZES`
 interactions. On 16 digits logs of 500 interactions the mean accuracy rose from 79.0 % to
-82.5 % and the worst seed from 54.4 % to 78.5 %; four starts did no better (docs/results.md)."""
+83.0 % and the worst seed from 54.4 % to 80.5 %; four starts did no better (docs/results.md)."""
 JUDGED_SIZES = (200, 2000)
 """The log sizes (from, below) at which an auto ``starts`` judges :data:`JUDGED_STARTS`
 initialisations: from 2,000 interactions the worst seed is already within a few points of
@@ -151,6 +151,11 @@ JUDGED_STEPS = 60
 """The most steps of each stage of an initialisation being judged (``Optimisation.max_steps``
 of those fits): enough to tell a start that grounds from one that memorises the log, at a
 quarter of a full fit's cap; the fit on the whole log then runs the full schedule."""
+CONTINUED_STEPS = 120
+"""The most steps of each stage of the fit on the whole log that continues from the best
+judged start (half a fresh fit's cap): on 16 digits logs of 500 interactions, 83.1 / 80.5 %
+mean / worst accuracy against 82.5 / 78.5 % with the full 240 steps and 82.7 / 79.0 % with 60
+(docs/results.md), at less CPU than 240."""
 HOLDOUT_SHARE = 0.2
 """The share of a log held out to judge the initialisations (``starts``)."""
 
@@ -199,7 +204,8 @@ class BatchIGLSettings(FitSettings):
     starts: int | None = None
     """Initialisations judged before the fit (:meth:`~iglearn.learners.BatchIGL.judge_starts`,
     iglearn's addition): each is fitted briefly on the log less a held-out fifth and scored by
-    its indicator on that fifth, and the fit on the whole log continues from the best. On a
+    its indicator on that fifth, and the fit on the whole log continues from the best
+    (:data:`CONTINUED_STEPS` steps a stage at most). On a
     few hundred interactions the outcome depends on the initialisation, and the fits that
     memorise the log score highest on it and lowest on held-out interactions. None (auto):
     :data:`JUDGED_STARTS` on in-memory logs of :data:`JUDGED_SIZES` interactions, one
