@@ -150,12 +150,14 @@ interactions."""
 JUDGED_STEPS = 60
 """The most steps of each stage of an initialisation being judged (``Optimisation.max_steps``
 of those fits): enough to tell a start that grounds from one that memorises the log, at a
-quarter of a full fit's cap; the fit on the whole log then runs the full schedule."""
+quarter of a full fit's cap; the fit on the whole log then continues for at most
+:data:`CONTINUED_STEPS`."""
 CONTINUED_STEPS = 120
 """The most steps of each stage of the fit on the whole log that continues from the best
-judged start (half a fresh fit's cap): on 16 digits logs of 500 interactions, 83.1 / 80.5 %
-mean / worst accuracy against 82.5 / 78.5 % with the full 240 steps and 82.7 / 79.0 % with 60
-(docs/results.md), at less CPU than 240."""
+judged start (half a fresh fit's cap): on 16 digits logs of 500 interactions (starts judged
+with the restart's confidence margin), 83.1 / 80.5 % mean / worst accuracy against
+82.5 / 78.5 % with the full 240 steps and 82.7 / 79.0 % with 60 (docs/results.md), at less
+CPU than 240."""
 HOLDOUT_SHARE = 0.2
 """The share of a log held out to judge the initialisations (``starts``)."""
 
