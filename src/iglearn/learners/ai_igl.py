@@ -93,7 +93,9 @@ from iglearn.learners.stream import AnyLog, action_counts, check_fit_size, train
 from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Source, Trials, as_tensor, reducer_of, side_by_side
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
-from iglearn.models.decoders import logistic
+from iglearn.models.custom import check_spec
+from iglearn.models.decoders import DECODERS, logistic
+from iglearn.models.policies import POLICIES
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 from iglearn.threads import torch_threads
 
@@ -152,6 +154,8 @@ class AIIGL(AIIGLSettings, StackableLearner):
         super().__post_init__()
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = DEFAULT_OPTIMISATION
+        check_spec(self.policy, "policy", POLICIES)
+        check_spec(self.decoder, "decoder", DECODERS)
         for name in ("temperature", "decoder_temperature"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):
@@ -407,7 +411,7 @@ def grounding_stage(scores: Policy, psi: Decoder, n_actions: int,
     times their temperature)."""
 
     def loss(batch: Batch) -> torch.Tensor:
-        s = at_action(scores.net(batch.context), batch.action)
+        s = at_action(scores.scores(batch.context), batch.action)
         weights = action_weights(batch.action, batch.probability, n_actions)
         f, decoded_psi = logistic(s), own_decoder(psi, batch, n_actions)
         return -action_covariance(f, decoded_psi, weights).sum(-1)

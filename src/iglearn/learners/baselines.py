@@ -17,10 +17,15 @@ from iglearn.learners.stream import AnyLog, check_fit_size, has_field, training_
 from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Source, side_by_side
 from iglearn.models import Policy, make_policy
+from iglearn.models.custom import check_spec
+from iglearn.models.policies import POLICIES
 from iglearn.seeding import as_generator, torch_generator
 
 if TYPE_CHECKING:
+    from torch import nn
+
     from iglearn.learners.distributed import RayTrain
+    from iglearn.models.custom import ModelFactory
 
 
 @dataclass(eq=False)
@@ -32,8 +37,9 @@ class _Baseline(FitSettings, StackableLearner):
     """Unit z-scores: the baselines' regressions on contexts fit best there (raw digits, 500
     interactions, 6 seeds: CB 81.0 % at unit spread against 77.1 % at 0.15 a column, SUP
     88.5 % against 86.8 %)."""
-    policy: str = "linear"
-    """Policy class: 'linear' (the paper's) or 'mlp'."""
+    policy: str | nn.Module | ModelFactory = "linear"
+    """Policy class: 'linear' (the paper's) or 'mlp'; in Python also a torch module (a
+    template) or a factory, as for BatchIGL."""
     optimisation: Optimisation = field(default_factory=Optimisation)
     """Optimiser settings (epochs, batch size, learning rate, weight decay)."""
 
@@ -41,6 +47,7 @@ class _Baseline(FitSettings, StackableLearner):
         super().__post_init__()
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = Optimisation()
+        check_spec(self.policy, "policy", POLICIES)
 
     def fit(self, log: AnyLog, *, backend: RayTrain | None = None) -> Self:
         """Fit on ``log``: in memory, or streamed from disk; ``backend``: a streamed Parquet

@@ -501,9 +501,10 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             return -(psi_term + pi_term)
 
         def policy_only(batch: Batch) -> torch.Tensor:
-            return -policy_minorant(policy(batch.context), batch.action,
-                                    decoder(batch.signal), batch.probability,
-                                    both_sides=self.two_sided_minorant)
+            with torch.no_grad():  # the decoder is held fixed: no graph to build through it
+                psi = decoder(batch.signal)
+            return -policy_minorant(policy(batch.context), batch.action, psi,
+                                    batch.probability, both_sides=self.two_sided_minorant)
 
         def exact(batch: Batch) -> torch.Tensor:
             pi_a = at_action(policy(batch.context), batch.action).exp()

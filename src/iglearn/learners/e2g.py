@@ -272,7 +272,7 @@ class EpochGreedy(OnlineLearner):
         """The greedy action of the current policy for each context."""
         policy = self._fitted()
         with torch.no_grad():
-            return policy.net(as_tensor(self.standardised(contexts))).argmax(1).numpy()
+            return policy.scores(as_tensor(self.standardised(contexts))).argmax(1).numpy()
 
     def accuracy(self, contexts: np.ndarray, labels: np.ndarray) -> float:
         """Fraction of contexts whose greedy action equals the label."""

@@ -82,7 +82,9 @@ from iglearn.learners.settings import IGLPSettings, Optimisation
 from iglearn.learners.stream import check_fit_size
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, make_policy
+from iglearn.models.custom import check_spec, is_custom
 from iglearn.models.init import reset_parameters
+from iglearn.models.policies import POLICIES
 from iglearn.models.stacked import StackedLinear
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 from iglearn.threads import torch_threads
@@ -305,7 +307,7 @@ def negative_actions(model: Policy, context: np.ndarray, action: np.ndarray,
         model.grounded_ = True  # type: ignore[assignment]
 
     def loss(net: Policy, batch: Batch) -> torch.Tensor:
-        score = at_action(net.net(batch.context), batch.action)
+        score = at_action(net.scores(batch.context), batch.action)
         target, how = batch.signal[..., 0], batch.signal[..., 1]
         bce = torch.nn.functional.binary_cross_entropy_with_logits(score, target,
                                                                    reduction="none")
@@ -315,7 +317,7 @@ def negative_actions(model: Policy, context: np.ndarray, action: np.ndarray,
                             as_tensor(signal)))
     fit_model(model, data, loss, settings, generator)
     with torch.no_grad():
-        score = at_action(model.net(as_tensor(context)), torch.as_tensor(action))
+        score = at_action(model.scores(as_tensor(context)), torch.as_tensor(action))
     return torch.sigmoid(score).numpy() > share / 2, share
 
 
@@ -338,6 +340,7 @@ class IGLP(IGLPSettings, PolicyLearner):
         super().__post_init__()
         if self.optimisation is None:
             self.optimisation = DEFAULT_OPTIMISATION
+        check_spec(self.policy, "policy", POLICIES)
         if self.estimator not in ESTIMATORS:
             raise IGLearnError(f"unknown estimator {self.estimator!r}; choose one of "
                                f"{', '.join(ESTIMATORS)}")
@@ -424,13 +427,13 @@ class IGLP(IGLPSettings, PolicyLearner):
         ik = getattr(self, "ik_", None)
         if ik is None:
             raise IGLearnError("IGLP is not fitted yet; call fit(log) first")
-        k = self.policy_.net(as_tensor(context[:1])).shape[-1]
+        k = self.policy_.scores(as_tensor(context[:1])).shape[-1]
         context, feedback = self.standardised(context), self.standardised_feedback(feedback)
         with torch.no_grad():
             rows, dims = ik_rows(ik, context, feedback), (context.shape[1], feedback.shape[1])
             h = at_action(torch.softmax(ik_scores(ik, as_tensor(rows), dims), dim=-1),
                           torch.as_tensor(np.asarray(action))).double().numpy()
-            score = at_action(self.flags_.net(as_tensor(context)),
+            score = at_action(self.flags_.scores(as_tensor(context)),
                               torch.as_tensor(np.asarray(action)))
         negative = torch.sigmoid(score).numpy() > self.report_.flagged / 2 if (
             self.report_.flagged > 0) else np.zeros(len(action), dtype=bool)
@@ -460,6 +463,11 @@ class IGLP(IGLPSettings, PolicyLearner):
         if self.users:
             raise IGLearnError("an IGL-P model with per-user grounding (users > 0) cannot be "
                                "saved to a model folder yet; fit with users=0 to save it")
+        if is_custom(self.policy):
+            raise IGLearnError("an IGL-P model on a custom policy module cannot be saved to a "
+                               "model folder yet (its folder records the built-in classes of "
+                               "the reward regressor and the flag model only); fit with "
+                               "policy='linear' or 'mlp' to save it")
         return save_model(self, folder, schema)
 
     @classmethod
@@ -488,7 +496,7 @@ class IGLP(IGLPSettings, PolicyLearner):
         """f(x, a) of contexts as the models read them (already standardised)."""
         policy = self._fitted_policy()
         with torch.no_grad():
-            return policy.net(as_tensor(context)).double().numpy()
+            return policy.scores(as_tensor(context)).double().numpy()
 
 
 class OnlineIGLP(OnlineRegression):

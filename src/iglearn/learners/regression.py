@@ -60,7 +60,7 @@ def fit_reward_model(model: Policy, context: np.ndarray, action: np.ndarray,
     the least weight, the one whose value it most needs (measured in
     docs/guides/personalised.md: no method lost reward without them, several gained)."""
     def loss(net: Policy, batch: Batch) -> torch.Tensor:
-        error = at_action(net.net(batch.context), batch.action) - batch.signal
+        error = at_action(net.scores(batch.context), batch.action) - batch.signal
         return (error ** 2).mean(-1)
     # the loss reads no logging probability: the batch's is a placeholder
     data = Trials.one(Batch(as_tensor(context), torch.as_tensor(action),
@@ -302,5 +302,5 @@ class OnlineRegressionCB(OnlineRegression):
 
     def model_values(self, contexts: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            return self.policy_.net(torch.from_numpy(np.asarray(contexts, np.float32))
+            return self.policy_.scores(torch.from_numpy(np.asarray(contexts, np.float32))
                                     ).double().numpy()

@@ -255,10 +255,12 @@ features) at half the steps (docs/results.md)."""
 class AIIGLSettings(FitSettings):
     """The settings of :class:`~iglearn.learners.AIIGL`, which documents them."""
 
-    policy: str = "linear"
-    """Class of the score network s(x) with K outputs: 'linear' or 'mlp'."""
-    decoder: str = "linear"
-    """Class of each action's reward decoder psi_a: 'linear' or 'mlp'."""
+    policy: str | nn.Module | ModelFactory = "linear"
+    """Class of the score network s(x) with K outputs: 'linear' or 'mlp'; in Python also a
+    torch module (a template) or a factory, as for BatchIGL."""
+    decoder: str | nn.Module | ModelFactory = "linear"
+    """Class of each action's reward decoder psi_a: 'linear' or 'mlp'; in Python also a torch
+    module (a template) or a factory, as for BatchIGL."""
     optimisation: Optimisation = field(default_factory=lambda: AIIGL_OPTIMISATION)
     """Optimiser settings: epochs of each stage, batch size, learning rate, weight decay
     (weight matrices decay by weight_decay + weight_decay_scale * inputs / n)."""
@@ -297,9 +299,10 @@ class IGLPSettings(FitSettings):
 
     model: Literal["linear", "mlp"] = "linear"
     """Class of the inverse-kinematics model h(a | x, y): 'linear' or 'mlp'."""
-    policy: str = "linear"
+    policy: str | nn.Module | ModelFactory = "linear"
     """Class of the reward regressor f(x, a) (the policy) and of the flag model: 'linear' or
-    'mlp'."""
+    'mlp'; in Python also a torch module (a template) or a factory giving (n, K) scores, as
+    for BatchIGL (such a model is not saved to a model folder yet)."""
     estimator: Literal["step", "lipschitz", "zhang"] = "lipschitz"
     """How extreme each interaction is: 'step' (VW's rule, L > threshold), 'lipschitz'
     (iglearn's conservative ramp in log L) or 'zhang' (the ramp on h of Zhang, Zhang, Luo and
@@ -337,10 +340,12 @@ dash, when it differs) that of the marginal critic T (:mod:`iglearn.learners.vi_
 class VIIGLSettings(FitSettings):
     """The settings of :class:`~iglearn.learners.vi_igl.VIIGL`, which documents them."""
 
-    policy: str = "linear"
-    """Class of the policy fitted to the decoded reward: 'linear' or 'mlp'."""
-    decoder: str = "linear"
-    """Class of the reward decoder psi(y): 'linear' or 'mlp'."""
+    policy: str | nn.Module | ModelFactory = "linear"
+    """Class of the policy fitted to the decoded reward: 'linear' or 'mlp'; in Python also a
+    torch module (a template) or a factory, as for BatchIGL."""
+    decoder: str | nn.Module | ModelFactory = "linear"
+    """Class of the reward decoder psi(y): 'linear' or 'mlp'; in Python also a torch module (a
+    template) or a factory, as for BatchIGL."""
     optimisation: Optimisation = field(default_factory=lambda: VIIGL_OPTIMISATION)
     """Optimiser settings: ``grounding_epochs`` of the decoder's min-max stage (psi against
     the critics), then ``policy_epochs`` and ``epochs`` of the policy's stages."""

@@ -29,9 +29,16 @@ class Policy(nn.Module):
         """pi(. | x), shape (n, K)."""
         return torch.softmax(self._tempered(context), dim=-1)
 
+    def scores(self, context: torch.Tensor) -> torch.Tensor:
+        """The score network's output f(x), shape (n, K) (or (T, n, K) stacked): what the
+        regression learners (IGL-P's models, the online CB, AI-IGL's grounding scores) fit
+        and rank actions by. A user's module (:class:`~iglearn.models.custom.CustomPolicy`)
+        runs trial by trial here."""
+        return self.net(context)
+
     def _tempered(self, context: torch.Tensor) -> torch.Tensor:
         """f(x) / temperature, shape (n, K) (no division at temperature 1: the same values)."""
-        scores = self.net(context)
+        scores = self.scores(context)
         return scores if self.temperature == 1.0 else scores / self.temperature
 
 
