@@ -11,6 +11,7 @@ import pytest
 from iglearn.data.formats import write_table
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import (
+    CLIP,
     Moments,
     Standardiser,
     column_spread,
@@ -49,10 +50,16 @@ def test_statistics_are_the_columns_mean_and_weighted_feedback_moments():
     np.testing.assert_allclose(scaler.feedback_scale, std / column_spread(2), rtol=1e-9)
     standardised = scaler.apply(log.context)
     assert standardised.dtype == np.float32
-    np.testing.assert_allclose(standardised[:, :3].mean(0), 0.0, atol=1e-4)
-    np.testing.assert_allclose(standardised[:, :3].std(0), spread, rtol=1e-3)
-    # the rows spread ROW_SPREAD: their columns' variances sum to its square
-    np.testing.assert_allclose(np.sqrt(standardised.var(0).sum()), 2.0, rtol=1e-3)
+    # before clipping the rows spread ROW_SPREAD: their columns' variances sum to its square
+    z = (x - scaler.context_mean) / scaler.context_scale
+    np.testing.assert_allclose(z[:, :3].mean(0), 0.0, atol=1e-6)
+    np.testing.assert_allclose(z[:, :3].std(0), spread, rtol=1e-6)
+    np.testing.assert_allclose(np.sqrt(z.var(0).sum()), 2.0, rtol=1e-6)
+    # then each value is clipped to CLIP standard deviations of its column
+    assert scaler.context_limit == pytest.approx(CLIP * spread)
+    np.testing.assert_allclose(standardised, np.clip(z, -CLIP * spread, CLIP * spread),
+                               atol=1e-5)
+    assert np.abs(z[:, 1]).max() > CLIP * spread  # the near-constant column is clipped
 
 
 def test_a_constant_column_is_centred_not_divided_by_zero():
@@ -138,15 +145,56 @@ def test_auto_standardises_blocks_off_the_unit_scale_only(kind, off):
     scaler = Standardiser.of_arrays(x, mode="auto")
     assert scaler.context_rule == ("auto: off scale" if off else "auto: unit scale")
     out = scaler.apply(x)
-    if off:
-        assert np.abs(out.mean(0)).max() < 1e-3
-        np.testing.assert_allclose(out.std(0), column_spread(8), rtol=1e-3)
-    else:  # identity statistics: the values as they are
+    if off:  # centred, of the row spread, then clipped to CLIP standard deviations
+        z = (x - scaler.context_mean) / scaler.context_scale
+        assert np.abs(z.mean(0)).max() < 1e-6
+        np.testing.assert_allclose(z.std(0), column_spread(8), rtol=1e-6)
+        limit = CLIP * column_spread(8)
+        assert scaler.context_limit == pytest.approx(limit)
+        np.testing.assert_allclose(out, np.clip(z, -limit, limit), atol=1e-3)  # float32
+    else:  # identity statistics: the values as they are, never clipped
         np.testing.assert_array_equal(scaler.context_mean, 0.0)
         np.testing.assert_array_equal(scaler.context_scale, 1.0)
+        assert scaler.context_limit is None
         np.testing.assert_array_equal(out, x.astype(np.float32))
     on = Standardiser.of_arrays(x, mode="on")
-    assert on.context_rule == "on" and np.abs(on.apply(x).mean(0)).max() < 1e-3
+    assert on.context_rule == "on"
+    assert np.abs(((x - on.context_mean) / on.context_scale).mean(0)).max() < 1e-6
+    assert np.abs(on.apply(x)).max() <= on.context_limit
+
+
+def test_standardised_values_are_clipped_at_clip_standard_deviations():
+    """A pixel lit in 1 row of 500 lies about 22 of its column's standard deviations out: it
+    is clipped to CLIP of them, and values within them are untouched; rows beyond anything
+    the log held (at predict time) are clipped alike."""
+    rng = np.random.default_rng(5)
+    x = 35 + 0.05 * rng.uniform(size=(500, 16))
+    x[:, 3] = 35.0
+    x[17, 3] = 35.05
+    scaler = Standardiser.of_arrays(x, mode="auto")
+    limit = CLIP * column_spread(16)
+    assert scaler.context_limit == pytest.approx(limit)
+    out = scaler.apply(x)
+    assert out[17, 3] == pytest.approx(limit)  # 22 standard deviations, clipped
+    z = (x - x.mean(0)) / x.std(0) * column_spread(16)
+    np.testing.assert_allclose(out[:, [0, 1, 2]], z[:, [0, 1, 2]], atol=1e-3)  # float32 of 35
+    far = scaler.apply(np.full((1, 16), 1e6))
+    np.testing.assert_allclose(far, limit)
+
+
+def test_a_record_without_limits_loads_unclipped_and_a_bad_limit_is_refused():
+    """Models saved before clipping keep their behaviour; a damaged limit is one error."""
+    x = 35 + 0.05 * np.random.default_rng(6).uniform(size=(200, 4))
+    record = Standardiser.of_arrays(x, mode="auto").to_dict()
+    assert record["context_limit"] > 0 and record["feedback_limit"] is None
+    old = {k: v for k, v in record.items() if not k.endswith("_limit")}
+    loaded = Standardiser.from_dict(old, "model.json", 4, 0)
+    assert loaded.context_limit is None
+    far = np.full((1, 4), 1e6)
+    assert loaded.apply(far).min() > 1e3  # not clipped
+    for bad in (0, -1.0, True, "4", float("inf")):
+        with pytest.raises(IGLearnError, match="standardiser.context_limit"):
+            Standardiser.from_dict({**record, "context_limit": bad}, "m", 4, 0)
 
 
 def test_auto_decides_each_block_on_its_own():
@@ -197,8 +245,11 @@ def test_raw_features_standardise_as_z_scoring_by_hand_does():
     data = raw.astype(np.float64)
     std = data.std(0)
     hand = (data - data.mean(0)) / np.where(std > 0, std, 1.0)
-    np.testing.assert_allclose(scaler.apply(raw), column_spread(5) * hand, atol=1e-3)
-    assert np.abs(hand[:, 4]).max() > 10  # the lit pixel's rare values stand out, as by hand
+    limit = CLIP * column_spread(5)
+    np.testing.assert_allclose(scaler.apply(raw), np.clip(column_spread(5) * hand, -limit,
+                                                          limit), atol=1e-3)
+    assert np.abs(hand[:, 4]).max() > 10  # the lit pixel's rare values stand out by hand...
+    assert np.abs(scaler.apply(raw)[:, 4]).max() == pytest.approx(limit)  # ... and are clipped
     # the same log z-scored by hand is narrowed the same way ("auto: off scale")
     again = Standardiser.of_arrays(hand.astype(np.float32), mode="auto")
     assert again.context_rule == "auto: off scale"

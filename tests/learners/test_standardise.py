@@ -12,7 +12,7 @@ import pytest
 
 from iglearn import AIIGL, BatchIGL, ContextualBandit, Supervised
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import Standardiser, column_spread
+from iglearn.data.scaling import CLIP, Standardiser, column_spread
 from iglearn.envs import action_inclusive_environment, digits_environment
 from iglearn.learners import Optimisation
 from iglearn.learners.iglp import IGLP, OnlineIGLP
@@ -88,16 +88,21 @@ def test_raw_inputs_fit_as_the_log_standardised_by_hand(name, task, inclusive):
 
 def test_the_baselines_standardise_to_unit_z_scores_and_igl_learners_to_row_spread(task):
     log, _ = task
+    def spread_before_clipping(learner) -> np.ndarray:  # noqa: ANN001
+        scaler = learner.standardiser_
+        out = (raw(log).context - scaler.context_mean) / scaler.context_scale
+        return out.std(0)[out.std(0) > 0]
+
     for name in ("cb", "sup"):
         learner = quietly(LEARNERS[name](seed=2), raw(log))
         assert learner.standardiser_.rules["context"] == "auto: off scale"
-        out = learner.standardiser_.apply(raw(log).context)
-        spread = out.std(0)[out.std(0) > 0]
-        np.testing.assert_allclose(spread, 1.0, rtol=1e-3)
+        np.testing.assert_allclose(spread_before_clipping(learner), 1.0, rtol=1e-3)
+        assert learner.standardiser_.context_limit == CLIP  # CLIP unit standard deviations
     learner = quietly(LEARNERS["igl"](seed=2), raw(log))
-    out = learner.standardiser_.apply(raw(log).context)
-    spread = out.std(0)[out.std(0) > 0]
+    spread = spread_before_clipping(learner)
     np.testing.assert_allclose(spread, column_spread(len(spread)), rtol=1e-3)
+    assert learner.standardiser_.context_limit == pytest.approx(CLIP * column_spread(
+        len(spread)))
 
 
 def test_standardise_off_reads_raw_values(task):
