@@ -163,8 +163,8 @@ def test_every_policy_learner_fits_a_custom_policy(log, tmp_path, learner_class)
     """AI-IGL, VI-IGL, IGL-P and the baselines fit their policy (IGL-P: its reward regressor
     and flag model) on a user's module too; they once called the module with the stacked
     weights and failed with a torch shape error. A model folder records the factory and the
-    loaded model predicts the same actions; IGL-P, whose folder has no record for a custom
-    flag model yet, refuses to save in one line and writes nothing."""
+    loaded model predicts the same actions (IGL-P's flag model, built from the same setting,
+    records the same factory)."""
     import importlib
 
     module, name = learner_class.split(":")
@@ -178,11 +178,28 @@ def test_every_policy_learner_fits_a_custom_policy(log, tmp_path, learner_class)
         assert learner.accuracy(context, labels) > 0.4  # uniform play: 0.1
     if not hasattr(learner, "save"):  # the baselines have no model folder
         return
-    if name == "IGLP":
-        with pytest.raises(IGLearnError, match="custom policy module cannot be saved"):
-            learner.save(tmp_path / "m")
-        assert not (tmp_path / "m").exists()
-        return
     loaded = load_model(learner.save(tmp_path / "m"), import_factories=True)
     assert loaded.policy is two_layer
     np.testing.assert_array_equal(loaded.predict(context), learner.predict(context))
+    if name == "IGLP":
+        assert isinstance(loaded.flags_, CustomPolicy)
+        np.testing.assert_array_equal(loaded.decode(log.context, log.action, log.feedback),
+                                      learner.decode(log.context, log.action, log.feedback))
+
+
+def test_an_iglp_flag_model_must_name_its_policys_factory(log, tmp_path):
+    """IGL-P's flag model is built from the ``policy`` setting: a model.json whose ``flags``
+    record names another factory than ``policy`` (or names one beside a built-in policy) is
+    damaged, and nothing is imported for it."""
+    from iglearn.learners.iglp import IGLP
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        folder = IGLP(policy=two_layer, seed=0).fit(log).save(tmp_path / "m")
+    meta_path = folder / METADATA
+    meta = json.loads(meta_path.read_text())
+    assert meta["flags"]["factory"] == meta["policy"]["factory"] == f"{__name__}:two_layer"
+    other = {**meta, "flags": {**meta["flags"], "factory": f"{__name__}:flat_logit"}}
+    meta_path.write_text(json.dumps(other))
+    with pytest.raises(IGLearnError, match="builds no flags from a factory"):
+        IGLP.load(folder, import_factories=True)

@@ -82,7 +82,7 @@ from iglearn.learners.settings import IGLPSettings, Optimisation
 from iglearn.learners.stream import check_fit_size
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, make_policy
-from iglearn.models.custom import check_spec, is_custom
+from iglearn.models.custom import check_spec
 from iglearn.models.init import reset_parameters
 from iglearn.models.policies import POLICIES
 from iglearn.models.stacked import StackedLinear
@@ -463,11 +463,6 @@ class IGLP(IGLPSettings, PolicyLearner):
         if self.users:
             raise IGLearnError("an IGL-P model with per-user grounding (users > 0) cannot be "
                                "saved to a model folder yet; fit with users=0 to save it")
-        if is_custom(self.policy):
-            raise IGLearnError("an IGL-P model on a custom policy module cannot be saved to a "
-                               "model folder yet (its folder records the built-in classes of "
-                               "the reward regressor and the flag model only); fit with "
-                               "policy='linear' or 'mlp' to save it")
         return save_model(self, folder, schema)
 
     @classmethod

@@ -302,7 +302,8 @@ class IGLPSettings(FitSettings):
     policy: str | nn.Module | ModelFactory = "linear"
     """Class of the reward regressor f(x, a) (the policy) and of the flag model: 'linear' or
     'mlp'; in Python also a torch module (a template) or a factory giving (n, K) scores, as
-    for BatchIGL (such a model is not saved to a model folder yet)."""
+    for BatchIGL (both models are built from it; a model folder records its factory once per
+    model)."""
     estimator: Literal["step", "lipschitz", "zhang"] = "lipschitz"
     """How extreme each interaction is: 'step' (VW's rule, L > threshold), 'lipschitz'
     (iglearn's conservative ramp in log L) or 'zhang' (the ramp on h of Zhang, Zhang, Luo and

@@ -114,6 +114,14 @@ class Algorithm:
     models: tuple[str, ...] = ()
     """Instead of decoders, these models of the policy classes (attribute ``<name>_``,
     tensors ``<name>.<param>``, model.json record ``<name>``)."""
+    built_from: tuple[tuple[str, str], ...] = ()
+    """(record, setting) pairs: a record built from a setting of another name (IGL-P's flag
+    model from its ``policy`` setting, a custom module included); any other record is built
+    from the setting of its own name."""
+
+    def setting_of(self, record: str) -> str:
+        """The learner setting that builds the model of ``record``."""
+        return dict(self.built_from).get(record, record)
 
     def decoders(self, learner: Any) -> list[Decoder]:
         """The fitted decoders (or other models) of ``learner``, in the order their tensors
@@ -142,7 +150,7 @@ def algorithms() -> dict[str, Algorithm]:
     return {"igl": Algorithm("igl", BatchIGL, FitReport, per_action=False),
             "ai-igl": Algorithm("ai-igl", AIIGL, AIIGLReport, per_action=True),
             "igl-p": Algorithm("igl-p", IGLP, IGLPReport, per_action=False,
-                               models=("ik", "flags")),
+                               models=("ik", "flags"), built_from=(("flags", "policy"),)),
             "vi-igl": Algorithm("vi-igl", VIIGL, VIIGLReport, per_action=False)}
 
 
@@ -405,7 +413,8 @@ def save_model(learner: BatchIGL | AIIGL | IGLP | VIIGL, folder: str | Path,
     p = _describe(policy, getattr(learner, "policy", None), "policy")
     report = getattr(learner, "report_", None)
     if algorithm.models:
-        described = {name: _describe(model, None, name)
+        described = {name: _describe(model, getattr(learner, algorithm.setting_of(name), None),
+                                     name)
                      for name, model in zip(algorithm.models, decoders, strict=True)}
         feedback_dim = cast("IGLP", learner).feedback_dim_  # IGL-P's models: no decoder
     else:
@@ -584,13 +593,13 @@ def _build(kind: str, record: dict, *dims: int,
            factories: dict[str, Any] | None = None) -> nn.Module:
     if record["class"] == CUSTOM:
         factory = (factories or {})[kind]
-        in_dim, out_dim = (dims[0], dims[1]) if kind == "policy" else (dims[0], 1)
+        in_dim, out_dim = (dims[0], 1) if kind == "decoder" else (dims[0], dims[1])
         module = factory(in_dim, out_dim, torch.Generator().manual_seed(0))
         if not isinstance(module, nn.Module):
             raise IGLearnError(f"the {kind} factory {record['factory']} returned a "
                                f"{type(module).__name__}, not a torch.nn.Module")
-        check_contract(module, in_dim, out_dim, kind)
-        wrapper = CustomPolicy if kind == "policy" else CustomDecoder
+        check_contract(module, in_dim, out_dim, "decoder" if kind == "decoder" else "policy")
+        wrapper = CustomDecoder if kind == "decoder" else CustomPolicy
         return wrapper(module, float(record["temperature"]), record["factory"],
                        (in_dim, out_dim))
     classes = DECODERS if kind == "decoder" else POLICIES
@@ -846,9 +855,11 @@ def _factories(metadata: dict, path: str | Path, allowed: bool, kind: Algorithm
     settings = set(_setting_names(kind.learner))
     custom = {}
     for where, factory in records:
-        record = metadata.get(where)
-        if where not in modules or where not in settings or not isinstance(record, dict) or \
-                record.get("class") != CUSTOM:
+        record, setting = metadata.get(where), kind.setting_of(where)
+        source = metadata.get(setting) if setting != where else record  # built alike
+        if where not in modules or setting not in settings or not isinstance(record, dict) or \
+                record.get("class") != CUSTOM or not isinstance(source, dict) or \
+                source.get("factory") != record.get("factory"):
             raise IGLearnError(f"{path}: the {where} record names the factory "
                                f"{shown(factory)}, but an {kind.name} model builds no "
                                f"{where} from a factory; the model is damaged, fit again")
