@@ -189,8 +189,7 @@ def test_every_policy_learner_fits_a_custom_policy(log, tmp_path, learner_class)
 
 def test_an_iglp_flag_model_must_name_its_policys_factory(log, tmp_path):
     """IGL-P's flag model is built from the ``policy`` setting: a model.json whose ``flags``
-    record names another factory than ``policy`` (or names one beside a built-in policy) is
-    damaged, and nothing is imported for it."""
+    record names another factory than ``policy`` is damaged."""
     from iglearn.learners.iglp import IGLP
 
     with warnings.catch_warnings():

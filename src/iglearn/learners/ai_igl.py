@@ -93,9 +93,8 @@ from iglearn.learners.stream import AnyLog, action_counts, check_fit_size, train
 from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Source, Trials, as_tensor, reducer_of, side_by_side
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
-from iglearn.models.custom import check_spec
-from iglearn.models.decoders import DECODERS, logistic
-from iglearn.models.policies import POLICIES
+from iglearn.models.custom import check_specs
+from iglearn.models.decoders import logistic
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 from iglearn.threads import torch_threads
 
@@ -154,8 +153,7 @@ class AIIGL(AIIGLSettings, StackableLearner):
         super().__post_init__()
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = DEFAULT_OPTIMISATION
-        check_spec(self.policy, "policy", POLICIES)
-        check_spec(self.decoder, "decoder", DECODERS)
+        check_specs(self)
         for name in ("temperature", "decoder_temperature"):
             value = getattr(self, name)
             if not (np.isfinite(value) and value > 0):

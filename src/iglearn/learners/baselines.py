@@ -17,8 +17,7 @@ from iglearn.learners.stream import AnyLog, check_fit_size, has_field, training_
 from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Source, side_by_side
 from iglearn.models import Policy, make_policy
-from iglearn.models.custom import check_spec
-from iglearn.models.policies import POLICIES
+from iglearn.models.custom import check_specs
 from iglearn.seeding import as_generator, torch_generator
 
 if TYPE_CHECKING:
@@ -47,7 +46,7 @@ class _Baseline(FitSettings, StackableLearner):
         super().__post_init__()
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = Optimisation()
-        check_spec(self.policy, "policy", POLICIES)
+        check_specs(self)
 
     def fit(self, log: AnyLog, *, backend: RayTrain | None = None) -> Self:
         """Fit on ``log``: in memory, or streamed from disk; ``backend``: a streamed Parquet

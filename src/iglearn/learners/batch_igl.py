@@ -75,9 +75,7 @@ from iglearn.learners.trials import (
     to_device,
 )
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
-from iglearn.models.custom import CustomDecoder, check_spec
-from iglearn.models.decoders import DECODERS
-from iglearn.models.policies import POLICIES
+from iglearn.models.custom import CustomDecoder, check_specs
 from iglearn.models.stacked import stack
 from iglearn.seeding import as_generator, torch_generator
 from iglearn.threads import torch_threads
@@ -177,8 +175,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         super().__post_init__()
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = Optimisation()
-        check_spec(self.policy, "policy", POLICIES)
-        check_spec(self.decoder, "decoder", DECODERS)
+        check_specs(self)
         check_device(self.device)
         if not (isinstance(self.restart_confidence, int | float)
                 and np.isfinite(self.restart_confidence) and self.restart_confidence >= 0):

@@ -82,9 +82,8 @@ from iglearn.learners.settings import IGLPSettings, Optimisation
 from iglearn.learners.stream import check_fit_size
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, make_policy
-from iglearn.models.custom import check_spec
+from iglearn.models.custom import check_specs
 from iglearn.models.init import reset_parameters
-from iglearn.models.policies import POLICIES
 from iglearn.models.stacked import StackedLinear
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 from iglearn.threads import torch_threads
@@ -340,7 +339,7 @@ class IGLP(IGLPSettings, PolicyLearner):
         super().__post_init__()
         if self.optimisation is None:
             self.optimisation = DEFAULT_OPTIMISATION
-        check_spec(self.policy, "policy", POLICIES)
+        check_specs(self)
         if self.estimator not in ESTIMATORS:
             raise IGLearnError(f"unknown estimator {self.estimator!r}; choose one of "
                                f"{', '.join(ESTIMATORS)}")

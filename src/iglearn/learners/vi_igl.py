@@ -82,10 +82,8 @@ from iglearn.learners.stream import AnyLog, check_fit_size, training_data
 from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Source, as_tensor, side_by_side
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
-from iglearn.models.custom import check_spec
-from iglearn.models.decoders import DECODERS
+from iglearn.models.custom import check_specs
 from iglearn.models.init import mlp, reset_parameters
-from iglearn.models.policies import POLICIES
 from iglearn.seeding import as_generator, torch_generator
 
 if TYPE_CHECKING:
@@ -395,8 +393,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
         super().__post_init__()
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = VIIGL_OPTIMISATION
-        check_spec(self.policy, "policy", POLICIES)
-        check_spec(self.decoder, "decoder", DECODERS)
+        check_specs(self)
         split_divergence(self.divergence)
         for name in ("beta", "critic_clip", "decoder_temperature"):
             value = getattr(self, name)

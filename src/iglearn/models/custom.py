@@ -154,6 +154,14 @@ def check_spec(spec: object, name: str, builtins: dict) -> None:
                            f"(in_dim, out_dim, generator) -> torch.nn.Module")
 
 
+def check_specs(learner: object) -> None:
+    """:func:`check_spec` of each model setting a learner has, ``policy`` and ``decoder``
+    (:data:`BUILTINS`), when it is constructed."""
+    for name, builtins in BUILTINS.items():
+        if hasattr(learner, name):
+            check_spec(getattr(learner, name), name, builtins)
+
+
 def build_module(spec: nn.Module | ModelFactory, in_dim: int, out_dim: int,
                  generator: torch.Generator, name: str) -> nn.Module:
     """A fresh module from a factory, or a copy of a template module with its linear layers
