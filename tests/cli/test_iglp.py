@@ -3,8 +3,13 @@
 import json
 import math
 
+import numpy as np
+
+from iglearn.data.formats import write_table
+from iglearn.learners.iglp import IGLP, PersonalIK
 from iglearn.models.io import load_model
 
+from ..learners.test_iglp import USERS, swapping_log
 from .conftest import FAST, run
 
 
@@ -50,9 +55,20 @@ def test_an_option_of_igl_and_ai_igl_is_refused_with_igl_p(tmp_path, capsys):
     assert code == 2 and "--decoder is an option of --algorithm igl or ai-igl" in err
 
 
-def test_fit_refuses_per_user_grounding_before_reading_the_log(tmp_path, capsys):
-    """--users builds a model a folder cannot hold yet: one line, exit 2, nothing written."""
-    code, out, err = run(capsys, "fit", tmp_path / "missing.npz", "--algorithm", "igl-p",
-                         "--users", "4", "--out", tmp_path / "model")
-    assert code == 2 and out == "" and "--users" in err and "Traceback" not in err
-    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "model").exists()
+def test_fit_with_per_user_grounding_saves_a_model_predict_and_evaluate_read(tmp_path, capsys):
+    """--users: the folder holds per-user grounding, and the loaded model decides as the one
+    fitted in Python on the same log and seed."""
+    log = swapping_log()
+    write_table(log, tmp_path / "log.npz")
+    code, out, err = run(capsys, "fit", tmp_path / "log.npz", "--algorithm", "igl-p",
+                         "--users", str(USERS), "--out", tmp_path / "model", "--seed", "0")
+    assert code == 0, err
+    assert json.loads(out)["settings"]["users"] == USERS
+    loaded = load_model(tmp_path / "model")
+    assert isinstance(loaded.ik_.net, PersonalIK)
+    fitted = IGLP(seed=0, users=USERS).fit(log)
+    np.testing.assert_array_equal(loaded.predict(log.context), fitted.predict(log.context))
+    code, out, err = run(capsys, "evaluate", tmp_path / "model", tmp_path / "log.npz")
+    assert code == 0, err
+    # half the users swap words: the decoded value of a per-user model is well above uniform
+    assert json.loads(out)["greedy_value_ips"] > 0.6

@@ -1,6 +1,7 @@
 """IGL-P: the inverse-kinematics decision, the definitely-bad split, the online loop."""
 
 import copy
+import json
 
 import numpy as np
 import pytest
@@ -327,6 +328,64 @@ def test_per_user_grounding_understands_users_who_swap_words():
     assert (personal.decode(log.context, log.action, log.feedback)[~reward] > 0).mean() < 0.25
 
 
+def swapping_log(n: int = 1500, seed: int = 0) -> InteractionLog:
+    """Uniform play on :func:`swapped_words`: half the users swap good and bad words."""
+    rng = np.random.default_rng(seed)
+    user, x, context = users_and_contexts(n, rng)
+    action = rng.integers(0, 3, n)
+    feedback, reward = swapped_words(user, x, action, rng)
+    return InteractionLog(context=context, action=action, probability=np.full(n, 1 / 3),
+                          feedback=feedback, n_actions=3, reward=reward.astype(np.float32))
+
+
+@pytest.mark.parametrize("model", ["linear", "mlp"])
+def test_a_per_user_grounding_model_saves_and_loads(tmp_path, model):
+    """The folder holds PersonalIK (its users and context class): the loaded model decodes
+    and decides as the fitted one."""
+    log = swapping_log()
+    learner = IGLP(seed=0, users=USERS, model=model).fit(log)
+    learner.save(tmp_path / "model")
+    back = IGLP.load(tmp_path / "model")
+    assert isinstance(back.ik_.net, PersonalIK) and back.users == USERS
+    assert back.ik_.net.dims == learner.ik_.net.dims and back.ik_.net.model == model
+    np.testing.assert_allclose(back.decode(log.context, log.action, log.feedback),
+                               learner.decode(log.context, log.action, log.feedback))
+    np.testing.assert_array_equal(back.predict(log.context), learner.predict(log.context))
+    record = back.metadata_["ik"]
+    assert (record["class"], record["users"], record["input_dim"]) == ("personal", USERS,
+                                                                      log.context.shape[1] + 4)
+    assert ("hidden" in record) == (model == "mlp")
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"users": 0}, "ik.users"),
+    ({"users": 7}, "ik.users"),  # the contexts have 7 features: none left beside the user
+    ({"users": 3}, "settings.users"),  # the record says 3, the settings 4
+    ({"model": "mlp", "hidden": 256}, "settings.model"),  # the settings say linear
+    ({"model": "tree"}, "ik.model"),
+    ({"hidden": 8}, "ik.hidden"),
+    ({"input_dim": 7 + 4 + 28}, "ik.input_dim"),  # the features of one meaning per word
+])
+def test_a_damaged_per_user_grounding_record_is_refused(tmp_path, change, field):
+    IGLP(seed=0, users=USERS).fit(swapping_log(300)).save(tmp_path / "model")
+    path = tmp_path / "model" / "model.json"
+    metadata = json.loads(path.read_text())
+    metadata["ik"] |= change
+    path.write_text(json.dumps(metadata))
+    with pytest.raises(IGLearnError, match=f"field '{field}' is .*the model is damaged"):
+        IGLP.load(tmp_path / "model")
+
+
+def test_a_model_of_one_meaning_per_word_claiming_users_is_refused(tmp_path):
+    IGLP(seed=0).fit(swapping_log(300)).save(tmp_path / "model")
+    path = tmp_path / "model" / "model.json"
+    metadata = json.loads(path.read_text())
+    metadata["settings"]["users"] = USERS
+    path.write_text(json.dumps(metadata))
+    with pytest.raises(IGLearnError, match="field 'settings.users' is 4; expected 0"):
+        IGLP.load(tmp_path / "model")
+
+
 def test_online_per_user_grounding_beats_one_meaning_per_word():
     def late_reward(users: int) -> float:
         rng = np.random.default_rng(1)
@@ -344,7 +403,7 @@ def test_online_per_user_grounding_beats_one_meaning_per_word():
     assert personal > 0.6 and personal > shared + 0.2, (shared, personal)
 
 
-def test_per_user_grounding_settings_are_checked(tmp_path):
+def test_per_user_grounding_settings_are_checked():
     with pytest.raises(IGLearnError, match="users must be a whole number"):
         IGLP(users=-1)
     log = InteractionLog(context=np.ones((60, 3)), action=np.arange(60) % 3,
@@ -352,7 +411,3 @@ def test_per_user_grounding_settings_are_checked(tmp_path):
                          n_actions=3)
     with pytest.raises(IGLearnError, match="users is 3 but the contexts have 3 features"):
         IGLP(users=3).fit(log)
-    learner = IGLP(users=1, seed=0).fit(log)
-    with pytest.raises(IGLearnError, match="cannot be saved"):
-        learner.save(tmp_path / "model")
-    assert not (tmp_path / "model").exists()

@@ -149,10 +149,6 @@ def _fit(args: argparse.Namespace) -> int:
             raise IGLearnError("--stream on: --algorithm igl-p fits a log in memory, never "
                                "streamed; use --stream off")
         reading = replace(reading, stream="off")
-        if learner.users:
-            raise IGLearnError("--users: an IGL-P model with per-user grounding cannot be "
-                               "saved to a model folder yet; fit it in Python "
-                               "(IGLP(users=...)) or drop --users")
     backend = _backend(args, learner, reading)
     if backend is not None:
         reading = replace(reading, stream="on")

@@ -320,7 +320,7 @@ class IGLPLearner(CobaLearner):
         gamma: IGW's parameter.
         seed: the learner's seed.
         personal: ground each word's meaning per user (OnlineIGLP's ``users`` set to the
-            user id's one-hot width, :class:`~iglearn.learners.iglp.PersonalIK`), so that
+            user id's one-hot width, :class:`~iglearn.models.personal.PersonalIK`), so that
             users who swap good and bad words are understood; False (the default): one
             meaning per word for all users (the inverse-kinematics model of
             (x, y, x (x) y)), which learns more on coba's neighbours task, where a linear

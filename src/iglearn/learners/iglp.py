@@ -16,7 +16,7 @@ these steps, each a function below:
    :func:`outer_linear`).
    When the users use the same words differently (some swap good and bad words), a word
    alone tells nothing about the action; with the ``users`` setting the model is
-   :class:`PersonalIK`, which grounds each word per user;
+   :class:`~iglearn.models.personal.PersonalIK`, which grounds each word per user;
 2. **extreme or neutral** (:func:`likelihood_ratio`): neutral feedback says nothing about the
    action, extreme feedback does. The likelihood ratio of the logged action against the
    others, L = (K - 1) h / (1 - h), is near 1 for neutral feedback and large for extreme
@@ -83,7 +83,7 @@ from iglearn.learners.stream import check_fit_size
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, make_policy
 from iglearn.models.custom import check_specs
-from iglearn.models.init import reset_parameters
+from iglearn.models.personal import PersonalIK
 from iglearn.models.stacked import StackedLinear
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 from iglearn.threads import torch_threads
@@ -104,9 +104,6 @@ cost in reward (docs/guides/personalised.md)."""
 GAMMA0 = 2.0
 """OnlineIGLP's default gamma0 of IGW's growing gamma, sqrt(1 + t) / gamma0: measured best of
 1, 2, 3, 4 and 10 (the authors' value) on VW's simulator (docs/guides/personalised.md)."""
-USER_RANK = 2
-"""Width of the user and feedback embeddings of :class:`PersonalIK` (the IGL-P paper's coba
-experiment uses 2)."""
 
 
 @dataclass(repr=False)
@@ -189,40 +186,6 @@ def ik_scores(model: Policy, rows: torch.Tensor, dims: tuple[int, int]) -> torch
         if isinstance(net, torch.nn.Sequential):  # an mlp: the layers after the first
             scores = net[1:](scores)
     return scores if model.temperature == 1.0 else scores / model.temperature
-
-
-class PersonalIK(torch.nn.Module):
-    """The scores of the inverse-kinematics model h(a | x, y) when each user's feedback has its
-    own meaning (:class:`IGLP`'s ``users`` setting): s(u, y) g(x') on the input
-    (x, y, x (x) y) of :func:`ik_features`, where the context x = (u, x') starts with the
-    user's ``users`` features u, s(u, y) = <E u + e, F y + f> (embeddings of width
-    :data:`USER_RANK`) is how telling feedback y is from user u, and g(x') the action scores
-    of the rest of the context (a ``model`` network, shared by all users and words).
-
-    A word user u says only after the best action gets a large s(u, y), so h concentrates on
-    the action g ranks first; a word said after any other action gets s near 0, h near
-    uniform. The same word may be telling from one user and uninformative from another, which
-    a model of (x, y, x (x) y) cannot express when half the users swap good and bad words: it
-    sees every word after the best action as often as after any other. This is the bilinear
-    model of the IGL-P paper's coba experiment (there on random Fourier features of x')."""
-
-    def __init__(self, context_dim: int, feedback_dim: int, users: int, n_actions: int,
-                 model: str, generator: torch.Generator):
-        super().__init__()
-        self.dims = (context_dim, feedback_dim, users)
-        self.context = make_policy(model, context_dim - users, n_actions, generator).net
-        self.user = torch.nn.Linear(users, USER_RANK)
-        self.feedback = torch.nn.Linear(feedback_dim, USER_RANK)
-        reset_parameters(self, generator)
-
-    def forward(self, features: torch.Tensor) -> torch.Tensor:
-        """Scores (..., K) of rows that begin with (x, y): :func:`ik_features` rows
-        (..., d_x + d_y + d_x d_y) or :func:`ik_rows` rows (..., d_x + d_y)."""
-        d_x, d_y, users = self.dims
-        user, rest = features[..., :users], features[..., users:d_x]
-        telling = (self.user(user) * self.feedback(features[..., d_x:d_x + d_y])).sum(
-            -1, keepdim=True)
-        return telling * self.context(rest)
 
 
 def fit_inverse_kinematics(model: Policy, rows: np.ndarray, action: np.ndarray,
@@ -459,9 +422,6 @@ class IGLP(IGLPSettings, PolicyLearner):
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
         """Write the fitted models to a model folder (:func:`iglearn.models.io.save_model`)."""
         from iglearn.models.io import save_model
-        if self.users:
-            raise IGLearnError("an IGL-P model with per-user grounding (users > 0) cannot be "
-                               "saved to a model folder yet; fit with users=0 to save it")
         return save_model(self, folder, schema)
 
     @classmethod

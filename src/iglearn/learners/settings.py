@@ -322,7 +322,7 @@ class IGLPSettings(FitSettings):
     users: int = 0
     """Per-user grounding: the first ``users`` context features encode the user (a one-hot
     user id, as the coba plug-in puts first); 0: no user part. With users, the
-    inverse-kinematics model is :class:`~iglearn.learners.iglp.PersonalIK`, which grounds
+    inverse-kinematics model is :class:`~iglearn.models.personal.PersonalIK`, which grounds
     each feedback's meaning per user (for users who use the same words differently, some
     swapping good and bad ones); ``model`` is then the class of its context part."""
 

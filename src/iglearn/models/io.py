@@ -8,7 +8,10 @@ classes, the learner's settings, feature schema, training summary).
 ``decoder.<a>.<param>``, all of the class ``decoder`` describes) or ``"igl-p"``
 (:class:`~iglearn.learners.iglp.IGLP`: no decoder but the inverse-kinematics model h(a | x, y)
 and the flag model g(x, a), tensors ``ik.<param>`` and ``flags.<param>``, described by the
-records ``ik`` and ``flags``; ``policy`` is its reward regressor); a ``model.json`` without the
+records ``ik`` and ``flags``; ``policy`` is its reward regressor; with per-user grounding
+the ``ik`` record has class ``"personal"``, :class:`~iglearn.models.personal.PersonalIK` on
+(x, y), with its ``users`` and the ``model`` class of the rest of the context); a
+``model.json`` without the
 field, written before AI-IGL, is ``"igl"``. :func:`load_model` returns that algorithm's learner.
 
 ``standardiser`` holds the statistics the learner standardises contexts and feedback with
@@ -67,6 +70,7 @@ from iglearn.models.custom import (
     is_custom,
 )
 from iglearn.models.decoders import DECODERS, Decoder
+from iglearn.models.personal import PersonalIK
 from iglearn.models.policies import POLICIES, Policy
 
 if TYPE_CHECKING:
@@ -178,6 +182,14 @@ def _describe(module: Policy | Decoder, spec: object, name: str) -> dict:
         in_dim, out_dim = module.dims
         return {"class": CUSTOM, "factory": factory_path(spec, name),
                 "temperature": module.temperature, "input_dim": in_dim, "output_dim": out_dim}
+    if isinstance(module.net, PersonalIK):
+        d_x, d_y, users = module.net.dims
+        personal = {"class": PersonalIK.kind, "temperature": module.temperature,
+                    "input_dim": d_x + d_y,
+                    "output_dim": _linear_layers(module.net.context)[-1].out_features,
+                    "users": users, "model": module.net.model}
+        hidden = module.net.hidden
+        return personal if hidden is None else {**personal, "hidden": hidden}
     layers = _linear_layers(module.net)
     record = {"class": module.kind, "temperature": module.temperature,
               "input_dim": layers[0].in_features, "output_dim": layers[-1].out_features}
@@ -469,7 +481,7 @@ def _check_module(record: object, key: str, classes: dict, dims: dict[str, tuple
         value = record.get(name)
         if isinstance(value, bool) or value != want:
             raise _damaged(path, f"{key}.{name}", value, f"{want}, {source}")
-    if record["class"] == CUSTOM:
+    if record["class"] in (CUSTOM, PersonalIK.kind):  # checked by their own rules
         return
     if "hidden" in inspect.signature(classes[record["class"]]).parameters:
         _integer(record, "hidden", 1, limits.MAX_HIDDEN, path, f"{key}.", "MAX_HIDDEN")
@@ -543,8 +555,10 @@ def read_metadata(folder: str | Path, source: str | None = None) -> dict:
     _check_module(metadata.get("policy"), "policy", POLICIES,
                   {"input_dim": (d_x, "as 'context_dim' says"),
                    "output_dim": (k, "as 'n_actions' says")}, path)
-    for name, classes, dims in _module_records(kind, k, d_x, d_y):
+    for name, classes, dims in _module_records(kind, metadata):
         _check_module(metadata.get(name), name, classes, dims, path)
+    if kind.models and _personal(metadata):
+        _check_personal(metadata, path)
     schema = metadata.get("feature_schema")
     if schema is not None:
         parsed = FeatureSchema.from_json(schema, f"{path} (feature_schema)")
@@ -560,23 +574,57 @@ def read_metadata(folder: str | Path, source: str | None = None) -> dict:
     return metadata
 
 
-def _module_records(kind: Algorithm, k: int, d_x: int, d_y: int
+IK_CLASSES: dict[str, type] = {**POLICIES, PersonalIK.kind: PersonalIK}
+"""The classes of IGL-P's inverse-kinematics record ``ik``: a policy class on the features
+(x, y, x (x) y), or per-user grounding (:class:`~iglearn.models.personal.PersonalIK`) on
+(x, y)."""
+
+
+def _personal(metadata: dict) -> bool:
+    """Whether model.json's inverse-kinematics record ``ik`` is per-user grounding."""
+    record = metadata.get("ik")
+    return isinstance(record, dict) and record.get("class") == PersonalIK.kind
+
+
+def _module_records(kind: Algorithm, metadata: dict
                     ) -> list[tuple[str, dict, dict[str, tuple[int, str]]]]:
     """The model.json records besides ``policy`` of an algorithm: name, the classes it may
     name, and the dimensions it must have."""
+    k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
     if kind.models:
-        inputs = {"ik": (d_x + d_y + d_x * d_y, "d_x + d_y + d_x d_y, the inverse-kinematics "
-                                                "features"),
+        inputs = {"ik": (d_x + d_y, "d_x + d_y, the context and feedback per-user grounding "
+                                    "reads") if _personal(metadata) else
+                  (d_x + d_y + d_x * d_y, "d_x + d_y + d_x d_y, the inverse-kinematics "
+                                          "features"),
                   "flags": (d_x, "as 'context_dim' says")}
-        return [(name, POLICIES, {"input_dim": inputs[name],
-                                  "output_dim": (k, "as 'n_actions' says")})
+        return [(name, IK_CLASSES if name == "ik" else POLICIES,
+                 {"input_dim": inputs[name], "output_dim": (k, "as 'n_actions' says")})
                 for name in kind.models]
     return [("decoder", DECODERS, {"input_dim": (d_y, "as 'feedback_dim' says"),
                                    "output_dim": (1, "one decoded reward")})]
 
 
-def _dims(name: str, k: int, d_x: int, d_y: int) -> tuple[int, ...]:
+def _check_personal(metadata: dict, path: str | Path) -> None:
+    """The per-user grounding record ``ik``: its users (1 to d_x - 1) and the class of its
+    context part (an mlp with its hidden width). The ``users`` and ``model`` settings must
+    agree with them (:func:`_settings`)."""
+    record = metadata["ik"]
+    _integer(record, "users", 1, metadata["context_dim"] - 1, path, "ik.")
+    model = record.get("model")
+    if model not in POLICIES:
+        raise _damaged(path, "ik.model", model, f"one of {sorted(POLICIES)}")
+    if model == "mlp":
+        _integer(record, "hidden", 1, limits.MAX_HIDDEN, path, "ik.", "MAX_HIDDEN")
+    elif "hidden" in record:
+        raise _damaged(path, "ik.hidden", record["hidden"], f"no hidden layer in a {model} "
+                                                              f"context part")
+
+
+def _dims(name: str, metadata: dict) -> tuple[int, ...]:
     """The constructor dimensions of the model ``name`` of a model folder."""
+    k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
+    if name == "ik" and _personal(metadata):
+        return d_x, d_y, k
     return {"policy": (d_x, k), "decoder": (d_y,), "ik": (d_x + d_y + d_x * d_y, k),
             "flags": (d_x, k)}[name]
 
@@ -602,6 +650,10 @@ def _build(kind: str, record: dict, *dims: int,
         wrapper = CustomDecoder if kind == "decoder" else CustomPolicy
         return wrapper(module, float(record["temperature"]), record["factory"],
                        (in_dim, out_dim))
+    if record["class"] == PersonalIK.kind:
+        d_x, d_y, k = dims
+        return Policy(PersonalIK(d_x, d_y, record["users"], k, record["model"],
+                                 hidden=record.get("hidden")), float(record["temperature"]))
     classes = DECODERS if kind == "decoder" else POLICIES
     options = {"temperature": float(record["temperature"])}
     if "hidden" in record:
@@ -629,8 +681,10 @@ def _settings(metadata: dict, path: str | Path, cls: type,
     if "decoder" in metadata:
         fitted |= {"decoder": metadata["decoder"]["class"],
                    "decoder_temperature": float(metadata["decoder"]["temperature"])}
-    if "ik" in metadata:
-        fitted["model"] = metadata["ik"]["class"]
+    if "ik" in metadata:  # per-user grounding: its users and the class of its context part
+        personal = _personal(metadata)
+        fitted |= {"model": metadata["ik"]["model" if personal else "class"],
+                   "users": metadata["ik"]["users"] if personal else 0}
     for name, value in fitted.items():
         if name not in names:  # BatchIGL's policy temperature is not a setting
             continue
@@ -776,7 +830,7 @@ def _parts(metadata: dict, kind: Algorithm) -> list[tuple[str, str, tuple[int, .
     k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
     parts: list[tuple[str, str, tuple[int, ...]]] = [("policy", "policy", (d_x, k))]
     if kind.models:
-        return parts + [(name, name, _dims(name, k, d_x, d_y)) for name in kind.models]
+        return parts + [(name, name, _dims(name, metadata)) for name in kind.models]
     return parts + [(prefix, "decoder", (d_y,)) for prefix in kind.prefixes(k)]
 
 
@@ -796,9 +850,8 @@ def _expected_weights(metadata: dict, kind: Algorithm, factories: dict
                       ) -> tuple[list, dict[str, dict], int]:
     """The weights ``model.json`` describes: its parts (:func:`_parts`), the expected state
     (names, shapes, types) of each record they name, and :func:`weights_bytes` of them all."""
-    k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
     parts = _parts(metadata, kind)
-    states = {name: _expected_state(metadata, name, _dims(name, k, d_x, d_y), factories)
+    states = {name: _expected_state(metadata, name, _dims(name, metadata), factories)
               for name in {name for _, name, _ in parts}}
     most = weights_bytes({f"{prefix}.{key}": value for prefix, name, _ in parts
                           for key, value in states[name].items()})
