@@ -118,9 +118,13 @@ def test_late_feedback_retention_and_export_window(tmp_path):
     assert storage.counts().decisions == 11
 
 
-def test_igl_p_refits_from_the_definitely_bad_flags_stored_with_the_feedback(tmp_path):
+@pytest.mark.parametrize("users", [0, 2])
+def test_igl_p_refits_from_the_definitely_bad_flags_stored_with_the_feedback(tmp_path, users):
+    """users = 2: per-user grounding (the first two context features), stored and served
+    like any IGL-P model."""
     config = parse_config(tables(model={"algorithm": "igl-p",
-                                        "learner": {"optimisation": {"max_steps": 20}}},
+                                        "learner": {"optimisation": {"max_steps": 20},
+                                                    "users": users}},
                                  learning={"refit_every": 100, "min_interactions": 60}),
                           str(tmp_path / "s.toml"))
     storage = SQLiteStorage(tmp_path / "service.db")
@@ -140,6 +144,8 @@ def test_igl_p_refits_from_the_definitely_bad_flags_stored_with_the_feedback(tmp
     record = storage.models()[0]
     assert record.algorithm == "igl-p" and record.interactions == 120
     learner = load_archive(storage.model_archive(1), "igl-p")
+    assert learner.users == users and learner.metadata_["ik"]["class"] == (
+        "personal" if users else "linear")
     assert learner.predict_proba(np.zeros((2, D_X), np.float32)).shape == (2, K)
 
 
