@@ -255,3 +255,44 @@ def test_raw_features_standardise_as_z_scoring_by_hand_does():
     assert again.context_rule == "auto: off scale"
     np.testing.assert_allclose(again.apply(hand.astype(np.float32)), scaler.apply(raw),
                                atol=1e-3)
+
+
+def test_standardised_feedback_is_shifted_to_non_negative_values_and_contexts_stay_centred():
+    """Feedback: clipped to ±limit, then shifted by the limit into [0, 2 limit]; the shift is
+    the offset the standardiser records. Contexts: centred, no offset."""
+    log = log_of()
+    scaler = Standardiser.of_log(log)
+    limit = scaler.feedback_limit
+    assert limit is not None and scaler.feedback_offset == pytest.approx(limit)
+    y = log.feedback.astype(np.float64)
+    z = np.clip((y - scaler.feedback_mean) / scaler.feedback_scale, -limit, limit)
+    out = scaler.apply_feedback(log.feedback)
+    np.testing.assert_allclose(out, z + limit, atol=1e-5)
+    assert out.min() >= 0.0 and out.max() <= 2 * limit + 1e-6
+    assert np.abs(np.average(out - limit, axis=0, weights=1 / log.probability)).max() < 0.05
+    context = scaler.apply(log.context)
+    assert context.min() < 0 < context.max()  # centred: values on both sides of 0
+    # a feedback block left as it is ("auto", on the unit scale) gets no offset
+    tokens = np.eye(4, dtype=np.float32)[np.random.default_rng(0).integers(0, 4, 600)]
+    kept = Standardiser.of_arrays(log.context, tokens, mode="auto")
+    assert kept.feedback_rule == "auto: unit scale" and kept.feedback_offset == 0.0
+    np.testing.assert_array_equal(kept.apply_feedback(tokens), tokens)
+
+
+def test_the_feedback_offset_round_trips_an_old_record_has_none_and_a_bad_one_is_refused():
+    log = log_of()
+    scaler = Standardiser.of_log(log)
+    record = scaler.to_dict()
+    assert record["feedback_offset"] == pytest.approx(scaler.feedback_limit)
+    again = Standardiser.from_dict(record, "model.json", 4, 2)
+    np.testing.assert_array_equal(again.apply_feedback(log.feedback),
+                                  scaler.apply_feedback(log.feedback))
+    old = {k: v for k, v in record.items() if k != "feedback_offset"}  # saved before
+    before = Standardiser.from_dict(old, "model.json", 4, 2)
+    assert before.feedback_offset == 0.0
+    np.testing.assert_allclose(before.apply_feedback(log.feedback),
+                               scaler.apply_feedback(log.feedback) - scaler.feedback_offset,
+                               atol=1e-6)
+    for bad in (-0.5, True, "1", float("nan")):
+        with pytest.raises(IGLearnError, match="standardiser.feedback_offset"):
+            Standardiser.from_dict({**record, "feedback_offset": bad}, "m", 4, 2)

@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pytest
+import torch
 
 from iglearn import AIIGL, BatchIGL, ContextualBandit, Supervised
 from iglearn.data.logs import InteractionLog
@@ -259,3 +260,25 @@ class RawEnvironment:
     def observe(self, contexts, actions, reward, rng):
         feedback, flags = self.env.observe(contexts, actions, reward, rng)
         return feedback * SCALE + SHIFT, flags
+
+
+def test_a_rebased_decoder_reads_new_statistics_as_the_old_decoder_read_the_old_ones():
+    """A re-fit's reference decoder, fitted on feedback standardised (and shifted by its
+    offset) with a smaller log's statistics, is rebased onto the grown log's: on feedback
+    neither limit clips, it decodes every vector as before."""
+    from iglearn.learners.batch_igl import rebased_decoder
+    from iglearn.models import make_decoder
+
+    rng = np.random.default_rng(4)
+    small = 35 + 0.05 * rng.normal(size=(200, 6))
+    grown = np.concatenate([small, 35.01 + 0.06 * rng.normal(size=(800, 6))])
+    old, new = (Standardiser.of_arrays(np.zeros((len(y), 1)), y, mode="auto")
+                for y in (small, grown))
+    assert old.feedback_offset > 0 and new.feedback_offset > 0
+    decoder = make_decoder("linear", 6, torch.Generator().manual_seed(0))
+    rebased = rebased_decoder(decoder, old, new)
+    y = 35 + 0.02 * rng.normal(size=(50, 6))  # within both limits: nothing clipped
+    with torch.no_grad():
+        before = decoder(torch.from_numpy(old.apply_feedback(y)))
+        after = rebased(torch.from_numpy(new.apply_feedback(y)))
+    torch.testing.assert_close(after, before, rtol=1e-4, atol=1e-5)

@@ -555,9 +555,11 @@ def rebased_decoder(decoder: Decoder, old: Standardiser | None,
     d = layers[0].in_features
 
     def moments(scaler: Standardiser | None) -> tuple[np.ndarray, np.ndarray]:
+        """(m, s) with which the scaler maps y to (y - m) / s (its offset folded into m)."""
         if scaler is None or scaler.feedback_dim != d:
             return np.zeros(d), np.ones(d)
-        return scaler.feedback_mean, scaler.feedback_scale
+        return (scaler.feedback_mean - scaler.feedback_offset * scaler.feedback_scale,
+                scaler.feedback_scale)
 
     (m_old, s_old), (m_new, s_new) = moments(old), moments(new)
     # y_old = (y_new s_new + m_new - m_old) / s_old = y_new a + c
