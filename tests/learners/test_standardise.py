@@ -282,3 +282,22 @@ def test_a_rebased_decoder_reads_new_statistics_as_the_old_decoder_read_the_old_
         before = decoder(torch.from_numpy(old.apply_feedback(y)))
         after = rebased(torch.from_numpy(new.apply_feedback(y)))
     torch.testing.assert_close(after, before, rtol=1e-4, atol=1e-5)
+
+
+def test_the_feedback_offset_is_each_learners_choice():
+    """Standardised raw feedback is shifted to non-negative values for the learners whose
+    decoders are tuned on images and words; VI-IGL's critics read it centred."""
+    from iglearn.learners.vi_igl import VIIGL
+
+    env = digits_environment()
+    log = env.log(300, seed=0)
+    raw = InteractionLog((35 + 0.05 * log.context).astype(np.float32), log.action,
+                         log.probability, (35 + 0.05 * log.feedback).astype(np.float32),
+                         log.n_actions)
+    for learner, shifted in ((BatchIGL(seed=0), True), (AIIGL(seed=0), True),
+                             (IGLP(seed=0), True), (VIIGL(seed=0), False)):
+        scaler = learner.take_statistics(raw)
+        assert scaler is not None and scaler.feedback_rule == "auto: off scale"
+        values = scaler.apply_feedback(raw.feedback)
+        assert (scaler.feedback_offset > 0) == shifted, type(learner).__name__
+        assert (values.min() >= 0) == shifted, type(learner).__name__

@@ -43,6 +43,10 @@ class PolicyLearner:
     row_spread: ClassVar[float | None] = ROW_SPREAD
     """The spread of a standardised block's rows (:data:`iglearn.data.scaling.ROW_SPREAD`)
     this learner's defaults are tuned for; None: unit z-scores."""
+    offset_feedback: ClassVar[bool] = True
+    """Whether standardised feedback is shifted to non-negative values
+    (:attr:`iglearn.data.scaling.Standardiser.feedback_offset`) for this learner's models;
+    False: they read it centred."""
     standardiser_: Standardiser | None = None
     n_actions_: int | None = None
     """K of the log the learner was fitted on (None before a fit; a loaded model's is in
@@ -74,7 +78,7 @@ class PolicyLearner:
         self.schema_ = getattr(log, "schema", None)
         mode = check_mode(getattr(self, "standardise", "auto"))
         self.standardiser_ = None if mode == "off" else standardiser_of(
-            log, feedback, mode, type(self).row_spread)
+            log, feedback, mode, type(self).row_spread, type(self).offset_feedback)
         return self.standardiser_
 
     def contexts_of(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:

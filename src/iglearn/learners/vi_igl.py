@@ -61,7 +61,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Self, cast
+from typing import TYPE_CHECKING, ClassVar, Self, cast
 
 import numpy as np
 import torch
@@ -384,6 +384,11 @@ class VIIGL(VIIGLSettings, StackableLearner):
     VIIGLSettings`); ``optimisation.grounding_epochs`` are the epochs of the decoder's
     min-max stage, ``policy_epochs`` and ``epochs`` those of the policy's.
     """
+
+    offset_feedback: ClassVar[bool] = False
+    """The critics and the decoder read standardised feedback centred: shifted to
+    non-negative values (the other learners' default), raw digits fits of 2,000
+    interactions fell from 89.4 to 15.7 % (16 seeds)."""
 
     if TYPE_CHECKING:  # set by fit; declared for the type checker, not as settings
         decoder_: Decoder = field(init=False)
