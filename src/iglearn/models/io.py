@@ -851,8 +851,9 @@ def _expected_weights(metadata: dict, kind: Algorithm, factories: dict
     """The weights ``model.json`` describes: its parts (:func:`_parts`), the expected state
     (names, shapes, types) of each record they name, and :func:`weights_bytes` of them all."""
     parts = _parts(metadata, kind)
-    states = {name: _expected_state(metadata, name, _dims(name, metadata), factories)
-              for name in {name for _, name, _ in parts}}
+    dims = {name: shape for _, name, shape in parts}  # AI-IGL's decoders: one record
+    states = {name: _expected_state(metadata, name, shape, factories)
+              for name, shape in dims.items()}
     most = weights_bytes({f"{prefix}.{key}": value for prefix, name, _ in parts
                           for key, value in states[name].items()})
     return parts, states, most
