@@ -1,6 +1,7 @@
 """Benchmark: the decision service under load, beside the same stack's no-op ceiling.
 
-    python benchmarks/serve_load.py [--clients 8] [--seconds 15] [--json FILE]
+    python benchmarks/serve_load.py [--clients 8] [--seconds 15] [--out results/serve-load]
+        [--json FILE]
 
 Starts a real ``iglearn serve`` process on a loopback port (digits-shaped: K = 10, 64-dim
 contexts and feedback, E2G exploration, a re-fit every ``--refit-every`` joined
@@ -25,6 +26,11 @@ was stored and its pickup lag, the seconds from its storing until ``GET /v1/mode
 every 0.1 s from a thread) first answered it, and until a decide answer first carried it.
 The load generator is a minimal HTTP/1.1 keep-alive client on asyncio in this process (one
 core), so on a 2-core machine it shares the CPU with the service and its worker.
+
+The report goes to ``--out``: ``serve_load.md`` (the figures, the versions and the targets),
+``serve_load.json`` (the same, for tools) and ``serve_load.png``, which plots each version's
+re-fit seconds against the interactions it was fitted on, beside the re-fit targets
+(:data:`REFIT_TARGETS`), and its pickup lag beside the ``pickup_seconds`` + 1 s limit.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ import httpx
 import numpy as np
 
 from iglearn.envs import digits_environment
+from iglearn.experiments.results import save_figure
+from iglearn.files import write_text
 from iglearn.service.process import ServiceProcess, add_key, free_port, write_config
 from iglearn.service.storage import ModelRecord as ServiceModel
 from iglearn.service.storage import SQLiteStorage as ServiceStorage
@@ -53,6 +61,8 @@ DECISION = re.compile(rb'"event_id": "([^"]+)", "action": (\d+)')
 VERSION = re.compile(rb'"model_version": (\d+)')
 PICKUP_SECONDS = 1.0
 """The service's ``[learning] pickup_seconds`` (its default)."""
+REFIT_TARGETS = ((2_000, 1.0), (20_000, 5.0))
+"""(interactions, most re-fit seconds): the service's re-fit targets (one torch thread)."""
 
 
 class Connection:
@@ -239,7 +249,10 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=15.0)
     parser.add_argument("--refit-every", type=int, default=1000)
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--out", type=Path, default=Path("results/serve-load"),
+                        help="folder of the report (serve_load.md, .json and .png)")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="also write the figures and targets to this JSON file")
     args = parser.parse_args()
     pools = Pools(seed=0)
     with tempfile.TemporaryDirectory(prefix="iglearn-serve-load-") as tmp:
@@ -313,16 +326,6 @@ def main() -> None:
     lags = [v["pickup_lag_s"] for v in versions]
     figures["pickup_lag_max_s"] = max((x for x in lags if x is not None), default=math.nan)
     figures["versions"] = versions
-    for name, value in figures.items():
-        if name == "versions":
-            continue
-        print(f"{name:28s} {value:.3f}" if isinstance(value, float) else
-              f"{name:28s} {value}")
-    print("\nversion  interactions  fit_seconds  stored_at_s  pickup_lag_s  first_decided_lag_s")
-    for v in versions:
-        print(f"{v['version']:7d}  {v['interactions']:12d}  {v['fit_seconds']:11.3f}  "
-              f"{v['stored_at_s']:11.2f}  {shown(v['pickup_lag_s']):>12s}  "
-              f"{shown(v['first_decided_lag_s']):>19s}")
     targets = {"share_of_ceiling >= 0.5": figures["share_of_ceiling"] >= 0.5,
                "interactions_per_s >= 500": rate >= 500,
                "decide_p99_ms <= 50": figures["decide_p99_ms"] <= 50,
@@ -330,13 +333,75 @@ def main() -> None:
                f"every version served within {PICKUP_SECONDS + 1:g} s (pickup lag)":
                    bool(lags) and all(x is not None and x <= PICKUP_SECONDS + 1
                                       for x in lags)}
-    for name, met in targets.items():
-        print(f"target {name}: {'met' if met else 'NOT met'}")
+    text = report(figures, targets)
+    print(text, end="")
+    write_report(figures, targets, text, args.out)
+    print(f"wrote {args.out / 'serve_load.md'}, serve_load.json and serve_load.png")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"figures": figures, "targets": targets,
-                                         "run": str(uuid.uuid4())}, indent=2) + "\n")
+        write_text(args.json, json.dumps({"figures": figures, "targets": targets,
+                                          "run": str(uuid.uuid4())}, indent=2) + "\n")
 
+
+def report(figures: dict, targets: dict[str, bool]) -> str:
+    """The run as markdown: the figures, one row per model version stored, the targets."""
+    lines = ["# iglearn serve under load", "", "| figure | value |", "|---|---|"]
+    for name, value in figures.items():
+        if name != "versions":
+            lines.append(f"| {name} | {value:.3f} |" if isinstance(value, float) else
+                         f"| {name} | {value} |")
+    lines += ["", "| version | interactions | fit_seconds | stored_at_s | pickup_lag_s | "
+              "first_decided_lag_s |", "|---|---|---|---|---|---|"]
+    for v in figures["versions"]:
+        lines.append(f"| {v['version']} | {v['interactions']} | {v['fit_seconds']:.3f} | "
+                     f"{v['stored_at_s']:.2f} | {shown(v['pickup_lag_s'])} | "
+                     f"{shown(v['first_decided_lag_s'])} |")
+    lines += [""] + [f"- target {name}: {'met' if met else 'NOT met'}"
+                     for name, met in targets.items()]
+    return "\n".join(lines) + "\n"
+
+
+def write_report(figures: dict, targets: dict[str, bool], text: str, out: Path) -> None:
+    """``out``/serve_load.md (``text``), serve_load.json and serve_load.png: each version's
+    re-fit seconds against the interactions it was fitted on, with :data:`REFIT_TARGETS`,
+    and its pickup lag against the ``pickup_seconds`` + 1 s limit."""
+    import matplotlib
+    import matplotlib.ticker
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_text(out / "serve_load.md", text)
+    write_text(out / "serve_load.json",
+               json.dumps({"figures": figures, "targets": targets}, indent=2) + "\n")
+    versions = figures["versions"]
+    figure, (fits, lags) = plt.subplots(1, 2, figsize=(10, 4))
+    fits.plot([v["interactions"] for v in versions], [v["fit_seconds"] for v in versions],
+              "o", label="re-fit of a version")
+    fits.plot([n for n, _ in REFIT_TARGETS], [s for _, s in REFIT_TARGETS], "x",
+              color="grey", markersize=10, label="target: at most "
+              + ", ".join(f"{s:g} s at {n:,}" for n, s in REFIT_TARGETS))
+    fits.set_xlim(0, 1.1 * max([n for n, _ in REFIT_TARGETS]
+                               + [v["interactions"] for v in versions]))
+    fits.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(5))
+    fits.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:,.0f}"))
+    fits.set_xlabel("interactions fitted on")
+    fits.set_ylabel("re-fit seconds (fit_seconds)")
+    fits.set_ylim(0, 1.3 * max([s for _, s in REFIT_TARGETS]
+                               + [v["fit_seconds"] for v in versions]))
+    fits.legend(loc="upper left")
+    judged = [v for v in versions if v["pickup_lag_s"] is not None]
+    lags.bar([str(v["version"]) for v in judged], [v["pickup_lag_s"] for v in judged])
+    lags.axhline(PICKUP_SECONDS + 1, color="grey", linestyle="--",
+                 label=f"limit: pickup_seconds + 1 = {PICKUP_SECONDS + 1:g} s")
+    lags.set_ylim(0, 1.3 * max([PICKUP_SECONDS + 1] + [v["pickup_lag_s"] for v in judged]))
+    lags.set_xlabel("model version")
+    lags.set_ylabel("pickup lag (s)")
+    lags.legend(loc="upper left")
+    figure.suptitle(f"iglearn serve under load: {figures['interactions_per_s']:.0f} "
+                    f"interactions/s, {figures['share_of_ceiling']:.2f} of the no-op ceiling")
+    save_figure(figure, out / "serve_load.png")
 
 if __name__ == "__main__":
     main()
