@@ -12,6 +12,10 @@ from iglearn.envs.personalised import vw_simulator
 from iglearn.envs.play import play
 from iglearn.learners.iglp import (
     IGLP,
+    ONLINE_FIRST_FIT,
+    ONLINE_REFIT,
+    PERSONAL_FIRST_FIT,
+    PERSONAL_REFIT,
     OnlineIGLP,
     PersonalIK,
     ik_features,
@@ -411,3 +415,16 @@ def test_per_user_grounding_settings_are_checked():
                          n_actions=3)
     with pytest.raises(IGLearnError, match="users is 3 but the contexts have 3 features"):
         IGLP(users=3).fit(log)
+
+
+def test_online_per_user_grounding_fits_longer_unless_told():
+    """PersonalIK's product learns slowly from short re-fits: with users, OnlineIGLP's fits
+    default to PERSONAL_FIRST_FIT and PERSONAL_REFIT; settings given are kept."""
+    plain, personal = (OnlineIGLP(3, USERS + 3, WORDS, users=users) for users in (0, USERS))
+    assert (plain.first_fit, plain.refit) == (ONLINE_FIRST_FIT, ONLINE_REFIT)
+    assert (personal.first_fit, personal.refit) == (PERSONAL_FIRST_FIT, PERSONAL_REFIT)
+    assert personal.refit.max_steps > plain.refit.max_steps
+    assert personal.batch.optimisation == PERSONAL_FIRST_FIT
+    given = OnlineIGLP(3, USERS + 3, WORDS, users=USERS, first_fit=ONLINE_FIRST_FIT,
+                       refit=ONLINE_REFIT)
+    assert (given.first_fit, given.refit) == (ONLINE_FIRST_FIT, ONLINE_REFIT)
