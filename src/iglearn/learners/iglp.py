@@ -107,7 +107,7 @@ PERSONAL_REFIT = replace(ONLINE_REFIT, max_steps=200)
 """OnlineIGLP's warm-started re-fits with per-user grounding: 200 steps. PersonalIK's product
 s(u, y) g(x') starts near its saddle at 0 and leaves it slowly: with :data:`ONLINE_REFIT`'s
 20 steps, digits grounded for 10 users (5 swapping good and bad words) stayed near random
-play over 10,000 rounds on every seed measured (docs/guides/personalised.md)."""
+play over 10,000 rounds on three of four seeds, with 200 on one (benchmarks/coba_grounded.md)."""
 GAMMA0 = 2.0
 """OnlineIGLP's default gamma0 of IGW's growing gamma, sqrt(1 + t) / gamma0: measured best of
 1, 2, 3, 4 and 10 (the authors' value) on VW's simulator (docs/guides/personalised.md)."""
