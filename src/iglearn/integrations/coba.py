@@ -323,9 +323,9 @@ class IGLPLearner(CobaLearner):
             user id's one-hot width, :class:`~iglearn.models.personal.PersonalIK`), so that
             users who swap good and bad words are understood; False (the default): one
             meaning per word for all users (the inverse-kinematics model of
-            (x, y, x (x) y)), which learns more on coba's neighbours task, where a linear
-            model hardly predicts the best action. Without a user id (``users`` 0 or None)
-            there is nothing to ground per user.
+            (x, y, x (x) y)), which learns more on scikit-learn's digits when every user is
+            normal, at about half the CPU time (``benchmarks/coba_grounded.md``). Without a
+            user id (``users`` 0 or None) there is nothing to ground per user.
     """
 
     def __init__(self, users: Ids = AUTO, words: Ids = AUTO, exploration: str = "epsilon",
