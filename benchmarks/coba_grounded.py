@@ -12,8 +12,8 @@ replacement), each seed and each user setting ("normal": every user says a good 
 when the action is the best one; "half swapped": half the users swap good and bad words),
 ``Environments.grounded(users, normal, words, good)`` turns the task into an IGL one and a
 coba ``Experiment`` plays each learner on it alone (so its CPU seconds are its own): the IGL
-learners (``iglearn.IGLP`` with epsilon-greedy and with IGW exploration, one meaning per
-word for all users, and with epsilon-greedy grounding each word per user,
+learners (``iglearn.IGLP`` with epsilon-greedy and with IGW exploration, each with one
+meaning per word for all users and grounding each word per user (the default: IGW per user),
 ``iglearn.E2G``, ``iglearn.AIIGL``; ``--learners`` picks some) and coba's ``RandomLearner``
 with ``SequentialIGL`` (feedback only), the
 true-reward contextual bandit ``iglearn.RegressionCB`` with ``SequentialCB`` (it reads the
@@ -36,10 +36,11 @@ import numpy as np
 import pandas as pd
 
 IGL_LEARNERS: dict[str, tuple[str, dict[str, Any]]] = {
-    "IGL-P (epsilon)": ("iglearn.IGLP", {"exploration": "epsilon"}),
-    "IGL-P (IGW)": ("iglearn.IGLP", {"exploration": "igw"}),
+    "IGL-P (epsilon)": ("iglearn.IGLP", {"exploration": "epsilon", "personal": False}),
+    "IGL-P (IGW)": ("iglearn.IGLP", {"exploration": "igw", "personal": False}),
     "IGL-P (epsilon, per user)": ("iglearn.IGLP", {"exploration": "epsilon",
                                                    "personal": True}),
+    "IGL-P (IGW, per user)": ("iglearn.IGLP", {"exploration": "igw", "personal": True}),
     "E2G": ("iglearn.E2G", {"warmup": 500, "iota": 1.0}),
     "AI-IGL": ("iglearn.AIIGL", {"warmup": 500, "iota": 1.0}),
 }

@@ -99,13 +99,13 @@ def test_registered_learners_learn_from_coba_grounded_feedback_and_are_scored():
 
 def test_iglp_grounds_words_per_user_when_half_the_users_swap_them():
     """coba's grounded users, half of them swapping good and bad words: iglearn.IGLP by its
-    registered name, grounding each word per user (personal=True), learns; with one meaning
-    per word (the default) a word says nothing about the action."""
+    registered name, grounding each word per user (the default), learns; with one meaning
+    per word (personal=False) a word says nothing about the action."""
     start = time.process_time()
     environment = coba.Environments.from_custom(Blobs(1200, seed=5)).grounded(
         USERS, USERS // 2, WORDS, 2, seed=3)
     learners = [JsonMakerV2().make({"iglearn.IGLP": settings})
-                for settings in ({"seed": 0, "personal": True}, {"seed": 0})]
+                for settings in ({"seed": 0}, {"seed": 0, "personal": False})]
     result = coba.Experiment(environment, [*learners, coba.RandomLearner(seed=1)],
                              coba.SequentialIGL()).run(quiet=True, processes=1)
     frame, _ = mean_rewards(result)
@@ -113,6 +113,8 @@ def test_iglp_grounds_words_per_user_when_half_the_users_swap_them():
     assert late[0] > 0.75 and late[0] > late[1] + 0.2 and late[0] > late[2] + 0.3, late
     table = result.learners.to_pandas().set_index("learner_id")
     assert bool(table.loc[0, "personal"]) and not bool(table.loc[1, "personal"])
+    # the defaults: per-user grounding with IGW; one meaning per word with epsilon-greedy
+    assert table.loc[0, "exploration"] == "igw" and table.loc[1, "exploration"] == "epsilon"
     assert time.process_time() - start < 30
 
 
