@@ -510,14 +510,13 @@ class OnlineIGLP(OnlineRegression):
                  gamma0: float | None = GAMMA0, users: int = 0):
         super().__init__(n_actions, context_dim, feedback_dim, exploration, epsilon, gamma,
                          refit_every, refit_growth, seed, standardise, gamma0)
-        if first_fit is None:
-            first_fit = PERSONAL_FIRST_FIT if users else ONLINE_FIRST_FIT
-        self.first_fit: Optimisation = first_fit
-        self.refit: Optimisation = refit or (PERSONAL_REFIT if users else ONLINE_REFIT)
+        self.first_fit = first_fit or (PERSONAL_FIRST_FIT if users else ONLINE_FIRST_FIT)
+        self.refit = refit or (PERSONAL_REFIT if users else ONLINE_REFIT)
         # the interactions reach the batch learner already standardised
         self.batch = IGLP(model=model, policy=policy, estimator=estimator,
                           threshold=threshold, ramp_start=ramp_start, ramp_width=ramp_width,
-                          optimisation=first_fit, seed=self.rng, standardise="off", users=users)
+                          optimisation=self.first_fit, seed=self.rng, standardise="off",
+                          users=users)
 
     def _fit(self) -> None:
         settings = self.refit if self.fitted_ else self.first_fit
