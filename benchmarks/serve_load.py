@@ -333,14 +333,19 @@ def main() -> None:
                f"every version served within {PICKUP_SECONDS + 1:g} s (pickup lag)":
                    bool(lags) and all(x is not None and x <= PICKUP_SECONDS + 1
                                       for x in lags)}
-    text = report(figures, targets)
+    text, data = report(figures, targets), record(figures, targets)
     print(text, end="")
-    write_report(figures, targets, text, args.out)
+    write_report(figures, text, data, args.out)
     print(f"wrote {args.out / 'serve_load.md'}, serve_load.json and serve_load.png")
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        write_text(args.json, json.dumps({"figures": figures, "targets": targets,
-                                          "run": str(uuid.uuid4())}, indent=2) + "\n")
+        write_text(args.json, data)
+
+
+def record(figures: dict, targets: dict[str, bool]) -> str:
+    """The run as JSON: the figures, the targets and an id of the run."""
+    return json.dumps({"figures": figures, "targets": targets, "run": str(uuid.uuid4())},
+                      indent=2) + "\n"
 
 
 def report(figures: dict, targets: dict[str, bool]) -> str:
@@ -361,10 +366,11 @@ def report(figures: dict, targets: dict[str, bool]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_report(figures: dict, targets: dict[str, bool], text: str, out: Path) -> None:
-    """``out``/serve_load.md (``text``), serve_load.json and serve_load.png: each version's
-    re-fit seconds against the interactions it was fitted on, with :data:`REFIT_TARGETS`,
-    and its pickup lag against the ``pickup_seconds`` + 1 s limit."""
+def write_report(figures: dict, text: str, data: str, out: Path) -> None:
+    """``out``/serve_load.md (``text``, :func:`report`), serve_load.json (``data``,
+    :func:`record`) and serve_load.png: each version's re-fit seconds against the
+    interactions it was fitted on, with :data:`REFIT_TARGETS`, and its pickup lag against
+    the ``pickup_seconds`` + 1 s limit."""
     import matplotlib
     import matplotlib.ticker
 
@@ -373,8 +379,7 @@ def write_report(figures: dict, targets: dict[str, bool], text: str, out: Path) 
 
     out.mkdir(parents=True, exist_ok=True)
     write_text(out / "serve_load.md", text)
-    write_text(out / "serve_load.json",
-               json.dumps({"figures": figures, "targets": targets}, indent=2) + "\n")
+    write_text(out / "serve_load.json", data)
     versions = figures["versions"]
     figure, (fits, lags) = plt.subplots(1, 2, figsize=(10, 4))
     fits.plot([v["interactions"] for v in versions], [v["fit_seconds"] for v in versions],

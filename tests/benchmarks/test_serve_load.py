@@ -39,7 +39,8 @@ def test_report_lists_every_version_and_target(serve_load, tmp_path):
     assert "- target share_of_ceiling >= 0.5: NOT met" in text
     assert "- target interactions_per_s >= 500: met" in text
 
-    serve_load.write_report(figures, targets, text, tmp_path / "report")
+    serve_load.write_report(figures, text, serve_load.record(figures, targets),
+                            tmp_path / "report")
     folder = tmp_path / "report"
     assert (folder / "serve_load.md").read_text() == text
     saved = json.loads((folder / "serve_load.json").read_text())
