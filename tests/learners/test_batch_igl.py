@@ -214,8 +214,8 @@ def test_restart_indicator_on_a_holdout(uniform_log, env):
     holdout = (torch.from_numpy(fresh.context), torch.from_numpy(fresh.action),
                torch.from_numpy(fresh.probability.astype(np.float32)),
                torch.from_numpy(fresh.feedback))
-    learner = BatchIGL(optimisation=Optimisation(weight_decay_scale=0), max_restarts=0,
-                       flip_policy=False)
+    learner = BatchIGL(optimisation=Optimisation(weight_decay_scale=0, small_log=0),
+                       max_restarts=0, flip_policy=False)
     rng = np.random.default_rng(0)
     [(on_data, *_)] = learner.fit_with_restarts(Trials.one(Batch(*data)), 10, [rng])
     [(on_holdout, *_)] = learner.fit_with_restarts(
@@ -290,19 +290,23 @@ def test_eq9_is_one_computation(uniform_log):
     assert by_learner == pytest.approx(by_hand, rel=1e-4)
 
 
-def test_with_the_default_settings_every_stage_stops_before_its_cap_on_a_small_log():
-    # 500 interactions, one step an epoch: each stage ends on its plateau, none at the cap
+def test_with_the_default_settings_a_small_log_extends_every_stage_to_at_most_its_cap():
+    # 500 interactions, one step an epoch: each stage runs beyond its epochs, up to the cap
     learner = BatchIGL(seed=0, max_restarts=0).fit(digits_environment().log(500, seed=0))
     ran = {record.stage: record.epoch + 1 for record in learner.report_.history}
-    cap = Optimisation().max_steps
-    assert set(ran) == set(STAGES) and all(ran[stage] <= cap - 40 for stage in STAGES), ran
+    settings = Optimisation()
+    epochs = dict(zip(STAGES, (settings.grounding_epochs, settings.policy_epochs,
+                               settings.epochs), strict=True))
+    assert set(ran) == set(STAGES), ran
+    assert all(epochs[stage] < ran[stage] <= settings.cap(500)[0] for stage in STAGES), ran
 
 
 def test_each_stage_stops_early_on_a_small_log_and_runs_its_epochs_on_a_large_one():
     env = digits_environment()
     cap = 600  # steps of a stage at most; one step an epoch on 200 interactions
     small = BatchIGL(seed=0, max_restarts=0,
-                     optimisation=Optimisation(max_steps=cap)).fit(env.log(200, seed=0))
+                     optimisation=Optimisation(max_steps=cap, small_log=0)
+                     ).fit(env.log(200, seed=0))
     ran = {record.stage: record.epoch + 1 for record in small.report_.history}
     assert set(ran) == set(STAGES) and all(ran[stage] < 0.6 * cap for stage in STAGES)
     assert sum(ran.values()) < cap  # the three stages together take less than one's cap

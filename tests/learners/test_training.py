@@ -69,7 +69,8 @@ def _unbounded(layer, batch):
 
 
 def test_a_small_easy_stage_stops_once_its_loss_stops_improving():
-    settings = Optimisation(max_steps=2000, window=10, batch_size=500, lr=0.05)
+    settings = Optimisation(max_steps=2000, window=10, batch_size=500, lr=0.05,
+                            small_log=0)
     epochs, steps = _steps(200, _squared_error, settings)
     assert stage_epochs(Stage(1, [], _squared_error), 200, settings) == 2000
     assert steps < 1000  # well before the cap
@@ -79,13 +80,15 @@ def test_a_small_easy_stage_stops_once_its_loss_stops_improving():
 def test_a_stage_that_keeps_improving_runs_to_its_cap():
     # it may stop in the schedule's last windows, where the learning rate is all but zero
     # and the loss falls by less than 1 % of its fall so far each window
-    settings = Optimisation(max_steps=300, window=10, batch_size=500, lr=0.05, tolerance=0.01)
+    settings = Optimisation(max_steps=300, window=10, batch_size=500, lr=0.05, tolerance=0.01,
+                            small_log=0)
     _, steps = _steps(200, _unbounded, settings)
     assert 0.9 * 300 <= steps <= 300
 
 
 def test_patience_zero_runs_every_stage_to_its_cap():
-    settings = Optimisation(max_steps=300, window=10, batch_size=500, lr=0.05, patience=0)
+    settings = Optimisation(max_steps=300, window=10, batch_size=500, lr=0.05, patience=0,
+                            small_log=0)
     _, steps = _steps(200, _squared_error, settings)
     assert steps == 300
 
@@ -97,8 +100,45 @@ def test_a_large_log_runs_exactly_its_epochs_one_record_each():
     assert epochs == [0] and steps == 40
 
 
+def test_a_small_log_caps_its_extended_stages_and_raises_their_learning_rate():
+    settings = Optimisation(max_steps=240, small_log=1000, small_steps=80, small_lr_scale=2.5)
+    assert settings.cap(999) == (80, 2.5) and settings.cap(1000) == (240, 1.0)
+    assert Optimisation(max_steps=50, small_steps=80).cap(10) == (50, 2.5)
+    assert Optimisation(small_log=0).cap(1) == (Optimisation().max_steps, 1.0)
+    # A constant gradient: Adam moves the bias by the learning rate each step, so the
+    # distance it travels over a stage is proportional to the stage's peak learning rate.
+
+    def travelled(n: int, batch_size: int, scale: float) -> tuple[int, float]:
+        settings = Optimisation(max_steps=300, small_log=2500, small_steps=30, window=10,
+                                batch_size=batch_size, lr=0.01, patience=0,
+                                small_lr_scale=scale)
+        _, steps, layer = _run(n, _unbounded, settings)
+        return steps, float(layer.bias.detach().sum())
+
+    small = [travelled(200, 500, scale) for scale in (1.0, 3.0)]  # extended to 30 steps
+    assert [steps for steps, _ in small] == [30, 30]
+    assert small[0][1] > 0 and abs(small[1][1] / small[0][1] - 3.0) < 1e-3, small
+    large = [travelled(2000, 50, scale) for scale in (1.0, 3.0)]  # 40 steps: not extended
+    assert [steps for steps, _ in large] == [40, 40]
+    assert large[0][1] > 0 and abs(large[1][1] / large[0][1] - 1.0) < 1e-6, large
+
+
+def test_small_log_settings_are_checked():
+    import pytest
+
+    from iglearn.errors import IGLearnError
+
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(IGLearnError, match="small_lr_scale must be a positive"):
+            Optimisation(small_lr_scale=bad)
+    with pytest.raises(IGLearnError, match="small_steps must be a whole number >= 1"):
+        Optimisation(small_steps=0)
+    with pytest.raises(IGLearnError, match="small_log must be a whole number >= 0"):
+        Optimisation(small_log=-1)
+
+
 def test_a_trial_that_stops_early_ends_as_it_would_alone():
-    settings = Optimisation(max_steps=400, window=10, batch_size=500, lr=0.05)
+    settings = Optimisation(max_steps=400, window=10, batch_size=500, lr=0.05, small_log=0)
 
     def mixed(layer, batch):  # trial 0 converges, trial 1 keeps improving
         return torch.stack([_squared_error(layer, batch)[0], _unbounded(layer, batch)[1]])

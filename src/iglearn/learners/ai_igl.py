@@ -547,7 +547,7 @@ FIRST_FIT = replace(DEFAULT_OPTIMISATION, policy_epochs=1)
 """Online AI-IGL's fit from scratch at the end of the warm-up: the batch settings with one
 epoch of the policy's minorant."""
 REFIT = Optimisation(grounding_epochs=1, policy_epochs=0, epochs=1, max_steps=6,
-                     batch_size=1000, lr=0.01)
+                     batch_size=1000, lr=0.01, small_log=0)
 """Online AI-IGL's warm-started re-fits (one refinement round): one epoch (extended to at
 most 6 steps while the loss improves) of re-grounding and of the IPS stage, at half the
 learning rate (as E2G's re-fits)."""

@@ -42,11 +42,12 @@ from iglearn.sampling import sample_actions
 from iglearn.seeding import SeedLike, torch_generator
 from iglearn.threads import torch_threads
 
-FIRST_FIT = Optimisation(max_steps=120)
-"""Line 4 from scratch (the end of the warm-up): the batch learners' settings with half their
-cap on the steps of a stage (on the warm-up's 4000 samples, up to 15 epochs a stage)."""
+FIRST_FIT = Optimisation(max_steps=120, small_log=0)
+"""Line 4 from scratch (the end of the warm-up): the batch learners' settings with a cap of 120
+steps on a stage (on the warm-up's 4000 samples, up to 15 epochs a stage), whatever the log's
+size."""
 REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, max_steps=6,
-                     batch_size=1000, lr=0.01)
+                     batch_size=1000, lr=0.01, small_log=0)
 """Line 4 warm-started from (pi_{i-1}, psi_{i-1}), which is near the new optimum: one epoch
 (extended to at most 6 steps while the loss improves) of the exact objective in batches of
 1000 at half the learning rate (``benchmarks/figure3.py`` measures the alternatives)."""

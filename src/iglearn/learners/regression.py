@@ -28,7 +28,7 @@ from iglearn.threads import torch_threads
 
 EXPLORATION = ("epsilon", "igw")
 REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, batch_size=1000, lr=0.05,
-                     max_steps=30, patience=0, weight_decay_scale=1.0)
+                     max_steps=30, patience=0, weight_decay_scale=1.0, small_log=0)
 """A warm-started re-fit in an online loop: one epoch, extended to 30 steps."""
 
 Loss = Callable[[Policy, Batch], torch.Tensor]

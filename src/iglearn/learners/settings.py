@@ -66,10 +66,32 @@ class Optimisation:
     lr: float = 0.02
     """Peak learning rate of each stage's one-cycle schedule."""
     max_steps: int = 240
-    """Cap on the steps of a stage that a small log extends beyond its epochs: the one-cycle
-    schedule spans this many steps, and the stage stops earlier once its loss stops
-    improving (``window``, ``patience``, ``tolerance``). A stage whose epochs already take
-    this many steps runs exactly its epochs."""
+    """Cap on the steps of a stage that a log extends beyond its epochs (a small log's cap is
+    ``small_steps``): the one-cycle schedule spans this many steps, and the stage stops
+    earlier once its loss stops improving (``window``, ``patience``, ``tolerance``). A stage
+    whose epochs already take this many steps runs exactly its epochs."""
+    small_log: int = 5000
+    """A log of fewer interactions is small: a stage it extends runs at most ``small_steps``
+    steps (or ``max_steps``, if fewer) and peaks at ``small_lr_scale`` times ``lr``
+    (0: no log is small)."""
+    small_steps: int = 80
+    """Cap on the steps of a stage that a small log extends."""
+    small_lr_scale: float = 2.5
+    """A stage that a small log extends peaks at this multiple of ``lr``. On 16 raw digits
+    logs each of 500, 1,000 and 2,000 interactions (two sets of seeds), 80 steps at 2.5 times
+    the rate kept BatchIGL's and CB's accuracy of 240 steps at ``lr`` (BatchIGL's mean
+    rose by 4 to 6 points at 500), at about half of BatchIGL's CPU at 2,000 and under half of
+    CB's. On MNIST logs of 10,000 and 20,000 interactions fewer steps cost BatchIGL, CB and
+    SUP accuracy, hence ``small_log`` (docs/results.md). BatchIGL's judged starts and the fit
+    that continues from the best run at ``lr`` (:data:`JUDGED_STEPS`)."""
+
+    def cap(self, n: int) -> tuple[int, float]:
+        """The most steps of a stage that a log of ``n`` interactions extends, and the
+        multiple of ``lr`` at which such a stage peaks."""
+        if n < self.small_log:
+            return min(self.max_steps, self.small_steps), self.small_lr_scale
+        return self.max_steps, 1.0
+
     window: int = 20
     """Steps (whole epochs, at least one) over which an extended stage averages its loss to
     judge whether it still improves; the corrector and the fit's history run once a window."""
@@ -94,16 +116,20 @@ class Optimisation:
     def __post_init__(self) -> None:
         counts = {"grounding_epochs": self.grounding_epochs,
                   "policy_epochs": self.policy_epochs, "epochs": self.epochs,
-                  "max_steps": self.max_steps, "patience": self.patience}
+                  "max_steps": self.max_steps, "patience": self.patience,
+                  "small_log": self.small_log}
         for name, value in counts.items():
             if not isinstance(value, int) or value < 0:
                 raise IGLearnError(f"{name} must be a whole number >= 0, got {value!r}")
-        for name in ("batch_size", "window"):
+        for name in ("batch_size", "window", "small_steps"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise IGLearnError(f"{name} must be a whole number >= 1, got {value!r}")
         if not (math.isfinite(self.lr) and self.lr > 0):
             raise IGLearnError(f"lr must be a positive finite number, got {self.lr!r}")
+        if not (math.isfinite(self.small_lr_scale) and self.small_lr_scale > 0):
+            raise IGLearnError(f"small_lr_scale must be a positive finite number, got "
+                               f"{self.small_lr_scale!r}")
         for name in ("weight_decay", "weight_decay_scale", "tolerance"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
@@ -142,22 +168,28 @@ JUDGED_STARTS = 2
 """The initialisations an auto ``starts`` judges on a log of :data:`JUDGED_SIZES`
 interactions. On 16 digits logs of 500 interactions the mean accuracy rose from 79.0 % to
 83.0 % and the worst seed from 54.4 % to 80.5 %; four starts did no better (docs/results.md)."""
-JUDGED_SIZES = (200, 2000)
+JUDGED_SIZES = (200, 1000)
 """The log sizes (from, below) at which an auto ``starts`` judges :data:`JUDGED_STARTS`
-initialisations: from 2,000 interactions the worst seed is already within a few points of
-the mean and a fit costs one initialisation; below 200 a held-out fifth is a few dozen
-interactions."""
+initialisations: from 1,000 interactions the worst seed is already within a few points of
+the mean and a fit costs one initialisation (on two sets of 16 raw digits logs of 1,000
+interactions, one start: 87.5 / 85.0 % and 87.7 / 84.6 % mean / worst at 0.4 to 0.5
+CPU-seconds, two judged: 87.7 / 85.3 % and 87.7 / 85.0 % at 1.0 to 1.3; at 500 one start's
+worst seed fell to 5 and 11 %); below 200 a held-out fifth is a few dozen interactions."""
 JUDGED_STEPS = 60
-"""The most steps of each stage of an initialisation being judged (``Optimisation.max_steps``
-of those fits): enough to tell a start that grounds from one that memorises the log, at a
-quarter of a full fit's cap; the fit on the whole log then continues for at most
-:data:`CONTINUED_STEPS`."""
+"""The most steps of each stage of an initialisation being judged (the cap of those fits,
+when less than the log's cap): enough to tell a start that grounds from one that memorises
+the log; the fit on the whole log then continues for at most :data:`CONTINUED_STEPS`. Both
+run at the learning rate ``lr`` on a small log too (``small_lr_scale`` 1): judged at 2.5
+times it, 16 digits logs of 500 interactions kept starts that grounded worse (mean / worst
+accuracy 80.1 / 62.9 % against 82.6 / 78.1 %)."""
 CONTINUED_STEPS = 120
 """The most steps of each stage of the fit on the whole log that continues from the best
-judged start (half a fresh fit's cap): on 16 digits logs of 500 interactions (starts judged
-with the restart's confidence margin), 83.1 / 80.5 % mean / worst accuracy against
-82.5 / 78.5 % with the full 240 steps and 82.7 / 79.0 % with 60 (docs/results.md), at less
-CPU than 240."""
+judged start (the log's cap when less), at the learning rate ``lr`` (``small_lr_scale`` 1).
+With a cap of 240 steps, on 16 digits logs of 500 interactions (starts judged with the
+restart's confidence margin), 83.1 / 80.5 % mean / worst accuracy against 82.5 / 78.5 % with
+240 steps and 82.7 / 79.0 % with 60 (docs/results.md). At a small log's 2.5 times the rate,
+3 of 16 continued fits on 500 and 1,000 raw digits interactions lost their grounding
+(indicator 0) and restarted."""
 HOLDOUT_SHARE = 0.2
 """The share of a log held out to judge the initialisations (``starts``)."""
 
@@ -240,14 +272,15 @@ class BatchIGLSettings(FitSettings):
     'tensorboard' extra); none: no TensorBoard."""
 
 
-AIIGL_OPTIMISATION = Optimisation(grounding_epochs=2, policy_epochs=2, epochs=2, max_steps=120)
-"""AI-IGL's optimiser settings: two epochs of each (re-)grounding, of the policy's minorant and
-of its IPS stage, in mini-batches of 500; a smaller log extends each stage while its loss
-improves, to at most 120 steps (up to 20 epochs on 3000 interactions). On 60,000 interactions
-every stage runs exactly its two epochs, as with the earlier settings (one minorant epoch,
-extended to two by a cap of 240 steps). On small logs the stages ran to about 200 of those
-240 steps, which over-fitted the decoders to the log: on digits logs of 500 and 2000
-interactions the cap of 120 raised the mean accuracy (most on 500 interactions and on raw
+AIIGL_OPTIMISATION = Optimisation(grounding_epochs=2, policy_epochs=2, epochs=2, max_steps=120,
+                                  small_log=0)
+"""AI-IGL's optimiser settings: two epochs of each (re-)grounding, of the policy's minorant and of
+its IPS stage, in mini-batches of 500; a smaller log extends each stage while its loss
+improves, to at most 120 steps (up to 20 epochs on 3000 interactions) on logs of every size. On
+60,000 interactions every stage runs exactly its two epochs, as with the earlier settings (one
+minorant epoch, extended to two by a cap of 240 steps). On small logs the stages ran to about
+200 of those 240 steps, which over-fitted the decoders to the log: on digits logs of 500 and
+2000 interactions the cap of 120 raised the mean accuracy (most on 500 interactions and on raw
 features) at half the steps (docs/results.md)."""
 
 
@@ -283,7 +316,7 @@ class AIIGLSettings(FitSettings):
 
 REGRESSION_OPTIMISATION = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=3,
                                        batch_size=500, lr=0.05, max_steps=200, patience=0,
-                                       weight_decay_scale=1.0)
+                                       weight_decay_scale=1.0, small_log=0)
 """A model fitted from scratch: three epochs of AdamW in mini-batches of 500, extended on a
 small log to 200 steps (patience 0: stopping on a plateau of the training loss cost IGL-P
 about 2 points of accuracy on logs of 500 to 2000 interactions; measured again with the
@@ -327,11 +360,11 @@ class IGLPSettings(FitSettings):
     swapping good and bad ones); ``model`` is then the class of its context part."""
 
 
-VIIGL_OPTIMISATION = Optimisation(grounding_epochs=3, policy_epochs=2, epochs=3)
+VIIGL_OPTIMISATION = Optimisation(grounding_epochs=3, policy_epochs=2, epochs=3, small_log=0)
 """VI-IGL's optimiser settings: three epochs of the decoder's min-max stage
 (``grounding_epochs``), then two of the policy's minorant and three of its IPS stage, in
 mini-batches of 500; a smaller log extends each stage while its loss improves, to at most
-240 steps."""
+240 steps on logs of every size."""
 DIVERGENCES = ("kl", "chi2", "chi2-kl")
 """VI-IGL's f-divergence variants: the divergence of the conditional critic G, then (after a
 dash, when it differs) that of the marginal critic T (:mod:`iglearn.learners.vi_igl`)."""

@@ -50,11 +50,11 @@ class Stage:
 
 def stage_epochs(stage: Stage, n: int, settings: Optimisation) -> int:
     """The most epochs :func:`run_stage` runs ``stage`` for on ``n`` interactions: 0 for a
-    stage with zero epochs, else ``stage.epochs``, or on a small log as many as make
-    ``settings.max_steps`` steps."""
+    stage with zero epochs, else ``stage.epochs``, or on a smaller log as many as make the
+    cap's steps (``settings.cap(n)``)."""
     if stage.epochs <= 0:
         return 0
-    return max(stage.epochs, math.ceil(settings.max_steps / _steps_per_epoch(n, settings)))
+    return max(stage.epochs, math.ceil(settings.cap(n)[0] / _steps_per_epoch(n, settings)))
 
 
 def run_stage(stage: Stage, data: Source, settings: Optimisation,
@@ -66,14 +66,16 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
     an extended stage (below) after every window of ``settings.window`` steps' worth of
     epochs. A stage with zero epochs is skipped.
 
-    A stage whose epochs take fewer than ``settings.max_steps`` steps is extended: its
-    schedule spans that many steps and, once it has run its epochs, each trial whose loss
-    has plateaued (:class:`Plateau`) anneals its learning rate to zero over one more window
-    and stops: its parameters stay as they are and its generator is left as it was when it
-    stopped, so that each trial ends as it would alone. The stage ends when every trial has
-    stopped, or at the cap. With a ``device``, each mini-batch is gathered on the CPU and
-    moved there (the stage's parameters must be there already); a log that fits in one
-    mini-batch is gathered (and moved) once for the whole stage."""
+    A stage whose epochs take fewer than the log's cap (``settings.cap``: ``max_steps``, or
+    on a small log ``small_steps``) is extended: its schedule spans that many steps (on a
+    small log peaking at ``small_lr_scale`` times the learning rate) and, once it has run its
+    epochs, each trial whose loss has plateaued (:class:`Plateau`) anneals its learning rate
+    to zero over one more window and stops: its parameters stay as they are and its
+    generator is left as it was when it stopped, so that each trial ends as it would alone.
+    The stage ends when every trial has stopped, or at the cap. With a ``device``, each
+    mini-batch is gathered on the CPU and moved there (the stage's parameters must be there
+    already); a log that fits in one mini-batch is gathered (and moved) once for the whole
+    stage."""
     epochs = stage_epochs(stage, data.n, settings)
     if epochs == 0:
         return
@@ -83,7 +85,7 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
     extended = epochs > stage.epochs
     every = max(1, min(epochs, settings.window // per_epoch)) if extended else 1  # a window
     window = every * per_epoch
-    optimiser = AdamW(_decay_groups(stage, settings, n), trials)
+    optimiser = AdamW(_decay_groups(stage, settings, n, extended), trials)
     schedule = OneCycle(epochs * per_epoch)
     plateau = Plateau(settings.patience, settings.tolerance) if extended else None
     reducer = reducer_of(data)  # the processes of a data-parallel fit agree on every step
@@ -388,16 +390,19 @@ def _steps_per_epoch(n: int, settings: Optimisation) -> int:
     return math.ceil(n / min(settings.batch_size, n))
 
 
-def _decay_groups(stage: Stage, settings: Optimisation, n: int) -> list[dict]:
+def _decay_groups(stage: Stage, settings: Optimisation, n: int, extended: bool = False
+                  ) -> list[dict]:
     """One AdamW parameter group per parameter of ``stage``: weight matrices (a trial axis and
     two more) decayed by weight_decay + weight_decay_scale * inputs / n, biases undecayed;
-    peak learning rate settings.lr, times stage.lr_scale for the stage's scaled parameters."""
+    peak learning rate settings.lr (times the cap's scale, settings.cap(n), in a stage the log
+    ``extended``), times stage.lr_scale for the stage's scaled parameters."""
     scaled = {id(param) for param in stage.scaled}
+    peak = settings.lr * (settings.cap(n)[1] if extended else 1.0)
     groups = []
     for param in stage.params:
         decay = 0.0
         if param.dim() >= 3:
             decay = settings.weight_decay + settings.weight_decay_scale * param.shape[-1] / n
-        lr = settings.lr * (stage.lr_scale if id(param) in scaled else 1.0)
+        lr = peak * (stage.lr_scale if id(param) in scaled else 1.0)
         groups.append({"params": [param], "weight_decay": decay, "lr": lr})
     return groups
