@@ -70,11 +70,12 @@ def two_view_log(n: int, seed: int) -> InteractionLog:
 def test_fit_reaches_the_known_optimum_of_a_two_view_problem():
     # When both views reveal r, Cov_a(f_a, psi_a) over [0, 1]-valued functions is at most
     # sqrt(Var f Var psi) <= Var_a(r) = q_a (1 - q_a), reached by f_a = psi_a = r.
-    # The optimum is approached as f_a and psi_a saturate, so the stages run to 240 steps: the
-    # default cap of 120, which keeps small noisy logs from over-fitting, stops at about 0.6
-    # to 0.7 of it here (with every decoded reward within 0.2 of r).
+    # The optimum is approached as f_a and psi_a saturate, so the stages run to 240 steps at
+    # the learning rate: the default caps, which keep small noisy logs from over-fitting,
+    # stop at about 0.6 to 0.7 of it here (with every decoded reward within 0.2 of r).
     log = two_view_log(3000, 0)
-    learner = AIIGL(seed=0, optimisation=replace(AIIGL_OPTIMISATION, max_steps=240)).fit(log)
+    learner = AIIGL(seed=0, optimisation=replace(AIIGL_OPTIMISATION, max_steps=240,
+                                                 small_log=0)).fit(log)
     rows = [log.action == a for a in range(3)]
     q = np.array([log.reward[r].mean() for r in rows])
     optimum = q * (1 - q)
@@ -291,4 +292,6 @@ def test_the_default_settings_run_exactly_two_epochs_of_each_stage_on_60000():
                    AIIGL_OPTIMISATION.epochs):
         stage = Stage(epochs, [], lambda batch: torch.zeros(1))
         assert stage_epochs(stage, 60000, AIIGL_OPTIMISATION) == 2
-        assert stage_epochs(stage, 500, AIIGL_OPTIMISATION) == 120
+        assert stage_epochs(stage, 500, AIIGL_OPTIMISATION) == AIIGL_OPTIMISATION.small_steps
+        assert stage_epochs(stage, 2500, AIIGL_OPTIMISATION) == 12  # 5 steps an epoch
+        assert stage_epochs(stage, 5000, AIIGL_OPTIMISATION) == 12  # not small: 120 steps

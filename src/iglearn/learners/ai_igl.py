@@ -543,7 +543,7 @@ def break_symmetry(policy: Policy, decoders: Sequence[Decoder], data: Source) ->
     return flip
 
 
-FIRST_FIT = replace(DEFAULT_OPTIMISATION, policy_epochs=1)
+FIRST_FIT = replace(DEFAULT_OPTIMISATION, policy_epochs=1, small_log=0)
 """Online AI-IGL's fit from scratch at the end of the warm-up: the batch settings with one
 epoch of the policy's minorant."""
 REFIT = Optimisation(grounding_epochs=1, policy_epochs=0, epochs=1, max_steps=6,

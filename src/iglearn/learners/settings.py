@@ -273,15 +273,17 @@ class BatchIGLSettings(FitSettings):
 
 
 AIIGL_OPTIMISATION = Optimisation(grounding_epochs=2, policy_epochs=2, epochs=2, max_steps=120,
-                                  small_log=0)
+                                  small_steps=60)
 """AI-IGL's optimiser settings: two epochs of each (re-)grounding, of the policy's minorant and of
 its IPS stage, in mini-batches of 500; a smaller log extends each stage while its loss
-improves, to at most 120 steps (up to 20 epochs on 3000 interactions) on logs of every size. On
-60,000 interactions every stage runs exactly its two epochs, as with the earlier settings (one
-minorant epoch, extended to two by a cap of 240 steps). On small logs the stages ran to about
-200 of those 240 steps, which over-fitted the decoders to the log: on digits logs of 500 and
-2000 interactions the cap of 120 raised the mean accuracy (most on 500 interactions and on raw
-features) at half the steps (docs/results.md)."""
+improves, to at most 120 steps (up to 20 epochs on 3000 interactions), and a small log (under
+5,000 interactions) to at most 60 steps at 2.5 times the learning rate. On 60,000 interactions
+every stage runs exactly its two epochs, as with the earlier settings (one minorant epoch,
+extended to two by a cap of 240 steps). On small logs the stages ran to about 200 of those 240
+steps, which over-fitted the decoders to the log: on digits logs of 500 and 2000 interactions
+the cap of 120 raised the mean accuracy (most on 500 interactions and on raw features) at half
+the steps; the small-log cap of 60 at 2.5 times the rate raised it again, on digits and
+action-inclusive digits, at about half the CPU again (docs/results.md)."""
 
 
 @dataclass(eq=False)
