@@ -1,7 +1,9 @@
 """The shared optimiser: stages, and weight decay scaled by inputs per sample."""
 
+import pytest
 import torch
 
+from iglearn.errors import IGLearnError
 from iglearn.learners import training
 from iglearn.learners.training import Optimisation, Stage, optimise, run_stage, stage_epochs
 from iglearn.learners.trials import Trials
@@ -124,10 +126,6 @@ def test_a_small_log_caps_its_extended_stages_and_raises_their_learning_rate():
 
 
 def test_small_log_settings_are_checked():
-    import pytest
-
-    from iglearn.errors import IGLearnError
-
     for bad in (0.0, -1.0, float("nan"), float("inf")):
         with pytest.raises(IGLearnError, match="small_lr_scale must be a positive"):
             Optimisation(small_lr_scale=bad)

@@ -56,6 +56,7 @@ from iglearn.learners.settings import (
     BatchIGLSettings,
     Optimisation,
     restart_passes,
+    start_settings,
     starts_for,
 )
 from iglearn.learners.stream import (
@@ -246,10 +247,8 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         try:
             fits = first.fit_with_restarts(
                 data, k, rngs, starts=chosen, monitor=monitor, references=rebased,
-                start_optimisation=None if chosen is None else replace(
-                    first.optimisation,
-                    max_steps=min(first.optimisation.max_steps, CONTINUED_STEPS),
-                    small_lr_scale=1.0))
+                start_optimisation=None if chosen is None else start_settings(
+                    first.optimisation, CONTINUED_STEPS))
         finally:
             monitor.close()
         statistics = corrector_statistics(stack([fit[2] for fit in fits]), data, k).tolist()
@@ -319,9 +318,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
 
         k, trials = logs[0].n_actions, each(range(len(logs)))
         judge = replace(self, progress=False, logdir=None, restart_confidence=0.0,
-                        optimisation=replace(
-            self.optimisation, max_steps=min(self.optimisation.max_steps, JUDGED_STEPS),
-            small_lr_scale=1.0))
+                        optimisation=start_settings(self.optimisation, JUDGED_STEPS))
         fits = judge.fit_with_restarts(
             training_data(trains, "feedback", scalers).select(trials), k,
             [child for row in seeds for child in row],

@@ -13,7 +13,7 @@ Annotations that name torch types are written for the type checker only (``TYPE_
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 from iglearn.data.scaling import Mode, check_mode
@@ -85,13 +85,6 @@ class Optimisation:
     SUP accuracy, hence ``small_log`` (docs/results.md). BatchIGL's judged starts and the fit
     that continues from the best run at ``lr`` (:data:`JUDGED_STEPS`)."""
 
-    def cap(self, n: int) -> tuple[int, float]:
-        """The most steps of a stage that a log of ``n`` interactions extends, and the
-        multiple of ``lr`` at which such a stage peaks."""
-        if n < self.small_log:
-            return min(self.max_steps, self.small_steps), self.small_lr_scale
-        return self.max_steps, 1.0
-
     window: int = 20
     """Steps (whole epochs, at least one) over which an extended stage averages its loss to
     judge whether it still improves; the corrector and the fit's history run once a window."""
@@ -134,6 +127,14 @@ class Optimisation:
             value = getattr(self, name)
             if not (math.isfinite(value) and value >= 0):
                 raise IGLearnError(f"{name} must be a finite number >= 0, got {value!r}")
+
+    def cap(self, n: int) -> tuple[int, float]:
+        """The most steps of a stage that a log of ``n`` interactions extends, and the
+        multiple of ``lr`` at which such a stage peaks."""
+        if n < self.small_log:
+            return min(self.max_steps, self.small_steps), self.small_lr_scale
+        return self.max_steps, 1.0
+
 
 
 @dataclass(eq=False, kw_only=True)
@@ -192,6 +193,14 @@ restart's confidence margin), 83.1 / 80.5 % mean / worst accuracy against 82.5 /
 (indicator 0) and restarted."""
 HOLDOUT_SHARE = 0.2
 """The share of a log held out to judge the initialisations (``starts``)."""
+
+
+def start_settings(settings: Optimisation, steps: int) -> Optimisation:
+    """``settings`` for BatchIGL's judged starts (``steps`` :data:`JUDGED_STEPS`) or for the
+    fit that continues from the best (:data:`CONTINUED_STEPS`): each stage capped at
+    ``steps`` (or at the log's cap, when less), at the learning rate ``lr`` on a small log
+    too (``small_lr_scale`` 1)."""
+    return replace(settings, max_steps=min(settings.max_steps, steps), small_lr_scale=1.0)
 
 
 def starts_for(starts: int | None, size: int, in_memory: bool) -> int:
