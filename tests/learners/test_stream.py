@@ -18,12 +18,13 @@ from iglearn.data.stream import StreamSettings
 from iglearn.envs import action_inclusive_environment, digits_environment
 from iglearn.errors import IGLearnError
 from iglearn.learners import IdentifiabilityWarning, Optimisation
-from iglearn.learners.ai_igl import indicator_terms, reward_rates
+from iglearn.learners.ai_igl import indicator_terms, own_decoder, reward_rates
 from iglearn.learners.batch_igl import indicators
 from iglearn.learners.corrector import corrector_statistics
 from iglearn.learners.evaluation import evaluate
 from iglearn.learners.iglp import IGLP
 from iglearn.learners.stream import MIN_PER_ACTION, StreamTrials, training_data
+from iglearn.learners.trials import fixed_signal
 from iglearn.learners.unsupervised import UnsupervisedBandit
 from iglearn.models import make_decoder, make_policy
 from iglearn.models.stacked import stack
@@ -154,3 +155,22 @@ def test_a_streamed_log_is_not_split_to_judge_starts(digits):
     stream = open_log(digits[0], STREAM)
     with pytest.raises(IGLearnError, match="streamed log is fitted with starts=1"):
         BatchIGL(seed=0, starts=2, optimisation=QUICK).fit(stream)
+
+
+def test_a_fixed_signal_is_decoded_once_in_memory_and_per_mini_batch_when_streamed(digits):
+    memory, stream = (training_data([open_log(digits[0], settings)], "feedback")
+                      for settings in (None, STREAM))
+    generator = torch.Generator().manual_seed(3)
+    psi = stack([make_decoder("linear", memory.signal_dim, generator, 0.5) for _ in range(10)])
+    decode = lambda batch: own_decoder(psi, batch, 10)  # noqa: E731
+    decoded, read = fixed_signal(memory, decode, rows=700)  # passes of unequal length
+    assert decoded is not memory and decoded.context is memory.context
+    index = torch.randperm(memory.n, generator=generator)[None, :500]
+    with torch.no_grad():
+        torch.testing.assert_close(read(decoded.batch(index)), decode(memory.batch(index)))
+    same, read = fixed_signal(stream, decode)
+    assert same is stream
+    batch = next(iter(stream.epoch(200, [torch.Generator().manual_seed(0)])))
+    with torch.no_grad():
+        torch.testing.assert_close(read(batch), decode(batch))
+    assert not read(batch).requires_grad

@@ -91,7 +91,15 @@ from iglearn.learners.settings import AIIGL_OPTIMISATION as DEFAULT_OPTIMISATION
 from iglearn.learners.settings import AIIGLSettings, Optimisation
 from iglearn.learners.stream import AnyLog, action_counts, check_fit_size, training_data
 from iglearn.learners.training import Stage, optimise
-from iglearn.learners.trials import Batch, Source, Trials, as_tensor, reducer_of, side_by_side
+from iglearn.learners.trials import (
+    Batch,
+    Source,
+    Trials,
+    as_tensor,
+    fixed_signal,
+    reducer_of,
+    side_by_side,
+)
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.custom import check_specs
 from iglearn.models.decoders import logistic
@@ -434,15 +442,12 @@ def regrounding_stage(scores: Policy, psi: Decoder, n_actions: int,
     return Stage(settings.grounding_epochs, decoders, loss, decoders, psi.temperature)
 
 
-def policy_stages(scores: nn.Module, psi: nn.Module, n_actions: int,
-                  settings: Optimisation) -> list[Stage]:
+def policy_stages(scores: nn.Module, target: Callable[[Batch], torch.Tensor],
+                  n_actions: int, settings: Optimisation) -> list[Stage]:
     """Step 3, policy: the softmax policy ``scores`` learns from the decoded rewards
-    psi_{a_i}(y_i), held fixed, as ContextualBandit learns from the true reward: the two-sided
-    minorant, then the IPS estimate of V(pi) - V(pi_bad) with the control variate."""
-
-    def target(batch: Batch) -> torch.Tensor:
-        with torch.no_grad():
-            return own_decoder(psi, batch, n_actions)
+    psi_{a_i}(y_i), held fixed (``target`` of a mini-batch), as ContextualBandit learns from
+    the true reward: the two-sided minorant, then the IPS estimate of V(pi) - V(pi_bad) with
+    the control variate."""
 
     def minorant(batch: Batch) -> torch.Tensor:
         return -policy_minorant(scores(batch.context), batch.action, target(batch),
@@ -459,10 +464,13 @@ def policy_stages(scores: nn.Module, psi: nn.Module, n_actions: int,
 def fit_policy(policies: Sequence[Policy], decoders: Sequence[Sequence[Decoder]],
                data: Source, generators: Sequence[torch.Generator],
                settings: Optimisation) -> None:
-    """Run the policy stages (:func:`policy_stages`) in place, every trial side by side."""
+    """Run the policy stages (:func:`policy_stages`) in place, every trial side by side, on
+    the decoded rewards (:func:`own_decoder`, decoded once for a log in memory:
+    :func:`~iglearn.learners.trials.fixed_signal`)."""
+    k = len(decoders[0])
     with side_by_side(policies) as scores, side_by_side(flat(decoders)) as psi:
-        optimise(policy_stages(scores, psi, len(decoders[0]), settings), data, settings,
-                 generators)
+        rewards, target = fixed_signal(data, lambda batch: own_decoder(psi, batch, k))
+        optimise(policy_stages(scores, target, k, settings), rewards, settings, generators)
 
 
 def decoded(decoders: Sequence[Decoder], feedback: torch.Tensor,

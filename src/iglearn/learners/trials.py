@@ -213,6 +213,32 @@ class Trials:
         return self.context, self.action, self.probability, self.signal
 
 
+def fixed_signal(data: Source, decode: Callable[[Batch], torch.Tensor], rows: int = 8192
+                 ) -> tuple[Source, Callable[[Batch], torch.Tensor]]:
+    """The data of stages that learn from a fixed function of each row (the decoded reward of
+    a policy stage, its decoders held fixed), and how a stage reads that value off a
+    mini-batch. Logs in memory (:class:`Trials`) are decoded once, in passes of ``rows`` rows,
+    into the signal of a copy of ``data`` (the other fields are shared, not copied), which
+    every mini-batch then carries, so that no step runs the decoders again; a streamed source
+    is returned as it is, each mini-batch decoded as it comes. ``decode`` maps a batch of T
+    trials' actions (T, rows) and signals (T, rows, d) to (T, rows), without gradients; it
+    does not read the contexts (left empty)."""
+    def each(batch: Batch) -> torch.Tensor:
+        with torch.no_grad():
+            return decode(batch)
+
+    if not isinstance(data, Trials):
+        return data, each
+    values = torch.cat([each(Batch(torch.empty(0), chunk.action, chunk.probability,
+                                   torch.stack(list(chunk.signal))))
+                        for chunk in data.chunks(rows, context=False)], dim=1)
+    return Trials(data.context, data.action, data.probability, list(values)), _signal
+
+
+def _signal(batch: Batch) -> torch.Tensor:
+    return batch.signal
+
+
 def take(tensors: Sequence[torch.Tensor], index: torch.Tensor) -> torch.Tensor:
     """Rows ``index[t]`` of each trial's tensor ``tensors[t]``, as one (T, batch, ...) tensor."""
     first = tensors[0]

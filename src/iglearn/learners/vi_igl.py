@@ -58,7 +58,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Self, cast
@@ -80,7 +80,7 @@ from iglearn.learners.settings import (
 )
 from iglearn.learners.stream import AnyLog, check_fit_size, training_data
 from iglearn.learners.training import Stage, optimise
-from iglearn.learners.trials import Batch, Source, as_tensor, side_by_side
+from iglearn.learners.trials import Batch, Source, as_tensor, fixed_signal, side_by_side
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.custom import check_specs
 from iglearn.models.init import mlp, reset_parameters
@@ -358,17 +358,16 @@ def choose_orientation(decoders: Sequence[Decoder], data: Source) -> tuple[np.nd
     return np.where(flip, 1.0 - rate, rate), flip
 
 
-def policy_stages(policy: Policy, decoder: Decoder, settings: Optimisation) -> list[Stage]:
+def policy_stages(policy: Policy, target: Callable[[Batch], torch.Tensor],
+                  settings: Optimisation) -> list[Stage]:
     """Step 3, the policy fit: :class:`~iglearn.learners.ContextualBandit`'s stages (the
     two-sided minorant for ``policy_epochs``, then the IPS estimate of V(pi) - V(pi_bad) with
-    the control variate), fed the decoded reward psi(y), held fixed, in place of r."""
-
-    def decoded(batch: Batch) -> Batch:
-        with torch.no_grad():
-            return batch._replace(signal=decoder(batch.signal))
+    the control variate), fed the decoded reward psi(y), held fixed (``target`` of a
+    mini-batch), in place of r."""
 
     def fed(stage: Stage) -> Stage:
-        return Stage(stage.epochs, stage.params, lambda batch: stage.loss(decoded(batch)))
+        return Stage(stage.epochs, stage.params,
+                     lambda batch: stage.loss(batch._replace(signal=target(batch))))
 
     bandit = ContextualBandit(optimisation=settings)
     return [fed(stage) for stage in bandit.stages(policy, replace(settings, grounding_epochs=0))]
@@ -464,7 +463,8 @@ class VIIGL(VIIGLSettings, StackableLearner):
                                                            self.critic_pairs)
         rate, flipped = choose_orientation(decoders, data)
         with side_by_side(policies) as pi, side_by_side(decoders) as psi:
-            optimise(policy_stages(pi, psi, settings), data, settings, generators)
+            rewards, target = fixed_signal(data, lambda batch: psi(batch.signal))
+            optimise(policy_stages(pi, target, settings), rewards, settings, generators)
         return {"conditional": conditional.numpy(), "marginal": marginal.numpy(),
                 "rate": rate, "flipped": flipped}
 
