@@ -243,6 +243,34 @@ def test_fit_many_matches_separate_fits(noisy_digits):
                                alone.predict_proba(small.context), atol=2e-3)
 
 
+def test_attempts_that_do_not_ground_are_restarted_and_the_best_kept(noisy_digits):
+    _, log = noisy_digits
+    short = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=30)
+    small = log.subset(np.arange(600))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        learner = VIIGL(seed=3, optimisation=short, restart_bound=10.0).fit(small)
+    report = learner.report_  # no bound reaches 10 nats: every restart is used
+    assert report.restarts == 2 and len(report.attempt_bounds) == 3
+    assert report.marginal_bound == max(report.attempt_bounds)
+    assert any("tells almost nothing" in str(w.message) for w in caught)
+    once = VIIGL(seed=3, optimisation=short, restart_bound=10.0, max_restarts=0).fit(small)
+    assert once.report_.restarts == 0
+    assert once.report_.attempt_bounds == pytest.approx(report.attempt_bounds[:1], abs=1e-5)
+
+
+@pytest.mark.slow
+def test_a_decoder_that_did_not_ground_is_refitted():
+    # on this log and seed the first attempt's decoded reward was independent of (x, a)
+    # (marginal bound -0.002) and its policy scored 15 %; the restart grounded
+    env = digits_environment()
+    log = env.log(2000, np.random.default_rng([5, 0, 2000]))
+    learner = VIIGL(seed=np.random.default_rng([5, 0, 2000, 1])).fit(log)
+    report = learner.report_
+    assert report.marginal_bound == max(report.attempt_bounds) > 0
+    assert learner.accuracy(*env.test_set()) > 0.85
+
+
 def test_save_and_load_give_identical_predictions(noisy_digits, tmp_path):
     _, log = noisy_digits
     short = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=30)
@@ -272,7 +300,9 @@ def test_k_equal_two_warns():
 
 
 @pytest.mark.parametrize("settings", [{"divergence": "hellinger"}, {"beta": 0.0},
-                                      {"critic_width": 0}, {"critic_clip": float("nan")}])
+                                      {"critic_width": 0}, {"critic_clip": float("nan")},
+                                      {"max_restarts": -1},
+                                      {"restart_bound": float("inf")}])
 def test_settings_that_cannot_work_are_refused(settings):
     with pytest.raises(IGLearnError, match=next(iter(settings))):
         VIIGL(**settings)

@@ -38,7 +38,10 @@ A fit runs these steps, each a function below:
 1. the decoder's min-max stage (:func:`decoder_stage`, ``optimisation.grounding_epochs``):
    gradient descent-ascent, psi descending Eq. (ii) while both critics ascend their bounds, in
    one AdamW run of the shared training loop (:func:`~iglearn.learners.training.run_stage`);
-   critic scores are clipped softly (``critic_clip``);
+   critic scores are clipped softly (``critic_clip``); with the adaptive restart (iglearn's
+   addition, :meth:`VIIGL.fit_decoders`), a decoder whose marginal bound shows no dependence
+   of R_psi on (x, a) (at most ``restart_bound``) is fitted again from a fresh start, at
+   most ``max_restarts`` times;
 2. the symmetry choice (:func:`choose_orientation`): Eq. (i) is unchanged by psi -> 1 - psi;
    the logging policy is assumed to earn a low return, so where the mean decoded reward of
    the logged interactions exceeds one half psi is flipped;
@@ -109,6 +112,10 @@ class VIIGLReport(ShortReport):
     logging policy's decoded return."""
     flipped: bool
     """Whether the symmetry choice flipped psi to 1 - psi."""
+    restarts: int = 0
+    """Restarts of the adaptive restart (``max_restarts``)."""
+    attempt_bounds: list[float] = field(default_factory=list)
+    """The marginal bound of every attempt, in order; the fit kept the largest."""
     seconds: float = 0.0
     """Wall time of the fit (with ``fit_many``, an equal share of the whole)."""
     warnings: list[str] = field(default_factory=list)
@@ -407,6 +414,13 @@ class VIIGL(VIIGLSettings, StackableLearner):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise IGLearnError(f"{name} must be a whole number >= 1, got {value!r}")
+        if not isinstance(self.max_restarts, int) or self.max_restarts < 0:
+            raise IGLearnError(f"max_restarts must be a whole number >= 0, got "
+                               f"{self.max_restarts!r}")
+        if not (isinstance(self.restart_bound, int | float)
+                and math.isfinite(self.restart_bound)):
+            raise IGLearnError(f"restart_bound must be a finite number, got "
+                               f"{self.restart_bound!r}")
 
     @classmethod
     def _fit_stacked(cls, learners: list[VIIGL], logs: list[AnyLog]) -> None:
@@ -419,18 +433,23 @@ class VIIGL(VIIGLSettings, StackableLearner):
                                                 in zip(learners, logs, strict=True)])
         generators = [torch_generator(as_generator(learner.seed)) for learner in learners]
         policies = [make_policy(first.policy, data.context_dim, k, g) for g in generators]
-        decoders = [make_decoder(first.decoder, data.signal_dim, g, first.decoder_temperature)
-                    for g in generators]
-        critics = [make_critics(first, data.context_dim, data.signal_dim, k, g)
-                   for g in generators]
-        bounds = first.fit_models(policies, decoders, critics, data, generators)
-        rates, flips = bounds.pop("rate"), bounds.pop("flipped")
+        decoders, attempts = first.fit_decoders(data, k, generators)
+        rates, flips = choose_orientation(decoders, data)
+        first.fit_policies(policies, decoders, data, generators)
         seconds = (time.perf_counter() - start) / len(learners)
         for t, learner in enumerate(learners):
+            bounds = [bound for _, bound in attempts[t]]
+            best = int(np.argmax(bounds))
             notes = []
             if k == 2:
                 notes.append("K = 2: the reward need not be the rarer event of the log, so the "
                              "symmetry choice may pick the wrong sign")
+            if bounds[best] <= first.restart_bound:
+                notes.append(f"the decoded reward tells almost nothing about the context and "
+                             f"action in any of {len(bounds)} attempts (marginal bound "
+                             f"{bounds[best]:.3g} nats, restart_bound "
+                             f"{first.restart_bound:g}): the feedback may not depend on "
+                             f"the reward; log more interactions")
             if abs(rates[t] - 0.5) < AMBIGUITY_MARGIN:
                 notes.append(f"the decoded sign is ambiguous: {rates[t]:.1%} of the logged "
                              f"interactions decode as rewarded, close to one half")
@@ -439,17 +458,51 @@ class VIIGL(VIIGLSettings, StackableLearner):
             learner.policy_, learner.decoder_ = policies[t], decoders[t]
             learner.seconds_ = seconds
             learner.report_ = VIIGLReport(
-                conditional_bound=float(bounds["conditional"][t]),
-                marginal_bound=float(bounds["marginal"][t]), reward_rate=float(rates[t]),
-                flipped=bool(flips[t]), seconds=seconds, warnings=notes)
+                conditional_bound=float(attempts[t][best][0]),
+                marginal_bound=float(bounds[best]), reward_rate=float(rates[t]),
+                flipped=bool(flips[t]), restarts=len(bounds) - 1,
+                attempt_bounds=[float(b) for b in bounds], seconds=seconds, warnings=notes)
 
-    def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Decoder],
-                   critics: Sequence[Critics], data: Source,
-                   generators: Sequence[torch.Generator]) -> dict[str, np.ndarray]:
-        """Steps 1 to 3 for trial t's models on trial t of ``data``, every trial side by side,
-        in place. Returns per trial the bounds after step 1 ('conditional', 'marginal') on the
-        first :data:`BOUND_ROWS` rows, and step 2's reward rate and flip ('rate',
-        'flipped')."""
+    def fit_decoders(self, data: Source, n_actions: int,
+                     generators: Sequence[torch.Generator]
+                     ) -> tuple[list[Decoder], list[list[tuple[float, float]]]]:
+        """Step 1 with the adaptive restart (iglearn's addition, as the 2021 paper's Appendix B
+        restarts an attempt whose indicator stays low): every trial fits a fresh decoder and
+        fresh critics (:meth:`ground`), drawn from ``generators[t]``; a trial whose best
+        marginal bound is at most ``restart_bound`` fits fresh ones again, with the
+        other such trials, at most ``max_restarts`` times.
+
+        Returns:
+            per trial, the decoder of its attempt with the largest marginal bound, and the
+            (conditional, marginal) bounds of every attempt.
+        """
+        trials = list(range(len(generators)))
+        attempts: list[list[tuple[float, float]]] = [[] for _ in trials]
+        chosen: list[Decoder | None] = [None for _ in trials]
+        pending = trials
+        for _ in range(self.max_restarts + 1):
+            decoders = [make_decoder(self.decoder, data.signal_dim, generators[t],
+                                     self.decoder_temperature) for t in pending]
+            critics = [make_critics(self, data.context_dim, data.signal_dim, n_actions,
+                                    generators[t]) for t in pending]
+            conditional, marginal = self.ground(decoders, critics, data.select(pending),
+                                                [generators[t] for t in pending])
+            for t, decoder, g_bound, t_bound in zip(pending, decoders, conditional.tolist(),
+                                                    marginal.tolist(), strict=True):
+                if not attempts[t] or t_bound > max(b for _, b in attempts[t]):
+                    chosen[t] = decoder
+                attempts[t].append((g_bound, t_bound))
+            pending = [t for t in pending
+                       if max(b for _, b in attempts[t]) <= self.restart_bound]
+            if not pending:
+                break
+        return [cast(Decoder, decoder) for decoder in chosen], attempts
+
+    def ground(self, decoders: Sequence[Decoder], critics: Sequence[Critics], data: Source,
+               generators: Sequence[torch.Generator]) -> tuple[np.ndarray, np.ndarray]:
+        """Step 1 for trial t's decoder and critics on trial t of ``data``, every trial side
+        by side, in place. Returns per trial the bounds after it, conditional and marginal,
+        on the first :data:`BOUND_ROWS` rows."""
         settings = self.optimisation
         with side_by_side(decoders) as psi, side_by_side(critics) as critic:
             optimise([decoder_stage(psi, critic, settings, self.beta, self.divergence,
@@ -461,12 +514,16 @@ class VIIGL(VIIGLSettings, StackableLearner):
                              torch.stack([y[:BOUND_ROWS] for y in first.signal]))
                 conditional, marginal = information_bounds(critic, psi, rows, self.divergence,
                                                            self.critic_pairs)
-        rate, flipped = choose_orientation(decoders, data)
+        return conditional.numpy(), marginal.numpy()
+
+    def fit_policies(self, policies: Sequence[Policy], decoders: Sequence[Decoder],
+                     data: Source, generators: Sequence[torch.Generator]) -> None:
+        """Step 3 for trial t's policy on trial t of ``data`` and the rewards its decoder
+        decodes (after the symmetry choice), every trial side by side, in place."""
+        settings = self.optimisation
         with side_by_side(policies) as pi, side_by_side(decoders) as psi:
             rewards, target = fixed_signal(data, lambda batch: psi(batch.signal))
             optimise(policy_stages(pi, target, settings), rewards, settings, generators)
-        return {"conditional": conditional.numpy(), "marginal": marginal.numpy(),
-                "rate": rate, "flipped": flipped}
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:
         """The decoded reward psi(y) of each (raw) feedback vector, after the symmetry
@@ -493,5 +550,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
     def fit(self, log: AnyLog) -> Self:
         """Fit the decoder and the policy on ``log``, in memory or streamed (reads context,
         action, probability and feedback). Warns (:class:`IdentifiabilityWarning`) when
-        K = 2 and when about half of the logged interactions decode as rewarded."""
+        K = 2, when about half of the logged interactions decode as rewarded, and when no
+        attempt's decoded reward depends on the context and action (its marginal bound at
+        most ``restart_bound``)."""
         return super().fit(log)
