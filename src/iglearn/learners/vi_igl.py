@@ -39,7 +39,7 @@ A fit runs these steps, each a function below:
    gradient descent-ascent, psi descending Eq. (ii) while both critics ascend their bounds, in
    one AdamW run of the shared training loop (:func:`~iglearn.learners.training.run_stage`);
    critic scores are clipped softly (``critic_clip``); with the adaptive restart (iglearn's
-   addition, :meth:`VIIGL.fit_decoders`), a decoder whose marginal bound shows no dependence
+   addition, :meth:`VIIGL.fit_decoders`), a decoder whose marginal bound shows almost no dependence
    of R_psi on (x, a) (at most ``restart_bound``) is fitted again from a fresh start, at
    most ``max_restarts`` times;
 2. the symmetry choice (:func:`choose_orientation`): Eq. (i) is unchanged by psi -> 1 - psi;
