@@ -121,7 +121,10 @@ def test_fit_help_groups_the_options_and_gives_each_algorithms_default(capsys):
     assert "settings of --algorithm igl-p only (IGLP)" in text
     assert "settings of --algorithm vi-igl only (VIIGL)" in text
     assert "vi-igl reads those it has too: --decoder, --decoder-temperature" in text
-    assert "(default: 0.1 for igl, 0.5 for ai-igl)" in text   # --decoder-temperature
+    assert "vi-igl reads those it has too: --decoder, --decoder-temperature, --max-restarts" in text
+    # --decoder-temperature and --max-restarts, with vi-igl's defaults too
+    assert "(default: 0.1 for igl, 0.5 for ai-igl, 1.0 for vi-igl)" in text
+    assert "(default: 4 for igl, 2 for ai-igl, 2 for vi-igl)" in text
 
 
 def test_simulate_names_the_action_inclusive_environments_and_the_bci(tmp_path, capsys):

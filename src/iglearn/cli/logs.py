@@ -619,7 +619,7 @@ def _fit_options(fit: argparse.ArgumentParser) -> None:
                  "those it has too: " + ", ".join("--" + n.replace("_", "-") for n in also)
                  + ".",
                  skip=("seed", *(_setting_names(BatchIGLSettings()) - decoding_names)),
-                 shared=decoding)
+                 shared={**decoding, "vi-igl": defaults["vi-igl"]})
     add_settings(fit, BatchIGLSettings(), LEARNER, "settings of --algorithm igl only (BatchIGL)",
                  skip=("seed", *shared, *decoding_names))
     add_settings(fit, AIIGLSettings(), LEARNER, "settings of --algorithm ai-igl only (AIIGL)",
