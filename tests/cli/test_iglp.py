@@ -52,7 +52,7 @@ def test_fit_and_evaluate_igl_p_on_a_simulated_dsjson_log(tmp_path, capsys):
 def test_an_option_of_igl_and_ai_igl_is_refused_with_igl_p(tmp_path, capsys):
     code, _, err = run(capsys, "fit", tmp_path / "missing.npz", "--algorithm", "igl-p",
                        "--decoder", "mlp", "--out", tmp_path / "m")
-    assert code == 2 and "--decoder is an option of --algorithm igl or ai-igl" in err
+    assert code == 2 and "--decoder is an option of --algorithm igl or ai-igl or vi-igl" in err
 
 
 def test_fit_with_per_user_grounding_saves_a_model_predict_and_evaluate_read(tmp_path, capsys):

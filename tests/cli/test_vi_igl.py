@@ -49,6 +49,12 @@ def test_fit_summary_and_foreign_options(noisy, capsys, tmp_path):
     assert code == 0
     summary = json.loads(out)
     assert summary["algorithm"] == "vi-igl" and summary["settings"]["beta"] == 5.0
-    assert {"conditional_bound", "marginal_bound", "reward_rate", "flipped"} <= set(summary)
+    assert {"conditional_bound", "marginal_bound", "reward_rate", "flipped", "restarts",
+            "attempt_bounds"} <= set(summary)
+    assert len(summary["attempt_bounds"]) == summary["restarts"] + 1
     code, _, err = run(capsys, "fit", noisy / "log.npz", "--out", tmp_path / "n", "--beta", "5")
-    assert code == 2 and "--beta" in err and "vi-igl" in err
+    assert code == 2 and "--beta is an option of --algorithm vi-igl, which" in err
+    code, _, err = run(capsys, "fit", noisy / "log.npz", "--out", tmp_path / "n",
+                       "--algorithm", "ai-igl", "--restart-bound", "0.1")
+    assert code == 2 and "--restart-bound is an option of --algorithm vi-igl, which" in err
+    assert not (tmp_path / "n").exists()

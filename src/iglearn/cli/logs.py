@@ -234,15 +234,17 @@ def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
 
     algorithm = args.algorithm
     defaults = algorithm_defaults()
-    others = [name for name in defaults if name != algorithm]
     given = {dest[len(LEARNER) + 1:].partition(".")[0] for dest in vars(args)
              if dest.startswith(LEARNER + ".")}
     foreign = sorted(given - _setting_names(defaults[algorithm]))
     if algorithm != "igl":
         foreign += [name for name in IGL_ONLY if getattr(args, name) is not None]
     if foreign:
+        owners = (["igl"] if foreign[0] in IGL_ONLY else
+                  [name for name, settings in defaults.items()
+                   if foreign[0] in _setting_names(settings)])
         raise IGLearnError(f"{flag(foreign[0])} is an option of --algorithm "
-                           f"{' or '.join(others)}, which --algorithm {algorithm} does not "
+                           f"{' or '.join(owners)}, which --algorithm {algorithm} does not "
                            f"have; drop it, or choose that algorithm")
     start: BatchIGL | AIIGL | IGLP | VIIGL
     if algorithm == "igl":
