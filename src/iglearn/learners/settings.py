@@ -136,7 +136,6 @@ class Optimisation:
         return self.max_steps, 1.0
 
 
-
 @dataclass(eq=False, kw_only=True)
 class FitSettings:
     """The settings every batch learner has (keyword-only, after each learner's own)."""
