@@ -347,10 +347,11 @@ def test_a_per_user_grounding_model_saves_and_loads(tmp_path, model):
     """The folder holds PersonalIK (its users and context class): the loaded model decodes
     and decides as the fitted one."""
     log = swapping_log()
-    learner = IGLP(seed=0, users=USERS, model=model).fit(log)
+    learner = IGLP(seed=0, users=USERS, model=model, ik_starts=3).fit(log)
     learner.save(tmp_path / "model")
     back = IGLP.load(tmp_path / "model")
     assert isinstance(back.ik_.net, PersonalIK) and back.users == USERS
+    assert back.ik_starts == 3 and back.report_.ik_losses == learner.report_.ik_losses
     assert back.ik_.net.dims == learner.ik_.net.dims and back.ik_.net.model == model
     np.testing.assert_allclose(back.decode(log.context, log.action, log.feedback),
                                learner.decode(log.context, log.action, log.feedback))
@@ -407,9 +408,56 @@ def test_online_per_user_grounding_beats_one_meaning_per_word():
     assert personal > 0.6 and personal > shared + 0.2, (shared, personal)
 
 
+def stuck_at_the_saddle(learner: IGLP) -> None:
+    """Zero PersonalIK's user and feedback embeddings: s(u, y) = 0 for every user and word, so
+    h is uniform and no gradient reaches either factor, the saddle that a warm-started re-fit
+    cannot leave."""
+    with torch.no_grad():
+        for layer in (learner.ik_.net.user, learner.ik_.net.feedback):
+            layer.weight.zero_()
+            layer.bias.zero_()
+
+
+@pytest.mark.parametrize("starts", [1, 2])
+def test_a_refit_leaves_a_stuck_per_user_model_only_with_a_fresh_start(starts):
+    """With one start, a re-fit warm-started at the saddle stays there: no interaction is
+    extreme and nothing is learned. A second, fresh start grounds the words per user, has the
+    lower log-loss and is kept."""
+    log = swapping_log()
+    learner = IGLP(seed=0, users=USERS, ik_starts=starts).fit(log)
+    stuck_at_the_saddle(learner)
+    learner.fit_arrays(learner.standardised(log.context), log.action, log.probability,
+                       learner.standardised_feedback(log.feedback), np.zeros(len(log), bool),
+                       3, learner.optimisation)
+    rng = np.random.default_rng(5)
+    _, test_x, test_context = users_and_contexts(2000, rng)
+    accuracy = learner.accuracy(test_context, (test_x @ SWAPPING).argmax(1))
+    report = learner.report_
+    if starts == 1:
+        assert report.ik_losses == [] and report.extreme == 0.0
+        assert accuracy < 0.6
+    else:
+        assert report.ik_kept == 1 and report.ik_losses[1] < report.ik_losses[0]
+        assert report.ik_losses[0] == pytest.approx(np.log(3), rel=1e-4)  # uniform h
+        assert accuracy > 0.85
+
+
+def test_inverse_kinematics_starts_are_per_user_only():
+    """One meaning per word fits one (convex) model whatever ik_starts says; with users every
+    fit tries ik_starts initialisations and reports each one's log-loss."""
+    log = swapping_log(600)
+    assert IGLP(seed=0, ik_starts=3).fit(log).report_.ik_losses == []
+    report = IGLP(seed=0, users=USERS, ik_starts=3).fit(log).report_
+    assert len(report.ik_losses) == 3 and report.ik_kept == int(np.argmin(report.ik_losses))
+    assert OnlineIGLP(3, USERS + 3, WORDS, users=USERS, ik_starts=3).batch.ik_starts == 3
+
+
 def test_per_user_grounding_settings_are_checked():
     with pytest.raises(IGLearnError, match="users must be a whole number"):
         IGLP(users=-1)
+    for starts in (0, True, 1.5):
+        with pytest.raises(IGLearnError, match="ik_starts must be a whole number >= 1"):
+            IGLP(users=USERS, ik_starts=starts)
     log = InteractionLog(context=np.ones((60, 3)), action=np.arange(60) % 3,
                          probability=np.full(60, 1 / 3), feedback=np.ones((60, 2)),
                          n_actions=3)

@@ -16,7 +16,8 @@ these steps, each a function below:
    :func:`outer_linear`).
    When the users use the same words differently (some swap good and bad words), a word
    alone tells nothing about the action; with the ``users`` setting the model is
-   :class:`~iglearn.models.personal.PersonalIK`, which grounds each word per user;
+   :class:`~iglearn.models.personal.PersonalIK`, which grounds each word per user, fitted
+   from ``ik_starts`` initialisations (:func:`best_inverse_kinematics`);
 2. **extreme or neutral** (:func:`likelihood_ratio`): neutral feedback says nothing about the
    action, extreme feedback does. The likelihood ratio of the logged action against the
    others, L = (K - 1) h / (1 - h), is near 1 for neutral feedback and large for extreme
@@ -57,7 +58,8 @@ minimiser and gradient.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Self
 
@@ -127,6 +129,12 @@ class IGLPReport(ShortReport):
     """Importance-weighted mean decoded reward of the greedy policy (IPS)."""
     seconds: float = 0.0
     """Wall time of the fit."""
+    ik_losses: list[float] = field(default_factory=list)
+    """With several inverse-kinematics starts (``ik_starts``, per-user grounding): the
+    log-loss (:func:`ik_log_loss`) of each after its fit, the model the fit warm-started from
+    first; empty with one start."""
+    ik_kept: int = 0
+    """Which of the starts of ``ik_losses`` was kept (0: the model the fit started from)."""
 
 
 def ik_features(context: np.ndarray, feedback: np.ndarray) -> np.ndarray:
@@ -209,6 +217,34 @@ def fit_inverse_kinematics(model: Policy, rows: np.ndarray, action: np.ndarray,
                             torch.as_tensor(probability, dtype=torch.float32),
                             torch.zeros(len(action))))
     fit_model(model, data, loss, settings, generator)
+
+
+def ik_log_loss(model: Policy, rows: np.ndarray, action: np.ndarray, probability: np.ndarray,
+                n_actions: int, dims: tuple[int, int]) -> float:
+    """The loss step 1 minimises, on all of ``rows``: the importance-weighted (1 / (K p))
+    mean of -log h(a | x, y) of the logged actions."""
+    with torch.no_grad():
+        log_h = torch.log_softmax(ik_scores(model, as_tensor(rows), dims), dim=-1)
+        weight = uniform_weights(torch.as_tensor(probability, dtype=torch.float32), n_actions)
+        return float(-(weight * at_action(log_h, torch.as_tensor(action))).mean())
+
+
+def best_inverse_kinematics(models: Sequence[Policy], rows: np.ndarray, action: np.ndarray,
+                            probability: np.ndarray, n_actions: int, settings: Optimisation,
+                            generator: torch.Generator, dims: tuple[int, int]
+                            ) -> tuple[int, list[float]]:
+    """Step 1 from several initialisations (iglearn's addition for per-user grounding,
+    setting ``ik_starts``): fit each of ``models`` (:func:`fit_inverse_kinematics`, in place)
+    and return which has the lowest :func:`ik_log_loss` on the log, and every model's loss.
+    A model that reads the users' words explains the logged actions better than one that
+    settled where no word tells anything, which, warm-started, stays there re-fit after
+    re-fit."""
+    losses = []
+    for model in models:
+        fit_inverse_kinematics(model, rows, action, probability, n_actions, settings,
+                               generator, dims)
+        losses.append(ik_log_loss(model, rows, action, probability, n_actions, dims))
+    return int(np.argmin(losses)), losses
 
 
 def likelihood_ratio(h_logged: np.ndarray, n_actions: int) -> np.ndarray:
@@ -324,6 +360,11 @@ class IGLP(IGLPSettings, PolicyLearner):
                                                 and self.users >= 0):
             raise IGLearnError(f"users must be a whole number >= 0 (the context features "
                                f"that encode the user), got {self.users!r}")
+        if isinstance(self.ik_starts, bool) or not (isinstance(self.ik_starts, int)
+                                                    and self.ik_starts >= 1):
+            raise IGLearnError(f"ik_starts must be a whole number >= 1 (the initialisations "
+                               f"of the per-user inverse-kinematics model), got "
+                               f"{self.ik_starts!r}")
 
     def fit(self, log: InteractionLog) -> Self:
         """Fit the three models on ``log``."""
@@ -354,10 +395,11 @@ class IGLP(IGLPSettings, PolicyLearner):
             raise IGLearnError(f"users is {self.users} but the contexts have "
                                f"{context.shape[1]} features: the first users features are "
                                f"the user, at least one must be left for the rest")
+        def personal_ik() -> Policy:
+            return Policy(PersonalIK(context.shape[1], self.feedback_dim_, self.users,
+                                     n_actions, self.model, generator))
         if getattr(self, "ik_", None) is None:
-            self.ik_ = (Policy(PersonalIK(context.shape[1], self.feedback_dim_, self.users,
-                                          n_actions, self.model, generator))
-                        if self.users else
+            self.ik_ = (personal_ik() if self.users else
                         make_policy(self.model, context.shape[1] + self.feedback_dim_ * (
                             1 + context.shape[1]), n_actions, generator))
             self.flags_ = make_policy(self.policy, context.shape[1], n_actions, generator)
@@ -368,8 +410,16 @@ class IGLP(IGLPSettings, PolicyLearner):
                        if self.users else settings)
         rows, dims = ik_rows(self.ik_, context, feedback), (context.shape[1],
                                                             self.feedback_dim_)
-        fit_inverse_kinematics(self.ik_, rows, action, probability, n_actions, ik_settings,
-                               generator, dims)
+        losses: list[float] = []
+        kept = 0
+        if self.users and self.ik_starts > 1:
+            starts = [self.ik_] + [personal_ik() for _ in range(self.ik_starts - 1)]
+            kept, losses = best_inverse_kinematics(starts, rows, action, probability,
+                                                   n_actions, ik_settings, generator, dims)
+            self.ik_ = starts[kept]
+        else:
+            fit_inverse_kinematics(self.ik_, rows, action, probability, n_actions,
+                                   ik_settings, generator, dims)
         with torch.no_grad():
             h = at_action(torch.softmax(ik_scores(self.ik_, as_tensor(rows), dims), dim=-1),
                           torch.as_tensor(action)).double().numpy()
@@ -386,7 +436,8 @@ class IGLP(IGLPSettings, PolicyLearner):
             extreme=float((weight * step).sum() / weight.sum()),
             negative=float((weight * step * negative).sum() / extreme_weight),
             flagged=share,
-            decoded_value=float((n_actions * weight * greedy * reward).sum() / len(action)))
+            decoded_value=float((n_actions * weight * greedy * reward).sum() / len(action)),
+            ik_losses=losses, ik_kept=kept)
 
     def decode(self, context: np.ndarray, action: np.ndarray, feedback: np.ndarray,
                definitely_bad: np.ndarray | None = None) -> np.ndarray:
@@ -494,6 +545,8 @@ class OnlineIGLP(OnlineRegression):
             authors' 10 explores too long on VW's simulator); None: the fixed ``gamma``.
         users: the first ``users`` context features encode the user: per-user grounding
             (:class:`PersonalIK`), as for :class:`IGLP`; 0: none.
+        ik_starts: with users, the inverse-kinematics initialisations each fit tries (the
+            warm-started model and ``ik_starts`` - 1 fresh ones), as for :class:`IGLP`.
     """
 
     reads_definitely_bad = True
@@ -507,7 +560,7 @@ class OnlineIGLP(OnlineRegression):
                  first_fit: Optimisation | None = None,
                  refit: Optimisation | None = None, seed: SeedLike = None,
                  standardise: Mode = "auto", ramp_start: float = 0.3, ramp_width: float = 0.1,
-                 gamma0: float | None = GAMMA0, users: int = 0):
+                 gamma0: float | None = GAMMA0, users: int = 0, ik_starts: int = 2):
         super().__init__(n_actions, context_dim, feedback_dim, exploration, epsilon, gamma,
                          refit_every, refit_growth, seed, standardise, gamma0)
         self.first_fit = first_fit or (PERSONAL_FIRST_FIT if users else ONLINE_FIRST_FIT)
@@ -516,7 +569,7 @@ class OnlineIGLP(OnlineRegression):
         self.batch = IGLP(model=model, policy=policy, estimator=estimator,
                           threshold=threshold, ramp_start=ramp_start, ramp_width=ramp_width,
                           optimisation=self.first_fit, seed=self.rng, standardise="off",
-                          users=users)
+                          users=users, ik_starts=ik_starts)
 
     def _fit(self) -> None:
         settings = self.refit if self.fitted_ else self.first_fit

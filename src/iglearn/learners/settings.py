@@ -368,6 +368,14 @@ class IGLPSettings(FitSettings):
     inverse-kinematics model is :class:`~iglearn.models.personal.PersonalIK`, which grounds
     each feedback's meaning per user (for users who use the same words differently, some
     swapping good and bad ones); ``model`` is then the class of its context part."""
+    ik_starts: int = 2
+    """With per-user grounding (``users`` > 0), the initialisations of the inverse-kinematics
+    model each fit tries: the model it warm-starts from (a fresh one in a first fit) and
+    ``ik_starts`` - 1 fresh ones, keeping the one with the lowest log-loss of the logged
+    actions (:func:`~iglearn.learners.iglp.best_inverse_kinematics`). PersonalIK's product
+    s(u, y) g(x') is not convex: a model that settled where no word tells anything stays there
+    through every warm-started re-fit. Without users the model is convex and one start is
+    fitted whatever this says. 1: the one model only."""
 
 
 VIIGL_OPTIMISATION = Optimisation(grounding_epochs=3, policy_epochs=2, epochs=3, small_log=0)
