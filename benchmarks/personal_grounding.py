@@ -1,7 +1,7 @@
 """Benchmark: online IGL-P grounding words per user, seed by seed, in iglearn's own loop.
 
     python benchmarks/personal_grounding.py [--seeds 0-11] [--rounds 10000] [--ik-starts 2]
-        [--swapping 5] [--csv FILE]
+        [--gamma0 G] [--swapping 5] [--csv FILE]
 
 The task is scikit-learn's handwritten digits (K = 10, 64 pixels scaled to [0, 1], drawn with
 replacement) grounded as coba's ``Environments.grounded(10 users, normal, 10 words, 3 good)``
@@ -11,7 +11,8 @@ users, who swap good and bad words. The context is the user id one-hot in 32 slo
 coba's plug-in encodes it) followed by the pixels; the feedback is the word one-hot.
 :class:`~iglearn.learners.iglp.OnlineIGLP` with ``users=32`` (``PersonalIK``, IGW with its
 growing gamma, the coba plug-in's default) plays ``--rounds`` rounds per seed, and
-``--ik-starts`` sets how many initialisations of the inverse-kinematics model each fit tries.
+``--ik-starts`` sets how many initialisations of the inverse-kinematics model each fit tries,
+``--gamma0`` IGW's gamma0 (OnlineIGLP's default unless given).
 
 Prints, per seed, the mean true reward over every round and over the last 2,000, the share
 of interactions the last fit found extreme and the CPU seconds (one torch thread), then the
@@ -39,7 +40,8 @@ def seeds(text: str) -> list[int]:
     return [int(s) for s in text.split(",")]
 
 
-def play_seed(seed: int, rounds: int, ik_starts: int, swapping: int) -> dict[str, float]:
+def play_seed(seed: int, rounds: int, ik_starts: int, swapping: int,
+              gamma0: float | None = None) -> dict[str, float]:
     """One seed's play: mean reward over all rounds and the last :data:`LAST`, the last
     fit's extreme share and the CPU seconds."""
     from sklearn.datasets import load_digits
@@ -49,8 +51,9 @@ def play_seed(seed: int, rounds: int, ik_starts: int, swapping: int) -> dict[str
     rng = np.random.default_rng(seed)
     digits = load_digits()
     pixels, labels = (digits.data / 16).astype(np.float32), digits.target
+    options = {} if gamma0 is None else {"gamma0": gamma0}
     learner = OnlineIGLP(10, SLOTS + pixels.shape[1], WORDS, users=SLOTS, seed=seed,
-                         ik_starts=ik_starts)
+                         ik_starts=ik_starts, **options)
     users_eye, words_eye = np.eye(SLOTS, dtype=np.float32), np.eye(WORDS, dtype=np.float32)
     rewards: list[np.ndarray] = []
     played = 0
@@ -79,13 +82,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=seeds, default=seeds("0-11"))
     parser.add_argument("--rounds", type=int, default=10_000)
     parser.add_argument("--ik-starts", type=int, default=2)
+    parser.add_argument("--gamma0", type=float, default=None)
     parser.add_argument("--swapping", type=int, default=USERS // 2,
                         help="how many of the 10 users swap good and bad words")
     parser.add_argument("--csv", type=Path, default=None)
     args = parser.parse_args(argv)
     rows = []
     for seed in args.seeds:
-        row = play_seed(seed, args.rounds, args.ik_starts, args.swapping)
+        row = play_seed(seed, args.rounds, args.ik_starts, args.swapping, args.gamma0)
         rows.append(row)
         print(f"seed {seed}: reward {row['reward']:.3f}, last {LAST} {row['reward_last']:.3f}, "
               f"extreme {row['extreme_last_fit']:.3f}, {row['cpu_seconds']:.1f} CPU-s",

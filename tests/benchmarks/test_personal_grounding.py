@@ -26,7 +26,7 @@ def test_a_short_run_writes_one_row_per_seed(personal_grounding, tmp_path):
     out = io.StringIO()
     with redirect_stdout(out):
         personal_grounding.main(["--seeds", "0,1", "--rounds", "300", "--ik-starts", "2",
-                                 "--csv", str(tmp_path / "rows.csv")])
+                                 "--gamma0", "2", "--csv", str(tmp_path / "rows.csv")])
     rows = pd.read_csv(tmp_path / "rows.csv")
     assert rows["seed"].tolist() == [0, 1]
     assert rows[["reward", "reward_last", "extreme_last_fit"]].stack().between(0, 1).all()
