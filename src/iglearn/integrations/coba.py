@@ -325,8 +325,11 @@ class IGLPLearner(CobaLearner):
         personal: ground each word's meaning per user (the default; OnlineIGLP's ``users``
             set to the user id's one-hot width, :class:`~iglearn.models.personal.PersonalIK`),
             so that users who swap good and bad words are understood. With IGW it gained
-            more than one meaning per word in every task and user setting of
-            ``benchmarks/coba_grounded.py`` (4 seeds), at about 2.5 times the CPU time.
+            more of the true-reward CB's gain than one meaning per word with epsilon-greedy
+            in every task and user setting of ``benchmarks/coba_grounded.py`` (4 seeds; one
+            meaning per word with IGW did better only on the digits with all users normal),
+            at 1.0 to 1.6 CPU-seconds per 1,000 interactions with its two inverse-kinematics
+            starts (``benchmarks/coba_grounded.md``).
             False: one meaning per word for all users (the inverse-kinematics model of
             (x, y, x (x) y)). Without a user id (``users`` 0 or None) there is nothing to
             ground per user.
