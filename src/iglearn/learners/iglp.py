@@ -136,6 +136,14 @@ class IGLPReport(ShortReport):
     ik_kept: int = 0
     """Which of the starts of ``ik_losses`` was kept (0: the model the fit started from)."""
 
+    def _items(self) -> list[tuple[str, object]]:
+        """The printed fields; those of the inverse-kinematics starts only when there were
+        several (one meaning per word fits one)."""
+        items = super()._items()
+        if self.ik_losses:
+            return items
+        return [(name, value) for name, value in items if name not in ("ik_losses", "ik_kept")]
+
 
 def ik_features(context: np.ndarray, feedback: np.ndarray) -> np.ndarray:
     """The inverse-kinematics model's input (x, y, x (x) y): context, feedback and their outer
