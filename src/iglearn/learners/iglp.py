@@ -130,8 +130,8 @@ class IGLPReport(ShortReport):
     seconds: float = 0.0
     """Wall time of the fit."""
     ik_losses: list[float] = field(default_factory=list)
-    """With several inverse-kinematics starts (``ik_starts``, per-user grounding): the
-    log-loss (:func:`ik_log_loss`) of each after its fit, the model the fit warm-started from
+    """With several inverse-kinematics starts (``ik_starts``, per-user grounding): the mean
+    log-loss (:func:`ik_row_losses`) of each after its fit, the model the fit warm-started from
     first; empty with one start."""
     ik_kept: int = 0
     """Which of the starts of ``ik_losses`` was kept (0: the model the fit started from)."""
@@ -227,14 +227,29 @@ def fit_inverse_kinematics(model: Policy, rows: np.ndarray, action: np.ndarray,
     fit_model(model, data, loss, settings, generator)
 
 
-def ik_log_loss(model: Policy, rows: np.ndarray, action: np.ndarray, probability: np.ndarray,
-                n_actions: int, dims: tuple[int, int]) -> float:
-    """The loss step 1 minimises, on all of ``rows``: the importance-weighted (1 / (K p))
-    mean of -log h(a | x, y) of the logged actions."""
+SWITCH_CONFIDENCE = 2.0
+"""How many standard errors of the paired per-interaction difference a fresh
+inverse-kinematics start's log-loss must lie below that of the model a fit starts from to
+replace it (:func:`best_inverse_kinematics`)."""
+
+
+def ik_row_losses(model: Policy, rows: np.ndarray, action: np.ndarray,
+                  probability: np.ndarray, n_actions: int, dims: tuple[int, int]
+                  ) -> np.ndarray:
+    """The loss step 1 minimises, per interaction of ``rows``: the importance-weighted
+    (1 / (K p)) -log h(a | x, y) of the logged action."""
     with torch.no_grad():
         log_h = torch.log_softmax(ik_scores(model, as_tensor(rows), dims), dim=-1)
         weight = uniform_weights(torch.as_tensor(probability, dtype=torch.float32), n_actions)
-        return float(-(weight * at_action(log_h, torch.as_tensor(action))).mean())
+        return (-(weight * at_action(log_h, torch.as_tensor(action)))).double().numpy()
+
+
+def clearly_lower(losses: np.ndarray, than: np.ndarray) -> bool:
+    """Whether the per-interaction ``losses`` are lower than ``than`` (of the same
+    interactions) by more than :data:`SWITCH_CONFIDENCE` standard errors of their paired
+    difference."""
+    gain = np.asarray(than, np.float64) - np.asarray(losses, np.float64)
+    return bool(gain.mean() > SWITCH_CONFIDENCE * gain.std() / np.sqrt(len(gain)))
 
 
 def best_inverse_kinematics(models: Sequence[Policy], rows: np.ndarray, action: np.ndarray,
@@ -243,16 +258,23 @@ def best_inverse_kinematics(models: Sequence[Policy], rows: np.ndarray, action: 
                             ) -> tuple[int, list[float]]:
     """Step 1 from several initialisations (iglearn's addition for per-user grounding,
     setting ``ik_starts``): fit each of ``models`` (:func:`fit_inverse_kinematics`, in place)
-    and return which has the lowest :func:`ik_log_loss` on the log, and every model's loss.
-    A model that reads the users' words explains the logged actions better than one that
-    settled where no word tells anything, which, warm-started, stays there re-fit after
-    re-fit."""
-    losses = []
-    for model in models:
+    and return which to keep, and every model's mean log-loss on the log
+    (:func:`ik_row_losses`). The first model (the one the fit starts from) is kept unless a
+    later one's losses are :func:`clearly_lower`; each later model is compared so with the
+    one kept so far. A model that reads the users' words explains the logged actions far
+    better than one that settled where no word tells anything, which, warm-started, would stay
+    there re-fit after re-fit; a fresh start that is only a little better on a few
+    interactions (often by memorising them) does not replace a model on its way to
+    grounding."""
+    losses: list[np.ndarray] = []
+    kept = 0
+    for i, model in enumerate(models):
         fit_inverse_kinematics(model, rows, action, probability, n_actions, settings,
                                generator, dims)
-        losses.append(ik_log_loss(model, rows, action, probability, n_actions, dims))
-    return int(np.argmin(losses)), losses
+        losses.append(ik_row_losses(model, rows, action, probability, n_actions, dims))
+        if i and clearly_lower(losses[i], than=losses[kept]):
+            kept = i
+    return kept, [float(loss.mean()) for loss in losses]
 
 
 def likelihood_ratio(h_logged: np.ndarray, n_actions: int) -> np.ndarray:

@@ -371,8 +371,9 @@ class IGLPSettings(FitSettings):
     ik_starts: int = 2
     """With per-user grounding (``users`` > 0), the initialisations of the inverse-kinematics
     model each fit tries: the model it warm-starts from (a fresh one in a first fit) and
-    ``ik_starts`` - 1 fresh ones, keeping the one with the lowest log-loss of the logged
-    actions (:func:`~iglearn.learners.iglp.best_inverse_kinematics`). PersonalIK's product
+    ``ik_starts`` - 1 fresh ones. A fresh one replaces the model it is compared with when its
+    log-loss of the logged actions is lower by more than two standard errors
+    (:func:`~iglearn.learners.iglp.best_inverse_kinematics`). PersonalIK's product
     s(u, y) g(x') is not convex: a model that settled where no word tells anything stays there
     through every warm-started re-fit. Without users the model is convex and one start is
     fitted whatever this says. 1: the one model only."""
