@@ -211,16 +211,26 @@ def ik_scores(model: Policy, rows: torch.Tensor, dims: tuple[int, int]) -> torch
     return scores if model.temperature == 1.0 else scores / model.temperature
 
 
+def ik_cross_entropy(model: Policy, rows: torch.Tensor, action: torch.Tensor,
+                     probability: torch.Tensor, n_actions: int, dims: tuple[int, int]
+                     ) -> torch.Tensor:
+    """Step 1's loss per interaction: the importance-weighted (1 / (K p)) -log h(a | x, y)
+    of the logged action, on :func:`ik_rows` ``rows`` (one model or stacked trials)."""
+    weight = uniform_weights(probability, n_actions)
+    log_h = torch.log_softmax(ik_scores(model, rows, dims), dim=-1)
+    return -(weight * at_action(log_h, action))
+
+
 def fit_inverse_kinematics(model: Policy, rows: np.ndarray, action: np.ndarray,
                            probability: np.ndarray, n_actions: int, settings: Optimisation,
                            generator: torch.Generator, dims: tuple[int, int]) -> None:
     """Step 1: h(a | x, y) by importance-weighted (1 / (K p)) cross-entropy of the logged
-    action, on ``rows`` = :func:`ik_rows` (or :func:`ik_features`) of contexts and feedback
-    of dimensions ``dims`` = (d_x, d_y) (in place; warm-starts from its weights)."""
+    action (:func:`ik_cross_entropy`), on ``rows`` = :func:`ik_rows` (or :func:`ik_features`)
+    of contexts and feedback of dimensions ``dims`` = (d_x, d_y) (in place; warm-starts from
+    its weights)."""
     def loss(net: Policy, batch: Batch) -> torch.Tensor:
-        weight = uniform_weights(batch.probability, n_actions)
-        log_h = torch.log_softmax(ik_scores(net, batch.context, dims), dim=-1)
-        return -(weight * at_action(log_h, batch.action)).mean(-1)
+        return ik_cross_entropy(net, batch.context, batch.action, batch.probability,
+                                n_actions, dims).mean(-1)
     data = Trials.one(Batch(as_tensor(rows), torch.as_tensor(action),
                             torch.as_tensor(probability, dtype=torch.float32),
                             torch.zeros(len(action))))
@@ -236,12 +246,12 @@ replace it (:func:`best_inverse_kinematics`)."""
 def ik_row_losses(model: Policy, rows: np.ndarray, action: np.ndarray,
                   probability: np.ndarray, n_actions: int, dims: tuple[int, int]
                   ) -> np.ndarray:
-    """The loss step 1 minimises, per interaction of ``rows``: the importance-weighted
-    (1 / (K p)) -log h(a | x, y) of the logged action."""
+    """The loss step 1 minimises (:func:`ik_cross_entropy`), per interaction of the log's
+    ``rows``, as float64."""
     with torch.no_grad():
-        log_h = torch.log_softmax(ik_scores(model, as_tensor(rows), dims), dim=-1)
-        weight = uniform_weights(torch.as_tensor(probability, dtype=torch.float32), n_actions)
-        return (-(weight * at_action(log_h, torch.as_tensor(action)))).double().numpy()
+        return ik_cross_entropy(model, as_tensor(rows), torch.as_tensor(action),
+                                torch.as_tensor(probability, dtype=torch.float32),
+                                n_actions, dims).double().numpy()
 
 
 def clearly_lower(losses: np.ndarray, than: np.ndarray) -> bool:
@@ -386,15 +396,14 @@ class IGLP(IGLPSettings, PolicyLearner):
         if not (np.isfinite(self.ramp_width) and self.ramp_width > 0):
             raise IGLearnError(f"ramp_width must be a positive number, got "
                                f"{self.ramp_width!r}")
-        if isinstance(self.users, bool) or not (isinstance(self.users, int)
-                                                and self.users >= 0):
-            raise IGLearnError(f"users must be a whole number >= 0 (the context features "
-                               f"that encode the user), got {self.users!r}")
-        if isinstance(self.ik_starts, bool) or not (isinstance(self.ik_starts, int)
-                                                    and self.ik_starts >= 1):
-            raise IGLearnError(f"ik_starts must be a whole number >= 1 (the initialisations "
-                               f"of the per-user inverse-kinematics model), got "
-                               f"{self.ik_starts!r}")
+        for name, least, meaning in (
+                ("users", 0, "the context features that encode the user"),
+                ("ik_starts", 1, "the initialisations of the per-user inverse-kinematics "
+                                 "model")):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not (isinstance(value, int) and value >= least):
+                raise IGLearnError(f"{name} must be a whole number >= {least} ({meaning}), "
+                                   f"got {value!r}")
 
     def fit(self, log: InteractionLog) -> Self:
         """Fit the three models on ``log``."""
