@@ -12,6 +12,7 @@ from iglearn.data.formats import read_log
 from iglearn.errors import IGLearnError
 from iglearn.models.archive import load_archive, pack_model, unpack_model
 from iglearn.models.io import save_model
+from iglearn.service.storage import FeedbackOutcome
 
 from .conftest import D_X, D_Y, K, play
 
@@ -166,3 +167,56 @@ def test_model_archive_round_trip(tmp_path):
                                learner.predict_proba(log.context[:5]), rtol=1e-6)
     with pytest.raises(IGLearnError, match="not a gzip"):
         load_archive(b"x" * 100)
+
+
+
+@pytest.mark.parametrize("beyond", [False, True])
+def test_requests_arriving_while_a_group_waits_share_its_commit(tmp_path, beyond):
+    """A decide or feedback request that reaches the group commit within GATHER_TURNS turns
+    of the event loop after the first joins its commit; one a turn later, or after the
+    commit, gets one of its own; every request gets its own answer."""
+    import asyncio
+
+    from iglearn.service import app
+    from iglearn.service.config import load_config
+    from iglearn.service.process import write_config
+    from iglearn.service.storage import Feedback
+
+    from .conftest import tables
+
+    service = app.Service(load_config(write_config(tmp_path / "service.toml", tables())),
+                          insecure_no_auth=True)
+    commits: list[tuple[int, int]] = []
+    store = service.storage.add_interactions
+
+    def counted(decisions, feedback, join_window):
+        commits.append((len(decisions), len(feedback)))
+        return store(decisions, feedback, join_window)
+
+    service.storage.add_interactions = counted  # type: ignore[method-assign]
+    group = app.GroupCommit(service)
+    allowed = np.ones((1, K), dtype=bool)
+    turns = app.GATHER_TURNS + int(beyond)
+
+    def decide(i: int):
+        return asyncio.ensure_future(group.decide(np.full((1, D_X), i, np.float32), [f"e{i}"],
+                                                  allowed))
+
+    async def arrivals() -> list:
+        first = [decide(0)]
+        for i in range(1, turns + 1):  # one request more in each turn
+            await asyncio.sleep(0)
+            first.append(decide(i))
+        answers = await asyncio.gather(*first)
+        later = await asyncio.gather(decide(9), group.add_feedback(
+            Feedback("e0", np.ones(D_Y, np.float32), False, time.time())))
+        return [*answers, *later]
+
+    try:
+        answers = asyncio.run(arrivals())
+    finally:
+        service.storage.close()
+    grouped = [(app.GATHER_TURNS + 1, 0)] + [(1, 0)] * beyond
+    assert app.GATHER_TURNS >= 1 and commits == [*grouped, (1, 1)]
+    assert [d.event_id for d, in answers[:-1]] == [f"e{i}" for i in range(turns + 1)] + ["e9"]
+    assert answers[-1] is FeedbackOutcome.JOINED
