@@ -10,17 +10,12 @@ then), so that ``import iglearn`` and the command line's start stay light.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from iglearn.lazy import lazy_names
 
-try:
-    __version__ = version("iglearn")
-except PackageNotFoundError:  # running from a source tree that is not installed
-    __version__ = "0.0.0"
-
 if TYPE_CHECKING:
+    from iglearn._version import __version__
     from iglearn.data.logs import InteractionLog
     from iglearn.data.stream import LogStream, StreamSettings, open_log
     from iglearn.errors import IGLearnError
@@ -41,6 +36,7 @@ _SOURCES = {
     "Optimisation": "iglearn.learners.settings",
     "StreamSettings": "iglearn.data.stream",
     "Supervised": "iglearn.learners",
+    "__version__": "iglearn._version",
     "open_log": "iglearn.data.stream",
 }
 

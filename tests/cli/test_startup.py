@@ -40,6 +40,18 @@ def test_building_the_parser_imports_no_heavy_library():
     assert loaded_after("from iglearn.cli import build_parser; build_parser()") == []
 
 
+def test_the_version_is_read_from_the_package_metadata_only_when_asked():
+    code = ("import iglearn\nfrom iglearn.cli import build_parser\nbuild_parser()\n"
+            "before = 'importlib.metadata' in sys.modules\n"
+            "version = iglearn.__version__\n"
+            "print('SEEN=' + repr((before, 'importlib.metadata' in sys.modules, version)))")
+    done = subprocess.run([sys.executable, "-c", "import sys\n" + code], capture_output=True,
+                          text=True, timeout=120)
+    from importlib.metadata import version
+
+    assert f"SEEN={(False, True, version('iglearn'))!r}" in done.stdout, done.stderr
+
+
 EXPERIMENTS = ("table1", "sample-complexity", "unsupervised", "figure3", "action-inclusive",
                "personalised", "personalized", "family", "noisy-feedback")
 

@@ -118,13 +118,26 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"iglearn: error: {printable(message)}; see '{self.prog} --help'\n")
 
 
+class PrintVersion(argparse.Action):
+    """``--version``: print iglearn's version and exit, reading it only then (reading it
+    imports the package metadata, which every other command would pay for at start)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS,
+                 default: str = argparse.SUPPRESS, help: str | None = None):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: object, option_string: str | None = None) -> NoReturn:
+        print(f"{parser.prog} {iglearn.__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``iglearn`` command."""
     parser = Parser(prog="iglearn", description="Interaction-Grounded Learning: learn from "
                                                 "feedback vectors without an explicit reward.")
     parser.set_defaults(verbose=False, reads=())
-    parser.add_argument("--version", action="version", version=f"%(prog)s {iglearn.__version__}",
-                        help="print the version and exit")
+    parser.add_argument("--version", action=PrintVersion, help="print the version and exit")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     experiments.add_commands(commands)
     logs.add_commands(commands)
