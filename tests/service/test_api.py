@@ -169,7 +169,6 @@ def test_model_archive_round_trip(tmp_path):
         load_archive(b"x" * 100)
 
 
-
 @pytest.mark.parametrize("beyond", [False, True])
 def test_requests_arriving_while_a_group_waits_share_its_commit(tmp_path, beyond):
     """A decide or feedback request that reaches the group commit within GATHER_TURNS turns

@@ -377,11 +377,11 @@ GATHER_TURNS = 2
 """Turns of the event loop a group of requests waits for more before it runs
 (:class:`GroupCommit`). A request whose bytes arrive while a turn runs reaches the queue in
 the turn after, so each turn of waiting lets the requests that came meanwhile join. With
-``benchmarks/serve_load.py``'s simulated clients on SQLite, waiting 2 turns instead of
-running at the first cut the service's CPU per interaction from 410-430 to 325-360 µs with
-8 clients and from 650 to 400 µs with 4, and the median decide latency from 1.6 to 1.2-1.3
-ms and 1.3 to 0.75 ms; with one client, which has nothing to group, the median rose from
-0.51 to 0.58 ms. Three turns or more did no better."""
+``benchmarks/serve_load.py``'s simulated clients on SQLite (the service without re-fits),
+waiting 2 turns instead of running at the first cut the service's CPU per interaction from
+408-431 to 294-360 µs with 8 clients and from 646 to 398 µs with 4, and the median decide
+latency from 1.6 to 1.2-1.3 ms and 1.3 to 0.75 ms; with one client, which has nothing to
+group, the median rose from 0.51 to 0.58 ms. Three turns or more did no better."""
 
 
 class GroupCommit:
