@@ -13,13 +13,13 @@ answered 409, which the client takes as done.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from iglearn.errors import IGLearnError, require_extra
+from iglearn.service.ids import new_event_id
 
 require_extra("serve", ("httpx",), "iglearn.client")
 import httpx  # noqa: E402
@@ -104,7 +104,7 @@ class Client:
         """A decision for one context: event_id, action, probability, probabilities,
         model_version, explored. ``actions`` restricts it to some actions."""
         body: dict[str, Any] = {"context": _numbers(context, "context"),
-                                "event_id": event_id or uuid.uuid4().hex}
+                                "event_id": event_id or new_event_id()}
         if actions is not None:
             body["actions"] = [int(a) for a in actions]
         return self._request("POST", "/v1/decide", body).json()
@@ -113,7 +113,7 @@ class Client:
                      event_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Decisions for many contexts in one request."""
         rows = [_numbers(c, f"contexts[{i}]") for i, c in enumerate(contexts)]
-        ids = list(event_ids) if event_ids is not None else [uuid.uuid4().hex for _ in rows]
+        ids = list(event_ids) if event_ids is not None else [new_event_id() for _ in rows]
         response = self._request("POST", "/v1/decide", {"contexts": rows, "event_ids": ids})
         return response.json()["decisions"]
 

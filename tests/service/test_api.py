@@ -4,6 +4,7 @@ log export and the metrics."""
 from __future__ import annotations
 
 import time
+import uuid
 
 import numpy as np
 import pytest
@@ -42,6 +43,11 @@ def test_batch_and_idempotent_event_ids(service):
         first = http.post("/v1/decide", json={"context": [1, 1, 1, 1], "event_id": "same"})
         again = http.post("/v1/decide", json={"context": [1, 1, 1, 1], "event_id": "same"})
         assert first.json() == again.json()
+        # made by the service: version 7 UUIDs, whose first 12 digits (the time) grow
+        made = [http.post("/v1/decide", json={"context": [1, 1, 1, 1]}).json()["event_id"]
+                for _ in range(2)]
+        assert [uuid.UUID(hex=m).version for m in made] == [7, 7]
+        assert made[0][:12] <= made[1][:12]
     assert service.storage().counts().decisions >= 4
 
 

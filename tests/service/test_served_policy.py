@@ -62,3 +62,6 @@ def test_vector_names_the_first_bad_value(values, message):
 def test_vector_accepts_the_limit_itself():
     got = vector([limits.MAX_ABS_VALUE, -limits.MAX_ABS_VALUE, 1], "feedback", 3)
     assert got.dtype == np.float32 and got[2] == 1.0
+    # values each within the limit whose squares sum beyond the limit's square
+    many = vector([-0.9 * limits.MAX_ABS_VALUE] * 64, "feedback", 64)
+    assert (many == np.float32(-0.9 * limits.MAX_ABS_VALUE)).all()

@@ -20,7 +20,6 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
@@ -40,6 +39,7 @@ from iglearn.data import limits, safejson
 from iglearn.errors import IGLearnError, shown
 from iglearn.service.config import ServiceConfig, is_loopback
 from iglearn.service.exploration import Explorer
+from iglearn.service.ids import new_event_id
 from iglearn.service.keys import KeyRing, sync_keys, watch_keys
 from iglearn.service.metrics import Metrics
 from iglearn.service.operator_log import log_event
@@ -623,9 +623,10 @@ def vector(value: object, name: str, dim: int) -> np.ndarray:
 
 
 def event_id(value: object, name: str, max_length: int) -> str:
-    """An event id: 1 to ``max_length`` characters of letters, digits and ``._:-``."""
+    """An event id: 1 to ``max_length`` characters of letters, digits and ``._:-``; a new
+    one (:func:`~iglearn.service.ids.new_event_id`) when none is given."""
     if value is None:
-        return uuid.uuid4().hex
+        return new_event_id()
     if not isinstance(value, str) or not 0 < len(value) <= max_length \
             or not _EVENT_ID.fullmatch(value):
         raise Rejected(422, f"must be a string of 1 to {max_length} letters, digits or . _ : -",

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import stat
 import time
-import uuid
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from iglearn.errors import IGLearnError
+from iglearn.service.ids import new_event_id
 
 if TYPE_CHECKING:
     from starlette.routing import Route
@@ -311,7 +311,7 @@ def demo_routes(service: Service) -> list[Route]:
         shape = choice(body.get("shape"), "shape", SHAPES)
         context = context_features(colour, shape)[None]
         allowed = np.ones((1, len(COLOURS)), dtype=bool)
-        decision = service.decide(context, [uuid.uuid4().hex], allowed)[0]
+        decision = service.decide(context, [new_event_id()], allowed)[0]
         return json_response({"event_id": decision.event_id, "action": decision.action,
                               "word": COLOURS[decision.action],
                               "probability": decision.probability,
