@@ -86,6 +86,7 @@ from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
 from iglearn.learners.e2g import EpochGreedy
 from iglearn.learners.monitor import ShortReport
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
+from iglearn.learners.restarts import Attempt, adaptive_restart
 from iglearn.learners.schedules import DataDrivenSchedule, Schedule
 from iglearn.learners.settings import AIIGL_OPTIMISATION as DEFAULT_OPTIMISATION
 from iglearn.learners.settings import AIIGLSettings, Optimisation
@@ -219,26 +220,23 @@ class AIIGL(AIIGLSettings, StackableLearner):
             per trial, (policy, decoders, indicator of every attempt) of its best attempt.
         """
         d_x, d_y = data.context_dim, data.signal_dim
-        best: dict[int, tuple[float, Policy, list[Decoder]]] = {}
-        tried: list[list[float]] = [[] for _ in rngs]
-        pending = list(range(len(rngs)))
-        for _ in range(self.max_restarts + 1):
+
+        def attempt(number: int, pending: list[int]
+                    ) -> list[Attempt[tuple[Policy, list[Decoder]]]]:
             generators = [torch_generator(rngs[t]) for t in pending]
             models = [self.initial_models(d_x, d_y, n_actions, g) for g in generators]
             policies, decoders = [m[0] for m in models], [m[1] for m in models]
             self.fit_models(policies, decoders, data.select(pending), generators)
-            still = []
+            attempts = []
             for t, policy, own in zip(pending, policies, decoders, strict=True):
                 terms = indicator_terms(policy, own, data.select([t]))
-                tried[t].append(float(terms.sum()))
-                if t not in best or terms.sum() > best[t][0]:
-                    best[t] = (float(terms.sum()), policy, own)
-                if not grounded(terms, self.restart_fraction):
-                    still.append(t)
-            pending = still
-            if not pending:
-                break
-        return [(best[t][1], best[t][2], tried[t]) for t in range(len(rngs))]
+                indicator = float(terms.sum())
+                attempts.append(Attempt((policy, own), indicator,
+                                        grounded(terms, self.restart_fraction), indicator))
+            return attempts
+
+        best, tried = adaptive_restart(len(rngs), self.max_restarts, attempt)
+        return [(*b.fitted, tried[t]) for t, b in enumerate(best)]
 
     def _report(self, log: AnyLog, everything: Source, seconds: float) -> AIIGLReport:
         """What the fitted models measure on their log ``everything``, with the warnings."""

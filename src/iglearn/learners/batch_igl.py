@@ -49,6 +49,7 @@ from iglearn.learners.objective import (
     policy_minorant,
     self_normalised_objective,
 )
+from iglearn.learners.restarts import Attempt, adaptive_restart
 from iglearn.learners.settings import (
     CONTINUED_STEPS,
     HOLDOUT_SHARE,
@@ -359,16 +360,16 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             per trial, (indicator, policy, decoder, indicator of every attempt, standard error
             of the indicator) of its best attempt.
         """
-        best: dict[int, tuple[float, Policy, Decoder, bool, float]] = {}
-        tried: list[list[float]] = [[] for _ in rngs]
-        pending = list(range(len(rngs)))
         device = resolve_device(self.device)
-        for attempt in range(self.max_restarts + 1):
+        z = self.restart_confidence
+
+        def attempt(number: int, pending: list[int]
+                    ) -> list[Attempt[tuple[float, Policy, Decoder, float]]]:
             if monitor is not None:
-                monitor.start_attempt(attempt, pending)
+                monitor.start_attempt(number, pending)
             generators = [torch_generator(rngs[t]) for t in pending]
             settings = None
-            if attempt == 0 and starts is not None:
+            if number == 0 and starts is not None:
                 policies, decoders = (list(models) for models in zip(*starts, strict=True))
                 settings = start_optimisation
             else:
@@ -387,19 +388,13 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             clear = [sure and value > 0 for sure, value in zip(
                 self._clear(decoders, data.select(pending), n_actions, device), values,
                 strict=True)]
-            z = self.restart_confidence
-            for t, value, error, sure, policy, decoder in zip(pending, values, errors, clear,
-                                                               policies, decoders, strict=True):
-                tried[t].append(value)
-                if t not in best or (sure, value - z * error) > (
-                        best[t][3], best[t][0] - z * best[t][4]):
-                    best[t] = (value, policy, decoder, sure, error)
-            pending = [t for t, value, error, sure in zip(pending, values, errors, clear,
-                                                          strict=True)
-                       if not (sure and self.passes(value, error, n_actions))]
-            if not pending:
-                break
-        return [(*best[t][:3], tried[t], best[t][4]) for t in range(len(rngs))]
+            return [Attempt((value, policy, decoder, error), (sure, value - z * error),
+                            sure and self.passes(value, error, n_actions), value)
+                    for value, error, sure, policy, decoder in zip(
+                        values, errors, clear, policies, decoders, strict=True)]
+
+        best, tried = adaptive_restart(len(rngs), self.max_restarts, attempt)
+        return [(*b.fitted[:3], tried[t], b.fitted[3]) for t, b in enumerate(best)]
 
     @staticmethod
     def _clear(decoders: Sequence[Decoder], data: Source, n_actions: int,

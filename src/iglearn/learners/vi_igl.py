@@ -75,6 +75,7 @@ from iglearn.learners.base import StackableLearner
 from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
 from iglearn.learners.monitor import ShortReport
+from iglearn.learners.restarts import Attempt, adaptive_restart
 from iglearn.learners.settings import (
     DIVERGENCES,
     VIIGL_OPTIMISATION,
@@ -476,27 +477,20 @@ class VIIGL(VIIGLSettings, StackableLearner):
             per trial, the decoder of its attempt with the largest marginal bound, and the
             (conditional, marginal) bounds of every attempt.
         """
-        trials = list(range(len(generators)))
-        attempts: list[list[tuple[float, float]]] = [[] for _ in trials]
-        chosen: list[Decoder | None] = [None for _ in trials]
-        pending = trials
-        for _ in range(self.max_restarts + 1):
+        def attempt(number: int, pending: list[int]) -> list[Attempt[Decoder]]:
             decoders = [make_decoder(self.decoder, data.signal_dim, generators[t],
                                      self.decoder_temperature) for t in pending]
             critics = [make_critics(self, data.context_dim, data.signal_dim, n_actions,
                                     generators[t]) for t in pending]
             conditional, marginal = self.ground(decoders, critics, data.select(pending),
                                                 [generators[t] for t in pending])
-            for t, decoder, g_bound, t_bound in zip(pending, decoders, conditional.tolist(),
-                                                    marginal.tolist(), strict=True):
-                if not attempts[t] or t_bound > max(b for _, b in attempts[t]):
-                    chosen[t] = decoder
-                attempts[t].append((g_bound, t_bound))
-            pending = [t for t in pending
-                       if max(b for _, b in attempts[t]) <= self.restart_bound]
-            if not pending:
-                break
-        return [cast(Decoder, decoder) for decoder in chosen], attempts
+            return [Attempt(decoder, t_bound, t_bound > self.restart_bound,
+                            (g_bound, t_bound))
+                    for decoder, g_bound, t_bound in zip(decoders, conditional.tolist(),
+                                                         marginal.tolist(), strict=True)]
+
+        best, attempts = adaptive_restart(len(generators), self.max_restarts, attempt)
+        return [b.fitted for b in best], attempts
 
     def ground(self, decoders: Sequence[Decoder], critics: Sequence[Critics], data: Source,
                generators: Sequence[torch.Generator]) -> tuple[np.ndarray, np.ndarray]:

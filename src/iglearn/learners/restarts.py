@@ -1,0 +1,59 @@
+"""The adaptive restart: the one loop behind every learner's restarts.
+
+The 2021 paper's Appendix B restarts a fit whose indicator stays low from a fresh
+initialisation. iglearn's batch learners do so for T trials at once: every trial fits, the
+trials whose attempt did not pass their learner's test fit again together from fresh
+initialisations, at most ``max_restarts`` times, and each trial keeps its best attempt. What
+an attempt is, how it is ranked and what passes belong to the learner (2021 IGL: the
+indicator with its confidence margin, :meth:`BatchIGL.fit_with_restarts
+<iglearn.learners.batch_igl.BatchIGL.fit_with_restarts>`; AI-IGL: every action grounded,
+:meth:`AIIGL.fit_with_restarts <iglearn.learners.ai_igl.AIIGL.fit_with_restarts>`; VI-IGL: the
+critic's bound, :meth:`VIIGL.fit_decoders <iglearn.learners.vi_igl.VIIGL.fit_decoders>`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+Fitted = TypeVar("Fitted")
+
+
+@dataclass(frozen=True)
+class Attempt(Generic[Fitted]):
+    """One trial's attempt: what it fitted, its rank among the trial's attempts (larger is
+    better; the first of equal ranks is kept), whether it passed the learner's test (the
+    trial then stops) and what the learner's report lists for it."""
+
+    fitted: Fitted
+    rank: Any
+    passed: bool
+    record: Any
+
+
+def adaptive_restart(trials: int, max_restarts: int,
+                     attempt: Callable[[int, list[int]], Sequence[Attempt[Fitted]]]
+                     ) -> tuple[list[Attempt[Fitted]], list[list[Any]]]:
+    """Appendix B's adaptive restart for ``trials`` trials at once.
+
+    ``attempt(number, pending)`` fits attempt ``number`` (0 first) of the trials ``pending``,
+    side by side, and returns their attempts in that order. The trials whose attempt did not
+    pass are attempted again, at most ``max_restarts`` more times.
+
+    Returns:
+        per trial, its best attempt (largest rank) and the records of all its attempts.
+    """
+    best: dict[int, Attempt[Fitted]] = {}
+    records: list[list[Any]] = [[] for _ in range(trials)]
+    pending = list(range(trials))
+    for number in range(max_restarts + 1):
+        attempts = attempt(number, pending)
+        for t, tried in zip(pending, attempts, strict=True):
+            records[t].append(tried.record)
+            if t not in best or tried.rank > best[t].rank:
+                best[t] = tried
+        pending = [t for t, tried in zip(pending, attempts, strict=True) if not tried.passed]
+        if not pending:
+            break
+    return [best[t] for t in range(trials)], records
