@@ -41,6 +41,8 @@ IGL_LEARNERS: dict[str, tuple[str, dict[str, Any]]] = {
     "IGL-P (epsilon, per user)": ("iglearn.IGLP", {"exploration": "epsilon",
                                                    "personal": True}),
     "IGL-P (IGW, per user)": ("iglearn.IGLP", {"exploration": "igw", "personal": True}),
+    "IGL-P (IGW, per user, zhang)": ("iglearn.IGLP", {"exploration": "igw", "personal": True,
+                                                      "estimator": "zhang"}),
     "E2G": ("iglearn.E2G", {"warmup": 500, "iota": 1.0}),
     "AI-IGL": ("iglearn.AIIGL", {"warmup": 500, "iota": 1.0}),
 }

@@ -118,6 +118,14 @@ def test_iglp_grounds_words_per_user_when_half_the_users_swap_them():
     assert time.process_time() - start < 30
 
 
+def test_iglp_takes_its_estimator_by_name_and_refuses_an_unknown_one():
+    learner = JsonMakerV2().make({"iglearn.IGLP": {"seed": 0, "estimator": "zhang"}})
+    assert learner.params["estimator"] == "zhang"
+    assert IGLPLearner().params["estimator"] == "lipschitz"
+    with pytest.raises(IGLearnError, match="unknown estimator 'ramp'; choose one of step"):
+        IGLPLearner(estimator="ramp")
+
+
 def test_the_true_reward_cb_learns_through_coba():
     """The scalar reward reaches OnlineRegressionCB as a scalar: it learns (before, a
     1-element vector became an (n, 1) signal whose error broadcast to n x n)."""

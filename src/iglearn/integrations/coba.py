@@ -41,7 +41,7 @@ from coba import Learner
 from iglearn.errors import IGLearnError
 from iglearn.learners.ai_igl import OnlineAIIGL
 from iglearn.learners.e2g import E2G
-from iglearn.learners.iglp import OnlineIGLP
+from iglearn.learners.iglp import ESTIMATORS, OnlineIGLP
 from iglearn.learners.online import OnlineLearner, UniformLearner
 from iglearn.learners.regression import OnlineRegressionCB
 from iglearn.learners.schedules import PaperSchedule
@@ -333,18 +333,26 @@ class IGLPLearner(CobaLearner):
             False: one meaning per word for all users (the inverse-kinematics model of
             (x, y, x (x) y)). Without a user id (``users`` 0 or None) there is nothing to
             ground per user.
+        estimator: the reward estimate from inverse kinematics, OnlineIGLP's ``estimator``:
+            'lipschitz' (iglearn's ramp in log L, the default), 'zhang' (Zhang, Zhang, Luo &
+            Mineiro's ramp on h, which needs K >= 4 actions) or 'step'. Neither ramp leads
+            on every task of ``benchmarks/coba_grounded.py`` (``coba_grounded.md``).
     """
 
     def __init__(self, users: Ids = AUTO, words: Ids = AUTO, exploration: str | None = None,
                  epsilon: float = 0.2, gamma: float = 100.0, seed: int = 0,
-                 personal: bool = True):
+                 personal: bool = True, estimator: str = "lipschitz"):
         width = 0 if not personal or not users else SLOTS if users == AUTO else int(users)
         if exploration is None:
             exploration = "igw" if width else "epsilon"
-        super().__init__(iglp(exploration, seed, epsilon=epsilon, gamma=gamma, users=width),
+        if estimator not in ESTIMATORS:  # refused here, not at coba's first interaction
+            raise IGLearnError(f"unknown estimator {estimator!r}; choose one of "
+                               f"{', '.join(ESTIMATORS)}")
+        super().__init__(iglp(exploration, seed, epsilon=epsilon, gamma=gamma, users=width,
+                              estimator=estimator),
                          users, words, "iglearn.IGLP",
                          {"exploration": exploration, "epsilon": epsilon, "gamma": gamma,
-                          "seed": seed, "personal": bool(width)})
+                          "seed": seed, "personal": bool(width), "estimator": estimator})
 
 
 class AIIGLLearner(_ScheduledLearner):
