@@ -41,7 +41,7 @@ from coba import Learner
 from iglearn.errors import IGLearnError
 from iglearn.learners.ai_igl import OnlineAIIGL
 from iglearn.learners.e2g import E2G
-from iglearn.learners.iglp import ESTIMATORS, OnlineIGLP
+from iglearn.learners.iglp import OnlineIGLP, check_estimator
 from iglearn.learners.online import OnlineLearner, UniformLearner
 from iglearn.learners.regression import OnlineRegressionCB
 from iglearn.learners.schedules import PaperSchedule
@@ -345,9 +345,7 @@ class IGLPLearner(CobaLearner):
         width = 0 if not personal or not users else SLOTS if users == AUTO else int(users)
         if exploration is None:
             exploration = "igw" if width else "epsilon"
-        if estimator not in ESTIMATORS:  # refused here, not at coba's first interaction
-            raise IGLearnError(f"unknown estimator {estimator!r}; choose one of "
-                               f"{', '.join(ESTIMATORS)}")
+        check_estimator(estimator)  # refused here, not at coba's first interaction
         super().__init__(iglp(exploration, seed, epsilon=epsilon, gamma=gamma, users=width,
                               estimator=estimator),
                          users, words, "iglearn.IGLP",

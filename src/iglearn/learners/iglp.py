@@ -96,6 +96,15 @@ if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
 
 ESTIMATORS = ("step", "lipschitz", "zhang")
+
+
+def check_estimator(estimator: str) -> None:
+    """Refuse an ``estimator`` setting that is not one of :data:`ESTIMATORS`."""
+    if estimator not in ESTIMATORS:
+        raise IGLearnError(f"unknown estimator {estimator!r}; choose one of "
+                           f"{', '.join(ESTIMATORS)}")
+
+
 ONLINE_FIRST_FIT = replace(DEFAULT_OPTIMISATION, max_steps=60)
 """OnlineIGLP's first fit (on ``refit_every`` interactions): the regression settings, extended
 to 60 steps instead of 200."""
@@ -386,9 +395,7 @@ class IGLP(IGLPSettings, PolicyLearner):
         if self.optimisation is None:
             self.optimisation = DEFAULT_OPTIMISATION
         check_specs(self)
-        if self.estimator not in ESTIMATORS:
-            raise IGLearnError(f"unknown estimator {self.estimator!r}; choose one of "
-                               f"{', '.join(ESTIMATORS)}")
+        check_estimator(self.estimator)
         if not (np.isfinite(self.threshold) and self.threshold > 1):
             raise IGLearnError(f"threshold must be a number > 1, got {self.threshold!r}")
         if not 0 < self.ramp_start < 1:
