@@ -50,6 +50,7 @@ from torch import nn
 from iglearn.errors import IGLearnError
 from iglearn.models.decoders import DECODERS, Decoder, logistic
 from iglearn.models.init import reset_parameters
+from iglearn.models.kernels import log_softmax, softmax
 from iglearn.models.policies import POLICIES, Policy
 
 ModelFactory: TypeAlias = Callable[[int, int, torch.Generator], nn.Module]
@@ -104,11 +105,11 @@ class CustomPolicy(_TrialAxis, Policy):
 
     def forward(self, context: torch.Tensor) -> torch.Tensor:
         """Log-probabilities log pi(. | x), shape (n, K)."""
-        return torch.log_softmax(self.scores(context) / self.temperature, dim=-1)
+        return log_softmax(self.scores(context) / self.temperature)
 
     def probabilities(self, context: torch.Tensor) -> torch.Tensor:
         """pi(. | x), shape (n, K)."""
-        return torch.softmax(self.scores(context) / self.temperature, dim=-1)
+        return softmax(self.scores(context) / self.temperature)
 
 
 class CustomDecoder(_TrialAxis, Decoder):

@@ -5,6 +5,8 @@ import math
 import torch
 from torch import nn
 
+from iglearn.models.kernels import Linear
+
 
 def reset_parameters(module: nn.Module, generator: torch.Generator) -> None:
     """Uniform(-1/sqrt(fan_in), 1/sqrt(fan_in)) for every Linear layer, drawn from ``generator``."""
@@ -19,4 +21,4 @@ def reset_parameters(module: nn.Module, generator: torch.Generator) -> None:
 
 def mlp(d_in: int, d_out: int, hidden: int) -> nn.Sequential:
     """A one-hidden-layer ReLU network."""
-    return nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, d_out))
+    return nn.Sequential(Linear(d_in, hidden), nn.ReLU(), Linear(hidden, d_out))

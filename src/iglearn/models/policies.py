@@ -9,6 +9,7 @@ from torch import nn
 
 from iglearn.learners.settings import POLICY_KINDS
 from iglearn.models.init import mlp, reset_parameters
+from iglearn.models.kernels import Linear, log_softmax, softmax
 
 
 class Policy(nn.Module):
@@ -23,11 +24,11 @@ class Policy(nn.Module):
 
     def forward(self, context: torch.Tensor) -> torch.Tensor:
         """Log-probabilities log pi(. | x), shape (n, K)."""
-        return torch.log_softmax(self._tempered(context), dim=-1)
+        return log_softmax(self._tempered(context))
 
     def probabilities(self, context: torch.Tensor) -> torch.Tensor:
         """pi(. | x), shape (n, K)."""
-        return torch.softmax(self._tempered(context), dim=-1)
+        return softmax(self._tempered(context))
 
     def scores(self, context: torch.Tensor) -> torch.Tensor:
         """The score network's output f(x), shape (n, K) (or (T, n, K) stacked): what the
@@ -48,7 +49,7 @@ class LinearPolicy(Policy):
     kind = "linear"
 
     def __init__(self, context_dim: int, n_actions: int, temperature: float = 1.0):
-        super().__init__(nn.Linear(context_dim, n_actions), temperature)
+        super().__init__(Linear(context_dim, n_actions), temperature)
 
 
 class MLPPolicy(Policy):

@@ -2,12 +2,13 @@
 axis: how learners fit many trials (seeds, logs) as one batched computation.
 
 ``stack(models)`` copies T models into one module whose linear layers hold (T, out, in)
-weights. They multiply (T, n, in) inputs by batched matmuls (``torch.baddbmm``), and a list of
-T (n, in) inputs (a full pass over T logs, which are never copied into one tensor) trial by
-trial; buffers get the same leading axis. Each trial's slice of every result equals what the
-model computes alone up to float32 rounding (the batched kernels may round differently from
-the single-trial ones, as they do on some CPUs; a test checks the tolerance), so a stacked fit
-gives each trial the weights it would have had alone, up to rounding. ``unstack_into`` copies
+weights. They multiply (T, n, in) inputs by batched matmuls
+(:func:`~iglearn.models.kernels.linear`), and a list of T (n, in) inputs (a full pass over T
+logs, which are never copied into one tensor) trial by trial; buffers get the same leading
+axis. Each trial's slice of every result equals what the model computes alone up to float32
+rounding (the batched kernels may round differently from the single-trial ones, as they do
+on some CPUs; a test checks the tolerance), so a stacked fit gives each trial the weights it
+would have had alone, up to rounding. ``unstack_into`` copies
 the trained slices back into the original models.
 """
 
@@ -19,6 +20,8 @@ from typing import cast
 
 import torch
 from torch import nn
+
+from iglearn.models.kernels import linear
 
 
 class StackedLinear(nn.Module):
@@ -36,7 +39,7 @@ class StackedLinear(nn.Module):
             # different numbers of trials; each trial's matrix-vector product does not.
             return torch.stack([torch.nn.functional.linear(x, w, b) for x, w, b
                                 in zip(inputs, self.weight, self.bias, strict=True)])
-        return torch.baddbmm(self.bias[:, None, :], inputs, self.weight.transpose(1, 2))
+        return linear(inputs, self.weight, self.bias)
 
 
 def stack(models: Sequence[nn.Module]) -> nn.Module:

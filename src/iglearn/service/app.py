@@ -100,12 +100,13 @@ def policy_function(learner: Any) -> PolicyFunction:
     from torch import nn
 
     from iglearn.learners.base import PolicyLearner
+    from iglearn.models.kernels import Linear
     from iglearn.models.policies import Policy
 
     policy = getattr(learner, "policy_", None)
     if not (type(learner).predict_proba is PolicyLearner.predict_proba
             and isinstance(policy, Policy) and type(policy).probabilities is Policy.probabilities
-            and type(policy.net) is nn.Linear):
+            and isinstance(policy.net, nn.Linear) and type(policy.net) in (nn.Linear, Linear)):
         return learner.predict_proba
     weight = policy.net.weight.detach().cpu().numpy().astype(np.float32).T.copy()
     bias = (np.zeros(weight.shape[1], np.float32) if policy.net.bias is None
