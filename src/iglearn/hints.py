@@ -13,7 +13,10 @@ is an instance of: ``str | nn.Module | ModelFactory`` reads as ``str | Unresolve
 from __future__ import annotations
 
 import builtins
+import functools
 import sys
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 
@@ -48,9 +51,11 @@ class _Names(dict):
         return Unresolved
 
 
-def settings_hints(cls: type) -> dict[str, Any]:
+@functools.cache
+def settings_hints(cls: type) -> Mapping[str, Any]:
     """The resolved annotation of every attribute of class ``cls`` and of its bases, by name,
-    names imported only under ``TYPE_CHECKING`` standing for :class:`Unresolved`."""
+    names imported only under ``TYPE_CHECKING`` standing for :class:`Unresolved`; read-only,
+    resolved once per class (the command line asks once per option)."""
     hints: dict[str, Any] = {}
     for klass in reversed(cls.__mro__):
         namespace = vars(sys.modules[klass.__module__])
@@ -58,4 +63,4 @@ def settings_hints(cls: type) -> dict[str, Any]:
             if isinstance(annotation, str):
                 annotation = eval(annotation, namespace, _Names(namespace))  # noqa: S307
             hints[name] = annotation
-    return hints
+    return MappingProxyType(hints)

@@ -1,7 +1,5 @@
 """``python -m iglearn.cli``: the ``iglearn`` command."""
 
-import sys
+from iglearn.cli import command
 
-from iglearn.cli import main
-
-sys.exit(main())
+command()

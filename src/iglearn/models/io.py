@@ -37,6 +37,7 @@ import os
 import re
 import types
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -211,7 +212,7 @@ def _setting_names(cls: type) -> list[str]:
     return [name for name in names if name not in RUNTIME]
 
 
-def _hints(target: Any) -> dict[str, Any]:
+def _hints(target: Any) -> Mapping[str, Any]:
     """The resolved type annotations of a class (:func:`~iglearn.hints.settings_hints`) or of
     ``__init__``, or {} if they cannot be resolved; without one, a setting is only checked to
     be a JSON scalar."""
@@ -227,8 +228,8 @@ def _setting_types(cls: type) -> dict[str, Any]:
     """The type of each constructor setting of ``cls``: its annotation, or for a dataclass
     field whose default is a dataclass (the optimisation), that default's class."""
     if not dataclasses.is_dataclass(cls):
-        return _hints(cast(Any, cls).__init__)  # the class's own constructor
-    found = _hints(cls)
+        return dict(_hints(cast(Any, cls).__init__))  # the class's own constructor
+    found = dict(_hints(cls))
     for f in dataclasses.fields(cls):
         default = f.default if f.default_factory is dataclasses.MISSING else f.default_factory()
         if dataclasses.is_dataclass(default):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import gc
 import json
 import math
 import re
@@ -1062,6 +1063,22 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+SERVICE_GC_THRESHOLDS = (700, 10, 10)
+"""The garbage collector's thresholds in a serving process: Python's defaults, short pauses
+(the command line's larger first generation, :data:`iglearn.cli.COMMAND_GC_THRESHOLD`,
+would pause a request for each collection of 50,000 objects)."""
+
+
+def settle_collector() -> None:
+    """Before serving: collect once, move every object made so far (the imported modules,
+    torch's among them, the loaded model) out of the garbage collector's generations
+    (``gc.freeze``), so that no later full collection walks them again, and collect with
+    :data:`SERVICE_GC_THRESHOLDS`."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(*SERVICE_GC_THRESHOLDS)
+
+
 def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = False,
           listening: Callable[[int], None] | None = None) -> None:
     """Run the service until interrupted (with the demo page at ``/demo`` if ``demo``);
@@ -1100,6 +1117,7 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = Fa
               version=version, database=config.db_shown, url=f"http://{shown}:{port}")
     if listening is not None:
         listening(port)
+    settle_collector()
     server = uvicorn.Server(uvicorn.Config(
         app, host=host, port=port, log_level="warning", access_log=False, server_header=False,
         date_header=False, proxy_headers=False))

@@ -1,0 +1,77 @@
+"""The command's exit: its code, every exit handler run, the output flushed, running threads
+waited for."""
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+
+def run(code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_exit_runs_the_exit_handlers_and_flushes_the_output():
+    done = run("""
+        import atexit, sys
+        from iglearn.cli import exit_process
+        atexit.register(lambda: print("handler ran", file=sys.stderr))
+        sys.stdout.write("unflushed output")
+        exit_process(3)
+        print("never reached")
+    """)
+    assert done.returncode == 3
+    assert done.stdout == "unflushed output"
+    assert done.stderr == "handler ran\n"
+
+
+def test_exit_waits_for_a_running_thread(tmp_path):
+    out = tmp_path / "written"
+    done = run(f"""
+        import threading, time
+        from iglearn.cli import exit_process
+        def late():
+            time.sleep(0.5)
+            open({str(out)!r}, "w").write("done")
+        threading.Thread(target=late).start()
+        exit_process(0)
+    """)
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == "done"
+
+
+def test_the_command_exits_with_its_code_and_its_whole_output(tmp_path):
+    from iglearn.data.formats import write_table
+    from iglearn.data.logs import InteractionLog
+
+    rng = np.random.default_rng(0)
+    n = 300
+    log = InteractionLog(context=rng.normal(35, 0.05, (n, 4)), action=rng.integers(0, 3, n),
+                         probability=np.full(n, 1 / 3), feedback=rng.normal(0, 1, (n, 2)),
+                         n_actions=3)
+    write_table(log, tmp_path / "log.npz")
+    command = [sys.executable, "-m", "iglearn", "fit", str(tmp_path / "log.npz"), "--out",
+               str(tmp_path / "model")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip().endswith("}")  # the whole summary
+    assert (tmp_path / "model" / "model.json").is_file()
+    missing = subprocess.run([*command[:4], str(tmp_path / "missing.npz"), *command[5:]],
+                             capture_output=True, text=True, timeout=300)
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("iglearn: error:")
+
+
+def test_the_command_collects_garbage_in_larger_steps():
+    done = run("""
+        import atexit, gc, sys
+        from iglearn.cli import COMMAND_GC_THRESHOLD, command
+        atexit.register(lambda: print(gc.get_threshold()[0] == COMMAND_GC_THRESHOLD))
+        sys.argv = ["iglearn", "--version"]
+        command()
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [done.stdout.splitlines()[0], "True"]
+    assert done.stdout.startswith("iglearn ")
