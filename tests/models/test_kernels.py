@@ -109,3 +109,9 @@ def test_policies_score_with_the_narrow_layer_and_stack():
         torch.testing.assert_close(together[t], p.net(x[t]), rtol=1e-5, atol=1e-4)
         torch.testing.assert_close(torch.log_softmax(together[t], -1), p(x[t]),
                                    rtol=1e-5, atol=1e-4)
+
+
+def test_softmaxes_of_one_vector_are_torchs():
+    scores = torch.randn(10, generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(log_softmax(scores), torch.log_softmax(scores, -1))
+    torch.testing.assert_close(softmax(scores), torch.softmax(scores, -1))

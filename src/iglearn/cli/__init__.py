@@ -186,7 +186,7 @@ collections, 33 of the middle generation, 370 young ones) of a 1.5 to 2 s run; w
 threshold, about 50 ms (5 young collections). The young collections are larger and rarer;
 memory held by unreachable cycles waits at most 50,000 allocations. The service, whose
 requests want short pauses, sets Python's default back once started
-(:func:`iglearn.service.app.serve`)."""
+(:func:`iglearn.service.app.settle_collector`)."""
 
 
 def command() -> NoReturn:

@@ -36,6 +36,8 @@ break-even for one model: about 256 to 384 rows; a stacked product gains from fe
 
 
 def _narrow(values: torch.Tensor, width: int, rows: int, least: int) -> bool:
+    """Whether ``values`` on the CPU, ``width`` wide (2 to :data:`NARROW` - 1) and of ``rows``
+    rows (at least ``least``), go the narrow way."""
     return values.device.type == "cpu" and 2 <= width < NARROW and rows >= least
 
 
@@ -49,9 +51,9 @@ def linear(inputs: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None
                                                    inputs.shape[-2], PRODUCT_ROWS):
         if weight.dim() == 2:
             return nn.functional.linear(inputs, weight, bias)
-        product = torch.bmm(inputs, weight.transpose(1, 2)) if bias is None else \
-            torch.baddbmm(bias[:, None, :], inputs, weight.transpose(1, 2))
-        return product
+        if bias is None:
+            return torch.bmm(inputs, weight.transpose(1, 2))
+        return torch.baddbmm(bias[:, None, :], inputs, weight.transpose(1, 2))
     across = inputs.transpose(-1, -2)
     if bias is None:
         return (weight @ across).transpose(-1, -2)
@@ -65,7 +67,7 @@ def log_softmax(scores: torch.Tensor) -> torch.Tensor:
     of many rows on the CPU run along the rows of the transposed scores, a view when
     :func:`linear` made them, and the result is a transposed view (the module docstring)."""
     if not _narrow(scores, scores.shape[-1], scores.numel() // scores.shape[-1],
-                   SOFTMAX_ROWS) or scores.dim() < 2:
+                   SOFTMAX_ROWS):
         return torch.log_softmax(scores, dim=-1)
     return torch.log_softmax(scores.transpose(-1, -2).contiguous(), dim=-2).transpose(-1, -2)
 
@@ -74,7 +76,7 @@ def softmax(scores: torch.Tensor) -> torch.Tensor:
     """softmax over the last axis of ``scores`` (..., n, K), computed as :func:`log_softmax`
     says."""
     if not _narrow(scores, scores.shape[-1], scores.numel() // scores.shape[-1],
-                   SOFTMAX_ROWS) or scores.dim() < 2:
+                   SOFTMAX_ROWS):
         return torch.softmax(scores, dim=-1)
     return torch.softmax(scores.transpose(-1, -2).contiguous(), dim=-2).transpose(-1, -2)
 
