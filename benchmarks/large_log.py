@@ -23,9 +23,7 @@ import argparse
 import json
 import os
 import shutil
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +31,7 @@ import numpy as np
 
 from iglearn.data.formats import TableInfo, TableReader
 from iglearn.envs import digits_environment
+from iglearn.processes import run_measured
 
 SIDES = {784: (28, 3, 2), 256: (16, 2, 0), 64: (8, 1, 0)}
 """Upsampled width: (side, block, border) of the square image."""
@@ -94,21 +93,10 @@ def _test_set(dims: tuple[int, int], path: str) -> None:
 def _step(name: str, command: list[str], results: dict) -> None:
     """Run ``command`` (a module name or a script path, then its arguments) in a child process
     and record its wall time and peak resident memory."""
-    run = "run_path" if command[0].endswith(".py") else "run_module"
-    wrapper = ("import resource, runpy, sys\n"
-               "sys.argv = sys.argv[1:]\n"
-               "code = 0\n"
-               f"try:\n    runpy.{run}(sys.argv[0], run_name='__main__')\n"
-               "except SystemExit as e:\n    code = e.code or 0\n"
-               "print('MAXRSS', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
-               "file=sys.stderr)\nsys.exit(code)")
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", wrapper, *command], capture_output=True,
-                          text=True)
-    seconds = time.perf_counter() - start
-    rss = [line for line in done.stderr.splitlines() if line.startswith("MAXRSS")]
-    record = {"command": " ".join(command), "seconds": round(seconds, 1),
-              "peak_rss_gb": round(int(rss[-1].split()[1]) / 2**20, 2) if rss else None,
+    done = run_measured([sys.executable, *command] if command[0].endswith(".py")
+                        else [sys.executable, "-m", *command])
+    record = {"command": " ".join(command), "seconds": round(done.wall_seconds, 1),
+              "peak_rss_gb": round(done.peak_rss_kib / 2**20, 2),
               "exit_code": done.returncode}
     if done.returncode:
         record["stderr"] = done.stderr[-2000:]

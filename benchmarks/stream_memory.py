@@ -22,13 +22,13 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 
 from iglearn.data.formats import TableInfo, TableReader
+from iglearn.processes import run_measured
 
 DIMS = (64, 16)
 K = 10
@@ -77,30 +77,13 @@ def generate(rows: int, path: Path, shard_rows: int) -> None:
         write_shards(SyntheticLog(rows), path, shard_rows)
 
 
-WRAPPER = ("import resource, runpy, sys\n"
-           "sys.argv = sys.argv[1:]\n"
-           "code = 0\n"
-           "try:\n    runpy.run_module(sys.argv[0], run_name='__main__')\n"
-           "except SystemExit as e:\n    code = e.code or 0\n"
-           "use = resource.getrusage(resource.RUSAGE_SELF)\n"
-           "print('MAXRSS', use.ru_maxrss, use.ru_utime + use.ru_stime, file=sys.stderr)\n"
-           "sys.exit(code)")
-"""Runs a module as ``python -m`` would, then prints its peak RSS (KiB) and CPU seconds."""
-
-
 def measure(command: list[str]) -> dict:
     """Run ``python -m <command>`` in a child process: its peak RSS, CPU and wall seconds."""
-    start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", WRAPPER, *command], capture_output=True,
-                          text=True)
-    wall = time.perf_counter() - start
-    line = [line for line in done.stderr.splitlines() if line.startswith("MAXRSS")]
+    done = run_measured([sys.executable, "-m", *command])
     record: dict = {"command": "python -m " + " ".join(command), "exit_code": done.returncode,
-                    "wall_seconds": round(wall, 1)}
-    if line:
-        _, rss, cpu = line[-1].split()
-        record["peak_rss_mb"] = round(int(rss) / 1024, 1)
-        record["cpu_seconds"] = round(float(cpu), 1)
+                    "wall_seconds": round(done.wall_seconds, 1),
+                    "peak_rss_mb": round(done.peak_rss_kib / 1024, 1),
+                    "cpu_seconds": round(done.cpu_seconds, 1)}
     if done.returncode:
         record["stderr"] = done.stderr[-2000:]
     return record

@@ -79,3 +79,26 @@ def test_a_child_whose_parent_died_while_it_started_ends_on_starting(tmp_path):
     parent.wait()
     assert wait_gone([child], 30) == [], "the orphaned child went on"
     assert not ready.exists(), "the orphaned child started its work"
+
+
+def test_a_measured_child_reports_its_peak_memory_cpu_and_output_however_it_ends():
+    from iglearn.processes import run_measured
+
+    code = textwrap.dedent("""
+        import os, sys, time
+        block = bytearray(200 * 2**20)  # 200 MiB, touched
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        start = time.process_time()
+        while time.process_time() - start < 0.3:
+            pass
+        print("out"); print("err", file=sys.stderr)
+        sys.stdout.flush(); sys.stderr.flush()
+        os._exit(3)  # no teardown, no exit handler
+    """)
+    done = run_measured([sys.executable, "-c", code])
+    assert done.returncode == 3
+    assert (done.stdout, done.stderr) == ("out\n", "err\n")
+    assert done.peak_rss_kib > 200 * 1024
+    assert done.cpu_seconds >= 0.3
+    assert done.wall_seconds >= done.cpu_seconds * 0.5

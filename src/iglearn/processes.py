@@ -15,13 +15,17 @@ import contextlib
 import ctypes
 import os
 import signal
+import subprocess
 import sys
+import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["WATCH_SECONDS", "end_with_parent", "parent_death_signal"]
+__all__ = ["WATCH_SECONDS", "ChildRun", "end_with_parent", "parent_death_signal",
+           "run_measured"]
 
 WATCH_SECONDS = 0.2
 """How often the watching thread compares the parent's process id."""
@@ -80,3 +84,35 @@ def ray_instance(address: str | None, cpus: int) -> Iterator[None]:
     finally:
         if started:
             ray.shutdown()
+
+
+@dataclass(frozen=True)
+class ChildRun:
+    """What :func:`run_measured` measured of a child process."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    peak_rss_kib: int
+    """Its peak resident memory (``ru_maxrss``, KiB on Linux)."""
+    cpu_seconds: float
+    """Its user and system CPU time."""
+    wall_seconds: float
+
+
+def run_measured(argv: Sequence[str]) -> ChildRun:
+    """Run ``argv`` as a child process to its end and measure it as the kernel accounted it
+    (``os.wait4``): peak resident memory and CPU time, whatever way the child ends (the
+    ``iglearn`` command ends without the interpreter's teardown, which a wrapper measuring
+    from inside the child would never reach). Its output goes through temporary files, so
+    that a child that writes much does not block."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.perf_counter()
+        child = subprocess.Popen(list(argv), stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        return ChildRun(child.returncode, out.read(), err.read(), int(usage.ru_maxrss),
+                        usage.ru_utime + usage.ru_stime, wall)
