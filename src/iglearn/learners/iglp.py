@@ -85,7 +85,6 @@ from iglearn.learners.stream import check_fit_size
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, kernels, make_policy
 from iglearn.models.custom import check_specs
-from iglearn.models.kernels import log_softmax, softmax
 from iglearn.models.personal import PersonalIK
 from iglearn.models.stacked import StackedLinear
 from iglearn.seeding import SeedLike, as_generator, torch_generator
@@ -227,7 +226,7 @@ def ik_cross_entropy(model: Policy, rows: torch.Tensor, action: torch.Tensor,
     """Step 1's loss per interaction: the importance-weighted (1 / (K p)) -log h(a | x, y)
     of the logged action, on :func:`ik_rows` ``rows`` (one model or stacked trials)."""
     weight = uniform_weights(probability, n_actions)
-    log_h = log_softmax(ik_scores(model, rows, dims))
+    log_h = kernels.log_softmax(ik_scores(model, rows, dims))
     return -(weight * at_action(log_h, action))
 
 
@@ -468,7 +467,7 @@ class IGLP(IGLPSettings, PolicyLearner):
             fit_inverse_kinematics(self.ik_, rows, action, probability, n_actions,
                                    ik_settings, generator, dims)
         with torch.no_grad():
-            h = at_action(softmax(ik_scores(self.ik_, as_tensor(rows), dims)),
+            h = at_action(kernels.softmax(ik_scores(self.ik_, as_tensor(rows), dims)),
                           torch.as_tensor(action)).double().numpy()
         step, positive = self.extremeness(h, n_actions)
         negative, share = negative_actions(self.flags_, context, action, probability,
@@ -498,7 +497,7 @@ class IGLP(IGLPSettings, PolicyLearner):
         context, feedback = self.standardised(context), self.standardised_feedback(feedback)
         with torch.no_grad():
             rows, dims = ik_rows(ik, context, feedback), (context.shape[1], feedback.shape[1])
-            h = at_action(softmax(ik_scores(ik, as_tensor(rows), dims)),
+            h = at_action(kernels.softmax(ik_scores(ik, as_tensor(rows), dims)),
                           torch.as_tensor(np.asarray(action))).double().numpy()
             score = at_action(self.flags_.scores(as_tensor(context)),
                               torch.as_tensor(np.asarray(action)))

@@ -8,8 +8,8 @@ logs, which are never copied into one tensor) trial by trial; buffers get the sa
 axis. Each trial's slice of every result equals what the model computes alone up to float32
 rounding (the batched kernels may round differently from the single-trial ones, as they do
 on some CPUs; a test checks the tolerance), so a stacked fit gives each trial the weights it
-would have had alone, up to rounding. ``unstack_into`` copies
-the trained slices back into the original models.
+would have had alone, up to rounding. ``unstack_into`` copies the trained slices back into
+the original models.
 """
 
 from __future__ import annotations
