@@ -13,12 +13,13 @@ when the action is the best one; "half swapped": half the users swap good and ba
 ``Environments.grounded(users, normal, words, good)`` turns the task into an IGL one and a
 coba ``Experiment`` plays each learner on it alone (so its CPU seconds are its own): the IGL
 learners (``iglearn.IGLP`` with epsilon-greedy and with IGW exploration, each with one
-meaning per word for all users and grounding each word per user (the default: IGW per user),
-``iglearn.E2G``, ``iglearn.AIIGL``; ``--learners`` picks some) and coba's ``RandomLearner``
-with ``SequentialIGL`` (feedback only), the
-true-reward contextual bandit ``iglearn.RegressionCB`` with ``SequentialCB`` (it reads the
-reward). Every learner is measured on the same true reward, 1 for the task's best action
-(coba's grounding makes the reward binary).
+meaning per word for all users and grounding each word per user (the default: IGW per user,
+decoded from the feedback with the estimator 'auto'; the per-user entries naming an estimator
+and 'feedback' or 'interaction' set ``estimator`` and ``decode_from``), ``iglearn.E2G``,
+``iglearn.AIIGL``; ``--learners`` picks some) and coba's ``RandomLearner`` with
+``SequentialIGL`` (feedback only), the true-reward contextual bandit ``iglearn.RegressionCB``
+with ``SequentialCB`` (it reads the reward). Every learner is measured on the same true
+reward, 1 for the task's best action (coba's grounding makes the reward binary).
 
 Reports, per task, user setting and learner, over the seeds: the mean true reward, the
 normalised score (learner - random) / (CB - random) and the CPU seconds per 1,000
@@ -41,8 +42,14 @@ IGL_LEARNERS: dict[str, tuple[str, dict[str, Any]]] = {
     "IGL-P (epsilon, per user)": ("iglearn.IGLP", {"exploration": "epsilon",
                                                    "personal": True}),
     "IGL-P (IGW, per user)": ("iglearn.IGLP", {"exploration": "igw", "personal": True}),
-    "IGL-P (IGW, per user, zhang)": ("iglearn.IGLP", {"exploration": "igw", "personal": True,
-                                                      "estimator": "zhang"}),
+    "IGL-P (IGW, per user, lipschitz, feedback)": ("iglearn.IGLP", {
+        "exploration": "igw", "personal": True, "estimator": "lipschitz"}),
+    "IGL-P (IGW, per user, zhang, interaction)": ("iglearn.IGLP", {
+        "exploration": "igw", "personal": True, "estimator": "zhang",
+        "decode_from": "interaction"}),
+    "IGL-P (IGW, per user, lipschitz, interaction)": ("iglearn.IGLP", {
+        "exploration": "igw", "personal": True, "estimator": "lipschitz",
+        "decode_from": "interaction"}),
     "E2G": ("iglearn.E2G", {"warmup": 500, "iota": 1.0}),
     "AI-IGL": ("iglearn.AIIGL", {"warmup": 500, "iota": 1.0}),
 }

@@ -19,6 +19,7 @@ from iglearn.integrations.coba import (  # noqa: E402
     e2g,
     feedback_values,
 )
+from iglearn.learners.iglp import OnlineIGLP  # noqa: E402
 from iglearn.learners.regression import OnlineRegressionCB  # noqa: E402
 
 K, WORDS, USERS = 3, 6, 4
@@ -121,9 +122,26 @@ def test_iglp_grounds_words_per_user_when_half_the_users_swap_them():
 def test_iglp_takes_its_estimator_by_name_and_refuses_an_unknown_one():
     learner = JsonMakerV2().make({"iglearn.IGLP": {"seed": 0, "estimator": "zhang"}})
     assert learner.params["estimator"] == "zhang"
-    assert IGLPLearner().params["estimator"] == "lipschitz"
+    assert IGLPLearner().params["estimator"] == "auto"
     with pytest.raises(IGLearnError, match="unknown estimator 'ramp'; choose one of step"):
         IGLPLearner(estimator="ramp")
+
+
+@pytest.mark.parametrize("actions, estimator", [(3, "lipschitz"), (4, "zhang"), (5, "zhang")])
+def test_iglp_decodes_from_the_feedback_with_zhangs_ramp_from_four_actions(actions, estimator):
+    """The default estimator 'auto' is Zhang et al.'s ramp where its start 0.3 exceeds 1/K,
+    iglearn's ramp below; the default decodes from the feedback; both are recorded."""
+    learner = IGLPLearner(seed=0)
+    learner.predict((0, 0.5, 0.25), list(range(actions)))
+    assert isinstance(learner.learner, OnlineIGLP)
+    assert learner.learner.batch.estimator == estimator
+    assert learner.learner.batch.decode_from == "feedback"
+    assert learner.params["decode_from"] == "feedback"
+    made = JsonMakerV2().make({"iglearn.IGLP": {"seed": 0, "decode_from": "interaction"}})
+    assert made.params["decode_from"] == "interaction"
+    with pytest.raises(IGLearnError, match="unknown decode_from 'word'; choose one of "
+                                           "interaction, feedback"):
+        IGLPLearner(decode_from="word")
 
 
 def test_the_true_reward_cb_learns_through_coba():

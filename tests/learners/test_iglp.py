@@ -11,6 +11,7 @@ import torch
 from iglearn import IGLearnError, InteractionLog
 from iglearn.envs.personalised import vw_simulator
 from iglearn.envs.play import play
+from iglearn.learners import iglp as iglp_module
 from iglearn.learners.iglp import (
     IGLP,
     ONLINE_FIRST_FIT,
@@ -22,6 +23,8 @@ from iglearn.learners.iglp import (
     PersonalIK,
     best_inverse_kinematics,
     clearly_lower,
+    feedback_posterior,
+    fit_feedback_posterior,
     ik_features,
     ik_row_losses,
     ik_rows,
@@ -520,3 +523,89 @@ def test_online_per_user_grounding_fits_longer_unless_told():
     given = OnlineIGLP(3, USERS + 3, WORDS, users=USERS, first_fit=ONLINE_FIRST_FIT,
                        refit=ONLINE_REFIT)
     assert (given.first_fit, given.refit) == (ONLINE_FIRST_FIT, ONLINE_REFIT)
+
+
+def test_the_feedback_posterior_is_the_mean_extremeness_of_each_feedback():
+    """Three (user, word) pairs seen 400 times each, extreme in half, a quarter and none of
+    them: q is their mean extremeness scaled so that the typical extreme interaction's
+    feedback (the half) decodes to 1: 1, 1/2 and 0 (up to the ridge's shrinkage)."""
+    user = np.repeat(np.eye(2, dtype=np.float32)[[0, 0, 1]], 400, axis=0)
+    feedback = np.repeat(np.eye(3, dtype=np.float32)[[0, 1, 1]], 400, axis=0)
+    extremeness = np.concatenate([np.arange(400) % 2, np.arange(400) % 4 == 0,
+                                  np.zeros(400)]).astype(np.float64)
+    model = fit_feedback_posterior(user, feedback, extremeness)
+    decoded = feedback_posterior(model, user, feedback)
+    np.testing.assert_allclose(decoded[[0, 400, 800]], [1.0, 0.5, 0.0], atol=0.01)
+    assert np.ptp(decoded[:400]) == 0  # one value per (user, word)
+    nothing = fit_feedback_posterior(user, feedback, np.zeros(1200))
+    assert not feedback_posterior(nothing, user, feedback).any()
+
+
+def test_the_feedback_posterior_refuses_too_many_features(monkeypatch):
+    monkeypatch.setattr(iglp_module, "MAX_POSTERIOR_FEATURES", 10)
+    user = np.repeat(np.eye(3, dtype=np.float32), 3, axis=0)  # every user says every word
+    feedback = np.tile(np.eye(3, dtype=np.float32), (3, 1))
+    with pytest.raises(IGLearnError, match="this log has 16, more than 10; use "
+                                           "decode_from='interaction'"):
+        fit_feedback_posterior(user, feedback, np.ones(9))
+
+
+def xor_log(n: int = 3000, seed: int = 0) -> tuple[InteractionLog, np.ndarray]:
+    """Uniform play where the best of K = 3 actions is not linear in the context (0 where the
+    signs of x0 and x1 agree, else 1 or 2 by the sign of x2): half the users swap good and bad
+    words. The log and the true reward."""
+    rng = np.random.default_rng(seed)
+    user, x, context = users_and_contexts(n, rng)
+    best = np.where(x[:, 0] * x[:, 1] > 0, 0, np.where(x[:, 2] > 0, 1, 2))
+    action = rng.integers(0, 3, n)
+    reward = action == best
+    says_good = reward == (user >= USERS // 2)
+    word = np.where(says_good, rng.integers(0, GOOD, n), rng.integers(GOOD, WORDS, n))
+    log = InteractionLog(context=context, action=action, probability=np.full(n, 1 / 3),
+                         feedback=np.eye(WORDS, dtype=np.float32)[word], n_actions=3,
+                         reward=reward.astype(np.float32))
+    return log, reward
+
+
+def test_decoding_from_the_feedback_reads_rewards_a_linear_h_cannot_place():
+    """A linear h(a | x, y) cannot tell the best action from the context, so few rewarded
+    interactions (5 %) are extreme on their own; the mean extremeness of each user's words
+    tells which words follow a reward: decoded from the feedback, most of the reward is,
+    several times more than of interactions without one."""
+    log, reward = xor_log()
+    own, feedback = (IGLP(seed=0, users=USERS, decode_from=decode).fit(log)
+                     for decode in ("interaction", "feedback"))
+    assert own.posterior_ is None and feedback.posterior_ is not None
+    from_own = own.decode(log.context, log.action, log.feedback)
+    from_feedback = feedback.decode(log.context, log.action, log.feedback)
+    assert from_own[reward].mean() < 0.1 < 0.6 < from_feedback[reward].mean()
+    assert from_feedback[reward].mean() > 3 * from_feedback[~reward].mean()
+
+
+def test_a_feedback_posterior_saves_and_loads_and_a_damaged_one_is_refused(tmp_path):
+    log, _ = xor_log(600)
+    learner = IGLP(seed=0, users=USERS, decode_from="feedback").fit(log)
+    learner.save(tmp_path / "model")
+    back = IGLP.load(tmp_path / "model")
+    assert back.decode_from == "feedback" and back.posterior_ is not None
+    np.testing.assert_allclose(back.decode(log.context, log.action, log.feedback),
+                               learner.decode(log.context, log.action, log.feedback))
+    path = tmp_path / "model" / "model.json"
+    metadata = json.loads(path.read_text())
+    assert metadata["posterior"]["input_dim"] == USERS + WORDS + USERS * WORDS
+    for change, field in (({"posterior": {**metadata["posterior"], "input_dim": WORDS}},
+                           "posterior.input_dim"),
+                          ({"posterior": {**metadata["posterior"], "class": "mlp"}},
+                           "posterior.class"),
+                          ({"settings": {**metadata["settings"], "decode_from": "interaction"}},
+                           "settings.decode_from")):
+        path.write_text(json.dumps(metadata | change))
+        with pytest.raises(IGLearnError, match=f"field '{field}' is .*the model is damaged"):
+            IGLP.load(tmp_path / "model")
+
+
+def test_decode_from_is_checked_and_reaches_the_online_learner():
+    with pytest.raises(IGLearnError, match="unknown decode_from 'words'; choose one of "
+                                           "interaction, feedback"):
+        IGLP(decode_from="words")  # type: ignore[arg-type]
+    assert OnlineIGLP(3, 4, 2, decode_from="feedback").batch.decode_from == "feedback"

@@ -34,7 +34,10 @@ these steps, each a function below:
    clip((h - beta) / sigma, 0, 1), beta 0.3 and sigma 0.1 in the authors' code (settings
    ``ramp_start`` and ``ramp_width``); at K = 7 it leaves 0 a little before the step (h >
    1/3) and reaches 1 at h = 0.4 (L = 4). Under every estimate the negative interactions keep
-   the step (with 'lipschitz' the decoded reward thus never exceeds the step's);
+   the step (with 'lipschitz' the decoded reward thus never exceeds the step's). With
+   ``decode_from="feedback"`` a positive interaction's extremeness is its feedback's, the
+   mean over the log of the extremeness of that feedback from that user
+   (:func:`fit_feedback_posterior`, iglearn's addition), rather than its own;
 3. **positive or negative** (:func:`negative_actions`): the flag belongs to the feedback, but
    the state belongs to the (context, action): a model g(x, a) of the flagged share of the
    extreme interactions, and an extreme interaction is negative when g of its (x, a) exceeds
@@ -86,6 +89,7 @@ from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, kernels, make_policy
 from iglearn.models.custom import check_specs
 from iglearn.models.personal import PersonalIK
+from iglearn.models.policies import LinearPolicy
 from iglearn.models.stacked import StackedLinear
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 from iglearn.threads import torch_threads
@@ -96,6 +100,7 @@ if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
 
 ESTIMATORS = ("step", "lipschitz", "zhang")
+DECODES = ("interaction", "feedback")
 
 
 def check_estimator(estimator: str) -> None:
@@ -103,6 +108,13 @@ def check_estimator(estimator: str) -> None:
     if estimator not in ESTIMATORS:
         raise IGLearnError(f"unknown estimator {estimator!r}; choose one of "
                            f"{', '.join(ESTIMATORS)}")
+
+
+def check_decode_from(decode_from: str) -> None:
+    """Refuse a ``decode_from`` setting that is not one of :data:`DECODES`."""
+    if decode_from not in DECODES:
+        raise IGLearnError(f"unknown decode_from {decode_from!r}; choose one of "
+                           f"{', '.join(DECODES)}")
 
 
 ONLINE_FIRST_FIT = replace(DEFAULT_OPTIMISATION, max_steps=60)
@@ -331,6 +343,84 @@ def zhang_extremeness(h_logged: np.ndarray, start: float = 0.3,
     return np.clip((np.asarray(h_logged, dtype=np.float64) - start) / width, 0.0, 1.0)
 
 
+POSTERIOR_RIDGE = 1.0
+"""Ridge penalty of :func:`fit_feedback_posterior`'s regression, in interactions: a feedback
+(of a user) seen n times is shrunk towards 0 by roughly 1 / (n + 1) of its own mean
+extremeness, so that one seen once or twice is not taken as telling."""
+MAX_POSTERIOR_FEATURES = 4096
+"""The most features (1, u, y, u (x) y) :func:`fit_feedback_posterior` regresses on that are
+not zero everywhere in the log: users times feedback dimensions beyond it would cost too much
+per fit."""
+
+
+def fit_feedback_posterior(user: np.ndarray, feedback: np.ndarray,
+                           extremeness: np.ndarray, ridge: float = POSTERIOR_RIDGE) -> Policy:
+    """Step 2, decoded from the feedback (iglearn's addition, setting ``decode_from="feedback"``):
+    a linear model q(u, y) on (1, u, y, u (x) y) of how extreme the interactions with feedback
+    y from user u (``user``: the context's user part, empty without users) are on average,
+    scaled so that the typical extreme interaction's feedback has q = 1; the decoded
+    extremeness of an interaction is then clip(q(u, y), 0, 1) (:func:`feedback_posterior`).
+
+    Each interaction's own extremeness e (:meth:`IGLP.extremeness`) needs h(. | x, y) to put
+    the logged action first: on a task whose best action a linear h cannot tell from the
+    context, an interaction rewarded by a telling word is extreme only where h ranks right,
+    and the reward model learns the reward only there. Under IGL's assumption that the
+    feedback depends on the context and action only through the reward (for each user), the
+    chance that a feedback is extreme after reward 1 does not depend on which interaction it
+    follows, so the mean e of a feedback is that chance times P(reward 1 | u, y), and the
+    reward model's regression of q on (x, a) is, for each user, an increasing affine function
+    of P(reward 1 | x, a): the greedy action of the true reward, whatever h misses.
+
+    The regression is a ridge (``ridge``, :data:`POSTERIOR_RIDGE`) on the distinct rows (u,
+    y) of the log, weighted by their counts (for one-hot users and words, shrunken means per
+    user and word); q is then divided by its median over the extreme interactions, weighted by
+    their extremeness. Without an extreme interaction q is 0."""
+    user = np.asarray(user, np.float32)
+    d_u = user.shape[1]
+    rows = np.concatenate([user, np.asarray(feedback, np.float32)], axis=1)
+    distinct, inverse, counts = np.unique(rows, axis=0, return_inverse=True,
+                                          return_counts=True)
+    inverse = inverse.reshape(-1)
+    extremeness = np.asarray(extremeness, np.float64)
+    sums = np.bincount(inverse, weights=extremeness, minlength=len(distinct))
+    features = np.concatenate([np.ones((len(distinct), 1), np.float32),
+                               ik_features(distinct[:, :d_u], distinct[:, d_u:])], axis=1)
+    used = np.flatnonzero(features.any(axis=0))
+    if len(used) > MAX_POSTERIOR_FEATURES:
+        raise IGLearnError(f"decode_from='feedback' regresses on the users' and feedback's "
+                           f"features and their products: this log has {len(used)}, more "
+                           f"than {MAX_POSTERIOR_FEATURES}; use decode_from='interaction' or "
+                           f"fewer feedback dimensions")
+    x = features[:, used].astype(np.float64)
+    gram = (x * counts[:, None]).T @ x + ridge * np.eye(len(used))
+    coef = np.linalg.solve(gram, x.T @ sums)
+    q = (x @ coef)[inverse]
+    extreme = extremeness > 0
+    scale = weighted_median(q[extreme], extremeness[extreme]) if extreme.any() else 0.0
+    weight = np.zeros(features.shape[1])
+    if scale > 0:
+        weight[used] = coef / scale
+    model = LinearPolicy(features.shape[1] - 1, 1)
+    model.load_state_dict({"net.weight": torch.as_tensor(weight[None, 1:], dtype=torch.float32),
+                           "net.bias": torch.as_tensor(weight[:1], dtype=torch.float32)})
+    return model
+
+
+def weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
+    """The smallest of ``values`` at which their ``weights`` reach half their sum."""
+    order = np.argsort(values, kind="stable")
+    reached = np.cumsum(np.asarray(weights, np.float64)[order])
+    return float(values[order][np.searchsorted(reached, 0.5 * reached[-1])])
+
+
+def feedback_posterior(model: Policy, user: np.ndarray, feedback: np.ndarray) -> np.ndarray:
+    """The decoded extremeness clip(q(u, y), 0, 1) of each interaction from its feedback and
+    user part of the context, with q the model :func:`fit_feedback_posterior` fitted."""
+    with torch.no_grad():
+        q = model.scores(as_tensor(ik_features(user, feedback)))[:, 0].double().numpy()
+    return np.clip(q, 0.0, 1.0)
+
+
 def negative_actions(model: Policy, context: np.ndarray, action: np.ndarray,
                      probability: np.ndarray, flagged: np.ndarray, extreme: np.ndarray,
                      n_actions: int, settings: Optimisation,
@@ -386,8 +476,9 @@ class IGLP(IGLPSettings, PolicyLearner):
     """IGL-P from a log of any logging policy (see the module docstring): ``fit(log)`` reads
     context, action, probability, feedback and, when the log has it, ``definitely_bad``.
 
-    The fitted models are ``ik_`` (h(a | x, y) on :func:`ik_features`), ``flags_`` (g(x, a))
-    and ``policy_`` (the reward regressor f(x, a)). The policy is greedy in f:
+    The fitted models are ``ik_`` (h(a | x, y) on :func:`ik_features`), ``flags_`` (g(x, a)),
+    ``policy_`` (the reward regressor f(x, a)) and, with ``decode_from="feedback"``,
+    ``posterior_`` (q(u, y), :func:`fit_feedback_posterior`). The policy is greedy in f:
     ``predict_proba`` is one-hot on argmax_a f(x, a)."""
 
     def __post_init__(self) -> None:
@@ -396,6 +487,9 @@ class IGLP(IGLPSettings, PolicyLearner):
             self.optimisation = DEFAULT_OPTIMISATION
         check_specs(self)
         check_estimator(self.estimator)
+        check_decode_from(self.decode_from)
+        self.posterior_: Policy | None = None
+        """With ``decode_from="feedback"``, the fitted q(u, y) of :func:`fit_feedback_posterior`."""
         if not (np.isfinite(self.threshold) and self.threshold > 1):
             raise IGLearnError(f"threshold must be a number > 1, got {self.threshold!r}")
         if not 0 < self.ramp_start < 1:
@@ -470,6 +564,9 @@ class IGLP(IGLPSettings, PolicyLearner):
             h = at_action(kernels.softmax(ik_scores(self.ik_, as_tensor(rows), dims)),
                           torch.as_tensor(action)).double().numpy()
         step, positive = self.extremeness(h, n_actions)
+        self.posterior_ = (fit_feedback_posterior(context[:, :self.users], feedback, positive)
+                           if self.decode_from == "feedback" else None)
+        positive = self.decoded_positive(positive, context, feedback)
         negative, share = negative_actions(self.flags_, context, action, probability,
                                            np.asarray(flags, dtype=bool), step, n_actions,
                                            settings, generator)
@@ -504,7 +601,18 @@ class IGLP(IGLPSettings, PolicyLearner):
         negative = torch.sigmoid(score).numpy() > self.report_.flagged / 2 if (
             self.report_.flagged > 0) else np.zeros(len(action), dtype=bool)
         step, positive = self.extremeness(h, k)
-        return decoded_reward(positive, step, negative)
+        return decoded_reward(self.decoded_positive(positive, context, feedback), step,
+                              negative)
+
+    def decoded_positive(self, extremeness: np.ndarray, context: np.ndarray,
+                         feedback: np.ndarray) -> np.ndarray:
+        """The extremeness a positive interaction is decoded with: its own (``decode_from``
+        'interaction') or its feedback's (:func:`feedback_posterior`, 'feedback'), of contexts
+        and feedback as the models read them."""
+        if self.posterior_ is None:
+            return extremeness
+        return feedback_posterior(self.posterior_, np.asarray(context)[:, :self.users],
+                                  feedback)
 
     def extremeness(self, h_logged: np.ndarray, n_actions: int) -> tuple[np.ndarray,
                                                                           np.ndarray]:
@@ -593,6 +701,8 @@ class OnlineIGLP(OnlineRegression):
             (:class:`PersonalIK`), as for :class:`IGLP`; 0: none.
         ik_starts: with users, the inverse-kinematics initialisations each fit tries (the
             warm-started model and ``ik_starts`` - 1 fresh ones), as for :class:`IGLP`.
+        decode_from: 'interaction' (each interaction's own extremeness) or 'feedback' (its
+            feedback's, :func:`fit_feedback_posterior`), as for :class:`IGLP`.
     """
 
     reads_definitely_bad = True
@@ -606,7 +716,8 @@ class OnlineIGLP(OnlineRegression):
                  first_fit: Optimisation | None = None,
                  refit: Optimisation | None = None, seed: SeedLike = None,
                  standardise: Mode = "auto", ramp_start: float = 0.3, ramp_width: float = 0.1,
-                 gamma0: float | None = GAMMA0, users: int = 0, ik_starts: int = 2):
+                 gamma0: float | None = GAMMA0, users: int = 0, ik_starts: int = 2,
+                 decode_from: Literal["interaction", "feedback"] = "interaction"):
         super().__init__(n_actions, context_dim, feedback_dim, exploration, epsilon, gamma,
                          refit_every, refit_growth, seed, standardise, gamma0)
         self.first_fit = first_fit or (PERSONAL_FIRST_FIT if users else ONLINE_FIRST_FIT)
@@ -615,7 +726,7 @@ class OnlineIGLP(OnlineRegression):
         self.batch = IGLP(model=model, policy=policy, estimator=estimator,
                           threshold=threshold, ramp_start=ramp_start, ramp_width=ramp_width,
                           optimisation=self.first_fit, seed=self.rng, standardise="off",
-                          users=users, ik_starts=ik_starts)
+                          users=users, ik_starts=ik_starts, decode_from=decode_from)
 
     def _fit(self) -> None:
         settings = self.refit if self.fitted_ else self.first_fit

@@ -353,6 +353,12 @@ class IGLPSettings(FitSettings):
     Mineiro, NeurIPS 2024: clip((h - ramp_start) / ramp_width, 0, 1))."""
     threshold: float = 3.0
     """Likelihood ratio L above which feedback counts as extreme (3 is VW's rule)."""
+    decode_from: Literal["interaction", "feedback"] = "interaction"
+    """What a positive interaction's decoded reward is: 'interaction', its own extremeness
+    (IGL-P as published), or 'feedback', the mean extremeness of its feedback from its user
+    over the log (iglearn's addition, :func:`~iglearn.learners.iglp.fit_feedback_posterior`),
+    which does not depend on how well h(a | x, y) ranks the action from the context (a linear
+    h on a task whose best action is not linear in it)."""
     ramp_start: float = 0.3
     """Zhang et al.'s beta: the probability h(a | x, y) of the logged action at which the
     'zhang' ramp leaves 0 (0.3 in the authors' code); must exceed 1 / K, the h of feedback

@@ -10,8 +10,9 @@ classes, the learner's settings, feature schema, training summary).
 and the flag model g(x, a), tensors ``ik.<param>`` and ``flags.<param>``, described by the
 records ``ik`` and ``flags``; ``policy`` is its reward regressor; with per-user grounding
 the ``ik`` record has class ``"personal"``, :class:`~iglearn.models.personal.PersonalIK` on
-(x, y), with its ``users`` and the ``model`` class of the rest of the context); a
-``model.json`` without the
+(x, y), with its ``users`` and the ``model`` class of the rest of the context; a model fitted
+with ``decode_from="feedback"`` adds the linear feedback posterior q(u, y), tensors
+``posterior.<param>``, record ``posterior``); a ``model.json`` without the
 field, written before AI-IGL, is ``"igl"``. :func:`load_model` returns that algorithm's learner.
 
 ``standardiser`` holds the statistics the learner standardises contexts and feedback with
@@ -119,6 +120,9 @@ class Algorithm:
     models: tuple[str, ...] = ()
     """Instead of decoders, these models of the policy classes (attribute ``<name>_``,
     tensors ``<name>.<param>``, model.json record ``<name>``)."""
+    optional: tuple[str, ...] = ()
+    """Further models, saved when the learner has one (attribute ``<name>_`` not None) and
+    read when model.json has their record (IGL-P's feedback posterior)."""
     built_from: tuple[tuple[str, str], ...] = ()
     """(record, setting) pairs: a record built from a setting of another name (IGL-P's flag
     model from its ``policy`` setting, a custom module included); any other record is built
@@ -128,17 +132,26 @@ class Algorithm:
         """The learner setting that builds the model of ``record``."""
         return dict(self.built_from).get(record, record)
 
+    def saved_models(self, learner: Any) -> list[str]:
+        """The models of ``learner`` a folder holds: :attr:`models`, then those of
+        :attr:`optional` it has."""
+        return [*self.models, *(name for name in self.optional
+                                if getattr(learner, f"{name}_", None) is not None)]
+
+    def recorded_models(self, metadata: Mapping[str, Any]) -> list[str]:
+        """The models a folder's ``metadata`` (model.json) describes: :attr:`models`, then
+        those of :attr:`optional` it has a record of."""
+        return [*self.models, *(name for name in self.optional if name in metadata)]
+
     def decoders(self, learner: Any) -> list[Decoder]:
         """The fitted decoders (or other models) of ``learner``, in the order their tensors
         are numbered."""
         if self.models:
-            return [getattr(learner, f"{name}_") for name in self.models]
+            return [getattr(learner, f"{name}_") for name in self.saved_models(learner)]
         return list(learner.decoders_) if self.per_action else [learner.decoder_]
 
     def prefixes(self, n_actions: int) -> list[str]:
-        """The tensor name prefix of each decoder (or other model)."""
-        if self.models:
-            return list(self.models)
+        """The tensor name prefix of each decoder (the other models' are their names)."""
         if self.per_action:
             return [f"decoder.{a}" for a in range(n_actions)]
         return ["decoder"]
@@ -155,7 +168,8 @@ def algorithms() -> dict[str, Algorithm]:
     return {"igl": Algorithm("igl", BatchIGL, FitReport, per_action=False),
             "ai-igl": Algorithm("ai-igl", AIIGL, AIIGLReport, per_action=True),
             "igl-p": Algorithm("igl-p", IGLP, IGLPReport, per_action=False,
-                               models=("ik", "flags"), built_from=(("flags", "policy"),)),
+                               models=("ik", "flags"), optional=("posterior",),
+                               built_from=(("flags", "policy"),)),
             "vi-igl": Algorithm("vi-igl", VIIGL, VIIGLReport, per_action=False)}
 
 
@@ -417,7 +431,9 @@ def save_model(learner: BatchIGL | AIIGL | IGLP | VIIGL, folder: str | Path,
     decoders = algorithm.decoders(learner)
     check_model_folder(folder)
     tensors = {f"policy.{k}": v.detach().contiguous() for k, v in policy.state_dict().items()}
-    for prefix, decoder in zip(algorithm.prefixes(len(decoders)), decoders, strict=True):
+    prefixes = (algorithm.saved_models(learner) if algorithm.models
+                else algorithm.prefixes(len(decoders)))
+    for prefix, decoder in zip(prefixes, decoders, strict=True):
         tensors |= {f"{prefix}.{k}": v.detach().contiguous()
                     for k, v in decoder.state_dict().items()}
     if not all(bool(torch.isfinite(v).all()) for v in tensors.values()):
@@ -428,7 +444,7 @@ def save_model(learner: BatchIGL | AIIGL | IGLP | VIIGL, folder: str | Path,
     if algorithm.models:
         described = {name: _describe(model, getattr(learner, algorithm.setting_of(name), None),
                                      name)
-                     for name, model in zip(algorithm.models, decoders, strict=True)}
+                     for name, model in zip(prefixes, decoders, strict=True)}
         feedback_dim = cast("IGLP", learner).feedback_dim_  # IGL-P's models: no decoder
     else:
         described = {"decoder": _describe(decoders[0], getattr(learner, "decoder", None),
@@ -556,10 +572,10 @@ def read_metadata(folder: str | Path, source: str | None = None) -> dict:
     _check_module(metadata.get("policy"), "policy", POLICIES,
                   {"input_dim": (d_x, "as 'context_dim' says"),
                    "output_dim": (k, "as 'n_actions' says")}, path)
+    if kind.models and _personal(metadata):  # first: the posterior's dimensions read it
+        _check_personal(metadata, path)
     for name, classes, dims in _module_records(kind, metadata):
         _check_module(metadata.get(name), name, classes, dims, path)
-    if kind.models and _personal(metadata):
-        _check_personal(metadata, path)
     schema = metadata.get("feature_schema")
     if schema is not None:
         parsed = FeatureSchema.from_json(schema, f"{path} (feature_schema)")
@@ -581,6 +597,11 @@ IK_CLASSES: dict[str, type] = {**POLICIES, PersonalIK.kind: PersonalIK}
 (x, y)."""
 
 
+POSTERIOR_CLASSES: dict[str, type] = {"linear": POLICIES["linear"]}
+"""The class of IGL-P's feedback posterior record ``posterior``: linear on (u, y, u (x) y)
+(:func:`~iglearn.learners.iglp.fit_feedback_posterior`)."""
+
+
 def _personal(metadata: dict) -> bool:
     """Whether model.json's inverse-kinematics record ``ik`` is per-user grounding."""
     record = metadata.get("ik")
@@ -597,10 +618,16 @@ def _module_records(kind: Algorithm, metadata: dict
                                     "reads") if _personal(metadata) else
                   (d_x + d_y + d_x * d_y, "d_x + d_y + d_x d_y, the inverse-kinematics "
                                           "features"),
-                  "flags": (d_x, "as 'context_dim' says")}
-        return [(name, IK_CLASSES if name == "ik" else POLICIES,
-                 {"input_dim": inputs[name], "output_dim": (k, "as 'n_actions' says")})
-                for name in kind.models]
+                  "flags": (d_x, "as 'context_dim' says"),
+                  "posterior": (_dims("posterior", metadata)[0],
+                                "u + d_y + u d_y, the users' and feedback's features (u: the "
+                                "ik record's users, 0 without)")}
+        outputs = {"posterior": (1, "one decoded extremeness")}
+        classes = {"ik": IK_CLASSES, "posterior": POSTERIOR_CLASSES}
+        return [(name, classes.get(name, POLICIES),
+                 {"input_dim": inputs[name],
+                  "output_dim": outputs.get(name, (k, "as 'n_actions' says"))})
+                for name in kind.recorded_models(metadata)]
     return [("decoder", DECODERS, {"input_dim": (d_y, "as 'feedback_dim' says"),
                                    "output_dim": (1, "one decoded reward")})]
 
@@ -626,6 +653,9 @@ def _dims(name: str, metadata: dict) -> tuple[int, ...]:
     k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
     if name == "ik" and _personal(metadata):
         return d_x, d_y, k
+    if name == "posterior":
+        users = metadata["ik"]["users"] if _personal(metadata) else 0
+        return users + d_y + users * d_y, 1
     return {"policy": (d_x, k), "decoder": (d_y,), "ik": (d_x + d_y + d_x * d_y, k),
             "flags": (d_x, k)}[name]
 
@@ -685,7 +715,8 @@ def _settings(metadata: dict, path: str | Path, cls: type,
     if "ik" in metadata:  # per-user grounding: its users and the class of its context part
         personal = _personal(metadata)
         fitted |= {"model": metadata["ik"]["model" if personal else "class"],
-                   "users": metadata["ik"]["users"] if personal else 0}
+                   "users": metadata["ik"]["users"] if personal else 0,
+                   "decode_from": "feedback" if "posterior" in metadata else "interaction"}
     for name, value in fitted.items():
         if name not in names:  # BatchIGL's policy temperature is not a setting
             continue
@@ -804,15 +835,14 @@ def load_model(folder: str | Path, algorithm: str | None = None, *,
         modules[prefix] = module.eval()
     learner = kind.learner(**settings)
     learner.policy_ = modules["policy"]
-    decoders = [modules[prefix] for prefix in kind.prefixes(k)]
     if kind.models:
-        for name, module in zip(kind.models, decoders, strict=True):
-            setattr(learner, f"{name}_", module)
+        for name in kind.recorded_models(metadata):
+            setattr(learner, f"{name}_", modules[name])
         learner.feedback_dim_ = d_y
     elif kind.per_action:
-        learner.decoders_ = decoders
+        learner.decoders_ = [modules[prefix] for prefix in kind.prefixes(k)]
     else:
-        (learner.decoder_,) = decoders
+        learner.decoder_ = modules["decoder"]
     if report is not None:
         learner.report_ = report
     schema = metadata.get("feature_schema")
@@ -831,7 +861,8 @@ def _parts(metadata: dict, kind: Algorithm) -> list[tuple[str, str, tuple[int, .
     k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
     parts: list[tuple[str, str, tuple[int, ...]]] = [("policy", "policy", (d_x, k))]
     if kind.models:
-        return parts + [(name, name, _dims(name, metadata)) for name in kind.models]
+        return parts + [(name, name, _dims(name, metadata))
+                        for name in kind.recorded_models(metadata)]
     return parts + [(prefix, "decoder", (d_y,)) for prefix in kind.prefixes(k)]
 
 
