@@ -374,7 +374,10 @@ def fit_feedback_posterior(user: np.ndarray, feedback: np.ndarray,
     The regression is a ridge (``ridge``, :data:`POSTERIOR_RIDGE`) on the distinct rows (u,
     y) of the log, weighted by their counts (for one-hot users and words, shrunken means per
     user and word); q is then divided by its median over the extreme interactions, weighted by
-    their extremeness. Without an extreme interaction q is 0."""
+    their extremeness. Without an extreme interaction q is 0. Unlike an interaction's own
+    estimate, q is not conservative: every interaction of a feedback that step 2 finds extreme
+    in some of its interactions decodes that share (scaled), so feedback that is neutral, but
+    sometimes found extreme, decodes a small positive reward."""
     user = np.asarray(user, np.float32)
     d_u = user.shape[1]
     rows = np.concatenate([user, np.asarray(feedback, np.float32)], axis=1)
