@@ -533,12 +533,13 @@ def test_the_feedback_posterior_is_the_mean_extremeness_of_each_feedback():
     feedback = np.repeat(np.eye(3, dtype=np.float32)[[0, 1, 1]], 400, axis=0)
     extremeness = np.concatenate([np.arange(400) % 2, np.arange(400) % 4 == 0,
                                   np.zeros(400)]).astype(np.float64)
-    model = fit_feedback_posterior(user, feedback, extremeness)
+    model, fitted = fit_feedback_posterior(user, feedback, extremeness)
     decoded = feedback_posterior(model, user, feedback)
     np.testing.assert_allclose(decoded[[0, 400, 800]], [1.0, 0.5, 0.0], atol=0.01)
     assert np.ptp(decoded[:400]) == 0  # one value per (user, word)
-    nothing = fit_feedback_posterior(user, feedback, np.zeros(1200))
-    assert not feedback_posterior(nothing, user, feedback).any()
+    np.testing.assert_allclose(fitted, decoded, atol=1e-6)  # the fit's own, as the model's
+    nothing, nothing_fitted = fit_feedback_posterior(user, feedback, np.zeros(1200))
+    assert not feedback_posterior(nothing, user, feedback).any() and not nothing_fitted.any()
 
 
 def test_the_feedback_posterior_refuses_too_many_features(monkeypatch):

@@ -21,7 +21,6 @@ from iglearn.models.archive import load_archive, pack_model
 from iglearn.models.io import save_model
 from iglearn.service.config import parse_config
 from iglearn.service.learning import (
-    context_strata,
     contradictions,
     due,
     held_back,
@@ -291,14 +290,6 @@ def test_contradictions_count_contexts_seen_with_more_than_one_rewarded_action()
     fresh = InteractionLog(rng.normal(size=(200, D_X)).astype(np.float32), log.action,
                            log.probability, log.feedback, K)
     assert contradictions(~right, fresh) == 0
-
-
-def test_context_strata_group_rows_of_equal_values():
-    contexts = np.array([[0.0, 1.0], [-0.0, 1.0], [1.0, 1.0], [0.0, 1.0], [1.0, 0.5]],
-                        dtype=np.float32)
-    strata = context_strata(contexts)
-    assert strata[0] == strata[1] == strata[3]
-    assert len({strata[0], strata[2], strata[4]}) == 3
 
 
 def test_contradictions_count_a_context_and_action_read_both_ways():

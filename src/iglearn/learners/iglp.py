@@ -69,6 +69,7 @@ from typing import TYPE_CHECKING, Literal, Self
 import numpy as np
 import torch
 
+from iglearn.data.contexts import row_groups
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Mode
 from iglearn.errors import IGLearnError
@@ -353,8 +354,8 @@ not zero everywhere in the log: users times feedback dimensions beyond it would 
 per fit."""
 
 
-def fit_feedback_posterior(user: np.ndarray, feedback: np.ndarray,
-                           extremeness: np.ndarray, ridge: float = POSTERIOR_RIDGE) -> Policy:
+def fit_feedback_posterior(user: np.ndarray, feedback: np.ndarray, extremeness: np.ndarray,
+                           ridge: float = POSTERIOR_RIDGE) -> tuple[Policy, np.ndarray]:
     """Step 2, decoded from the feedback (iglearn's addition, setting ``decode_from="feedback"``):
     a linear model q(u, y) on (1, u, y, u (x) y) of how extreme the interactions with feedback
     y from user u (``user``: the context's user part, empty without users) are on average,
@@ -377,15 +378,19 @@ def fit_feedback_posterior(user: np.ndarray, feedback: np.ndarray,
     their extremeness. Without an extreme interaction q is 0. Unlike an interaction's own
     estimate, q is not conservative: every interaction of a feedback that step 2 finds extreme
     in some of its interactions decodes that share (scaled), so feedback that is neutral, but
-    sometimes found extreme, decodes a small positive reward."""
+    sometimes found extreme, decodes a small positive reward.
+
+    Returns the model and the decoded extremeness of the given interactions (what
+    :func:`feedback_posterior` computes with the model, without its float32 rounding)."""
     user = np.asarray(user, np.float32)
     d_u = user.shape[1]
     rows = np.concatenate([user, np.asarray(feedback, np.float32)], axis=1)
-    distinct, inverse, counts = np.unique(rows, axis=0, return_inverse=True,
-                                          return_counts=True)
-    inverse = inverse.reshape(-1)
+    inverse = row_groups(rows)
+    counts = np.bincount(inverse)
+    distinct = np.empty((len(counts), rows.shape[1]), np.float32)
+    distinct[inverse] = rows  # the rows of a group are equal
     extremeness = np.asarray(extremeness, np.float64)
-    sums = np.bincount(inverse, weights=extremeness, minlength=len(distinct))
+    sums = np.bincount(inverse, weights=extremeness, minlength=len(counts))
     features = np.concatenate([np.ones((len(distinct), 1), np.float32),
                                ik_features(distinct[:, :d_u], distinct[:, d_u:])], axis=1)
     used = np.flatnonzero(features.any(axis=0))
@@ -406,7 +411,8 @@ def fit_feedback_posterior(user: np.ndarray, feedback: np.ndarray,
     model = LinearPolicy(features.shape[1] - 1, 1)
     model.load_state_dict({"net.weight": torch.as_tensor(weight[None, 1:], dtype=torch.float32),
                            "net.bias": torch.as_tensor(weight[:1], dtype=torch.float32)})
-    return model
+    decoded = np.clip(q / scale, 0.0, 1.0) if scale > 0 else np.zeros(len(q))
+    return model, decoded
 
 
 def weighted_median(values: np.ndarray, weights: np.ndarray) -> float:
@@ -567,9 +573,10 @@ class IGLP(IGLPSettings, PolicyLearner):
             h = at_action(kernels.softmax(ik_scores(self.ik_, as_tensor(rows), dims)),
                           torch.as_tensor(action)).double().numpy()
         step, positive = self.extremeness(h, n_actions)
-        self.posterior_ = (fit_feedback_posterior(context[:, :self.users], feedback, positive)
-                           if self.decode_from == "feedback" else None)
-        positive = self.decoded_positive(positive, context, feedback)
+        self.posterior_ = None
+        if self.decode_from == "feedback":
+            self.posterior_, positive = fit_feedback_posterior(context[:, :self.users],
+                                                               feedback, positive)
         negative, share = negative_actions(self.flags_, context, action, probability,
                                            np.asarray(flags, dtype=bool), step, n_actions,
                                            settings, generator)
@@ -604,18 +611,9 @@ class IGLP(IGLPSettings, PolicyLearner):
         negative = torch.sigmoid(score).numpy() > self.report_.flagged / 2 if (
             self.report_.flagged > 0) else np.zeros(len(action), dtype=bool)
         step, positive = self.extremeness(h, k)
-        return decoded_reward(self.decoded_positive(positive, context, feedback), step,
-                              negative)
-
-    def decoded_positive(self, extremeness: np.ndarray, context: np.ndarray,
-                         feedback: np.ndarray) -> np.ndarray:
-        """The extremeness a positive interaction is decoded with: its own (``decode_from``
-        'interaction') or its feedback's (:func:`feedback_posterior`, 'feedback'), of contexts
-        and feedback as the models read them."""
-        if self.posterior_ is None:
-            return extremeness
-        return feedback_posterior(self.posterior_, np.asarray(context)[:, :self.users],
-                                  feedback)
+        if self.posterior_ is not None:  # decode_from 'feedback': the feedback's extremeness
+            positive = feedback_posterior(self.posterior_, context[:, :self.users], feedback)
+        return decoded_reward(positive, step, negative)
 
     def extremeness(self, h_logged: np.ndarray, n_actions: int) -> tuple[np.ndarray,
                                                                           np.ndarray]:

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from iglearn.data.contexts import row_groups
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners.settings import restart_passes
@@ -150,7 +151,7 @@ def contradiction_counts(readings: np.ndarray, log: InteractionLog) -> np.ndarra
     """:func:`contradictions` of each row of ``readings`` (R, n), grouping ``log``'s contexts
     into strata once."""
     k = log.n_actions
-    cells = context_strata(np.asarray(log.context)) * k + np.asarray(log.action)
+    cells = row_groups(np.asarray(log.context)) * k + np.asarray(log.action)
     size = (int(cells.max()) // k + 1) * k
     counts = np.bincount(cells, minlength=size)
     rewarded = np.stack([np.bincount(cells, weights=reward, minlength=size)
@@ -158,16 +159,6 @@ def contradiction_counts(readings: np.ndarray, log: InteractionLog) -> np.ndarra
     per_stratum = (2 * rewarded > counts).reshape(len(rewarded), -1, k).sum(2)
     split = np.minimum(rewarded, counts - rewarded).sum(1).astype(np.int64)
     return np.maximum(per_stratum - 1, 0).sum(1) + split
-
-
-def context_strata(contexts: np.ndarray) -> np.ndarray:
-    """The stratum of each row of ``contexts`` (n, d): rows with equal values share one
-    (0.0 and -0.0 alike). Rows are compared as whole byte strings, several times faster than
-    ``np.unique(axis=0)``'s column-by-column sort (about 12 against 66 ms on 20,000 rows of
-    64 values)."""
-    rows = np.ascontiguousarray(contexts + 0.0)  # -0.0 + 0.0 is 0.0
-    whole = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
-    return np.unique(whole, return_inverse=True)[1].reshape(-1)
 
 
 def less_contradicted_opposite(learner: Any, log: InteractionLog) -> Any:
