@@ -1,9 +1,9 @@
 """The demo page in a real browser: headless Chromium (Debian's ``chromium``, driven by
-Playwright) opens ``/demo`` on a real ``iglearn serve --demo`` process and plays 100
+Playwright) opens ``/demo`` on a real ``iglearn serve --demo`` process and plays 60
 rounds, drawing a tick on the canvas when the word names the shape's colour and a cross when
 it does not. That rule lives in this test and in the page's score display only: the test
 checks that the page sends the service nothing but the shape and the strokes, and counts
-the right words itself. Screenshots of rounds 1, 50 and 100 (each with its gesture drawn,
+the right words itself. Screenshots of rounds 1, 30 and 60 (each with its gesture drawn,
 before it is sent) are saved under ``test-artifacts/demo/`` at the repository root.
 
 The run is reproducible on one machine: the page draws its shapes from a seeded generator
@@ -29,7 +29,7 @@ CHROMIUM = os.environ.get("IGLEARN_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "demo"
-ROUNDS, SHOTS = 100, (1, 50, 100)
+ROUNDS, SHOTS = 60, (1, 30, 60)
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not Path(CHROMIUM).exists(),

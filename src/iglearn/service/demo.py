@@ -60,7 +60,9 @@ def demo_tables(seed: int = 0) -> dict[str, dict[str, Any]]:
     hundred rounds); each re-fit reads the gestures afresh (``reference_confidence`` 0);
     epsilon-greedy
     exploration, so that every interaction is learned from, with a share of random words
-    that falls from 25 % to 10 % over the first 40 rounds."""
+    that falls from 25 % to 10 % over the first 40 rounds; the worker looks for due re-fits
+    and the server for new versions every 0.1 s, since the page waits for each re-fit to be
+    served before the next word."""
     return {
         "model": {"n_actions": len(COLOURS), "context_dim": CONTEXT_DIM,
                   "feedback_dim": FEEDBACK_DIM, "algorithm": "igl", "seed": seed,
@@ -72,7 +74,8 @@ def demo_tables(seed: int = 0) -> dict[str, dict[str, Any]]:
         "exploration": {"mode": "epsilon", "epsilon": 0.25, "epsilon_final": 0.1,
                         "epsilon_rounds": 40},
         "learning": {"refit_every": 1, "refit_seconds": 5.0, "min_interactions": 6,
-                     "poll_seconds": 0.1, "join_window": 3600.0, "keep_versions": 5},
+                     "poll_seconds": 0.1, "pickup_seconds": 0.1, "join_window": 3600.0,
+                     "keep_versions": 5},
         "server": {"host": "127.0.0.1", "db": "demo.db"}}
 
 
