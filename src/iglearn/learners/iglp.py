@@ -79,6 +79,7 @@ from iglearn.learners.objective import at_action
 from iglearn.learners.regression import (
     DEFAULT_OPTIMISATION,
     REFIT,
+    REFIT_GROWTH,
     OnlineRegression,
     fit_model,
     fit_reward_model,
@@ -680,7 +681,8 @@ class OnlineIGLP(OnlineRegression):
         epsilon: exploration probability of epsilon-greedy.
         gamma: IGW's fixed parameter, when ``gamma0`` is None.
         refit_every: the first fit's size and the fewest new interactions between re-fits.
-        refit_growth: growth factor of the interactions between re-fits.
+        refit_growth: growth factor of the interactions between re-fits
+            (:data:`~iglearn.learners.regression.REFIT_GROWTH`).
         estimator: 'lipschitz' (the conservative default), 'step' (VW's rule) or 'zhang'
             (Zhang et al.'s ramp on h), as for :class:`IGLP`.
         threshold: the likelihood-ratio threshold of the extreme test, as for :class:`IGLP`.
@@ -713,7 +715,7 @@ class OnlineIGLP(OnlineRegression):
                  estimator: Literal["step", "lipschitz", "zhang"] = "lipschitz",
                  threshold: float = 3.0, model: Literal["linear", "mlp"] = "linear",
                  policy: Literal["linear", "mlp"] = "linear", refit_every: int = 50,
-                 refit_growth: float = 1.2,
+                 refit_growth: float = REFIT_GROWTH,
                  first_fit: Optimisation | None = None,
                  refit: Optimisation | None = None, seed: SeedLike = None,
                  standardise: Mode = "auto", ramp_start: float = 0.3, ramp_width: float = 0.1,
