@@ -19,6 +19,7 @@ from iglearn.service.demo import (
     FEEDBACK_DIM,
     GESTURES,
     context_features,
+    demo_tables,
     simulated_stroke,
     static_file,
     stroke_features,
@@ -115,6 +116,36 @@ def test_demo_api_decides_stores_gestures_and_resets(demo_service, tmp_path):
         assert after["interactions"] == 0 and after["model_version"] == 0
     storage = SQLiteStorage(demo_service.config.parent / "demo.db")
     assert storage.counts().joined == 0 and storage.models() == []
+
+
+def test_the_status_the_page_waits_on_serves_a_stored_refit_at_once(tmp_path):
+    """The page asks for its next word once the status says no re-fit is pending: the status
+    swaps in what the last re-fit stored, without waiting for the server's pickup (an hour
+    here, so only the status can have swapped it)."""
+    demo = demo_tables(seed=0)
+    demo["learning"] |= {"pickup_seconds": 3600.0, "refit_seconds": 3600.0}
+    config = write_config(tmp_path / "demo.toml", demo)
+    rng = np.random.default_rng(2)
+    with ServiceProcess(config, free_port(), insecure_no_auth=True, demo=True) as service, \
+            httpx.Client(base_url=service.url, timeout=30) as http:
+        deadline = time.monotonic() + 120
+        for _ in range(40):  # until a re-fit is stored to be served (one may be held back)
+            colour, shape = (int(v) for v in rng.integers(3, size=2))
+            d = http.post("/demo/api/decide", json={"colour": colour, "shape": shape}).json()
+            stroke = simulated_stroke("tick" if d["action"] == colour else "cross", rng).tolist()
+            http.post("/demo/api/feedback", json={"event_id": d["event_id"], "stroke": stroke})
+            status = http.get("/demo/api/status").json()
+            while status["refit_pending"] and time.monotonic() < deadline:
+                time.sleep(0.1)
+                status = http.get("/demo/api/status").json()
+            assert not status["refit_pending"], status
+            last = status["last_refit"]
+            if last.get("version") and not last.get("held_back"):
+                break
+        assert last.get("version") and not last.get("held_back"), status
+        assert status["model_version"] == last["version"]
+        d = http.post("/demo/api/decide", json={"colour": 0, "shape": 0}).json()
+        assert d["model_version"] == last["version"]
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 128 + signal.SIGTERM),

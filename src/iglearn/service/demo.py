@@ -60,9 +60,7 @@ def demo_tables(seed: int = 0) -> dict[str, dict[str, Any]]:
     hundred rounds); each re-fit reads the gestures afresh (``reference_confidence`` 0);
     epsilon-greedy
     exploration, so that every interaction is learned from, with a share of random words
-    that falls from 25 % to 10 % over the first 40 rounds; the worker looks for due re-fits
-    and the server for new versions every 0.1 s, since the page waits for each re-fit to be
-    served before the next word."""
+    that falls from 25 % to 10 % over the first 40 rounds."""
     return {
         "model": {"n_actions": len(COLOURS), "context_dim": CONTEXT_DIM,
                   "feedback_dim": FEEDBACK_DIM, "algorithm": "igl", "seed": seed,
@@ -74,8 +72,7 @@ def demo_tables(seed: int = 0) -> dict[str, dict[str, Any]]:
         "exploration": {"mode": "epsilon", "epsilon": 0.25, "epsilon_final": 0.1,
                         "epsilon_rounds": 40},
         "learning": {"refit_every": 1, "refit_seconds": 5.0, "min_interactions": 6,
-                     "poll_seconds": 0.1, "pickup_seconds": 0.1, "join_window": 3600.0,
-                     "keep_versions": 5},
+                     "poll_seconds": 0.1, "join_window": 3600.0, "keep_versions": 5},
         "server": {"host": "127.0.0.1", "db": "demo.db"}}
 
 
@@ -263,12 +260,15 @@ def choice(value: object, name: str, options: tuple[str, ...]) -> int:
 
 def demo_routes(service: Service) -> list[Route]:
     """The page and its small API, to serve beside the service's (``build_app``'s
-    ``extra_routes``): ``GET /demo`` (the page and its files), ``GET /demo/api/status``,
+    ``extra_routes``): ``GET /demo`` (the page and its files), ``GET /demo/api/status`` (which
+    also swaps in a version the last re-fit stored, so that the page waiting for it need not
+    wait for the next pickup),
     ``POST /demo/api/decide`` {colour, shape} (decided as ``/v1/decide`` decides),
     ``POST /demo/api/feedback`` {event_id, stroke} (stored as ``/v1/feedback`` stores
     feedback; answers the gesture's decoded reward) and ``POST /demo/api/reset`` (forget
     everything and start again). The API needs a client key (reset: an admin key) unless the
     service runs without keys."""
+    import anyio
     from starlette.requests import Request
     from starlette.responses import RedirectResponse, Response
     from starlette.routing import Route
@@ -283,14 +283,21 @@ def demo_routes(service: Service) -> list[Route]:
         return endpoint(service, "demo", role, handler)
 
 
-    def status() -> dict[str, Any]:
+    def unserved(last: dict[str, Any]) -> bool:
+        """Whether the last re-fit (``last``, the storage's ``last_refit``) stored a version
+        to serve that this process does not serve yet."""
+        served = service.served
+        return (not last.get("held_back")
+                and int(last.get("version") or 0) > (0 if served is None else served.version))
+
+    def status(last: dict[str, Any] | None = None) -> dict[str, Any]:
         served = service.served
         version = 0 if served is None else served.version
         counts = service.storage.counts()
-        last = service.storage.state("last_refit") or {}
+        if last is None:
+            last = service.storage.state("last_refit") or {}
         pending = (due(service.storage, service.config, time.time()) is not None
-                   or service.storage.state("refit_running") is not None
-                   or (not last.get("held_back") and int(last.get("version") or 0) > version))
+                   or service.storage.state("refit_running") is not None or unserved(last))
         return {"model_version": version,
                 "interactions": counts.joined, "learnable": counts.learnable,
                 "last_refit": last, "refit_pending": pending,
@@ -306,7 +313,10 @@ def demo_routes(service: Service) -> list[Route]:
                         headers={"cache-control": "no-cache"})
 
     async def get_status(request: Request) -> Response:
-        return json_response(status())
+        last = service.storage.state("last_refit") or {}
+        if unserved(last):  # the page waits for it: swap it in now, as a re-fit request does
+            await anyio.to_thread.run_sync(service.load_served)
+        return json_response(status(last))
 
     async def decide(request: Request) -> Response:
         body = await read_json(request, limit, ("colour", "shape"))
