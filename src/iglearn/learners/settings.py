@@ -182,14 +182,16 @@ the log; the fit on the whole log then continues for at most :data:`CONTINUED_ST
 run at the learning rate ``lr`` on a small log too (``small_lr_scale`` 1): judged at 2.5
 times it, 16 digits logs of 500 interactions kept starts that grounded worse (mean / worst
 accuracy 80.1 / 62.9 % against 82.6 / 78.1 %)."""
-CONTINUED_STEPS = 120
+CONTINUED_STEPS = 60
 """The most steps of each stage of the fit on the whole log that continues from the best
 judged start (the log's cap when less), at the learning rate ``lr`` (``small_lr_scale`` 1).
-With a cap of 240 steps, on 16 digits logs of 500 interactions (starts judged with the
-restart's confidence margin), 83.1 / 80.5 % mean / worst accuracy against 82.5 / 78.5 % with
-240 steps and 82.7 / 79.0 % with 60 (docs/results.md). At a small log's 2.5 times the rate,
-3 of 16 continued fits on 500 and 1,000 raw digits interactions lost their grounding
-(indicator 0) and restarted."""
+On 48 digits logs of 500 interactions (``benchmarks/small_data.py``), 60 steps against 120
+(which the small log's cap of 80 made 80): 82.2 / 72.5 % against 82.3 / 70.7 % mean / worst
+accuracy with the features as given, 78.7 / 57.0 % against 78.3 / 52.7 % raw, at 12 % and 10 %
+less CPU; at 200 interactions and on the personalised task the means moved by at most one
+point either way (docs/results.md). At a small log's 2.5 times the rate, 3 of 16 continued
+fits on 500 and 1,000 raw digits interactions lost their grounding (indicator 0) and
+restarted."""
 HOLDOUT_SHARE = 0.2
 """The share of a log held out to judge the initialisations (``starts``)."""
 
