@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TypeVar
+
+Choice = TypeVar("Choice")
+
 SHOWN_CHARACTERS = 60
 """Longest text of a value from a file that an error message shows (longer ones are cut)."""
 
@@ -25,6 +30,16 @@ def shown(value: object) -> str:
     if len(text) > SHOWN_CHARACTERS:
         text = f"{text[:SHOWN_CHARACTERS - 3]}..."
     return text
+
+
+def check_choice(what: str, value: Choice, choices: Iterable[object]) -> Choice:
+    """``value`` if it is one of ``choices``; otherwise an :class:`IGLearnError`
+    "unknown {what} {value}; choose one of a, b, c" naming every choice."""
+    choices = list(choices)
+    if value not in choices:
+        raise IGLearnError(f"unknown {what} {shown(value)}; choose one of "
+                           f"{', '.join(str(c) for c in choices)}")
+    return value
 
 
 class MissingExtraError(IGLearnError, ImportError):

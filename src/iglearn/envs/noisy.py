@@ -32,7 +32,7 @@ from iglearn.envs.classification import (
     realised_reward,
 )
 from iglearn.envs.mnist import make_environment
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, check_choice
 
 NoiseKind = Literal["independent", "action", "context", "both"]
 NOISE_KINDS: tuple[NoiseKind, ...] = ("independent", "action", "context", "both")
@@ -53,9 +53,8 @@ def noise_digits(kind: str, label: np.ndarray, action: np.ndarray,
     m = len(NOISE_DIGITS)
     if kind == "independent":
         return NOISE_DIGITS[rng.integers(0, m, len(action))]
-    index = {"action": action, "context": label, "both": label + action}.get(kind)
-    if index is None:
-        raise IGLearnError(f"unknown noise kind {kind!r}; choose one of {', '.join(NOISE_KINDS)}")
+    check_choice("noise kind", kind, NOISE_KINDS)
+    index = {"action": action, "context": label, "both": label + action}[kind]
     return NOISE_DIGITS[index % m]
 
 
@@ -73,9 +72,7 @@ class NoisyFeedbackEnvironment(Environment):
     independence = Independence.FULL
 
     def __init__(self, task: ClassificationEnvironment, kind: str, p: float):
-        if kind not in NOISE_KINDS:
-            raise IGLearnError(f"unknown noise kind {kind!r}; choose one of "
-                               f"{', '.join(NOISE_KINDS)}")
+        check_choice("noise kind", kind, NOISE_KINDS)
         if not (isinstance(p, int | float) and 0.0 <= p <= 1.0):
             raise IGLearnError(f"the noise probability p must be in [0, 1], got {p!r}")
         self.task, self.kind, self.p = task, kind, float(p)

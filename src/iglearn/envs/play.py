@@ -16,7 +16,7 @@ from typing import Protocol
 import numpy as np
 
 from iglearn.envs.base import Contexts, Environment
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, check_choice
 
 LEARNS_FROM = ("feedback", "reward")
 
@@ -103,9 +103,7 @@ def play(learner: Player, env: Environment, rounds: int, rng: np.random.Generato
         the checkpoints reached, the last one at ``rounds`` (none if the learner had already
         played that far).
     """
-    if learns_from not in LEARNS_FROM:
-        raise IGLearnError(f"unknown learns_from {learns_from!r}; choose one of "
-                           f"{', '.join(LEARNS_FROM)}")
+    check_choice("learns_from", learns_from, LEARNS_FROM)
     if rounds < 1:
         raise IGLearnError(f"rounds must be positive, got {rounds}")
     stops = sorted({int(c) for c in checkpoints if 0 < c < rounds} | {rounds})

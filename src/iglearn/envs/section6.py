@@ -23,7 +23,7 @@ from iglearn.envs.classification import (
     uniform_play,
 )
 from iglearn.envs.mnist import make_environment
-from iglearn.errors import IGLearnError
+from iglearn.errors import check_choice
 
 # A feedback model: (class mixture when r = 1, class mixture when r = 0).
 Feedback = tuple[dict[int, float], dict[int, float]]
@@ -76,9 +76,7 @@ def with_feedback(env: ClassificationEnvironment, feedback: Feedback,
 def family_environments(family: str, base: ClassificationEnvironment,
                         ) -> dict[str, ClassificationEnvironment]:
     """Every environment of ``family`` ('theorem3' or 'env12'), built on ``base``."""
-    if family not in FAMILIES:
-        raise IGLearnError(f"unknown Section 6 family {family!r}; choose one of "
-                           f"{sorted(FAMILIES)}")
+    check_choice("Section 6 family", family, sorted(FAMILIES))
     return {name: with_feedback(base, feedback) for name, feedback in FAMILIES[family].items()}
 
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from iglearn.data import safejson
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, check_choice
 from iglearn.files import write_text
 from iglearn.processes import end_with_parent, ray_instance
 from iglearn.progress import one_line_warnings, progress
@@ -165,8 +165,7 @@ def run_trials(trial: Trial | StackedTrials, n_trials: int, root_seed: int,
     ``root_seed``, whatever runs it. ``StackedTrials`` run in groups of at most
     ``execution.stack``, sized so that every worker gets as many groups.
     """
-    if execution.backend not in BACKENDS:
-        raise IGLearnError(f"unknown backend {execution.backend!r}; choose one of {BACKENDS}")
+    check_choice("backend", execution.backend, BACKENDS)
     seeds = seeds or spawn_seeds(root_seed, n_trials)
     record = TrialRecord(folder, fingerprint or {}, execution.fresh) if folder else None
     results: dict[int, list[dict]] = {}

@@ -29,7 +29,7 @@ import numpy as np
 import torch
 
 from iglearn.data.scaling import Mode, Standardiser, check_mode
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, check_choice
 from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.batch_igl import BatchIGL, indicators
 from iglearn.learners.online import OnlineLearner, checked_signal
@@ -90,8 +90,7 @@ class EpochGreedy(OnlineLearner):
         self.standardiser_: Standardiser | None = None
         """The warm-up's statistics, set at the first fit (None before, or when off)."""
         self._signal_dim = signal_dim
-        if exploit not in EXPLOIT:
-            raise IGLearnError(f"unknown exploit mode {exploit!r}; choose one of {EXPLOIT}")
+        check_choice("exploit mode", exploit, EXPLOIT)
         if update_every < 1:
             raise IGLearnError(f"update_every must be at least 1, got {update_every}")
         self.schedule = schedule or PaperSchedule()

@@ -72,7 +72,7 @@ import torch
 from iglearn.data.contexts import row_groups
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Mode
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, check_choice
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.monitor import ShortReport
 from iglearn.learners.objective import at_action
@@ -107,16 +107,12 @@ DECODES = ("interaction", "feedback")
 
 def check_estimator(estimator: str) -> None:
     """Refuse an ``estimator`` setting that is not one of :data:`ESTIMATORS`."""
-    if estimator not in ESTIMATORS:
-        raise IGLearnError(f"unknown estimator {estimator!r}; choose one of "
-                           f"{', '.join(ESTIMATORS)}")
+    check_choice("estimator", estimator, ESTIMATORS)
 
 
 def check_decode_from(decode_from: str) -> None:
     """Refuse a ``decode_from`` setting that is not one of :data:`DECODES`."""
-    if decode_from not in DECODES:
-        raise IGLearnError(f"unknown decode_from {decode_from!r}; choose one of "
-                           f"{', '.join(DECODES)}")
+    check_choice("decode_from", decode_from, DECODES)
 
 
 ONLINE_FIRST_FIT = replace(DEFAULT_OPTIMISATION, max_steps=60)

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from iglearn.data.scaling import Mode, Standardiser, check_mode
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, check_choice
 from iglearn.learners.objective import at_action
 from iglearn.learners.online import OnlineLearner, checked_signal
 from iglearn.learners.settings import REGRESSION_OPTIMISATION as DEFAULT_OPTIMISATION
@@ -140,9 +140,7 @@ class OnlineRegression(OnlineLearner):
         self.standardise, self.feedback_dim = check_mode(standardise), feedback_dim
         self.standardiser_: Standardiser | None = None
         """The warm-up's statistics, set at the first fit (None before, or when off)."""
-        if exploration not in EXPLORATION:
-            raise IGLearnError(f"unknown exploration {exploration!r}; choose one of "
-                               f"{', '.join(EXPLORATION)}")
+        check_choice("exploration", exploration, EXPLORATION)
         if not 0 <= epsilon <= 1:
             raise IGLearnError(f"epsilon must be in [0, 1], got {epsilon!r}")
         if not gamma > 0:

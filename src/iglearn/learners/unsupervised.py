@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from iglearn.data.logs import InteractionLog
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, check_choice
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.settings import METHODS as METHODS
@@ -46,10 +46,8 @@ class ClusterDecoder:
         if n_clusters < 2:
             raise IGLearnError(f"n_clusters={n_clusters}: decoding a reward needs at least "
                                f"two clusters")
-        if method not in METHODS:
-            raise IGLearnError(f"unknown clustering method {method!r}; choose one of {METHODS}")
-        if rule not in RULES:
-            raise IGLearnError(f"unknown reward rule {rule!r}; choose one of {RULES}")
+        check_choice("clustering method", method, METHODS)
+        check_choice("reward rule", rule, RULES)
         self.n_clusters = n_clusters
         self.method = method
         self.rule = rule

@@ -9,6 +9,7 @@ from typing import Any, cast
 import torch
 from torch import nn
 
+from iglearn.errors import check_choice
 from iglearn.learners.settings import DECODER_KINDS
 from iglearn.models.init import mlp, reset_parameters
 
@@ -110,8 +111,7 @@ def make_decoder(kind: str | nn.Module | Callable[[int, int, torch.Generator], n
     if not isinstance(kind, str):
         from iglearn.models.custom import custom_decoder
         return custom_decoder(kind, feedback_dim, generator, temperature)
-    if kind not in DECODERS:
-        raise ValueError(f"unknown decoder class {kind!r}; choose one of {sorted(DECODERS)}")
+    check_choice("decoder class", kind, sorted(DECODERS))
     decoder = DECODERS[kind](feedback_dim, temperature=temperature)
     reset_parameters(decoder, generator)
     return decoder

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from iglearn.errors import check_choice
 from iglearn.learners.settings import POLICY_KINDS
 from iglearn.models.init import mlp, reset_parameters
 from iglearn.models.kernels import Linear, log_softmax, softmax
@@ -74,8 +75,7 @@ def make_policy(kind: str | nn.Module | Callable[[int, int, torch.Generator], nn
     if not isinstance(kind, str):
         from iglearn.models.custom import custom_policy
         return custom_policy(kind, context_dim, n_actions, generator)
-    if kind not in POLICIES:
-        raise ValueError(f"unknown policy class {kind!r}; choose one of {sorted(POLICIES)}")
+    check_choice("policy class", kind, sorted(POLICIES))
     policy = POLICIES[kind](context_dim, n_actions)
     reset_parameters(policy, generator)
     return policy

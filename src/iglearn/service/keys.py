@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, check_choice
 
 ROLES = ("client", "admin")
 """client: decide and feedback (and read the model); admin: everything."""
@@ -46,9 +46,7 @@ def digest(key: str) -> str:
 
 def check_role(role: str) -> str:
     """``role``, if it is one of :data:`ROLES`."""
-    if role not in ROLES:
-        raise IGLearnError(f"unknown role {role!r}; choose one of {', '.join(ROLES)}")
-    return role
+    return check_choice("role", role, ROLES)
 
 
 def key_id(hashed: str) -> str:
