@@ -143,12 +143,14 @@ class Algorithm:
         those of :attr:`optional` it has a record of."""
         return [*self.models, *(name for name in self.optional if name in metadata)]
 
-    def decoders(self, learner: Any) -> list[Decoder]:
-        """The fitted decoders (or other models) of ``learner``, in the order their tensors
-        are numbered."""
+    def saved(self, learner: Any) -> list[tuple[str, Policy | Decoder]]:
+        """The fitted models of ``learner`` besides its policy, each with the prefix of its
+        tensors (and, for :attr:`models`, the name of its model.json record): the models by
+        name, or the decoders (one per action: ``decoder.<a>``)."""
         if self.models:
-            return [getattr(learner, f"{name}_") for name in self.saved_models(learner)]
-        return list(learner.decoders_) if self.per_action else [learner.decoder_]
+            return [(name, getattr(learner, f"{name}_")) for name in self.saved_models(learner)]
+        decoders = list(learner.decoders_) if self.per_action else [learner.decoder_]
+        return list(zip(self.prefixes(len(decoders)), decoders, strict=True))
 
     def prefixes(self, n_actions: int) -> list[str]:
         """The tensor name prefix of each decoder (the other models' are their names)."""
@@ -428,14 +430,12 @@ def save_model(learner: BatchIGL | AIIGL | IGLP | VIIGL, folder: str | Path,
         schema = getattr(learner, "schema_", None)
     algorithm = algorithm_of(learner)
     policy = learner._fitted_policy()
-    decoders = algorithm.decoders(learner)
+    saved = algorithm.saved(learner)
     check_model_folder(folder)
     tensors = {f"policy.{k}": v.detach().contiguous() for k, v in policy.state_dict().items()}
-    prefixes = (algorithm.saved_models(learner) if algorithm.models
-                else algorithm.prefixes(len(decoders)))
-    for prefix, decoder in zip(prefixes, decoders, strict=True):
+    for prefix, model in saved:
         tensors |= {f"{prefix}.{k}": v.detach().contiguous()
-                    for k, v in decoder.state_dict().items()}
+                    for k, v in model.state_dict().items()}
     if not all(bool(torch.isfinite(v).all()) for v in tensors.values()):
         raise IGLearnError(f"--out {folder}: the fitted weights hold NaN or infinite values "
                            f"(the fit diverged); fit again, with a lower learning rate")
@@ -444,10 +444,10 @@ def save_model(learner: BatchIGL | AIIGL | IGLP | VIIGL, folder: str | Path,
     if algorithm.models:
         described = {name: _describe(model, getattr(learner, algorithm.setting_of(name), None),
                                      name)
-                     for name, model in zip(prefixes, decoders, strict=True)}
+                     for name, model in saved}
         feedback_dim = cast("IGLP", learner).feedback_dim_  # IGL-P's models: no decoder
     else:
-        described = {"decoder": _describe(decoders[0], getattr(learner, "decoder", None),
+        described = {"decoder": _describe(saved[0][1], getattr(learner, "decoder", None),
                                           "decoder")}
         feedback_dim = described["decoder"]["input_dim"]
     metadata = {
