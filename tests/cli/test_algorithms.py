@@ -8,7 +8,7 @@ import pytest
 
 from iglearn.cli import main
 from iglearn.data.formats import read_log
-from iglearn.learners import AIIGL, BatchIGL
+from iglearn.learners import AIIGL, BatchIGL, registry
 from iglearn.models import io
 from tests.cli.conftest import run
 
@@ -33,8 +33,8 @@ def test_ai_igl_learns_action_inclusive_digits_and_igl_does_not(workspace, capsy
         assert code == 0
         found[algorithm] = json.loads(out)["accuracy"]
     assert found["ai-igl"] > 0.7 and found["igl"] < 0.25, found   # chance is 0.1
-    assert type(io.load_model(workspace / "ai-igl")) is AIIGL
-    assert type(io.load_model(workspace / "igl")) is BatchIGL
+    assert type(registry.load_model(workspace / "ai-igl")) is AIIGL
+    assert type(registry.load_model(workspace / "igl")) is BatchIGL
 
 
 def test_fit_summary_reports_what_the_algorithm_measures(workspace, capsys, tmp_path):
@@ -62,7 +62,7 @@ def test_evaluate_on_the_log_reports_the_algorithms_own_indicator(workspace, cap
     assert code == 0
     measures = json.loads(out)
     assert measures["algorithm"] == algorithm
-    learner = io.load_model(workspace / algorithm)
+    learner = registry.load_model(workspace / algorithm)
     log = read_log(workspace / "log.npz")
     assert measures["indicator"] == pytest.approx(learner.indicator(log), rel=1e-5, abs=1e-7)
     assert measures["indicator"] == pytest.approx(learner.report_.indicator, rel=1e-5,
@@ -82,7 +82,7 @@ def test_predict_works_for_every_algorithm(workspace, capsys, tmp_path):
         assert code == 0
         actions = np.loadtxt(out, delimiter=",", skiprows=1)[:, 0]
         with np.load(workspace / "test.npz") as test:
-            expected = io.load_model(workspace / algorithm).predict(test["context"])
+            expected = registry.load_model(workspace / algorithm).predict(test["context"])
         np.testing.assert_array_equal(actions, expected)
         assert sum(json.loads(printed)["action_counts"]) == len(expected)
 

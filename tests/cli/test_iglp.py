@@ -7,7 +7,7 @@ import numpy as np
 
 from iglearn.data.formats import write_table
 from iglearn.learners.iglp import IGLP, PersonalIK
-from iglearn.models.io import load_model
+from iglearn.learners.registry import load_model
 
 from ..learners.test_iglp import USERS, swapping_log
 from .conftest import FAST, run

@@ -21,8 +21,8 @@ import pytest
 
 from iglearn.cli import main
 from iglearn.data.formats import read_table
+from iglearn.learners.registry import load_model
 from iglearn.models import io
-from iglearn.models.io import load_model
 from tests.cli.conftest import FAST, copy, listing
 
 DRIVER = """

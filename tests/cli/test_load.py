@@ -5,8 +5,8 @@ import json
 
 import numpy as np
 
+from iglearn.learners.registry import load_model
 from iglearn.models.archive import pack_model
-from iglearn.models.io import load_model
 from tests.cli.conftest import run
 
 

@@ -104,16 +104,16 @@ def test_running_a_command_imports_what_it_needs(argv, tmp_path):
 def test_learners_inherit_their_settings_and_the_algorithms_agree():
     import dataclasses
 
+    from iglearn.learners.registry import learners
     from iglearn.learners.settings import ALGORITHM_SETTINGS
-    from iglearn.models.io import algorithms
 
-    assert tuple(algorithms()) == tuple(ALGORITHM_SETTINGS)
-    for name, algorithm in algorithms().items():
+    assert tuple(learners()) == tuple(ALGORITHM_SETTINGS)
+    for name, (cls, _) in learners().items():
         settings = ALGORITHM_SETTINGS[name]
-        assert issubclass(algorithm.learner, settings)
-        assert ([f.name for f in dataclasses.fields(algorithm.learner)]
+        assert issubclass(cls, settings)
+        assert ([f.name for f in dataclasses.fields(cls)]
                 == [f.name for f in dataclasses.fields(settings)])
-        assert algorithm.learner() != algorithm.learner()  # compared by identity
+        assert cls() != cls()  # compared by identity
 
 
 def test_a_command_still_builds_its_options_when_parsed(capsys):

@@ -5,8 +5,7 @@ import json
 import pytest
 
 from iglearn.cli import main
-from iglearn.learners import VIIGL
-from iglearn.models import io
+from iglearn.learners import VIIGL, registry
 from tests.cli.conftest import run
 
 
@@ -28,7 +27,7 @@ def test_vi_igl_is_far_above_chance_at_ten_percent_noise(noisy, capsys):
     assert code == 0
     measured = json.loads(out)
     assert measured["algorithm"] == "vi-igl" and measured["accuracy"] > 0.6  # chance is 0.1
-    model = io.load_model(noisy / "model")
+    model = registry.load_model(noisy / "model")
     assert type(model) is VIIGL and model.divergence == "chi2-kl"
 
 

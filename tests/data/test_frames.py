@@ -124,8 +124,8 @@ MAPPING = dict(context=["age", "clicks"], feedback="emg_*", action="arm", probab
 
 def test_a_frame_with_its_own_column_names_fits_and_predicts_through_a_saved_model(tmp_path):
     from iglearn import BatchIGL
+    from iglearn.learners.registry import load_model
     from iglearn.learners.training import Optimisation
-    from iglearn.models.io import load_model
 
     frame, _ = user_frame()
     log = InteractionLog.from_frame(frame, **MAPPING)

@@ -36,9 +36,9 @@ from iglearn.learners.iglp import (
     zhang_extremeness,
 )
 from iglearn.learners.online import UniformLearner
+from iglearn.learners.registry import load_model
 from iglearn.learners.regression import exploration_distribution, zhang_gamma
 from iglearn.models import Policy, make_policy
-from iglearn.models.io import load_model
 from iglearn.models.stacked import stack
 
 

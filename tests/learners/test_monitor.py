@@ -11,7 +11,7 @@ import pytest
 from iglearn import BatchIGL, EpochRecord, Optimisation
 from iglearn.envs import digits_environment
 from iglearn.learners.batch_igl import STAGES
-from iglearn.models.io import load_model
+from iglearn.learners.registry import load_model
 
 SHORT = Optimisation(grounding_epochs=1, policy_epochs=2, epochs=3, max_steps=0,
                      batch_size=100)

@@ -17,9 +17,9 @@ from iglearn.data.scaling import CLIP, Standardiser, column_spread
 from iglearn.envs import action_inclusive_environment, digits_environment
 from iglearn.learners import Optimisation
 from iglearn.learners.iglp import IGLP, OnlineIGLP
+from iglearn.learners.registry import load_model
 from iglearn.learners.regression import OnlineRegressionCB
 from iglearn.models.archive import load_archive, pack_model
-from iglearn.models.io import load_model
 
 QUICK = Optimisation(max_steps=60)
 SCALE, SHIFT = np.float32(0.05), np.float32(35.0)

@@ -19,10 +19,11 @@ from safetensors.torch import load_file
 
 from iglearn import BatchIGL, IGLearnError
 from iglearn.envs import digits_environment
+from iglearn.learners.registry import load_model
 from iglearn.learners.training import Optimisation
 from iglearn.models import io as io_module
 from iglearn.models.archive import extract_archive, pack_model, read_model, unpack_model
-from iglearn.models.io import METADATA, WEIGHTS, load_model
+from iglearn.models.io import METADATA, WEIGHTS
 
 
 @pytest.fixture(scope="module")

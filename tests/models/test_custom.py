@@ -15,10 +15,11 @@ from torch import nn
 from iglearn import BatchIGL, IGLearnError, Optimisation
 from iglearn.envs import digits_environment
 from iglearn.learners.corrector import data_driven_corrector
+from iglearn.learners.registry import load_model
 from iglearn.learners.trials import Trials, side_by_side
 from iglearn.models import make_decoder, make_policy
 from iglearn.models.custom import CustomDecoder, CustomPolicy
-from iglearn.models.io import METADATA, load_model
+from iglearn.models.io import METADATA
 
 FAST = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=2, max_steps=20)
 

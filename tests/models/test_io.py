@@ -19,6 +19,7 @@ from safetensors.torch import load_file, save_file
 from iglearn import BatchIGL, IGLearnError
 from iglearn.data.formats import FeatureSchema
 from iglearn.envs import digits_environment
+from iglearn.learners import registry
 from iglearn.learners.training import Optimisation
 from iglearn.models import io
 from tests.data.mutations import FUZZ, mutate_bytes, mutate_json, one_line
@@ -69,8 +70,8 @@ def test_save_load_fit_save_load_gives_identical_predictions(tmp_path, digits_lo
         warnings.simplefilter("ignore")
         loaded.seed = 3
         loaded.fit(digits_log)
-    io.save_model(loaded, tmp_path / "m")
-    again = io.load_model(tmp_path / "m")
+    registry.save_model(loaded, tmp_path / "m")
+    again = registry.load_model(tmp_path / "m")
     np.testing.assert_array_equal(again.predict_proba(x), loaded.predict_proba(x))
     assert again.schema_ is None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m"]
@@ -95,7 +96,7 @@ def test_a_loaded_model_keeps_every_setting_and_refits_as_it_was_fitted(tmp_path
     changed = _other_settings()
     learner = fitted(digits_log, **changed)
     learner.save(tmp_path / "m")
-    loaded = io.load_model(tmp_path / "m")
+    loaded = registry.load_model(tmp_path / "m")
     for name, value in changed.items():
         assert getattr(loaded, name) == value, name
     assert io.learner_settings(loaded) == io.learner_settings(learner)
@@ -115,7 +116,7 @@ def test_models_without_settings_load_with_their_classes_and_temperature(tmp_pat
     del meta["settings"]
     meta["decoder"]["temperature"] = 0.2
     (folder / io.METADATA).write_text(json.dumps(meta))
-    loaded = io.load_model(folder)
+    loaded = registry.load_model(folder)
     assert (loaded.policy, loaded.decoder, loaded.decoder_temperature) == ("mlp", "mlp", 0.2)
     assert loaded.max_restarts == BatchIGL().max_restarts
     assert loaded.decoder_.temperature == 0.2
@@ -128,7 +129,7 @@ def test_settings_this_version_does_not_know_are_left_out(tmp_path, saved):
     meta["settings"]["optimisation"]["a_future_step"] = 3
     del meta["settings"]["max_restarts"]
     (folder / io.METADATA).write_text(json.dumps(meta))
-    loaded = io.load_model(folder)
+    loaded = registry.load_model(folder)
     assert loaded.optimisation == FAST and loaded.max_restarts == BatchIGL().max_restarts
 
 
@@ -259,7 +260,7 @@ def assert_damage_reported(folder: Path, words: list[str]) -> None:
     """Loading ``folder`` fails with one line that names the folder and every one of
     ``words``."""
     with pytest.raises(IGLearnError) as error:
-        io.load_model(folder)
+        registry.load_model(folder)
     message = str(error.value)
     assert len(message.splitlines()) == 1 and str(folder) in message, message
     for word in words:
@@ -278,11 +279,11 @@ def test_a_huge_hidden_layer_is_refused_before_anything_is_allocated(tmp_path, s
     folder = copy_of(saved, tmp_path, "mlp")
     _set("policy", "hidden", 200_000_000)(folder)
     with pytest.raises(IGLearnError, match=r"'policy.hidden' is 200000000.*MAX_HIDDEN"):
-        io.load_model(folder)
+        registry.load_model(folder)
     # within the limit but not what the weights hold: refused before the model is built
     _set("policy", "hidden", 1_000_000)(folder)
     with pytest.raises(IGLearnError, match=r"shape \(256,?.*shape \(1000000,"):
-        io.load_model(folder)
+        registry.load_model(folder)
 
 
 def test_an_unreadable_model_is_reported_as_such(tmp_path, saved, monkeypatch):
@@ -297,12 +298,12 @@ def test_an_unreadable_model_is_reported_as_such(tmp_path, saved, monkeypatch):
 
     monkeypatch.setattr(os, "open", refusing_open)
     with pytest.raises(IGLearnError, match="permission denied"):
-        io.load_model(folder)
+        registry.load_model(folder)
 
 
 def test_missing_folder_and_non_model_target(tmp_path, digits_log):
     with pytest.raises(IGLearnError, match="no such model folder"):
-        io.load_model(tmp_path / "absent")
+        registry.load_model(tmp_path / "absent")
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("keep me")
     with pytest.raises(IGLearnError, match="not a model iglearn wrote"):
@@ -339,7 +340,7 @@ def _load_once(folder: Path) -> None:
     """Load ``folder``: a model, or one IGLearnError line naming it; nothing written."""
     before = sorted(p.name for p in folder.parent.rglob("*"))
     try:
-        io.load_model(folder)
+        registry.load_model(folder)
     except IGLearnError as error:
         assert one_line(str(error)) and str(folder) in str(error), str(error)
     assert sorted(p.name for p in folder.parent.rglob("*")) == before
@@ -397,7 +398,7 @@ def test_a_model_is_replaced_in_one_step(digits_log, tmp_path, monkeypatch):
     swaps = []
     real = files._exchange
     monkeypatch.setattr(files, "_exchange", lambda a, b: swaps.append((a, b)) or real(a, b))
-    io.save_model(learner, target, extra={"note": "second"})
+    registry.save_model(learner, target, extra={"note": "second"})
     assert len(swaps) == 1 and swaps[0][1] == target  # one atomic exchange, no set-aside
     assert (target / io.METADATA).read_bytes() != before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]  # nothing left beside it
@@ -419,7 +420,7 @@ def test_model_json_is_strict_json_whatever_the_metadata_holds(digits_log, tmp_p
     learner = fitted(digits_log)
     extra = {"nan": float("nan"), "inf": np.float32("inf"), "list": [1.0, -math.inf],
              "count": np.int64(3)}
-    io.save_model(learner, tmp_path / "m", extra=extra)
+    registry.save_model(learner, tmp_path / "m", extra=extra)
 
     def refuse(literal: str) -> None:
         raise AssertionError(f"{literal} in model.json")
@@ -427,4 +428,19 @@ def test_model_json_is_strict_json_whatever_the_metadata_holds(digits_log, tmp_p
     record = json.loads((tmp_path / "m" / "model.json").read_text(), parse_constant=refuse)
     assert {k: record["training"][k] for k in extra} == {
         "nan": None, "inf": None, "list": [1.0, None], "count": 3}
-    assert io.load_model(tmp_path / "m").metadata_["training"]["nan"] is None
+    assert registry.load_model(tmp_path / "m").metadata_["training"]["nan"] is None
+
+
+def test_the_folder_format_imports_no_learner():
+    """models/io.py knows every algorithm's layout, not its learner: importing it loads no
+    learner module (the learners import it, through their registry)."""
+    import subprocess
+    import sys
+
+    code = ("import json, sys, iglearn.models.io, iglearn.models.archive\n"
+            "print(json.dumps(sorted(m for m in sys.modules\n"
+            "                        if m.startswith('iglearn.learners.'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True).stdout
+    # the settings (dataclasses of settings) and the registry, whose learners load on use
+    assert json.loads(loaded) == ["iglearn.learners.registry", "iglearn.learners.settings"]

@@ -13,7 +13,7 @@ from safetensors.torch import load_file
 from iglearn import BatchIGL, IGLearnError
 from iglearn.data.formats import FeatureSchema
 from iglearn.envs import action_inclusive_environment
-from iglearn.learners import AIIGL, AIIGLReport
+from iglearn.learners import AIIGL, AIIGLReport, registry
 from iglearn.learners.iglp import IGLP
 from iglearn.learners.training import Optimisation
 from iglearn.learners.vi_igl import VIIGL
@@ -58,7 +58,7 @@ def test_save_load_gives_identical_predictions_and_decoded_rewards(tmp_path, log
     schema = FeatureSchema.default(64, 64)
     learner.save(tmp_path / "m", schema)
     loaded = AIIGL.load(tmp_path / "m")
-    assert type(io.load_model(tmp_path / "m")) is AIIGL
+    assert type(registry.load_model(tmp_path / "m")) is AIIGL
     x = log.context[:300]
     np.testing.assert_array_equal(loaded.predict_proba(x), learner.predict_proba(x))
     np.testing.assert_array_equal(loaded.decode(log.feedback, log.action),
@@ -83,8 +83,8 @@ def test_model_json_names_the_algorithm_and_the_weights_each_decoder(saved):
 
 
 def test_the_algorithms_and_their_names_agree():
-    assert tuple(io.algorithms()) == io.ALGORITHMS
-    assert [a.learner for a in io.algorithms().values()] == [BatchIGL, AIIGL, IGLP, VIIGL]
+    assert tuple(registry.learners()) == io.ALGORITHMS == tuple(io.LAYOUTS)
+    assert [cls for cls, _ in registry.learners().values()] == [BatchIGL, AIIGL, IGLP, VIIGL]
 
 
 def test_a_model_json_without_algorithm_is_batch_igl(tmp_path, saved):
@@ -92,13 +92,13 @@ def test_a_model_json_without_algorithm_is_batch_igl(tmp_path, saved):
     meta = json.loads((folder / io.METADATA).read_text())
     del meta["algorithm"]  # as written before AI-IGL
     (folder / io.METADATA).write_text(json.dumps(meta))
-    assert type(io.load_model(folder)) is BatchIGL and type(BatchIGL.load(folder)) is BatchIGL
+    assert type(registry.load_model(folder)) is BatchIGL and type(BatchIGL.load(folder)) is BatchIGL
 
 
 def test_a_loaded_model_refits_as_it_was_fitted(tmp_path, log):
     learner = fitted(log, refinements=2, decoder_temperature=0.25, min_interactions=5)
     learner.save(tmp_path / "m")
-    loaded = io.load_model(tmp_path / "m")
+    loaded = registry.load_model(tmp_path / "m")
     assert (loaded.refinements, loaded.decoder_temperature, loaded.min_interactions,
             loaded.optimisation) == (2, 0.25, 5, FAST)
     learner.seed = loaded.seed = 4
@@ -169,4 +169,4 @@ def test_an_igl_folder_with_per_action_decoders_is_refused(tmp_path, saved):
     folder = copy_of(saved, tmp_path)
     _meta(lambda m: _setitem(m, "algorithm", "igl"))(folder)
     with pytest.raises(IGLearnError, match="the decoder weights"):
-        io.load_model(folder)
+        registry.load_model(folder)

@@ -20,10 +20,11 @@ from iglearn import BatchIGL, IGLearnError
 from iglearn.envs import action_inclusive_environment
 from iglearn.learners import AIIGL, VIIGL
 from iglearn.learners.iglp import IGLP
+from iglearn.learners.registry import load_model
 from iglearn.learners.training import Optimisation
 from iglearn.models.archive import pack_model, read_model
 from iglearn.models.custom import CustomDecoder, CustomPolicy
-from iglearn.models.io import METADATA, WEIGHTS, factory_records, load_model
+from iglearn.models.io import METADATA, WEIGHTS, factory_records
 from tests.cli.conftest import run
 
 FAST = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=5)

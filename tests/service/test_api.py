@@ -11,8 +11,8 @@ import pytest
 
 from iglearn.data.formats import read_log
 from iglearn.errors import IGLearnError
+from iglearn.learners.registry import save_model
 from iglearn.models.archive import load_archive, pack_model, unpack_model
-from iglearn.models.io import save_model
 from iglearn.service.storage import FeedbackOutcome
 
 from .conftest import D_X, D_Y, K, play

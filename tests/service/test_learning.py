@@ -17,8 +17,8 @@ import torch
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners import BatchIGL
+from iglearn.learners.registry import save_model
 from iglearn.models.archive import load_archive, pack_model
-from iglearn.models.io import save_model
 from iglearn.service.config import parse_config
 from iglearn.service.learning import (
     contradictions,

@@ -138,7 +138,7 @@ def _fit(args: argparse.Namespace) -> int:
     from iglearn.files import fingerprint, output_folder, write_text
     from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
     from iglearn.learners.iglp import IGLP
-    from iglearn.models.io import save_model
+    from iglearn.learners.registry import save_model
 
     out = Path(args.out)
     learner = _learner(args)
@@ -343,7 +343,7 @@ IN_SAMPLE_NOTE = ("the data are the log the model was fitted on: these measures 
 def _evaluate(args: argparse.Namespace) -> int:
     from iglearn.files import same_content
     from iglearn.learners.evaluation import evaluate
-    from iglearn.models.io import algorithm_of
+    from iglearn.learners.registry import algorithm_of
     from iglearn.threads import torch_threads
 
     learner, table = _model_and_table(args.model, args.data, contexts_only=False, args=args,
@@ -356,7 +356,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     training = learner.metadata_.get("training") or {}
     in_sample = same_content(args.data, training.get("log_fingerprint"))
     record = {"model": str(args.model), "data": str(args.data),
-              "algorithm": algorithm_of(learner).name, "in_sample": in_sample, **measures}
+              "algorithm": algorithm_of(learner), "in_sample": in_sample, **measures}
     if in_sample:
         record["note"] = IN_SAMPLE_NOTE
     _print(record)

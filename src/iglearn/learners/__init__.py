@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from iglearn.learners.batch_igl import BatchIGL, FitReport, IdentifiabilityWarning
     from iglearn.learners.e2g import E2G, EpochGreedy, OnlineContextualBandit
     from iglearn.learners.online import OnlineLearner, UniformLearner
+    from iglearn.learners.registry import load_model, save_model
     from iglearn.learners.schedules import (
         DataDrivenSchedule,
         PaperSchedule,
@@ -51,7 +52,9 @@ _SOURCES = {
     "UniformLearner": "iglearn.learners.online",
     "VIIGL": "iglearn.learners.vi_igl",
     "VIIGLReport": "iglearn.learners.vi_igl",
+    "load_model": "iglearn.learners.registry",
     "make_schedule": "iglearn.learners.schedules",
+    "save_model": "iglearn.learners.registry",
 }
 
 __all__ = [
@@ -75,7 +78,9 @@ __all__ = [
     "UniformLearner",
     "VIIGL",
     "VIIGLReport",
+    "load_model",
     "make_schedule",
+    "save_model",
 ]
 
 

@@ -328,16 +328,16 @@ class AIIGL(AIIGLSettings, StackableLearner):
 
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
         """Write the fitted policy and the K decoders to ``folder`` (see
-        :func:`iglearn.models.io.save_model`)."""
-        from iglearn.models.io import save_model
+        :func:`iglearn.learners.registry.save_model`)."""
+        from iglearn.learners.registry import save_model
         return save_model(self, folder, schema)
 
     @classmethod
     def load(cls, folder: str | Path, import_factories: bool = False) -> AIIGL:
-        """A fitted model read from ``folder`` (see :func:`iglearn.models.io.load_model`); a
+        """A fitted model read from ``folder`` (see :func:`iglearn.learners.registry.load_model`); a
         folder that holds another algorithm's model is refused. A custom policy or decoder is
         rebuilt by importing its recorded factory, only with ``import_factories``."""
-        from iglearn.models.io import load_model
+        from iglearn.learners.registry import load_model
         # load_model checked the algorithm
         return cast(AIIGL, load_model(folder, "ai-igl", import_factories=import_factories))
 

@@ -56,7 +56,7 @@ class PolicyLearner:
     read raw values (``standardise`` off, or a model saved before standardisation)."""
     if TYPE_CHECKING:  # for the type checker only: typing.get_type_hints must resolve the rest
         metadata_: dict[str, Any]
-        """A loaded model's ``model.json`` (set by :func:`iglearn.models.io.load_model`)."""
+        """A loaded model's ``model.json`` (set by :func:`iglearn.learners.registry.load_model`)."""
         schema_: FeatureSchema | None
         """The feature schema a model was fitted with, if any."""
 

@@ -630,17 +630,18 @@ class IGLP(IGLPSettings, PolicyLearner):
         return step, lipschitz_extremeness(ratio, self.threshold)
 
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
-        """Write the fitted models to a model folder (:func:`iglearn.models.io.save_model`)."""
-        from iglearn.models.io import save_model
+        """Write the fitted models to a model folder
+        (:func:`iglearn.learners.registry.save_model`)."""
+        from iglearn.learners.registry import save_model
         return save_model(self, folder, schema)
 
     @classmethod
     def load(cls, folder: str | Path, import_factories: bool = False) -> IGLP:
         """Read a model folder written by :meth:`save` (see
-        :func:`iglearn.models.io.load_model`); a folder that holds another algorithm's model
+        :func:`iglearn.learners.registry.load_model`); a folder that holds another algorithm's model
         is refused. A custom policy is rebuilt by importing its recorded factory, only with
         ``import_factories``."""
-        from iglearn.models.io import load_model
+        from iglearn.learners.registry import load_model
         learner = load_model(folder, "igl-p", import_factories=import_factories)
         assert isinstance(learner, IGLP)
         return learner

@@ -451,4 +451,4 @@ ALGORITHM_SETTINGS: dict[str, type[BatchIGLSettings | AIIGLSettings | IGLPSettin
     "igl": BatchIGLSettings, "ai-igl": AIIGLSettings, "igl-p": IGLPSettings,
     "vi-igl": VIIGLSettings}
 """The settings of each algorithm a model folder may hold, by name (``iglearn fit
---algorithm``; the learners: :func:`iglearn.models.io.algorithms`)."""
+--algorithm``; the learners: :func:`iglearn.learners.registry.learners`)."""

@@ -528,16 +528,16 @@ class VIIGL(VIIGLSettings, StackableLearner):
 
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
         """Write the fitted policy and decoder to ``folder`` (see
-        :func:`iglearn.models.io.save_model`); the critics are not kept."""
-        from iglearn.models.io import save_model
+        :func:`iglearn.learners.registry.save_model`); the critics are not kept."""
+        from iglearn.learners.registry import save_model
         return save_model(self, folder, schema)
 
     @classmethod
     def load(cls, folder: str | Path, import_factories: bool = False) -> VIIGL:
-        """A fitted model read from ``folder`` (see :func:`iglearn.models.io.load_model`); a
+        """A fitted model read from ``folder`` (see :func:`iglearn.learners.registry.load_model`); a
         folder that holds another algorithm's model is refused. A custom policy or decoder is
         rebuilt by importing its recorded factory, only with ``import_factories``."""
-        from iglearn.models.io import load_model
+        from iglearn.learners.registry import load_model
         # load_model checked the algorithm
         return cast(VIIGL, load_model(folder, "vi-igl", import_factories=import_factories))
 

@@ -7,7 +7,7 @@ on the size its header declares before any of it is inflated and again on the by
 while they are written (:data:`MAX_ARCHIVE_BYTES`, :data:`MAX_ARCHIVE_EXPANSION`, and for
 ``model.json`` :data:`iglearn.data.limits.MAX_JSON_BYTES`; the weights, when ``model.json``
 comes first as :func:`pack_model` writes it, are held to the size of the tensors it
-describes). The result is checked by :func:`~iglearn.models.io.load_model` like any model
+describes). The result is checked by :func:`~iglearn.learners.registry.load_model` like any model
 folder, and every message names the archive and the member, never the temporary folder it
 is unpacked into."""
 
@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
 from iglearn.errors import IGLearnError, shown
-from iglearn.models.io import METADATA, WEIGHTS, load_model, member_label, weights_budget
+from iglearn.learners.registry import load_model
+from iglearn.models.io import METADATA, WEIGHTS, member_label, weights_budget
 
 if TYPE_CHECKING:
     from iglearn.learners.ai_igl import AIIGL

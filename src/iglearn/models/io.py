@@ -13,7 +13,10 @@ the ``ik`` record has class ``"personal"``, :class:`~iglearn.models.personal.Per
 (x, y), with its ``users`` and the ``model`` class of the rest of the context; a model fitted
 with ``decode_from="feedback"`` adds the linear feedback posterior q(u, y), tensors
 ``posterior.<param>``, record ``posterior``); a ``model.json`` without the
-field, written before AI-IGL, is ``"igl"``. :func:`load_model` returns that algorithm's learner.
+field, written before AI-IGL, is ``"igl"``. :func:`read_model` returns that algorithm's
+learner, given each algorithm's learner class: this module knows the folder format of every
+algorithm (:data:`LAYOUTS`) but imports no learner; the learners' registry
+(:mod:`iglearn.learners.registry`: ``load_model``, ``save_model``) gives the classes.
 
 ``standardiser`` holds the statistics the learner standardises contexts and feedback with
 (:meth:`iglearn.data.scaling.Standardiser.to_dict`: per-column means and scales); a model
@@ -40,7 +43,6 @@ import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -77,10 +79,6 @@ from iglearn.models.policies import POLICIES, Policy
 
 if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
-    from iglearn.learners.ai_igl import AIIGL
-    from iglearn.learners.batch_igl import BatchIGL
-    from iglearn.learners.iglp import IGLP
-    from iglearn.learners.vi_igl import VIIGL
 
 FORMAT = "iglearn-model"
 FORMAT_VERSION = 1
@@ -106,14 +104,10 @@ DEFAULT_ALGORITHM = "igl"
 
 @dataclass(frozen=True)
 class Algorithm:
-    """How a model folder holds the learner of one algorithm."""
+    """How a model folder holds the fitted models of one algorithm's learner."""
 
     name: str
     """The name model.json records, and ``iglearn fit --algorithm`` takes."""
-    learner: type
-    """The learner class."""
-    report: type
-    """The class of its fit report (``report_``), kept in model.json's training summary."""
     per_action: bool
     """One decoder per action (``decoders_``, tensors ``decoder.<a>.<param>``), rather than
     one (``decoder_``, tensors ``decoder.<param>``)."""
@@ -159,33 +153,18 @@ class Algorithm:
         return ["decoder"]
 
 
-@cache
-def algorithms() -> dict[str, Algorithm]:
-    """Every algorithm a model folder may hold, by name."""
-    from iglearn.learners.ai_igl import AIIGL, AIIGLReport
-    from iglearn.learners.batch_igl import BatchIGL, FitReport
-    from iglearn.learners.iglp import IGLP, IGLPReport
-    from iglearn.learners.vi_igl import VIIGL, VIIGLReport
-
-    return {"igl": Algorithm("igl", BatchIGL, FitReport, per_action=False),
-            "ai-igl": Algorithm("ai-igl", AIIGL, AIIGLReport, per_action=True),
-            "igl-p": Algorithm("igl-p", IGLP, IGLPReport, per_action=False,
-                               models=("ik", "flags"), optional=("posterior",),
-                               built_from=(("flags", "policy"),)),
-            "vi-igl": Algorithm("vi-igl", VIIGL, VIIGLReport, per_action=False)}
-
-
+LAYOUTS: dict[str, Algorithm] = {
+    "igl": Algorithm("igl", per_action=False),
+    "ai-igl": Algorithm("ai-igl", per_action=True),
+    "igl-p": Algorithm("igl-p", per_action=False, models=("ik", "flags"),
+                       optional=("posterior",), built_from=(("flags", "policy"),)),
+    "vi-igl": Algorithm("vi-igl", per_action=False)}
+"""How a folder holds each algorithm's models, by the name model.json records."""
 ALGORITHMS = tuple(ALGORITHM_SETTINGS)
-"""The algorithms' names (:func:`algorithms`)."""
-
-
-def algorithm_of(learner: object) -> Algorithm:
-    """The algorithm whose learner ``learner`` is."""
-    for algorithm in algorithms().values():
-        if type(learner) is algorithm.learner:
-            return algorithm
-    raise TypeError(f"a model folder cannot hold a {type(learner).__name__}; it holds one of "
-                    f"{', '.join(a.learner.__name__ for a in algorithms().values())}")
+"""The algorithms' names, in the order of their settings (:data:`LAYOUTS` has each)."""
+Learners = Mapping[str, tuple[type, type]]
+"""Each algorithm's learner class and the class of its fit report (``report_``, kept in
+model.json's training summary), by name: :func:`iglearn.learners.registry.learners`."""
 
 
 def _linear_layers(module: nn.Module) -> list[nn.Linear]:
@@ -409,10 +388,10 @@ def check_model_folder(folder: Path) -> None:
                            f"new folder for --out, or remove it") from e
 
 
-def save_model(learner: BatchIGL | AIIGL | IGLP | VIIGL, folder: str | Path,
+def save_model(learner: Any, algorithm: str, folder: str | Path,
                schema: FeatureSchema | None = None, extra: dict | None = None) -> Path:
-    """Write a fitted :class:`~iglearn.learners.BatchIGL`, :class:`~iglearn.learners.AIIGL`
-    or :class:`~iglearn.learners.iglp.IGLP` to ``folder``.
+    """Write a fitted learner of ``algorithm`` (a name of :data:`LAYOUTS`) to ``folder``; the
+    learners' registry names the algorithm (:func:`iglearn.learners.registry.save_model`).
 
     ``model.json`` records the algorithm and every constructor setting of the learner but its
     seed, so that the loaded learner refits as this one did.
@@ -428,9 +407,9 @@ def save_model(learner: BatchIGL | AIIGL | IGLP | VIIGL, folder: str | Path,
     folder = Path(folder)
     if schema is None:
         schema = getattr(learner, "schema_", None)
-    algorithm = algorithm_of(learner)
+    layout = LAYOUTS[algorithm]
     policy = learner._fitted_policy()
-    saved = algorithm.saved(learner)
+    saved = layout.saved(learner)
     check_model_folder(folder)
     tensors = {f"policy.{k}": v.detach().contiguous() for k, v in policy.state_dict().items()}
     for prefix, model in saved:
@@ -441,18 +420,18 @@ def save_model(learner: BatchIGL | AIIGL | IGLP | VIIGL, folder: str | Path,
                            f"(the fit diverged); fit again, with a lower learning rate")
     p = _describe(policy, getattr(learner, "policy", None), "policy")
     report = getattr(learner, "report_", None)
-    if algorithm.models:
-        described = {name: _describe(model, getattr(learner, algorithm.setting_of(name), None),
+    if layout.models:
+        described = {name: _describe(model, getattr(learner, layout.setting_of(name), None),
                                      name)
                      for name, model in saved}
-        feedback_dim = cast("IGLP", learner).feedback_dim_  # IGL-P's models: no decoder
+        feedback_dim = learner.feedback_dim_  # IGL-P's models: no decoder
     else:
         described = {"decoder": _describe(saved[0][1], getattr(learner, "decoder", None),
                                           "decoder")}
         feedback_dim = described["decoder"]["input_dim"]
     metadata = {
         "format": FORMAT, "format_version": FORMAT_VERSION, "iglearn": iglearn.__version__,
-        "algorithm": algorithm.name, "n_actions": p["output_dim"], "context_dim": p["input_dim"],
+        "algorithm": layout.name, "n_actions": p["output_dim"], "context_dim": p["input_dim"],
         "feedback_dim": feedback_dim, "policy": p, **described,
         "settings": learner_settings(learner),
         "feature_schema": schema.to_json() if schema is not None else None,
@@ -665,7 +644,7 @@ def algorithm_record(metadata: dict, path: str | Path) -> Algorithm:
     name = metadata.get("algorithm", DEFAULT_ALGORITHM)
     if not isinstance(name, str) or name not in ALGORITHMS:
         raise _damaged(path, "algorithm", name, f"one of {', '.join(ALGORITHMS)}")
-    return algorithms()[name]
+    return LAYOUTS[name]
 
 
 def _build(kind: str, record: dict, *dims: int,
@@ -749,15 +728,14 @@ def _report(training: dict, path: str | Path, cls: type) -> Any:
     return cls(**values)
 
 
-def load_model(folder: str | Path, algorithm: str | None = None, *,
-               import_factories: bool = False, source: str | None = None
-               ) -> BatchIGL | AIIGL | IGLP:
-    """The fitted learner read back from ``folder``: a :class:`~iglearn.learners.BatchIGL`,
-    an :class:`~iglearn.learners.AIIGL` or an :class:`~iglearn.learners.iglp.IGLP`, as
-    model.json's ``algorithm`` says, with the settings it was fitted with (those this
-    iglearn's learner class knows). With ``algorithm``, a folder that holds another
-    algorithm's model is refused. ``source``: what messages name instead of the folder (the
-    archive it was unpacked from, see :func:`member_label`).
+def read_model(folder: str | Path, learners: Learners, algorithm: str | None = None, *,
+               import_factories: bool = False, source: str | None = None) -> Any:
+    """The fitted learner read back from ``folder``, of the class ``learners`` gives for the
+    algorithm model.json names (:func:`iglearn.learners.registry.load_model` gives them all),
+    with the settings it was fitted with (those this iglearn's learner class knows). With
+    ``algorithm``, a folder that holds another algorithm's model is refused. ``source``: what
+    messages name instead of the folder (the archive it was unpacked from, see
+    :func:`member_label`).
 
     The learner's ``schema_`` holds the feature schema (or None) and ``metadata_`` the whole
     ``model.json``.
@@ -778,15 +756,16 @@ def load_model(folder: str | Path, algorithm: str | None = None, *,
     metadata = read_metadata(folder, source)
     meta_path = _label(folder, METADATA, source)
     kind = algorithm_record(metadata, meta_path)
+    cls, report_cls = learners[kind.name]
     if algorithm is not None and kind.name != algorithm:
-        wanted = algorithms()[algorithm].learner.__name__
+        wanted = learners[algorithm][0].__name__
         raise IGLearnError(f"{source or folder}: holds an {kind.name} model "
-                           f"({kind.learner.__name__}), not an {algorithm} one; load it with "
-                           f"{kind.learner.__name__}.load or iglearn.models.io.load_model, or "
+                           f"({cls.__name__}), not an {algorithm} one; load it with "
+                           f"{cls.__name__}.load or iglearn.learners.load_model, or "
                            f"fit a {wanted}")
-    factories = _factories(metadata, meta_path, import_factories, kind)
-    settings = _settings(metadata, meta_path, kind.learner, factories)
-    report = _report(metadata.get("training") or {}, meta_path, kind.report)
+    factories = _factories(metadata, meta_path, import_factories, kind, cls)
+    settings = _settings(metadata, meta_path, cls, factories)
+    report = _report(metadata.get("training") or {}, meta_path, report_cls)
     path = folder / WEIGHTS
     weights_path = _label(folder, WEIGHTS, source)
     if not path.exists():
@@ -833,7 +812,7 @@ def load_model(folder: str | Path, algorithm: str | None = None, *,
         module = _build(name, metadata[name], *dims, factories=factories)
         module.load_state_dict(state)
         modules[prefix] = module.eval()
-    learner = kind.learner(**settings)
+    learner = cls(**settings)
     learner.policy_ = modules["policy"]
     if kind.models:
         for name in kind.recorded_models(metadata):
@@ -922,12 +901,13 @@ def factory_records(metadata: object) -> list[tuple[str, object]]:
     return sorted(found, key=lambda record: record[0])
 
 
-def _factories(metadata: dict, path: str | Path, allowed: bool, kind: Algorithm
+def _factories(metadata: dict, path: str | Path, allowed: bool, kind: Algorithm, cls: type
                ) -> dict[str, Any]:
     """The factories of the custom modules model.json names, imported only when ``allowed``
     (every record naming one is found, :func:`factory_records`; nothing is imported
-    otherwise) and only for a module the algorithm's learner builds from a setting of the
-    same name; otherwise an error saying how to opt in, or that the model is damaged."""
+    otherwise) and only for a module the algorithm's learner (of class ``cls``) builds from a
+    setting of the same name; otherwise an error saying how to opt in, or that the model is
+    damaged."""
     records = factory_records(metadata)
     if records and not allowed:
         where, factory = records[0]
@@ -935,10 +915,10 @@ def _factories(metadata: dict, path: str | Path, allowed: bool, kind: Algorithm
         raise IGLearnError(f"{path}: the {where} record{more} names the factory {shown(factory)} "
                            f"of a custom module; loading it imports and runs that code, so it "
                            f"loads only when asked: load_model(folder, import_factories=True) "
-                           f"(or {kind.learner.__name__}.load(folder, import_factories=True)) "
+                           f"(or {cls.__name__}.load(folder, import_factories=True)) "
                            f"if you trust it")
     modules = {name for _, name, _ in _parts(metadata, kind)}
-    settings = set(_setting_names(kind.learner))
+    settings = set(_setting_names(cls))
     custom = {}
     for where, factory in records:
         record, setting = metadata.get(where), kind.setting_of(where)

@@ -37,10 +37,10 @@ MAX_CONFIG_BYTES = 1_000_000
 
 def algorithms() -> tuple[str, ...]:
     """The learners the service can run, by name: those a model folder can hold
-    (:func:`iglearn.models.io.algorithms`, the one registry of algorithms)."""
-    from iglearn.models.io import algorithms as registry
+    (:func:`iglearn.learners.registry.learners`, the one registry of algorithms)."""
+    from iglearn.learners.registry import learners
 
-    return tuple(registry())
+    return tuple(learners())
 
 
 @dataclass(frozen=True)
@@ -239,9 +239,9 @@ class ServiceConfig:
     def learner_settings(self) -> dict[str, Any]:
         """The constructor settings of the learner (but its seed): the model classes it has
         (IGL-P has no decoder) and ``[model.learner]``."""
-        from iglearn.models.io import algorithms as registry
+        from iglearn.learners.registry import learner_class
 
-        names = {f.name for f in dataclasses.fields(registry()[self.model.algorithm].learner)}
+        names = {f.name for f in dataclasses.fields(learner_class(self.model.algorithm))}
         classes = {"policy": self.model.policy, "decoder": self.model.decoder}
         return {k: v for k, v in classes.items() if k in names} | self.model.learner
 
@@ -439,9 +439,9 @@ def make_learner(config: ServiceConfig, path: str = "configuration", seed: int =
     algorithm's own defaults); every value is checked against its setting's type
     (:func:`iglearn.cli.settings.typed_settings`) and a bad one names its key."""
     from iglearn.cli.settings import SettingRefused, typed_settings
-    from iglearn.models.io import algorithms as registry
+    from iglearn.learners.registry import learner_class
 
-    cls = registry()[config.model.algorithm].learner
+    cls = learner_class(config.model.algorithm)
     settings = config.learner_settings()
     for key in settings:
         if key == "seed":

@@ -233,8 +233,8 @@ def refit(storage: Storage, config: ServiceConfig, reason: str,
     ``serving``: asked right before the model is stored; when it says the service has ended
     (its worker outlived it for a moment), nothing is stored and :class:`ServiceGone` is
     raised, so that a replica killed mid-fit never answers a re-fit asked of another."""
+    from iglearn.learners.registry import save_model
     from iglearn.models.archive import pack_model
-    from iglearn.models.io import save_model
 
     minimum = config.learning.min_interactions if minimum is None else minimum
     learnable = storage.counts().learnable
