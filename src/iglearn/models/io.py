@@ -54,7 +54,7 @@ from torch import nn
 import iglearn
 from iglearn.data import limits, safejson
 from iglearn.data.scaling import Standardiser
-from iglearn.errors import IGLearnError, shown
+from iglearn.errors import IGLearnError, check_choice, shown
 from iglearn.files import (
     input_file,
     remove_folder,
@@ -407,7 +407,7 @@ def save_model(learner: Any, algorithm: str, folder: str | Path,
     folder = Path(folder)
     if schema is None:
         schema = getattr(learner, "schema_", None)
-    layout = LAYOUTS[algorithm]
+    layout = LAYOUTS[check_choice("algorithm", algorithm, LAYOUTS)]
     policy = learner._fitted_policy()
     saved = layout.saved(learner)
     check_model_folder(folder)
