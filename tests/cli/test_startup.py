@@ -14,11 +14,13 @@ import pytest
 HEAVY = ("torch", "pyarrow", "ray", "starlette", "pandas", "matplotlib", "sklearn")
 
 
-def loaded_after(code: str) -> list[str]:
-    """The heavy modules loaded after running ``code`` in a fresh interpreter."""
+def loaded_after(code: str, prefix: str | None = None) -> list[str]:
+    """The heavy modules loaded after running ``code`` in a fresh interpreter (with
+    ``prefix``: those whose names start with it, sorted)."""
+    wanted = (f"[m for m in {HEAVY!r} if m in sys.modules]" if prefix is None else
+              f"sorted(m for m in sys.modules if m.startswith({prefix!r}))")
     script = (f"import sys\n{code}\n"
-              f"print('HEAVY=' + __import__('json').dumps("
-              f"[m for m in {HEAVY!r} if m in sys.modules]))")
+              f"print('HEAVY=' + __import__('json').dumps({wanted}))")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=120)
     last = [line for line in done.stdout.splitlines() if line.startswith("HEAVY=")]
@@ -99,6 +101,15 @@ def test_running_a_command_imports_what_it_needs(argv, tmp_path):
     code = ("from iglearn.cli import main\n"
             f"assert main({argv!r}) == 2")
     assert "torch" in loaded_after(code)
+
+
+def test_the_model_folder_format_imports_no_learner():
+    """models/io.py knows every algorithm's folder layout, not its learner: importing it and
+    the archive code loads the learners' settings and their registry, whose learners load
+    on use, and no learner module."""
+    code = "import iglearn.models.io, iglearn.models.archive"
+    assert loaded_after(code, "iglearn.learners.") == ["iglearn.learners.registry",
+                                                       "iglearn.learners.settings"]
 
 
 def test_learners_inherit_their_settings_and_the_algorithms_agree():

@@ -430,17 +430,3 @@ def test_model_json_is_strict_json_whatever_the_metadata_holds(digits_log, tmp_p
         "nan": None, "inf": None, "list": [1.0, None], "count": 3}
     assert registry.load_model(tmp_path / "m").metadata_["training"]["nan"] is None
 
-
-def test_the_folder_format_imports_no_learner():
-    """models/io.py knows every algorithm's layout, not its learner: importing it loads no
-    learner module (the learners import it, through their registry)."""
-    import subprocess
-    import sys
-
-    code = ("import json, sys, iglearn.models.io, iglearn.models.archive\n"
-            "print(json.dumps(sorted(m for m in sys.modules\n"
-            "                        if m.startswith('iglearn.learners.'))))")
-    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                            check=True).stdout
-    # the settings (dataclasses of settings) and the registry, whose learners load on use
-    assert json.loads(loaded) == ["iglearn.learners.registry", "iglearn.learners.settings"]
