@@ -36,6 +36,8 @@ REFUSED_JSON = [  # text, the place named
     (f"[{HUGE}]", "[0]"),
     (HUGE, ""),
     ("NaN", ""),
+    ('{"format": {"\\r": Infinity}}', "format.'\\r'"),  # a key with a control character
+    ('{"a\\u202eb": [NaN]}', "'a\\u202eb'[0]"),
 ]
 
 

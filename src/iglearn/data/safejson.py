@@ -24,6 +24,7 @@ from typing import Any
 from iglearn.data import limits
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
+from iglearn.progress import printable
 
 _SHAPE = bytes.maketrans(b"0123456789Ee+-", b"0000000000eess")
 """Digits to 0, exponent marks to e and signs to s: a number's shape, found by bytes search."""
@@ -99,9 +100,13 @@ def _depth(raw: bytes) -> int:
 
 
 def path_text(parts: Sequence[str | int]) -> str:
-    """A place in a document as messages name it: ``contexts[0][3]``, ``model.learner.lr``."""
+    """A place in a document as messages name it: ``contexts[0][3]``, ``model.learner.lr``;
+    a key with a control character shown quoted and escaped (``format.'\\r'``), so that the
+    message stays on one line."""
     text = ""
     for part in parts:
+        if isinstance(part, str) and printable(part) != part:
+            part = shown(part)
         text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else part
     return text
 
