@@ -103,6 +103,21 @@ def test_running_a_command_imports_what_it_needs(argv, tmp_path):
     assert "torch" in loaded_after(code)
 
 
+def test_fitting_a_parquet_log_imports_neither_pandas_nor_arrow_compute(tmp_path):
+    """``iglearn fit`` reads a Parquet log's columns as views of their buffers: pyarrow's
+    to_numpy and flatten would import pandas and pyarrow.compute, which nothing else in a
+    fit needs (a tenth of a second or more of its start-up)."""
+    from iglearn.cli import main
+
+    log, model = tmp_path / "log.parquet", tmp_path / "model"
+    assert main(["simulate", "digits", "--samples", "200", "--out", str(log)]) == 0
+    code = ("from iglearn.cli import main\n"
+            f"assert main(['fit', {str(log)!r}, '--out', {str(model)!r}]) == 0\n"
+            "assert 'pyarrow.compute' not in sys.modules")
+    assert loaded_after(code, "pandas") == []
+    assert (model / "model.json").is_file()
+
+
 def test_the_model_folder_format_imports_no_learner():
     """models/io.py knows every algorithm's folder layout, not its learner: importing it and
     the archive code loads the learners' settings and their registry, whose learners load

@@ -122,13 +122,29 @@ def column_values(path: Path | str, name: str, column: pa.Array) -> np.ndarray:
         raise IGLearnError(f"{path}: column '{name}' holds missing (null) values; "
                            f"remove or impute those rows")
     if pa.types.is_fixed_size_list(column.type):
-        values = column.flatten()
+        # the rows' entries: the child array's part under them (flatten imports
+        # pyarrow.compute, a few hundredths of a second)
+        size = column.type.list_size
+        values = column.values.slice(column.offset * size, len(column) * size)
         if values.null_count:
             raise IGLearnError(f"{path}: column '{name}' holds missing (null) vector "
                                f"entries; remove or impute those rows")
-        return values.to_numpy(zero_copy_only=False).reshape(len(column), column.type.list_size)
-    array = column.to_numpy(zero_copy_only=False)
+        return _to_numpy(values).reshape(len(column), size)
+    array = _to_numpy(column)
     return array[:, None] if name in MATRIX_FIELDS else array
+
+
+def _to_numpy(values: pa.Array) -> np.ndarray:
+    """``values`` (no nulls) as a numpy array: an integer or floating-point array as a
+    read-only view of its data buffer, anything else by ``to_numpy``. pyarrow's ``to_numpy``
+    imports pandas, a tenth of a second or more of a command that reads a log and needs
+    nothing else from pandas (``iglearn fit``)."""
+    kind = values.type
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+        dtype = np.dtype(kind.to_pandas_dtype())
+        return np.frombuffer(values.buffers()[1], dtype=dtype, count=len(values),
+                             offset=values.offset * dtype.itemsize)
+    return values.to_numpy(zero_copy_only=False)
 
 
 def _numeric(kind: pa.DataType) -> bool:
