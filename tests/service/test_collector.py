@@ -8,7 +8,7 @@ import textwrap
 def test_settling_freezes_the_start_up_objects_and_restores_small_steps():
     code = textwrap.dedent("""
         import gc
-        gc.set_threshold(50_000, 10, 10)  # as the command line leaves it
+        gc.set_threshold(200_000, 10, 10)  # as the command line leaves it
         import torch
         from iglearn.service.app import SERVICE_GC_THRESHOLDS, settle_collector
         settle_collector()

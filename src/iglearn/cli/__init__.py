@@ -177,14 +177,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.outputs.close()
 
 
-COMMAND_GC_THRESHOLD = 50_000
+COMMAND_GC_THRESHOLD = 200_000
 """The command's first-generation garbage-collection threshold (Python's default: 700).
 
-Importing torch makes about 165,000 objects, and every full collection then walks all of
-them: in ``iglearn fit`` of 2,000 interactions the collector took 140 to 200 ms (3 full
-collections, 33 of the middle generation, 370 young ones) of a 1.5 to 2 s run; with this
-threshold, about 50 ms (5 young collections). The young collections are larger and rarer;
-memory held by unreachable cycles waits at most 50,000 allocations. The service, whose
+Importing torch makes about 165,000 objects that live as long as the process, and each
+collection walks the objects made since the one before: with Python's default the collector
+took 140 to 200 ms of ``iglearn fit`` on 2,000 interactions, with a threshold of 50,000 still
+70 to 150 ms (four or five young collections, most of them during the imports, in some runs a
+second-generation one as well), and at 200,000 one collection, about 60 ms.
+Memory held by unreachable cycles waits at most 200,000 allocations. The service, whose
 requests want short pauses, sets Python's default back once started
 (:func:`iglearn.service.app.settle_collector`)."""
 

@@ -1066,7 +1066,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
 SERVICE_GC_THRESHOLDS = (700, 10, 10)
 """The garbage collector's thresholds in a serving process: Python's defaults, short pauses
 (the command line's larger first generation, :data:`iglearn.cli.COMMAND_GC_THRESHOLD`,
-would pause a request for each collection of 50,000 objects)."""
+would pause a request for each collection of 200,000 objects)."""
 
 
 def settle_collector() -> None:
