@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -103,10 +104,10 @@ def test_running_a_command_imports_what_it_needs(argv, tmp_path):
     assert "torch" in loaded_after(code)
 
 
-def test_fitting_a_parquet_log_imports_neither_pandas_nor_arrow_compute(tmp_path):
-    """``iglearn fit`` reads a Parquet log's columns as views of their buffers: pyarrow's
-    to_numpy and flatten would import pandas and pyarrow.compute, which nothing else in a
-    fit needs (a tenth of a second or more of its start-up)."""
+def test_fitting_a_parquet_log_imports_only_what_the_fit_needs(tmp_path):
+    """``iglearn fit`` reads a Parquet log's columns as views of their buffers (pyarrow's
+    to_numpy and flatten would import pandas and pyarrow.compute, a tenth of a second or more
+    of its start-up) and imports the learner it fits, not the others."""
     from iglearn.cli import main
 
     log, model = tmp_path / "log.parquet", tmp_path / "model"
@@ -115,6 +116,10 @@ def test_fitting_a_parquet_log_imports_neither_pandas_nor_arrow_compute(tmp_path
             f"assert main(['fit', {str(log)!r}, '--out', {str(model)!r}]) == 0\n"
             "assert 'pyarrow.compute' not in sys.modules")
     assert loaded_after(code, "pandas") == []
+    learners = loaded_after(code, "iglearn.learners.")
+    assert "iglearn.learners.batch_igl" in learners
+    assert not {"iglearn.learners.ai_igl", "iglearn.learners.iglp",
+                "iglearn.learners.vi_igl"} & set(learners)
     assert (model / "model.json").is_file()
 
 
@@ -125,6 +130,28 @@ def test_the_model_folder_format_imports_no_learner():
     code = "import iglearn.models.io, iglearn.models.archive"
     assert loaded_after(code, "iglearn.learners.") == ["iglearn.learners.registry",
                                                        "iglearn.learners.settings"]
+
+
+def test_saving_and_loading_a_model_imports_only_its_learner(tmp_path):
+    """The registry imports a learner's module when its name is looked up: an IGL model is
+    named, saved and loaded without the other learners' modules."""
+    code = textwrap.dedent(f"""
+        import numpy as np
+        from iglearn.data.logs import InteractionLog
+        from iglearn.learners import BatchIGL, load_model, save_model
+        from iglearn.learners.registry import learners
+        assert list(learners()) == ["igl", "ai-igl", "igl-p", "vi-igl"]
+        rng = np.random.default_rng(0)
+        log = InteractionLog(context=rng.random((40, 3), dtype=np.float32),
+                             action=rng.integers(0, 3, 40), probability=np.full(40, 1 / 3),
+                             feedback=rng.random((40, 2), dtype=np.float32), n_actions=3)
+        save_model(BatchIGL(seed=0, max_restarts=0).fit(log), {str(tmp_path / "m")!r})
+        assert type(load_model({str(tmp_path / "m")!r})) is BatchIGL
+    """)
+    loaded = loaded_after(code, "iglearn.learners.")
+    assert "iglearn.learners.batch_igl" in loaded
+    assert not {"iglearn.learners.ai_igl", "iglearn.learners.iglp",
+                "iglearn.learners.vi_igl"} & set(loaded)
 
 
 def test_learners_inherit_their_settings_and_the_algorithms_agree():

@@ -137,19 +137,19 @@ def _fit(args: argparse.Namespace) -> int:
     from iglearn.devices import resolve_device
     from iglearn.files import fingerprint, output_folder, write_text
     from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
-    from iglearn.learners.iglp import IGLP
     from iglearn.learners.registry import save_model
 
     out = Path(args.out)
     learner = _learner(args)
+    in_memory = args.algorithm == "igl-p"  # IGL-P fits a log in memory (regression.fit_model)
     resolve_device(getattr(learner, "device", "cpu"))  # unavailable: an error before any work
     reading = build_settings(args, StreamSettings(), STREAM)
-    if isinstance(learner, IGLP):  # IGL-P fits a log in memory (regression.fit_model)
+    if in_memory:
         if reading.stream == "on":
             raise IGLearnError("--stream on: --algorithm igl-p fits a log in memory, never "
                                "streamed; use --stream off")
         reading = replace(reading, stream="off")
-    backend = _backend(args, learner, reading)
+    backend = _backend(args, reading)
     if backend is not None:
         reading = replace(reading, stream="on")
     history = None if args.history is None else Path(args.history)
@@ -168,12 +168,12 @@ def _fit(args: argparse.Namespace) -> int:
     args.outputs.claim([out, *([history] if history else [])])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
-        if isinstance(learner, IGLP):
-            learner.fit(cast(InteractionLog, log))  # read in memory above
+        if in_memory:
+            cast("IGLP", learner).fit(cast(InteractionLog, log))  # read in memory above
         elif backend is not None:
             cast("BatchIGL | AIIGL", learner).fit(log, backend=backend)
         else:
-            learner.fit(log)
+            cast("BatchIGL | AIIGL | VIIGL", learner).fit(log)
     head = {"log": str(args.log), "model": str(out), "algorithm": args.algorithm,
             "samples": len(log), "n_actions": log.n_actions, "context_dim": log.context_dim,
             "feedback_dim": log.feedback_dim, "streamed": isinstance(log, LogStream),
@@ -182,7 +182,7 @@ def _fit(args: argparse.Namespace) -> int:
     if isinstance(learner, BatchIGL):
         summary = {**head, **_igl_summary(args, learner, log, settings)}
         extra = {"objective": summary["objective"], "lemma5": summary["lemma5"]}
-    elif isinstance(learner, IGLP):
+    elif in_memory:
         summary = {**head, "settings": settings, **asdict(learner.report_),
                    "definitely_bad_field": cast(InteractionLog, log).definitely_bad is not None}
         extra = {}
@@ -205,16 +205,12 @@ def _fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _backend(args: argparse.Namespace, learner: object, reading: StreamSettings
-             ) -> RayTrain | None:
+def _backend(args: argparse.Namespace, reading: StreamSettings) -> RayTrain | None:
     """The settings of a data-parallel fit on Ray Train (``--backend ray``), or None for a fit
     in this process; a combination that cannot run is an error naming the option."""
-    from iglearn.learners.ai_igl import AIIGL
-    from iglearn.learners.batch_igl import BatchIGL
-
     if args.backend != "ray":
         return None
-    if not isinstance(learner, BatchIGL | AIIGL):
+    if args.algorithm not in ("igl", "ai-igl"):
         raise IGLearnError(f"--backend ray fits --algorithm igl and ai-igl; --algorithm "
                            f"{args.algorithm} fits in one process: drop --backend ray")
     if reading.stream == "off":
@@ -229,8 +225,7 @@ def _backend(args: argparse.Namespace, learner: object, reading: StreamSettings
 def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
     """The learner ``--algorithm`` names, with the settings given. An option of another
     algorithm only is refused, naming the option and the algorithm it belongs to."""
-    from iglearn.learners.ai_igl import AIIGL
-    from iglearn.learners.iglp import IGLP
+    from iglearn.learners.registry import learner_class
 
     algorithm = args.algorithm
     defaults = algorithm_defaults()
@@ -249,13 +244,8 @@ def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
     start: BatchIGL | AIIGL | IGLP | VIIGL
     if algorithm == "igl":
         start = objectives()[args.objective or "iglearn"](seed=args.seed)
-    elif algorithm == "igl-p":
-        start = IGLP(seed=args.seed)
-    elif algorithm == "vi-igl":
-        from iglearn.learners.vi_igl import VIIGL
-        start = VIIGL(seed=args.seed)
-    else:
-        start = AIIGL(seed=args.seed)
+    else:  # only this algorithm's learner module is imported
+        start = learner_class(algorithm)(seed=args.seed)
     return build_settings(args, start, LEARNER)
 
 

@@ -9,25 +9,48 @@ classes come from here.
 
 from __future__ import annotations
 
-from functools import cache
+import importlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
 
+LEARNERS: dict[str, tuple[str, str, str]] = {
+    "igl": ("iglearn.learners.batch_igl", "BatchIGL", "FitReport"),
+    "ai-igl": ("iglearn.learners.ai_igl", "AIIGL", "AIIGLReport"),
+    "igl-p": ("iglearn.learners.iglp", "IGLP", "IGLPReport"),
+    "vi-igl": ("iglearn.learners.vi_igl", "VIIGL", "VIIGLReport")}
+"""Each algorithm's learner, by name, in the order of :data:`iglearn.models.io.ALGORITHMS`:
+the module that defines it, the learner class and the class of its fit report
+(``report_``), by name, so that a command imports only the learner it runs."""
 
-@cache
-def learners() -> dict[str, tuple[type, type]]:
+
+class _Learners(Mapping[str, tuple[type, type]]):
+    """:data:`LEARNERS` as classes: a learner's module is imported when its name is looked
+    up."""
+
+    def __getitem__(self, name: str) -> tuple[type, type]:
+        module, learner, report = LEARNERS[name]
+        found = importlib.import_module(module)
+        return getattr(found, learner), getattr(found, report)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(LEARNERS)
+
+    def __len__(self) -> int:
+        return len(LEARNERS)
+
+
+_LEARNERS = _Learners()
+
+
+def learners() -> Mapping[str, tuple[type, type]]:
     """Each algorithm's learner class and the class of its fit report (``report_``), by
-    name, in the order of :data:`iglearn.models.io.ALGORITHMS`."""
-    from iglearn.learners.ai_igl import AIIGL, AIIGLReport
-    from iglearn.learners.batch_igl import BatchIGL, FitReport
-    from iglearn.learners.iglp import IGLP, IGLPReport
-    from iglearn.learners.vi_igl import VIIGL, VIIGLReport
-
-    return {"igl": (BatchIGL, FitReport), "ai-igl": (AIIGL, AIIGLReport),
-            "igl-p": (IGLP, IGLPReport), "vi-igl": (VIIGL, VIIGLReport)}
+    name, in the order of :data:`iglearn.models.io.ALGORITHMS`; looking a name up imports
+    that learner's module only."""
+    return _LEARNERS
 
 
 def learner_class(algorithm: str) -> type:
@@ -36,12 +59,14 @@ def learner_class(algorithm: str) -> type:
 
 
 def algorithm_of(learner: object) -> str:
-    """The name of the algorithm whose learner ``learner`` is."""
-    for name, (cls, _) in learners().items():
-        if type(learner) is cls:
+    """The name of the algorithm whose learner ``learner`` is (without importing the other
+    learners' modules)."""
+    cls = type(learner)
+    for name, (module, learner_name, _) in LEARNERS.items():
+        if cls.__module__ == module and cls.__qualname__ == learner_name:
             return name
-    raise TypeError(f"a model folder cannot hold a {type(learner).__name__}; it holds one of "
-                    f"{', '.join(cls.__name__ for cls, _ in learners().values())}")
+    raise TypeError(f"a model folder cannot hold a {cls.__name__}; it holds one of "
+                    f"{', '.join(learner for _, learner, _ in LEARNERS.values())}")
 
 
 def save_model(learner: Any, folder: str | Path, schema: FeatureSchema | None = None,
