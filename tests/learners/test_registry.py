@@ -43,3 +43,6 @@ def test_saved_and_loaded_by_the_name_model_json_records(tmp_path):
     np.testing.assert_array_equal(again.predict(context), learner.predict(context))
     with pytest.raises(ValueError, match="holds an igl model \\(BatchIGL\\), not an ai-igl one"):
         load_model(tmp_path / "m", "ai-igl")
+    with pytest.raises(ValueError, match="unknown algorithm 'nope'; choose one of igl, ai-igl, "
+                                         "igl-p, vi-igl"):
+        load_model(tmp_path / "m", "nope")

@@ -93,7 +93,10 @@ def load_model(folder: str | Path, algorithm: str | None = None, *,
     importing and calling the factory model.json names, which runs that module's code: it
     loads only with ``import_factories=True``, for folders whose factories you trust.
     """
+    from iglearn.errors import check_choice
     from iglearn.models.io import read_model
 
+    if algorithm is not None:
+        check_choice("algorithm", algorithm, LEARNERS)
     return read_model(folder, learners(), algorithm, import_factories=import_factories,
                       source=source)
