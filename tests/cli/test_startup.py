@@ -123,6 +123,24 @@ def test_fitting_a_parquet_log_imports_only_what_the_fit_needs(tmp_path):
     assert (model / "model.json").is_file()
 
 
+def test_the_database_commands_of_the_service_import_no_learner(tmp_path):
+    """``serve keys`` and ``serve db upgrade`` use the configuration's database only: they
+    read it without building the learner, so they import neither torch nor any learner
+    (nor psycopg, for a SQLite database)."""
+    config = tmp_path / "service.toml"
+    config.write_text('[model]\nn_actions = 3\ncontext_dim = 2\nfeedback_dim = 2\n'
+                      '[server]\ndb = "service.db"\n')
+    code = ("from iglearn.cli import main\n"
+            f"for argv in (['keys', 'add', '--role', 'admin'], ['keys', 'list'], "
+            f"['db', 'upgrade']):\n"
+            f"    assert main(['serve', *argv, '--config', {str(config)!r}]) == 0\n"
+            "assert 'psycopg' not in sys.modules")
+    assert loaded_after(code) == []
+    assert not {"iglearn.learners.batch_igl", "iglearn.learners.ai_igl",
+                "iglearn.learners.iglp", "iglearn.learners.vi_igl"} & set(
+        loaded_after(code, "iglearn.learners."))
+
+
 def test_the_model_folder_format_imports_no_learner():
     """models/io.py knows every algorithm's folder layout, not its learner: importing it and
     the archive code loads the learners' settings and their registry, whose learners load

@@ -116,7 +116,7 @@ def run_db_upgrade(args: argparse.Namespace) -> int:
     from iglearn.service.config import load_config
     from iglearn.service.storage import upgrade_database
 
-    config = load_config(args.config).replace(db=args.db)
+    config = load_config(args.config, learner=False).replace(db=args.db)
     before, after = upgrade_database(config.db_path, adopt=args.adopt)
     if before == after:
         print(f"{config.db_shown}: schema version {after}, up to date")

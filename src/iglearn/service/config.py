@@ -24,8 +24,7 @@ from iglearn.data import limits, safejson
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
 from iglearn.learners.schedules import SCHEDULES, Schedule, make_schedule
-from iglearn.models.decoders import DECODERS
-from iglearn.models.policies import POLICIES
+from iglearn.learners.settings import DECODER_KINDS, POLICY_KINDS
 from iglearn.service.operator_log import LOG_FORMATS
 from iglearn.threads import MAX_THREADS
 
@@ -231,10 +230,12 @@ class ServiceConfig:
     @property
     def db_shown(self) -> str:
         """The database, for messages (a URL's password hidden)."""
-        from iglearn.service.postgres import shown_url
-
         db = self.db_path
-        return shown_url(db) if isinstance(db, str) else str(db)
+        if not isinstance(db, str):  # a file
+            return str(db)
+        from iglearn.service.postgres import shown_url  # (imports psycopg)
+
+        return shown_url(db)
 
     def learner_settings(self) -> dict[str, Any]:
         """The constructor settings of the learner (but its seed): the model classes it has
@@ -277,8 +278,11 @@ TABLES: dict[str, type] = {"model": ModelSettings, "exploration": ExplorationSet
                            "learning": LearningSettings, "server": ServerSettings}
 
 
-def load_config(path: str | Path) -> ServiceConfig:
-    """Read and validate the TOML configuration at ``path``."""
+def load_config(path: str | Path, learner: bool = True) -> ServiceConfig:
+    """Read and validate the TOML configuration at ``path``; ``learner``: build the
+    configured learner to check ``[model.learner]`` (False: for the commands that use the
+    database only, ``serve keys`` and ``serve db upgrade``, which then import no learner and
+    no torch)."""
     path = Path(path)
     size = input_file(path, "configuration file")
     if size > MAX_CONFIG_BYTES:
@@ -288,12 +292,14 @@ def load_config(path: str | Path) -> ServiceConfig:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
         raise IGLearnError(f"{path}: not valid TOML ({e}); fix the file") from None
-    return parse_config(safejson.parse_toml(text, str(path), "fix the file"), str(path))
+    return parse_config(safejson.parse_toml(text, str(path), "fix the file"), str(path),
+                        learner)
 
 
-def parse_config(document: dict[str, Any], path: str = "configuration") -> ServiceConfig:
-    """The configuration in a parsed TOML ``document``, validated; ``path`` names it in
-    errors."""
+def parse_config(document: dict[str, Any], path: str = "configuration",
+                 learner: bool = True) -> ServiceConfig:
+    """The configuration in a parsed TOML ``document``, validated (``learner``: the learner's
+    settings too, :func:`load_config`); ``path`` names it in errors."""
     unknown = sorted(set(document) - set(TABLES))
     if unknown:
         raise IGLearnError(f"{path}: unknown table [{unknown[0]}]; the tables are "
@@ -308,7 +314,7 @@ def parse_config(document: dict[str, Any], path: str = "configuration") -> Servi
             raise IGLearnError(f"{path}: {name} must be a table [{name}], got {shown(values)}")
         sections[name] = _section(cls, name, values, path)
     config = ServiceConfig(**sections, path=str(path))
-    _check(config, path)
+    _check(config, path, learner)
     return config
 
 
@@ -340,8 +346,9 @@ def _bad(path: str, table: str, key: str, value: object, expected: str) -> IGLea
     return IGLearnError(f"{path}: [{table}] {key} is {shown(value)}; expected {expected}")
 
 
-def _check(config: ServiceConfig, path: str) -> None:
-    """The ranges and choices of every setting, and the learner's own settings."""
+def _check(config: ServiceConfig, path: str, learner: bool = True) -> None:
+    """The ranges and choices of every setting, and (``learner``) the learner's own
+    settings."""
     m, e, lr = config.model, config.exploration, config.learning
     if not 2 <= m.n_actions <= limits.MAX_ACTIONS:
         raise _bad(path, "model", "n_actions", m.n_actions,
@@ -350,8 +357,8 @@ def _check(config: ServiceConfig, path: str) -> None:
         value = getattr(m, key)
         if not 1 <= value <= limits.MAX_DIM:
             raise _bad(path, "model", key, value, f"an integer in [1, {limits.MAX_DIM}]")
-    choices = {("model", "algorithm"): algorithms(), ("model", "policy"): tuple(POLICIES),
-               ("model", "decoder"): tuple(DECODERS),
+    choices = {("model", "algorithm"): algorithms(), ("model", "policy"): POLICY_KINDS,
+               ("model", "decoder"): DECODER_KINDS,
                ("exploration", "mode"): EXPLORATION_MODES,
                ("exploration", "schedule"): SCHEDULES,
                ("exploration", "exploit"): EXPLOIT_MODES,
@@ -393,7 +400,8 @@ def _check(config: ServiceConfig, path: str) -> None:
         raise _bad(path, "learning", "min_interactions", lr.min_interactions,
                    f"at most max_interactions ({lr.max_interactions})")
     _check_server(config.server, path)
-    make_learner(config, path)
+    if learner:
+        make_learner(config, path)
 
 
 def _check_ranges(settings: Any, table: str, path: str) -> None:
@@ -412,13 +420,15 @@ def _check_server(s: ServerSettings, path: str) -> None:
         raise _bad(path, "server", "host", s.host, "an address such as 127.0.0.1")
     if not s.db:
         raise _bad(path, "server", "db", s.db, "a file name such as service.db")
-    from iglearn.service.postgres import URL_FORM, shown_url, url_problem
     from iglearn.service.storage import is_postgres
 
-    problem = url_problem(s.db) if is_postgres(s.db) else None
-    if problem is not None:
-        raise IGLearnError(f"{path}: [server] db {shown(shown_url(s.db))} is not a PostgreSQL "
-                           f"URL ({problem}); write it as {URL_FORM}")
+    if is_postgres(s.db):  # (the URL helpers' module imports psycopg)
+        from iglearn.service.postgres import URL_FORM, shown_url, url_problem
+
+        problem = url_problem(s.db)
+        if problem is not None:
+            raise IGLearnError(f"{path}: [server] db {shown(shown_url(s.db))} is not a "
+                               f"PostgreSQL URL ({problem}); write it as {URL_FORM}")
     if s.synchronous not in SYNCHRONOUS:
         raise _bad(path, "server", "synchronous", s.synchronous,
                    f"one of {', '.join(SYNCHRONOUS)}")

@@ -61,7 +61,7 @@ def open_key_storage(config_path: str | Path, db: str | None) -> tuple[Storage, 
     from iglearn.service.config import load_config
     from iglearn.service.storage import open_storage
 
-    config = load_config(config_path).replace(db=db)
+    config = load_config(config_path, learner=False).replace(db=db)
     return open_storage(config.db_path, config.server.synchronous), config.db_shown
 
 
