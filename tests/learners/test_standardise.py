@@ -301,3 +301,28 @@ def test_the_feedback_offset_is_each_learners_choice():
         values = scaler.apply_feedback(raw.feedback)
         assert (scaler.feedback_offset > 0) == shifted, type(learner).__name__
         assert (values.min() >= 0) == shifted, type(learner).__name__
+
+
+@pytest.mark.parametrize("name", ["igl", "ai-igl", "vi-igl"])
+def test_evaluate_decodes_raw_feedback_as_the_learner_does(name, task, inclusive):
+    """``evaluate`` (``iglearn evaluate``) decodes a raw log's feedback as the fitted decoders
+    read it, standardised: its decoded value and indicator are the learner's own (it once
+    gave the decoder the raw values, and a decoded value and an indicator of 0)."""
+    from iglearn.learners import VIIGL
+    from iglearn.learners.evaluation import evaluate
+
+    log, _ = inclusive if name == "ai-igl" else task
+    shifted = raw(log)
+    make = LEARNERS.get(name, lambda **kw: VIIGL(optimisation=QUICK, **kw))
+    learner = quietly(make(seed=3), shifted)
+    assert learner.standardiser_.feedback_rule == "auto: off scale"
+    measured = evaluate(learner, shifted)
+    rows = np.arange(len(shifted))
+    pi = learner.predict_proba(shifted.context)[rows, shifted.action]
+    psi = (learner.decode(shifted.feedback, shifted.action) if name == "ai-igl"
+           else learner.decode(shifted.feedback))
+    assert measured["decoded_value"] == pytest.approx(
+        np.mean(pi * psi / shifted.probability), rel=1e-4)
+    assert measured["decoded_value"] > 0.3
+    if name != "vi-igl":
+        assert measured["indicator"] == pytest.approx(learner.indicator(shifted), rel=1e-4)

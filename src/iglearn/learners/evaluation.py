@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -11,17 +13,21 @@ from iglearn.data.contexts import ContextSet
 from iglearn.data.logs import InteractionLog
 from iglearn.data.stream import Block, LogStream
 from iglearn.errors import IGLearnError
-from iglearn.learners.ai_igl import AIIGL
 from iglearn.learners.base import PolicyLearner
-from iglearn.learners.iglp import IGLP
 from iglearn.learners.objective import indicator
-from iglearn.learners.trials import as_tensor
 
 _CHUNK = 65536
 
 
 Table = InteractionLog | LogStream | ContextSet
 """What a model is evaluated on: a log (in memory or streamed) or a context set."""
+
+
+def _instance_of(learner: object, module: str, name: str) -> bool:
+    """Whether ``learner`` is an instance of the class ``name`` of ``module``, without
+    importing that module: no instance of a class exists before its module is loaded."""
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(learner, getattr(loaded, name))
 
 
 def check_compatible(table: Table, n_actions: int, context_dim: int,
@@ -63,10 +69,13 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, float]:
       of the true value of pi and of its greedy policy (when the latent reward exists; for
       evaluation only, nothing is learnt from it);
     - ``decoded_value``: mean[pi(a|x) psi(y) / p], the value of pi under the decoded reward
-      (a log, and a learner with decoders), where psi is the decoder of a ``BatchIGL`` and,
-      for an ``AIIGL``, the decoder psi_a of the action that produced the feedback;
+      (a log, and a learner with decoders), where psi is the learner's ``decode`` (its
+      decoders read the feedback standardised as at the fit): the decoder of a ``BatchIGL``
+      or a ``VIIGL`` and, for an ``AIIGL``, the decoder psi_a of the action that produced
+      the feedback;
     - ``indicator``: the indicator the learner's algorithm defines: Eq. 9,
-      decoded_value - mean[(1/K) psi(y) / p], for a ``BatchIGL``; for an ``AIIGL``,
+      decoded_value - mean[(1/K) psi(y) / p], for a ``BatchIGL`` or a ``VIIGL``; for an
+      ``AIIGL``,
       sum_a Cov_a(pi(a|x), psi_a(y)), each action's rows weighted by 1/p
       (:mod:`iglearn.learners.ai_igl`); for an ``IGLP``, psi is its decoded three-state
       reward in [-1, 1] and there is no indicator.
@@ -81,10 +90,11 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, float]:
         {"label"} if table.label is not None else set()) | (
         {"reward"} if is_log and getattr(table, "reward", None) is not None else set())
     has_label, has_reward = "label" in fields, "reward" in fields
-    per_action = isinstance(learner, AIIGL)
-    three_state = isinstance(learner, IGLP)
-    decoder = getattr(learner, "decoder_", None)  # BatchIGL's psi
+    per_action = _instance_of(learner, "iglearn.learners.ai_igl", "AIIGL")
+    three_state = _instance_of(learner, "iglearn.learners.iglp", "IGLP")
+    decoder = getattr(learner, "decoder_", None)  # BatchIGL's and VIIGL's psi
     decoding = is_log and (per_action or three_state or decoder is not None)
+    fitted = cast(Any, learner)
     sums = {"correct": 0.0, "ips": 0.0, "greedy": 0.0, "decoded": 0.0, "indicator": 0.0}
     # per action a: sums over its rows of 1/p, pi/p, psi/p and pi psi/p (AI-IGL's indicator)
     moments = np.zeros((4, k))
@@ -103,17 +113,15 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, float]:
             sums["greedy"] += float(((greedy == action) * weight).sum())
         if not decoding:
             continue
-        if isinstance(learner, IGLP):
-            psi = learner.decode(block["context"], action, block["feedback"])
-        elif isinstance(learner, AIIGL):
-            psi = learner.decode(block["feedback"], action).astype(np.float64)
+        if three_state:
+            psi = fitted.decode(block["context"], action, block["feedback"])
+        elif per_action:
+            psi = fitted.decode(block["feedback"], action).astype(np.float64)
             for m, value in enumerate((1.0, pi_logged, psi, pi_logged * psi)):
                 moments[m] += np.bincount(action, np.broadcast_to(value, p.shape) / p,
                                           minlength=k)
-        else:
-            with torch.no_grad():
-                assert decoder is not None  # decoding without per-action decoders
-                psi = decoder(as_tensor(block["feedback"])).double().numpy()
+        else:  # a BatchIGL or a VIIGL: its decoder on the feedback as it reads it
+            psi = fitted.decode(block["feedback"]).astype(np.float64)
             sums["indicator"] += float(indicator(
                 torch.from_numpy(pi_logged), torch.from_numpy(psi), torch.from_numpy(p),
                 k)) * len(action)
