@@ -104,23 +104,27 @@ def test_running_a_command_imports_what_it_needs(argv, tmp_path):
     assert "torch" in loaded_after(code)
 
 
-def test_fitting_a_parquet_log_imports_only_what_the_fit_needs(tmp_path):
-    """``iglearn fit`` reads a Parquet log's columns as views of their buffers (pyarrow's
-    to_numpy and flatten would import pandas and pyarrow.compute, a tenth of a second or more
-    of its start-up) and imports the learner it fits, not the others."""
+def test_fit_predict_and_evaluate_on_parquet_import_only_what_they_need(tmp_path):
+    """``iglearn fit``, ``predict`` and ``evaluate`` read and write Parquet columns as views of
+    their buffers (pyarrow's to_numpy, flatten and array would import pandas and
+    pyarrow.compute, a tenth of a second or more of their start-up) and import the learner
+    of the model, not the others."""
     from iglearn.cli import main
 
     log, model = tmp_path / "log.parquet", tmp_path / "model"
     assert main(["simulate", "digits", "--samples", "200", "--out", str(log)]) == 0
     code = ("from iglearn.cli import main\n"
             f"assert main(['fit', {str(log)!r}, '--out', {str(model)!r}]) == 0\n"
+            f"assert main(['predict', {str(model)!r}, {str(log)!r}, '--out', "
+            f"{str(tmp_path / 'actions.parquet')!r}]) == 0\n"
+            f"assert main(['evaluate', {str(model)!r}, {str(log)!r}]) == 0\n"
             "assert 'pyarrow.compute' not in sys.modules")
     assert loaded_after(code, "pandas") == []
     learners = loaded_after(code, "iglearn.learners.")
     assert "iglearn.learners.batch_igl" in learners
     assert not {"iglearn.learners.ai_igl", "iglearn.learners.iglp",
                 "iglearn.learners.vi_igl"} & set(learners)
-    assert (model / "model.json").is_file()
+    assert (model / "model.json").is_file() and (tmp_path / "actions.parquet").is_file()
 
 
 def test_the_database_commands_of_the_service_import_no_learner(tmp_path):

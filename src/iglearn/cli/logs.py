@@ -402,7 +402,10 @@ def _write_predictions(suffix: str, tmp: Path, action: np.ndarray,
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        pq.write_table(pa.table({"action": action, "probability": probability}), tmp)
+        from iglearn.data.formats.parquet import arrow_array
+
+        pq.write_table(pa.table({"action": arrow_array(action),
+                                 "probability": arrow_array(probability)}), tmp)
     else:
         with open(tmp, "w") as f:
             f.write("action,probability\n")

@@ -187,10 +187,21 @@ def record_batch(info: TableInfo, schema: pa.Schema, batch: dict[str, np.ndarray
         if name in MATRIX_FIELDS:
             value = value.reshape(len(value), -1)
             columns.append(pa.FixedSizeListArray.from_arrays(
-                pa.array(value.reshape(-1)), info.dims[name]))
+                arrow_array(value.reshape(-1)), info.dims[name]))
         else:
-            columns.append(pa.array(value))
+            columns.append(arrow_array(value))
     return pa.record_batch(columns, schema=schema)
+
+
+def arrow_array(value: np.ndarray) -> pa.Array:
+    """A one-dimensional numpy array as an Arrow array: an integer or floating-point one over
+    the same memory (made contiguous), anything else by ``pa.array``, which imports pandas
+    to look for pandas values (as :func:`_to_numpy` says of reading)."""
+    if value.dtype.kind in "iuf":
+        value = np.ascontiguousarray(value)
+        return pa.Array.from_buffers(pa.from_numpy_dtype(value.dtype), len(value),
+                                     [None, pa.py_buffer(value)])
+    return pa.array(value)
 
 
 def write_parquet(reader: TableReader, tmp: Path) -> None:
