@@ -104,16 +104,20 @@ def test_running_a_command_imports_what_it_needs(argv, tmp_path):
     assert "torch" in loaded_after(code)
 
 
-def test_fit_predict_and_evaluate_on_parquet_import_only_what_they_need(tmp_path):
-    """``iglearn fit``, ``predict`` and ``evaluate`` read and write Parquet columns as views of
-    their buffers (pyarrow's to_numpy, flatten and array would import pandas and
-    pyarrow.compute, a tenth of a second or more of their start-up) and import the learner
-    of the model, not the others."""
+def test_fit_predict_and_evaluate_import_only_what_they_need(tmp_path):
+    """``iglearn fit`` (of a CSV and a Parquet log), ``predict`` and ``evaluate`` read and
+    write Arrow columns as views of their buffers (pyarrow's to_numpy, flatten and array
+    would import pandas and pyarrow.compute, a tenth of a second or more of their start-up,
+    :mod:`iglearn.data.formats.arrow`) and import the learner of the model, not the
+    others."""
     from iglearn.cli import main
 
     log, model = tmp_path / "log.parquet", tmp_path / "model"
     assert main(["simulate", "digits", "--samples", "200", "--out", str(log)]) == 0
+    assert main(["convert", str(log), str(tmp_path / "log.csv")]) == 0
     code = ("from iglearn.cli import main\n"
+            f"assert main(['fit', {str(tmp_path / 'log.csv')!r}, '--out', "
+            f"{str(tmp_path / 'from_csv')!r}]) == 0\n"
             f"assert main(['fit', {str(log)!r}, '--out', {str(model)!r}]) == 0\n"
             f"assert main(['predict', {str(model)!r}, {str(log)!r}, '--out', "
             f"{str(tmp_path / 'actions.parquet')!r}]) == 0\n"

@@ -402,7 +402,7 @@ def _write_predictions(suffix: str, tmp: Path, action: np.ndarray,
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from iglearn.data.formats.parquet import arrow_array
+        from iglearn.data.formats.arrow import arrow_array
 
         pq.write_table(pa.table({"action": arrow_array(action),
                                  "probability": arrow_array(probability)}), tmp)

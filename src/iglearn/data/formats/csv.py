@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
+from iglearn.data.formats.arrow import arrow_array, numpy_of
 from iglearn.data.formats.base import (
     BATCH_ROWS,
     MATRIX_FIELDS,
@@ -70,7 +71,7 @@ class CsvReader(TableReader):
                     or pa.types.is_boolean(values.type)):
                 raise IGLearnError(f"{source}: column {shown(name)} holds {values.type} values; "
                                    f"expected numbers")
-            return values.to_numpy()
+            return numpy_of(values)
 
         fields, k, schema = read_columns(table.column_names, column, columns or ColumnMapping(),
                                          source, n_actions)
@@ -96,8 +97,7 @@ def write_csv(reader: TableReader, tmp: Path) -> None:
             rows = len(batch["context"])
             columns = fields_to_columns(_Batch(batch, info.n_actions))
             columns[N_ACTIONS] = np.full(rows, info.n_actions, dtype=np.int64)
-            table = pa.table({name: np.ascontiguousarray(value) for name, value
-                              in columns.items()})
+            table = pa.table({name: arrow_array(value) for name, value in columns.items()})
             if writer is None:
                 writer = pacsv.CSVWriter(str(tmp), table.schema)
             writer.write_table(table)

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from iglearn.data import safejson
+from iglearn.data.formats.arrow import arrow_array, list_values, numpy_of
 from iglearn.data.formats.base import (
     BATCH_ROWS,
     DTYPES,
@@ -122,29 +123,13 @@ def column_values(path: Path | str, name: str, column: pa.Array) -> np.ndarray:
         raise IGLearnError(f"{path}: column '{name}' holds missing (null) values; "
                            f"remove or impute those rows")
     if pa.types.is_fixed_size_list(column.type):
-        # the rows' entries: the child array's part under them (flatten imports
-        # pyarrow.compute, a few hundredths of a second)
-        size = column.type.list_size
-        values = column.values.slice(column.offset * size, len(column) * size)
+        values = list_values(column)
         if values.null_count:
             raise IGLearnError(f"{path}: column '{name}' holds missing (null) vector "
                                f"entries; remove or impute those rows")
-        return _to_numpy(values).reshape(len(column), size)
-    array = _to_numpy(column)
+        return numpy_of(values).reshape(len(column), column.type.list_size)
+    array = numpy_of(column)
     return array[:, None] if name in MATRIX_FIELDS else array
-
-
-def _to_numpy(values: pa.Array) -> np.ndarray:
-    """``values`` (no nulls) as a numpy array: an integer or floating-point array as a
-    read-only view of its data buffer, anything else by ``to_numpy``. pyarrow's ``to_numpy``
-    imports pandas, a tenth of a second or more of a command that reads a log and needs
-    nothing else from pandas (``iglearn fit``)."""
-    kind = values.type
-    if pa.types.is_integer(kind) or pa.types.is_floating(kind):
-        dtype = np.dtype(kind.to_pandas_dtype())
-        return np.frombuffer(values.buffers()[1], dtype=dtype, count=len(values),
-                             offset=values.offset * dtype.itemsize)
-    return values.to_numpy(zero_copy_only=False)
 
 
 def _numeric(kind: pa.DataType) -> bool:
@@ -191,17 +176,6 @@ def record_batch(info: TableInfo, schema: pa.Schema, batch: dict[str, np.ndarray
         else:
             columns.append(arrow_array(value))
     return pa.record_batch(columns, schema=schema)
-
-
-def arrow_array(value: np.ndarray) -> pa.Array:
-    """A one-dimensional numpy array as an Arrow array: an integer or floating-point one over
-    the same memory (made contiguous), anything else by ``pa.array``, which imports pandas
-    to look for pandas values (as :func:`_to_numpy` says of reading)."""
-    if value.dtype.kind in "iuf":
-        value = np.ascontiguousarray(value)
-        return pa.Array.from_buffers(pa.from_numpy_dtype(value.dtype), len(value),
-                                     [None, pa.py_buffer(value)])
-    return pa.array(value)
 
 
 def write_parquet(reader: TableReader, tmp: Path) -> None:
