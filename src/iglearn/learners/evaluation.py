@@ -15,6 +15,7 @@ from iglearn.data.stream import Block, LogStream
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.objective import indicator
+from iglearn.learners.trials import as_tensor
 
 _CHUNK = 65536
 
@@ -69,10 +70,10 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, float]:
       of the true value of pi and of its greedy policy (when the latent reward exists; for
       evaluation only, nothing is learnt from it);
     - ``decoded_value``: mean[pi(a|x) psi(y) / p], the value of pi under the decoded reward
-      (a log, and a learner with decoders), where psi is the learner's ``decode`` (its
-      decoders read the feedback standardised as at the fit): the decoder of a ``BatchIGL``
-      or a ``VIIGL`` and, for an ``AIIGL``, the decoder psi_a of the action that produced
-      the feedback;
+      (a log, and a learner with decoders), where psi is the decoder of a ``BatchIGL`` or a
+      ``VIIGL`` and, for an ``AIIGL``, the decoder psi_a of the action that produced the
+      feedback, each reading the feedback standardised as at the fit (the learner's
+      ``standardised_feedback``);
     - ``indicator``: the indicator the learner's algorithm defines: Eq. 9,
       decoded_value - mean[(1/K) psi(y) / p], for a ``BatchIGL`` or a ``VIIGL``; for an
       ``AIIGL``,
@@ -120,8 +121,11 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, float]:
             for m, value in enumerate((1.0, pi_logged, psi, pi_logged * psi)):
                 moments[m] += np.bincount(action, np.broadcast_to(value, p.shape) / p,
                                           minlength=k)
-        else:  # a BatchIGL or a VIIGL: its decoder on the feedback as it reads it
-            psi = fitted.decode(block["feedback"]).astype(np.float64)
+        else:  # a BatchIGL's or a VIIGL's decoder, on the feedback as it reads it
+            with torch.no_grad():
+                assert decoder is not None  # decoding without per-action decoders
+                psi = decoder(as_tensor(learner.standardised_feedback(block["feedback"]))
+                              ).double().numpy()
             sums["indicator"] += float(indicator(
                 torch.from_numpy(pi_logged), torch.from_numpy(psi), torch.from_numpy(p),
                 k)) * len(action)
