@@ -25,6 +25,7 @@ import time
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, cast
 
@@ -35,6 +36,7 @@ from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Standardiser
 from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError
+from iglearn.learners import closed_form
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.corrector import (
     Correction,
@@ -504,9 +506,20 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         pi, psi = list(policy.parameters()), list(decoder.parameters())
         # In the order of STAGES. psi = sigmoid(g / T) moves 1/T times faster in its logit
         # than pi under Adam's per-parameter steps: at lr * T it grounds at the policy's pace.
-        return [Stage(settings.grounding_epochs, pi + psi, grounding, psi, decoder.temperature),
-                Stage(settings.policy_epochs, pi, policy_only),
-                Stage(settings.epochs, pi + psi, exact)]
+        stages = [Stage(settings.grounding_epochs, pi + psi, grounding, psi,
+                        decoder.temperature),
+                  Stage(settings.policy_epochs, pi, policy_only),
+                  Stage(settings.epochs, pi + psi, exact)]
+        if not closed_form.supports(policy, decoder):
+            return stages
+        # linear models: the same losses with their gradients in closed form
+        forms = [partial(closed_form.grounding_step, policy, decoder, n_actions=k,
+                         self_normalised=self.self_normalised_grounding, baseline=c),
+                 partial(closed_form.policy_step, policy, closed_form.Decoded(decoder),
+                         both_sides=self.two_sided_minorant),
+                 partial(closed_form.exact_step, policy, decoder, n_actions=k, baseline=c)]
+        return [replace(stage, closed_form=form)
+                for stage, form in zip(stages, forms, strict=True)]
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:
         """The decoded reward psi(y) of each (raw) feedback vector."""

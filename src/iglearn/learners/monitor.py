@@ -13,7 +13,7 @@ under CleanRL-style names (``losses/<stage>_loss``, ``charts/indicator``,
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -129,16 +129,22 @@ class FitMonitor:
                              dynamic_ncols=True, leave=False)
 
     def watch(self, stage: Stage) -> Stage:
-        """``stage`` with a loss that also adds each mini-batch's loss to the epoch's sum."""
-        inner = stage.loss
+        """``stage`` with a loss (and closed form, if it has one) that also adds each
+        mini-batch's loss to the epoch's sum."""
+        closed_form = stage.closed_form
+        return dataclasses.replace(stage, loss=self._summed(stage.loss), closed_form=(
+            None if closed_form is None else self._summed(closed_form)))
 
+    def _summed(self, inner: Callable[[Batch], torch.Tensor]
+                ) -> Callable[[Batch], torch.Tensor]:
+        """``inner``, also adding each mini-batch's loss to the epoch's sum."""
         def loss(batch: Batch) -> torch.Tensor:
             value = inner(batch)
             detached = value.detach()
             self._sum = detached if self._sum is None else self._sum + detached
             self._batches += 1
             return value
-        return dataclasses.replace(stage, loss=loss)
+        return loss
 
     def epoch(self, stage: str, epoch: int, indicators: Sequence[float],
               statistics: Sequence[float], flipped: Sequence[bool]) -> None:

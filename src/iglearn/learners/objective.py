@@ -60,10 +60,16 @@ def self_normalised_objective(pi_logged: torch.Tensor, psi: torch.Tensor,
     on every feedback, where the temperature-0.1 sigmoid saturates (and the corrector's flip
     leaves psi = 0 everywhere, equally saturated): a stationary point with indicator 0.
     """
+    return (self_normalised_weights(pi_logged, probability, n_actions) * psi).sum(-1)
+
+
+def self_normalised_weights(pi_logged: torch.Tensor, probability: torch.Tensor,
+                            n_actions: int) -> torch.Tensor:
+    """The weights of :func:`self_normalised_objective`, which is their sum with psi (and so
+    its gradient in psi): pi(a|x)/p over its sum less (1/K)/p over its sum."""
     w_pi = pi_logged / probability
     w_bad = 1.0 / (n_actions * probability)
-    weights = w_pi / w_pi.sum(-1, keepdim=True) - w_bad / w_bad.sum(-1, keepdim=True)
-    return (weights * psi).sum(-1)
+    return w_pi / w_pi.sum(-1, keepdim=True) - w_bad / w_bad.sum(-1, keepdim=True)
 
 
 def indicator(pi_logged: torch.Tensor, psi: torch.Tensor, probability: torch.Tensor,
@@ -83,8 +89,16 @@ def indicator_terms(pi_logged: torch.Tensor, psi: torch.Tensor, probability: tor
     return (pi_logged - 1.0 / n_actions) * psi / probability
 
 
+def log_complement(log_pi: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
+    """log(1 - pi(a_i | x_i)) from log pi(. | x_i) (shape (..., n, K)): the log-sum-exp of the
+    other actions' log-probabilities, exact where pi(a|x) is near 1."""
+    chosen = torch.nn.functional.one_hot(action, log_pi.shape[-1]).bool()
+    return log_pi.masked_fill(chosen, float("-inf")).logsumexp(-1)
+
+
 def policy_minorant(log_pi: torch.Tensor, action: torch.Tensor, psi: torch.Tensor,
-                    probability: torch.Tensor, both_sides: bool = True) -> torch.Tensor:
+                    probability: torch.Tensor, both_sides: bool = True,
+                    log_not_a: torch.Tensor | None = None) -> torch.Tensor:
     """mean[(psi log pi(a|x) + (1 - psi) log(1 - pi(a|x))) / p] with psi held fixed: the
     policy's surrogate in the first stages of a fit (:mod:`iglearn.learners.training`).
 
@@ -104,11 +118,12 @@ def policy_minorant(log_pi: torch.Tensor, action: torch.Tensor, psi: torch.Tenso
             with c = 0): pi then moves towards the actions with the highest psi even while
             psi is small on every feedback, which is what lets a fresh (pi, psi) pair break
             its symmetry while psi is being grounded.
+        log_not_a: :func:`log_complement` of ``log_pi``, if the caller has it already.
     """
     psi = psi.detach()
     log_pi_a = at_action(log_pi, action)
     if not both_sides:
         return (psi * log_pi_a / probability).mean(-1)
-    chosen = torch.nn.functional.one_hot(action, log_pi.shape[-1]).bool()
-    log_not_a = log_pi.masked_fill(chosen, float("-inf")).logsumexp(-1)  # log(1 - pi(a|x))
+    if log_not_a is None:
+        log_not_a = log_complement(log_pi, action)
     return ((psi * log_pi_a + (1 - psi) * log_not_a) / probability).mean(-1)

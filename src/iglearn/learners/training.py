@@ -46,6 +46,10 @@ class Stage:
     """Tensors besides ``params`` that change while the stage runs (the corrector's flags,
     parameters the caller changes between epochs): a resumable fit's checkpoints hold them
     too (:meth:`~iglearn.learners.trials.Reducer.begin`)."""
+    closed_form: Callable[[Batch], torch.Tensor] | None = None
+    """``loss`` with its gradient in closed form: it returns the loss of a mini-batch (one
+    value per trial) and sets the gradient of every parameter in ``params`` itself
+    (:mod:`iglearn.learners.closed_form`); None: the gradient is autograd's of ``loss``."""
 
 
 def stage_epochs(stage: Stage, n: int, settings: Optimisation) -> int:
@@ -149,8 +153,11 @@ def run_stage(stage: Stage, data: Source, settings: Optimisation,
             rows = to_device(rows, device)
             if per_epoch == 1:  # every epoch is this one batch; the losses are means over it
                 whole = rows
-            values = stage.loss(rows)
-            values.sum().backward()  # trials share no parameter
+            if stage.closed_form is not None:
+                values = stage.closed_form(rows)
+            else:
+                values = stage.loss(rows)
+                values.sum().backward()  # trials share no parameter
             reducer.gradients(optimiser.params, int(rows.action.shape[-1]))
             optimiser.step(lrs, betas)
             total = total + values.detach()

@@ -1,0 +1,186 @@
+"""Closed-form gradients of BatchIGL's three stage losses when the policy and the decoder are
+linear (the paper's classes and iglearn's defaults).
+
+A linear model's training step on a few hundred interactions costs the overhead of its tensor
+operations, not their arithmetic: autograd's graph of some fifty nodes for one mini-batch of
+a stage loss (:meth:`BatchIGL.stages <iglearn.learners.batch_igl.BatchIGL.stages>`) costs
+about twice the forward pass and the handful of products below. Every stage loss is a mean
+over interactions of terms in log pi(a|x) (or pi(a|x)), log(1 - pi(a|x)) and psi(y), so its
+gradient follows by the chain rule:
+
+- the policy pi = softmax(f(x) / t) with scores f(x) = W x + b: a gradient g in
+  log pi(a|x) gives the scores g (e_a - pi(.|x)) / t, and a gradient h in log(1 - pi(a|x))
+  gives them h (pi(.|x) / (1 - pi(a|x)), zero at a, - pi(.|x)) / t (:func:`score_gradient`);
+- the decoder psi(y) = sigma(z / T) with z = v y + c, or 1 - that once the corrector flipped
+  it: a gradient g in psi gives z the gradient g (+-) psi (1 - psi) / T (:func:`decoded`);
+- a layer's output gradient G gives its weights G^T x and its bias the sum of G
+  (:func:`set_gradients`).
+
+Each ``*_step`` function returns its stage's loss, one value per trial, computed by the same
+functions as the autograd form (:mod:`iglearn.learners.objective`), and sets the gradient of
+every parameter its stage moves: the autograd form's gradient up to float rounding
+(``tests/learners/test_closed_form.py``). :meth:`BatchIGL.stages` uses them when
+:func:`supports` says the models are the built-in linear ones; any other model (an MLP, a
+user's module) trains by autograd.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from iglearn.learners.objective import (
+    at_action,
+    igl_objective,
+    log_complement,
+    policy_minorant,
+    self_normalised_weights,
+)
+from iglearn.learners.trials import Batch
+from iglearn.models.decoders import Decoder, LinearDecoder
+from iglearn.models.policies import LinearPolicy, Policy
+from iglearn.models.stacked import StackedLinear
+
+
+def supports(policy: Policy, decoder: Decoder) -> bool:
+    """Whether ``policy`` and ``decoder`` (stacked, :mod:`iglearn.models.stacked`) are the
+    built-in linear classes, whose stage gradients this module computes."""
+    return (type(policy) is LinearPolicy and isinstance(policy.net, StackedLinear)
+            and type(decoder) is LinearDecoder and isinstance(decoder.net, StackedLinear))
+
+
+def decoded(decoder: Decoder, signal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """psi(y) of a stacked linear ``decoder`` (the values of its forward pass, shape (T, n))
+    and its derivative in the decoder's logit z = v y + c: sigma'(z / T) / T =
+    sigma (1 - sigma) / T, negated for a trial whose corrector flag is set (psi = 1 - sigma)."""
+    sigma = decoder.raw(signal)
+    return corrected(decoder, sigma, sigma * (1 - sigma) / decoder.temperature)
+
+
+def corrected(decoder: Decoder, sigma: torch.Tensor, slope: torch.Tensor | None = None
+              ) -> tuple[torch.Tensor, torch.Tensor]:
+    """psi from the decoder's sigma(z / T) (shape (T, n)) as its forward pass gives it: 1 -
+    sigma for the trials whose corrector flag is set; with ``slope``, its derivative negated
+    for those trials (an empty tensor without)."""
+    flipped, slope = decoder.flipped, torch.empty(0) if slope is None else slope
+    if not bool(flipped.any()):
+        return sigma, slope
+    if bool(flipped.all()):
+        return 1 - sigma, -slope
+    flags = flipped[..., None]
+    return (torch.where(flags, 1 - sigma, sigma),
+            slope if slope.numel() == 0 else torch.where(flags, -slope, slope))
+
+
+def score_gradient(log_pi: torch.Tensor, action: torch.Tensor, logged: torch.Tensor,
+                   not_logged: tuple[torch.Tensor, torch.Tensor] | None = None
+                   ) -> torch.Tensor:
+    """The gradient in the scores f(x) / t, shape (T, n, K), of a loss whose gradient in
+    log pi(a_i | x_i) is ``logged[i]`` and (if given) in log(1 - pi(a_i | x_i)) is
+    ``not_logged[0][i]``, with ``not_logged[1]`` log(1 - pi(a_i | x_i)) itself
+    (:func:`~iglearn.learners.objective.log_complement`): d log pi(a|x) / df_j = [j = a] - pi_j
+    and d log(1 - pi(a|x)) / df_j = [j != a] pi_j / (1 - pi(a|x)) - pi_j. ``log_pi`` is the
+    policy's output, (T, n, K)."""
+    pi = log_pi.exp()
+    if not_logged is None:
+        grad = pi.mul_(-logged[..., None])
+    else:
+        weight, log_not_a = not_logged
+        beside = (log_pi - log_not_a[..., None]).exp_().scatter_(-1, action[..., None], 0.0)
+        grad = beside.mul_(weight[..., None]).sub_(pi.mul_((logged + weight)[..., None]))
+    return grad.scatter_add_(-1, action[..., None], logged[..., None])
+
+
+def set_gradients(layer: torch.nn.Module, inputs: torch.Tensor, output: torch.Tensor) -> None:
+    """Set the gradients of a :class:`~iglearn.models.stacked.StackedLinear` ``layer`` whose
+    output (T, n, out) on ``inputs`` (T, n, in) has the gradient ``output``: the weights get
+    output^T inputs, the bias the sum of ``output`` over the rows."""
+    across = output.transpose(-1, -2)
+    layer.weight.grad = torch.bmm(across, inputs)
+    layer.bias.grad = across.sum(-1)
+
+
+def _set_policy(policy: Policy, batch: Batch, scores: torch.Tensor) -> None:
+    """The policy's gradients from the gradient in its tempered scores f(x) / t."""
+    if policy.temperature != 1.0:
+        scores = scores / policy.temperature
+    set_gradients(policy.net, batch.context, scores)
+
+
+def _set_decoder(decoder: Decoder, batch: Batch, logit: torch.Tensor) -> None:
+    """The decoder's gradients from the gradient in its logit z, shape (T, n)."""
+    set_gradients(decoder.net, batch.signal, logit[..., None])
+
+
+@torch.no_grad()
+def grounding_step(policy: Policy, decoder: Decoder, batch: Batch, n_actions: int,
+                   self_normalised: bool, baseline: float) -> torch.Tensor:
+    """The grounding stage's loss, -(Eq. 2 in psi + psi log pi(a|x) / p), with pi held fixed
+    in Eq. 2 and psi in the minorant (self-normalised weights or the control variate
+    ``baseline``, as :meth:`BatchIGL.stages` says), and its gradients."""
+    log_pi = policy(batch.context)
+    log_pi_a = at_action(log_pi, batch.action)
+    pi_a = log_pi_a.exp()
+    psi, slope = decoded(decoder, batch.signal)
+    n = psi.shape[-1]
+    if self_normalised:  # Eq. 2 with self-normalised weights is sum(w psi)
+        weights = self_normalised_weights(pi_a, batch.probability, n_actions)
+        value = (weights * psi).sum(-1)
+    else:
+        value = igl_objective(pi_a, psi, batch.probability, n_actions, baseline)
+        weights = (pi_a - 1.0 / n_actions) / batch.probability / n
+    value = value + policy_minorant(log_pi, batch.action, psi, batch.probability,
+                                    both_sides=False)
+    _set_decoder(decoder, batch, weights.mul_(slope).neg_())
+    _set_policy(policy, batch, score_gradient(log_pi, batch.action,
+                                              -psi / batch.probability / n))
+    return -value
+
+
+class Decoded:
+    """psi(y) for the policy stage, where the decoder's weights are held fixed: sigma(z / T)
+    of the last mini-batch's feedback is kept, so that a log of one mini-batch is decoded
+    once per stage; the corrector's flags, which may change between windows, are applied
+    on every call (the values of the decoder's forward pass)."""
+
+    def __init__(self, decoder: Decoder):
+        self.decoder = decoder
+        self.signal: torch.Tensor | None = None
+        self.sigma = torch.empty(0)
+
+    def __call__(self, signal: torch.Tensor) -> torch.Tensor:
+        if signal is not self.signal:
+            self.signal, self.sigma = signal, self.decoder.raw(signal)
+        return corrected(self.decoder, self.sigma)[0]
+
+
+@torch.no_grad()
+def policy_step(policy: Policy, decoded: Decoded, batch: Batch, both_sides: bool
+                ) -> torch.Tensor:
+    """The policy stage's loss, minus the minorant (:func:`~iglearn.learners.objective.
+    policy_minorant`, one- or two-sided) with psi (``decoded``) held fixed, and the policy's
+    gradients."""
+    log_pi = policy(batch.context)
+    psi = decoded(batch.signal)
+    share = 1.0 / batch.probability / psi.shape[-1]
+    log_not_a = log_complement(log_pi, batch.action) if both_sides else None
+    not_logged = None if log_not_a is None else ((psi - 1).mul_(share), log_not_a)
+    _set_policy(policy, batch, score_gradient(log_pi, batch.action, -psi * share, not_logged))
+    return -policy_minorant(log_pi, batch.action, psi, batch.probability, both_sides,
+                            log_not_a)
+
+
+@torch.no_grad()
+def exact_step(policy: Policy, decoder: Decoder, batch: Batch, n_actions: int,
+               baseline: float) -> torch.Tensor:
+    """The exact stage's loss, -Eq. 2 with the control variate ``baseline``
+    (:func:`~iglearn.learners.objective.igl_objective`), and its gradients in (pi, psi):
+    (pi(a|x) - 1/K) / (p n) in psi(y) and pi(a|x) (psi(y) - c) / (p n) in log pi(a|x)."""
+    log_pi = policy(batch.context)
+    pi_a = at_action(log_pi, batch.action).exp()
+    psi, slope = decoded(decoder, batch.signal)
+    share = 1.0 / batch.probability / psi.shape[-1]
+    value = igl_objective(pi_a, psi, batch.probability, n_actions, baseline)
+    _set_decoder(decoder, batch, (pi_a - 1.0 / n_actions).mul_(share).mul_(slope).neg_())
+    _set_policy(policy, batch, score_gradient(log_pi, batch.action,
+                                              (psi - baseline).mul_(pi_a).mul_(share).neg_()))
+    return -value
