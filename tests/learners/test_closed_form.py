@@ -6,9 +6,10 @@ import numpy as np
 import pytest
 import torch
 
-from iglearn import BatchIGL
+from iglearn import BatchIGL, ContextualBandit
 from iglearn.envs import digits_environment
 from iglearn.learners import closed_form
+from iglearn.learners.ai_igl import grounding_stage, regrounding_stage
 from iglearn.learners.settings import Optimisation
 from iglearn.learners.trials import Batch
 from iglearn.models import make_decoder, make_policy
@@ -82,11 +83,30 @@ def test_closed_form_gradients_equal_autograd(flips, settings, policy_temperatur
     assert all(p.grad is None for p in decoder.parameters())
 
 
+@pytest.mark.parametrize("policy_temperature", [1.0, 0.5])
+def test_reward_stages_closed_form_equals_autograd(policy_temperature):
+    """CB's stages on the true reward (and AI-IGL's and VI-IGL's on a decoded one)."""
+    policy, _ = _models(policy_temperature)
+    batch = _batch()
+    rewards = torch.rand(T, N, generator=torch.Generator().manual_seed(4))
+    for reward in (batch.signal[..., 0].gt(1).float(), rewards):
+        stages = ContextualBandit(seed=0).stages(policy, Optimisation())
+        assert [stage.closed_form is not None for stage in stages] == [True, True]
+        for stage in stages:
+            (auto, auto_grads), (closed, closed_grads) = _gradients(
+                stage, batch._replace(signal=reward))
+            torch.testing.assert_close(closed, auto, rtol=1e-5, atol=1e-6)
+            for a, c in zip(auto_grads, closed_grads, strict=True):
+                torch.testing.assert_close(c, a, rtol=1e-4, atol=1e-6)
+
+
 def test_other_models_train_by_autograd():
     policy, decoder = _models(policy="mlp")
     assert not closed_form.supports(policy, decoder)
     stages = BatchIGL(seed=0).stages(policy, decoder, K, Optimisation())
     assert all(stage.closed_form is None for stage in stages)
+    assert all(stage.closed_form is None
+               for stage in ContextualBandit(seed=0).stages(policy, Optimisation()))
 
 
 def test_a_fit_by_closed_form_matches_one_by_autograd(monkeypatch):
@@ -103,3 +123,26 @@ def test_a_fit_by_closed_form_matches_one_by_autograd(monkeypatch):
                     strict=True):
         torch.testing.assert_close(x, y, rtol=1e-3, atol=1e-4)
     assert dataclasses.asdict(closed.optimisation) == dataclasses.asdict(auto.optimisation)
+
+
+@pytest.mark.parametrize("trials", [1, T])
+@pytest.mark.parametrize("flips", ["none", "some"])
+def test_ai_igl_grounding_closed_forms_equal_autograd(trials, flips):
+    """AI-IGL's grounding and re-grounding stages: the policy's scores and K decoders a trial,
+    stacked trial-major."""
+    g = torch.Generator().manual_seed(5)
+    policies = [make_policy("linear", D, K, g) for _ in range(trials)]
+    decoders = [make_decoder("linear", D, g) for _ in range(trials * K)]
+    if flips == "some":
+        for decoder in decoders[::3]:
+            decoder.flipped.fill_(True)
+    scores, psi = stack(policies), stack(decoders)
+    batch = _batch()
+    batch = Batch(*(field[:trials] for field in batch))
+    for make in (grounding_stage, regrounding_stage):
+        stage = make(scores, psi, K, Optimisation())
+        assert stage.closed_form is not None
+        (auto, auto_grads), (closed, closed_grads) = _gradients(stage, batch)
+        torch.testing.assert_close(closed, auto, rtol=1e-5, atol=1e-6)
+        for a, c in zip(auto_grads, closed_grads, strict=True):
+            torch.testing.assert_close(c, a, rtol=1e-4, atol=1e-6)

@@ -81,11 +81,13 @@ from torch import nn
 
 from iglearn.data.scaling import Mode
 from iglearn.errors import IGLearnError
+from iglearn.learners import closed_form
 from iglearn.learners.base import StackableLearner
+from iglearn.learners.baselines import reward_stages
 from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
 from iglearn.learners.e2g import EpochGreedy
 from iglearn.learners.monitor import ShortReport
-from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
+from iglearn.learners.objective import at_action
 from iglearn.learners.restarts import Attempt, adaptive_restart
 from iglearn.learners.schedules import DataDrivenSchedule, Schedule
 from iglearn.learners.settings import AIIGL_OPTIMISATION as DEFAULT_OPTIMISATION
@@ -104,6 +106,7 @@ from iglearn.learners.trials import (
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.custom import check_specs
 from iglearn.models.decoders import logistic
+from iglearn.models.stacked import StackedLinear
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 from iglearn.threads import torch_threads
 
@@ -407,6 +410,42 @@ def own_decoder(psi: nn.Module, batch: Batch, n_actions: int) -> torch.Tensor:
     return at_own_action(psi(inputs).view(trials, n_actions, n), batch.action)
 
 
+def covariance_gradient(f: torch.Tensor, psi: torch.Tensor, weights: torch.Tensor
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The gradients of -sum_a Cov_a(f, psi) (:func:`action_covariance`) in f_i and in psi_i,
+    each of shape (..., n): -sum_a w_ia (psi_i - E_a psi) and -sum_a w_ia (f_i - E_a f), with
+    E_a the weighted means sum_j w_ja (.)_j."""
+    mean_f = (weights * f[..., None]).sum(-2)
+    mean_psi = (weights * psi[..., None]).sum(-2)
+    return (-(weights * (psi[..., None] - mean_psi[..., None, :])).sum(-1),
+            -(weights * (f[..., None] - mean_f[..., None, :])).sum(-1))
+
+
+def own_decoded(psi: Decoder, batch: Batch, n_actions: int
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`own_decoder`'s values for K linear decoders and their derivatives in each
+    decoder's logit (:func:`~iglearn.learners.closed_form.decoded`), each (T, n)."""
+    trials, n = batch.action.shape
+    signal = batch.signal
+    inputs = (signal.expand(n_actions, *signal.shape[1:]) if trials == 1
+              else [rows for rows in signal for _ in range(n_actions)])  # as own_decoder's
+    sigma = psi.raw(cast(torch.Tensor, inputs))  # a stacked layer runs a list trial by trial
+    values, slope = closed_form.corrected(psi, sigma, sigma * (1 - sigma) / psi.temperature)
+    return (at_own_action(values.view(trials, n_actions, n), batch.action),
+            at_own_action(slope.view(trials, n_actions, n), batch.action))
+
+
+def _set_decoders(psi: Decoder, batch: Batch, n_actions: int, logit: torch.Tensor) -> None:
+    """The K stacked linear decoders' gradients from the gradient in each row's own action's
+    logit (T, n): decoder a of trial t gets the sum over its rows with a_i = a."""
+    trials, n = batch.action.shape
+    each = logit.new_zeros(trials, n_actions, n).scatter_(-2, batch.action[..., None, :],
+                                                          logit[..., None, :])
+    net = cast(StackedLinear, psi.net)
+    net.weight.grad = torch.bmm(each, batch.signal).view_as(net.weight)
+    net.bias.grad = each.sum(-1).view_as(net.bias)
+
+
 def grounding_stage(scores: Policy, psi: Decoder, n_actions: int,
                     settings: Optimisation) -> Stage:
     """Step 1, grounding: per-action scores f_a = sigmoid(s_a) and decoders psi_a ascend
@@ -420,9 +459,25 @@ def grounding_stage(scores: Policy, psi: Decoder, n_actions: int,
         f, decoded_psi = logistic(s), own_decoder(psi, batch, n_actions)
         return -action_covariance(f, decoded_psi, weights).sum(-1)
 
+    @torch.no_grad()
+    def gradient(batch: Batch) -> torch.Tensor:
+        """``loss`` with its gradients in closed form (linear models): d f / d s = f (1 - f)
+        and :func:`covariance_gradient`."""
+        all_scores = scores.scores(batch.context)
+        f = logistic(at_action(all_scores, batch.action))
+        weights = action_weights(batch.action, batch.probability, n_actions)
+        decoded_psi, slope = own_decoded(psi, batch, n_actions)
+        g_f, g_psi = covariance_gradient(f, decoded_psi, weights)
+        score_grad = torch.zeros_like(all_scores).scatter_(
+            -1, batch.action[..., None], g_f.mul_(f * (1 - f))[..., None])
+        closed_form.set_gradients(scores.net, batch.context, score_grad)
+        _set_decoders(psi, batch, n_actions, g_psi.mul_(slope))
+        return -action_covariance(f, decoded_psi, weights).sum(-1)
+
     decoders = list(psi.parameters())
     return Stage(settings.grounding_epochs, list(scores.parameters()) + decoders, loss,
-                 decoders, psi.temperature)
+                 decoders, psi.temperature,
+                 closed_form=gradient if closed_form.supports(scores, psi) else None)
 
 
 def regrounding_stage(scores: Policy, psi: Decoder, n_actions: int,
@@ -436,27 +491,28 @@ def regrounding_stage(scores: Policy, psi: Decoder, n_actions: int,
         weights = action_weights(batch.action, batch.probability, n_actions)
         return -action_covariance(pi_a, own_decoder(psi, batch, n_actions), weights).sum(-1)
 
+    @torch.no_grad()
+    def gradient(batch: Batch) -> torch.Tensor:
+        """``loss`` with the decoders' gradients in closed form (:func:`covariance_gradient`)."""
+        pi_a = at_action(scores.probabilities(batch.context), batch.action)
+        weights = action_weights(batch.action, batch.probability, n_actions)
+        decoded_psi, slope = own_decoded(psi, batch, n_actions)
+        _set_decoders(psi, batch, n_actions,
+                      covariance_gradient(pi_a, decoded_psi, weights)[1].mul_(slope))
+        return -action_covariance(pi_a, decoded_psi, weights).sum(-1)
+
     decoders = list(psi.parameters())
-    return Stage(settings.grounding_epochs, decoders, loss, decoders, psi.temperature)
+    return Stage(settings.grounding_epochs, decoders, loss, decoders, psi.temperature,
+                 closed_form=gradient if closed_form.supports(scores, psi) else None)
 
 
-def policy_stages(scores: nn.Module, target: Callable[[Batch], torch.Tensor],
-                  n_actions: int, settings: Optimisation) -> list[Stage]:
+def policy_stages(scores: Policy, target: Callable[[Batch], torch.Tensor],
+                  settings: Optimisation) -> list[Stage]:
     """Step 3, policy: the softmax policy ``scores`` learns from the decoded rewards
     psi_{a_i}(y_i), held fixed (``target`` of a mini-batch), as ContextualBandit learns from
-    the true reward: the two-sided minorant, then the IPS estimate of V(pi) - V(pi_bad) with
-    the control variate."""
-
-    def minorant(batch: Batch) -> torch.Tensor:
-        return -policy_minorant(scores(batch.context), batch.action, target(batch),
-                                batch.probability)
-
-    def exact(batch: Batch) -> torch.Tensor:
-        pi_a = at_action(scores(batch.context), batch.action).exp()
-        return -igl_objective(pi_a, target(batch), batch.probability, n_actions, BASELINE)
-
-    params = list(scores.parameters())
-    return [Stage(settings.policy_epochs, params, minorant), Stage(settings.epochs, params, exact)]
+    the true reward (:func:`~iglearn.learners.baselines.reward_stages`): the two-sided
+    minorant, then the IPS estimate of V(pi) - V(pi_bad) with the control variate."""
+    return reward_stages(scores, target, settings.policy_epochs, settings)
 
 
 def fit_policy(policies: Sequence[Policy], decoders: Sequence[Sequence[Decoder]],
@@ -468,7 +524,7 @@ def fit_policy(policies: Sequence[Policy], decoders: Sequence[Sequence[Decoder]]
     k = len(decoders[0])
     with side_by_side(policies) as scores, side_by_side(flat(decoders)) as psi:
         rewards, target = fixed_signal(data, lambda batch: own_decoder(psi, batch, k))
-        optimise(policy_stages(scores, target, k, settings), rewards, settings, generators)
+        optimise(policy_stages(scores, target, settings), rewards, settings, generators)
 
 
 def decoded(decoders: Sequence[Decoder], feedback: torch.Tensor,

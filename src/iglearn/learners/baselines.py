@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import TYPE_CHECKING, ClassVar, Self
 
 import torch
 
 from iglearn.errors import IGLearnError
+from iglearn.learners import closed_form
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
 from iglearn.learners.settings import FitSettings, Optimisation
@@ -111,15 +113,38 @@ class ContextualBandit(_Baseline):
     needs: ClassVar[str] = "reward"
 
     def stages(self, policy: Policy, settings: Optimisation) -> list[Stage]:
-        def minorant(batch: Batch) -> torch.Tensor:
-            return -policy_minorant(policy(batch.context), batch.action, batch.signal,
-                                    batch.probability)
+        return reward_stages(policy, _signal, settings.grounding_epochs + settings.policy_epochs,
+                             settings)
 
-        def exact(batch: Batch) -> torch.Tensor:
-            log_pi = policy(batch.context)
-            pi_a = at_action(log_pi, batch.action).exp()
-            return -igl_objective(pi_a, batch.signal, batch.probability, log_pi.shape[-1],
-                                  BASELINE)
-        params = list(policy.parameters())
-        return [Stage(settings.grounding_epochs + settings.policy_epochs, params, minorant),
-                Stage(settings.epochs, params, exact)]
+
+def _signal(batch: Batch) -> torch.Tensor:
+    """The reward a mini-batch carries as its signal."""
+    return batch.signal
+
+
+def reward_stages(policy: Policy, reward: Callable[[Batch], torch.Tensor], minorant_epochs: int,
+                  settings: Optimisation) -> list[Stage]:
+    """The policy stages on a reward held fixed (``reward(batch)`` of a mini-batch): the
+    two-sided minorant (:func:`~iglearn.learners.objective.policy_minorant`) for
+    ``minorant_epochs``, then the IPS estimate of V(pi) - V(pi_bad) (Eq. 2 with the reward in
+    place of psi and the control variate) for ``settings.epochs``. CB's stages on the true
+    reward; AI-IGL's and VI-IGL's policy fits on the decoded reward. A linear policy's
+    gradients are computed in closed form (:mod:`iglearn.learners.closed_form`)."""
+
+    def minorant(batch: Batch) -> torch.Tensor:
+        return -policy_minorant(policy(batch.context), batch.action, reward(batch),
+                                batch.probability)
+
+    def exact(batch: Batch) -> torch.Tensor:
+        log_pi = policy(batch.context)
+        pi_a = at_action(log_pi, batch.action).exp()
+        return -igl_objective(pi_a, reward(batch), batch.probability, log_pi.shape[-1],
+                              BASELINE)
+
+    params = list(policy.parameters())
+    stages = [Stage(minorant_epochs, params, minorant), Stage(settings.epochs, params, exact)]
+    if not closed_form.supports(policy):
+        return stages
+    forms = [partial(closed_form.minorant_step, policy, reward),
+             partial(closed_form.ips_step, policy, reward, baseline=BASELINE)]
+    return [replace(stage, closed_form=form) for stage, form in zip(stages, forms, strict=True)]

@@ -515,7 +515,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         # linear models: the same losses with their gradients in closed form
         forms = [partial(closed_form.grounding_step, policy, decoder, n_actions=k,
                          self_normalised=self.self_normalised_grounding, baseline=c),
-                 partial(closed_form.policy_step, policy, closed_form.Decoded(decoder),
+                 partial(closed_form.minorant_step, policy, closed_form.Decoded(decoder),
                          both_sides=self.two_sided_minorant),
                  partial(closed_form.exact_step, policy, decoder, n_actions=k, baseline=c)]
         return [replace(stage, closed_form=form)

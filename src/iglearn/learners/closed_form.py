@@ -1,5 +1,7 @@
-"""Closed-form gradients of BatchIGL's three stage losses when the policy and the decoder are
-linear (the paper's classes and iglearn's defaults).
+"""Closed-form gradients of the stage losses of BatchIGL and of the policy stages on a reward
+held fixed (:func:`~iglearn.learners.baselines.reward_stages`: CB, and AI-IGL's and VI-IGL's
+policy fits) when the policy and the decoder are linear (the paper's classes and iglearn's
+defaults).
 
 A linear model's training step on a few hundred interactions costs the overhead of its tensor
 operations, not their arithmetic: autograd's graph of some fifty nodes for one mini-batch of
@@ -19,12 +21,15 @@ gradient follows by the chain rule:
 Each ``*_step`` function returns its stage's loss, one value per trial, computed by the same
 functions as the autograd form (:mod:`iglearn.learners.objective`), and sets the gradient of
 every parameter its stage moves: the autograd form's gradient up to float rounding
-(``tests/learners/test_closed_form.py``). :meth:`BatchIGL.stages` uses them when
-:func:`supports` says the models are the built-in linear ones; any other model (an MLP, a
-user's module) trains by autograd.
+(``tests/learners/test_closed_form.py``). :meth:`BatchIGL.stages` and
+:func:`~iglearn.learners.baselines.reward_stages` use them when :func:`supports` says the
+models are the built-in linear ones; any other model (an MLP, a user's module) trains by
+autograd.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import torch
 
@@ -41,11 +46,12 @@ from iglearn.models.policies import LinearPolicy, Policy
 from iglearn.models.stacked import StackedLinear
 
 
-def supports(policy: Policy, decoder: Decoder) -> bool:
-    """Whether ``policy`` and ``decoder`` (stacked, :mod:`iglearn.models.stacked`) are the
-    built-in linear classes, whose stage gradients this module computes."""
+def supports(policy: object, decoder: object | None = None) -> bool:
+    """Whether ``policy`` and ``decoder`` (if given; stacked, :mod:`iglearn.models.stacked`)
+    are the built-in linear classes, whose stage gradients this module computes."""
     return (type(policy) is LinearPolicy and isinstance(policy.net, StackedLinear)
-            and type(decoder) is LinearDecoder and isinstance(decoder.net, StackedLinear))
+            and (decoder is None or type(decoder) is LinearDecoder
+                 and isinstance(decoder.net, StackedLinear)))
 
 
 def decoded(decoder: Decoder, signal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -147,20 +153,21 @@ class Decoded:
         self.signal: torch.Tensor | None = None
         self.sigma = torch.empty(0)
 
-    def __call__(self, signal: torch.Tensor) -> torch.Tensor:
-        if signal is not self.signal:
-            self.signal, self.sigma = signal, self.decoder.raw(signal)
+    def __call__(self, batch: Batch) -> torch.Tensor:
+        if batch.signal is not self.signal:
+            self.signal, self.sigma = batch.signal, self.decoder.raw(batch.signal)
         return corrected(self.decoder, self.sigma)[0]
 
 
 @torch.no_grad()
-def policy_step(policy: Policy, decoded: Decoded, batch: Batch, both_sides: bool
-                ) -> torch.Tensor:
-    """The policy stage's loss, minus the minorant (:func:`~iglearn.learners.objective.
-    policy_minorant`, one- or two-sided) with psi (``decoded``) held fixed, and the policy's
+def minorant_step(policy: Policy, reward: Callable[[Batch], torch.Tensor], batch: Batch,
+                  both_sides: bool = True) -> torch.Tensor:
+    """A policy stage's loss, minus the minorant (:func:`~iglearn.learners.objective.
+    policy_minorant`, one- or two-sided) of a reward held fixed (``reward(batch)``: BatchIGL's
+    psi(y), :class:`Decoded`; the true reward; a decoded reward), and the policy's
     gradients."""
     log_pi = policy(batch.context)
-    psi = decoded(batch.signal)
+    psi = reward(batch)
     share = 1.0 / batch.probability / psi.shape[-1]
     log_not_a = log_complement(log_pi, batch.action) if both_sides else None
     not_logged = None if log_not_a is None else ((psi - 1).mul_(share), log_not_a)
@@ -170,17 +177,38 @@ def policy_step(policy: Policy, decoded: Decoded, batch: Batch, both_sides: bool
 
 
 @torch.no_grad()
+def ips_step(policy: Policy, reward: Callable[[Batch], torch.Tensor], batch: Batch,
+             baseline: float) -> torch.Tensor:
+    """A policy stage's loss, -Eq. 2 with the control variate ``baseline`` of a reward held
+    fixed (``reward(batch)``, as :func:`minorant_step` says), and the policy's gradients:
+    pi(a|x) (r - c) / (p n) in log pi(a|x)."""
+    log_pi = policy(batch.context)
+    pi_a = at_action(log_pi, batch.action).exp()
+    r = reward(batch)
+    _set_policy(policy, batch, score_gradient(log_pi, batch.action, _ips_logged(pi_a, r, batch,
+                                                                                 baseline)))
+    return -igl_objective(pi_a, r, batch.probability, log_pi.shape[-1], baseline)
+
+
+def _ips_logged(pi_a: torch.Tensor, psi: torch.Tensor, batch: Batch, baseline: float
+                ) -> torch.Tensor:
+    """The gradient of -Eq. 2 (control variate ``baseline``) in log pi(a|x):
+    -pi(a|x) (psi - c) / (p n)."""
+    return (psi - baseline).mul_(pi_a).div_(batch.probability).div_(-psi.shape[-1])
+
+
+@torch.no_grad()
 def exact_step(policy: Policy, decoder: Decoder, batch: Batch, n_actions: int,
                baseline: float) -> torch.Tensor:
     """The exact stage's loss, -Eq. 2 with the control variate ``baseline``
     (:func:`~iglearn.learners.objective.igl_objective`), and its gradients in (pi, psi):
-    (pi(a|x) - 1/K) / (p n) in psi(y) and pi(a|x) (psi(y) - c) / (p n) in log pi(a|x)."""
+    -(pi(a|x) - 1/K) / (p n) in psi(y) and -pi(a|x) (psi(y) - c) / (p n) in log pi(a|x)."""
     log_pi = policy(batch.context)
     pi_a = at_action(log_pi, batch.action).exp()
     psi, slope = decoded(decoder, batch.signal)
-    share = 1.0 / batch.probability / psi.shape[-1]
     value = igl_objective(pi_a, psi, batch.probability, n_actions, baseline)
-    _set_decoder(decoder, batch, (pi_a - 1.0 / n_actions).mul_(share).mul_(slope).neg_())
+    _set_decoder(decoder, batch, (pi_a - 1.0 / n_actions).div_(batch.probability)
+                 .div_(-psi.shape[-1]).mul_(slope))
     _set_policy(policy, batch, score_gradient(log_pi, batch.action,
-                                              (psi - baseline).mul_(pi_a).mul_(share).neg_()))
+                                              _ips_logged(pi_a, psi, batch, baseline)))
     return -value

@@ -62,7 +62,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Self, cast
 
@@ -72,7 +72,7 @@ from torch import nn
 
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
-from iglearn.learners.baselines import ContextualBandit
+from iglearn.learners.baselines import reward_stages
 from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
 from iglearn.learners.monitor import ShortReport
 from iglearn.learners.restarts import Attempt, adaptive_restart
@@ -373,12 +373,7 @@ def policy_stages(policy: Policy, target: Callable[[Batch], torch.Tensor],
     the control variate), fed the decoded reward psi(y), held fixed (``target`` of a
     mini-batch), in place of r."""
 
-    def fed(stage: Stage) -> Stage:
-        return Stage(stage.epochs, stage.params,
-                     lambda batch: stage.loss(batch._replace(signal=target(batch))))
-
-    bandit = ContextualBandit(optimisation=settings)
-    return [fed(stage) for stage in bandit.stages(policy, replace(settings, grounding_epochs=0))]
+    return reward_stages(policy, target, settings.policy_epochs, settings)
 
 
 @dataclass(eq=False)
