@@ -1,7 +1,5 @@
 """The closed-form stage gradients of linear models equal autograd's of the same losses."""
 
-import dataclasses
-
 import numpy as np
 import pytest
 import torch
@@ -70,12 +68,14 @@ def test_closed_form_gradients_equal_autograd(flips, settings, policy_temperatur
     stages = learner.stages(policy, decoder, K, Optimisation())
     assert all(stage.closed_form is not None for stage in stages)
     batch = _batch()
-    for stage in stages:
-        (auto, auto_grads), (closed, closed_grads) = _gradients(stage, batch)
-        torch.testing.assert_close(closed, auto, rtol=1e-5, atol=1e-6)
-        for a, c in zip(auto_grads, closed_grads, strict=True):
-            assert a is not None and c is not None
-            torch.testing.assert_close(c, a, rtol=1e-4, atol=1e-6)
+    # many rows (scores computed transposed, iglearn.models.kernels) and few
+    for rows in (batch, Batch(*(field[:, :100] for field in batch))):
+        for stage in stages:
+            (auto, auto_grads), (closed, closed_grads) = _gradients(stage, rows)
+            torch.testing.assert_close(closed, auto, rtol=1e-5, atol=1e-6)
+            for a, c in zip(auto_grads, closed_grads, strict=True):
+                assert a is not None and c is not None
+                torch.testing.assert_close(c, a, rtol=1e-4, atol=1e-6)
     # the policy stage leaves the decoder's gradients alone
     for p in decoder.parameters():
         p.grad = None
@@ -122,7 +122,6 @@ def test_a_fit_by_closed_form_matches_one_by_autograd(monkeypatch):
     for x, y in zip(closed.policy_.state_dict().values(), auto.policy_.state_dict().values(),
                     strict=True):
         torch.testing.assert_close(x, y, rtol=1e-3, atol=1e-4)
-    assert dataclasses.asdict(closed.optimisation) == dataclasses.asdict(auto.optimisation)
 
 
 @pytest.mark.parametrize("trials", [1, T])
