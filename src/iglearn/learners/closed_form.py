@@ -4,9 +4,11 @@ policy fits) when the policy and the decoder are linear (the paper's classes and
 defaults).
 
 A linear model's training step on a few hundred interactions costs the overhead of its tensor
-operations, not their arithmetic: autograd's graph of some fifty nodes for one mini-batch of
-a stage loss (:meth:`BatchIGL.stages <iglearn.learners.batch_igl.BatchIGL.stages>`) costs
-about twice the forward pass and the handful of products below. Every stage loss is a mean
+operations, not their arithmetic, and autograd's graph of a stage loss (:meth:`BatchIGL.stages
+<iglearn.learners.batch_igl.BatchIGL.stages>`: 19 to 30 nodes a mini-batch) costs more than
+the few products below: on two stacked trials of 400 interactions with 64 inputs and 10
+actions, one step's loss and gradients took 600 to 800 µs by autograd and 320 to 520 µs in
+closed form (one thread, an AMD EPYC). Every stage loss is a mean
 over interactions of terms in log pi(a|x) (or pi(a|x)), log(1 - pi(a|x)) and psi(y), so its
 gradient follows by the chain rule:
 
