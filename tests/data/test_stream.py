@@ -3,8 +3,6 @@ and the choice between memory and stream."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -191,9 +189,7 @@ def test_memory_or_stream_by_size_with_an_override(stored, tmp_path):
         StreamSettings(shuffle_rows=0)
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("IGLEARN_RAY_TESTS"),
-                    reason="starts Ray (a minute on a busy machine): set IGLEARN_RAY_TESTS=1")
+@pytest.mark.slow  # starts Ray
 def test_ray_data_reads_the_shards(stored):
     pytest.importorskip("ray")
     import ray
