@@ -402,12 +402,18 @@ def own_decoder(psi: nn.Module, batch: Batch, n_actions: int) -> torch.Tensor:
     T x K stacked decoders ``psi`` (trial-major) on every row of their trial, each row keeping
     its own action's. Each decoder reads a view of its trial's rows (nothing is copied)."""
     trials, n = batch.action.shape
+    return at_own_action(psi(_each_decoder(batch, n_actions)).view(trials, n_actions, n),
+                         batch.action)
+
+
+def _each_decoder(batch: Batch, n_actions: int) -> torch.Tensor | list[torch.Tensor]:
+    """The rows each of the T x K stacked decoders reads: with one trial, one tensor of K
+    views of its rows; else T x K views, trial-major (a stacked layer runs a list trial by
+    trial)."""
     signal = batch.signal
-    if trials == 1:  # one tensor: K views of the rows
-        inputs: torch.Tensor | list[torch.Tensor] = signal.expand(n_actions, *signal.shape[1:])
-    else:  # T x K views, trial-major
-        inputs = [rows for rows in signal for _ in range(n_actions)]
-    return at_own_action(psi(inputs).view(trials, n_actions, n), batch.action)
+    if batch.action.shape[0] == 1:
+        return signal.expand(n_actions, *signal.shape[1:])
+    return [rows for rows in signal for _ in range(n_actions)]
 
 
 def covariance_gradient(f: torch.Tensor, psi: torch.Tensor, weights: torch.Tensor
@@ -426,11 +432,7 @@ def own_decoded(psi: Decoder, batch: Batch, n_actions: int
     """:func:`own_decoder`'s values for K linear decoders and their derivatives in each
     decoder's logit (:func:`~iglearn.learners.closed_form.decoded`), each (T, n)."""
     trials, n = batch.action.shape
-    signal = batch.signal
-    inputs = (signal.expand(n_actions, *signal.shape[1:]) if trials == 1
-              else [rows for rows in signal for _ in range(n_actions)])  # as own_decoder's
-    sigma = psi.raw(cast(torch.Tensor, inputs))  # a stacked layer runs a list trial by trial
-    values, slope = closed_form.corrected(psi, sigma, sigma * (1 - sigma) / psi.temperature)
+    values, slope = closed_form.decoded(psi, cast(torch.Tensor, _each_decoder(batch, n_actions)))
     return (at_own_action(values.view(trials, n_actions, n), batch.action),
             at_own_action(slope.view(trials, n_actions, n), batch.action))
 

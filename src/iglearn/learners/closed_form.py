@@ -135,7 +135,7 @@ def grounding_step(policy: Policy, decoder: Decoder, batch: Batch, n_actions: in
         value = (weights * psi).sum(-1)
     else:
         value = igl_objective(pi_a, psi, batch.probability, n_actions, baseline)
-        weights = (pi_a - 1.0 / n_actions) / batch.probability / n
+        weights = _eq2_psi(pi_a, batch, n_actions)
     value = value + policy_minorant(log_pi, batch.action, psi, batch.probability,
                                     both_sides=False)
     _set_decoder(decoder, batch, weights.mul_(slope).neg_())
@@ -192,6 +192,11 @@ def ips_step(policy: Policy, reward: Callable[[Batch], torch.Tensor], batch: Bat
     return -igl_objective(pi_a, r, batch.probability, log_pi.shape[-1], baseline)
 
 
+def _eq2_psi(pi_a: torch.Tensor, batch: Batch, n_actions: int) -> torch.Tensor:
+    """The gradient of Eq. 2 (any control variate) in psi(y): (pi(a|x) - 1/K) / (p n)."""
+    return (pi_a - 1.0 / n_actions) / batch.probability / pi_a.shape[-1]
+
+
 def _ips_logged(pi_a: torch.Tensor, psi: torch.Tensor, batch: Batch, baseline: float
                 ) -> torch.Tensor:
     """The gradient of -Eq. 2 (control variate ``baseline``) in log pi(a|x):
@@ -209,8 +214,7 @@ def exact_step(policy: Policy, decoder: Decoder, batch: Batch, n_actions: int,
     pi_a = at_action(log_pi, batch.action).exp()
     psi, slope = decoded(decoder, batch.signal)
     value = igl_objective(pi_a, psi, batch.probability, n_actions, baseline)
-    _set_decoder(decoder, batch, (pi_a - 1.0 / n_actions).div_(batch.probability)
-                 .div_(-psi.shape[-1]).mul_(slope))
+    _set_decoder(decoder, batch, _eq2_psi(pi_a, batch, n_actions).neg_().mul_(slope))
     _set_policy(policy, batch, score_gradient(log_pi, batch.action,
                                               _ips_logged(pi_a, psi, batch, baseline)))
     return -value
