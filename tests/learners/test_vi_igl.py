@@ -177,27 +177,55 @@ def test_decoder_stage_loss_and_gradients_are_those_of_each_bound_evaluated_twic
             torch.testing.assert_close(grad, p.grad, rtol=1e-4, atol=1e-7)
 
 
+def _rare_reward_log(n: int = 2000) -> InteractionLog:
+    """A uniform log (K = 10) whose one feedback column is the reward, rewarded about 10 %."""
+    rng = np.random.default_rng(3)
+    reward = (rng.random(n) < 0.1).astype(np.float32)
+    return InteractionLog(context=rng.standard_normal((n, 2)).astype(np.float32),
+                          action=rng.integers(0, 10, n), probability=np.full(n, 0.1),
+                          feedback=reward[:, None].copy(), n_actions=10, reward=reward)
+
+
+def _decoder(weight: float, bias: float) -> LinearDecoder:
+    decoder = LinearDecoder(1, temperature=1.0)
+    with torch.no_grad():
+        decoder.net.weight.fill_(weight)
+        decoder.net.bias.fill_(bias)
+    return decoder
+
+
 def test_the_symmetry_choice_makes_the_rarer_event_the_reward():
     """A decoder that calls the unrewarded feedback a reward (psi 0.88 where r = 0, 0.12
     where r = 1) on a log where r = 1 is rare is flipped."""
-    rng = np.random.default_rng(3)
-    n = 2000
-    reward = (rng.random(n) < 0.1).astype(np.float32)
-    log = InteractionLog(context=rng.standard_normal((n, 2)).astype(np.float32),
-                         action=rng.integers(0, 10, n), probability=np.full(n, 0.1),
-                         feedback=reward[:, None].copy(), n_actions=10, reward=reward)
-    decoder = LinearDecoder(1, temperature=1.0)
-    with torch.no_grad():
-        decoder.net.weight.fill_(-4.0)
-        decoder.net.bias.fill_(2.0)
-    rate, flipped = choose_orientation([decoder], Trials.from_logs([log], "feedback"))
+    log = _rare_reward_log()
+    decoder = _decoder(-4.0, 2.0)
+    rate, share, flipped = choose_orientation([decoder], Trials.from_logs([log], "feedback"), 10)
     assert flipped.tolist() == [True] and rate[0] < 0.25
+    assert share[0] == pytest.approx(log.reward.mean())
     with torch.no_grad():
         psi = decoder(torch.from_numpy(log.feedback)).numpy()
-    assert psi[reward == 1].mean() > 0.8 > 0.2 > psi[reward == 0].mean()
+    assert psi[log.reward == 1].mean() > 0.8 > 0.2 > psi[log.reward == 0].mean()
     # the right orientation is kept
-    rate, flipped = choose_orientation([decoder], Trials.from_logs([log], "feedback"))
+    rate, share, flipped = choose_orientation([decoder], Trials.from_logs([log], "feedback"), 10)
     assert flipped.tolist() == [False] and rate[0] < 0.25
+
+
+def test_the_symmetry_choice_reads_the_share_decoded_as_reward_not_the_mean():
+    """A decoder that separates the rewards without reaching 0 and 1, the wrong way round
+    (psi 0.53 where r = 0, 0.05 where r = 1, as a VI-IGL fit of 5,000 digits interactions
+    ended: mean about 0.48) calls 90 % of the feedback a reward and is flipped, although its
+    mean is below one half."""
+    log = _rare_reward_log()
+    decoder = _decoder(-math.log(0.53 / 0.47) - math.log(0.95 / 0.05), math.log(0.53 / 0.47))
+    with torch.no_grad():
+        psi = decoder(torch.from_numpy(log.feedback)).numpy()
+    assert psi.mean() < 0.5 and (psi > 0.5).mean() > 0.85
+    rate, share, flipped = choose_orientation([decoder], Trials.from_logs([log], "feedback"), 10)
+    assert flipped.tolist() == [True]
+    assert share[0] == pytest.approx(log.reward.mean())
+    with torch.no_grad():
+        psi = decoder(torch.from_numpy(log.feedback)).numpy()
+    assert psi[log.reward == 1].mean() > 0.9 and psi[log.reward == 0].mean() < 0.5
 
 
 @pytest.fixture(scope="module")
