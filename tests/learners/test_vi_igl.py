@@ -244,6 +244,7 @@ def test_vi_igl_learns_digits_with_independent_noise(noisy_digits, divergence):
     assert learner.accuracy(test_x, test_y) > 0.7   # chance is 0.1
     report = learner.report_
     assert report.reward_rate < 0.2 and report.marginal_bound > 0
+    assert report.corrector_statistic < 0.2 and not any("ambiguous" in w for w in report.warnings)
     psi = learner.decode(log.feedback)
     assert psi[log.reward == 1].mean() > 0.7 > 0.3 > psi[log.reward == 0].mean()
 
