@@ -1,6 +1,7 @@
 """VI-IGL: its critics' bounds against known mutual information, the symmetry choice, fits,
 save/load."""
 
+import json
 import math
 import warnings
 
@@ -311,6 +312,15 @@ def test_save_and_load_give_identical_predictions(noisy_digits, tmp_path):
                                   learner.predict_proba(log.context))
     np.testing.assert_array_equal(loaded.decode(log.feedback), learner.decode(log.feedback))
     assert loaded.report_.flipped == learner.report_.flipped
+    assert loaded.report_.corrector_statistic == learner.report_.corrector_statistic
+    # a model saved before the report had the corrector statistic keeps its report
+    meta = tmp_path / "model" / "model.json"
+    record = json.loads(meta.read_text())
+    del record["training"]["corrector_statistic"]
+    meta.write_text(json.dumps(record))
+    older = VIIGL.load(tmp_path / "model")
+    assert older.report_.corrector_statistic is None
+    assert older.report_.marginal_bound == learner.report_.marginal_bound
 
 
 def test_k_equal_two_warns():

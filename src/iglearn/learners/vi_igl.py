@@ -113,11 +113,12 @@ class VIIGLReport(ShortReport):
     reward_rate: float
     """The mean decoded reward of the logged interactions after the symmetry choice: the
     logging policy's decoded return."""
-    corrector_statistic: float
-    """The share of the feedback decoded as reward (psi > 1/2), weighted to uniform play,
-    after the symmetry choice (which flips psi where it exceeds one half before)."""
     flipped: bool
     """Whether the symmetry choice flipped psi to 1 - psi."""
+    corrector_statistic: float | None = None
+    """The share of the feedback decoded as reward (psi > 1/2), weighted to uniform play,
+    after the symmetry choice (which flips psi where it exceeds one half before); None in the
+    report of a model saved before iglearn recorded it."""
     restarts: int = 0
     """Restarts of the adaptive restart (``max_restarts``)."""
     attempt_bounds: list[float] = field(default_factory=list)
