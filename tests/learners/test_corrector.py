@@ -17,7 +17,8 @@ from iglearn.models.stacked import stack
 def shares(above, effective, agreement=None) -> Shares:
     above = torch.tensor(above, dtype=torch.float64)
     return Shares(above, 1 - above, torch.tensor(effective, dtype=torch.float64),
-                  None if agreement is None else torch.tensor(agreement, dtype=torch.float64))
+                  None if agreement is None else torch.tensor(agreement, dtype=torch.float64),
+                  torch.full_like(above, float("nan")))  # the mean of psi: not read here
 
 
 def test_without_a_reference_the_corrector_flips_above_one_half():
@@ -58,6 +59,9 @@ def test_decoded_shares_count_the_interactions_and_the_agreement():
     assert same.effective.item() == pytest.approx(300)   # uniform weights: every row counts
     assert same.agreement.item() == 1.0
     assert same.above.item() == pytest.approx(log.reward.mean(), abs=0.01)
+    with torch.no_grad():  # the unweighted mean of psi over the log
+        psi = decoder(torch.as_tensor(log.feedback, dtype=torch.float32)).double()
+    assert same.mean.item() == pytest.approx(psi.mean().item())
     opposite = make_decoder("linear", 2, torch.Generator().manual_seed(0))
     opposite.load_state_dict(decoder.state_dict())
     opposite.flipped.fill_(True)

@@ -67,6 +67,8 @@ class Shares(NamedTuple):
     agreement: torch.Tensor | None
     """The share of the feedback that a reference decoder decodes on the same side of one
     half (None without a reference)."""
+    mean: torch.Tensor
+    """The unweighted mean of psi over the feedback: the logging policy's decoded return."""
 
 
 def decoded_shares(decoder: nn.Module, data: Source, n_actions: int,
@@ -74,13 +76,13 @@ def decoded_shares(decoder: nn.Module, data: Source, n_actions: int,
                    reference: nn.Module | None = None) -> Shares:
     """The shares of each trial's feedback that ``decoder`` (stacked, one per trial) decodes
     as reward (psi > 0.5) and as no reward (psi < 0.5), weighted as in
-    :func:`corrector_statistic`, their effective number of interactions and, given a
-    ``reference`` decoder (stacked alike), the share of the feedback both decode alike; a
-    streaming reduction: the weighted counts and the sums of the weights are added up chunk
-    by chunk (float64, chunks moved to ``device`` if given, where the decoders must be),
-    then divided."""
-    zeros = [torch.zeros(len(data), dtype=torch.float64) for _ in range(6)]
-    above, below, weights, squares, alike, rows = zeros
+    :func:`corrector_statistic`, their effective number of interactions, the unweighted mean
+    of psi and, given a ``reference`` decoder (stacked alike), the share of the feedback both
+    decode alike; a streaming reduction: the weighted counts, psi and the sums of the weights
+    are added up chunk by chunk (float64, chunks moved to ``device`` if given, where the
+    decoders must be), then divided."""
+    zeros = [torch.zeros(len(data), dtype=torch.float64) for _ in range(7)]
+    above, below, weights, squares, alike, total, rows = zeros
     with torch.no_grad():
         for chunk in data.chunks(context=False):
             chunk = to_device(chunk, device)
@@ -94,15 +96,16 @@ def decoded_shares(decoder: nn.Module, data: Source, n_actions: int,
             below += (weight * (psi < 0.5).to(weight.dtype)).sum(-1).cpu().double()
             weights += weight.sum(-1).cpu().double()
             squares += (weight * weight).sum(-1).cpu().double()
+            total += psi.to(weight.dtype).sum(-1).cpu().double()
+            rows += psi.shape[-1]
             if reference is not None:
                 same = positive == (reference(chunk.signal) > 0.5)
                 alike += same.sum(-1).cpu().double()
-                rows += same.shape[-1]
     # the sums of every process of a data-parallel fit (one process: as they are)
-    above, below, weights, squares, alike, rows = reducer_of(data).sum(
-        torch.stack([above, below, weights, squares, alike, rows]))
+    above, below, weights, squares, alike, total, rows = reducer_of(data).sum(
+        torch.stack([above, below, weights, squares, alike, total, rows]))
     return Shares(above / weights, below / weights, weights * weights / squares,
-                  None if reference is None else alike / rows)
+                  None if reference is None else alike / rows, total / rows)
 
 
 def oriented_flip(shares: Shares, confidence: float) -> torch.Tensor:

@@ -377,12 +377,9 @@ def choose_orientation(decoders: Sequence[Decoder], data: Source,
     reaching 0 and 1 (psi about 0.05 where r = 1 and 0.53 where r = 0 on a 5,000-interaction
     digits log), and its mean (0.48) then sits below one half on the wrong side, while the
     share (70 %) does not."""
-    total = torch.zeros(len(decoders), dtype=torch.float64)
     with torch.no_grad(), side_by_side(decoders) as stacked:
-        shares = decoded_shares(stacked, data, n_actions)
-        for chunk in data.chunks(context=False):
-            total += stacked(chunk.signal).double().sum(-1)
-    rate = (total / data.n).numpy()
+        shares = decoded_shares(stacked, data, n_actions)  # one pass over the feedback
+    rate = shares.mean.numpy()
     flip = (shares.above > 0.5).numpy()
     for decoder, turn in zip(decoders, flip, strict=True):
         if turn:
