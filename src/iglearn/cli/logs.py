@@ -522,12 +522,13 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
         description=f"Fit a policy and reward decoders on LOG ({formats}) with --algorithm: "
                     f"igl (BatchIGL, the 2021 paper: feedback independent of the context and "
                     f"the action given the reward), ai-igl (AIIGL: feedback that may depend "
-                    f"on the action too) or igl-p (IGLP: personalised feedback with three "
-                    f"latent states, reading the log's definitely_bad flags). Logged probabilities "
-                    f"are used as importance "
-                    f"weights, so logs from any policy work. Every setting of the two "
-                    f"learners and of their optimisation is an option below: the shared ones "
-                    f"set either, those of one algorithm only are refused with the other.")
+                    f"on the action too), igl-p (IGLP: personalised feedback with three "
+                    f"latent states, reading the log's definitely_bad flags) or vi-igl "
+                    f"(VIIGL: conditional mutual information, for feedback that is sometimes "
+                    f"noise). Logged probabilities are used as importance weights, so logs "
+                    f"from any policy work. Every setting of the four learners and of their "
+                    f"optimisation is an option below: the shared ones set any of them, "
+                    f"those of one algorithm only are refused with another.")
     commands.add_parser(
         "evaluate", help="measure a fitted model on a log or a labelled context set",
         build=_evaluate_options,
