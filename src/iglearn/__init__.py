@@ -19,7 +19,16 @@ if TYPE_CHECKING:
     from iglearn.data.logs import InteractionLog
     from iglearn.data.stream import LogStream, StreamSettings, open_log
     from iglearn.errors import IGLearnError
-    from iglearn.learners import AIIGL, BatchIGL, ContextualBandit, FitReport, Supervised
+    from iglearn.learners import (
+        AIIGL,
+        E2G,
+        IGLP,
+        VIIGL,
+        BatchIGL,
+        ContextualBandit,
+        FitReport,
+        Supervised,
+    )
     from iglearn.learners.monitor import EpochRecord
     from iglearn.learners.settings import Optimisation
 
@@ -28,14 +37,17 @@ _SOURCES = {
     "AIIGL": "iglearn.learners",
     "BatchIGL": "iglearn.learners",
     "ContextualBandit": "iglearn.learners",
+    "E2G": "iglearn.learners",
     "EpochRecord": "iglearn.learners.monitor",
     "FitReport": "iglearn.learners",
+    "IGLP": "iglearn.learners",
     "IGLearnError": "iglearn.errors",
     "InteractionLog": "iglearn.data.logs",
     "LogStream": "iglearn.data.stream",
     "Optimisation": "iglearn.learners.settings",
     "StreamSettings": "iglearn.data.stream",
     "Supervised": "iglearn.learners",
+    "VIIGL": "iglearn.learners",
     "__version__": "iglearn._version",
     "open_log": "iglearn.data.stream",
 }
@@ -44,14 +56,17 @@ __all__ = [
     "AIIGL",
     "BatchIGL",
     "ContextualBandit",
+    "E2G",
     "EpochRecord",
     "FitReport",
+    "IGLP",
     "IGLearnError",
     "InteractionLog",
     "LogStream",
     "Optimisation",
     "StreamSettings",
     "Supervised",
+    "VIIGL",
     "__version__",
     "open_log",
 ]

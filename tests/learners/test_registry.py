@@ -46,3 +46,20 @@ def test_saved_and_loaded_by_the_name_model_json_records(tmp_path):
     with pytest.raises(ValueError, match="unknown algorithm 'nope'; choose one of igl, ai-igl, "
                                          "igl-p, vi-igl"):
         load_model(tmp_path / "m", "nope")
+
+
+def test_every_algorithm_learner_and_report_is_a_public_name_of_iglearn_learners():
+    """``from iglearn.learners import IGLP`` (or any algorithm's learner or report) works, and
+    each learner is the top-level package's name too, as BatchIGL is."""
+    import iglearn
+    import iglearn.learners as package
+    from iglearn.learners.registry import learners
+
+    for name, (learner, report) in learners().items():
+        assert getattr(package, learner.__name__) is learner, name
+        assert getattr(package, report.__name__) is report, name
+        assert learner.__name__ in package.__all__ and report.__name__ in package.__all__
+        assert getattr(iglearn, learner.__name__) is learner, name
+        assert learner.__name__ in iglearn.__all__
+    for name in (*package.__all__, *iglearn.__all__):  # every listed name resolves
+        assert getattr(package if name in package.__all__ else iglearn, name) is not None

@@ -1,6 +1,7 @@
 """Learners: batch IGL (Eq. 2 with the Appendix B fixes), AI-IGL for action-inclusive
-feedback, the SUP and CB baselines, and the online learners (E2G, online AI-IGL, online CB,
-uniform play), and VI-IGL (conditional mutual information, for noisy feedback).
+feedback, IGL-P for personalised feedback, VI-IGL (conditional mutual information, for noisy
+feedback), the SUP and CB baselines, and the online learners (E2G, online AI-IGL, online
+IGL-P, online CB, uniform play).
 
 The names below are imported on first use (they import torch), so that the light modules of
 this package (:mod:`iglearn.learners.settings`, :mod:`iglearn.learners.schedules`) import
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from iglearn.learners.baselines import ContextualBandit, Supervised
     from iglearn.learners.batch_igl import BatchIGL, FitReport, IdentifiabilityWarning
     from iglearn.learners.e2g import E2G, EpochGreedy, OnlineContextualBandit
+    from iglearn.learners.iglp import IGLP, IGLPReport, OnlineIGLP
     from iglearn.learners.online import OnlineLearner, UniformLearner
     from iglearn.learners.registry import load_model, save_model
     from iglearn.learners.schedules import (
@@ -40,9 +42,12 @@ _SOURCES = {
     "E2G": "iglearn.learners.e2g",
     "EpochGreedy": "iglearn.learners.e2g",
     "FitReport": "iglearn.learners.batch_igl",
+    "IGLP": "iglearn.learners.iglp",
+    "IGLPReport": "iglearn.learners.iglp",
     "IdentifiabilityWarning": "iglearn.learners.batch_igl",
     "OnlineAIIGL": "iglearn.learners.ai_igl",
     "OnlineContextualBandit": "iglearn.learners.e2g",
+    "OnlineIGLP": "iglearn.learners.iglp",
     "OnlineLearner": "iglearn.learners.online",
     "Optimisation": "iglearn.learners.settings",
     "PaperSchedule": "iglearn.learners.schedules",
@@ -66,9 +71,12 @@ __all__ = [
     "E2G",
     "EpochGreedy",
     "FitReport",
+    "IGLP",
+    "IGLPReport",
     "IdentifiabilityWarning",
     "OnlineAIIGL",
     "OnlineContextualBandit",
+    "OnlineIGLP",
     "OnlineLearner",
     "Optimisation",
     "PaperSchedule",
