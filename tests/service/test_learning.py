@@ -47,7 +47,7 @@ def fill(storage: SQLiteStorage, n: int, rng: np.random.Generator, start: int = 
     assert outcomes == [FeedbackOutcome.JOINED] * n
 
 
-@pytest.mark.parametrize("algorithm", ["igl", "ai-igl"])
+@pytest.mark.parametrize("algorithm", ["igl", "ai-igl", "vi-igl"])
 def test_refits_when_due_and_stores_a_served_version(tmp_path, algorithm):
     learner = {"max_restarts": 0, "optimisation": {"max_steps": 10}}
     if algorithm == "ai-igl":
@@ -68,7 +68,11 @@ def test_refits_when_due_and_stores_a_served_version(tmp_path, algorithm):
     assert storage.served_version() == 1 and due(storage, config, time.time()) is None
     record = storage.models()[0]
     assert record.algorithm == algorithm and record.interactions == 110
-    assert np.isfinite(record.summary["indicator"])
+    if algorithm == "vi-igl":  # no indicator: served as fitted, its warnings kept
+        assert record.summary["indicator"] is None and record.summary["certified"] is False
+        assert isinstance(record.summary["warnings"], list)
+    else:
+        assert np.isfinite(record.summary["indicator"])
     assert ("lemma5" in record.summary) == (algorithm == "igl")
     learner_back = load_archive(storage.model_archive(1), algorithm)
     assert learner_back.predict_proba(np.zeros((1, D_X), np.float32)).shape == (1, K)
