@@ -7,7 +7,7 @@ import sys
 import unicodedata
 import warnings
 from collections.abc import Iterable, Iterator
-from typing import TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 T = TypeVar("T")
 
@@ -47,6 +47,15 @@ def progress(items: Iterable[T], description: str, enabled: bool = True,
 
     return iter(tqdm(items, desc=description, disable=not enabled, total=total,
                      dynamic_ncols=True, leave=False))
+
+
+def progress_bar(total: int, description: str) -> Any:
+    """A progress bar on stderr over ``total`` units that the caller advances (``update``)
+    and closes (``close``, which clears it): ``tqdm.auto``, a text bar on a terminal, a widget
+    in a notebook."""
+    from tqdm.auto import tqdm  # on first use: tqdm.auto imports asyncio
+
+    return tqdm(total=total, desc=description, dynamic_ncols=True, leave=False)
 
 
 def end_progress() -> None:

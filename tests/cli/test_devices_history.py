@@ -63,6 +63,21 @@ def test_fit_reports_its_history_and_shows_progress(small, tmp_path, capsys):
     assert "device" not in meta["settings"] and "progress" not in meta["settings"]
 
 
+@pytest.mark.parametrize(("algorithm", "bars"), [
+    ("ai-igl", ["AIIGL: grounding", "AIIGL: policy"]),
+    ("igl-p", ["IGLP: inverse kinematics", "IGLP: policy"]),
+    ("vi-igl", ["VIIGL: decoder", "VIIGL: policy"])])
+def test_every_algorithm_shows_progress_bars_over_its_stages(small, tmp_path, capsys,
+                                                             algorithm, bars):
+    code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
+                         "--algorithm", algorithm, "--progress", *FAST)
+    assert code == 0, err
+    assert all(bar in err for bar in bars), err
+    code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
+                         "--algorithm", algorithm, *FAST)
+    assert code == 0 and not any(bar in err for bar in bars), err
+
+
 def test_fit_prints_a_short_summary_and_history_holds_every_epoch(small, tmp_path, capsys):
     code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
                          "--max-restarts", "2", "--restart-threshold", "2", "--history",

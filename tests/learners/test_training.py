@@ -190,3 +190,29 @@ def test_a_fused_step_gives_each_trial_the_bits_it_gets_alone():
     together = fit(start.clone(), 3, slice(None))
     for t in range(3):
         assert torch.equal(fit(start[t:t + 1].clone(), 1, slice(t, t + 1))[0], together[t])
+
+
+def _stage_on(n: int, epochs: int) -> tuple[Stage, Trials]:
+    generator = torch.Generator().manual_seed(0)
+    layer = stack([torch.nn.Linear(5, 1)])
+    x = torch.randn(n, 5, generator=generator)
+    data = Trials([x], [torch.zeros(n, dtype=torch.long)], [torch.ones(n)], [x[:, 0]])
+    return Stage(epochs, list(layer.parameters()),
+                 lambda batch: _squared_error(layer, batch)), data
+
+
+def test_a_progress_bar_counts_every_stage_epoch_even_of_a_stage_that_stops_early(capsys):
+    # 4 one-step epochs, then an extended stage on 200 rows that stops long before its cap
+    settings = Optimisation(max_steps=2000, window=10, batch_size=500, lr=0.05, small_log=0)
+    fixed, data = _stage_on(600, 2)
+    extended, small = _stage_on(200, 1)
+    generators = [torch.Generator().manual_seed(0)]
+    optimise([fixed, fixed], data, Optimisation(max_steps=1, batch_size=300), generators,
+             progress="stages")
+    err = capsys.readouterr().err
+    assert "stages" in err and "4/4" in err
+    optimise([extended], small, settings, generators, progress="extended")
+    err = capsys.readouterr().err
+    assert "extended" in err and "2000/2000" in err  # completed though it stopped early
+    optimise([fixed], data, settings, generators)
+    assert capsys.readouterr().err == ""  # no bar without a description

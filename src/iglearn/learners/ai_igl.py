@@ -285,25 +285,29 @@ class AIIGL(AIIGLSettings, StackableLearner):
                     data: Source, generators: Sequence[torch.Generator],
                     settings: Optimisation) -> None:
         """Steps 1 to 3: grounding, symmetry breaking, the policy stages."""
-        self._ground(grounding_stage, policies, decoders, data, generators, settings)
+        self._ground(grounding_stage, policies, decoders, data, generators, settings,
+                     self.progress_label("grounding"), self.progress_label("policy"))
 
     def refinement_round(self, policies: Sequence[Policy],
                          decoders: Sequence[Sequence[Decoder]], data: Source,
                          generators: Sequence[torch.Generator], settings: Optimisation) -> None:
         """Step 4: re-grounding against the policy, symmetry breaking, the policy stages."""
-        self._ground(regrounding_stage, policies, decoders, data, generators, settings)
+        self._ground(regrounding_stage, policies, decoders, data, generators, settings,
+                     self.progress_label("re-grounding"), self.progress_label("policy"))
 
     @staticmethod
     def _ground(stage: StageMaker, policies: Sequence[Policy],
                 decoders: Sequence[Sequence[Decoder]], data: Source,
-                generators: Sequence[torch.Generator], settings: Optimisation) -> None:
-        """The (re-)grounding ``stage``, symmetry breaking in each trial, the policy stages."""
+                generators: Sequence[torch.Generator], settings: Optimisation,
+                progress: str | None = None, policy_progress: str | None = None) -> None:
+        """The (re-)grounding ``stage``, symmetry breaking in each trial, the policy stages
+        (each with a progress bar so described, if given)."""
         k = len(decoders[0])
         with side_by_side(policies) as scores, side_by_side(flat(decoders)) as psi:
-            optimise([stage(scores, psi, k, settings)], data, settings, generators)
+            optimise([stage(scores, psi, k, settings)], data, settings, generators, progress)
         for t, (policy, own) in enumerate(zip(policies, decoders, strict=True)):
             break_symmetry(policy, own, data.select([t]))
-        fit_policy(policies, decoders, data, generators, settings)
+        fit_policy(policies, decoders, data, generators, settings, policy_progress)
 
     def _fitted_decoders(self) -> list[Decoder]:
         self._fitted_policy()
@@ -519,14 +523,16 @@ def policy_stages(scores: Policy, target: Callable[[Batch], torch.Tensor],
 
 def fit_policy(policies: Sequence[Policy], decoders: Sequence[Sequence[Decoder]],
                data: Source, generators: Sequence[torch.Generator],
-               settings: Optimisation) -> None:
+               settings: Optimisation, progress: str | None = None) -> None:
     """Run the policy stages (:func:`policy_stages`) in place, every trial side by side, on
     the decoded rewards (:func:`own_decoder`, decoded once for a log in memory:
-    :func:`~iglearn.learners.trials.fixed_signal`)."""
+    :func:`~iglearn.learners.trials.fixed_signal`); with ``progress``, a progress bar so
+    described."""
     k = len(decoders[0])
     with side_by_side(policies) as scores, side_by_side(flat(decoders)) as psi:
         rewards, target = fixed_signal(data, lambda batch: own_decoder(psi, batch, k))
-        optimise(policy_stages(scores, target, settings), rewards, settings, generators)
+        optimise(policy_stages(scores, target, settings), rewards, settings, generators,
+                 progress)
 
 
 def decoded(decoders: Sequence[Decoder], feedback: torch.Tensor,

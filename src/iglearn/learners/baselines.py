@@ -85,7 +85,8 @@ class _Baseline(FitSettings, StackableLearner):
         overrides the settings."""
         settings = optimisation or self.optimisation
         with side_by_side(policies) as policy:
-            optimise(self.stages(policy, settings), data, settings, generators)
+            optimise(self.stages(policy, settings), data, settings, generators,
+                     self.progress_label("policy"))
 
     def stages(self, policy: Policy, settings: Optimisation) -> list[Stage]:
         """The stages of a fit, as losses of a mini-batch (one value per trial)."""

@@ -242,18 +242,19 @@ def ik_cross_entropy(model: Policy, rows: torch.Tensor, action: torch.Tensor,
 
 def fit_inverse_kinematics(model: Policy, rows: np.ndarray, action: np.ndarray,
                            probability: np.ndarray, n_actions: int, settings: Optimisation,
-                           generator: torch.Generator, dims: tuple[int, int]) -> None:
+                           generator: torch.Generator, dims: tuple[int, int],
+                           progress: str | None = None) -> None:
     """Step 1: h(a | x, y) by importance-weighted (1 / (K p)) cross-entropy of the logged
     action (:func:`ik_cross_entropy`), on ``rows`` = :func:`ik_rows` (or :func:`ik_features`)
     of contexts and feedback of dimensions ``dims`` = (d_x, d_y) (in place; warm-starts from
-    its weights)."""
+    its weights); with ``progress``, a progress bar so described."""
     def loss(net: Policy, batch: Batch) -> torch.Tensor:
         return ik_cross_entropy(net, batch.context, batch.action, batch.probability,
                                 n_actions, dims).mean(-1)
     data = Trials.one(Batch(as_tensor(rows), torch.as_tensor(action),
                             torch.as_tensor(probability, dtype=torch.float32),
                             torch.zeros(len(action))))
-    fit_model(model, data, loss, settings, generator)
+    fit_model(model, data, loss, settings, generator, progress)
 
 
 SWITCH_CONFIDENCE = 2.0
@@ -283,8 +284,8 @@ def clearly_lower(losses: np.ndarray, than: np.ndarray) -> bool:
 
 def best_inverse_kinematics(models: Sequence[Policy], rows: np.ndarray, action: np.ndarray,
                             probability: np.ndarray, n_actions: int, settings: Optimisation,
-                            generator: torch.Generator, dims: tuple[int, int]
-                            ) -> tuple[int, list[float]]:
+                            generator: torch.Generator, dims: tuple[int, int],
+                            progress: str | None = None) -> tuple[int, list[float]]:
     """Step 1 from several initialisations (iglearn's addition for per-user grounding,
     setting ``ik_starts``): fit each of ``models`` (:func:`fit_inverse_kinematics`, in place)
     and return which to keep, and every model's mean log-loss on the log
@@ -294,12 +295,12 @@ def best_inverse_kinematics(models: Sequence[Policy], rows: np.ndarray, action: 
     better than one that settled where no word tells anything, which, warm-started, would stay
     there re-fit after re-fit; a fresh start that is only a little better on a few
     interactions (often by memorising them) does not replace a model on its way to
-    grounding."""
+    grounding. With ``progress``, a progress bar so described over each model's fit."""
     losses: list[np.ndarray] = []
     kept = 0
     for i, model in enumerate(models):
         fit_inverse_kinematics(model, rows, action, probability, n_actions, settings,
-                               generator, dims)
+                               generator, dims, progress)
         losses.append(ik_row_losses(model, rows, action, probability, n_actions, dims))
         if i and clearly_lower(losses[i], than=losses[kept]):
             kept = i
@@ -429,8 +430,8 @@ def feedback_posterior(model: Policy, user: np.ndarray, feedback: np.ndarray) ->
 
 def negative_actions(model: Policy, context: np.ndarray, action: np.ndarray,
                      probability: np.ndarray, flagged: np.ndarray, extreme: np.ndarray,
-                     n_actions: int, settings: Optimisation,
-                     generator: torch.Generator) -> tuple[np.ndarray, float]:
+                     n_actions: int, settings: Optimisation, generator: torch.Generator,
+                     progress: str | None = None) -> tuple[np.ndarray, float]:
     """Step 3: fit g(x, a) = P(flagged | x, a, extreme) (sigmoid of ``model``'s scores, in
     place) by logistic loss on the extreme interactions, weighted by how extreme they are;
     return, for every interaction, whether its (x, a) is negative (g above half the flagged
@@ -441,7 +442,8 @@ def negative_actions(model: Policy, context: np.ndarray, action: np.ndarray,
     so its loss is not importance-weighted: re-weighting to uniform play would give the
     interactions of the action an exploring policy plays most the least weight, and a hated
     topic played greedily kept its too-low g over hundreds of rounds of skips and dislikes,
-    the relapses of IGL-P's worst trials on VW's simulator (docs/guides/personalised.md)."""
+    the relapses of IGL-P's worst trials on VW's simulator (docs/guides/personalised.md).
+    With ``progress``, a progress bar so described."""
     weight = extreme / (n_actions * probability)
     share = float((weight * flagged).sum() / max(weight.sum(), 1e-12))
     if not flagged.any() or share <= 0:
@@ -465,7 +467,7 @@ def negative_actions(model: Policy, context: np.ndarray, action: np.ndarray,
     data = Trials.one(Batch(as_tensor(context), torch.as_tensor(action),
                             torch.as_tensor(probability, dtype=torch.float32),
                             as_tensor(signal)))
-    fit_model(model, data, loss, settings, generator)
+    fit_model(model, data, loss, settings, generator, progress)
     with torch.no_grad():
         score = at_action(model.scores(as_tensor(context)), torch.as_tensor(action))
     return torch.sigmoid(score).numpy() > share / 2, share
@@ -561,11 +563,13 @@ class IGLP(IGLPSettings, PolicyLearner):
         if self.users and self.ik_starts > 1:
             starts = [self.ik_] + [personal_ik() for _ in range(self.ik_starts - 1)]
             kept, losses = best_inverse_kinematics(starts, rows, action, probability,
-                                                   n_actions, ik_settings, generator, dims)
+                                                   n_actions, ik_settings, generator, dims,
+                                                   self.progress_label("inverse kinematics"))
             self.ik_ = starts[kept]
         else:
             fit_inverse_kinematics(self.ik_, rows, action, probability, n_actions,
-                                   ik_settings, generator, dims)
+                                   ik_settings, generator, dims,
+                                   self.progress_label("inverse kinematics"))
         with torch.no_grad():
             h = at_action(kernels.softmax(ik_scores(self.ik_, as_tensor(rows), dims)),
                           torch.as_tensor(action)).double().numpy()
@@ -576,9 +580,10 @@ class IGLP(IGLPSettings, PolicyLearner):
                                                                feedback, positive)
         negative, share = negative_actions(self.flags_, context, action, probability,
                                            np.asarray(flags, dtype=bool), step, n_actions,
-                                           settings, generator)
+                                           settings, generator, self.progress_label("flags"))
         reward = decoded_reward(positive, step, negative)
-        fit_reward_model(self.policy_, context, action, reward, settings, generator)
+        fit_reward_model(self.policy_, context, action, reward, settings, generator,
+                         self.progress_label("policy"))
         weight = 1.0 / (n_actions * np.asarray(probability, dtype=np.float64))
         greedy = self.model_values(context).argmax(1) == action
         extreme_weight = max(float((weight * step).sum()), 1e-12)

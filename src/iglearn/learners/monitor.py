@@ -23,6 +23,7 @@ import torch
 from iglearn.errors import IGLearnError
 from iglearn.learners.training import Stage
 from iglearn.learners.trials import Batch
+from iglearn.progress import progress_bar
 
 TENSORBOARD_HINT = "install TensorBoard with: pip install -e '.[tensorboard]'"
 
@@ -123,10 +124,7 @@ class FitMonitor:
         """The stages of one attempt begin: ``total_epochs`` epochs in all."""
         if self.progress:
             self._close_bar()
-            from tqdm.auto import tqdm  # only for a bar: tqdm.auto imports asyncio
-
-            self._bar = tqdm(total=total_epochs, desc=f"fit (attempt {self.attempt})",
-                             dynamic_ncols=True, leave=False)
+            self._bar = progress_bar(total_epochs, f"fit (attempt {self.attempt})")
 
     def watch(self, stage: Stage) -> Stage:
         """``stage`` with a loss (and closed form, if it has one) that also adds each

@@ -51,31 +51,33 @@ def uniform_weights(probability: torch.Tensor, n_actions: int) -> torch.Tensor:
 
 
 def fit_model(model: Policy, data: Trials, loss: Loss, settings: Optimisation,
-              generator: torch.Generator) -> None:
+              generator: torch.Generator, progress: str | None = None) -> None:
     """Minimise ``loss`` over ``model``'s parameters on ``data`` (one trial) with the shared
     optimiser (:func:`~iglearn.learners.training.optimise`, one stage of
-    ``settings.epochs``), in place."""
+    ``settings.epochs``), in place; with ``progress``, a progress bar so described."""
     with side_by_side([model]) as stacked:
         optimise([Stage(settings.epochs, list(stacked.parameters()),
-                        lambda batch: loss(stacked, batch))], data, settings, [generator])
+                        lambda batch: loss(stacked, batch))], data, settings, [generator],
+                 progress)
 
 
 def fit_reward_model(model: Policy, context: np.ndarray, action: np.ndarray,
                      reward: np.ndarray, settings: Optimisation,
-                     generator: torch.Generator) -> None:
+                     generator: torch.Generator, progress: str | None = None) -> None:
     """The regression oracle of inverse gap weighting (Foster and Rakhlin, 2020, SquareCB):
     f(x, a) (``model``'s scores) by squared error to the reward of the logged action (in
     place). E[r | x, a] does not depend on how the action was chosen, so the loss is not
     importance-weighted: weights 1 / (K p) would give the action an exploring policy plays most
     the least weight, the one whose value it most needs (measured in
-    docs/guides/personalised.md: no method lost reward without them, several gained)."""
+    docs/guides/personalised.md: no method lost reward without them, several gained). With
+    ``progress``, a progress bar so described."""
     def loss(net: Policy, batch: Batch) -> torch.Tensor:
         error = at_action(net.scores(batch.context), batch.action) - batch.signal
         return (error ** 2).mean(-1)
     # the loss reads no logging probability: the batch's is a placeholder
     data = Trials.one(Batch(as_tensor(context), torch.as_tensor(action),
                             torch.ones(len(action)), as_tensor(reward)))
-    fit_model(model, data, loss, settings, generator)
+    fit_model(model, data, loss, settings, generator, progress)
 
 
 def zhang_gamma(rounds: np.ndarray, n_actions: int, gamma0: float) -> np.ndarray:

@@ -156,6 +156,15 @@ class FitSettings:
     3, or the block's RMS standard deviation below 0.01), a block on it is read as it is;
     "on": always; "off": never, the models read the raw values. The model records each
     block's rule ("auto: unit scale", "auto: off scale", "on")."""
+    progress: bool = False
+    """Show progress bars over the epochs of the fit on stderr (tqdm: terminal or notebook),
+    one per step of the fit, named by the learner and the step ("VIIGL: decoder"; BatchIGL:
+    one per attempt, with its indicator and the corrector's statistic)."""
+
+    def progress_label(self, step: str) -> str | None:
+        """The description of a progress bar over ``step`` of a fit ("VIIGL: decoder"), or
+        None (no bar) without ``progress``."""
+        return f"{type(self).__name__}: {step}" if self.progress else None
 
     def __post_init__(self) -> None:
         """Refuse a thread count or a standardise mode that cannot work, naming it (each
@@ -275,8 +284,6 @@ class BatchIGLSettings(FitSettings):
     device: str = "cpu"
     """Where the fit runs: cpu, cuda, mps, or auto (CUDA, else MPS, else the CPU); the log
     stays in host memory and moves in mini-batches, the fitted models come back to the CPU."""
-    progress: bool = False
-    """Show a progress bar over the epochs of a single fit (tqdm: terminal or notebook)."""
     logdir: str | None = None
     """Folder for TensorBoard event files of the fit's per-epoch history (needs the
     'tensorboard' extra); none: no TensorBoard."""

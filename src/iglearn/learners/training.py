@@ -28,6 +28,7 @@ import torch
 from iglearn.errors import IGLearnError
 from iglearn.learners.settings import Optimisation
 from iglearn.learners.trials import Batch, Source, reducer_of, to_device
+from iglearn.progress import progress_bar
 
 
 @dataclass(frozen=True)
@@ -386,11 +387,25 @@ class AdamW:
 
 
 def optimise(stages: Sequence[Stage], data: Source, settings: Optimisation,
-             generators: Sequence[torch.Generator]) -> None:
-    """Run every stage in order (:func:`run_stage`)."""
-    for stage in stages:
-        for _ in run_stage(stage, data, settings, generators):
-            pass
+             generators: Sequence[torch.Generator], progress: str | None = None) -> None:
+    """Run every stage in order (:func:`run_stage`); with ``progress``, a progress bar on
+    stderr so described over the stages' epochs (:func:`~iglearn.progress.progress_bar`),
+    where a stage that stops early counts all the epochs it might have run."""
+    epochs = [stage_epochs(stage, data.n, settings) for stage in stages]
+    bar = None if progress is None else progress_bar(sum(epochs), progress)
+    try:
+        for stage, most in zip(stages, epochs, strict=True):
+            done = 0
+            for epoch in run_stage(stage, data, settings, generators):
+                if bar is not None:
+                    bar.update(epoch + 1 - done)
+                done = epoch + 1
+            if bar is not None:
+                bar.update(most - done)
+                bar.refresh()  # each stage's end is drawn, however fast it ran
+    finally:
+        if bar is not None:
+            bar.close()
 
 
 def _steps_per_epoch(n: int, settings: Optimisation) -> int:

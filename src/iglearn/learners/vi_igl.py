@@ -519,7 +519,8 @@ class VIIGL(VIIGLSettings, StackableLearner):
         settings = self.optimisation
         with side_by_side(decoders) as psi, side_by_side(critics) as critic:
             optimise([decoder_stage(psi, critic, settings, self.beta, self.divergence,
-                                    self.critic_pairs)], data, settings, generators)
+                                    self.critic_pairs)], data, settings, generators,
+                     self.progress_label("decoder"))
             with torch.no_grad():
                 first = next(iter(data.chunks(min(BOUND_ROWS, data.n))))
                 rows = Batch(torch.stack([x[:BOUND_ROWS] for x in first.context]),
@@ -536,7 +537,8 @@ class VIIGL(VIIGLSettings, StackableLearner):
         settings = self.optimisation
         with side_by_side(policies) as pi, side_by_side(decoders) as psi:
             rewards, target = fixed_signal(data, lambda batch: psi(batch.signal))
-            optimise(policy_stages(pi, target, settings), rewards, settings, generators)
+            optimise(policy_stages(pi, target, settings), rewards, settings, generators,
+                     self.progress_label("policy"))
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:
         """The decoded reward psi(y) of each (raw) feedback vector, after the symmetry
