@@ -40,22 +40,21 @@ def one_line(text: object) -> str:
     return printable(" ".join(str(text).split()))
 
 
+def progress_bar(total: int | None, description: str, items: Iterable[T] | None = None,
+                 enabled: bool = True) -> Any:
+    """A progress bar on stderr over ``total`` units (``tqdm.auto``: a text bar on a terminal,
+    a widget in a notebook), cleared when closed: over ``items`` when given, or advanced by
+    the caller (``update``) and closed by it (``close``); drawn only when ``enabled``."""
+    from tqdm.auto import tqdm  # on first use: tqdm.auto imports asyncio
+
+    return tqdm(items, desc=description, disable=not enabled, total=total,
+                dynamic_ncols=True, leave=False)
+
+
 def progress(items: Iterable[T], description: str, enabled: bool = True,
              total: int | None = None) -> Iterator[T]:
     """Iterate over ``items`` with a progress bar (shown only when ``enabled``)."""
-    from tqdm.auto import tqdm  # on first use: tqdm.auto imports asyncio
-
-    return iter(tqdm(items, desc=description, disable=not enabled, total=total,
-                     dynamic_ncols=True, leave=False))
-
-
-def progress_bar(total: int, description: str) -> Any:
-    """A progress bar on stderr over ``total`` units that the caller advances (``update``)
-    and closes (``close``, which clears it): ``tqdm.auto``, a text bar on a terminal, a widget
-    in a notebook."""
-    from tqdm.auto import tqdm  # on first use: tqdm.auto imports asyncio
-
-    return tqdm(total=total, desc=description, dynamic_ncols=True, leave=False)
+    return iter(progress_bar(total, description, items, enabled))
 
 
 def end_progress() -> None:
