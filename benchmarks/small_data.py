@@ -5,12 +5,12 @@ CPU-seconds of each fit.
     python benchmarks/small_data.py [--sizes 200,500,1000,2000,5000] [--seeds 16]
                                     [--tasks digits,action-inclusive-digits,bci,personalised]
                                     [--learners IGL,AI-IGL,IGL-P,CB,SUP]
-                                    [--features given,raw,standardised] [--jobs N]
+                                    [--features given,raw,standardised,...] [--jobs N]
                                     [--out results/small-data] [--fresh] [--quick]
 
 Grid: task × log size × seed. Each cell logs ``size`` interactions of the task under uniform
-play from its own seed and fits every learner on it three times, once per features variant,
-with the same learner seed:
+play from its own seed and fits every learner on it once per features variant (the first three
+unless ``--features`` says otherwise), with the same learner seed:
 
 - ``given``: contexts and feedback as the task generates them (digits pixels in [0, 1], BCI
   patterns, one-hot users and tokens);
@@ -18,7 +18,14 @@ with the same learner seed:
   intensities around 35 with a small spread); the test contexts alike;
 - ``standardised``: the raw log standardised by hand, per column, with the log's mean and
   standard deviation (a constant column is only centred), before fitting; the test contexts
-  with the same statistics.
+  with the same statistics;
+- ``raw-same-unit``: the raw log fitted with ``same_unit="both"`` (one scale for all the
+  columns of each block, :mod:`iglearn.data.scaling`), as a user who knows that each block is
+  measured in one unit would fit it;
+- ``mixed``: raw measurements in mixed units, x_raw = 35 + 0.05 u_j x with each column j's
+  unit u_j = 10^U(-2, 2) (drawn once, the same for every log of a task), as counts beside
+  milliseconds are;
+- ``mixed-same-unit``: the mixed log fitted with ``same_unit="both"``, which is wrong for it.
 
 Tasks (``iglearn simulate`` names): ``digits`` (the 2021 task on scikit-learn's digits, K = 10),
 ``action-inclusive-digits`` (the feedback shows the digit (a + 6 r - 3) mod 10),
@@ -78,9 +85,14 @@ SIZES = (200, 500, 1000, 2000, 5000)
 """Logged interactions per fit."""
 LEARNERS = family.METHODS
 """IGL (BatchIGL), AI-IGL, IGL-P, CB (true reward), SUP (labels)."""
-FEATURES = ("given", "raw", "standardised")
+FEATURES = ("given", "raw", "standardised", "raw-same-unit", "mixed", "mixed-same-unit")
 """The features variants: as the task gives them, raw (``SHIFT + SCALE * x``), raw standardised
-by hand with the log's statistics."""
+by hand with the log's statistics, raw fitted with ``same_unit="both"``, raw in mixed units
+(``SHIFT + SCALE * u * x``, a unit u per column), and that fitted with ``same_unit="both"``."""
+DEFAULT_FEATURES = FEATURES[:3]
+"""The features variants run unless ``--features`` says otherwise."""
+SETTINGS = {"raw-same-unit": {"same_unit": "both"}, "mixed-same-unit": {"same_unit": "both"}}
+"""The learner settings of a features variant (default settings where absent)."""
 SHIFT, SCALE = 35.0, 0.05
 """Raw features: x_raw = SHIFT + SCALE * x, for contexts and feedback."""
 TOLERANCE = 0.005
@@ -121,7 +133,7 @@ class SmallDataConfig:
     """Tasks, of :data:`TASKS`."""
     learners: tuple[str, ...] = LEARNERS
     """Learners, of :data:`LEARNERS` (each run only on the tasks of :func:`learners_of`)."""
-    features: tuple[str, ...] = FEATURES
+    features: tuple[str, ...] = DEFAULT_FEATURES
     """Features variants, of :data:`FEATURES`."""
     seed: int = 0
     """Root seed; each seed index's sequence is spawned from it."""
@@ -167,12 +179,28 @@ def standardiser(values: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
     return apply
 
 
+UNITS_SEED = 99
+"""The seed of the mixed variant's column units."""
+
+
+def units(dim: int, block: int) -> np.ndarray:
+    """The mixed variant's unit of each of ``dim`` columns of block ``block`` (0: contexts,
+    1: feedback): 10^U(-2, 2), the same for every log of the dimension."""
+    return 10.0 ** np.random.default_rng([UNITS_SEED, block, dim]).uniform(-2.0, 2.0, dim)
+
+
 def variant(log: InteractionLog, features: str
             ) -> tuple[InteractionLog, Callable[[np.ndarray], np.ndarray]]:
     """The log in features variant ``features`` and the map it applies to contexts (for the
     test contexts)."""
     if features == "given":
         return log, lambda x: x
+    features = features.removesuffix("-same-unit")  # the same log; the setting differs
+    if features == "mixed":
+        in_context, in_feedback = units(log.context_dim, 0), units(log.feedback_dim, 1)
+        mixed = lambda x: raw(np.asarray(x) * in_context)  # noqa: E731
+        return dataclasses.replace(log, context=mixed(log.context),
+                                   feedback=raw(log.feedback * in_feedback)), mixed
     context, feedback = raw(log.context), raw(log.feedback)
     to_context: Callable[[np.ndarray], np.ndarray] = raw
     if features == "standardised":
@@ -192,11 +220,12 @@ def scores(learner: family.Learner, env: Environment,
     return {"accuracy": float(np.mean(action == test_y)), "reward": float(np.mean(reward))}
 
 
-def fit_once(method: str, log: InteractionLog, seed: list[int], quiet: bool = False
-             ) -> tuple[family.Learner | None, float, float]:
-    """Fit ``method`` on ``log``: the learner (None when the fit fails with an iglearn error,
-    said on stderr unless ``quiet``), the fit's CPU-seconds and wall seconds."""
-    learner = family.make_learner(method, np.random.default_rng(seed))
+def fit_once(method: str, log: InteractionLog, seed: list[int], quiet: bool = False,
+             settings: dict | None = None) -> tuple[family.Learner | None, float, float]:
+    """Fit ``method`` (with ``settings``, default ones where absent) on ``log``: the learner
+    (None when the fit fails with an iglearn error, said on stderr unless ``quiet``), the
+    fit's CPU-seconds and wall seconds."""
+    learner = family.make_learner(method, np.random.default_rng(seed), **(settings or {}))
     cpu, wall = time.process_time(), time.perf_counter()
     try:
         with warnings.catch_warnings():  # 2021 IGL's identifiability warnings are expected
@@ -241,7 +270,8 @@ def run_cell(config: SmallDataConfig, index: int, seed: np.random.SeedSequence) 
                 continue
             warm_up(method, fitted)
             learner, cpu, wall = fit_once(method, fitted,
-                                          [seed_int, t, size, 1 + LEARNERS.index(method)])
+                                          [seed_int, t, size, 1 + LEARNERS.index(method)],
+                                          settings=SETTINGS.get(features))
             found: dict[str, float | None] = {"cpu_seconds": cpu, "seconds": wall,
                                               "failed": float(learner is None)}
             if learner is not None:
@@ -321,7 +351,13 @@ def markdown(frame: pd.DataFrame, config: SmallDataConfig, wall: float | None = 
     titles = {"given": "Features as the task gives them",
               "raw": f"Raw features: x_raw = {SHIFT:g} + {SCALE:g} x (contexts and feedback)",
               "standardised": "Raw features standardised by hand (per column, the log's mean "
-                              "and standard deviation)"}
+                              "and standard deviation)",
+              "raw-same-unit": "Raw features fitted with same_unit=\"both\" (one scale for "
+                               "each block's columns)",
+              "mixed": f"Raw features in mixed units: x_raw = {SHIFT:g} + {SCALE:g} u x, a unit "
+                       f"u = 10^U(-2, 2) per column",
+              "mixed-same-unit": "Raw features in mixed units fitted with same_unit=\"both\" "
+                                 "(wrongly)"}
     for features in config.features:
         lines += ["", f"## {titles[features]}", "", header, rule]
         for task, m in pairs:

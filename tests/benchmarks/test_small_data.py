@@ -43,6 +43,29 @@ def test_raw_and_standardised_features(small_data):
     assert given is log and same(log.context) is log.context
 
 
+def test_the_same_unit_and_mixed_unit_variants(small_data):
+    log = named_environment("bci").log(300, np.random.default_rng(0))
+    raw, _ = small_data.variant(log, "raw")
+    same, to_same = small_data.variant(log, "raw-same-unit")  # the raw log, another setting
+    np.testing.assert_array_equal(same.context, raw.context)
+    assert small_data.SETTINGS["raw-same-unit"] == {"same_unit": "both"}
+    mixed, to_mixed = small_data.variant(log, "mixed")
+    unit = small_data.units(log.context_dim, 0)
+    assert unit.min() < 0.1 and unit.max() > 10  # units far apart, drawn once per dimension
+    np.testing.assert_array_equal(unit, small_data.units(log.context_dim, 0))
+    np.testing.assert_allclose(mixed.context, 35 + 0.05 * unit * log.context, rtol=1e-6)
+    np.testing.assert_allclose(mixed.feedback, 35 + 0.05 * small_data.units(
+        log.feedback_dim, 1) * log.feedback, rtol=1e-6)
+    np.testing.assert_allclose(to_mixed(log.context), mixed.context)
+    wrong, _ = small_data.variant(log, "mixed-same-unit")
+    np.testing.assert_array_equal(wrong.feedback, mixed.feedback)
+    assert small_data.SETTINGS["mixed-same-unit"] == {"same_unit": "both"}
+    # the learner gets the variant's setting
+    learner, _, _ = small_data.fit_once("CB", same, [0], settings={"same_unit": "both"})
+    assert learner is not None
+    assert learner.standardiser_.context_rule == "auto: off scale, one scale"
+
+
 def test_quick_grid_end_to_end(small_data, tmp_path):
     argv = ["--quick", "--tasks", "personalised", "--learners", "CB,SUP", "--jobs", "1",
             "--out", str(tmp_path)]

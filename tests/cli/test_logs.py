@@ -78,21 +78,24 @@ def test_fit_options_reach_the_learner_and_the_model(workspace, capsys, tmp_path
     assert json.loads(out)["restart_threshold"] == 0.3
 
 
-@pytest.mark.parametrize("mode,shifted,rules", [
-    ("auto", False, {"context": "auto: unit scale", "feedback": "auto: unit scale"}),
-    ("auto", True, {"context": "auto: off scale", "feedback": "auto: off scale"}),
-    ("on", False, {"context": "on", "feedback": "on"}),
-    ("off", True, "off"),
+@pytest.mark.parametrize("mode,shifted,same_unit,rules", [
+    ("auto", False, "none", {"context": "auto: unit scale", "feedback": "auto: unit scale"}),
+    ("auto", True, "none", {"context": "auto: off scale", "feedback": "auto: off scale"}),
+    ("auto", True, "context", {"context": "auto: off scale, one scale",
+                               "feedback": "auto: off scale"}),
+    ("on", False, "both", {"context": "on, one scale", "feedback": "on, one scale"}),
+    ("off", True, "none", "off"),
 ])
 def test_fit_reports_which_blocks_it_standardised(workspace, capsys, tmp_path, mode, shifted,
-                                                  rules):
+                                                  same_unit, rules):
     log = read_log(workspace / "log.npz")
     if shifted:  # raw measurements: around 35 with a small spread
         log = type(log)(log.context * 0.05 + 35, log.action, log.probability,
                         log.feedback * 0.05 + 35, log.n_actions)
     write_table(log, tmp_path / "log.npz")
     code, out, err = run(capsys, "fit", tmp_path / "log.npz", "--out", tmp_path / "m",
-                         "--standardise", mode, "--epochs", "1", *FAST)
+                         "--standardise", mode, "--same-unit", same_unit, "--epochs", "1",
+                         *FAST)
     assert code == 0, err
     assert json.loads(out)["standardisation"] == rules
     record = json.loads((tmp_path / "m" / io.METADATA).read_text())["standardiser"]

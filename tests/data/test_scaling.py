@@ -296,3 +296,46 @@ def test_the_feedback_offset_round_trips_an_old_record_has_none_and_a_bad_one_is
     for bad in (-0.5, True, "1", float("nan")):
         with pytest.raises(IGLearnError, match="standardiser.feedback_offset"):
             Standardiser.from_dict({**record, "feedback_offset": bad}, "m", 4, 2)
+
+
+
+def test_a_block_in_one_unit_has_one_scale_and_keeps_its_columns_relative_spreads():
+    """``same_unit``: a standardised block it names gets one scale (the RMS standard
+    deviation of its non-constant columns); a constant column is still only centred, the rows
+    spread as with a scale each, the other block keeps a scale per column, and a block left
+    as it is stays so."""
+    rng = np.random.default_rng(4)
+    x = rng.uniform(size=(500, 6)) * [1.0, 0.5, 0.1, 0.02, 1.0, 0.0]
+    raw = (35.0 + 0.05 * x).astype(np.float32)
+    feedback = (rng.uniform(size=(500, 3)) * [1.0, 100.0, 0.01]).astype(np.float32)
+    one = Standardiser.of_arrays(raw, feedback, mode="auto", same_unit="context")
+    each = Standardiser.of_arrays(raw, feedback, mode="auto")
+    assert one.rules == {"context": "auto: off scale, one scale", "feedback": "auto: off scale"}
+    np.testing.assert_array_equal(one.feedback_scale, each.feedback_scale)
+    std = raw.astype(np.float64).std(0)
+    rms = np.sqrt(np.mean(np.square(std[:5])))
+    np.testing.assert_allclose(one.context_scale, [rms / column_spread(5)] * 5 + [1.0],
+                               rtol=1e-6)
+    np.testing.assert_allclose(one.context_mean, each.context_mean)
+    def spreads(scaler: Standardiser) -> np.ndarray:  # the columns' before clipping
+        return ((raw - scaler.context_mean) / scaler.context_scale).std(0)
+
+    np.testing.assert_allclose(spreads(one)[:5] / spreads(one)[0], std[:5] / std[0],
+                               rtol=1e-4)  # the columns keep their relative spreads
+    assert np.linalg.norm(spreads(one)) == pytest.approx(np.linalg.norm(spreads(each)),
+                                                         rel=1e-4)  # the rows spread alike
+    # a block measured in one unit standardises to the same values, whatever the unit
+    again = Standardiser.of_arrays((raw * 1000.0 - 7.0).astype(np.float32), mode="auto",
+                                   same_unit="both")
+    np.testing.assert_allclose(again.apply(raw * 1000.0 - 7.0), one.apply(raw), atol=1e-3)
+    record = Standardiser.from_dict(one.to_dict(), "model.json", 6, 3)
+    assert record.rules == one.rules
+    np.testing.assert_array_equal(record.apply(raw), one.apply(raw))
+    # a block on the unit scale is left as it is, named or not
+    unit = Standardiser.of_arrays(x.astype(np.float32), mode="auto", same_unit="both")
+    assert unit.context_rule == "auto: unit scale"
+    with pytest.raises(IGLearnError, match="same_unit is 'yes'; choose one of none, context"):
+        Standardiser.of_arrays(raw, mode="auto", same_unit="yes")  # type: ignore[arg-type]
+    damaged = {**one.to_dict(), "feedback_rule": "auto: unit scale, one scale"}
+    with pytest.raises(IGLearnError, match="standardiser.feedback_rule"):
+        Standardiser.from_dict(damaged, "model.json", 6, 3)

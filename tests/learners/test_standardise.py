@@ -16,9 +16,11 @@ from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import CLIP, Standardiser, column_spread
 from iglearn.envs import action_inclusive_environment, digits_environment
 from iglearn.learners import Optimisation
+from iglearn.learners.e2g import OnlineContextualBandit
 from iglearn.learners.iglp import IGLP, OnlineIGLP
 from iglearn.learners.registry import load_model
 from iglearn.learners.regression import OnlineRegressionCB
+from iglearn.learners.schedules import PaperSchedule
 from iglearn.models.archive import load_archive, pack_model
 
 QUICK = Optimisation(max_steps=60)
@@ -74,14 +76,18 @@ def test_shifted_and_scaled_inputs_give_the_same_actions(name, task, inclusive):
                                rtol=1e-5)
 
 
+@pytest.mark.parametrize("same_unit", ["none", "both"])
 @pytest.mark.parametrize("name", sorted(LEARNERS))
-def test_raw_inputs_fit_as_the_log_standardised_by_hand(name, task, inclusive):
+def test_raw_inputs_fit_as_the_log_standardised_by_hand(name, same_unit, task, inclusive):
     log, test = inclusive if name == "ai-igl" else task
     plain = LEARNERS[name](seed=2, standardise="off")
-    scaler = Standardiser.of_log(raw(log), row_spread=plain.row_spread)  # the learner's
+    scaler = Standardiser.of_log(raw(log), row_spread=plain.row_spread,  # the learner's
+                                 same_unit=same_unit)
     by_hand = quietly(plain, scaler.apply_log(raw(log)))
-    automatic = quietly(LEARNERS[name](seed=2), raw(log))
+    automatic = quietly(LEARNERS[name](seed=2, same_unit=same_unit), raw(log))
     assert by_hand.standardiser_ is None
+    assert automatic.standardiser_.context_rule == (
+        "auto: off scale" + (", one scale" if same_unit == "both" else ""))
     test = test * SCALE + SHIFT
     agreement = (by_hand.predict(scaler.apply(test)) == automatic.predict(test)).mean()
     assert agreement >= 0.95, f"{name}: {agreement:.1%} of the actions agree"
@@ -121,15 +127,18 @@ def test_standardise_off_reads_raw_values(task):
     assert not np.allclose(on.predict_proba(test), unscaled)
 
 
-@pytest.mark.parametrize("name", ["igl", "ai-igl", "igl-p"])
-def test_statistics_are_saved_and_reloaded(name, task, inclusive, tmp_path):
+@pytest.mark.parametrize(("name", "same_unit"), [("igl", "none"), ("ai-igl", "none"),
+                                                ("igl-p", "none"), ("igl", "feedback")])
+def test_statistics_are_saved_and_reloaded(name, same_unit, task, inclusive, tmp_path):
     log, test = inclusive if name == "ai-igl" else task
-    learner = quietly(LEARNERS[name](seed=4), raw(log))
+    learner = quietly(LEARNERS[name](seed=4, same_unit=same_unit), raw(log))
     test = test * SCALE + SHIFT
     folder = learner.save(tmp_path / "model")
     record = json.loads((folder / "model.json").read_text())["standardiser"]
     assert record["method"] == "log" and len(record["context_mean"]) == log.context_dim
-    assert record["context_rule"] == record["feedback_rule"] == "auto: off scale"
+    assert record["context_rule"] == "auto: off scale"
+    assert record["feedback_rule"] == "auto: off scale" + (
+        ", one scale" if same_unit == "feedback" else "")
     for loaded in (load_model(folder), load_archive(pack_model(folder))):
         np.testing.assert_allclose(loaded.predict_proba(test), learner.predict_proba(test),
                                    rtol=1e-5, atol=1e-6)
@@ -224,19 +233,27 @@ def test_a_constant_context_column_fits(task):
 @pytest.mark.parametrize("make", [
     lambda d: OnlineRegressionCB(10, d, refit_every=300, seed=0),
     lambda d: OnlineIGLP(10, d, d, refit_every=300, seed=0),
+    lambda d: OnlineIGLP(10, d, d, refit_every=300, seed=0, same_unit="feedback"),
+    lambda d: OnlineContextualBandit(10, d, PaperSchedule(iota=10.0, warmup_rounds=300),
+                                     seed=0, same_unit="context"),
 ])
 def test_online_learners_take_warm_up_statistics(make, task):
     from iglearn.envs.play import play
 
     env = digits_environment()
     learner = make(env.context_dim)
-    learns = "reward" if isinstance(learner, OnlineRegressionCB) else "feedback"
+    learns = "feedback" if isinstance(learner, OnlineIGLP) else "reward"
     shifted = RawEnvironment(env)
     play(learner, shifted, 900, np.random.default_rng(0), learns_from=learns)
     assert learner.standardiser_ is not None and learner.standardiser_.method == "warm-up"
+    one = {"none": (), "context": ("context",), "feedback": ("feedback",)}[learner.same_unit]
+    for block, rule in learner.standardiser_.rules.items():  # the blocks named: one scale
+        assert rule.endswith(", one scale") == (block in one), (block, rule)
     test = env.test_set()[0] * SCALE + SHIFT
-    assert np.isfinite(learner.predict_values(test)).all()
-    if learns == "reward":  # the regressor learns on raw inputs as on standardised ones
+    if hasattr(learner, "predict_values"):
+        assert np.isfinite(learner.predict_values(test)).all()
+    assert set(np.unique(learner.predict(test))) <= set(range(10))
+    if isinstance(learner, OnlineRegressionCB):  # learns on raw inputs as on standardised
         assert learner.accuracy(test, env.test_set()[1]) > 0.5
 
 

@@ -25,7 +25,8 @@ scaled to [0, 1], one-hot tokens and the built-in simulators' features are on th
 are left as they are (the block keeps identity statistics, mean 0 and scale 1, so one code
 path applies them); values around 35, counts or milliseconds are not. Each block records its
 rule (:data:`RULES`): ``"on"``, ``"auto: off scale"`` (standardised) or ``"auto: unit
-scale"`` (left as it is).
+scale"`` (left as it is), a standardised block with one scale (below) followed by
+:data:`ONE_SCALE` (``"auto: off scale, one scale"``).
 
 The statistics of a standardised block:
 
@@ -41,7 +42,14 @@ The statistics of a standardised block:
   then narrowing does: a raw log then fits as the same log z-scored by hand would (which
   "auto" narrows the same way), up to rounding. (A floor on the scales of near-constant columns
   made the two differ by several points on single small fits of images, with no gain in
-  accuracy over many.)
+  accuracy over many.) A block the learner's ``same_unit`` setting (:data:`SAME_UNIT`) names
+  as measured in one unit (an image's pixels, a voxel pattern, electrode voltages) has one
+  scale for all its non-constant columns instead, its RMS standard deviation times
+  √d / ROW_SPREAD (:func:`scales`): the rows spread as much, and the columns keep their
+  relative spreads, so a rarely lit pixel stays quiet instead of being raised to the spread
+  of the others. Columns of mixed units (counts beside milliseconds) need a scale each, which
+  is the default: no statistic of the log tells the two kinds apart reliably (a near-constant
+  pixel and a count of a few both have a standard deviation far below the block's);
 - the standardised values are clipped to ±:data:`CLIP` standard deviations of their column
   (the block's limit, :func:`clip_limit`, kept with the statistics), so that a rare value far
   out (a near-constant column's lit pixel) weighs no more than a common one; a block left as
@@ -90,6 +98,16 @@ MODES = ("auto", "on", "off")
 
 Mode = Literal["auto", "on", "off"]
 """The type of a learner's ``standardise`` setting."""
+
+SAME_UNIT = ("none", "context", "feedback", "both")
+"""The values of a learner's ``same_unit`` setting: the blocks measured in one unit, whose
+columns share one scale when the block is standardised (see the module docstring)."""
+
+SameUnit = Literal["none", "context", "feedback", "both"]
+"""The type of a learner's ``same_unit`` setting."""
+
+ONE_SCALE = ", one scale"
+"""What a standardised block's rule ends with when its columns share one scale."""
 
 RULES = ("on", "auto: off scale", "auto: unit scale", "not read")
 """What was done to a block and why: standardised as ``standardise`` is "on", standardised as
@@ -243,12 +261,17 @@ def column_spread(columns: int, row_spread: float | None = ROW_SPREAD) -> float:
 
 
 def scales(mean: np.ndarray, std: np.ndarray,
-           row_spread: float | None = ROW_SPREAD) -> np.ndarray:
+           row_spread: float | None = ROW_SPREAD, one_scale: bool = False) -> np.ndarray:
     """The scale of each column of a standardised block: its standard deviation over
-    :func:`column_spread` (the block's rows then spread ``row_spread``); 1 for a constant
-    column."""
+    :func:`column_spread` (the block's rows then spread ``row_spread``), or with
+    ``one_scale`` (a block measured in one unit) the RMS standard deviation of the block's
+    non-constant columns over it, for every one of them (the rows spread ``row_spread`` all
+    the same, the columns keeping their relative spreads); 1 for a constant column."""
     constant = constant_columns(mean, std)
-    return np.where(constant, 1.0, std / column_spread(int((~constant).sum()), row_spread))
+    spread = column_spread(int((~constant).sum()), row_spread)
+    if one_scale:
+        std = np.full_like(std, rms(std[~constant]))
+    return np.where(constant, 1.0, std / spread)
 
 
 def z_scored(mean: np.ndarray, std: np.ndarray) -> bool:
@@ -281,18 +304,34 @@ def check_mode(mode: object) -> Mode:
     return cast(Mode, mode)
 
 
-def block_statistics(moments: Moments, mode: Mode, row_spread: float | None = ROW_SPREAD
-                     ) -> tuple[np.ndarray, np.ndarray, str, float | None]:
+def check_same_unit(same_unit: object) -> SameUnit:
+    """``same_unit`` if it is one of :data:`SAME_UNIT`; otherwise an IGLearnError naming
+    them."""
+    if same_unit not in SAME_UNIT:
+        raise IGLearnError(f"same_unit is {shown(same_unit)}; choose one of "
+                           f"{', '.join(SAME_UNIT)}")
+    return cast(SameUnit, same_unit)
+
+
+def one_scale(same_unit: SameUnit, block: str) -> bool:
+    """Whether ``block`` ("context" or "feedback") is one ``same_unit`` names."""
+    return same_unit in (block, "both")
+
+
+def block_statistics(moments: Moments, mode: Mode, row_spread: float | None = ROW_SPREAD,
+                     one: bool = False) -> tuple[np.ndarray, np.ndarray, str, float | None]:
     """(mean, scale, rule, limit) of a block under ``mode`` ("on" or "auto"): its statistics
-    and the clipping limit of its standardised values (:func:`clip_limit`) when it is
-    standardised; identity statistics (0, 1) and no limit when "auto" leaves it as it is."""
+    (with ``one``, one scale for its columns, :func:`scales`) and the clipping limit of its
+    standardised values (:func:`clip_limit`) when it is standardised; identity statistics
+    (0, 1) and no limit when "auto" leaves it as it is."""
     mean, std = moments.moments()
     if not len(mean):
         return mean, std, "not read", None
     rule = "on" if mode == "on" else "auto: off scale" if off_scale(mean, std) else None
     if rule is None:
         return np.zeros_like(mean), np.ones_like(std), "auto: unit scale", None
-    return mean, scales(mean, std, row_spread), rule, clip_limit(mean, std, row_spread)
+    return (mean, scales(mean, std, row_spread, one), rule + ONE_SCALE if one else rule,
+            clip_limit(mean, std, row_spread))
 
 
 def clip_limit(mean: np.ndarray, std: np.ndarray,
@@ -354,7 +393,7 @@ class Standardiser:
     def of_arrays(cls, context: np.ndarray, feedback: np.ndarray | None = None,
                   probability: np.ndarray | None = None, method: str = "log",
                   mode: Mode = "on", row_spread: float | None = ROW_SPREAD,
-                  offset: bool = True) -> Standardiser:
+                  offset: bool = True, same_unit: SameUnit = "none") -> Standardiser:
         """The statistics of contexts (n, d_x) and feedback (n, d_y) (none: no feedback is
         standardised), the feedback weighted by 1/``probability`` when given; ``mode`` "on"
         or "auto" (see :meth:`of_blocks`)."""
@@ -364,40 +403,42 @@ class Standardiser:
                              np.asarray(context).shape[1],
                              0 if feedback is None else np.asarray(feedback).reshape(
                                  len(context), -1).shape[1], method, mode,
-                             row_spread=row_spread, offset=offset)
+                             row_spread=row_spread, offset=offset, same_unit=same_unit)
 
     @classmethod
     def of_log(cls, log: InteractionLog, feedback: bool = True,
                mode: Mode = "on", row_spread: float | None = ROW_SPREAD,
-               offset: bool = True) -> Standardiser:
+               offset: bool = True, same_unit: SameUnit = "none") -> Standardiser:
         """The statistics of a log in memory: contexts, and (unless ``feedback`` is False)
         feedback weighted by 1/p."""
         return cls.of_arrays(log.context, log.feedback if feedback else None, log.probability,
-                             "log", mode, row_spread, offset)
+                             "log", mode, row_spread, offset, same_unit)
 
     @classmethod
     def of_stream(cls, stream: LogStream, feedback: bool = True,
                   mode: Mode = "on", row_spread: float | None = ROW_SPREAD,
-                  offset: bool = True) -> Standardiser:
+                  offset: bool = True, same_unit: SameUnit = "none") -> Standardiser:
         """The statistics of a log streamed from disk, in one pass over it (its chunks: the
         memory of a block, not of the log); equal to :meth:`of_log` of the same log up to
         rounding."""
         fields = ("context", "probability", "feedback") if feedback else ("context",)
         return cls.of_blocks(stream.chunks(fields), stream.context_dim,
                              stream.feedback_dim if feedback else 0, "stream", mode,
-                             getattr(stream, "reducer", None), row_spread, offset)
+                             getattr(stream, "reducer", None), row_spread, offset, same_unit)
 
     @classmethod
     def of_blocks(cls, blocks: Iterable[Block], context_dim: int, feedback_dim: int,
                   method: str, mode: Mode = "on", reducer: Any = None,
-                  row_spread: float | None = ROW_SPREAD, offset: bool = True) -> Standardiser:
+                  row_spread: float | None = ROW_SPREAD, offset: bool = True,
+                  same_unit: SameUnit = "none") -> Standardiser:
         """The statistics accumulated over blocks of rows (fields ``context`` and, when
         ``feedback_dim`` > 0, ``feedback``, weighted by 1/``probability`` if the block has
         it). ``mode`` "on" standardises both blocks; "auto" each block off the unit scale
         only (:func:`off_scale`), the other keeping identity statistics. With a
         ``reducer`` (a share of a data-parallel fit's log), the statistics of every share.
         ``offset``: shift standardised feedback by its limit (:attr:`feedback_offset`); a
-        learner whose models read centred feedback says no (VI-IGL)."""
+        learner whose models read centred feedback says no (VI-IGL). ``same_unit``: the
+        blocks whose columns share one scale (:data:`SAME_UNIT`)."""
         if check_mode(mode) == "off":
             raise IGLearnError("standardise 'off' takes no statistics; the learner keeps no "
                                "standardiser")
@@ -410,8 +451,11 @@ class Standardiser:
                 feedback.add(y, None if p is None else 1.0 / np.asarray(p, np.float64))
         if reducer is not None:
             contexts, feedback = contexts.across(reducer), feedback.across(reducer)
-        mx, sx, context_rule, context_limit = block_statistics(contexts, mode, row_spread)
-        my, sy, feedback_rule, feedback_limit = block_statistics(feedback, mode, row_spread)
+        same_unit = check_same_unit(same_unit)
+        mx, sx, context_rule, context_limit = block_statistics(
+            contexts, mode, row_spread, one_scale(same_unit, "context"))
+        my, sy, feedback_rule, feedback_limit = block_statistics(
+            feedback, mode, row_spread, one_scale(same_unit, "feedback"))
         shift = feedback_limit if offset and feedback_limit is not None else 0.0
         return cls(mx, sx, my, sy, method, context_rule, feedback_rule, context_limit,
                    feedback_limit, shift)
@@ -493,8 +537,10 @@ class Standardiser:
             raise damaged(".method", method, f"one of {', '.join(METHODS)}")
         rules = {name: record.get(name, "on") for name in ("context_rule", "feedback_rule")}
         for name, rule in rules.items():
-            if rule not in RULES:
-                raise damaged(f".{name}", rule, f"one of {', '.join(RULES)}")
+            if not (rule in RULES or isinstance(rule, str) and rule.endswith(ONE_SCALE)
+                    and rule.removesuffix(ONE_SCALE) in RULES[:2]):
+                raise damaged(f".{name}", rule, f"one of {', '.join(RULES)}, the first two "
+                                                f"may end with '{ONE_SCALE}'")
         values: dict[str, np.ndarray] = {}
         for name in ("context_mean", "context_scale", "feedback_mean", "feedback_scale"):
             value: Any = record.get(name)
@@ -560,12 +606,13 @@ def _scaled(rows: np.ndarray, mean: np.ndarray, factors: Factors | None,
 
 def standardiser_of(log: InteractionLog | LogStream, feedback: bool = True,
                     mode: Mode = "on", row_spread: float | None = ROW_SPREAD,
-                    offset: bool = True) -> Standardiser:
+                    offset: bool = True, same_unit: SameUnit = "none") -> Standardiser:
     """The statistics of a log in memory (:meth:`Standardiser.of_log`) or streamed
     (:meth:`Standardiser.of_stream`, one extra pass); with ``feedback`` False, of the
-    contexts only (a learner that does not read the feedback); ``mode`` "on" or "auto"."""
+    contexts only (a learner that does not read the feedback); ``mode`` "on" or "auto";
+    ``same_unit``: the blocks whose columns share one scale (:data:`SAME_UNIT`)."""
     from iglearn.data.stream import LogStream
 
     if isinstance(log, LogStream):
-        return Standardiser.of_stream(log, feedback, mode, row_spread, offset)
-    return Standardiser.of_log(log, feedback, mode, row_spread, offset)
+        return Standardiser.of_stream(log, feedback, mode, row_spread, offset, same_unit)
+    return Standardiser.of_log(log, feedback, mode, row_spread, offset, same_unit)

@@ -35,6 +35,7 @@ import warnings
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -89,19 +90,20 @@ Learner = BatchIGL | AIIGL | IGLP | ContextualBandit | Supervised | VIIGL
 """A learner of the comparison."""
 
 
-def make_learner(method: str, seed: np.random.Generator) -> Learner:
-    """A fresh learner of ``method`` with its default settings."""
+def make_learner(method: str, seed: np.random.Generator, **settings: Any) -> Learner:
+    """A fresh learner of ``method`` with ``settings`` (fields every batch learner has, such
+    as ``standardise``) and its defaults for the rest."""
     if method == "IGL":
-        return BatchIGL(seed=seed)
+        return BatchIGL(seed=seed, **settings)
     if method == "AI-IGL":
-        return AIIGL(seed=seed)
+        return AIIGL(seed=seed, **settings)
     if method == "IGL-P":
-        return IGLP(seed=seed)
+        return IGLP(seed=seed, **settings)
     if method == "CB":
-        return ContextualBandit(seed=seed)
+        return ContextualBandit(seed=seed, **settings)
     if method == "VI-IGL":
-        return VIIGL(seed=seed)
-    return Supervised(seed=seed)
+        return VIIGL(seed=seed, **settings)
+    return Supervised(seed=seed, **settings)
 
 
 def greedy_scores(learner: PolicyLearner, env: Environment) -> dict[str, float]:

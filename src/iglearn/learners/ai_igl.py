@@ -79,7 +79,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iglearn.data.scaling import Mode
+from iglearn.data.scaling import Mode, SameUnit
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
 from iglearn.learners.base import StackableLearner
@@ -652,6 +652,8 @@ class OnlineAIIGL(EpochGreedy):
         seed: seed or numpy Generator.
         standardise: standardise contexts and feedback with the warm-up's statistics (as
             for :class:`~iglearn.learners.e2g.EpochGreedy`).
+        same_unit: the blocks measured in one unit (as for
+            :class:`~iglearn.learners.e2g.EpochGreedy`).
     """
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
@@ -659,13 +661,14 @@ class OnlineAIIGL(EpochGreedy):
                  exploit: str = "greedy", policy: str = "linear", decoder: str = "linear",
                  optimisation: Optimisation = FIRST_FIT,
                  refit_optimisation: Optimisation = REFIT, holdout_every: int = 10,
-                 seed: SeedLike = None, standardise: Mode = "auto"):
+                 seed: SeedLike = None, standardise: Mode = "auto",
+                 same_unit: SameUnit = "none"):
         if isinstance(schedule, DataDrivenSchedule):
             raise IGLearnError("the data-driven schedule certifies Eq. 9 under the 2021 "
                                "assumption, which action-inclusive feedback breaks; use the "
                                "paper or theory schedule with OnlineAIIGL")
         super().__init__(n_actions, context_dim, feedback_dim, schedule, update_every,
-                         exploit, holdout_every, seed, standardise)
+                         exploit, holdout_every, seed, standardise, same_unit)
         self.refit_optimisation = refit_optimisation
         self._batch = AIIGL(policy, decoder, optimisation)
         self.context_dim, self.feedback_dim = context_dim, feedback_dim

@@ -11,7 +11,13 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import ROW_SPREAD, Standardiser, check_mode, standardiser_of
+from iglearn.data.scaling import (
+    ROW_SPREAD,
+    Standardiser,
+    check_mode,
+    check_same_unit,
+    standardiser_of,
+)
 from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError
@@ -70,7 +76,8 @@ class PolicyLearner:
                         feedback: bool = True) -> Standardiser | None:
         """Set ``standardiser_`` to the statistics of ``log`` (of its contexts only unless
         ``feedback``; a streamed log: one extra pass) under the learner's ``standardise``
-        setting ("auto": each block off the unit scale only), or to None when it is "off";
+        setting ("auto": each block off the unit scale only; ``same_unit``: the blocks whose
+        columns share one scale), or to None when it is "off";
         returns it. Also keeps the log's K (``n_actions_``) and feature schema (``schema_``:
         its feature names and, for a table read with a column mapping, the columns), which
         :meth:`save` writes and :meth:`contexts_of` reads a DataFrame by."""
@@ -78,7 +85,8 @@ class PolicyLearner:
         self.schema_ = getattr(log, "schema", None)
         mode = check_mode(getattr(self, "standardise", "auto"))
         self.standardiser_ = None if mode == "off" else standardiser_of(
-            log, feedback, mode, type(self).row_spread, type(self).offset_feedback)
+            log, feedback, mode, type(self).row_spread, type(self).offset_feedback,
+            check_same_unit(getattr(self, "same_unit", "none")))
         return self.standardiser_
 
     def contexts_of(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:

@@ -28,7 +28,7 @@ from abc import abstractmethod
 import numpy as np
 import torch
 
-from iglearn.data.scaling import Mode, Standardiser, check_mode
+from iglearn.data.scaling import Mode, SameUnit, Standardiser, check_mode, check_same_unit
 from iglearn.errors import IGLearnError, check_choice
 from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.batch_igl import BatchIGL, indicators
@@ -79,14 +79,18 @@ class EpochGreedy(OnlineLearner):
             exploration set when the first fit is due (the warm-up), kept from then on
             (:mod:`iglearn.data.scaling`, method 'warm-up'): "auto" each block off the unit
             scale only, "on" always, "off" never (the models read raw values).
+        same_unit: the blocks measured in one unit, "context", "feedback" or "both", whose
+            columns share one scale when standardised; "none": a scale per column
+            (:class:`~iglearn.learners.settings.FitSettings`).
     """
 
     def __init__(self, n_actions: int, context_dim: int, signal_dim: int,
                  schedule: Schedule | None = None, update_every: int = 100,
                  exploit: str = "greedy", holdout_every: int = 0, seed: SeedLike = None,
-                 standardise: Mode = "auto"):
+                 standardise: Mode = "auto", same_unit: SameUnit = "none"):
         super().__init__(n_actions, seed)
         self.standardise = check_mode(standardise)
+        self.same_unit = check_same_unit(same_unit)
         self.standardiser_: Standardiser | None = None
         """The warm-up's statistics, set at the first fit (None before, or when off)."""
         self._signal_dim = signal_dim
@@ -222,7 +226,8 @@ class EpochGreedy(OnlineLearner):
                    **({"feedback": store.signal[:store.n]} if self._signal_dim else {})}
                   for store in stores if store.n]
         scaler = Standardiser.of_blocks(blocks, self._store.context.shape[1], self._signal_dim,
-                                        "warm-up", self.standardise)
+                                        "warm-up", self.standardise,
+                                        same_unit=self.same_unit)
         for store in stores:
             store.context[:store.n] = scaler.apply(store.context[:store.n])
             if self._signal_dim:
@@ -301,6 +306,7 @@ class E2G(EpochGreedy):
         seed: seed or numpy Generator.
         standardise: standardise contexts and feedback with the warm-up's statistics (as
             for :class:`EpochGreedy`).
+        same_unit: the blocks measured in one unit (as for :class:`EpochGreedy`).
     """
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
@@ -309,9 +315,10 @@ class E2G(EpochGreedy):
                  optimisation: Optimisation | None = FIRST_FIT,
                  refit_optimisation: Optimisation | None = REFIT, max_restarts: int = 4,
                  restart_threshold: float | None = None, holdout_every: int = 10,
-                 seed: SeedLike = None, standardise: Mode = "auto"):
+                 seed: SeedLike = None, standardise: Mode = "auto",
+                 same_unit: SameUnit = "none"):
         super().__init__(n_actions, context_dim, feedback_dim, schedule, update_every,
-                         exploit, holdout_every, seed, standardise)
+                         exploit, holdout_every, seed, standardise, same_unit)
         self.refit_optimisation = refit_optimisation
         self._batch = BatchIGL(policy, decoder, optimisation or Optimisation(),
                                max_restarts=max_restarts,
@@ -354,15 +361,17 @@ class OnlineContextualBandit(EpochGreedy):
         seed: seed or numpy Generator.
         standardise: standardise contexts with the warm-up's statistics (as for
             :class:`EpochGreedy`).
+        same_unit: "context" (or "both"): the contexts are measured in one unit (as for
+            :class:`EpochGreedy`).
     """
 
     def __init__(self, n_actions: int, context_dim: int, schedule: Schedule | None = None,
                  update_every: int = 100, exploit: str = "greedy", policy: str = "linear",
                  optimisation: Optimisation | None = FIRST_FIT,
                  refit_optimisation: Optimisation | None = REFIT, seed: SeedLike = None,
-                 standardise: Mode = "auto"):
+                 standardise: Mode = "auto", same_unit: SameUnit = "none"):
         super().__init__(n_actions, context_dim, 0, schedule, update_every, exploit, 0, seed,
-                         standardise)
+                         standardise, same_unit)
         self.context_dim = context_dim
         self.refit_optimisation = refit_optimisation
         self._batch = ContextualBandit(policy, optimisation or Optimisation())

@@ -71,7 +71,7 @@ import torch
 
 from iglearn.data.contexts import row_groups
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import Mode
+from iglearn.data.scaling import Mode, SameUnit
 from iglearn.errors import IGLearnError, check_choice
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.monitor import ShortReport
@@ -708,6 +708,8 @@ class OnlineIGLP(OnlineRegression):
             warm-started model and ``ik_starts`` - 1 fresh ones), as for :class:`IGLP`.
         decode_from: 'interaction' (each interaction's own extremeness) or 'feedback' (its
             feedback's, :func:`fit_feedback_posterior`), as for :class:`IGLP`.
+        same_unit: the blocks measured in one unit (as for
+            :class:`~iglearn.learners.regression.OnlineRegression`).
     """
 
     reads_definitely_bad = True
@@ -722,9 +724,10 @@ class OnlineIGLP(OnlineRegression):
                  refit: Optimisation | None = None, seed: SeedLike = None,
                  standardise: Mode = "auto", ramp_start: float = 0.3, ramp_width: float = 0.1,
                  gamma0: float | None = GAMMA0, users: int = 0, ik_starts: int = 2,
-                 decode_from: Literal["interaction", "feedback"] = "interaction"):
+                 decode_from: Literal["interaction", "feedback"] = "interaction",
+                 same_unit: SameUnit = "none"):
         super().__init__(n_actions, context_dim, feedback_dim, exploration, epsilon, gamma,
-                         refit_every, refit_growth, seed, standardise, gamma0)
+                         refit_every, refit_growth, seed, standardise, gamma0, same_unit)
         self.first_fit = first_fit or (PERSONAL_FIRST_FIT if users else ONLINE_FIRST_FIT)
         self.refit = refit or (PERSONAL_REFIT if users else ONLINE_REFIT)
         # the interactions reach the batch learner already standardised

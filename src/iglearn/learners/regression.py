@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from iglearn.data.scaling import Mode, Standardiser, check_mode
+from iglearn.data.scaling import Mode, SameUnit, Standardiser, check_mode, check_same_unit
 from iglearn.errors import IGLearnError, check_choice
 from iglearn.learners.objective import at_action
 from iglearn.learners.online import OnlineLearner, checked_signal
@@ -132,14 +132,19 @@ class OnlineRegression(OnlineLearner):
             ``gamma``: round t (from 0) plays 1 / (K + sqrt(K) gamma_t gap) with gamma_t =
             sqrt(1 + t) / gamma0 (:func:`zhang_gamma`; 10 in the authors' code); None: the
             fixed ``gamma``.
+        same_unit: the blocks measured in one unit, "context", "feedback" or "both", whose
+            columns share one scale when standardised; "none": a scale per column
+            (:class:`~iglearn.learners.settings.FitSettings`).
     """
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
                  exploration: str = "epsilon", epsilon: float = 0.2, gamma: float = 100.0,
                  refit_every: int = 50, refit_growth: float = REFIT_GROWTH,
-                 seed: SeedLike = None, standardise: Mode = "auto", gamma0: float | None = None):
+                 seed: SeedLike = None, standardise: Mode = "auto", gamma0: float | None = None,
+                 same_unit: SameUnit = "none"):
         super().__init__(n_actions, seed)
         self.standardise, self.feedback_dim = check_mode(standardise), feedback_dim
+        self.same_unit = check_same_unit(same_unit)
         self.standardiser_: Standardiser | None = None
         """The warm-up's statistics, set at the first fit (None before, or when off)."""
         check_choice("exploration", exploration, EXPLORATION)
@@ -253,7 +258,8 @@ class OnlineRegression(OnlineLearner):
         as ``standardiser_``; the stored interactions are standardised."""
         context, action, probability, signal, flags = self.interactions()
         scaler = Standardiser.of_arrays(context, signal if self.feedback_dim else None,
-                                        probability, "warm-up", self.standardise)
+                                        probability, "warm-up", self.standardise,
+                                        same_unit=self.same_unit)
         if self.feedback_dim:
             signal = scaler.apply_feedback(signal)
         self._whole = (scaler.apply(context), action, probability, signal, flags)
@@ -290,6 +296,8 @@ class OnlineRegressionCB(OnlineRegression):
         seed: seed or numpy Generator.
         standardise: standardise contexts with the first fit's statistics (as for
             :class:`OnlineRegression`).
+        same_unit: "context" (or "both"): the contexts are measured in one unit (as for
+            :class:`OnlineRegression`).
         gamma0: IGW's growing gamma (as for :class:`OnlineRegression`); None: ``gamma``.
     """
 
@@ -298,9 +306,9 @@ class OnlineRegressionCB(OnlineRegression):
                  refit_every: int = 50, refit_growth: float = REFIT_GROWTH,
                  first_fit: Optimisation | None = None, refit: Optimisation | None = None,
                  seed: SeedLike = None, standardise: Mode = "auto",
-                 gamma0: float | None = None):
+                 gamma0: float | None = None, same_unit: SameUnit = "none"):
         super().__init__(n_actions, context_dim, 0, exploration, epsilon, gamma, refit_every,
-                         refit_growth, seed, standardise, gamma0)
+                         refit_growth, seed, standardise, gamma0, same_unit)
         self.first_fit = first_fit or DEFAULT_OPTIMISATION
         self.refit = refit or REFIT
         self.policy_: Policy = make_policy(policy, context_dim, n_actions,

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
-from iglearn.data.scaling import Mode, check_mode
+from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit
 from iglearn.errors import IGLearnError
 from iglearn.seeding import SeedLike
 from iglearn.threads import check_threads
@@ -156,6 +156,16 @@ class FitSettings:
     3, or the block's RMS standard deviation below 0.01), a block on it is read as it is;
     "on": always; "off": never, the models read the raw values. The model records each
     block's rule ("auto: unit scale", "auto: off scale", "on")."""
+    same_unit: SameUnit = "none"
+    """The blocks measured in one unit, "context", "feedback" or "both" (an image's pixels, a
+    voxel pattern, electrode voltages): standardised, such a block's columns share one
+    scale, the block's RMS standard deviation, and keep their relative spreads, so that a
+    rarely lit pixel or a quiet voxel stays quiet. "none": each column is scaled by its own
+    standard deviation, as columns of mixed units (counts beside milliseconds) need. Naming a
+    block of mixed units costs much accuracy (a column in a small unit is then all but
+    erased); naming a block in one unit gained on raw digits and BCI logs (docs/results.md,
+    "Blocks measured in one unit"). A standardised block's rule then ends with ", one
+    scale"."""
     progress: bool = False
     """Show progress bars over the epochs of the fit on stderr (tqdm: terminal or notebook),
     one per step of the fit, named by the learner and the step ("VIIGL: decoder"; BatchIGL:
@@ -171,6 +181,7 @@ class FitSettings:
         learner's own checks call this first)."""
         check_threads(self.threads)
         check_mode(self.standardise)
+        check_same_unit(self.same_unit)
 
 
 JUDGED_STARTS = 2
