@@ -257,6 +257,22 @@ def test_raw_features_standardise_as_z_scoring_by_hand_does():
                                atol=1e-3)
 
 
+def test_raw_values_standardise_to_float32_rounding_of_the_exact_values():
+    """Values around 35 with a spread of a few hundredths: the standardised values are those
+    of float64 arithmetic up to float32 rounding (the mean taken off in two float32 steps),
+    not shifted by the float32 rounding of the mean (up to 4e-5 of a standard deviation)."""
+    rng = np.random.default_rng(7)
+    raw = (35.0 + 0.05 * rng.uniform(size=(400, 5))).astype(np.float32)
+    scaler = Standardiser.of_arrays(raw, (raw[:, :2] + 2.0).astype(np.float32), mode="on")
+    data = raw.astype(np.float64)
+    exact = (data - scaler.context_mean) / scaler.context_scale
+    assert np.abs(scaler.apply(raw) - exact).max() < 1e-6 * np.abs(exact).max() + 1e-7
+    feedback = data[:, :2] + 2.0
+    exact = np.clip((feedback - scaler.feedback_mean) / scaler.feedback_scale,
+                    -scaler.feedback_limit, scaler.feedback_limit) + scaler.feedback_offset
+    assert np.abs(scaler.apply_feedback(feedback) - exact).max() < 1e-6
+
+
 def test_standardised_feedback_is_shifted_to_non_negative_values_and_contexts_stay_centred():
     """Feedback: clipped to ±limit, then shifted by the limit into [0, 2 limit]; the shift is
     the offset the standardiser records. Contexts: centred, no offset."""

@@ -574,21 +574,32 @@ class Standardiser:
                    float(offset))
 
 
-Factors = tuple[np.ndarray, np.ndarray, np.float32 | None, np.float32]
-"""The float32 (mean, 1 / scale, limit or None, offset) :func:`_scaled` applies."""
+Factors = tuple[np.ndarray, np.ndarray, np.ndarray, np.float32 | None, np.float32]
+"""The float32 (mean, its rounding error, 1 / scale, limit or None, offset) :func:`_scaled`
+applies."""
 
 
 def _factors(mean: np.ndarray, scale: np.ndarray, rule: str, limit: float | None,
              offset: float = 0.0) -> Factors | None:
-    """The float32 :data:`Factors` ``apply`` uses; None for a block left as it is."""
+    """The float32 :data:`Factors` ``apply`` uses; None for a block left as it is. The mean
+    is kept as two float32 numbers, its float32 rounding and what that rounding left out."""
     if rule in (RULES[2], RULES[3]):
         return None
-    return (mean.astype(np.float32), (1.0 / scale).astype(np.float32),
+    high = mean.astype(np.float32)
+    return (high, (mean - high).astype(np.float32), (1.0 / scale).astype(np.float32),
             None if limit is None else np.float32(limit), np.float32(offset))
 
 
 def _scaled(rows: np.ndarray, mean: np.ndarray, factors: Factors | None,
             name: str) -> np.ndarray:
+    """Rows (float32) less the mean, times 1 / scale, clipped and shifted as ``factors``
+    say. The mean is taken off in two float32 steps, its rounding then what the rounding
+    left out: a raw value and its column's mean agree in their leading digits (35.0x and
+    35.0y), so the first difference is exact and the second puts back the mean's lost
+    digits, and the result is the float64 arithmetic's up to float32 rounding (the mean
+    rounded once to float32 shifts a column by up to 4e-5 of its standard deviation on values
+    around 35 with a spread of a few hundredths, and a raw log then fits less like the same
+    log z-scored by hand)."""
     rows = np.asarray(rows, np.float32)
     if rows.shape[-1:] != mean.shape:
         raise IGLearnError(f"the {name} vectors have {rows.shape[-1] if rows.ndim else 0} "
@@ -596,11 +607,13 @@ def _scaled(rows: np.ndarray, mean: np.ndarray, factors: Factors | None,
                            f"the fitted dimension")
     if factors is None:
         return rows
-    out = (rows - factors[0]) * factors[1]
-    if factors[2] is not None:
-        np.clip(out, -factors[2], factors[2], out=out)
-    if factors[3]:
-        out += factors[3]
+    out = rows - factors[0]
+    out -= factors[1]
+    out *= factors[2]
+    if factors[3] is not None:
+        np.clip(out, -factors[3], factors[3], out=out)
+    if factors[4]:
+        out += factors[4]
     return out
 
 
