@@ -52,8 +52,9 @@ The statistics of a standardised block:
   pixel and a count of a few both have a standard deviation far below the block's);
 - the standardised values are clipped to ±:data:`CLIP` standard deviations of their column
   (the block's limit, :func:`clip_limit`, kept with the statistics), so that a rare value far
-  out (a near-constant column's lit pixel) weighs no more than a common one; a block left as
-  it is is never clipped;
+  out (a near-constant column's lit pixel) weighs no more than a common one (with one scale:
+  ±CLIP times the block's RMS column spread, the same limit); a block left as it is is never
+  clipped;
 - standardised feedback is then shifted by its limit (:attr:`Standardiser.feedback_offset`),
   so that its values lie in [0, 2 limit], never negative, as the [0, 1] images and one-hot
   tokens the decoders' defaults (initialisation, temperature) are tuned on; standardised
@@ -360,9 +361,10 @@ class Standardiser:
     method: str = "log"
     """How the statistics were taken: one of :data:`METHODS`."""
     context_rule: str = "on"
-    """What was done to the contexts and why: one of :data:`RULES`."""
+    """What was done to the contexts and why: one of :data:`RULES`, a standardised block's
+    followed by :data:`ONE_SCALE` when its columns share one scale."""
     feedback_rule: str = "on"
-    """What was done to the feedback and why: one of :data:`RULES`."""
+    """What was done to the feedback and why (as ``context_rule``)."""
     context_limit: float | None = None
     """Standardised contexts are clipped to ±this (:func:`clip_limit`); None: not clipped (a
     block left as it is, or a model saved before clipping)."""

@@ -11,13 +11,7 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import (
-    ROW_SPREAD,
-    Standardiser,
-    check_mode,
-    check_same_unit,
-    standardiser_of,
-)
+from iglearn.data.scaling import ROW_SPREAD, Standardiser, check_mode, standardiser_of
 from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError
@@ -86,7 +80,7 @@ class PolicyLearner:
         mode = check_mode(getattr(self, "standardise", "auto"))
         self.standardiser_ = None if mode == "off" else standardiser_of(
             log, feedback, mode, type(self).row_spread, type(self).offset_feedback,
-            check_same_unit(getattr(self, "same_unit", "none")))
+            getattr(self, "same_unit", "none"))
         return self.standardiser_
 
     def contexts_of(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
