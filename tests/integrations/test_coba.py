@@ -156,6 +156,38 @@ def test_the_true_reward_cb_learns_through_coba():
     assert late[0] > 0.75 > late[1] + 0.3
 
 
+class RawBlobs(Blobs):
+    """The blobs as raw measurements in one unit: 35 + 0.05 x (voxel intensities)."""
+
+    def __init__(self, n: int, seed: int):
+        super().__init__(n, seed)
+        self.contexts = (35.0 + 0.05 * np.asarray(self.contexts)).tolist()
+
+
+def test_registered_learners_take_the_scaling_settings_by_name():
+    """``standardise`` and ``same_unit`` by a registered name, as a JSON experiment gives
+    them: they reach the learner (off, the raw contexts are not learnt from; standardised with
+    one scale, they are), coba's learner table shows them, and a bad value is refused when the
+    learner is made."""
+    environment = coba.Environments.from_custom(RawBlobs(600, seed=5))
+    learners = [JsonMakerV2().make({"iglearn.RegressionCB": {"seed": 0, **settings}})
+                for settings in ({"same_unit": "context"}, {"standardise": "off"})]
+    result = coba.Experiment(environment, learners, coba.SequentialCB()).run(
+        quiet=True, processes=1)
+    frame, _ = mean_rewards(result)
+    late = frame[frame["index"] > 300].groupby("learner_id")["reward"].mean()
+    assert late[0] > 0.75 > late[1] + 0.2, late.to_dict()
+    table = result.learners.to_pandas().set_index("learner_id")
+    assert (table.loc[0, "same_unit"], table.loc[1, "standardise"]) == ("context", "off")
+    for name in ("iglearn.E2G", "iglearn.AIIGL", "iglearn.IGLP"):
+        made = JsonMakerV2().make({name: {"standardise": "on", "same_unit": "both"}})
+        assert (made.params["standardise"], made.params["same_unit"]) == ("on", "both")
+        with pytest.raises(IGLearnError, match="same_unit is 'pixels'; choose one of none, "):
+            JsonMakerV2().make({name: {"same_unit": "pixels"}})
+    with pytest.raises(IGLearnError, match="standardise is 'yes'; choose one of auto, on, "):
+        RegressionCBLearner(standardise="yes")
+
+
 def test_learners_refuse_a_column_of_rewards():
     learner = OnlineRegressionCB(3, 5, seed=0)
     with pytest.raises(IGLearnError, match=r"shape \(1, 1\) where one number per interaction"):

@@ -38,6 +38,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from coba import Learner
 
+from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit
 from iglearn.errors import IGLearnError
 from iglearn.learners.ai_igl import OnlineAIIGL
 from iglearn.learners.e2g import E2G
@@ -288,6 +289,14 @@ def regression_cb(exploration: str = "epsilon", seed: int = 0, **settings: Any) 
     return partial(_regression_cb, exploration=exploration, seed=seed, **settings)
 
 
+def _scaling(standardise: object, same_unit: object) -> dict[str, Any]:
+    """The registered learners' ``standardise`` and ``same_unit`` settings, checked when the
+    learner is made (not at coba's first interaction), as the online learner takes them."""
+    mode: Mode = check_mode(standardise)
+    unit: SameUnit = check_same_unit(same_unit)
+    return {"standardise": mode, "same_unit": unit}
+
+
 class _ScheduledLearner(CobaLearner):
     """A learner inside Algorithm 1's loop with the paper's schedule as a coba learner: the
     subclasses name the maker (:func:`e2g` or :func:`ai_igl`) and the registered name."""
@@ -296,11 +305,13 @@ class _ScheduledLearner(CobaLearner):
     registered: ClassVar[str]
 
     def __init__(self, users: Ids = 0, words: Ids = AUTO, warmup: int = 4000,
-                 iota: float = 100.0, update_every: int = 100, seed: int = 0):
-        super().__init__(type(self).make_learner(warmup, iota, update_every, seed), users,
-                         words, self.registered,
+                 iota: float = 100.0, update_every: int = 100, seed: int = 0,
+                 standardise: str = "auto", same_unit: str = "none"):
+        scaling = _scaling(standardise, same_unit)
+        super().__init__(type(self).make_learner(warmup, iota, update_every, seed, **scaling),
+                         users, words, self.registered,
                          {"warmup": warmup, "iota": iota, "update_every": update_every,
-                          "seed": seed})
+                          "seed": seed, **scaling})
 
 
 class E2GLearner(_ScheduledLearner):
@@ -315,6 +326,13 @@ class E2GLearner(_ScheduledLearner):
             steps; the paper's 100 explores every other step for the first 400 K rounds).
         update_every: rounds between re-fits.
         seed: the learner's seed.
+        standardise: standardise contexts and feedback with the statistics of the
+            interactions before the first fit: "auto" (the default: a block off the unit
+            scale, such as raw measurements around 35), "on" or "off"
+            (:mod:`iglearn.data.scaling`).
+        same_unit: the blocks measured in one unit, "none" (the default), "context",
+            "feedback" or "both": a standardised block named here shares one scale over its
+            columns instead of one per column (:mod:`iglearn.data.scaling`).
     """
 
     make_learner = staticmethod(e2g)
@@ -360,12 +378,21 @@ class IGLPLearner(CobaLearner):
             over the benchmark's six cells; iglearn's ramp decoded from the feedback did
             better on the digits with half the users swapping (0.74 against 0.66)
             (``benchmarks/coba_grounded.md``, "Decoding from the feedback").
+        standardise: standardise contexts and feedback with the statistics of the
+            interactions before the first fit: "auto" (the default: a block off the unit
+            scale, such as raw measurements around 35), "on" or "off"
+            (:mod:`iglearn.data.scaling`).
+        same_unit: the blocks measured in one unit, "none" (the default), "context",
+            "feedback" or "both": a standardised block named here shares one scale over its
+            columns instead of one per column (:mod:`iglearn.data.scaling`).
     """
 
     def __init__(self, users: Ids = AUTO, words: Ids = AUTO, exploration: str | None = None,
                  epsilon: float = 0.2, gamma: float = 100.0, seed: int = 0,
                  personal: bool = True, estimator: str = "auto",
-                 decode_from: str = "feedback"):
+                 decode_from: str = "feedback", standardise: str = "auto",
+                 same_unit: str = "none"):
+        scaling = _scaling(standardise, same_unit)
         width = 0 if not personal or not users else SLOTS if users == AUTO else int(users)
         if exploration is None:
             exploration = "igw" if width else "epsilon"
@@ -373,11 +400,11 @@ class IGLPLearner(CobaLearner):
             check_estimator(estimator)  # refused here, not at coba's first interaction
         check_decode_from(decode_from)
         super().__init__(iglp(exploration, seed, epsilon=epsilon, gamma=gamma, users=width,
-                              estimator=estimator, decode_from=decode_from),
+                              estimator=estimator, decode_from=decode_from, **scaling),
                          users, words, "iglearn.IGLP",
                          {"exploration": exploration, "epsilon": epsilon, "gamma": gamma,
                           "seed": seed, "personal": bool(width), "estimator": estimator,
-                          "decode_from": decode_from})
+                          "decode_from": decode_from, **scaling})
 
 
 class AIIGLLearner(_ScheduledLearner):
@@ -391,6 +418,13 @@ class AIIGLLearner(_ScheduledLearner):
         iota: the schedule's complexity term, as for :class:`E2GLearner`.
         update_every: rounds between re-fits.
         seed: the learner's seed.
+        standardise: standardise contexts and feedback with the statistics of the
+            interactions before the first fit: "auto" (the default: a block off the unit
+            scale, such as raw measurements around 35), "on" or "off"
+            (:mod:`iglearn.data.scaling`).
+        same_unit: the blocks measured in one unit, "none" (the default), "context",
+            "feedback" or "both": a standardised block named here shares one scale over its
+            columns instead of one per column (:mod:`iglearn.data.scaling`).
     """
 
     make_learner = staticmethod(ai_igl)
@@ -410,14 +444,21 @@ class RegressionCBLearner(CobaLearner):
         epsilon: epsilon-greedy's exploration probability.
         gamma: IGW's parameter.
         seed: the learner's seed.
+        standardise: standardise contexts with the statistics of the interactions before
+            the first fit: "auto" (the default), "on" or "off" (:mod:`iglearn.data.scaling`).
+        same_unit: "context" (or "both"): the contexts are measured in one unit and share one
+            scale when standardised; "none" (the default): one scale per column.
     """
 
     def __init__(self, users: Ids = None, exploration: str = "epsilon", epsilon: float = 0.2,
-                 gamma: float = 100.0, seed: int = 0):
-        super().__init__(regression_cb(exploration, seed, epsilon=epsilon, gamma=gamma),
+                 gamma: float = 100.0, seed: int = 0, standardise: str = "auto",
+                 same_unit: str = "none"):
+        scaling = _scaling(standardise, same_unit)
+        super().__init__(regression_cb(exploration, seed, epsilon=epsilon, gamma=gamma,
+                                       **scaling),
                          users, None, "iglearn.RegressionCB",
                          {"exploration": exploration, "epsilon": epsilon, "gamma": gamma,
-                          "seed": seed}, feedback_dim=0)
+                          "seed": seed, **scaling}, feedback_dim=0)
 
 
 class UniformIGLLearner(CobaLearner):
