@@ -289,12 +289,10 @@ def regression_cb(exploration: str = "epsilon", seed: int = 0, **settings: Any) 
     return partial(_regression_cb, exploration=exploration, seed=seed, **settings)
 
 
-def _scaling(standardise: object, same_unit: object) -> dict[str, Any]:
+def _scaling(standardise: Mode, same_unit: SameUnit) -> dict[str, Any]:
     """The registered learners' ``standardise`` and ``same_unit`` settings, checked when the
     learner is made (not at coba's first interaction), as the online learner takes them."""
-    mode: Mode = check_mode(standardise)
-    unit: SameUnit = check_same_unit(same_unit)
-    return {"standardise": mode, "same_unit": unit}
+    return {"standardise": check_mode(standardise), "same_unit": check_same_unit(same_unit)}
 
 
 class _ScheduledLearner(CobaLearner):
@@ -306,7 +304,7 @@ class _ScheduledLearner(CobaLearner):
 
     def __init__(self, users: Ids = 0, words: Ids = AUTO, warmup: int = 4000,
                  iota: float = 100.0, update_every: int = 100, seed: int = 0,
-                 standardise: str = "auto", same_unit: str = "none"):
+                 standardise: Mode = "auto", same_unit: SameUnit = "none"):
         scaling = _scaling(standardise, same_unit)
         super().__init__(type(self).make_learner(warmup, iota, update_every, seed, **scaling),
                          users, words, self.registered,
@@ -378,20 +376,15 @@ class IGLPLearner(CobaLearner):
             over the benchmark's six cells; iglearn's ramp decoded from the feedback did
             better on the digits with half the users swapping (0.74 against 0.66)
             (``benchmarks/coba_grounded.md``, "Decoding from the feedback").
-        standardise: standardise contexts and feedback with the statistics of the
-            interactions before the first fit: "auto" (the default: a block off the unit
-            scale, such as raw measurements around 35), "on" or "off"
-            (:mod:`iglearn.data.scaling`).
-        same_unit: the blocks measured in one unit, "none" (the default), "context",
-            "feedback" or "both": a standardised block named here shares one scale over its
-            columns instead of one per column (:mod:`iglearn.data.scaling`).
+        standardise: as for :class:`E2GLearner`.
+        same_unit: as for :class:`E2GLearner`.
     """
 
     def __init__(self, users: Ids = AUTO, words: Ids = AUTO, exploration: str | None = None,
                  epsilon: float = 0.2, gamma: float = 100.0, seed: int = 0,
                  personal: bool = True, estimator: str = "auto",
-                 decode_from: str = "feedback", standardise: str = "auto",
-                 same_unit: str = "none"):
+                 decode_from: str = "feedback", standardise: Mode = "auto",
+                 same_unit: SameUnit = "none"):
         scaling = _scaling(standardise, same_unit)
         width = 0 if not personal or not users else SLOTS if users == AUTO else int(users)
         if exploration is None:
@@ -418,13 +411,8 @@ class AIIGLLearner(_ScheduledLearner):
         iota: the schedule's complexity term, as for :class:`E2GLearner`.
         update_every: rounds between re-fits.
         seed: the learner's seed.
-        standardise: standardise contexts and feedback with the statistics of the
-            interactions before the first fit: "auto" (the default: a block off the unit
-            scale, such as raw measurements around 35), "on" or "off"
-            (:mod:`iglearn.data.scaling`).
-        same_unit: the blocks measured in one unit, "none" (the default), "context",
-            "feedback" or "both": a standardised block named here shares one scale over its
-            columns instead of one per column (:mod:`iglearn.data.scaling`).
+        standardise: as for :class:`E2GLearner`.
+        same_unit: as for :class:`E2GLearner`.
     """
 
     make_learner = staticmethod(ai_igl)
@@ -451,8 +439,8 @@ class RegressionCBLearner(CobaLearner):
     """
 
     def __init__(self, users: Ids = None, exploration: str = "epsilon", epsilon: float = 0.2,
-                 gamma: float = 100.0, seed: int = 0, standardise: str = "auto",
-                 same_unit: str = "none"):
+                 gamma: float = 100.0, seed: int = 0, standardise: Mode = "auto",
+                 same_unit: SameUnit = "none"):
         scaling = _scaling(standardise, same_unit)
         super().__init__(regression_cb(exploration, seed, epsilon=epsilon, gamma=gamma,
                                        **scaling),
