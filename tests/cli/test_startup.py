@@ -95,15 +95,35 @@ def test_help_starts_fast():
     assert statistics.median(once() for _ in range(3)) < 1.5
 
 
-@pytest.mark.parametrize("argv", [["fit", "missing.npz", "--out", "{tmp}/model"],
-                                  ["reproduce", "figure3", "--rounds", "1", "--out", "{tmp}/f3"]])
-def test_running_a_command_imports_what_it_needs(argv, tmp_path):
-    """Parsing imports no learner; running does, up to the error these runs end with (a
-    missing log; rounds that end in the warm-up)."""
-    argv = [word.format(tmp=tmp_path) for word in argv]
+def test_running_a_command_imports_what_it_needs(tmp_path):
+    """Parsing imports no learner; running does, up to the error this run ends with (rounds
+    that end in the warm-up)."""
+    argv = ["reproduce", "figure3", "--rounds", "1", "--out", str(tmp_path / "f3")]
     code = ("from iglearn.cli import main\n"
             f"assert main({argv!r}) == 2")
     assert "torch" in loaded_after(code)
+
+
+@pytest.mark.parametrize(("rows", "message"), [
+    (None, "no such file"),
+    ([[35.1, 35.2, 0, 0.5, 400]] * 3, "3 interactions for 3 actions is too few to fit"),
+    ([[35.1, "", 0, 0.5, 400]] * 9, "column 'b' holds a missing value at row 0")])
+def test_fit_refuses_a_bad_log_before_it_imports_torch(rows, message, tmp_path):
+    """A log that cannot be fitted (missing, too few interactions, a missing value) is
+    refused before anything imports torch (a second or more of start-up), with its one-line
+    message, and no model folder is written."""
+    log = tmp_path / "log.csv"
+    if rows is not None:
+        log.write_text("a,b,arm,p,latency\n" + "".join(",".join(map(str, row)) + "\n"
+                                                        for row in rows))
+    argv = ["fit", str(log), "--out", str(tmp_path / "model"), "--context", "a,b",
+            "--feedback", "latency", "--action", "arm", "--probability", "p",
+            "--n-actions", "3"]
+    code = ("import contextlib, io\nfrom iglearn.cli import main\nerr = io.StringIO()\n"
+            f"with contextlib.redirect_stderr(err):\n    assert main({argv!r}) == 2\n"
+            f"assert {message!r} in err.getvalue(), err.getvalue()")
+    assert "torch" not in loaded_after(code)
+    assert not (tmp_path / "model").exists()
 
 
 def test_fit_predict_and_evaluate_import_only_what_they_need(tmp_path):

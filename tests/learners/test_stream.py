@@ -14,6 +14,7 @@ import torch
 
 from iglearn import AIIGL, BatchIGL, ContextualBandit, LogStream, Supervised, open_log
 from iglearn.data.formats import write_table
+from iglearn.data.limits import MIN_PER_ACTION
 from iglearn.data.stream import StreamSettings
 from iglearn.envs import action_inclusive_environment, digits_environment
 from iglearn.errors import IGLearnError
@@ -23,7 +24,7 @@ from iglearn.learners.batch_igl import indicators
 from iglearn.learners.corrector import corrector_statistics
 from iglearn.learners.evaluation import evaluate
 from iglearn.learners.iglp import IGLP
-from iglearn.learners.stream import MIN_PER_ACTION, StreamTrials, training_data
+from iglearn.learners.stream import StreamTrials, training_data
 from iglearn.learners.trials import fixed_signal
 from iglearn.learners.unsupervised import UnsupervisedBandit
 from iglearn.models import make_decoder, make_policy

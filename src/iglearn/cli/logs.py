@@ -132,17 +132,17 @@ def unit_value(text: str) -> float:
 
 
 def _fit(args: argparse.Namespace) -> int:
+    """``iglearn fit``. The options, the paths and the log are checked before anything imports
+    torch (a second or more): a missing file, a bad column or a log too small is told at
+    once."""
     from iglearn.data.formats import open_table
+    from iglearn.data.limits import check_fit_size
     from iglearn.data.stream import log_from
-    from iglearn.devices import resolve_device
     from iglearn.files import fingerprint, output_folder, write_text
-    from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
-    from iglearn.learners.registry import save_model
 
     out = Path(args.out)
-    learner = _learner(args)
+    _check_options(args)
     in_memory = args.algorithm == "igl-p"  # IGL-P fits a log in memory (regression.fit_model)
-    resolve_device(getattr(learner, "device", "cpu"))  # unavailable: an error before any work
     reading = build_settings(args, StreamSettings(), STREAM)
     if in_memory:
         if reading.stream == "on":
@@ -153,17 +153,25 @@ def _fit(args: argparse.Namespace) -> int:
     if backend is not None:
         reading = replace(reading, stream="on")
     history = None if args.history is None else Path(args.history)
-    if history is not None and not isinstance(learner, BatchIGL):
+    if history is not None and args.algorithm != "igl":
         raise IGLearnError(f"--history: --algorithm {args.algorithm} records no per-epoch "
                            f"history (only --algorithm igl does); drop --history")
     check_paths(with_sidecar("LOG", args.log),
                 [("--out", out), *([("--history", history)] if history else [])])
-    check_model_output(out)
-    if history is not None:
-        output_folder(history)
     reader = open_table(args.log, columns=_columns(args))
     info = reader.info
     log = log_from(reader, reading)
+    check_fit_size([log])
+    check_model_output(out)  # reads a model folder there with iglearn.models.io: torch
+
+    from iglearn.devices import resolve_device
+    from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
+    from iglearn.learners.registry import save_model
+
+    learner = _learner(args)
+    resolve_device(getattr(learner, "device", "cpu"))  # unavailable: an error before any work
+    if history is not None:
+        output_folder(history)
     settings = asdict(learner)
     args.outputs.claim([out, *([history] if history else [])])
     with warnings.catch_warnings():
@@ -222,11 +230,9 @@ def _backend(args: argparse.Namespace, reading: StreamSettings) -> RayTrain | No
     return replace(build_settings(args, RayTrain(), BACKEND), address=reading.ray_address)
 
 
-def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
-    """The learner ``--algorithm`` names, with the settings given. An option of another
-    algorithm only is refused, naming the option and the algorithm it belongs to."""
-    from iglearn.learners.registry import learner_class
-
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse an option of another algorithm than ``--algorithm``, naming the option and the
+    algorithm it belongs to (from the settings classes: no torch is imported)."""
     algorithm = args.algorithm
     defaults = algorithm_defaults()
     given = {dest[len(LEARNER) + 1:].partition(".")[0] for dest in vars(args)
@@ -241,6 +247,14 @@ def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
         raise IGLearnError(f"{flag(foreign[0])} is an option of --algorithm "
                            f"{' or '.join(owners)}, which --algorithm {algorithm} does not "
                            f"have; drop it, or choose that algorithm")
+
+
+def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
+    """The learner ``--algorithm`` names, with the settings given (checked by
+    :func:`_check_options` first)."""
+    from iglearn.learners.registry import learner_class
+
+    algorithm = args.algorithm
     start: BatchIGL | AIIGL | IGLP | VIIGL
     if algorithm == "igl":
         start = objectives()[args.objective or "iglearn"](seed=args.seed)

@@ -4,6 +4,17 @@ Each limit is a module-level setting read when a file is read, so a program may 
 e.g. ``iglearn.data.limits.MAX_ACTIONS = 10**7``; every message about a limit names it.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from iglearn.errors import IGLearnError
+
+if TYPE_CHECKING:
+    from iglearn.data.logs import InteractionLog
+    from iglearn.data.stream import LogStream
+
 MAX_ACTIONS = 1_000_000
 """Most actions K a log, a context set or a model may have (a linear policy holds K x d_x
 weights)."""
@@ -40,3 +51,21 @@ PROBABILITY_FLOOR = 1e-6
 logged with p = 1e-30 outweighs every other interaction in every estimate by a factor of
 10**24, and its gradients overflow float32. Lower the floor for logs whose logging policy
 really did play some actions this rarely."""
+
+MIN_PER_ACTION = 2
+"""The fewest interactions per action, on average, that a log must hold to be fitted: a log
+of n interactions with K actions is refused when n < MIN_PER_ACTION * K."""
+
+
+def check_fit_size(logs: Sequence[InteractionLog | LogStream]) -> None:
+    """Refuse logs too small to fit (logs in memory or streamed): fewer than
+    :data:`MIN_PER_ACTION` interactions per action (so also fewer interactions than actions).
+    Every learner's fit checks here first, and ``iglearn fit`` before it builds the learner."""
+    for log in logs:
+        n, k = len(log), log.n_actions
+        minimum = MIN_PER_ACTION * k
+        if n < minimum:
+            raise IGLearnError(
+                f"{log.source}: {n} interaction{'' if n == 1 else 's'} for {k} actions is too "
+                f"few to fit; a fit needs at least {minimum} ({MIN_PER_ACTION} per action): "
+                f"log more interactions")

@@ -79,6 +79,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from iglearn.data.limits import check_fit_size
 from iglearn.data.scaling import Mode, SameUnit
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
@@ -92,7 +93,7 @@ from iglearn.learners.restarts import Attempt, adaptive_restart
 from iglearn.learners.schedules import DataDrivenSchedule, Schedule
 from iglearn.learners.settings import AIIGL_OPTIMISATION as DEFAULT_OPTIMISATION
 from iglearn.learners.settings import AIIGLSettings, Optimisation
-from iglearn.learners.stream import AnyLog, action_counts, check_fit_size, training_data
+from iglearn.learners.stream import AnyLog, action_counts, training_data
 from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import (
     Batch,

@@ -10,12 +10,13 @@ from typing import TYPE_CHECKING, ClassVar, Self
 
 import torch
 
+from iglearn.data.limits import check_fit_size
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
 from iglearn.learners.settings import FitSettings, Optimisation
-from iglearn.learners.stream import AnyLog, check_fit_size, has_field, training_data
+from iglearn.learners.stream import AnyLog, has_field, training_data
 from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Source, side_by_side
 from iglearn.models import Policy, make_policy

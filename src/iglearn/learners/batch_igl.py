@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 import numpy as np
 import torch
 
+from iglearn.data.limits import check_fit_size
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Standardiser
 from iglearn.devices import check_device, resolve_device
@@ -65,7 +66,6 @@ from iglearn.learners.settings import (
 from iglearn.learners.stream import (
     AnyLog,
     action_counts,
-    check_fit_size,
     min_probability,
     training_data,
 )

@@ -70,6 +70,7 @@ import numpy as np
 import torch
 
 from iglearn.data.contexts import row_groups
+from iglearn.data.limits import check_fit_size
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Mode, SameUnit
 from iglearn.errors import IGLearnError, check_choice
@@ -86,7 +87,6 @@ from iglearn.learners.regression import (
     uniform_weights,
 )
 from iglearn.learners.settings import IGLPSettings, Optimisation
-from iglearn.learners.stream import check_fit_size
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, kernels, make_policy
 from iglearn.models.custom import check_specs

@@ -119,23 +119,6 @@ def training_data(logs: Sequence[AnyLog], signal: str,
     return Trials(*fields)
 
 
-MIN_PER_ACTION = 2
-"""The fewest interactions per action, on average, that a log must hold to be fitted: a log
-of n interactions with K actions is refused when n < MIN_PER_ACTION * K."""
-
-
-def check_fit_size(logs: Sequence[AnyLog]) -> None:
-    """Refuse logs too small to fit: fewer than :data:`MIN_PER_ACTION` interactions per action
-    (so also fewer interactions than actions). Every learner's fit checks here first."""
-    for log in logs:
-        n, k = len(log), log.n_actions
-        minimum = MIN_PER_ACTION * k
-        if n < minimum:
-            raise IGLearnError(
-                f"{log.source}: {n} interaction{'' if n == 1 else 's'} for {k} actions is too "
-                f"few to fit; a fit needs at least {minimum} ({MIN_PER_ACTION} per action): "
-                f"log more interactions")
-
 
 def action_counts(log: AnyLog) -> np.ndarray:
     """Interactions of each action in ``log``, shape (K,)."""

@@ -13,6 +13,7 @@ import time
 
 import numpy as np
 
+from iglearn.data.limits import check_fit_size
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError, check_choice
 from iglearn.learners.base import PolicyLearner
@@ -20,7 +21,6 @@ from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.settings import METHODS as METHODS
 from iglearn.learners.settings import RULES as RULES
 from iglearn.learners.settings import Optimisation
-from iglearn.learners.stream import check_fit_size
 from iglearn.seeding import SeedLike, as_generator
 
 

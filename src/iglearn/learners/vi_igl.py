@@ -71,6 +71,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from iglearn.data.limits import check_fit_size
 from iglearn.errors import IGLearnError
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.baselines import reward_stages
@@ -84,7 +85,7 @@ from iglearn.learners.settings import (
     Optimisation,
     VIIGLSettings,
 )
-from iglearn.learners.stream import AnyLog, check_fit_size, training_data
+from iglearn.learners.stream import AnyLog, training_data
 from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Source, as_tensor, fixed_signal, side_by_side
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
