@@ -126,6 +126,19 @@ def test_fit_refuses_a_bad_log_before_it_imports_torch(rows, message, tmp_path):
     assert not (tmp_path / "model").exists()
 
 
+@pytest.mark.parametrize("command", [["evaluate", "{tmp}/model", "{tmp}/gone.csv"],
+                                     ["predict", "{tmp}/model", "{tmp}/gone.csv", "--out",
+                                      "{tmp}/actions.csv"]])
+def test_evaluate_and_predict_refuse_a_missing_file_before_they_import_torch(command,
+                                                                            tmp_path):
+    argv = [word.format(tmp=tmp_path) for word in command]
+    code = ("import contextlib, io\nfrom iglearn.cli import main\nerr = io.StringIO()\n"
+            f"with contextlib.redirect_stderr(err):\n    assert main({argv!r}) == 2\n"
+            "assert 'gone.csv: no such file; check the path' in err.getvalue(), "
+            "err.getvalue()")
+    assert "torch" not in loaded_after(code)
+
+
 def test_fit_predict_and_evaluate_import_only_what_they_need(tmp_path):
     """``iglearn fit`` (of a CSV and a Parquet log), ``predict`` and ``evaluate`` read and
     write Arrow columns as views of their buffers (pyarrow's to_numpy, flatten and array

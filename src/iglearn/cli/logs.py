@@ -301,6 +301,11 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
 def _model_and_table(model_dir: str, data: str, contexts_only: bool,
                      args: argparse.Namespace, reading: StreamSettings | None = None
                      ) -> tuple[BatchIGL | AIIGL | IGLP, InteractionLog | LogStream | ContextSet]:
+    from iglearn.files import input_file
+
+    if not Path(data).is_dir():  # a missing or unreadable file: told before torch is imported
+        input_file(data)
+
     from iglearn.data.contexts import ContextSet
     from iglearn.data.formats import open_table
     from iglearn.data.formats.base import check
@@ -345,13 +350,13 @@ IN_SAMPLE_NOTE = ("the data are the log the model was fitted on: these measures 
 
 
 def _evaluate(args: argparse.Namespace) -> int:
+    learner, table = _model_and_table(args.model, args.data, contexts_only=False, args=args,
+                                      reading=build_settings(args, StreamSettings(), STREAM))
     from iglearn.files import same_content
     from iglearn.learners.evaluation import evaluate
     from iglearn.learners.registry import algorithm_of
     from iglearn.threads import torch_threads
 
-    learner, table = _model_and_table(args.model, args.data, contexts_only=False, args=args,
-                                      reading=build_settings(args, StreamSettings(), STREAM))
     with torch_threads(build_settings(args, Placement(), PLACEMENT).threads):
         measures = evaluate(learner, table)
     if set(measures) == {"samples"}:
