@@ -132,3 +132,39 @@ def test_a_field_without_docstring_or_with_an_unknown_type_is_refused():
     for cls in (Undocumented, Unknown):
         with pytest.raises(TypeError, match=f"{cls.__name__}"):
             parser_for(cls())
+
+
+@pytest.mark.parametrize("algorithm", ["igl", "ai-igl", "igl-p", "vi-igl"])
+def test_every_number_a_learner_refuses_at_0_is_refused_by_the_option(algorithm):
+    """A numeric setting that the learner refuses at 0 and takes at 1 (a count of at least 1,
+    a positive scale) is refused by its option's parser too, so that the command line's
+    message names the option (``argument --beta: must be a finite number > 0``)."""
+    from dataclasses import fields, replace
+
+    from iglearn.errors import IGLearnError
+    from iglearn.learners.registry import learner_class
+    from iglearn.learners.settings import Optimisation
+
+    learner = learner_class(algorithm)(seed=0)
+    places = [(type(learner), learner, lambda value, name: replace(learner, **{name: value})),
+              (Optimisation, learner.optimisation,
+               lambda value, name: replace(learner, optimisation=replace(
+                   learner.optimisation, **{name: value})))]
+    checked = 0
+    for cls, settings, changed in places:
+        for f in fields(settings):
+            if f.name == "seed" or not isinstance(getattr(settings, f.name), int | float) \
+                    or isinstance(getattr(settings, f.name), bool):
+                continue
+            kind = type(getattr(settings, f.name))
+            try:
+                changed(kind(1), f.name)
+            except IGLearnError:  # not a count or a scale (IGL-P's threshold > 1)
+                continue
+            try:
+                changed(kind(0), f.name)
+            except IGLearnError:
+                checked += 1
+                with pytest.raises(argparse.ArgumentTypeError, match="> 0|>= 1"):
+                    value_parser(cls, f.name)("0")
+    assert checked >= 3

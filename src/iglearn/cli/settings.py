@@ -65,9 +65,10 @@ def choices() -> Mapping[str, tuple[str, ...]]:
 
 # Numeric settings that must be above 0 (every other one must be at least 0).
 POSITIVE = frozenset({
-    "batch_size", "bci_samples", "clusters", "decoder_temperature", "eta", "eval_every", "iota",
-    "jobs", "lr", "rounds", "samples", "stack", "temperature", "threads", "trials", "window",
-    "update_every",
+    "batch_size", "bci_samples", "beta", "clusters", "critic_clip", "critic_hidden",
+    "critic_pairs", "critic_width", "decoder_temperature", "eta", "eval_every", "ik_starts",
+    "iota", "jobs", "lr", "ramp_width", "rounds", "samples", "small_lr_scale", "small_steps",
+    "stack", "starts", "temperature", "threads", "trials", "window", "update_every",
 })
 
 NONE = "none"
