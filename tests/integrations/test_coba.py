@@ -180,10 +180,16 @@ def test_registered_learners_take_the_scaling_settings_by_name():
     table = result.learners.to_pandas().set_index("learner_id")
     assert (table.loc[0, "same_unit"], table.loc[1, "standardise"]) == ("context", "off")
     for name in ("iglearn.E2G", "iglearn.AIIGL", "iglearn.IGLP"):
-        made = JsonMakerV2().make({name: {"standardise": "on", "same_unit": "both"}})
+        made = JsonMakerV2().make({name: {"standardise": "on", "same_unit": "both",
+                                          "users": 0}})
         assert (made.params["standardise"], made.params["same_unit"]) == ("on", "both")
         with pytest.raises(IGLearnError, match="same_unit is 'pixels'; choose one of none, "):
             JsonMakerV2().make({name: {"same_unit": "pixels"}})
+        # a user id's one-hot features are not in the unit of the measurements after them
+        with pytest.raises(IGLearnError, match=r"begin with the user id's one-hot features "
+                                               r"\(users='auto'\); set users to 0 or None"):
+            JsonMakerV2().make({name: {"same_unit": "context", "users": "auto"}})
+        assert JsonMakerV2().make({name: {"same_unit": "feedback", "users": "auto"}})
     with pytest.raises(IGLearnError, match="standardise is 'yes'; choose one of auto, on, "):
         RegressionCBLearner(standardise="yes")
 

@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from coba import Learner
 
-from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit
+from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit, one_scale
 from iglearn.errors import IGLearnError
 from iglearn.learners.ai_igl import OnlineAIIGL
 from iglearn.learners.e2g import E2G
@@ -289,10 +289,18 @@ def regression_cb(exploration: str = "epsilon", seed: int = 0, **settings: Any) 
     return partial(_regression_cb, exploration=exploration, seed=seed, **settings)
 
 
-def _scaling(standardise: Mode, same_unit: SameUnit) -> dict[str, Any]:
+def _scaling(standardise: Mode, same_unit: SameUnit, users: Ids) -> dict[str, Any]:
     """The registered learners' ``standardise`` and ``same_unit`` settings, checked when the
-    learner is made (not at coba's first interaction), as the online learner takes them."""
-    return {"standardise": check_mode(standardise), "same_unit": check_same_unit(same_unit)}
+    learner is made (not at coba's first interaction), as the online learner takes them: a
+    context that begins with a user id's one-hot features (``users`` "auto" or n >= 1) is not
+    measured in one unit."""
+    unit = check_same_unit(same_unit)
+    if users and one_scale(unit, "context"):
+        raise IGLearnError(f"same_unit={unit!r} names the contexts as measured in one unit, "
+                           f"but they begin with the user id's one-hot features (users="
+                           f"{users!r}); set users to 0 or None, or same_unit to 'none' or "
+                           f"'feedback'")
+    return {"standardise": check_mode(standardise), "same_unit": unit}
 
 
 class _ScheduledLearner(CobaLearner):
@@ -305,7 +313,7 @@ class _ScheduledLearner(CobaLearner):
     def __init__(self, users: Ids = 0, words: Ids = AUTO, warmup: int = 4000,
                  iota: float = 100.0, update_every: int = 100, seed: int = 0,
                  standardise: Mode = "auto", same_unit: SameUnit = "none"):
-        scaling = _scaling(standardise, same_unit)
+        scaling = _scaling(standardise, same_unit, users)
         super().__init__(type(self).make_learner(warmup, iota, update_every, seed, **scaling),
                          users, words, self.registered,
                          {"warmup": warmup, "iota": iota, "update_every": update_every,
@@ -330,7 +338,11 @@ class E2GLearner(_ScheduledLearner):
             (:mod:`iglearn.data.scaling`).
         same_unit: the blocks measured in one unit, "none" (the default), "context",
             "feedback" or "both": a standardised block named here shares one scale over its
-            columns instead of one per column (:mod:`iglearn.data.scaling`).
+            columns instead of one per column (:mod:`iglearn.data.scaling`). Where ``users``
+            reads a user id, the contexts begin with its one-hot features, which are not in
+            the unit of the measurements after them: naming the contexts then is refused
+            (``users`` 0 or None drops or has no user id). A word id's one-hot feedback is one
+            block of one unit.
     """
 
     make_learner = staticmethod(e2g)
@@ -385,7 +397,7 @@ class IGLPLearner(CobaLearner):
                  personal: bool = True, estimator: str = "auto",
                  decode_from: str = "feedback", standardise: Mode = "auto",
                  same_unit: SameUnit = "none"):
-        scaling = _scaling(standardise, same_unit)
+        scaling = _scaling(standardise, same_unit, users)
         width = 0 if not personal or not users else SLOTS if users == AUTO else int(users)
         if exploration is None:
             exploration = "igw" if width else "epsilon"
@@ -435,13 +447,14 @@ class RegressionCBLearner(CobaLearner):
         standardise: standardise contexts with the statistics of the interactions before
             the first fit: "auto" (the default), "on" or "off" (:mod:`iglearn.data.scaling`).
         same_unit: "context" (or "both"): the contexts are measured in one unit and share one
-            scale when standardised; "none" (the default): one scale per column.
+            scale when standardised (without a user id's one-hot features: ``users`` None or
+            0, as for :class:`E2GLearner`); "none" (the default): one scale per column.
     """
 
     def __init__(self, users: Ids = None, exploration: str = "epsilon", epsilon: float = 0.2,
                  gamma: float = 100.0, seed: int = 0, standardise: Mode = "auto",
                  same_unit: SameUnit = "none"):
-        scaling = _scaling(standardise, same_unit)
+        scaling = _scaling(standardise, same_unit, users)
         super().__init__(regression_cb(exploration, seed, epsilon=epsilon, gamma=gamma,
                                        **scaling),
                          users, None, "iglearn.RegressionCB",
