@@ -187,7 +187,7 @@ def test_registered_learners_take_the_scaling_settings_by_name():
             JsonMakerV2().make({name: {"same_unit": "pixels"}})
         # a user id's one-hot features are not in the unit of the measurements after them
         with pytest.raises(IGLearnError, match=r"begin with the user id's one-hot features "
-                                               r"\(users='auto'\); set users to 0 or None"):
+                                               r"\(users='auto'\); set same_unit to 'none'"):
             JsonMakerV2().make({name: {"same_unit": "context", "users": "auto"}})
         assert JsonMakerV2().make({name: {"same_unit": "feedback", "users": "auto"}})
     with pytest.raises(IGLearnError, match="standardise is 'yes'; choose one of auto, on, "):

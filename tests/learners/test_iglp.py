@@ -228,6 +228,12 @@ def test_bad_settings_are_refused():
         IGLP(estimator="zhang", ramp_width=0.0)
     with pytest.raises(IGLearnError, match="gamma0"):
         OnlineIGLP(3, 1, 1, gamma0=0.0)
+    # per-user grounding's one-hot user features are not in the unit of the measurements
+    with pytest.raises(IGLearnError, match="begin with the user id's one-hot features"):
+        IGLP(users=3, same_unit="context")
+    with pytest.raises(IGLearnError, match=r"\(users=2\); set same_unit to 'none'"):
+        OnlineIGLP(3, 5, 2, users=2, same_unit="both")
+    assert IGLP(users=3, same_unit="feedback").same_unit == "feedback"
 
 
 @pytest.mark.parametrize("kind", ["linear", "mlp"])

@@ -314,6 +314,16 @@ def check_same_unit(same_unit: object) -> SameUnit:
     return cast(SameUnit, same_unit)
 
 
+def check_users_unit(same_unit: SameUnit, users: object) -> None:
+    """Refuse ``same_unit`` naming the contexts of a learner whose contexts begin with a user
+    id's one-hot features (``users``, the learner's setting, true: IGL-P's per-user grounding,
+    a coba learner's user ids), which are not in the unit of the measurements after them."""
+    if users and one_scale(same_unit, "context"):
+        raise IGLearnError(f"same_unit={same_unit!r} names the contexts as measured in one "
+                           f"unit, but they begin with the user id's one-hot features (users="
+                           f"{users!r}); set same_unit to 'none' or 'feedback', or users to 0")
+
+
 def one_scale(same_unit: SameUnit, block: str) -> bool:
     """Whether ``block`` ("context" or "feedback") is one ``same_unit`` names."""
     return same_unit in (block, "both")

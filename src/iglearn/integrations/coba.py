@@ -38,7 +38,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from coba import Learner
 
-from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit, one_scale
+from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit, check_users_unit
 from iglearn.errors import IGLearnError
 from iglearn.learners.ai_igl import OnlineAIIGL
 from iglearn.learners.e2g import E2G
@@ -295,11 +295,7 @@ def _scaling(standardise: Mode, same_unit: SameUnit, users: Ids) -> dict[str, An
     context that begins with a user id's one-hot features (``users`` "auto" or n >= 1) is not
     measured in one unit."""
     unit = check_same_unit(same_unit)
-    if users and one_scale(unit, "context"):
-        raise IGLearnError(f"same_unit={unit!r} names the contexts as measured in one unit, "
-                           f"but they begin with the user id's one-hot features (users="
-                           f"{users!r}); set users to 0 or None, or same_unit to 'none' or "
-                           f"'feedback'")
+    check_users_unit(unit, users)
     return {"standardise": check_mode(standardise), "same_unit": unit}
 
 

@@ -72,7 +72,7 @@ import torch
 from iglearn.data.contexts import row_groups
 from iglearn.data.limits import check_fit_size
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import Mode, SameUnit
+from iglearn.data.scaling import Mode, SameUnit, check_users_unit
 from iglearn.errors import IGLearnError, check_choice
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.monitor import ShortReport
@@ -513,6 +513,7 @@ class IGLP(IGLPSettings, PolicyLearner):
             if isinstance(value, bool) or not (isinstance(value, int) and value >= least):
                 raise IGLearnError(f"{name} must be a whole number >= {least} ({meaning}), "
                                    f"got {value!r}")
+        check_users_unit(self.same_unit, self.users)
 
     def fit(self, log: InteractionLog) -> Self:
         """Fit the three models on ``log``."""
@@ -728,6 +729,7 @@ class OnlineIGLP(OnlineRegression):
                  same_unit: SameUnit = "none"):
         super().__init__(n_actions, context_dim, feedback_dim, exploration, epsilon, gamma,
                          refit_every, refit_growth, seed, standardise, gamma0, same_unit)
+        check_users_unit(self.same_unit, users)
         self.first_fit = first_fit or (PERSONAL_FIRST_FIT if users else ONLINE_FIRST_FIT)
         self.refit = refit or (PERSONAL_REFIT if users else ONLINE_REFIT)
         # the interactions reach the batch learner already standardised
