@@ -315,9 +315,10 @@ def check_same_unit(same_unit: object) -> SameUnit:
 
 
 def check_users_unit(same_unit: SameUnit, users: object) -> None:
-    """Refuse ``same_unit`` naming the contexts of a learner whose contexts begin with a user
-    id's one-hot features (``users``, the learner's setting, true: IGL-P's per-user grounding,
-    a coba learner's user ids), which are not in the unit of the measurements after them."""
+    """Refuse ``same_unit`` naming the contexts when they begin with a user id's one-hot
+    features, which are not in the unit of the measurements after them: ``users`` is the
+    learner's setting, true (a count, "auto") where it reads them (IGL-P's per-user grounding,
+    a coba learner's user ids)."""
     if users and one_scale(same_unit, "context"):
         raise IGLearnError(f"same_unit={same_unit!r} names the contexts as measured in one "
                            f"unit, but they begin with the user id's one-hot features (users="
