@@ -38,6 +38,7 @@ from typing import Any, Literal, TypeVar, cast
 
 from iglearn.errors import shown as quoted
 from iglearn.hints import settings_hints
+from iglearn.learners.settings import POSITIVE_SETTINGS
 
 T = TypeVar("T")
 
@@ -63,12 +64,11 @@ def choices() -> Mapping[str, tuple[str, ...]]:
     return {name: choices_of(name) or () for name in CHOICE_SOURCES}
 
 
-# Numeric settings that must be above 0 (every other one must be at least 0).
-POSITIVE = frozenset({
-    "batch_size", "bci_samples", "beta", "clusters", "critic_clip", "critic_hidden",
-    "critic_pairs", "critic_width", "decoder_temperature", "eta", "eval_every", "ik_starts",
-    "iota", "jobs", "lr", "ramp_width", "rounds", "samples", "small_lr_scale", "small_steps",
-    "stack", "starts", "temperature", "threads", "trials", "window", "update_every",
+# Numeric settings that must be above 0 (every other one must be at least 0): the learners'
+# (POSITIVE_SETTINGS), the schedules', the experiments' and the command's own.
+POSITIVE = POSITIVE_SETTINGS | frozenset({
+    "bci_samples", "clusters", "eta", "eval_every", "iota", "jobs", "rounds", "samples",
+    "stack", "threads", "trials", "update_every",
 })
 
 NONE = "none"

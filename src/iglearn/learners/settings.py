@@ -30,6 +30,16 @@ POLICY_KINDS = ("linear", "mlp")
 """The names of the built-in policy classes (:data:`iglearn.models.policies.POLICIES`)."""
 DECODER_KINDS = ("linear", "mlp")
 """The names of the built-in decoder classes (:data:`iglearn.models.decoders.DECODERS`)."""
+POSITIVE_SETTINGS = frozenset({
+    "batch_size", "beta", "critic_clip", "critic_hidden", "critic_pairs", "critic_width",
+    "decoder_temperature", "ik_starts", "lr", "ramp_width", "small_lr_scale", "small_steps",
+    "starts", "temperature", "window",
+})
+"""The numeric settings of the learners (and of their optimisation) that must be above 0, a
+count of at least 1 or a positive scale; every other must be at least 0 (some have a further
+bound of their own, such as IGL-P's ``threshold`` > 1). The command line's options
+(:data:`iglearn.cli.settings.POSITIVE`) and a model folder's recorded settings are checked
+against it."""
 EXPLOIT = ("greedy", "softmax")
 """How E2G exploits (:mod:`iglearn.learners.e2g`)."""
 METHODS = ("gmm", "kmeans")

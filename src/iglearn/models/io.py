@@ -63,7 +63,7 @@ from iglearn.files import (
     temporary_folder,
 )
 from iglearn.hints import settings_hints
-from iglearn.learners.settings import ALGORITHM_SETTINGS
+from iglearn.learners.settings import ALGORITHM_SETTINGS, POSITIVE_SETTINGS
 from iglearn.models.custom import (
     CUSTOM,
     CustomDecoder,
@@ -87,10 +87,6 @@ WEIGHTS = "weights.safetensors"
 
 _FACTORY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 """An importable factory path, ``module:function``."""
-_POSITIVE = frozenset({"decoder_temperature", "temperature", "lr", "batch_size", "window",
-                       "beta", "critic_hidden", "critic_width", "critic_pairs",
-                       "critic_clip"})
-"""Settings (of the learner or its optimisation) that must be > 0 in a saved model."""
 _NON_NEGATIVE = frozenset({"max_restarts", "grounding_epochs", "policy_epochs", "epochs",
                            "max_steps", "patience", "tolerance", "weight_decay",
                            "weight_decay_scale", "refinements", "min_interactions"})
@@ -317,11 +313,12 @@ def _expected(hint: Any) -> str:
 
 
 def _checked(name: str, value: Any, hint: Any) -> Any:
-    """:func:`_typed`, plus the range of the settings in ``_POSITIVE`` and
-    ``_NON_NEGATIVE``."""
+    """:func:`_typed`, plus the range of the settings in
+    :data:`~iglearn.learners.settings.POSITIVE_SETTINGS` (None where the setting may be
+    None) and ``_NON_NEGATIVE``."""
     value = _typed(value, hint)
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    if name in _POSITIVE and not (number and value > 0):
+    if name in POSITIVE_SETTINGS and value is not None and not (number and value > 0):
         raise _Invalid("a number > 0", value)
     if name in _NON_NEGATIVE and not (number and value >= 0):
         raise _Invalid("a number >= 0", value)
