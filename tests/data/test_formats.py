@@ -359,7 +359,13 @@ BAD = {
     "csv missing value": ("x.csv", lambda p: p.write_text("context_0,n_actions\n1,3\n,3\n"),
                           ["context_0", "missing value at row 1"]),
     "csv text column": ("x.csv", lambda p: p.write_text("context_0,n_actions\nabc,3\n"),
-                        ["context_0", "expected numbers"]),
+                        ["context_0", "holds text ('abc' at row 0)", "map it to numbers"]),
+    "csv stray word": ("x.csv", lambda p: p.write_text(
+        "context_0,n_actions\n35.1,3\n35.2,3\nhigh,3\n35.0,3\n"),
+        ["context_0", "a value that is not a number ('high' at row 2)", "remove those rows"]),
+    "csv dates": ("x.csv", lambda p: p.write_text(
+        "context_0,n_actions\n2026-01-01 10:00:00,3\n"),
+        ["context_0", "dates or times", "seconds since a start"]),
     "csv gap": ("x.csv", lambda p: p.write_text("context_0,context_2,n_actions\n1,2,3\n"),
                 ["skip context_1"]),
     "missing file": ("absent.npz", lambda p: None, ["no such file"]),

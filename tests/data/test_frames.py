@@ -259,7 +259,11 @@ NON_NUMERIC = {
     "categorical text": (_set("reward", lambda n: pd.Categorical(["yes", "no"] * (n // 2))),
                          ["column 'reward'", "text", "'yes'"]),
     "object strings": (_set("probability", lambda n: ["0.5"] * n),
-                       ["column 'probability'", "text"]),
+                       ["column 'probability'", "numbers written as text", "to_numeric"]),
+    "a stray word among numbers": (_set("context_3", lambda n: [0.5] * 3 + ["high"]
+                                        + [0.25] * (n - 4)),
+                                   ["column 'context_3'", "not a number ('high' at row 3)",
+                                    "remove those rows"]),
     "object dicts in n_actions": (_set("n_actions", lambda n: [{"k": 3}] * n),
                                   ["column 'n_actions'", "dict objects"]),
     "mixed n_actions": (_set("n_actions", lambda n: [3, "three"] * (n // 2)),

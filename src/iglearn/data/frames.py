@@ -202,6 +202,33 @@ def _is_number(value: object) -> bool:
     return isinstance(value, int | float | np.bool_ | np.integer | np.floating)
 
 
+def _reads_as_number(value: object) -> bool:
+    """Whether ``value`` is a number or a text that reads as one ("35.2", " 7 ")."""
+    if _is_number(value):
+        return True
+    try:
+        float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return False
+    return isinstance(value, str)
+
+
+def _text_problem(flat: np.ndarray, bad: int) -> tuple[int, str, str] | None:
+    """For a column whose first non-number, at ``bad``, is a text: where the trouble is, what
+    it is and the fix, when its values read as numbers but a few (a stray word among
+    measurements) or all of them are texts (numbers written as text); None for a column of
+    words."""
+    texts = [i for i, value in enumerate(flat) if not _is_number(value)]
+    stray = [i for i in texts if not _reads_as_number(flat[i])]
+    if not stray:
+        return bad, "numbers written as text", ("convert them to numbers first, e.g. "
+                                                "pandas.to_numeric(frame[col])")
+    if len(stray) < len(flat) - len(stray):  # a few strays among numbers
+        return stray[0], "a value that is not a number", (
+            "correct or remove those rows (or impute them), or map the column to numbers")
+    return None
+
+
 def _what(kind: str, example: object = None) -> tuple[str, str]:
     """What values of the NumPy dtype kind ``kind`` (or the object ``example``) are, and how
     to make numbers of them."""
@@ -235,6 +262,9 @@ def _numbers(name: str, field: str, values: np.ndarray, source: str) -> np.ndarr
                                    f"them, or give them as floats)")
         if bad is not None:
             what, fix = _what("O", flat[bad])
+            problem = _text_problem(flat, bad) if isinstance(flat[bad], str) else None
+            if problem is not None:
+                bad, what, fix = problem
             row = bad // max(1, flat.size // max(1, len(values)))
             raise IGLearnError(f"{source}: column {shown(name)} holds {what} "
                                f"({shown(flat[bad])} at row {row}); {field} columns hold "

@@ -69,8 +69,8 @@ class CsvReader(TableReader):
                                    f"{row}; remove or impute those rows")
             if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
                     or pa.types.is_boolean(values.type)):
-                raise IGLearnError(f"{source}: column {shown(name)} holds {values.type} values; "
-                                   f"expected numbers")
+                # text, dates, ...: read_columns names them, the first one, and the fix
+                return values.to_numpy()
             return numpy_of(values)
 
         fields, k, schema = read_columns(table.column_names, column, columns or ColumnMapping(),
