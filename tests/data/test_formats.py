@@ -61,6 +61,25 @@ def test_round_trip_through_every_pair_of_formats(tmp_path, first, second):
     assert_same(log, read_log(tmp_path / f"b{second}"))
 
 
+@pytest.mark.parametrize(("delimiter", "decimal"), [(";", ","), (";", "."), ("\t", "."),
+                                                  ("\t", ",")])
+def test_a_csv_file_separated_by_semicolons_or_tabs_reads_as_one_with_commas(
+        tmp_path, delimiter, decimal):
+    """Spreadsheets in locales whose decimal mark is the comma export semicolons (and tabs):
+    the header line tells the separator, the first data line a decimal comma; the log reads
+    as the same log written with commas, BOM or not."""
+    log = small_log()
+    write_table(log, tmp_path / "commas.csv")
+    lines = (tmp_path / "commas.csv").read_text().splitlines()
+    assert "," in lines[0] and ";" not in lines[0]
+    turned = [lines[0].replace(",", delimiter)] + [
+        delimiter.join(value.replace(".", decimal) for value in line.split(","))
+        for line in lines[1:]]
+    other = tmp_path / "other.csv"
+    other.write_bytes(b"\xef\xbb\xbf" + "\n".join(turned + [""]).encode())
+    assert_same(read_log(tmp_path / "commas.csv"), read_log(other))
+
+
 @pytest.mark.parametrize("suffix", [".npz", ".parquet", ".dsjson"])
 def test_context_set_round_trip_and_contexts_of_a_log(tmp_path, suffix):
     contexts = ContextSet(np.eye(3, dtype=np.float32) * 2, 5, np.array([0, 4, 2]), "c")

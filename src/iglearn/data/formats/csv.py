@@ -7,12 +7,18 @@ has ``context_*``, optional ``label``, and ``n_actions``.
 A :class:`~iglearn.data.frames.ColumnMapping` reads other column names (and may give K, so
 that no column ``n_actions`` is needed); iglearn writes its own layout.
 
+Its values may be separated by commas, semicolons or tabs, as its header line shows
+(:func:`dialect`: spreadsheets export semicolons where the comma is the decimal mark); with
+semicolons or tabs, numbers may be written with a decimal comma (``35,2``). iglearn writes
+commas and decimal points.
+
 A CSV file is parsed whole (with Apache Arrow's reader) before it is checked, so it needs
 memory for its rows; use Parquet for logs larger than memory. Written batch by batch.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,6 +39,35 @@ from iglearn.data.logs import DTYPES
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
 
+DELIMITERS = (",", ";", "\t")
+"""The separators a ``.csv`` file may use, told by its header line."""
+
+_DECIMAL_COMMA = re.compile(rb"^\s*[-+]?\d+,\d+\s*$")
+"""A number written with a decimal comma (``35,2``)."""
+
+
+SNIFFED_LINES = 64
+"""The data lines :func:`dialect` reads for a decimal comma."""
+
+
+def dialect(path: Path) -> tuple[str, str]:
+    """The separator and decimal mark of the CSV file ``path``: the separator of
+    :data:`DELIMITERS` its header line holds (a comma unless the header holds none and holds
+    semicolons or tabs); with another separator than the comma, the decimal mark is a comma
+    when a value of its first :data:`SNIFFED_LINES` data lines is written with one."""
+    with open(path, "rb") as file:  # a line is read up to 1 MiB (a hostile file: one line)
+        header = file.readline(2**20)
+        lines = [file.readline(2**20) for _ in range(SNIFFED_LINES)]
+    counts = {d: header.count(d.encode()) for d in DELIMITERS}
+    delimiter = "," if counts[","] else max(DELIMITERS, key=lambda d: counts[d])
+    if not counts[delimiter]:
+        delimiter = ","  # one column: nothing to tell
+    decimal = "."
+    if delimiter != "," and any(_DECIMAL_COMMA.match(value) for line in lines
+                                for value in line.split(delimiter.encode())):
+        decimal = ","
+    return delimiter, decimal
+
 
 class CsvReader(TableReader):
     """Reads a ``.csv`` log or context set (parsed whole, then served in row batches).
@@ -49,7 +84,9 @@ class CsvReader(TableReader):
         source = str(path)
         input_file(path)
         try:
-            table = pacsv.read_csv(path)
+            delimiter, decimal = dialect(path)
+            table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=delimiter),
+                                   convert_options=pacsv.ConvertOptions(decimal_point=decimal))
         except PermissionError:
             raise IGLearnError(f"{source}: cannot read the file (permission denied); check its "
                                f"permissions") from None
