@@ -382,6 +382,9 @@ BAD = {
     "csv stray word": ("x.csv", lambda p: p.write_text(
         "context_0,n_actions\n35.1,3\n35.2,3\nhigh,3\n35.0,3\n"),
         ["context_0", "a value that is not a number ('high' at row 2)", "remove those rows"]),
+    "csv decimal commas among points": ("x.csv", lambda p: p.write_text(
+        "context_0;context_1;n_actions\n1,5;2.5;3\n"),
+        ["column 'context_0'", "numbers with a decimal comma ('1,5' at row 0)", "decimal point"]),
     "csv dates": ("x.csv", lambda p: p.write_text(
         "context_0,n_actions\n2026-01-01 10:00:00,3\n"),
         ["context_0", "dates or times", "seconds since a start"]),

@@ -206,20 +206,26 @@ def _reads_as_number(value: object) -> bool:
     """Whether ``value`` is a number or a text that reads as one ("35.2", " 7 ")."""
     if _is_number(value):
         return True
-    try:
-        float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    if not isinstance(value, str):
         return False
-    return isinstance(value, str)
+    try:
+        float(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _text_problem(flat: np.ndarray, bad: int) -> tuple[int, str, str] | None:
     """For a column whose first non-number, at ``bad``, is a text: where the trouble is, what
-    it is and the fix, when its values read as numbers but a few (a stray word among
-    measurements) or all of them are texts (numbers written as text); None for a column of
-    words."""
+    it is and the fix, when its values read as numbers but some are written with a decimal
+    comma, a few are words (a stray word among measurements) or all are texts (numbers written
+    as text); None for a column of words."""
     texts = [i for i, value in enumerate(flat) if not _is_number(value)]
     stray = [i for i in texts if not _reads_as_number(flat[i])]
+    if stray and all(_reads_as_number(str(flat[i]).replace(",", ".", 1)) for i in stray):
+        return stray[0], "numbers with a decimal comma", (
+            "write them with a decimal point (a CSV file separated by semicolons or tabs may "
+            "use decimal commas throughout)")
     if not stray:
         return bad, "numbers written as text", ("convert them to numbers first, e.g. "
                                                 "pandas.to_numeric(frame[col])")

@@ -42,9 +42,9 @@ from iglearn.files import input_file
 DELIMITERS = (",", ";", "\t")
 """The separators a ``.csv`` file may use, told by its header line."""
 
-_DECIMAL_COMMA = re.compile(rb"^\s*[-+]?\d+,\d+\s*$")
-"""A number written with a decimal comma (``35,2``)."""
-
+_DECIMAL = {mark: re.compile(rb"^\s*[-+]?\d+" + re.escape(mark.encode()) + rb"\d+\s*$")
+            for mark in ".,"}
+"""A number written with a decimal point (``35.2``), or with a decimal comma (``35,2``)."""
 
 SNIFFED_LINES = 64
 """The data lines :func:`dialect` reads for a decimal comma."""
@@ -54,7 +54,8 @@ def dialect(path: Path) -> tuple[str, str]:
     """The separator and decimal mark of the CSV file ``path``: the separator of
     :data:`DELIMITERS` its header line holds (a comma unless the header holds none and holds
     semicolons or tabs); with another separator than the comma, the decimal mark is a comma
-    when a value of its first :data:`SNIFFED_LINES` data lines is written with one."""
+    when a value of its first :data:`SNIFFED_LINES` data lines is written with one and none
+    with a decimal point (both: the values that do not read are named as text)."""
     with open(path, "rb") as file:  # a line is read up to 1 MiB (a hostile file: one line)
         header = file.readline(2**20)
         lines = [file.readline(2**20) for _ in range(SNIFFED_LINES)]
@@ -62,11 +63,9 @@ def dialect(path: Path) -> tuple[str, str]:
     delimiter = "," if counts[","] else max(DELIMITERS, key=lambda d: counts[d])
     if not counts[delimiter]:
         delimiter = ","  # one column: nothing to tell
-    decimal = "."
-    if delimiter != "," and any(_DECIMAL_COMMA.match(value) for line in lines
-                                for value in line.split(delimiter.encode())):
-        decimal = ","
-    return delimiter, decimal
+    values = [value for line in lines for value in line.split(delimiter.encode())]
+    marks = {mark for mark, number in _DECIMAL.items() if any(map(number.match, values))}
+    return delimiter, "," if delimiter != "," and marks == {","} else "."
 
 
 class CsvReader(TableReader):
