@@ -297,7 +297,7 @@ def test_bad_column_options_are_one_line(capsys, tmp_path, small):
         ([tmp_path / "log.csv", *COLUMN_OPTIONS, "--feedback", "eeg_*"],
          "no column starts with 'eeg_'"),
         ([twice, *COLUMN_OPTIONS], "2 columns are named 'age'"),
-        ([small / "log.npz", "--action", "arm"], "reads .csv files only"),
+        ([small / "log.npz", "--action", "arm"], "reads .csv and .parquet files only"),
     ]
     for argv, words in cases:
         code, _, err = run(capsys, "fit", *argv, "--out", tmp_path / "m")

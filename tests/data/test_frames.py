@@ -311,3 +311,32 @@ def test_booleans_nullable_numbers_categoricals_of_numbers_and_object_numbers_ar
     np.testing.assert_array_equal(back.context[:, 2], np.arange(n) % 3 * 0.5)
     np.testing.assert_array_equal(back.action, log.action)
     np.testing.assert_allclose(back.probability, log.probability)
+
+
+def test_a_parquet_file_of_its_own_column_names_reads_through_a_mapping(tmp_path):
+    """A DataFrame written with ``to_parquet`` in the user's column names reads through the
+    column mapping as the same frame written as CSV does; the feature schema keeps the
+    mapping, so a table of those columns reads again by it alone; iglearn's own Parquet
+    layout (a converted log, which keeps the mapping in its schema) still reads as it is."""
+    from iglearn.data.formats import convert, open_table, read_log
+    from iglearn.data.frames import ColumnMapping
+
+    frame, _ = user_frame(200)
+    frame.to_parquet(tmp_path / "own.parquet", index=False)
+    frame.to_csv(tmp_path / "own.csv", index=False)
+    mapping = ColumnMapping(context=("age", "clicks"), feedback=("emg_*",), action="arm",
+                            probability="p", n_actions=3)
+    readers = [open_table(tmp_path / f"own.{kind}", columns=mapping) for kind in ("parquet",
+                                                                                  "csv")]
+    logs = [InteractionLog(**reader.arrays(), n_actions=3) for reader in readers]
+    for name in ("context", "action", "probability", "feedback"):
+        np.testing.assert_array_equal(getattr(logs[0], name), getattr(logs[1], name))
+    schema = readers[0].info.schema
+    assert schema is not None and schema.columns is not None
+    again = open_table(tmp_path / "own.parquet", schema)  # a model's schema: no options
+    np.testing.assert_array_equal(again.arrays()["context"], logs[0].context)
+    with pytest.raises(IGLearnError, match="no column 'age'"):
+        frame.drop(columns="age").to_parquet(tmp_path / "less.parquet", index=False)
+        open_table(tmp_path / "less.parquet", schema)
+    convert(tmp_path / "own.csv", tmp_path / "ours.parquet", columns=mapping)
+    assert len(read_log(tmp_path / "ours.parquet", schema)) == 200  # iglearn's layout

@@ -76,7 +76,8 @@ def _columns(args: argparse.Namespace, base: ColumnMapping | None = None
 
 
 def _add_columns(parser: argparse.ArgumentParser, description: str) -> None:
-    add_settings(parser, ColumnMapping(), COLUMNS, "columns of a .csv file", description)
+    add_settings(parser, ColumnMapping(), COLUMNS, "columns of a .csv or .parquet file",
+                 description)
 
 
 def _setting_names(settings: Any) -> set[str]:
@@ -654,11 +655,11 @@ def _fit_options(fit: argparse.ArgumentParser) -> None:
     add_settings(fit, StreamSettings(), STREAM, "reading the log",
                  "A log larger than memory is streamed from disk: shuffled mini-batches "
                  "through a bounded buffer, full passes as sums over row groups.")
-    _add_columns(fit, "Which columns of a .csv LOG hold which field, when they are not named "
-                      "as iglearn writes them (context_0, ..., action, probability, "
-                      "feedback_0, ..., n_actions). A mapping that renames a field is kept in "
-                      "the model, so that evaluate and predict read tables with the same "
-                      "column names without these options.")
+    _add_columns(fit, "Which columns of a .csv or .parquet LOG hold which field, when they are "
+                      "not named as iglearn writes them (context_0, ..., action, probability, "
+                      "feedback_0, ..., n_actions). A mapping that renames a field is kept in the "
+                      "model, so that evaluate and predict read tables with the same column names "
+                      "without these options.")
     fit.set_defaults(run=_fit, reads=("log",))
 
 
@@ -674,9 +675,9 @@ def _evaluate_options(evaluate: argparse.ArgumentParser) -> None:
     add_settings(evaluate, StreamSettings(), STREAM, "reading a log",
                  "A log larger than memory is evaluated in one streamed pass.",
                  skip=("shuffle_rows",))
-    _add_columns(evaluate, "Which columns of a .csv DATA hold which field (default: the column "
-                           "mapping the model was fitted with, else iglearn's layout); the "
-                           "options given replace the model's entries. K defaults to the "
+    _add_columns(evaluate, "Which columns of a .csv or .parquet DATA hold which field (default: "
+                           "the column mapping the model was fitted with, else iglearn's layout); "
+                           "the options given replace the model's entries. K defaults to the "
                            "model's.")
     evaluate.set_defaults(run=_evaluate, reads=("model", "data"))
 
@@ -696,10 +697,10 @@ def _predict_options(predict: argparse.ArgumentParser) -> None:
                          help="draw actions from pi instead of taking the most likely one")
     predict.add_argument("--seed", type=number(int), default=0, help="seed of --sample")
     add_settings(predict, Placement(), PLACEMENT, "where the model computes")
-    _add_columns(predict, "Which columns of a .csv CONTEXTS hold which field (default: the "
-                          "column mapping the model was fitted with, else iglearn's layout); "
-                          "the options given replace the model's entries. K defaults to the "
-                          "model's.")
+    _add_columns(predict, "Which columns of a .csv or .parquet CONTEXTS hold which field "
+                          "(default: the column mapping the model was fitted with, else iglearn's "
+                          "layout); the options given replace the model's entries. K defaults to "
+                          "the model's.")
     predict.set_defaults(run=_predict, reads=("model", "contexts"))
 
 
@@ -763,7 +764,7 @@ def _convert_options(convert: argparse.ArgumentParser) -> None:
     convert.add_argument("--shard-rows", type=number(int, positive=True), default=None,
                          metavar="N", help="write OUT as a folder of Parquet shards of N rows "
                                            "each (default: one file)")
-    _add_columns(convert, "Which columns of a .csv IN hold which field; OUT is written in "
-                          "iglearn's layout, and a mapping that renames a field goes into "
-                          "OUT's feature schema (not a .csv's).")
+    _add_columns(convert, "Which columns of a .csv or .parquet IN hold which field; OUT is "
+                          "written in iglearn's layout, and a mapping that renames a field goes "
+                          "into OUT's feature schema (not a .csv's).")
     convert.set_defaults(run=_convert, reads=("input",))

@@ -39,6 +39,8 @@ from iglearn.errors import IGLearnError
 from iglearn.files import input_file
 
 SUFFIXES = (".npz", ".parquet", ".csv", ".dsjson")
+MAPPED = (".csv", ".parquet")
+"""The formats a column mapping (``--context``, ``--action``, ...) reads."""
 
 __all__ = [
     "SUFFIXES",
@@ -73,16 +75,18 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
         path: a ``.npz``, ``.parquet``, ``.csv`` or ``.dsjson`` file, or a folder of Parquet
             shards (named without an extension, or ``.parquet`` as Spark names them).
         schema: a model's feature schema: for DSJSON, the feature positions to use instead of
-            the file's own; for CSV, its column mapping (if any) unless ``columns`` is given.
-        columns: CSV only: which columns hold which field (an error for other formats, whose
-            fields have fixed names).
-        n_actions: CSV only: K when neither the column mapping nor a column gives it.
+            the file's own; for CSV, and Parquet not in iglearn's layout, its column mapping
+            (if any) unless ``columns`` is given.
+        columns: CSV and Parquet only: which columns hold which field (a Parquet file so read
+            is read whole, :mod:`iglearn.data.formats.columns`; an error for other formats,
+            whose fields have fixed names).
+        n_actions: with a column mapping: K when neither the mapping nor a column gives it.
     """
     path = Path(path)
-    if columns is not None and (path.is_dir() or path.suffix.lower() != ".csv"):
+    if columns is not None and (path.is_dir() or path.suffix.lower() not in MAPPED):
         raise IGLearnError(f"{path}: a column mapping (--context, --action, ...) reads .csv "
-                           f"files only; the other formats name their fields themselves: drop "
-                           f"those options")
+                           f"and .parquet files only; the other formats name their fields "
+                           f"themselves: drop those options")
     if path.is_dir() and path.suffix.lower() not in (".npz", ".csv", ".dsjson"):
         from iglearn.data.formats.shards import ShardedReader
         return ShardedReader(path)
@@ -94,7 +98,12 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
         from iglearn.data.formats.npz import NpzReader
         return NpzReader(path)
     if suffix == ".parquet":
-        from iglearn.data.formats.parquet import ParquetReader
+        from iglearn.data.formats.parquet import ParquetReader, iglearn_layout
+        if columns is None and schema is not None and not iglearn_layout(path):
+            columns = schema.columns  # a model fitted through a mapping reads tables by it
+        if columns is not None:  # the user's own column names: read whole, as a CSV file
+            from iglearn.data.formats.columns import MappedParquetReader
+            return MappedParquetReader(path, columns, n_actions)
         return ParquetReader(path)
     if suffix == ".csv":
         from iglearn.data.formats.csv import CsvReader

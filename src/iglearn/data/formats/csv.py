@@ -19,22 +19,16 @@ memory for its rows; use Parquet for logs larger than memory. Written batch by b
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from iglearn.data.formats.arrow import arrow_array, numpy_of
-from iglearn.data.formats.base import (
-    BATCH_ROWS,
-    MATRIX_FIELDS,
-    TableInfo,
-    TableReader,
-    required_fields,
-)
-from iglearn.data.frames import N_ACTIONS, ColumnMapping, fields_to_columns, read_columns
+from iglearn.data.formats.arrow import arrow_array
+from iglearn.data.formats.base import TableReader
+from iglearn.data.formats.columns import NamedColumnsReader
+from iglearn.data.frames import N_ACTIONS, ColumnMapping, fields_to_columns
 from iglearn.data.logs import DTYPES
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
@@ -68,7 +62,7 @@ def dialect(path: Path) -> tuple[str, str]:
     return delimiter, "," if delimiter != "," and marks == {","} else "."
 
 
-class CsvReader(TableReader):
+class CsvReader(NamedColumnsReader):
     """Reads a ``.csv`` log or context set (parsed whole, then served in row batches).
 
     Args:
@@ -96,31 +90,7 @@ class CsvReader(TableReader):
         if table.num_rows == 0:
             raise IGLearnError(f"{source}: the file has a header but no rows; it needs at least "
                                f"one interaction")
-
-        def column(name: str) -> np.ndarray:
-            values = table.column(name)
-            if values.null_count:
-                row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
-                raise IGLearnError(f"{source}: column {shown(name)} holds a missing value at row "
-                                   f"{row}; remove or impute those rows")
-            if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
-                    or pa.types.is_boolean(values.type)):
-                # text, dates, ...: read_columns names them, the first one, and the fix
-                return values.to_numpy()
-            return numpy_of(values)
-
-        fields, k, schema = read_columns(table.column_names, column, columns or ColumnMapping(),
-                                         source, n_actions)
-        present = required_fields(set(fields), source)
-        self._fields = fields
-        dims = {name: int(fields[name].shape[1]) for name in MATRIX_FIELDS if name in fields}
-        self.info = TableInfo(source, table.num_rows, k, present, dims, schema)
-
-    def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
-                ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
-        for start in range(0, self.info.n_rows, rows):
-            yield start, {name: self._fields[name][start:start + rows]
-                          for name in fields or self.info.fields}
+        super().__init__(table, source, columns, n_actions)
 
 
 def write_csv(reader: TableReader, tmp: Path) -> None:

@@ -8,6 +8,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +36,30 @@ _ARROW = {"action": pa.int64(), "label": pa.int64(), "probability": pa.float64()
 _DIGITS = re.compile(rb"[0-9]{1,19}")
 
 
+@contextmanager
+def reading(source: str) -> Iterator[None]:
+    """The errors of opening or reading the Parquet file ``source`` as one line naming it."""
+    try:
+        yield
+    except PermissionError:
+        raise IGLearnError(f"{source}: cannot read the file (permission denied); check its "
+                           f"permissions") from None
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as e:
+        raise IGLearnError(f"{source}: not a readable Parquet file ({shown(str(e))}); the "
+                           f"file is truncated or corrupt, write it again") from None
+
+
+def iglearn_layout(path: Path) -> bool:
+    """Whether the Parquet file ``path`` is in iglearn's layout (K in its schema metadata), as
+    iglearn and ``iglearn convert`` write it, rather than a table of the user's own columns; a
+    file whose schema cannot be read counts as iglearn's (its reader says what is wrong)."""
+    try:
+        metadata = pq.read_schema(path).metadata or {}
+    except (pa.ArrowException, OSError):
+        return True
+    return b"n_actions" in metadata
+
+
 class ParquetReader(TableReader):
     """Reads a ``.parquet`` log or context set batch by batch."""
 
@@ -42,18 +67,12 @@ class ParquetReader(TableReader):
         self.path = path
         source = str(path)
         size = input_file(path)
-        try:
+        with reading(source):
             # pre_buffer off: with it, iter_batches buffers the column chunks of every row
             # group it will read, so a pass over the file would hold the whole file
             self._file = pq.ParquetFile(path, pre_buffer=False)
             metadata = self._file.metadata
             schema = self._file.schema_arrow
-        except PermissionError:
-            raise IGLearnError(f"{source}: cannot read the file (permission denied); check its "
-                               f"permissions") from None
-        except (pa.ArrowException, OSError, UnicodeDecodeError) as e:
-            raise IGLearnError(f"{source}: not a readable Parquet file ({shown(str(e))}); the "
-                               f"file is truncated or corrupt, write it again") from None
         twice = [name for name, count in Counter(schema.names).items() if count > 1]
         if twice:
             raise IGLearnError(f"{source}: has two columns named {shown(twice[0])}; give each "
