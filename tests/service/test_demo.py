@@ -128,8 +128,11 @@ def test_the_status_the_page_waits_on_serves_a_stored_refit_at_once(tmp_path):
     rng = np.random.default_rng(2)
     with ServiceProcess(config, free_port(), insecure_no_auth=True, demo=True) as service, \
             httpx.Client(base_url=service.url, timeout=30) as http:
-        deadline = time.monotonic() + 120
-        for _ in range(40):  # until a re-fit is stored to be served (one may be held back)
+        deadline = time.monotonic() + 300
+        # until a re-fit is stored to be served: the first re-fits, on a few interactions, are
+        # often held back (not identified): in 6 runs the first served one came after 5 to 42
+        # interactions
+        for _ in range(150):
             colour, shape = (int(v) for v in rng.integers(3, size=2))
             d = http.post("/demo/api/decide", json={"colour": colour, "shape": shape}).json()
             stroke = simulated_stroke("tick" if d["action"] == colour else "cross", rng).tolist()
