@@ -124,14 +124,15 @@ def test_the_status_the_page_waits_on_serves_a_stored_refit_at_once(tmp_path):
     here, so only the status can have swapped it)."""
     demo = demo_tables(seed=0)
     demo["learning"] |= {"pickup_seconds": 3600.0, "refit_seconds": 3600.0}
+    demo["exploration"]["seed"] = 0  # with re-fits by count only: the same rounds every run
     config = write_config(tmp_path / "demo.toml", demo)
     rng = np.random.default_rng(2)
     with ServiceProcess(config, free_port(), insecure_no_auth=True, demo=True) as service, \
             httpx.Client(base_url=service.url, timeout=30) as http:
         deadline = time.monotonic() + 300
         # until a re-fit is stored to be served: the first re-fits, on a few interactions, are
-        # often held back (not identified): in 6 runs the first served one came after 5 to 42
-        # interactions
+        # often held back (not identified); with exploration unseeded, the first served one
+        # came after 5 to 42 interactions in 6 runs (after 7 with this seed)
         for _ in range(150):
             colour, shape = (int(v) for v in rng.integers(3, size=2))
             d = http.post("/demo/api/decide", json={"colour": colour, "shape": shape}).json()
