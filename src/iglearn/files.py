@@ -1,7 +1,8 @@
 """The one way iglearn writes files: to a temporary name beside the target, then renamed into
 place, with the permissions an ordinary file would get (the process umask), so a crash never
 leaves half a file and collaborators can read what was written. And the one check of an input
-file: a regular file this process may read."""
+file (a regular file this process may read) and of an output folder that a command replaces
+(:func:`replaceable_folder`)."""
 
 from __future__ import annotations
 
@@ -15,10 +16,13 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, shown
 
 Write = Callable[[Path], object]
 """Writes a file's whole content to the path it is given (a temporary name)."""
+
+MODEL_FILES = ("model.json", "weights.safetensors")
+"""The files of a model folder (:mod:`iglearn.models.io`): its metadata and its weights."""
 
 
 def umask() -> int:
@@ -224,6 +228,48 @@ def replace_folder(new: Path, target: Path) -> None:
         raise
     finally:
         remove_folder(old)
+
+
+def replaceable_folder(folder: Path, option: str, files: Sequence[str], what: str) -> bool:
+    """Raise IGLearnError unless a command may write the folder ``folder`` (given as
+    ``option``) that holds ``what`` (a model: :data:`MODEL_FILES`): its parent exists and is
+    writable, and ``folder`` is missing, empty, or holds exactly the plain ``files`` and
+    nothing else (a folder holding anything else is never replaced). Returns whether it holds
+    them, for the caller to check that they are what iglearn wrote."""
+    folder = Path(folder)
+    parent = folder.parent
+    if not parent.is_dir():
+        raise IGLearnError(f"{option} {folder}: the folder {parent} does not exist; create it "
+                           f"first")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise IGLearnError(f"{option} {folder}: cannot write in {parent}; choose a writable "
+                           f"folder")
+    if folder.is_symlink():
+        raise IGLearnError(f"{option} {folder}: is a symbolic link; give the folder itself "
+                           f"({os.path.realpath(folder)}) or a new name")
+    if not folder.exists():
+        return False
+    if not folder.is_dir():
+        raise IGLearnError(f"{option} {folder}: is a file, not a {what} folder; choose a new "
+                           f"name for {option}")
+    entries = {entry.name: entry for entry in os.scandir(folder)}
+    if not entries:
+        return False
+    both = " and ".join(files)
+    others = sorted(set(entries) - set(files))
+    if others:
+        more = f" and {len(others) - 1} more entries" if len(others) > 1 else ""
+        raise IGLearnError(f"{option} {folder}: holds {shown(others[0])}{more}, so it is not a "
+                           f"{what} iglearn wrote; a {what} replaces a folder only when it holds "
+                           f"exactly {both}: choose a new folder for {option}")
+    if any(not entry.is_file(follow_symlinks=False) for entry in entries.values()):
+        raise IGLearnError(f"{option} {folder}: its {' or '.join(files)} is not a plain file, "
+                           f"so it is not a {what} iglearn wrote; choose a new folder for "
+                           f"{option}")
+    if set(entries) != set(files):
+        raise IGLearnError(f"{option} {folder}: holds {next(iter(entries))} alone, not a whole "
+                           f"iglearn {what}; choose a new folder for {option}, or remove it")
+    return True
 
 
 def remove_folder(folder: Path) -> None:

@@ -126,6 +126,30 @@ def test_fit_refuses_a_bad_log_before_it_imports_torch(rows, message, tmp_path):
     assert not (tmp_path / "model").exists()
 
 
+@pytest.mark.parametrize(("holds", "message"), [
+    (["notes.txt"], "holds 'notes.txt', so it is not a model iglearn wrote"),
+    (["model.json"], "holds model.json alone, not a whole iglearn model")])
+def test_fit_refuses_an_out_folder_it_may_not_replace_before_it_reads_the_log(
+        holds, message, tmp_path):
+    """``--out`` naming a folder that holds something other than a model iglearn wrote is
+    refused before the log is read (by pyarrow) or torch is imported, and the folder is left
+    as it was."""
+    out = tmp_path / "results"
+    out.mkdir()
+    for name in holds:
+        (out / name).write_text("mine\n")
+    log = tmp_path / "log.csv"
+    log.write_text("a,arm,p,latency\n" + "1.5,0,0.5,400\n" * 3 + "2.5,1,0.5,300\n" * 3)
+    argv = ["fit", str(log), "--out", str(out), "--context", "a", "--feedback", "latency",
+            "--action", "arm", "--probability", "p", "--n-actions", "2"]
+    code = ("import contextlib, io\nfrom iglearn.cli import main\nerr = io.StringIO()\n"
+            f"with contextlib.redirect_stderr(err):\n    assert main({argv!r}) == 2\n"
+            f"assert {message!r} in err.getvalue(), err.getvalue()")
+    assert loaded_after(code) == []  # neither torch nor pyarrow, which reads the log
+    assert sorted(p.name for p in out.iterdir()) == sorted(holds)
+    assert all((out / name).read_text() == "mine\n" for name in holds)
+
+
 @pytest.mark.parametrize("command", [["evaluate", "{tmp}/model", "{tmp}/gone.csv"],
                                      ["predict", "{tmp}/model", "{tmp}/gone.csv", "--out",
                                       "{tmp}/actions.csv"]])

@@ -139,7 +139,13 @@ def _fit(args: argparse.Namespace) -> int:
     from iglearn.data.formats import open_table
     from iglearn.data.limits import check_fit_size
     from iglearn.data.stream import log_from
-    from iglearn.files import fingerprint, output_folder, write_text
+    from iglearn.files import (
+        MODEL_FILES,
+        fingerprint,
+        output_folder,
+        replaceable_folder,
+        write_text,
+    )
 
     out = Path(args.out)
     _check_options(args)
@@ -159,11 +165,12 @@ def _fit(args: argparse.Namespace) -> int:
                            f"history (only --algorithm igl does); drop --history")
     check_paths(with_sidecar("LOG", args.log),
                 [("--out", out), *([("--history", history)] if history else [])])
+    replaceable_folder(out, "--out", MODEL_FILES, "model")
     reader = open_table(args.log, columns=_columns(args))
     info = reader.info
     log = log_from(reader, reading)
     check_fit_size([log])
-    check_model_output(out)  # reads a model folder there with iglearn.models.io: torch
+    check_model_output(out)  # reads a model.json there with iglearn.models.io: torch
 
     from iglearn.devices import resolve_device
     from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning

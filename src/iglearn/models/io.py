@@ -37,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import inspect
 import math
-import os
 import re
 import types
 import typing
@@ -56,9 +55,11 @@ from iglearn.data import limits, safejson
 from iglearn.data.scaling import Standardiser
 from iglearn.errors import IGLearnError, check_choice, shown
 from iglearn.files import (
+    MODEL_FILES,
     input_file,
     remove_folder,
     replace_folder,
+    replaceable_folder,
     set_ordinary_mode,
     temporary_folder,
 )
@@ -82,8 +83,7 @@ if TYPE_CHECKING:
 
 FORMAT = "iglearn-model"
 FORMAT_VERSION = 1
-METADATA = "model.json"
-WEIGHTS = "weights.safetensors"
+METADATA, WEIGHTS = MODEL_FILES
 
 _FACTORY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 """An importable factory path, ``module:function``."""
@@ -344,40 +344,11 @@ def check_model_folder(folder: Path) -> None:
     """Raise IGLearnError, before any work, unless a model may be written to ``folder``: its
     parent exists and is writable, and ``folder`` is missing, empty, or exactly a model
     iglearn wrote (``model.json``, recognised by its format record, and
-    ``weights.safetensors``, both plain files, and nothing else): a folder holding anything
-    else is never replaced."""
-    folder = Path(folder)
-    parent = folder.parent
-    if not parent.is_dir():
-        raise IGLearnError(f"--out {folder}: the folder {parent} does not exist; create it "
-                           f"first")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise IGLearnError(f"--out {folder}: cannot write in {parent}; choose a writable "
-                           f"folder")
-    if folder.is_symlink():
-        raise IGLearnError(f"--out {folder}: is a symbolic link; give the folder itself "
-                           f"({os.path.realpath(folder)}) or a new name")
-    if not folder.exists():
+    ``weights.safetensors``, both plain files, and nothing else:
+    :func:`~iglearn.files.replaceable_folder`): a folder holding anything else is never
+    replaced."""
+    if not replaceable_folder(folder, "--out", (METADATA, WEIGHTS), "model"):
         return
-    if not folder.is_dir():
-        raise IGLearnError(f"--out {folder}: is a file, not a model folder; choose a new name "
-                           f"for --out")
-    entries = {entry.name: entry for entry in os.scandir(folder)}
-    if not entries:
-        return
-    model = {METADATA, WEIGHTS}
-    others = sorted(set(entries) - model)
-    if others:
-        more = f" and {len(others) - 1} more entries" if len(others) > 1 else ""
-        raise IGLearnError(f"--out {folder}: holds {shown(others[0])}{more}, so it is not a "
-                           f"model iglearn wrote; a model replaces a folder only when it holds "
-                           f"exactly {METADATA} and {WEIGHTS}: choose a new folder for --out")
-    if any(not entry.is_file(follow_symlinks=False) for entry in entries.values()):
-        raise IGLearnError(f"--out {folder}: its {METADATA} or {WEIGHTS} is not a plain file, "
-                           f"so it is not a model iglearn wrote; choose a new folder for --out")
-    if set(entries) != model:
-        raise IGLearnError(f"--out {folder}: holds {next(iter(entries))} alone, not a whole "
-                           f"iglearn model; choose a new folder for --out, or remove it")
     try:
         read_metadata(folder)
     except IGLearnError as e:
