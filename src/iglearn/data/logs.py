@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
+from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -91,6 +92,26 @@ def _kind(name: str, array: np.ndarray, source: str) -> None:
                            f"expected real numbers (integers, floats or booleans)")
 
 
+def _numbered_from_one(array: np.ndarray, n_actions: int) -> str | None:
+    """The hint for actions outside [0, K) that run from 1 to K: numbered from 1 (as R,
+    MATLAB and Julia number them), or None."""
+    if array.min() == 1 and array.max() == n_actions:
+        return (f"the values run from 1 to {n_actions}, as if the actions were numbered from "
+                f"1; iglearn numbers them from 0 to K - 1: subtract 1 from every value")
+    return None
+
+
+def _percentages(array: np.ndarray) -> str | None:
+    """The hint for probabilities above 1 that all lie in (0, 100]: percentages, or None."""
+    low, high = float(array.min()), float(array.max())
+    if low > 0 and 1 < high <= 100:
+        values = (f"every value is {low:.3g}" if low == high else
+                  f"the values run from {low:.3g} to {high:.3g}")
+        return (f"{values}, as if they were percentages; a probability lies in (0, 1]: "
+                f"divide every value by 100")
+    return None
+
+
 def field_values(name: str, value: object, source: str, n_actions: int | None = None,
                  first_row: int = 0) -> np.ndarray:
     """One field's values (any shape) as given, checked, then cast to ``DTYPES[name]``.
@@ -104,10 +125,18 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
     if array.dtype == np.float16:  # exactly, so that bounds such as K compare without overflow
         array = array.astype(np.float32)
 
-    def require(ok: Callable[[np.ndarray], np.ndarray], problem: str) -> None:
+    def require(ok: Callable[[np.ndarray], np.ndarray], problem: str,
+                habit: Callable[[np.ndarray], str | None] | None = None,
+                bounds: str = "") -> None:
+        """Raise naming the first value failing ``ok`` and the ``problem``; or, where
+        ``habit`` recognises in all the values a common way of writing them that explains
+        the failure, the ``bounds`` they break and what ``habit`` tells."""
         bad = _first_bad(array, ok)
         if bad is not None:
             row, item = bad
+            told = None if habit is None else habit(array)
+            if told is not None:
+                problem = f"{bounds}: {told}"
             raise IGLearnError(f"{source}: field '{name}' holds {item!s} at row "
                                f"{first_row + row}{problem}")
 
@@ -120,10 +149,11 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
                     f", not an integer; {name}s must be integers in [0, {n_actions})")
         require(lambda a: (a >= 0) & (a < n_actions),
                 f", outside [0, {n_actions}); fix the value or set n_actions to the true "
-                f"number of actions")
+                f"number of actions", partial(_numbered_from_one, n_actions=n_actions),
+                f", outside [0, {n_actions})")
     elif name == "probability":
         require(lambda a: (a > 0) & (a <= 1), ", outside (0, 1]; it must be the logging "
-                "policy's probability of the logged action")
+                "policy's probability of the logged action", _percentages, ", outside (0, 1]")
         floor = limits.PROBABILITY_FLOOR
         if _first_bad(array, lambda a: a >= floor) is not None:
             raise IGLearnError(
