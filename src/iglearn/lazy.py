@@ -1,5 +1,6 @@
 """Packages whose public names are imported on first use (:pep:`562`), so that importing the
-package, and the command line's start, stay light: ``iglearn`` and ``iglearn.learners``."""
+package, and the command line's start, stay light: ``iglearn``, ``iglearn.learners`` and
+``iglearn.models``."""
 
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ def large(tmp_path_factory) -> Path:
 
 
 @pytest.mark.parametrize("pause_on, left, at_target", [
-    ("iglearn.models.io:save_file#1", "an empty temporary folder", "old"),
+    ("safetensors.torch:save_file#1", "an empty temporary folder", "old"),
     ("iglearn.files:_exchange#1", "the new model complete beside the old one", "old"),
     ("iglearn.files:remove_folder#1", "the old model swapped out beside the new one", "new"),
 ])

@@ -128,7 +128,8 @@ def test_fit_refuses_a_bad_log_before_it_imports_torch(rows, message, tmp_path):
 
 @pytest.mark.parametrize(("holds", "message"), [
     (["notes.txt"], "holds 'notes.txt', so it is not a model iglearn wrote"),
-    (["model.json"], "holds model.json alone, not a whole iglearn model")])
+    (["model.json"], "holds model.json alone, not a whole iglearn model"),
+    (["model.json", "weights.safetensors"], "is not a model this iglearn wrote")])
 def test_fit_refuses_an_out_folder_it_may_not_replace_before_it_reads_the_log(
         holds, message, tmp_path):
     """``--out`` naming a folder that holds something other than a model iglearn wrote is
@@ -161,6 +162,41 @@ def test_evaluate_and_predict_refuse_a_missing_file_before_they_import_torch(com
             "assert 'gone.csv: no such file; check the path' in err.getvalue(), "
             "err.getvalue()")
     assert "torch" not in loaded_after(code)
+
+
+@pytest.mark.parametrize(("damaged", "message"), [
+    (False, "new.csv: no column 'b', which the column mapping reads as context"),
+    (True, "model.json: field 'n_actions' is 1; expected an integer in [2, ")])
+def test_evaluate_and_predict_refuse_data_unlike_the_model_before_they_import_torch(
+        damaged, message, tmp_path):
+    """Data that do not match a model folder (here a column of its mapping is missing), and
+    a damaged ``model.json``, are told from the ``model.json`` alone, before torch is
+    imported; the model is read through torch only once the data match."""
+    import json
+
+    import pandas as pd
+
+    from iglearn.cli import main
+
+    rows = [[35.1 + 0.01 * (i % 7), 35.2 - 0.01 * (i % 5), i % 3, 1 / 3, 400 + 50 * (i % 3)]
+            for i in range(60)]
+    frame = pd.DataFrame(rows, columns=["a", "b", "arm", "p", "latency"])
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    (frame if damaged else frame.drop(columns=["b"])).to_csv(tmp_path / "new.csv", index=False)
+    assert main(["fit", str(tmp_path / "log.csv"), "--out", str(tmp_path / "model"),
+                 "--context", "a,b", "--feedback", "latency", "--action", "arm",
+                 "--probability", "p", "--n-actions", "3", "--max-steps", "20"]) == 0
+    if damaged:
+        record = json.loads((tmp_path / "model" / "model.json").read_text())
+        (tmp_path / "model" / "model.json").write_text(json.dumps({**record, "n_actions": 1}))
+    for argv in (["evaluate", f"{tmp_path}/model", f"{tmp_path}/new.csv"],
+                 ["predict", f"{tmp_path}/model", f"{tmp_path}/new.csv", "--out",
+                  f"{tmp_path}/actions.csv"]):
+        code = ("import contextlib, io\nfrom iglearn.cli import main\nerr = io.StringIO()\n"
+                f"with contextlib.redirect_stderr(err):\n    assert main({argv!r}) == 2\n"
+                f"assert {message!r} in err.getvalue(), err.getvalue()")
+        assert "torch" not in loaded_after(code)
+    assert not (tmp_path / "actions.csv").exists()
 
 
 def test_fit_predict_and_evaluate_import_only_what_they_need(tmp_path):

@@ -322,7 +322,7 @@ def test_a_failed_write_leaves_no_half_model(tmp_path, digits_log, monkeypatch):
             f.write(b"partial")
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(io, "save_file", broken)
+    monkeypatch.setattr("safetensors.torch.save_file", broken)  # as save_model imports it
     with pytest.raises(IGLearnError, match="No space left"):
         learner.save(tmp_path / "m")
     assert list(tmp_path.iterdir()) == []
@@ -433,3 +433,24 @@ def test_model_json_is_strict_json_whatever_the_metadata_holds(digits_log, tmp_p
         "nan": None, "inf": None, "list": [1.0, None], "count": 3}
     assert registry.load_model(tmp_path / "m").metadata_["training"]["nan"] is None
 
+
+
+def test_the_kinds_model_json_is_checked_against_are_those_of_the_classes():
+    """model.json is checked without the model classes (:mod:`iglearn.models.kinds`), so
+    that reading it imports no torch: the names and hidden layers it accepts are the
+    classes'."""
+    import inspect
+
+    from iglearn.models import kinds
+    from iglearn.models.custom import CustomDecoder, CustomPolicy
+    from iglearn.models.decoders import DECODERS
+    from iglearn.models.personal import PersonalIK
+    from iglearn.models.policies import POLICIES
+
+    assert tuple(POLICIES) == kinds.POLICY_KINDS and tuple(DECODERS) == kinds.DECODER_KINDS
+    for classes in (POLICIES, DECODERS):
+        assert {name for name, cls in classes.items()
+                if "hidden" in inspect.signature(cls).parameters} == kinds.HIDDEN & set(classes)
+    assert PersonalIK.kind == kinds.PERSONAL
+    assert CustomPolicy.kind == CustomDecoder.kind == kinds.CUSTOM
+    assert set(kinds.IK_KINDS) == {*POLICIES, PersonalIK.kind}

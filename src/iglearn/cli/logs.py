@@ -29,6 +29,7 @@ from iglearn.learners.distributed import RayTrain
 
 if TYPE_CHECKING:
     from iglearn.data.contexts import ContextSet
+    from iglearn.data.formats.base import FeatureSchema, TableInfo, TableReader
     from iglearn.learners.ai_igl import AIIGL
     from iglearn.learners.batch_igl import BatchIGL
     from iglearn.learners.iglp import IGLP
@@ -139,13 +140,7 @@ def _fit(args: argparse.Namespace) -> int:
     from iglearn.data.formats import open_table
     from iglearn.data.limits import check_fit_size
     from iglearn.data.stream import log_from
-    from iglearn.files import (
-        MODEL_FILES,
-        fingerprint,
-        output_folder,
-        replaceable_folder,
-        write_text,
-    )
+    from iglearn.files import fingerprint, output_folder, write_text
 
     out = Path(args.out)
     _check_options(args)
@@ -165,12 +160,11 @@ def _fit(args: argparse.Namespace) -> int:
                            f"history (only --algorithm igl does); drop --history")
     check_paths(with_sidecar("LOG", args.log),
                 [("--out", out), *([("--history", history)] if history else [])])
-    replaceable_folder(out, "--out", MODEL_FILES, "model")
+    check_model_output(out)
     reader = open_table(args.log, columns=_columns(args))
     info = reader.info
     log = log_from(reader, reading)
     check_fit_size([log])
-    check_model_output(out)  # reads a model.json there with iglearn.models.io: torch
 
     from iglearn.devices import resolve_device
     from iglearn.learners.batch_igl import BatchIGL, IdentifiabilityWarning
@@ -309,25 +303,53 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
 def _model_and_table(model_dir: str, data: str, contexts_only: bool,
                      args: argparse.Namespace, reading: StreamSettings | None = None
                      ) -> tuple[BatchIGL | AIIGL | IGLP, InteractionLog | LogStream | ContextSet]:
+    """The model and the data of ``evaluate`` or ``predict``. A missing data file, and for a
+    model folder (not an archive) a damaged ``model.json`` or data that do not match the
+    model (its columns, K, the context's dimension), are told before torch is imported."""
     from iglearn.files import input_file
 
     if not Path(data).is_dir():  # a missing or unreadable file: told before torch is imported
         input_file(data)
 
     from iglearn.data.contexts import ContextSet
-    from iglearn.data.formats import open_table
     from iglearn.data.formats.base import check
+
+    opened = None
+    if Path(model_dir).is_dir():  # model.json, then the data against it: no torch yet
+        from iglearn.models.io import METADATA, read_metadata, recorded_schema
+
+        meta = read_metadata(model_dir)
+        opened = _opened(data, meta, recorded_schema(meta, Path(model_dir) / METADATA), args)
+
     from iglearn.data.stream import log_from
     from iglearn.devices import resolve_device
     from iglearn.learners.evaluation import check_compatible
     from iglearn.models.archive import read_model
 
     device = build_settings(args, Placement(), PLACEMENT).device
-    resolve_device(device)  # an unavailable device is an error before any work
+    resolve_device(device)  # an unavailable device is an error before the model is read
     learner = read_model(model_dir)
     learner.device = device  # type: ignore[union-attr]
     meta = learner.metadata_
-    schema = learner.schema_
+    reader, info = opened or _opened(data, meta, learner.schema_, args)
+    table: InteractionLog | LogStream | ContextSet
+    if contexts_only and info.is_log:
+        arrays = reader.arrays(("context", "label"))
+        table = ContextSet(arrays["context"], info.n_actions, arrays.get("label"), info.source)
+    elif info.is_log:
+        table = log_from(reader, reading)
+    else:
+        table = check(info, reader.arrays(), info.source)
+    check_compatible(table, meta["n_actions"], meta["context_dim"], meta["feedback_dim"])
+    return learner, table
+
+
+def _opened(data: str, meta: dict, schema: FeatureSchema | None, args: argparse.Namespace
+            ) -> tuple[TableReader, TableInfo]:
+    """The data file opened with the model's feature schema and column mapping (``meta``:
+    its checked ``model.json``), its K and context dimension checked against the model's."""
+    from iglearn.data.formats import open_table
+
     reader = open_table(data, schema, _columns(args, schema.columns if schema else None),
                         n_actions=meta["n_actions"])
     info = reader.info
@@ -339,16 +361,7 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
         raise IGLearnError(f"{info.source}: field 'context' has dimension "
                            f"{info.dims['context']} but the model expects "
                            f"{meta['context_dim']}; use contexts with the model's features")
-    table: InteractionLog | LogStream | ContextSet
-    if contexts_only and info.is_log:
-        arrays = reader.arrays(("context", "label"))
-        table = ContextSet(arrays["context"], info.n_actions, arrays.get("label"), info.source)
-    elif info.is_log:
-        table = log_from(reader, reading)
-    else:
-        table = check(info, reader.arrays(), info.source)
-    check_compatible(table, meta["n_actions"], meta["context_dim"], meta["feedback_dim"])
-    return learner, table
+    return reader, info
 
 
 IN_SAMPLE_NOTE = ("the data are the log the model was fitted on: these measures are "

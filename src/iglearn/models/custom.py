@@ -51,11 +51,11 @@ from iglearn.errors import IGLearnError
 from iglearn.models.decoders import DECODERS, Decoder, logistic
 from iglearn.models.init import reset_parameters
 from iglearn.models.kernels import log_softmax, softmax
+from iglearn.models.kinds import CUSTOM
 from iglearn.models.policies import POLICIES, Policy
 
 ModelFactory: TypeAlias = Callable[[int, int, torch.Generator], nn.Module]
 """``factory(in_dim, out_dim, generator) -> torch.nn.Module``."""
-CUSTOM = "custom"
 """The class name model.json records for a module built by a factory."""
 
 

@@ -27,7 +27,10 @@ crash never leaves half a model behind. Loading checks every field of ``model.js
 ranges, the limits of :mod:`iglearn.data.limits`) and the weights (their file's size, then
 names, shapes and types against ``model.json``, finite values) before it builds a model, so a
 damaged model is one :class:`~iglearn.errors.IGLearnError` line naming the file and the field
-(for a model unpacked from an archive, the archive and the member: :func:`member_label`). A
+(for a model unpacked from an archive, the archive and the member: :func:`member_label`).
+Reading ``model.json`` (:func:`read_metadata`) imports no torch (the classes are checked by
+their names, :mod:`iglearn.models.kinds`), so a command can check a model folder and the
+data against it before it imports torch; the weights are read through it. A
 record naming a factory, wherever it is (:func:`factory_records`), is refused unless the
 caller asks for factories to be imported.
 """
@@ -40,15 +43,10 @@ import math
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
-
-import torch
-from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
-from torch import nn
 
 import iglearn
 from iglearn.data import limits, safejson
@@ -65,21 +63,23 @@ from iglearn.files import (
 )
 from iglearn.hints import settings_hints
 from iglearn.learners.settings import ALGORITHM_SETTINGS, POSITIVE_SETTINGS
-from iglearn.models.custom import (
+from iglearn.models.kinds import (
     CUSTOM,
-    CustomDecoder,
-    CustomPolicy,
-    check_contract,
-    factory_path,
-    import_factory,
-    is_custom,
+    DECODER_KINDS,
+    HIDDEN,
+    IK_KINDS,
+    PERSONAL,
+    POLICY_KINDS,
+    POSTERIOR_KINDS,
 )
-from iglearn.models.decoders import DECODERS, Decoder
-from iglearn.models.personal import PersonalIK
-from iglearn.models.policies import POLICIES, Policy
 
 if TYPE_CHECKING:
+    import torch
+    from torch import nn
+
     from iglearn.data.formats.base import FeatureSchema
+    from iglearn.models.decoders import Decoder
+    from iglearn.models.policies import Policy
 
 FORMAT = "iglearn-model"
 FORMAT_VERSION = 1
@@ -164,19 +164,24 @@ model.json's training summary), by name: :func:`iglearn.learners.registry.learne
 
 
 def _linear_layers(module: nn.Module) -> list[nn.Linear]:
+    from torch import nn
+
     return [m for m in module.modules() if isinstance(m, nn.Linear)]
 
 
 def _describe(module: Policy | Decoder, spec: object, name: str) -> dict:
     """The ``policy`` or ``decoder`` record of model.json; ``spec`` is the learner's setting
     that built ``module`` (a custom module's factory is recorded by its import path)."""
+    from iglearn.models.custom import CustomDecoder, CustomPolicy, factory_path
+    from iglearn.models.personal import PersonalIK
+
     if isinstance(module, CustomPolicy | CustomDecoder):
         in_dim, out_dim = module.dims
         return {"class": CUSTOM, "factory": factory_path(spec, name),
                 "temperature": module.temperature, "input_dim": in_dim, "output_dim": out_dim}
     if isinstance(module.net, PersonalIK):
         d_x, d_y, users = module.net.dims
-        personal = {"class": PersonalIK.kind, "temperature": module.temperature,
+        personal = {"class": PERSONAL, "temperature": module.temperature,
                     "input_dim": d_x + d_y,
                     "output_dim": _linear_layers(module.net.context)[-1].out_features,
                     "users": users, "model": module.net.model}
@@ -231,6 +236,8 @@ def _setting_types(cls: type) -> dict[str, Any]:
 def learner_settings(learner: object) -> dict[str, Any]:
     """Every constructor setting of ``learner`` but its seed, JSON-ready (a dataclass
     setting, such as the optimisation, as a dict)."""
+    from iglearn.models.custom import factory_path, is_custom
+
     out = {}
     for name in _setting_names(type(learner)):
         value = getattr(learner, name)
@@ -372,6 +379,9 @@ def save_model(learner: Any, algorithm: str, folder: str | Path,
             on (its ``schema_``), if any.
         extra: more JSON-ready facts for the training summary (the log's name, say).
     """
+    import torch
+    from safetensors.torch import save_file
+
     folder = Path(folder)
     if schema is None:
         schema = getattr(learner, "schema_", None)
@@ -423,10 +433,11 @@ def save_model(learner: Any, algorithm: str, folder: str | Path,
     return folder
 
 
-def _check_module(record: object, key: str, classes: dict, dims: dict[str, tuple[int, str]],
-                  path: str | Path) -> None:
-    """The ``policy`` or ``decoder`` record of model.json: class, temperature, dimensions (a
-    custom module: its factory's import path, ``module:function``)."""
+def _check_module(record: object, key: str, classes: Sequence[str],
+                  dims: dict[str, tuple[int, str]], path: str | Path) -> None:
+    """The ``policy`` or ``decoder`` record of model.json: class (of ``classes``, or a custom
+    module's, with its factory's import path, ``module:function``), temperature,
+    dimensions."""
     if not isinstance(record, dict) or not isinstance(record.get("class"), str) or \
             record["class"] not in {*classes, CUSTOM}:
         found = record.get("class") if isinstance(record, dict) else record
@@ -445,9 +456,9 @@ def _check_module(record: object, key: str, classes: dict, dims: dict[str, tuple
         value = record.get(name)
         if isinstance(value, bool) or value != want:
             raise _damaged(path, f"{key}.{name}", value, f"{want}, {source}")
-    if record["class"] in (CUSTOM, PersonalIK.kind):  # checked by their own rules
+    if record["class"] in (CUSTOM, PERSONAL):  # checked by their own rules
         return
-    if "hidden" in inspect.signature(classes[record["class"]]).parameters:
+    if record["class"] in HIDDEN:
         _integer(record, "hidden", 1, limits.MAX_HIDDEN, path, f"{key}.", "MAX_HIDDEN")
     elif "hidden" in record:
         raise _damaged(path, f"{key}.hidden", record["hidden"],
@@ -516,7 +527,7 @@ def read_metadata(folder: str | Path, source: str | None = None) -> dict:
     k = _integer(metadata, "n_actions", 2, limits.MAX_ACTIONS, path, limit="MAX_ACTIONS")
     d_x = _integer(metadata, "context_dim", 1, limits.MAX_DIM, path, limit="MAX_DIM")
     d_y = _integer(metadata, "feedback_dim", 1, limits.MAX_DIM, path, limit="MAX_DIM")
-    _check_module(metadata.get("policy"), "policy", POLICIES,
+    _check_module(metadata.get("policy"), "policy", POLICY_KINDS,
                   {"input_dim": (d_x, "as 'context_dim' says"),
                    "output_dim": (k, "as 'n_actions' says")}, path)
     if kind.models and _personal(metadata):  # first: the posterior's dimensions read it
@@ -538,25 +549,14 @@ def read_metadata(folder: str | Path, source: str | None = None) -> dict:
     return metadata
 
 
-IK_CLASSES: dict[str, type] = {**POLICIES, PersonalIK.kind: PersonalIK}
-"""The classes of IGL-P's inverse-kinematics record ``ik``: a policy class on the features
-(x, y, x (x) y), or per-user grounding (:class:`~iglearn.models.personal.PersonalIK`) on
-(x, y)."""
-
-
-POSTERIOR_CLASSES: dict[str, type] = {"linear": POLICIES["linear"]}
-"""The class of IGL-P's feedback posterior record ``posterior``: linear on (u, y, u (x) y)
-(:func:`~iglearn.learners.iglp.fit_feedback_posterior`)."""
-
-
 def _personal(metadata: dict) -> bool:
     """Whether model.json's inverse-kinematics record ``ik`` is per-user grounding."""
     record = metadata.get("ik")
-    return isinstance(record, dict) and record.get("class") == PersonalIK.kind
+    return isinstance(record, dict) and record.get("class") == PERSONAL
 
 
 def _module_records(kind: Algorithm, metadata: dict
-                    ) -> list[tuple[str, dict, dict[str, tuple[int, str]]]]:
+                    ) -> list[tuple[str, Sequence[str], dict[str, tuple[int, str]]]]:
     """The model.json records besides ``policy`` of an algorithm: name, the classes it may
     name, and the dimensions it must have."""
     k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
@@ -570,12 +570,12 @@ def _module_records(kind: Algorithm, metadata: dict
                                 "u + d_y + u d_y, the users' and feedback's features (u: the "
                                 "ik record's users, 0 without)")}
         outputs = {"posterior": (1, "one decoded extremeness")}
-        classes = {"ik": IK_CLASSES, "posterior": POSTERIOR_CLASSES}
-        return [(name, classes.get(name, POLICIES),
+        classes = {"ik": IK_KINDS, "posterior": POSTERIOR_KINDS}
+        return [(name, classes.get(name, POLICY_KINDS),
                  {"input_dim": inputs[name],
                   "output_dim": outputs.get(name, (k, "as 'n_actions' says"))})
                 for name in kind.recorded_models(metadata)]
-    return [("decoder", DECODERS, {"input_dim": (d_y, "as 'feedback_dim' says"),
+    return [("decoder", DECODER_KINDS, {"input_dim": (d_y, "as 'feedback_dim' says"),
                                    "output_dim": (1, "one decoded reward")})]
 
 
@@ -586,8 +586,8 @@ def _check_personal(metadata: dict, path: str | Path) -> None:
     record = metadata["ik"]
     _integer(record, "users", 1, metadata["context_dim"] - 1, path, "ik.")
     model = record.get("model")
-    if model not in POLICIES:
-        raise _damaged(path, "ik.model", model, f"one of {sorted(POLICIES)}")
+    if model not in POLICY_KINDS:
+        raise _damaged(path, "ik.model", model, f"one of {sorted(POLICY_KINDS)}")
     if model == "mlp":
         _integer(record, "hidden", 1, limits.MAX_HIDDEN, path, "ik.", "MAX_HIDDEN")
     elif "hidden" in record:
@@ -617,6 +617,14 @@ def algorithm_record(metadata: dict, path: str | Path) -> Algorithm:
 
 def _build(kind: str, record: dict, *dims: int,
            factories: dict[str, Any] | None = None) -> nn.Module:
+    import torch
+    from torch import nn
+
+    from iglearn.models.custom import CustomDecoder, CustomPolicy, check_contract
+    from iglearn.models.decoders import DECODERS
+    from iglearn.models.personal import PersonalIK
+    from iglearn.models.policies import POLICIES, Policy
+
     if record["class"] == CUSTOM:
         factory = (factories or {})[kind]
         in_dim, out_dim = (dims[0], 1) if kind == "decoder" else (dims[0], dims[1])
@@ -628,7 +636,7 @@ def _build(kind: str, record: dict, *dims: int,
         wrapper = CustomDecoder if kind == "decoder" else CustomPolicy
         return wrapper(module, float(record["temperature"]), record["factory"],
                        (in_dim, out_dim))
-    if record["class"] == PersonalIK.kind:
+    if record["class"] == PERSONAL:
         d_x, d_y, k = dims
         return Policy(PersonalIK(d_x, d_y, record["users"], k, record["model"],
                                  hidden=record.get("hidden")), float(record["temperature"]))
@@ -696,6 +704,15 @@ def _report(training: dict, path: str | Path, cls: type) -> Any:
     return cls(**values)
 
 
+def recorded_schema(metadata: dict, path: str | Path) -> FeatureSchema | None:
+    """The feature schema a checked ``model.json`` (:func:`read_metadata`) records, or None;
+    ``path`` names it in messages."""
+    from iglearn.data.formats.base import FeatureSchema
+
+    schema = metadata.get("feature_schema")
+    return None if schema is None else FeatureSchema.from_json(schema, str(path))
+
+
 def read_model(folder: str | Path, learners: Learners, algorithm: str | None = None, *,
                import_factories: bool = False, source: str | None = None) -> Any:
     """The fitted learner read back from ``folder``, of the class ``learners`` gives for the
@@ -718,7 +735,10 @@ def read_model(folder: str | Path, learners: Learners, algorithm: str | None = N
     describes take (:func:`weights_bytes`), so a damaged or hostile file never costs more
     memory than the model it claims to be.
     """
-    from iglearn.data.formats.base import FeatureSchema
+    import torch
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
 
     folder = Path(folder)
     metadata = read_metadata(folder, source)
@@ -792,9 +812,7 @@ def read_model(folder: str | Path, learners: Learners, algorithm: str | None = N
         learner.decoder_ = modules["decoder"]
     if report is not None:
         learner.report_ = report
-    schema = metadata.get("feature_schema")
-    learner.schema_ = (FeatureSchema.from_json(schema, meta_path)
-                       if schema is not None else None)
+    learner.schema_ = recorded_schema(metadata, meta_path)
     statistics = metadata.get("standardiser")  # none: saved raw, or before standardisation
     learner.standardiser_ = (None if statistics is None else
                              Standardiser.from_dict(statistics, meta_path, d_x, d_y))
@@ -898,6 +916,8 @@ def _factories(metadata: dict, path: str | Path, allowed: bool, kind: Algorithm,
                                f"{shown(factory)}, but an {kind.name} model builds no "
                                f"{where} from a factory; the model is damaged, fit again")
         custom[where] = record["factory"]  # a checked import path (read_metadata)
+    from iglearn.models.custom import import_factory
+
     return {name: import_factory(factory, name, str(path)) for name, factory in custom.items()}
 
 
@@ -916,6 +936,8 @@ def _expected_state(metadata: dict, name: str, dims: tuple[int, ...],
     """The state (names, shapes and types only: nothing is allocated, but for a custom
     module, built once on the CPU) of the ``name`` module ('policy' or 'decoder') model.json
     describes."""
+    import torch
+
     if metadata[name]["class"] == CUSTOM:
         return _build(name, metadata[name], *dims, factories=factories).state_dict()
     with torch.device("meta"):

@@ -7,6 +7,7 @@ import torch
 from torch import nn
 
 from iglearn.models.init import reset_parameters
+from iglearn.models.kinds import PERSONAL
 from iglearn.models.policies import POLICIES, make_policy
 
 USER_RANK = 2
@@ -34,7 +35,7 @@ class PersonalIK(nn.Module):
     read, whose weights are loaded next), torch's own initialisation stands. ``hidden``: the
     hidden width of an 'mlp' ``model`` (its default when None)."""
 
-    kind = "personal"
+    kind = PERSONAL
 
     def __init__(self, context_dim: int, feedback_dim: int, users: int, n_actions: int,
                  model: str, generator: torch.Generator | None = None,
