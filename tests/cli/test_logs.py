@@ -269,6 +269,40 @@ def test_a_csv_with_its_own_column_names_fits_and_the_model_keeps_the_mapping(ca
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "r.csv").exists()
 
 
+def test_named_actions_are_read_by_their_names_and_predicted_as_them(capsys, tmp_path):
+    """A CSV whose action and label columns write the actions as words fits with --actions;
+    the model keeps the names, ``predict`` writes them (CSV and Parquet) and ``evaluate``
+    reads the labels by them."""
+    frame, best = user_frame(600)
+    names = ["left", "right far", "middle"]
+    frame = frame.assign(arm=np.array(names)[frame["arm"]], correct=np.array(names)[best])
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    options = [*COLUMN_OPTIONS[:-2], "--label", "correct"]
+    code, _, err = run(capsys, "fit", tmp_path / "log.csv", "--out", tmp_path / "model",
+                       *options, *FAST)
+    assert code == 2 and "--actions left,middle,right far" in err
+    code, _, err = run(capsys, "fit", tmp_path / "log.csv", "--out", tmp_path / "model",
+                       *options, "--actions", "left,middle", *FAST)
+    assert code == 2 and "none of the actions ('left', 'middle')" in err
+    code, _, err = run(capsys, "fit", tmp_path / "log.csv", "--out", tmp_path / "model",
+                       *options, "--actions", ",".join(names), *FAST)
+    assert code == 0, err
+    schema = json.loads((tmp_path / "model" / io.METADATA).read_text())["feature_schema"]
+    assert schema["columns"]["actions"] == names
+    for suffix in (".csv", ".parquet"):
+        code, out, err = run(capsys, "predict", tmp_path / "model", tmp_path / "log.csv",
+                             "--out", tmp_path / f"p{suffix}")
+        assert code == 0, err
+        assert json.loads(out)["actions"] == names
+        read = pd.read_csv if suffix == ".csv" else pd.read_parquet
+        predicted = read(tmp_path / f"p{suffix}")["action"]
+        assert set(predicted) <= set(names)
+        assert (predicted.map(names.index) == best).mean() > 0.5  # chance: 1/3
+    code, out, err = run(capsys, "evaluate", tmp_path / "model", tmp_path / "log.csv")
+    assert code == 0, err
+    assert json.loads(out)["accuracy"] > 0.5
+
+
 def test_convert_reads_a_mapped_csv_and_keeps_the_mapping(capsys, tmp_path):
     frame, _ = user_frame(50)
     frame.assign(user=7).to_csv(tmp_path / "log.csv", index=False)

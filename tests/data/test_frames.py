@@ -340,3 +340,78 @@ def test_a_parquet_file_of_its_own_column_names_reads_through_a_mapping(tmp_path
         open_table(tmp_path / "less.parquet", schema)
     convert(tmp_path / "own.csv", tmp_path / "ours.parquet", columns=mapping)
     assert len(read_log(tmp_path / "ours.parquet", schema)) == 200  # iglearn's layout
+
+
+# Named actions: the action and label columns write the actions their own way.
+
+def named_frame(n: int = 60) -> pd.DataFrame:
+    """A small log whose actions are the words left, middle, right (K = 3), and its labels
+    too."""
+    rng = np.random.default_rng(3)
+    arm = rng.integers(0, 3, n)
+    names = np.array(["left", "middle", "right"])
+    return pd.DataFrame({"x": rng.normal(35, 0.05, n), "arm": names[arm], "p": 1 / 3,
+                         "latency": rng.normal(400, 30, n),
+                         "correct": names[rng.integers(0, 3, n)]})
+
+
+NAMED = dict(context="x", feedback="latency", action="arm", probability="p", label="correct")
+
+
+def test_named_actions_read_into_their_indices_and_the_model_keeps_the_names(tmp_path):
+    frame = named_frame()
+    log = InteractionLog.from_frame(frame, **NAMED, actions=["right", "left", "middle"])
+    order = {"right": 0, "left": 1, "middle": 2}  # the order given, not the text's
+    np.testing.assert_array_equal(log.action, frame["arm"].map(order))
+    np.testing.assert_array_equal(log.label, frame["correct"].map(order))
+    assert log.n_actions == 3
+    assert log.schema is not None and log.schema.columns is not None
+    assert log.schema.columns.actions == ("right", "left", "middle")
+    from iglearn.data.formats import FeatureSchema
+
+    again = FeatureSchema.from_json(log.schema.to_json(), "model.json")
+    assert again == log.schema
+    contexts = ContextSet.from_frame(frame[["x", "correct"]], schema=again)
+    np.testing.assert_array_equal(contexts.label, frame["correct"].map(order))
+
+
+def test_actions_numbered_from_one_are_named_by_their_numbers():
+    frame = named_frame().drop(columns="correct")
+    numbers = {"left": 1, "middle": 2, "right": 3}
+    for written in (frame["arm"].map(numbers), frame["arm"].map(numbers).astype(float),
+                    frame["arm"].map(numbers).astype(str)):
+        log = InteractionLog.from_frame(frame.assign(arm=written), **dict(NAMED, label=None),
+                                        actions=["1", "2", "3"])
+        np.testing.assert_array_equal(log.action, frame["arm"].map(numbers) - 1)
+
+
+@pytest.mark.parametrize(("actions", "n_actions", "words"), [
+    (["left", "right"], None, ["column 'arm' holds 'middle' at row ",
+                               "none of the actions ('left', 'right')", "--actions"]),
+    (["left", "left", "right"], None, ["actions names 'left' twice"]),
+    (["left"], None, ["n_actions"]),
+    (["left", ""], None, ["actions holds ''"]),
+    (["left", "middle", "right"], 4, ["actions names 3 actions but n_actions is 4"]),
+])
+def test_named_actions_that_do_not_fit_the_column_are_refused(actions, n_actions, words):
+    with pytest.raises(IGLearnError) as error:
+        InteractionLog.from_frame(named_frame(), n_actions, **NAMED, actions=actions)
+    for word in words:
+        assert word in str(error.value), str(error.value)
+
+
+def test_actions_in_words_without_their_names_are_refused_with_the_option_to_give():
+    with pytest.raises(IGLearnError) as error:
+        InteractionLog.from_frame(named_frame(), 3, **NAMED)
+    message = str(error.value)
+    assert "column 'arm' names the actions in words" in message
+    assert "--actions left,middle,right" in message
+
+
+def test_a_mapping_without_named_actions_records_none():
+    from iglearn.data.frames import ColumnMapping
+
+    assert "actions" not in ColumnMapping(action="arm").to_json()
+    assert ColumnMapping(action="arm").renames
+    assert ColumnMapping(actions=("a", "b")).renames and ColumnMapping(actions=("a", "b")
+                                                                       ).n_actions == 2

@@ -425,16 +425,22 @@ def _predict(args: argparse.Namespace) -> int:
             actions.append(action)
             probabilities.append(pi[np.arange(len(pi)), action])
     action, probability = np.concatenate(actions), np.concatenate(probabilities)
-    write_files_atomic([(out, lambda tmp: _write_predictions(out.suffix.lower(), tmp, action,
+    schema = learner.schema_
+    names = None if schema is None or schema.columns is None else schema.columns.actions
+    written = action if names is None else np.array(names)[action]  # as the log named them
+    write_files_atomic([(out, lambda tmp: _write_predictions(out.suffix.lower(), tmp, written,
                                                              probability))])
-    _print({"model": str(args.model), "contexts": str(args.contexts), "out": str(out),
-            "rows": len(action), "sampled": args.sample,
-            "action_counts": np.bincount(action, minlength=table.n_actions).tolist()})
+    record = {"model": str(args.model), "contexts": str(args.contexts), "out": str(out),
+              "rows": len(action), "sampled": args.sample,
+              "action_counts": np.bincount(action, minlength=table.n_actions).tolist()}
+    _print(record if names is None else {**record, "actions": list(names)})
     return 0
 
 
 def _write_predictions(suffix: str, tmp: Path, action: np.ndarray,
                        probability: np.ndarray) -> None:
+    """The predictions file: ``action`` (indices, or the names a model's column mapping
+    gives the actions) and ``probability`` per row."""
     if suffix == ".npz":
         with open(tmp, "wb") as f:
             np.savez(f, action=action, probability=probability)
@@ -444,13 +450,17 @@ def _write_predictions(suffix: str, tmp: Path, action: np.ndarray,
 
         from iglearn.data.formats.arrow import arrow_array
 
-        pq.write_table(pa.table({"action": arrow_array(action),
+        actions = pa.array(action.tolist()) if action.dtype.kind == "U" else arrow_array(action)
+        pq.write_table(pa.table({"action": actions,
                                  "probability": arrow_array(probability)}), tmp)
     else:
-        with open(tmp, "w") as f:
-            f.write("action,probability\n")
-            for a, p in zip(action, probability, strict=True):
-                f.write(f"{a},{p:.9g}\n")
+        import csv
+
+        with open(tmp, "w", newline="") as f:
+            rows = csv.writer(f, lineterminator="\n")
+            rows.writerow(("action", "probability"))
+            rows.writerows((a, f"{p:.9g}") for a, p in zip(action.tolist(), probability,
+                                                            strict=True))
 
 
 def skewed_policy(context_dim: int, n_actions: int, seed: int

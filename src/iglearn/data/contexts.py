@@ -59,14 +59,17 @@ class ContextSet:
                    source: str = "data frame", *,
                    context: str | Sequence[str] | None = None, label: str | None = None,
                    ignore: str | Sequence[str] | None = None,
+                   actions: Sequence[str] | None = None,
                    schema: FeatureSchema | None = None) -> ContextSet:
         """The contexts (and labels, if any) of a pandas DataFrame holding contexts or a whole
         log, read as :meth:`InteractionLog.from_frame <iglearn.data.logs.InteractionLog.
         from_frame>` reads it. With a fitted model's ``schema=model.schema_``, the columns it
-        was fitted on are read by their names, and K is the model's."""
+        was fitted on are read by their names, and K (and the actions' names) are the
+        model's."""
         from iglearn.data.frames import contexts_from_frame, mapping_of
         mapping = mapping_of(schema.columns if schema is not None else None, context=context,
-                             label=label, n_actions=n_actions, ignore=ignore)
+                             label=label, n_actions=n_actions, ignore=ignore,
+                             actions=None if actions is None else tuple(actions))
         return contexts_from_frame(frame, mapping, source)
 
 

@@ -36,7 +36,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -96,6 +96,10 @@ class ColumnMapping:
     ignore: tuple[str, ...] | None = None
     """Columns to leave unread (NAME* for every column starting with NAME); any other column
     no field reads is an error (none: ignore no column)"""
+    actions: tuple[str, ...] | None = None
+    """The actions as the action and label columns name them, in the order of their indices
+    0 to K - 1: words such as left,right, or numbers such as 1,2,3 (K is their number; none:
+    the columns hold the indices)"""
 
     def __post_init__(self) -> None:
         for name in ("context", "feedback", "ignore"):
@@ -122,19 +126,45 @@ class ColumnMapping:
         if self.n_actions is not None:
             object.__setattr__(self, "n_actions", check_n_actions(self.n_actions,
                                                                   "column mapping"))
+        if self.actions is not None:
+            self._check_actions()
+
+    def _check_actions(self) -> None:
+        """``actions``: at least two distinct non-empty names, their number K (which
+        ``n_actions``, when given, must be)."""
+        names = (self.actions,) if isinstance(self.actions, str) else self.actions
+        names = tuple(cast(Sequence[str], names))
+        if not all(isinstance(name, str) and name for name in names):
+            bad = next(name for name in names if not (isinstance(name, str) and name))
+            raise IGLearnError(f"column mapping: actions holds {shown(bad)}; name each action "
+                               f"as the action column writes it (left, or 1)")
+        twice = [name for name, count in Counter(names).items() if count > 1]
+        if twice:
+            raise IGLearnError(f"column mapping: actions names {shown(twice[0])} twice; each "
+                               f"action needs one index")
+        k = check_n_actions(len(names), "column mapping (the number of actions named)")
+        if self.n_actions is not None and self.n_actions != k:
+            raise IGLearnError(f"column mapping: actions names {k} actions but n_actions is "
+                               f"{self.n_actions}; give one of them")
+        object.__setattr__(self, "actions", names)
+        object.__setattr__(self, "n_actions", k)
 
     @property
     def renames(self) -> bool:
         """True when a field is read from other columns than the default layout's (K and the
         ignored columns aside): such a mapping is kept in the feature schema."""
         default = ColumnMapping()
-        return any(getattr(self, name) != getattr(default, name)
-                   for name in (*MATRIX_FIELDS, *SCALAR_FIELDS))
+        return self.actions is not None or any(getattr(self, name) != getattr(default, name)
+                                               for name in (*MATRIX_FIELDS, *SCALAR_FIELDS))
 
     def to_json(self) -> dict:
-        """A JSON-ready dictionary (tuples as lists)."""
-        return {f.name: list(value) if isinstance(value := getattr(self, f.name), tuple)
-                else value for f in fields(self)}
+        """A JSON-ready dictionary (tuples as lists; ``actions`` only when named, so that a
+        model folder without them reads in iglearn versions before them)."""
+        record = {f.name: list(value) if isinstance(value := getattr(self, f.name), tuple)
+                  else value for f in fields(self)}
+        if record["actions"] is None:
+            del record["actions"]
+        return record
 
     @classmethod
     def from_json(cls, record: object, source: str) -> ColumnMapping:
@@ -144,7 +174,7 @@ class ColumnMapping:
                                f"{', '.join(f.name for f in fields(cls))}; write it again")
         values: dict[str, Any] = {}
         for key, value in record.items():
-            if key in (*MATRIX_FIELDS, "ignore"):
+            if key in (*MATRIX_FIELDS, "ignore", "actions"):
                 if value is not None and not (isinstance(value, list) and all(
                         isinstance(v, str) for v in value)):
                     raise IGLearnError(f"{source}: column mapping entry '{key}' must be a list "
@@ -280,6 +310,65 @@ def _numbers(name: str, field: str, values: np.ndarray, source: str) -> np.ndarr
         raise IGLearnError(f"{source}: column {shown(name)} holds {what} "
                            f"({shown(str(values.dtype))}); {field} columns hold numbers: {fix}")
     return values
+
+
+CODED_FIELDS = ("action", "label")
+"""The fields that hold actions: named actions (``ColumnMapping.actions``) are read into their
+indices there."""
+_SHOWN_ACTIONS = 12
+
+
+def _action_names(values: np.ndarray) -> np.ndarray:
+    """Each value of an action column as the text that names it: a text as it is, an integer
+    (or a float holding one) as its digits, '3' for 3.0."""
+    if values.dtype.kind in "biu":
+        return values.astype(np.int64).astype(str)
+    if values.dtype.kind == "f" and bool(np.all(np.floor(values) == values)):
+        return values.astype(np.int64).astype(str)
+    return np.array([str(int(v)) if _is_number(v) and float(v).is_integer() else str(v)
+                     for v in values.tolist()], dtype=str)
+
+
+def action_indices(name: str, values: np.ndarray, actions: Sequence[str], source: str
+                   ) -> np.ndarray:
+    """The index (0 to K - 1) of each value of the action (or label) column ``name``, by its
+    position in ``actions``; a value naming none of them is an error naming it, its row and
+    the fix."""
+    names, inverse = np.unique(_action_names(values), return_inverse=True)
+    index = {action: i for i, action in enumerate(actions)}
+    unknown = [i for i, action in enumerate(names.tolist()) if action not in index]
+    if unknown:
+        row = int(np.flatnonzero(np.isin(inverse, unknown))[0])
+        raise IGLearnError(f"{source}: column {shown(name)} holds {shown(str(names[unknown[0]]))} "
+                           f"at row {row}, none of the actions {_names(actions)}; name every "
+                           f"action, in the order of their indices (actions=[...], --actions)")
+    return np.array([index[action] for action in names.tolist()], dtype=np.int64)[inverse]
+
+
+def _names(actions: Sequence[str]) -> str:
+    """A few action names, for a message."""
+    listed = ", ".join(shown(action) for action in list(actions)[:_SHOWN_ACTIONS])
+    return f"({listed}{', ...' if len(actions) > _SHOWN_ACTIONS else ''})"
+
+
+def _check_not_named(name: str, field: str, values: np.ndarray, source: str) -> None:
+    """An error when the action (or label) column ``name`` names its actions in words,
+    suggesting the mapping that reads them (the words it holds, sorted)."""
+    if values.dtype.kind not in "OUS":
+        return
+    words = sorted({str(v) for v in values.tolist() if isinstance(v, str | bytes)})
+    if words and not all(_reads_as_number(word) for word in words):
+        suggested = ",".join(words[:_SHOWN_ACTIONS]) + (",..." if len(words) > _SHOWN_ACTIONS
+                                                         else "")
+        raise IGLearnError(f"{source}: column {shown(name)} names the actions in words "
+                           f"({shown(words[0])} at row {_first_row(values, words[0])}); "
+                           f"{field} columns hold indices 0 to K - 1 unless the actions are "
+                           f"named in the order of their indices: actions=[...] (--actions "
+                           f"{suggested})")
+
+
+def _first_row(values: np.ndarray, value: str) -> int:
+    return next(i for i, v in enumerate(values.tolist()) if v == value)
 
 
 def _listing(names: Sequence[str]) -> str:
@@ -428,7 +517,12 @@ def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
             table.use(name, field)
             values = np.asarray(column(name))
             _missing(name, values, source)
-            fields_[field] = _numbers(name, field, values, source)
+            if field in CODED_FIELDS and mapping.actions is not None:
+                fields_[field] = action_indices(name, values, mapping.actions, source)
+            else:
+                if field in CODED_FIELDS:
+                    _check_not_named(name, field, values, source)
+                fields_[field] = _numbers(name, field, values, source)
     k_column = N_ACTIONS if N_ACTIONS in table.names and N_ACTIONS not in table.used else None
     n_actions = mapping.n_actions
     if k_column is not None:

@@ -96,8 +96,12 @@ def _numbered_from_one(array: np.ndarray, n_actions: int) -> str | None:
     """The hint for actions outside [0, K) that run from 1 to K: numbered from 1 (as R,
     MATLAB and Julia number them), or None."""
     if array.min() == 1 and array.max() == n_actions:
+        listed = ",".join(str(a) for a in range(1, min(n_actions, 3) + 1)) + (
+            f",...,{n_actions}" if n_actions > 3 else "")
         return (f"the values run from 1 to {n_actions}, as if the actions were numbered from "
-                f"1; iglearn numbers them from 0 to K - 1: subtract 1 from every value")
+                f"1; iglearn numbers them from 0 to K - 1: subtract 1 from every value, or "
+                f"read a table's column with the actions named (actions=[...], --actions "
+                f"{listed})")
     return None
 
 
@@ -282,6 +286,7 @@ class InteractionLog:
                    reward: str | None = None, label: str | None = None,
                    definitely_bad: str | None = None,
                    ignore: str | Sequence[str] | None = None,
+                   actions: Sequence[str] | None = None,
                    schema: FeatureSchema | None = None) -> InteractionLog:
         """The log a pandas DataFrame holds (:mod:`iglearn.data.frames`).
 
@@ -292,6 +297,9 @@ class InteractionLog:
         of column names, one name (a column of numbers or of lists), or ``"NAME*"`` for every
         column whose name starts with NAME (numbered ones in numeric order); the other
         fields are one column's name. Every column must be read or listed in ``ignore``.
+        ``actions`` names the actions as the ``action`` and ``label`` columns write them
+        (``["left", "right"]``, or ``["1", "2", "3"]`` for actions numbered from 1), in the
+        order of their indices; K is their number.
 
         Args:
             frame: the table, one row per interaction.
@@ -307,7 +315,8 @@ class InteractionLog:
         mapping = mapping_of(schema.columns if schema is not None else None,
                              context=context, feedback=feedback, action=action,
                              probability=probability, reward=reward, label=label,
-                             definitely_bad=definitely_bad, n_actions=n_actions, ignore=ignore)
+                             definitely_bad=definitely_bad, n_actions=n_actions, ignore=ignore,
+                             actions=None if actions is None else tuple(actions))
         return from_frame(frame, mapping, source)
 
     def to_frame(self, vectors: Literal["columns", "lists"] = "columns") -> pd.DataFrame:
