@@ -415,3 +415,21 @@ def test_a_mapping_without_named_actions_records_none():
     assert ColumnMapping(action="arm").renames
     assert ColumnMapping(actions=("a", "b")).renames and ColumnMapping(actions=("a", "b")
                                                                        ).n_actions == 2
+
+
+def test_uniform_logging_needs_no_probability_column():
+    frame = named_frame().drop(columns=["p", "correct"])
+    mapping = dict(NAMED, probability="uniform", label=None)
+    log = InteractionLog.from_frame(frame, **mapping, actions=["left", "middle", "right"])
+    np.testing.assert_allclose(log.probability, 1 / 3)
+    assert log.schema is not None and log.schema.columns is not None
+    assert log.schema.columns.probability == "uniform"   # the model reads logs so again
+    # a column of that name is read as any other
+    weights = InteractionLog.from_frame(frame.assign(uniform=0.5), **mapping,
+                                        actions=["left", "middle", "right"])
+    np.testing.assert_allclose(weights.probability, 0.5)
+    with pytest.raises(IGLearnError, match=r"no column for field 'probability' \(a column 'p', "
+                                           r"or probability='uniform' \(--probability "
+                                           r"uniform\) if the actions were played uniformly"):
+        InteractionLog.from_frame(frame, **dict(NAMED, label=None),
+                                  actions=["left", "middle", "right"])

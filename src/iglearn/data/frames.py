@@ -83,7 +83,8 @@ class ColumnMapping:
     action: str = "action"
     """Column of the logged actions, integers in [0, K)"""
     probability: str = "probability"
-    """Column of the logging policy's probabilities of the logged actions"""
+    """Column of the logging policy's probabilities of the logged actions, or uniform when the
+    actions were played uniformly at random (1/K on every row, no column)"""
     reward: str = "reward"
     """Column of the latent rewards in [-1, 1], if present (evaluation only)"""
     label: str = "label"
@@ -312,6 +313,9 @@ def _numbers(name: str, field: str, values: np.ndarray, source: str) -> np.ndarr
     return values
 
 
+UNIFORM = "uniform"
+"""The ``probability`` of a mapping for a log whose actions were played uniformly at random:
+1/K on every row, read from no column (unless the table has a column of that name)."""
 CODED_FIELDS = ("action", "label")
 """The fields that hold actions: named actions (``ColumnMapping.actions``) are read into their
 indices there."""
@@ -541,12 +545,16 @@ def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
         raise IGLearnError(f"{source}: the number of actions K is unknown; pass n_actions= "
                            f"(--n-actions on the command line) or add a column 'n_actions' (K "
                            f"on every row)")
+    if mapping.probability == UNIFORM and UNIFORM not in table.names and "action" in fields_:
+        fields_["probability"] = np.full(len(fields_["action"]), 1.0 / n_actions)
     logged = [name for name in LOGGED if name in fields_]
     if "context" not in fields_ or 0 < len(logged) < len(LOGGED):
         name = next(name for name in ("context", *LOGGED) if name not in fields_)
-        raise IGLearnError(f"{source}: no column for field '{name}' ({table.layout(name)}); an "
-                           f"interaction log needs context, action, probability and "
-                           f"feedback, a context set the context only")
+        uniform = (f", or probability={UNIFORM!r} (--probability {UNIFORM}) if the actions "
+                   f"were played uniformly at random" if name == "probability" else "")
+        raise IGLearnError(f"{source}: no column for field '{name}' ({table.layout(name)}"
+                           f"{uniform}); an interaction log needs context, action, probability "
+                           f"and feedback, a context set the context only")
     table.unread(k_column)
     schema = None
     if mapping.renames:
