@@ -360,19 +360,16 @@ def _check_not_named(name: str, field: str, values: np.ndarray, source: str) -> 
     suggesting the mapping that reads them (the words it holds, sorted)."""
     if values.dtype.kind not in "OUS":
         return
-    words = sorted({str(v) for v in values.tolist() if isinstance(v, str | bytes)})
+    texts = [str(v) if isinstance(v, str | bytes) else None for v in values.tolist()]
+    words = sorted({text for text in texts if text is not None})
     if words and not all(_reads_as_number(word) for word in words):
         suggested = ",".join(words[:_SHOWN_ACTIONS]) + (",..." if len(words) > _SHOWN_ACTIONS
                                                          else "")
         raise IGLearnError(f"{source}: column {shown(name)} names the actions in words "
-                           f"({shown(words[0])} at row {_first_row(values, words[0])}); "
+                           f"({shown(words[0])} at row {texts.index(words[0])}); "
                            f"{field} columns hold indices 0 to K - 1 unless the actions are "
                            f"named in the order of their indices: actions=[...] (--actions "
                            f"{suggested})")
-
-
-def _first_row(values: np.ndarray, value: str) -> int:
-    return next(i for i, v in enumerate(values.tolist()) if v == value)
 
 
 def _listing(names: Sequence[str]) -> str:
