@@ -433,3 +433,13 @@ def test_uniform_logging_needs_no_probability_column():
                                            r"uniform\) if the actions were played uniformly"):
         InteractionLog.from_frame(frame, **dict(NAMED, label=None),
                                   actions=["left", "middle", "right"])
+
+
+def test_an_action_named_but_never_logged_is_warned_of_by_its_name():
+    from iglearn.learners.batch_igl import identifiability_warnings
+
+    frame = named_frame()
+    log = InteractionLog.from_frame(frame[frame["arm"] != "middle"], **NAMED,
+                                    actions=["left", "middle", "right"])
+    assert any("actions 1 ('middle') never occur in the log" in note
+               for note in identifiability_warnings(log))

@@ -152,7 +152,10 @@ def identifiability_warnings(log: AnyLog) -> list[str]:
     seen = action_counts(log)
     missing = np.flatnonzero(seen == 0)
     if len(missing):
-        shown = ", ".join(map(str, missing[:5])) + (", ..." if len(missing) > 5 else "")
+        schema = getattr(log, "schema", None)
+        names = None if schema is None or schema.columns is None else schema.columns.actions
+        shown = ", ".join(str(a) if names is None else f"{a} ({names[a]!r})"
+                          for a in missing[:5].tolist()) + (", ..." if len(missing) > 5 else "")
         notes.append(f"{log.source}: n_actions is {k} but actions {shown} never occur in the "
                      f"log; the corrector and the restart threshold assume K = {k} "
                      f"equally likely actions under uniform play: check n_actions")
