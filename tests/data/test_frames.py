@@ -9,7 +9,7 @@ import pytest
 
 from iglearn import IGLearnError, InteractionLog
 from iglearn.data.contexts import ContextSet
-from iglearn.data.frames import to_frame
+from iglearn.data.frames import ColumnMapping, to_frame
 from tests.data.test_formats import FIELDS, assert_same, small_log
 
 
@@ -443,3 +443,30 @@ def test_an_action_named_but_never_logged_is_warned_of_by_its_name():
                                     actions=["left", "middle", "right"])
     assert any("actions 1 ('middle') never occur in the log" in note
                for note in identifiability_warnings(log))
+
+
+def test_a_row_index_written_with_the_table_is_left_unread(tmp_path):
+    """pandas' ``to_csv`` writes the index as a first column without a name (read back as
+    ``Unnamed: 0``), R's ``write.csv`` its row names from 1: such a column of row numbers is
+    no field and no error; an unnamed column of anything else is."""
+    from iglearn.data.formats import open_table
+
+    frame = named_frame().drop(columns="correct")
+    mapping = dict(NAMED, label=None)
+    names = ["left", "middle", "right"]
+    plain = InteractionLog.from_frame(frame, **mapping, actions=names)
+    frame.to_csv(tmp_path / "pandas.csv")                  # index 0, 1, ...
+    frame.set_axis(range(1, len(frame) + 1)).to_csv(tmp_path / "r.csv", index_label="")
+    for path in (tmp_path / "pandas.csv", tmp_path / "r.csv"):
+        reader = open_table(path, columns=ColumnMapping(
+            context=("x",), feedback=("latency",), action="arm", probability="p",
+            actions=tuple(names)))
+        log = InteractionLog(**reader.arrays(), n_actions=3)
+        np.testing.assert_array_equal(log.action, plain.action)
+        np.testing.assert_allclose(log.context, plain.context)
+    indexed = pd.read_csv(tmp_path / "pandas.csv")
+    assert indexed.columns[0] == "Unnamed: 0"
+    assert len(InteractionLog.from_frame(indexed, **mapping, actions=names)) == len(frame)
+    with pytest.raises(IGLearnError, match="column 'Unnamed: 0' is read by no field"):
+        InteractionLog.from_frame(indexed.assign(**{"Unnamed: 0": 7}), **mapping,
+                                  actions=names)

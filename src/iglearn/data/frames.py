@@ -14,7 +14,9 @@ The default column layout (the same for a DataFrame and a ``.csv`` file):
 A :class:`ColumnMapping` reads a table with other column names: the context from ``age``,
 ``clicks`` and every column starting with ``emg_``, say, the action from ``arm``. Every column
 must be read by a field (or be K's column ``n_actions``) or be listed in ``ignore``: any other
-column is an error naming it, so that a misspelt mapping cannot silently drop a feature.
+column is an error naming it, so that a misspelt mapping cannot silently drop a feature. A row
+index written with the table (a column without a name, or pandas' ``Unnamed: 0``, holding the
+row numbers from 0 or 1) is left unread.
 A mapping that renames a field is kept in the feature schema (:class:`FeatureSchema
 <iglearn.data.formats.base.FeatureSchema>` ``.columns``, with the column names resolved), and so
 in a model fitted on the table: ``predict`` on a table with the same column names needs no
@@ -60,6 +62,9 @@ LOGGED = ("action", "probability", "feedback")
 PREFIX = "*"
 """Ends a column mapping entry that selects every column whose name starts with the rest."""
 _POSITION = re.compile(r"(context|feedback)_(0|[1-9][0-9]{0,8})")
+_UNNAMED = re.compile(r"|Unnamed: 0")
+"""The name of a table's row index column: none, or pandas' name for an unnamed first
+column."""
 _SHOWN_COLUMNS = 8
 
 
@@ -372,6 +377,14 @@ def _check_not_named(name: str, field: str, values: np.ndarray, source: str) -> 
                            f"{suggested})")
 
 
+def _row_numbers(values: np.ndarray) -> bool:
+    """Whether ``values`` are the row numbers, from 0 or from 1."""
+    if values.dtype.kind not in "iuf" or not len(values):
+        return False
+    first = values[0]
+    return first in (0, 1) and bool(np.array_equal(values, np.arange(len(values)) + first))
+
+
 def _listing(names: Sequence[str]) -> str:
     """A few column names, for a message."""
     shown_names = ", ".join(shown(name) for name in names[:_SHOWN_COLUMNS])
@@ -455,13 +468,17 @@ class _Selection:
             return f"{field}={','.join(entries)}"
         return f"a column {shown(getattr(self.mapping, field))}"
 
-    def unread(self, k_column: str | None) -> None:
-        """An error naming the columns no field reads and ``ignore`` does not list."""
+    def unread(self, k_column: str | None, row_numbers: Callable[[str], bool]) -> None:
+        """An error naming the columns no field reads and ``ignore`` does not list, but for
+        a row index: a column without a name (or named as pandas names one, ``Unnamed: 0``)
+        that holds the row numbers (``row_numbers``), as pandas' ``to_csv`` and R's
+        ``write.csv`` write unless told not to."""
         ignored = {name for entry in self.mapping.ignore or ()
                    for name in (self.expand(entry, "ignore") if entry.endswith(PREFIX)
                                 or entry in self.names else [])}
         left = [name for name in self.names
-                if name not in self.used and name != k_column and name not in ignored]
+                if name not in self.used and name != k_column and name not in ignored
+                and not (_UNNAMED.fullmatch(name) and row_numbers(name))]
         if not left:
             return
         what = (f"column {shown(left[0])} is" if len(left) == 1
@@ -552,7 +569,7 @@ def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
         raise IGLearnError(f"{source}: no column for field '{name}' ({table.layout(name)}"
                            f"{uniform}); an interaction log needs context, action, probability "
                            f"and feedback, a context set the context only")
-    table.unread(k_column)
+    table.unread(k_column, lambda name: _row_numbers(np.asarray(column(name))))
     schema = None
     if mapping.renames:
         schema = FeatureSchema(tuple(positions["context"]), tuple(positions.get("feedback", ())),
