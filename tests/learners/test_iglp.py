@@ -95,8 +95,9 @@ def test_inverse_kinematics_decision_matches_the_exact_one(estimator):
     features = torch.from_numpy(ik_features(learner.standardised(np.ones((2, 1))),
                                             learner.standardised_feedback(np.eye(2))))
     probs = learner.ik_.probabilities(features).detach().numpy()
-    np.testing.assert_allclose(probs[0], [1, 0, 0], atol=0.05)
-    np.testing.assert_allclose(probs[1], [0, 0.5, 0.5], atol=0.05)
+    # near the exact h (a fit of finitely many steps), and on the same side of every rule
+    np.testing.assert_allclose(probs[0], [1, 0, 0], atol=0.1)
+    np.testing.assert_allclose(probs[1], [0, 0.5, 0.5], atol=0.1)
     decoded = learner.decode(np.ones((3, 1), np.float32), np.array([0, 1, 2]),
                              np.array([[1, 0], [0, 1], [0, 1]], np.float32))
     np.testing.assert_allclose(decoded, [1, 0, 0], atol=1e-6)
@@ -616,3 +617,25 @@ def test_decode_from_is_checked_and_reaches_the_online_learner():
                                            "interaction, feedback"):
         IGLP(decode_from="words")  # type: ignore[arg-type]
     assert OnlineIGLP(3, 4, 2, decode_from="feedback").batch.decode_from == "feedback"
+
+
+def test_the_default_steps_are_100_on_small_logs_and_200_with_per_user_grounding(monkeypatch):
+    """IGL-P's defaults extend a log of fewer than 5,000 interactions to 100 steps a model, a
+    larger one to 200; with per-user grounding the defaults keep 200 on every log, and
+    settings the caller gives are used as given."""
+    from iglearn.learners.settings import IGLP_OPTIMISATION
+
+    used: list = []
+
+    def fit_arrays(self: IGLP, *args: object) -> None:  # records the settings only
+        used.append(args[-1])
+        raise StopIteration
+
+    monkeypatch.setattr(IGLP, "fit_arrays", fit_arrays)
+    log = vw_simulator().log(400, seed=0)
+    own = replace(IGLP_OPTIMISATION, small_steps=30)
+    for learner in (IGLP(seed=0), IGLP(seed=0, users=1), IGLP(seed=0, users=1, optimisation=own)):
+        with pytest.raises(StopIteration):
+            learner.fit(log)
+    assert [settings.cap(400)[0] for settings in used] == [100, 200, 30]
+    assert [settings.cap(5000)[0] for settings in used] == [200, 200, 200]

@@ -86,7 +86,12 @@ from iglearn.learners.regression import (
     fit_reward_model,
     uniform_weights,
 )
-from iglearn.learners.settings import IGLPSettings, Optimisation
+from iglearn.learners.settings import (
+    IGLP_OPTIMISATION,
+    IGLP_PERSONAL_OPTIMISATION,
+    IGLPSettings,
+    Optimisation,
+)
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, kernels, make_policy
 from iglearn.models.custom import check_specs
@@ -492,7 +497,7 @@ class IGLP(IGLPSettings, PolicyLearner):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.optimisation is None:
-            self.optimisation = DEFAULT_OPTIMISATION
+            self.optimisation = IGLP_OPTIMISATION
         check_specs(self)
         check_estimator(self.estimator)
         check_decode_from(self.decode_from)
@@ -523,10 +528,13 @@ class IGLP(IGLPSettings, PolicyLearner):
         flags = (np.zeros(len(log), dtype=bool) if log.definitely_bad is None
                  else log.definitely_bad)
         self.take_statistics(log)
+        settings = self.optimisation
+        if self.users and settings == IGLP_OPTIMISATION:  # the defaults, per-user grounding
+            settings = IGLP_PERSONAL_OPTIMISATION
         with torch_threads(self.threads):
             self.fit_arrays(self.standardised(log.context), log.action, log.probability,
                             self.standardised_feedback(log.feedback), flags, log.n_actions,
-                            self.optimisation)
+                            settings)
         self.report_.seconds = time.perf_counter() - start
         return self
 

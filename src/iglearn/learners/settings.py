@@ -366,6 +366,22 @@ keep the accuracy, costs too little for its stopping to matter), peak learning r
 weight decay 1.0 * inputs / n."""
 
 
+IGLP_OPTIMISATION = replace(REGRESSION_OPTIMISATION, small_log=5000, small_steps=100,
+                            small_lr_scale=1.0)
+"""IGL-P's optimiser settings (each of its three models): those of a model fitted from scratch
+(:data:`REGRESSION_OPTIMISATION`), extended on a log of fewer than 5,000 interactions to 100
+steps instead of 200. Its inverse-kinematics model is most of a fit's cost: on 16 logs per
+cell of 200 to 2,000 interactions (digits, action-inclusive digits and VW's personalised
+simulator, features as given and raw) the CPU per fit fell by 40 to 60 % and the mean
+accuracy moved by -0.7 to +2.4 points (+7.8 and +6.3 on the simulator at 200), within the
+seeds' spread; at 5,000 interactions 100 steps lost 0.2 to 0.7 points on digits and 2.4 to
+5.9 on the family's noisy and grounded digits, so larger logs keep 200 (docs/results.md)."""
+IGLP_PERSONAL_OPTIMISATION = REGRESSION_OPTIMISATION
+"""IGL-P's default settings with per-user grounding (``users`` > 0): 200 steps, as
+OnlineIGLP's (:data:`~iglearn.learners.iglp.PERSONAL_FIRST_FIT`): PersonalIK's product leaves
+its saddle at 0 slowly."""
+
+
 @dataclass(eq=False)
 class IGLPSettings(FitSettings):
     """The settings of :class:`~iglearn.learners.iglp.IGLP`, which documents them."""
@@ -396,8 +412,9 @@ class IGLPSettings(FitSettings):
     ramp_width: float = 0.1
     """Zhang et al.'s sigma: the rise of h over which the 'zhang' ramp goes from 0 to 1 (0.1
     in the authors' code)."""
-    optimisation: Optimisation = field(default_factory=lambda: REGRESSION_OPTIMISATION)
-    """Optimiser settings of each of the three models."""
+    optimisation: Optimisation = field(default_factory=lambda: IGLP_OPTIMISATION)
+    """Optimiser settings of each of the three models (these defaults with ``users`` > 0:
+    :data:`IGLP_PERSONAL_OPTIMISATION`, 200 steps)."""
     users: int = 0
     """Per-user grounding: the first ``users`` context features encode the user (a one-hot
     user id, as the coba plug-in puts first); 0: no user part. With users, the
