@@ -35,6 +35,34 @@ def test_decide_logs_exact_probabilities(service):
     assert stored.model_version == decision["model_version"]
 
 
+def test_named_actions_are_answered_and_allowed_by_name(tmp_path):
+    """With ``[model] actions``, each decision gives its action's name beside its index, and
+    the allowed actions may be named; a name the service does not know is a 422 naming the
+    field."""
+    from .conftest import start_service
+
+    names = [f"gesture {a}" for a in range(K)]
+    running = start_service(tmp_path, model={"actions": names})
+    try:
+        with running.http() as http:
+            batch = http.post("/v1/decide", json={"contexts": [[0, 0, 0, 1]] * 3}).json()
+            for decision in batch["decisions"]:
+                assert decision["action_name"] == names[decision["action"]]
+            named = http.post("/v1/decide", json={"context": [0, 0, 0, 1],
+                                                  "actions": [names[2]]}).json()
+            assert (named["action"], named["action_name"]) == (2, names[2])
+            mixed = http.post("/v1/decide", json={"context": [0, 0, 0, 1],
+                                                  "actions": [1, names[1]]})
+            assert mixed.status_code == 422 and "listed twice" in mixed.text
+            unknown = http.post("/v1/decide", json={"context": [0, 0, 0, 1],
+                                                    "actions": ["gesture 99"]})
+            assert unknown.status_code == 422
+            assert "'gesture 99' is not an action index" in unknown.text
+            assert "or an action's name" in unknown.text and "actions" in unknown.text
+    finally:
+        running.stop()
+
+
 def test_batch_and_idempotent_event_ids(service):
     with service.http() as http:
         batch = http.post("/v1/decide", json={"contexts": [[1, 2, 3, 4], [4, 3, 2, 1]],

@@ -636,17 +636,24 @@ def event_id(value: object, name: str, max_length: int) -> str:
     return value
 
 
-def allowed_actions(value: object, n_actions: int) -> np.ndarray:
-    """The allowed-actions mask (K,) from a list of distinct action indices."""
+def allowed_actions(value: object, n_actions: int,
+                    names: Sequence[str] | None = None) -> np.ndarray:
+    """The allowed-actions mask (K,) from a list of distinct actions: indices, or with the
+    actions' ``names`` (``[model] actions``) their names too."""
     mask = np.zeros(n_actions, dtype=bool)
     if value is None:
         mask[:] = True
         return mask
     if not isinstance(value, list) or not value:
         raise Rejected(422, "must be a non-empty list of action indices", "actions")
+    index = {} if names is None else {name: i for i, name in enumerate(names)}
     for v in value:
+        if isinstance(v, str) and v in index:
+            v = index[v]
         if type(v) is not int or not 0 <= v < n_actions:
-            raise Rejected(422, f"{v!r} is not an action index in [0, {n_actions})", "actions")
+            named = "" if names is None else " or an action's name"
+            raise Rejected(422, f"{v!r} is not an action index in [0, {n_actions}){named}",
+                           "actions")
         if mask[v]:
             raise Rejected(422, f"action {v} is listed twice", "actions")
         mask[v] = True
@@ -747,14 +754,15 @@ def build_app(service: Service, start_worker: bool = True,
                           ) -> list[dict]:
         allowed = np.repeat(mask[None], len(contexts), 0)
         stored = await group.decide(contexts, ids, allowed)
-        return [{"event_id": d.event_id, "action": d.action, "probability": d.probability,
-                 "probabilities": d.probabilities.tolist(), "model_version": d.model_version,
-                 "explored": d.explored} for d in stored]
+        return [{"event_id": d.event_id, "action": d.action,
+                 **({} if model.actions is None else {"action_name": model.actions[d.action]}),
+                 "probability": d.probability, "probabilities": d.probabilities.tolist(),
+                 "model_version": d.model_version, "explored": d.explored} for d in stored]
 
     async def decide(request: Request) -> Response:
         body = await read_json(request, server.max_body_bytes,
                                ("context", "event_id", "actions", "contexts", "event_ids"))
-        mask = allowed_actions(body.get("actions"), k)
+        mask = allowed_actions(body.get("actions"), k, model.actions)
         if "contexts" in body:
             for key in ("context", "event_id"):
                 if key in body:

@@ -62,6 +62,10 @@ class ModelSettings:
     inverse-kinematics model's class is ``[model.learner] model``)."""
     seed: int = 0
     """Seed of the service's random draws and of every re-fit."""
+    actions: tuple[str, ...] | None = None
+    """The actions' names, in the order of their indices (n_actions of them): each decision
+    then gives its action's name (``action_name``) beside its index, and a decision's allowed
+    ``actions`` may be named (none: actions are indices only)."""
     learner: dict[str, Any] = field(default_factory=dict)
     """More constructor settings of the learner (``[model.learner]``: any setting ``iglearn
     fit`` takes, e.g. ``max_restarts = 2`` or ``optimisation = {epochs = 4}``)."""
@@ -369,6 +373,10 @@ def _check(config: ServiceConfig, path: str, learner: bool = True) -> None:
             raise _bad(path, table, key, value, f"one of {', '.join(options)}")
     if m.seed < 0:
         raise _bad(path, "model", "seed", m.seed, "an integer >= 0")
+    if m.actions is not None and (len(m.actions) != m.n_actions or not all(m.actions)
+                                  or len(set(m.actions)) != len(m.actions)):
+        raise _bad(path, "model", "actions", list(m.actions),
+                   f"{m.n_actions} distinct names, one per action (n_actions)")
     if e.seed is not None and e.seed < 0:
         raise _bad(path, "exploration", "seed", e.seed, "an integer >= 0")
     if not 0 < e.epsilon <= 1:
