@@ -325,6 +325,7 @@ CODED_FIELDS = ("action", "label")
 """The fields that hold actions: named actions (``ColumnMapping.actions``) are read into their
 indices there."""
 _SHOWN_ACTIONS = 12
+"""The most distinct words of an action column an error suggests as ``--actions``."""
 
 
 def _action_names(values: np.ndarray) -> np.ndarray:
@@ -349,15 +350,9 @@ def action_indices(name: str, values: np.ndarray, actions: Sequence[str], source
     if unknown:
         row = int(np.flatnonzero(np.isin(inverse, unknown))[0])
         raise IGLearnError(f"{source}: column {shown(name)} holds {shown(str(names[unknown[0]]))} "
-                           f"at row {row}, none of the actions {_names(actions)}; name every "
+                           f"at row {row}, none of the actions ({_listing(actions)}); name every "
                            f"action, in the order of their indices (actions=[...], --actions)")
     return np.array([index[action] for action in names.tolist()], dtype=np.int64)[inverse]
-
-
-def _names(actions: Sequence[str]) -> str:
-    """A few action names, for a message."""
-    listed = ", ".join(shown(action) for action in list(actions)[:_SHOWN_ACTIONS])
-    return f"({listed}{', ...' if len(actions) > _SHOWN_ACTIONS else ''})"
 
 
 def _check_not_named(name: str, field: str, values: np.ndarray, source: str) -> None:
@@ -386,7 +381,7 @@ def _row_numbers(values: np.ndarray) -> bool:
 
 
 def _listing(names: Sequence[str]) -> str:
-    """A few column names, for a message."""
+    """A few names (of columns, or of actions), for a message."""
     shown_names = ", ".join(shown(name) for name in names[:_SHOWN_COLUMNS])
     return shown_names + (", ..." if len(names) > _SHOWN_COLUMNS else "")
 
