@@ -142,14 +142,10 @@ def test_pair_scores_are_the_partners_inner_products(n, pairs):
     torch.testing.assert_close(pair_scores(phi, chi, pairs), expected)
 
 
-@pytest.mark.parametrize("divergence", ["kl", "chi2-kl"])
-def test_decoder_stage_loss_and_gradients_are_those_of_each_bound_evaluated_twice(divergence):
-    """The stage evaluates each bound once, the critics' gradients reversed through their
-    scores; on fixed weights its value and every parameter's gradient are those of the
-    formula that evaluates each bound twice (once for the critics, psi held fixed, once for
-    psi, the critics held fixed)."""
+def _stage_inputs(n: int, k: int, dim: int = 6) -> tuple[Batch, list, list]:
+    """A mini-batch of two trials (n rows, K = k, random logging probabilities) and two
+    small critics and linear decoders for the decoder stage, all drawn from fixed seeds."""
     g = torch.Generator().manual_seed(0)
-    n, k, dim, beta = 60, 4, 6, 10.0
     batch = Batch(torch.randn(2, n, dim, generator=g), torch.randint(0, k, (2, n), generator=g),
                   0.05 + torch.rand(2, n, generator=g), torch.randn(2, n, dim, generator=g))
     settings = VIIGLSettings(critic_hidden=8, critic_width=4)
@@ -157,6 +153,17 @@ def test_decoder_stage_loss_and_gradients_are_those_of_each_bound_evaluated_twic
                for s in (1, 2)]
     decoders = [make_decoder("linear", dim, torch.Generator().manual_seed(s), 1.0)
                 for s in (3, 4)]
+    return batch, critics, decoders
+
+
+@pytest.mark.parametrize("divergence", ["kl", "chi2-kl"])
+def test_decoder_stage_loss_and_gradients_are_those_of_each_bound_evaluated_twice(divergence):
+    """The stage evaluates each bound once, the critics' gradients reversed through their
+    scores; on fixed weights its value and every parameter's gradient are those of the
+    formula that evaluates each bound twice (once for the critics, psi held fixed, once for
+    psi, the critics held fixed)."""
+    n, k, beta = 60, 4, 10.0
+    batch, critics, decoders = _stage_inputs(n, k)
     g_div, t_div = split_divergence(divergence)
     with side_by_side(critics) as critic, side_by_side(decoders) as psi:
         stage = decoder_stage(psi, critic, VIIGL_OPTIMISATION, beta, divergence, 16)
@@ -176,6 +183,40 @@ def test_decoder_stage_loss_and_gradients_are_those_of_each_bound_evaluated_twic
         for p, grad in zip(stage.params, found, strict=True):
             assert p.grad is not None and p.grad.abs().max() > 0
             torch.testing.assert_close(grad, p.grad, rtol=1e-4, atol=1e-7)
+
+
+@pytest.mark.parametrize("divergence", ["kl", "chi2", "chi2-kl"])
+@pytest.mark.parametrize(("n", "k", "pairs"), [(60, 4, 16), (37, 12, 8), (5, 3, 8), (1, 3, 8)])
+def test_decoder_stage_closed_form_gives_the_autograd_loss_and_gradients(divergence, n, k,
+                                                                         pairs):
+    """With a linear decoder the stage computes its loss and gradients in closed form: the
+    loss and every parameter's gradient of the autograd form, up to float rounding, for
+    each divergence, a trial whose decoder is flipped, narrow and wide critics, blocks that
+    do not divide the rows, and a mini-batch of one row."""
+    beta = 10.0
+    batch, critics, decoders = _stage_inputs(n, k)
+    decoders[1].flipped.fill_(True)
+    with side_by_side(critics) as critic, side_by_side(decoders) as psi:
+        stage = decoder_stage(psi, critic, VIIGL_OPTIMISATION, beta, divergence, pairs)
+        assert stage.closed_form is not None
+        value = stage.loss(batch)
+        value.sum().backward()
+        expected = [p.grad.clone() for p in stage.params]
+        for p in stage.params:
+            p.grad = None
+        torch.testing.assert_close(stage.closed_form(batch), value.detach())
+        for p, grad in zip(stage.params, expected, strict=True):
+            assert grad.abs().max() > 0
+            torch.testing.assert_close(p.grad, grad, rtol=1e-4, atol=1e-6)
+
+
+def test_a_decoder_other_than_linear_trains_by_autograd():
+    """The closed form is the linear decoder's: an MLP decoder's stage has none."""
+    settings = VIIGLSettings(critic_hidden=8, critic_width=4)
+    critic = make_critics(settings, 3, 3, 3, torch.Generator().manual_seed(0))
+    decoder = make_decoder("mlp", 3, torch.Generator().manual_seed(1), 1.0)
+    with side_by_side([critic]) as critics, side_by_side([decoder]) as psi:
+        assert decoder_stage(psi, critics, VIIGL_OPTIMISATION, 10.0, "kl", 8).closed_form is None
 
 
 def _rare_reward_log(n: int = 2000) -> InteractionLog:

@@ -26,7 +26,9 @@ every parameter its stage moves: the autograd form's gradient up to float roundi
 (``tests/learners/test_closed_form.py``). :meth:`BatchIGL.stages` and
 :func:`~iglearn.learners.baselines.reward_stages` use them when :func:`supports` says the
 models are the built-in linear ones; any other model (an MLP, a user's module) trains by
-autograd.
+autograd. VI-IGL's decoder stage computes its own
+(:func:`iglearn.learners.vi_igl.decoder_step`) with :func:`supports_decoder` and
+:func:`set_decoder_logit`.
 """
 
 from __future__ import annotations
@@ -52,8 +54,13 @@ def supports(policy: object, decoder: object | None = None) -> bool:
     """Whether ``policy`` and ``decoder`` (if given; stacked, :mod:`iglearn.models.stacked`)
     are the built-in linear classes, whose stage gradients this module computes."""
     return (type(policy) is LinearPolicy and isinstance(policy.net, StackedLinear)
-            and (decoder is None or type(decoder) is LinearDecoder
-                 and isinstance(decoder.net, StackedLinear)))
+            and (decoder is None or supports_decoder(decoder)))
+
+
+def supports_decoder(decoder: object) -> bool:
+    """Whether ``decoder`` (stacked) is the built-in linear decoder, whose gradient in its
+    logit :func:`set_decoder_logit` turns into its parameters' gradients."""
+    return type(decoder) is LinearDecoder and isinstance(decoder.net, StackedLinear)
 
 
 def decoded(decoder: Decoder, signal: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -114,9 +121,10 @@ def _set_policy(policy: Policy, batch: Batch, scores: torch.Tensor) -> None:
     set_gradients(policy.net, batch.context, scores)
 
 
-def _set_decoder(decoder: Decoder, batch: Batch, logit: torch.Tensor) -> None:
-    """The decoder's gradients from the gradient in its logit z, shape (T, n)."""
-    set_gradients(decoder.net, batch.signal, logit[..., None])
+def set_decoder_logit(decoder: Decoder, signal: torch.Tensor, logit: torch.Tensor) -> None:
+    """A stacked linear decoder's gradients from the gradient in its logit z on ``signal``,
+    shape (T, n)."""
+    set_gradients(decoder.net, signal, logit[..., None])
 
 
 @torch.no_grad()
@@ -138,7 +146,7 @@ def grounding_step(policy: Policy, decoder: Decoder, batch: Batch, n_actions: in
         weights = _eq2_psi(pi_a, batch, n_actions)
     value = value + policy_minorant(log_pi, batch.action, psi, batch.probability,
                                     both_sides=False)
-    _set_decoder(decoder, batch, weights.mul_(slope).neg_())
+    set_decoder_logit(decoder, batch.signal, weights.mul_(slope).neg_())
     _set_policy(policy, batch, score_gradient(log_pi, batch.action,
                                               -psi / batch.probability / n))
     return -value
@@ -214,7 +222,7 @@ def exact_step(policy: Policy, decoder: Decoder, batch: Batch, n_actions: int,
     pi_a = at_action(log_pi, batch.action).exp()
     psi, slope = decoded(decoder, batch.signal)
     value = igl_objective(pi_a, psi, batch.probability, n_actions, baseline)
-    _set_decoder(decoder, batch, _eq2_psi(pi_a, batch, n_actions).neg_().mul_(slope))
+    set_decoder_logit(decoder, batch.signal, _eq2_psi(pi_a, batch, n_actions).neg_().mul_(slope))
     _set_policy(policy, batch, score_gradient(log_pi, batch.action,
                                               _ips_logged(pi_a, psi, batch, baseline)))
     return -value
