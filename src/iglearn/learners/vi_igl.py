@@ -190,7 +190,8 @@ class Pairing(NamedTuple):
 @lru_cache(maxsize=16)
 def pairing(n: int, pairs: int) -> Pairing:
     """The :class:`Pairing` of n rows, each with ``pairs`` partners (every other row when
-    ``pairs`` >= n - 1); computed once per (n, pairs), as a stage's mini-batches repeat them."""
+    ``pairs`` >= n - 1); computed once per (n, pairs), as a stage's mini-batches repeat them,
+    and shared: its tensors are read, never written."""
     m = max(1, min(pairs, n - 1))
     offsets = torch.arange(1, m + 1)
     blocks = -(-n // m)
@@ -317,18 +318,12 @@ def conditional_bound(joint: torch.Tensor, pairs: torch.Tensor, q: torch.Tensor,
     mass = w[..., None] * q  # (..., n, 2): P(i, r)
     prior = mass.sum(-2)  # (..., 2): P(r)
     by_r = mass.transpose(-1, -2)  # (..., 2, n)
-    product = by_r[..., :, None] * _partnered(mass, partners)
+    product = by_r[..., :, None] * by_r[..., partners]
     total = product.sum((-2, -1), keepdim=True)
     tiny = torch.finfo(product.dtype).tiny
     product = product / total.clamp_min(tiny) * prior[..., None, None]
     return variational_bound(joint.flatten(-2), mass.flatten(-2), pairs.flatten(-3),
                              product.flatten(-3), divergence)
-
-
-def _partnered(mass: torch.Tensor, partners: torch.Tensor) -> torch.Tensor:
-    """a_j(r) for the partners j of each row (``partners`` (n, m)) of ``mass`` (..., n, 2),
-    shape (..., 2, n, m)."""
-    return mass.transpose(-1, -2)[..., partners]
 
 
 def marginal_bound(t: torch.Tensor, q: torch.Tensor, w: torch.Tensor,
@@ -492,7 +487,7 @@ def decoder_step(decoder: Decoder, critics: Critics, batch: Batch, beta: float,
     # bound_G as conditional_bound computes it, and its gradient in the mass
     prior = mass.sum(-2)[..., None]  # (T, 2, 1): P(r)
     by_r = mass.transpose(-1, -2)  # (T, 2, n)
-    beside = _partnered(mass, layout.partners)  # (T, 2, n, m): a_j(r) of each pair
+    beside = by_r[..., layout.partners]  # (T, 2, n, m): a_j(r) of each pair
     pair_mass = by_r[..., None] * beside
     total = pair_mass.sum((-2, -1))[..., None]  # (T, 2, 1): Z(r)
     tiny = torch.finfo(total.dtype).tiny
