@@ -35,10 +35,11 @@ def test_decide_logs_exact_probabilities(service):
     assert stored.model_version == decision["model_version"]
 
 
+@pytest.mark.filterwarnings("ignore::iglearn.learners.IdentifiabilityWarning")  # random log
 def test_named_actions_are_answered_and_allowed_by_name(tmp_path):
     """With ``[model] actions``, each decision gives its action's name beside its index, and
     the allowed actions may be named; a name the service does not know is a 422 naming the
-    field."""
+    field, and so is an imported model fitted on the actions named in another order."""
     from .conftest import start_service
 
     names = [f"gesture {a}" for a in range(K)]
@@ -59,8 +60,41 @@ def test_named_actions_are_answered_and_allowed_by_name(tmp_path):
             assert unknown.status_code == 422
             assert "'gesture 99' is not an action index" in unknown.text
             assert "or an action's name" in unknown.text and "actions" in unknown.text
+            # an imported model fitted on named actions must name them in the same order
+            with running.http("admin") as admin:
+                before = len(admin.get("/v1/model").json()["versions"])
+                other = admin.put("/v1/model", content=_named_model(tmp_path, names[::-1]))
+                assert other.status_code == 422 and other.json()["field"] == "actions"
+                assert f"--actions {','.join(names)}" in other.json()["error"]
+                assert len(admin.get("/v1/model").json()["versions"]) == before
+                same = admin.put("/v1/model", content=_named_model(tmp_path, names))
+                assert same.status_code == 201, same.text
+                unnamed = admin.put("/v1/model", content=_named_model(tmp_path, None))
+                assert unnamed.status_code == 201, unnamed.text
     finally:
         running.stop()
+
+
+def _named_model(folder, names: list[str] | None) -> bytes:
+    """The archive of a 2021 IGL model of the services' shape fitted on a small random log,
+    its feature schema naming the actions ``names`` (None: indices only)."""
+    from iglearn.data.formats.base import FeatureSchema
+    from iglearn.data.frames import ColumnMapping
+    from iglearn.data.logs import InteractionLog
+    from iglearn.learners import BatchIGL
+
+    rng = np.random.default_rng(0)
+    n = 60
+    log = InteractionLog(context=rng.random((n, D_X), dtype=np.float32),
+                         action=rng.integers(0, K, n), probability=np.full(n, 1.0 / K),
+                         feedback=rng.random((n, D_Y), dtype=np.float32), n_actions=K)
+    learner = BatchIGL(seed=0).fit(log)
+    schema = FeatureSchema(tuple(f"x{i}" for i in range(D_X)),
+                           tuple(f"y{i}" for i in range(D_Y)),
+                           None if names is None else ColumnMapping(actions=tuple(names)))
+    path = folder / f"model-{'-'.join(names or ['indices'])}"
+    save_model(learner, path, schema)
+    return pack_model(path)
 
 
 def test_batch_and_idempotent_event_ids(service):

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import numpy as np
@@ -54,6 +54,9 @@ from iglearn.service.storage import (
     open_storage,
 )
 from iglearn.service.supervisor import CHECK_SECONDS, WorkerSupervisor
+
+if TYPE_CHECKING:
+    from iglearn.data.formats.base import FeatureSchema
 
 LOG_FORMATS = {"parquet": "application/vnd.apache.parquet", "dsjson": "application/x-ndjson",
                "npz": "application/octet-stream"}
@@ -636,6 +639,20 @@ def event_id(value: object, name: str, max_length: int) -> str:
     return value
 
 
+def check_action_names(schema: FeatureSchema | None, names: tuple[str, ...] | None) -> None:
+    """Refuse (422, field ``actions``) an imported model fitted on named actions
+    (``--actions``, kept in its feature ``schema``) whose names, in index order, are not the
+    service's ``[model] actions``: its action 0 would be another action. A model fitted on
+    action indices, or a service without names, reads the indices as they are."""
+    fitted = None if schema is None or schema.columns is None else schema.columns.actions
+    if fitted is None or names is None or tuple(fitted) == tuple(names):
+        return
+    raise Rejected(422, f"the model was fitted on the actions {', '.join(fitted)} (in index "
+                        f"order); this service's [model] actions are {', '.join(names)}: fit "
+                        f"it with --actions {','.join(names)}, or name the actions in the "
+                        f"configuration as the model does", "actions")
+
+
 def allowed_actions(value: object, n_actions: int,
                     names: Sequence[str] | None = None) -> np.ndarray:
     """The allowed-actions mask (K,) from a list of distinct actions: indices, or with the
@@ -917,6 +934,7 @@ def build_app(service: Service, start_worker: bool = True,
             if meta.get(key, "igl" if key == "algorithm" else None) != value:
                 raise Rejected(422, f"the model's {key} is {meta.get(key)!r}; this service "
                                     f"needs {value!r}", key)
+        check_action_names(getattr(learner, "schema_", None), model.actions)
         report = getattr(learner, "report_", None)
         indicator = getattr(report, "indicator", None)
         summary = {"source": "import", "indicator": indicator, "certified": False}
