@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import shlex
 from collections.abc import Iterable
 from typing import TypeVar
 
@@ -30,6 +33,16 @@ def shown(value: object) -> str:
     if len(text) > SHOWN_CHARACTERS:
         text = f"{text[:SHOWN_CHARACTERS - 3]}..."
     return text
+
+
+def option_list(items: Iterable[str]) -> str:
+    """``items`` as a message writes one list option's value for a shell (``--actions
+    left,middle,right``): comma-separated, an item holding a comma or a quote quoted as the
+    option reads it (:func:`iglearn.cli.settings.items`), and the whole quoted for the
+    shell when it needs it (``'"right, far",left'``)."""
+    row = io.StringIO()
+    csv.writer(row, lineterminator="").writerow(items)
+    return shlex.quote(row.getvalue())
 
 
 def check_choice(what: str, value: Choice, choices: Iterable[object]) -> Choice:

@@ -270,22 +270,24 @@ def test_a_csv_with_its_own_column_names_fits_and_the_model_keeps_the_mapping(ca
 
 
 def test_named_actions_are_read_by_their_names_and_predicted_as_them(capsys, tmp_path):
-    """A CSV whose action and label columns write the actions as words fits with --actions;
+    """A CSV whose action and label columns write the actions as words fits with --actions
+    (a name that holds a comma quoted, as the error's suggestion writes it for the shell);
     the model keeps the names, ``predict`` writes them (CSV and Parquet) and ``evaluate``
     reads the labels by them."""
     frame, best = user_frame(600)
-    names = ["left", "right far", "middle"]
+    names = ["left", "right, far", "middle"]
     frame = frame.assign(arm=np.array(names)[frame["arm"]], correct=np.array(names)[best])
     frame.to_csv(tmp_path / "log.csv", index=False)
     options = [*COLUMN_OPTIONS[:-2], "--label", "correct"]
     code, _, err = run(capsys, "fit", tmp_path / "log.csv", "--out", tmp_path / "model",
                        *options, *FAST)
-    assert code == 2 and "--actions left,middle,right far" in err
+    suggested = """'left,middle,"right, far"'"""
+    assert code == 2 and f"--actions {suggested}" in err
     code, _, err = run(capsys, "fit", tmp_path / "log.csv", "--out", tmp_path / "model",
                        *options, "--actions", "left,middle", *FAST)
     assert code == 2 and "none of the actions ('left', 'middle')" in err
     code, _, err = run(capsys, "fit", tmp_path / "log.csv", "--out", tmp_path / "model",
-                       *options, "--actions", ",".join(names), *FAST)
+                       *options, "--actions", 'left,"right, far",middle', *FAST)
     assert code == 0, err
     schema = json.loads((tmp_path / "model" / io.METADATA).read_text())["feature_schema"]
     assert schema["columns"]["actions"] == names

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -110,11 +111,27 @@ def test_help_is_the_docstring_with_the_default(capsys):
     ("mode", "c", "'c' is not one of a, b"),
     ("names", "x,", "must not be empty"),
     ("sizes", "1,-2", "integer >= 0"),
+    ("names", 'a,"b', "quote an item that holds a comma"),
 ])
 def test_bad_values_name_what_the_value_must_be(name, text, words):
     cls = Toy if name != "seed" else Base
     with pytest.raises(argparse.ArgumentTypeError, match=words):
         value_parser(cls, name)(text)
+
+
+@pytest.mark.parametrize("text, items", [
+    ("a,b", ("a", "b")),
+    (" a , b", ("a", "b")),
+    ('"left, slow",right', ("left, slow", "right")),
+    ('"say ""hi""",x', ('say "hi"', "x")),
+])
+def test_a_list_option_reads_its_items_as_one_csv_row(text, items):
+    """A list option's items are separated by commas; an item that holds a comma is quoted
+    (a quote inside doubled), as ``errors.option_list`` writes them."""
+    from iglearn.errors import option_list
+
+    assert value_parser(Toy, "names")(text) == items
+    assert value_parser(Toy, "names")(shlex.split(option_list(items))[0]) == items
 
 
 @dataclass

@@ -65,7 +65,7 @@ def test_named_actions_are_answered_and_allowed_by_name(tmp_path):
                 before = len(admin.get("/v1/model").json()["versions"])
                 other = admin.put("/v1/model", content=_named_model(tmp_path, names[::-1]))
                 assert other.status_code == 422 and other.json()["field"] == "actions"
-                assert f"--actions {','.join(names)}" in other.json()["error"]
+                assert f"--actions '{','.join(names)}'" in other.json()["error"]
                 assert len(admin.get("/v1/model").json()["versions"]) == before
                 same = admin.put("/v1/model", content=_named_model(tmp_path, names))
                 assert same.status_code == 201, same.text

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import csv
 import importlib
 import inspect
 import math
@@ -194,9 +195,22 @@ def value_parser(cls: type, name: str) -> Callable[[str], object]:
         if kind.optional and kind.type is not str and text.lower() == NONE:
             return None
         if kind.sequence:
-            return tuple(one(item.strip()) for item in text.split(","))
+            return tuple(one(item.strip()) for item in items(text))
         return one(text)
     return parse
+
+
+def items(text: str) -> list[str]:
+    """The comma-separated items of a list option's value, read as one CSV row: an item
+    holding a comma is quoted (``--actions '"left, slow",right'``), a quote inside quotes
+    doubled."""
+    try:
+        return next(csv.reader([text], skipinitialspace=True, strict=True), None) or [""]
+    except csv.Error as e:
+        raise argparse.ArgumentTypeError(
+            f"cannot read {text!r} as comma-separated items: {e}; quote an item that holds a "
+            f"comma or starts with a quote, for the shell too: '\"left, slow\",right'"
+        ) from None
 
 
 class SettingRefused(ValueError):

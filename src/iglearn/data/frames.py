@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import numpy as np
 
 from iglearn.data.logs import MATRIX_FIELDS, check_n_actions
-from iglearn.errors import IGLearnError, shown
+from iglearn.errors import IGLearnError, option_list, shown
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -363,8 +363,8 @@ def _check_not_named(name: str, field: str, values: np.ndarray, source: str) -> 
     texts = [str(v) if isinstance(v, str | bytes) else None for v in values.tolist()]
     words = sorted({text for text in texts if text is not None})
     if words and not all(_reads_as_number(word) for word in words):
-        suggested = ",".join(words[:_SHOWN_ACTIONS]) + (",..." if len(words) > _SHOWN_ACTIONS
-                                                         else "")
+        suggested = option_list(words[:_SHOWN_ACTIONS]) + (
+            ",..." if len(words) > _SHOWN_ACTIONS else "")
         raise IGLearnError(f"{source}: column {shown(name)} names the actions in words "
                            f"({shown(words[0])} at row {texts.index(words[0])}); "
                            f"{field} columns hold indices 0 to K - 1 unless the actions are "

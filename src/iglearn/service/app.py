@@ -37,7 +37,7 @@ from starlette.types import Receive, Scope, Send
 
 import iglearn
 from iglearn.data import limits, safejson
-from iglearn.errors import IGLearnError, shown
+from iglearn.errors import IGLearnError, option_list, shown
 from iglearn.service.config import ServiceConfig, is_loopback
 from iglearn.service.exploration import Explorer
 from iglearn.service.ids import new_event_id
@@ -649,7 +649,7 @@ def check_action_names(schema: FeatureSchema | None, names: tuple[str, ...] | No
         return
     raise Rejected(422, f"the model was fitted on the actions {', '.join(fitted)} (in index "
                         f"order); this service's [model] actions are {', '.join(names)}: fit "
-                        f"it with --actions {','.join(names)}, or name the actions in the "
+                        f"it with --actions {option_list(names)}, or name the actions in the "
                         f"configuration as the model does", "actions")
 
 
