@@ -142,13 +142,14 @@ def test_pair_scores_are_the_partners_inner_products(n, pairs):
     torch.testing.assert_close(pair_scores(phi, chi, pairs), expected)
 
 
-def _stage_inputs(n: int, k: int, dim: int = 6) -> tuple[Batch, list, list]:
+def _stage_inputs(n: int, k: int, dim: int = 6, width: int = 4) -> tuple[Batch, list, list]:
     """A mini-batch of two trials (n rows, K = k, random logging probabilities) and two
-    small critics and linear decoders for the decoder stage, all drawn from fixed seeds."""
+    small critics (embeddings ``width`` wide) and linear decoders for the decoder stage, all
+    drawn from fixed seeds."""
     g = torch.Generator().manual_seed(0)
     batch = Batch(torch.randn(2, n, dim, generator=g), torch.randint(0, k, (2, n), generator=g),
                   0.05 + torch.rand(2, n, generator=g), torch.randn(2, n, dim, generator=g))
-    settings = VIIGLSettings(critic_hidden=8, critic_width=4)
+    settings = VIIGLSettings(critic_hidden=8, critic_width=width)
     critics = [make_critics(settings, dim, dim, k, torch.Generator().manual_seed(s))
                for s in (1, 2)]
     decoders = [make_decoder("linear", dim, torch.Generator().manual_seed(s), 1.0)
@@ -186,15 +187,17 @@ def test_decoder_stage_loss_and_gradients_are_those_of_each_bound_evaluated_twic
 
 
 @pytest.mark.parametrize("divergence", ["kl", "chi2", "chi2-kl"])
-@pytest.mark.parametrize(("n", "k", "pairs"), [(60, 4, 16), (37, 12, 8), (5, 3, 8), (1, 3, 8)])
+@pytest.mark.parametrize(("n", "k", "pairs", "width"),
+                         [(60, 4, 16, 4), (37, 12, 8, 4), (37, 3, 8, 1), (5, 3, 8, 4),
+                          (1, 3, 8, 4)])
 def test_decoder_stage_closed_form_gives_the_autograd_loss_and_gradients(divergence, n, k,
-                                                                         pairs):
+                                                                         pairs, width):
     """With a linear decoder the stage computes its loss and gradients in closed form: the
     loss and every parameter's gradient of the autograd form, up to float rounding, for
-    each divergence, a trial whose decoder is flipped, narrow and wide critics, blocks that
-    do not divide the rows, and a mini-batch of one row."""
+    each divergence, a trial whose decoder is flipped, narrow and wide critic outputs,
+    blocks that do not divide the rows, and a mini-batch of one row."""
     beta = 10.0
-    batch, critics, decoders = _stage_inputs(n, k)
+    batch, critics, decoders = _stage_inputs(n, k, width=width)
     decoders[1].flipped.fill_(True)
     with side_by_side(critics) as critic, side_by_side(decoders) as psi:
         stage = decoder_stage(psi, critic, VIIGL_OPTIMISATION, beta, divergence, pairs)

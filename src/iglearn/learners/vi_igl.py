@@ -522,7 +522,7 @@ def decoder_step(decoder: Decoder, critics: Critics, batch: Batch, beta: float,
     d_context.scatter_(-3, slot, d_phi[..., None, :, :])
     _set_mlp(critics.context, x, context_hidden, d_context.flatten(-3))
     _set_mlp(critics.feedback, y, feedback_hidden, d_chi.flatten(-2))
-    d_marginal = torch.zeros(*t.shape[:-1], k, 2, dtype=t.dtype)
+    d_marginal = t.new_zeros(*t.shape[:-1], k, 2)
     d_marginal.scatter_(-2, t_slot, d_t[..., None, :])
     _set_mlp(critics.marginal, x, marginal_hidden, d_marginal.flatten(-2))
     return value

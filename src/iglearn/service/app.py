@@ -37,7 +37,7 @@ from starlette.types import Receive, Scope, Send
 
 import iglearn
 from iglearn.data import limits, safejson
-from iglearn.errors import IGLearnError, option_list, shown
+from iglearn.errors import SHOWN_CHARACTERS, IGLearnError, option_list, shown
 from iglearn.service.config import ServiceConfig, is_loopback
 from iglearn.service.exploration import Explorer
 from iglearn.service.ids import new_event_id
@@ -647,9 +647,12 @@ def check_action_names(schema: FeatureSchema | None, names: tuple[str, ...] | No
     fitted = None if schema is None or schema.columns is None else schema.columns.actions
     if fitted is None or names is None or tuple(fitted) == tuple(names):
         return
-    raise Rejected(422, f"the model was fitted on the actions {', '.join(fitted)} (in index "
-                        f"order); this service's [model] actions are {', '.join(names)}: fit "
-                        f"it with --actions {option_list(names)}, or name the actions in the "
+    option = option_list(names)
+    if len(option) > SHOWN_CHARACTERS:  # too long to be of use in a message
+        option = "naming them so"
+    raise Rejected(422, f"the model was fitted on the actions {shown(list(fitted))} (in index "
+                        f"order); this service's [model] actions are {shown(list(names))}: "
+                        f"fit it with --actions {option}, or name the actions in the "
                         f"configuration as the model does", "actions")
 
 
