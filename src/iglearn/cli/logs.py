@@ -426,7 +426,7 @@ def _predict(args: argparse.Namespace) -> int:
             probabilities.append(pi[np.arange(len(pi)), action])
     action, probability = np.concatenate(actions), np.concatenate(probabilities)
     schema = learner.schema_
-    names = None if schema is None or schema.columns is None else schema.columns.actions
+    names = None if schema is None else schema.action_names
     written = action if names is None else np.array(names)[action]  # as the log named them
     write_files_atomic([(out, lambda tmp: _write_predictions(out.suffix.lower(), tmp, written,
                                                              probability))])

@@ -140,10 +140,10 @@ class ColumnMapping:
         ``n_actions``, when given, must be)."""
         names = (self.actions,) if isinstance(self.actions, str) else self.actions
         names = tuple(cast(Sequence[str], names))
-        if not all(isinstance(name, str) and name for name in names):
-            bad = next(name for name in names if not (isinstance(name, str) and name))
-            raise IGLearnError(f"column mapping: actions holds {shown(bad)}; name each action "
-                               f"as the action column writes it (left, or 1)")
+        for name in names:
+            if not (isinstance(name, str) and name):
+                raise IGLearnError(f"column mapping: actions holds {shown(name)}; name each "
+                                   f"action as the action column writes it (left, or 1)")
         twice = [name for name, count in Counter(names).items() if count > 1]
         if twice:
             raise IGLearnError(f"column mapping: actions names {shown(twice[0])} twice; each "

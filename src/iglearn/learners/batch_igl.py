@@ -153,7 +153,7 @@ def identifiability_warnings(log: AnyLog) -> list[str]:
     missing = np.flatnonzero(seen == 0)
     if len(missing):
         schema = getattr(log, "schema", None)
-        names = None if schema is None or schema.columns is None else schema.columns.actions
+        names = None if schema is None else schema.action_names
         shown = ", ".join(str(a) if names is None else f"{a} ({names[a]!r})"
                           for a in missing[:5].tolist()) + (", ..." if len(missing) > 5 else "")
         notes.append(f"{log.source}: n_actions is {k} but actions {shown} never occur in the "

@@ -739,7 +739,6 @@ def read_model(folder: str | Path, learners: Learners, algorithm: str | None = N
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-
     folder = Path(folder)
     metadata = read_metadata(folder, source)
     meta_path = _label(folder, METADATA, source)

@@ -644,7 +644,7 @@ def check_action_names(schema: FeatureSchema | None, names: tuple[str, ...] | No
     (``--actions``, kept in its feature ``schema``) whose names, in index order, are not the
     service's ``[model] actions``: its action 0 would be another action. A model fitted on
     action indices, or a service without names, reads the indices as they are."""
-    fitted = None if schema is None or schema.columns is None else schema.columns.actions
+    fitted = None if schema is None else schema.action_names
     if fitted is None or names is None or tuple(fitted) == tuple(names):
         return
     option = option_list(names)

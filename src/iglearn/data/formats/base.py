@@ -45,6 +45,12 @@ class FeatureSchema:
     feedback: tuple[str, ...] = ()
     columns: ColumnMapping | None = None
 
+    @property
+    def action_names(self) -> tuple[str, ...] | None:
+        """The actions' names in the order of their indices, when the table named them
+        (``ColumnMapping.actions``); else None."""
+        return None if self.columns is None else self.columns.actions
+
     def to_json(self) -> dict:
         """A JSON-ready dictionary."""
         record: dict = {"context": list(self.context), "feedback": list(self.feedback)}
