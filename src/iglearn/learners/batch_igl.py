@@ -300,7 +300,12 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         indicator above the threshold, on the held-out part: on a fifth of a few hundred
         interactions the confidence margin restarted starts that grounded, at twice the
         CPU) and scored by its indicator (Eq. 9) on the held-out part, an unbiased
-        estimate that a fit memorising its data cannot inflate.
+        estimate that a fit memorising its data cannot inflate. Once one start of a log
+        passes the whole fit's test (``restart_confidence`` standard errors above the
+        threshold), its rivals that have not passed are not restarted: on small raw logs
+        most judged attempts end with a decoder that calls no feedback a reward, and
+        restarting them up to ``max_restarts`` times was a third of the fit's CPU
+        (docs/results.md).
 
         Returns:
             per log, the best fitted (policy, decoder), from which the fit on the whole log
@@ -329,7 +334,8 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             training_data(trains, "feedback", scalers).select(trials), k,
             [child for row in seeds for child in row],
             holdout=training_data(holds, "feedback", scalers).select(trials),
-            references=None if references is None else each(references))
+            references=None if references is None else each(references), groups=trials,
+            settle_confidence=self.restart_confidence)
         scores = [[fit[0] for fit in fits[t * starts:(t + 1) * starts]]
                   for t in range(len(logs))]
         best = [t * starts + int(np.argmax(score)) for t, score in enumerate(scores)]
@@ -342,6 +348,8 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                           holdout: Source | None = None,
                           monitor: FitMonitor | None = None,
                           references: Sequence[Decoder] | None = None,
+                          groups: Sequence[int] | None = None,
+                          settle_confidence: float = 0.0,
                           ) -> list[tuple[float, Policy, Decoder, list[float], float]]:
         """The adaptive restart (Appendix B) around line 4 of E2G, for the T trials of ``data``
         at once; trial t draws its initialisations and shuffles from ``rngs[t]``.
@@ -359,7 +367,11 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         ``holdout`` (interactions not in ``data``) the indicator is measured there: an
         unbiased estimate that a fit memorising ``data`` cannot inflate. A ``monitor``
         records every epoch. ``references``: a decoder per trial whose orientation the
-        corrector keeps unless the data clearly say otherwise (:meth:`fit`).
+        corrector keeps unless the data clearly say otherwise (:meth:`fit`). ``groups``: the
+        group of each trial, when the trials are rival initialisations of one log
+        (:meth:`judge_starts`): a group's trials stop once one of them reads the sign clearly
+        and its indicator exceeds the threshold by ``settle_confidence`` standard errors
+        (:func:`adaptive_restart`).
 
         Returns:
             per trial, (indicator, policy, decoder, indicator of every attempt, standard error
@@ -394,11 +406,13 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                 self._clear(decoders, data.select(pending), n_actions, device), values,
                 strict=True)]
             return [Attempt((value, policy, decoder, error), (sure, value - z * error),
-                            sure and self.passes(value, error, n_actions), value)
+                            sure and self.passes(value, error, n_actions), value,
+                            sure and restart_passes(value, error, settle_confidence,
+                                                    self.threshold(n_actions)))
                     for value, error, sure, policy, decoder in zip(
                         values, errors, clear, policies, decoders, strict=True)]
 
-        best, tried = adaptive_restart(len(rngs), self.max_restarts, attempt)
+        best, tried = adaptive_restart(len(rngs), self.max_restarts, attempt, groups)
         return [(*b.fitted[:3], tried[t], b.fitted[3]) for t, b in enumerate(best)]
 
     @staticmethod

@@ -30,16 +30,23 @@ class Attempt(Generic[Fitted]):
     rank: Any
     passed: bool
     record: Any
+    settles: bool = False
+    """With ``groups`` (:func:`adaptive_restart`): whether the attempt also ends its group's
+    other trials."""
 
 
 def adaptive_restart(trials: int, max_restarts: int,
-                     attempt: Callable[[int, list[int]], Sequence[Attempt[Fitted]]]
+                     attempt: Callable[[int, list[int]], Sequence[Attempt[Fitted]]],
+                     groups: Sequence[int] | None = None,
                      ) -> tuple[list[Attempt[Fitted]], list[list[Any]]]:
     """Appendix B's adaptive restart for ``trials`` trials at once.
 
     ``attempt(number, pending)`` fits attempt ``number`` (0 first) of the trials ``pending``,
     side by side, and returns their attempts in that order. The trials whose attempt did not
-    pass are attempted again, at most ``max_restarts`` more times.
+    pass are attempted again, at most ``max_restarts`` more times. ``groups``: trial t's
+    group, when the trials are rival initialisations of which only the best is kept (2021
+    IGL's judged starts): once an attempt of one trial settles its group, the group's other
+    trials are not attempted again.
 
     Returns:
         per trial, its best attempt (largest rank) and the records of all its attempts.
@@ -47,13 +54,17 @@ def adaptive_restart(trials: int, max_restarts: int,
     best: dict[int, Attempt[Fitted]] = {}
     records: list[list[Any]] = [[] for _ in range(trials)]
     pending = list(range(trials))
+    group = list(range(trials)) if groups is None else list(groups)
     for number in range(max_restarts + 1):
         attempts = attempt(number, pending)
         for t, tried in zip(pending, attempts, strict=True):
             records[t].append(tried.record)
             if t not in best or tried.rank > best[t].rank:
                 best[t] = tried
-        pending = [t for t, tried in zip(pending, attempts, strict=True) if not tried.passed]
+        settled = {group[t] for t, tried in zip(pending, attempts, strict=True)
+                   if tried.settles and groups is not None}
+        pending = [t for t, tried in zip(pending, attempts, strict=True)
+                   if not tried.passed and group[t] not in settled]
         if not pending:
             break
     return [best[t] for t in range(trials)], records
