@@ -36,6 +36,7 @@ VARIANTS = {
     "plain grounding term": dict(self_normalised_grounding=False),
     "one-sided minorant": dict(two_sided_minorant=False),
     "no policy negation": dict(flip_policy=False),
+    "decoders drawn at the default scale": dict(soft_decoders=False),
     # judged starts act on logs of 200 to 1,999 interactions only (--samples 500)
     "one start (none judged)": dict(starts=1),
 }

@@ -204,7 +204,8 @@ def test_flip_policy_escapes_theorem3_collapse():
 
 @pytest.mark.slow
 def test_restart_indicator_on_a_holdout(uniform_log, env):
-    # A fit memorising a tiny log (no weight decay) scores high on it but not on fresh
+    # A fit memorising a tiny log (no weight decay; a decoder drawn at the default scale,
+    # from whose hard split this one memorises) scores high on it but not on fresh
     # interactions.
     log = uniform_log
     data = (torch.from_numpy(log.context[:120]), torch.from_numpy(log.action[:120]),
@@ -215,7 +216,7 @@ def test_restart_indicator_on_a_holdout(uniform_log, env):
                torch.from_numpy(fresh.probability.astype(np.float32)),
                torch.from_numpy(fresh.feedback))
     learner = BatchIGL(optimisation=Optimisation(weight_decay_scale=0, small_log=0),
-                       max_restarts=0, flip_policy=False)
+                       max_restarts=0, flip_policy=False, soft_decoders=False)
     rng = np.random.default_rng(0)
     [(on_data, *_)] = learner.fit_with_restarts(Trials.one(Batch(*data)), 10, [rng])
     [(on_holdout, *_)] = learner.fit_with_restarts(
@@ -250,7 +251,7 @@ def test_unlogged_actions_warn(uniform_log):
 def test_each_addition_is_a_setting_and_paper_switches_them_off(uniform_log):
     plain = BatchIGL.paper(seed=0)
     assert (plain.control_variate, plain.flip_policy, plain.self_normalised_grounding,
-            plain.two_sided_minorant) == (0.0, False, False, False)
+            plain.two_sided_minorant, plain.soft_decoders) == (0.0, False, False, False, False)
     assert plain.optimisation.grounding_epochs == plain.optimisation.policy_epochs == 0
     assert plain.optimisation.weight_decay_scale == 0.0
     assert plain.corrector and plain.max_restarts == BatchIGL().max_restarts  # Appendix B

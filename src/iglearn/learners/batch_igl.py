@@ -199,11 +199,13 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         """A learner that maximises the paper's objective plainly: Eq. 2 as written (no
         control variate) over (pi, psi) from the start, with the corrector and the adaptive
         restart of Appendix B and none of iglearn's additions (no grounding or policy
-        stage, no scaled weight decay, no policy negation); ``settings`` override."""
+        stage, no scaled weight decay, no policy negation, decoders drawn at the default
+        scale); ``settings`` override."""
         plain: dict[str, Any] = dict(optimisation=Optimisation(grounding_epochs=0, policy_epochs=0,
                                                weight_decay_scale=0.0),
                      flip_policy=False, control_variate=0.0, starts=1,
-                     self_normalised_grounding=False, two_sided_minorant=False)
+                     self_normalised_grounding=False, two_sided_minorant=False,
+                     soft_decoders=False)
         return cls(**{**plain, **settings})
 
     def fit(self, log: AnyLog, reference: BatchIGL | None = None, *,
@@ -393,7 +395,8 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                 policies = [make_policy(self.policy, data.context_dim, n_actions, g)
                             for g in generators]
                 decoders = [make_decoder(self.decoder, data.signal_dim, g,
-                                         self.decoder_temperature) for g in generators]
+                                         self.decoder_temperature, soft=self.soft_decoders)
+                            for g in generators]
             self.fit_models(policies, decoders, data.select(pending), n_actions, generators,
                             settings, monitor,
                             None if references is None else [references[t] for t in pending])

@@ -302,6 +302,11 @@ class BatchIGLSettings(FitSettings):
     two_sided_minorant: bool = True
     """The policy stage's minorant has both terms, psi log pi + (1 - psi) log(1 - pi), rather
     than psi log pi alone."""
+    soft_decoders: bool = True
+    """Fresh decoders start soft: their last layer scaled by the decoder's temperature
+    (:func:`~iglearn.models.decoders.soften`), so that psi starts between 0 and 1 on the
+    feedback rather than as a random hard split of it (a custom decoder starts as its factory
+    draws it)."""
     device: str = "cpu"
     """Where the fit runs: cpu, cuda, mps, or auto (CUDA, else MPS, else the CPU); the log
     stays in host memory and moves in mini-batches, the fitted models come back to the CPU."""

@@ -105,13 +105,33 @@ DECODERS: dict[str, type] = dict(
 
 def make_decoder(kind: str | nn.Module | Callable[[int, int, torch.Generator], nn.Module],
                  feedback_dim: int, generator: torch.Generator,
-                 temperature: float = 0.1) -> Decoder:
+                 temperature: float = 0.1, soft: bool = False) -> Decoder:
     """A freshly initialised decoder of class ``kind`` ('linear' or 'mlp'), or on a user's
-    module: a factory or a template instance (:mod:`iglearn.models.custom`)."""
+    module: a factory or a template instance (:mod:`iglearn.models.custom`). With ``soft``,
+    a built-in class starts soft (:func:`soften`)."""
     if not isinstance(kind, str):
         from iglearn.models.custom import custom_decoder
         return custom_decoder(kind, feedback_dim, generator, temperature)
     check_choice("decoder class", kind, sorted(DECODERS))
     decoder = DECODERS[kind](feedback_dim, temperature=temperature)
     reset_parameters(decoder, generator)
+    if soft:
+        soften(decoder)
     return decoder
+
+
+def soften(decoder: Decoder) -> None:
+    """Scale the last linear layer of a freshly initialised ``decoder`` by its temperature, in
+    place, so that its logit over the temperature spreads as a default layer's output does
+    and psi starts between 0 and 1 on the feedback (2021 IGL's fresh decoders, iglearn's
+    addition). Drawn at the default scale, z / T with T = 0.1 spreads ten times wider: a
+    fresh decoder calls a random half-space of the feedback a reward, a hard split from which
+    2021 IGL's grounding on a few hundred interactions often settles on another split (a
+    quarter to half of the feedback decoded as reward) and its exact stage then collapses.
+    On 16 raw digits logs of 500 interactions the fits' attempts fell from 54 to 35 and the
+    worst seed's accuracy rose from 57.0 % to 72.4 % (docs/results.md)."""
+    last = [m for m in decoder.modules() if isinstance(m, nn.Linear)][-1]
+    with torch.no_grad():
+        last.weight.mul_(decoder.temperature)
+        if last.bias is not None:
+            last.bias.mul_(decoder.temperature)
