@@ -54,17 +54,16 @@ def adaptive_restart(trials: int, max_restarts: int,
     best: dict[int, Attempt[Fitted]] = {}
     records: list[list[Any]] = [[] for _ in range(trials)]
     pending = list(range(trials))
-    group = list(range(trials)) if groups is None else list(groups)
     for number in range(max_restarts + 1):
         attempts = attempt(number, pending)
         for t, tried in zip(pending, attempts, strict=True):
             records[t].append(tried.record)
             if t not in best or tried.rank > best[t].rank:
                 best[t] = tried
-        settled = {group[t] for t, tried in zip(pending, attempts, strict=True)
-                   if tried.settles and groups is not None}
+        settled = set() if groups is None else {
+            groups[t] for t, tried in zip(pending, attempts, strict=True) if tried.settles}
         pending = [t for t, tried in zip(pending, attempts, strict=True)
-                   if not tried.passed and group[t] not in settled]
+                   if not tried.passed and (groups is None or groups[t] not in settled)]
         if not pending:
             break
     return [best[t] for t in range(trials)], records
