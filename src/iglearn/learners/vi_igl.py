@@ -316,14 +316,41 @@ def conditional_bound(joint: torch.Tensor, pairs: torch.Tensor, q: torch.Tensor,
         partners: the pairs' rows j, shape (n, m) (:func:`partner_rows`).
     """
     mass = w[..., None] * q  # (..., n, 2): P(i, r)
-    prior = mass.sum(-2)  # (..., 2): P(r)
-    by_r = mass.transpose(-1, -2)  # (..., 2, n)
-    product = by_r[..., :, None] * by_r[..., partners]
-    total = product.sum((-2, -1), keepdim=True)
-    tiny = torch.finfo(product.dtype).tiny
-    product = product / total.clamp_min(tiny) * prior[..., None, None]
     return variational_bound(joint.flatten(-2), mass.flatten(-2), pairs.flatten(-3),
-                             product.flatten(-3), divergence)
+                             pair_law(mass, partners).weights.flatten(-3), divergence)
+
+
+class PairLaw(NamedTuple):
+    """The conditional product law's weights on the pairs (:func:`pair_law`) and the sums
+    they are made of, for mass a_i(r) = w_i q_i(r)."""
+
+    prior: torch.Tensor
+    """P(r) = sum_i a_i(r), shape (..., 2, 1)."""
+    by_r: torch.Tensor
+    """a_i(r), shape (..., 2, n)."""
+    beside: torch.Tensor
+    """a_j(r) of each row's partners j, shape (..., 2, n, m)."""
+    products: torch.Tensor
+    """a_i(r) a_j(r) of each pair, shape (..., 2, n, m)."""
+    total: torch.Tensor
+    """Z(r), the pairs' products summed, shape (..., 2, 1)."""
+    weights: torch.Tensor
+    """b_ik(r) = a_i(r) a_j(r) / Z(r) P(r), shape (..., 2, n, m)."""
+
+
+def pair_law(mass: torch.Tensor, partners: torch.Tensor) -> PairLaw:
+    """The weights of the pairs (x_i, a_i, y_j, r) under the conditional product law
+    P(r) P(x, a | r) P(y | r) (:func:`conditional_bound`): each pair's product of masses,
+    normalised within each r to P(r). ``mass`` (..., n, 2), ``partners`` (n, m)
+    (:func:`partner_rows`)."""
+    prior = mass.sum(-2)[..., None]
+    by_r = mass.transpose(-1, -2)
+    beside = by_r[..., partners]
+    products = by_r[..., None] * beside
+    total = products.sum((-2, -1))[..., None]
+    tiny = torch.finfo(products.dtype).tiny
+    weights = products / total.clamp_min(tiny)[..., None] * prior[..., None]
+    return PairLaw(prior, by_r, beside, products, total, weights)
 
 
 def marginal_bound(t: torch.Tensor, q: torch.Tensor, w: torch.Tensor,
@@ -485,14 +512,11 @@ def decoder_step(decoder: Decoder, critics: Critics, batch: Batch, beta: float,
     mass = w[..., None] * q  # (T, n, 2): a_i(r)
     layout = pairing(w.shape[-1], pairs)
     # bound_G as conditional_bound computes it, and its gradient in the mass
-    prior = mass.sum(-2)[..., None]  # (T, 2, 1): P(r)
-    by_r = mass.transpose(-1, -2)  # (T, 2, n)
-    beside = by_r[..., layout.partners]  # (T, 2, n, m): a_j(r) of each pair
-    pair_mass = by_r[..., None] * beside
-    total = pair_mass.sum((-2, -1))[..., None]  # (T, 2, 1): Z(r)
+    law = pair_law(mass, layout.partners)
+    prior, by_r, beside, total, pair_weights = (law.prior, law.by_r, law.beside, law.total,
+                                                law.weights)
     tiny = torch.finfo(total.dtype).tiny
     scale = total.clamp_min(tiny)
-    pair_weights = pair_mass * (prior / scale)[..., None]
     value = variational_bound(joint.flatten(-2), mass.flatten(-2), product.flatten(-3),
                               pair_weights.flatten(-3), g_div)
     f_star = conjugate(product, g_div)
@@ -502,7 +526,7 @@ def decoder_step(decoder: Decoder, critics: Critics, batch: Batch, beta: float,
     back = spread.gather(-2, layout.reverse.expand_as(spread)).sum(-1)
     d_area = (beside * f_star).sum(-1) + back[0]  # dA(r) / da_l(r), (T, 2, n)
     d_total = (beside.sum(-1) + back[1]) * (total >= tiny)
-    area = (pair_mass * f_star).sum((-2, -1))[..., None]
+    area = (law.products * f_star).sum((-2, -1))[..., None]
     d_product = area / scale + prior * (d_area - area / scale * d_total) / scale
     d_mass = joint - d_product.transpose(-1, -2)
     # bound_T's value and gradient in the mass, and psi's in its logit
