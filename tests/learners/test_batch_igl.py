@@ -361,6 +361,30 @@ def test_a_small_log_fit_continues_from_the_start_best_on_held_out_interactions(
     assert BatchIGL(seed=2, starts=1, optimisation=quick).fit(log).report_.start_indicators == []
 
 
+def test_a_judged_start_restarts_at_most_judged_restarts_times(env):
+    """No attempt can pass (threshold 10): each of the two judged starts is fitted 1 +
+    JUDGED_RESTARTS times, and the fit on the whole log 1 + max_restarts times."""
+    from iglearn.learners.settings import JUDGED_RESTARTS
+
+    fitted: list[int] = []
+
+    class Counting(BatchIGL):
+        def fit_models(self, policies, decoders, *args, **kwargs):  # type: ignore[no-untyped-def]
+            fitted.append(len(policies))
+            return super().fit_models(policies, decoders, *args, **kwargs)
+
+    log = env.log(300, seed=5)
+    quick = Optimisation(max_steps=20)
+    for max_restarts in (3, 0):
+        fitted.clear()
+        with pytest.warns(IdentifiabilityWarning, match="no initialisation passed"):
+            report = Counting(seed=1, starts=2, max_restarts=max_restarts, restart_threshold=10.0,
+                              optimisation=quick).fit(log).report_
+        judged = 2 * (1 + min(max_restarts, JUDGED_RESTARTS))
+        assert sum(fitted) == judged + 1 + max_restarts
+        assert report.restarts == max_restarts and len(report.start_indicators) == 2
+
+
 @pytest.mark.slow
 def test_judged_starts_keep_every_small_log_fit_grounded(env):
     # On 500 interactions a single initialisation memorised some logs (accuracy 54 % and 68 %

@@ -56,6 +56,7 @@ from iglearn.learners.restarts import Attempt, adaptive_restart
 from iglearn.learners.settings import (
     CONTINUED_STEPS,
     HOLDOUT_SHARE,
+    JUDGED_RESTARTS,
     JUDGED_STEPS,
     BatchIGLSettings,
     Optimisation,
@@ -302,11 +303,13 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         indicator above the threshold, on the held-out part: on a fifth of a few hundred
         interactions the confidence margin restarted starts that grounded, at twice the
         CPU) and scored by its indicator (Eq. 9) on the held-out part, an unbiased
-        estimate that a fit memorising its data cannot inflate. Once one start of a log
-        passes the whole fit's test (``restart_confidence`` standard errors above the
-        threshold), its rivals that have not passed are not restarted: the judge keeps only
-        the best start, and each restart of a rival costs a judged fit (on 16 raw digits
-        logs of 500 interactions, 54 attempts in all instead of 62; docs/results.md).
+        estimate that a fit memorising its data cannot inflate. A start that fails the
+        judge's test is restarted at most :data:`JUDGED_RESTARTS` times (the whole fit
+        keeps its ``max_restarts``), and once one start of a log passes the whole fit's test
+        (``restart_confidence`` standard errors above the threshold), its rivals that have
+        not passed are not restarted: the judge keeps only the best start, and each restart
+        of a rival costs a judged fit (on 16 raw digits logs of 500 interactions, 54
+        attempts in all instead of 62; docs/results.md).
 
         Returns:
             per log, the best fitted (policy, decoder), from which the fit on the whole log
@@ -330,6 +333,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
 
         k, trials = logs[0].n_actions, each(range(len(logs)))
         judge = replace(self, progress=False, logdir=None, restart_confidence=0.0,
+                        max_restarts=min(self.max_restarts, JUDGED_RESTARTS),
                         optimisation=start_settings(self.optimisation, JUDGED_STEPS))
         fits = judge.fit_with_restarts(
             training_data(trains, "feedback", scalers).select(trials), k,
