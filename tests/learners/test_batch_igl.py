@@ -369,7 +369,7 @@ def test_a_judged_start_restarts_at_most_judged_restarts_times(env):
     fitted: list[int] = []
 
     class Counting(BatchIGL):
-        def fit_models(self, policies, decoders, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def fit_models(self, policies, decoders, *args, **kwargs):
             fitted.append(len(policies))
             return super().fit_models(policies, decoders, *args, **kwargs)
 
