@@ -107,6 +107,7 @@ from iglearn.learners.trials import (
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.custom import check_specs
 from iglearn.models.decoders import logistic
+from iglearn.models.init import output_layer
 from iglearn.models.stacked import StackedLinear
 from iglearn.seeding import SeedLike, as_generator, torch_generator
 from iglearn.threads import torch_threads
@@ -605,7 +606,7 @@ def break_symmetry(policy: Policy, decoders: Sequence[Decoder], data: Source) ->
     flag) and negate the score s_a (row a of the policy network's last layer), so that
     f_a = sigmoid(s_a) becomes 1 - f_a. Returns which actions were flipped, shape (K,)."""
     flip = reward_rates(decoders, data) > 0.5
-    last = [m for m in policy.net.modules() if isinstance(m, nn.Linear)][-1]
+    last = output_layer(policy.net)
     with torch.no_grad():
         for a in np.flatnonzero(flip):
             decoders[int(a)].flipped.logical_not_()

@@ -95,6 +95,7 @@ from iglearn.learners.settings import (
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Policy, kernels, make_policy
 from iglearn.models.custom import check_specs
+from iglearn.models.init import output_layer
 from iglearn.models.personal import PersonalIK
 from iglearn.models.policies import LinearPolicy
 from iglearn.models.stacked import StackedLinear
@@ -457,7 +458,7 @@ def negative_actions(model: Policy, context: np.ndarray, action: np.ndarray,
     if not getattr(model, "grounded_", False):
         # start every (x, a) well below the decision level (a quarter of the share), so that
         # the positive ones, whose targets are all 0, need not travel far
-        last = [m for m in model.net.modules() if isinstance(m, torch.nn.Linear)][-1]
+        last = output_layer(model.net)
         with torch.no_grad():
             last.bias.fill_(float(np.log(share / 4 / (1 - share / 4))))
         # a plain flag attribute: nn.Module's __setattr__ is typed for tensors and modules only

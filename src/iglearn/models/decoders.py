@@ -11,7 +11,7 @@ from torch import nn
 
 from iglearn.errors import check_choice
 from iglearn.learners.settings import DECODER_KINDS
-from iglearn.models.init import mlp, reset_parameters
+from iglearn.models.init import mlp, output_layer, reset_parameters
 
 
 def logistic(z: torch.Tensor) -> torch.Tensor:
@@ -130,7 +130,7 @@ def soften(decoder: Decoder) -> None:
     quarter to half of the feedback decoded as reward) and its exact stage then collapses.
     On 16 raw digits logs of 500 interactions the fits' attempts fell from 54 to 35 and the
     worst seed's accuracy rose from 57.0 % to 72.4 % (docs/results.md)."""
-    last = [m for m in decoder.modules() if isinstance(m, nn.Linear)][-1]
+    last = output_layer(decoder)
     with torch.no_grad():
         last.weight.mul_(decoder.temperature)
         if last.bias is not None:

@@ -19,6 +19,12 @@ def reset_parameters(module: nn.Module, generator: torch.Generator) -> None:
                         p.copy_((torch.rand(p.shape, generator=generator) * 2 - 1) * bound)
 
 
+def output_layer(module: nn.Module) -> nn.Linear:
+    """The last Linear layer of a (one-model) network: the one whose outputs are its scores or
+    logits (a stacked model's is :func:`~iglearn.models.stacked.last_linear`)."""
+    return [m for m in module.modules() if isinstance(m, nn.Linear)][-1]
+
+
 def mlp(d_in: int, d_out: int, hidden: int) -> nn.Sequential:
     """A one-hidden-layer ReLU network."""
     return nn.Sequential(Linear(d_in, hidden), nn.ReLU(), Linear(hidden, d_out))
