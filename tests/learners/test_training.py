@@ -1,5 +1,7 @@
 """The shared optimiser: stages, and weight decay scaled by inputs per sample."""
 
+import math
+
 import pytest
 import torch
 
@@ -34,6 +36,31 @@ def test_weight_decay_grows_with_inputs_per_sample_and_spares_biases():
     off = _fit(500, Optimisation(epochs=1, max_steps=20, batch_size=100, lr=0.01,
                                  weight_decay_scale=0.0))
     assert torch.all(off.weight == 1.0)
+
+
+def test_a_stage_scales_the_data_scaled_decay_of_its_scaled_parameters():
+    # Zero loss: only the decay moves the weights; the scaled layer's decay is 4 times the
+    # other's (8 * 50 / 500 against 4 times that), its learning rate the same.
+    plain, scaled = torch.nn.Linear(50, 2), torch.nn.Linear(50, 2)
+    layers = [stack([layer]) for layer in (plain, scaled)]
+    for layer in layers:
+        with torch.no_grad():
+            layer.weight.fill_(1.0)
+            layer.bias.fill_(1.0)
+    params = [p for layer in layers for p in layer.parameters()]
+    stage = Stage(1, params, lambda batch: 0.0 * sum(layer(batch.context).sum((1, 2))
+                                                      for layer in layers),
+                  list(layers[1].parameters()), decay_scale=4.0)
+    n = 500
+    data = Trials([torch.zeros(n, 50)], [torch.zeros(n, dtype=torch.long)], [torch.ones(n)],
+                  [torch.zeros(n)])
+    optimise([stage], data, Optimisation(epochs=1, max_steps=20, batch_size=100, lr=0.01),
+             [torch.Generator().manual_seed(0)])
+    shrunk = [float(layer.weight.detach().mean()) for layer in layers]
+    assert shrunk[1] < shrunk[0] < 1.0
+    # each step multiplies a weight by 1 - rate * decay: the logs' ratio is the decays'
+    assert math.log(shrunk[1]) / math.log(shrunk[0]) == pytest.approx(4.0, rel=0.05)
+    assert all(torch.all(layer.bias == 1.0) for layer in layers)
 
 
 def _run(n: int, loss, settings: Optimisation,

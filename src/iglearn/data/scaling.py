@@ -401,6 +401,13 @@ class Standardiser:
         """Each block's rule, ``{"context": ..., "feedback": ...}`` (what a fit reports)."""
         return {"context": self.context_rule, "feedback": self.feedback_rule}
 
+    @property
+    def feedback_standardised(self) -> bool:
+        """Whether the feedback is standardised (its rule is "on" or "auto: off scale",
+        with one scale or not): the models read it on the scale :data:`ROW_SPREAD` sets, not
+        as it was logged."""
+        return bool(self.feedback_dim) and _standardised(self.feedback_rule)
+
     # -- taking the statistics -----------------------------------------------------------
     @classmethod
     def of_arrays(cls, context: np.ndarray, feedback: np.ndarray | None = None,
@@ -592,11 +599,16 @@ Factors = tuple[np.ndarray, np.ndarray, np.ndarray, np.float32 | None, np.float3
 applies."""
 
 
+def _standardised(rule: str) -> bool:
+    """Whether a block under ``rule`` is standardised (not left as it is, nor unread)."""
+    return rule not in (RULES[2], RULES[3])
+
+
 def _factors(mean: np.ndarray, scale: np.ndarray, rule: str, limit: float | None,
              offset: float = 0.0) -> Factors | None:
     """The float32 :data:`Factors` ``apply`` uses; None for a block left as it is. The mean
     is kept as two float32 numbers, its float32 rounding and what that rounding left out."""
-    if rule in (RULES[2], RULES[3]):
+    if not _standardised(rule):
         return None
     high = mean.astype(np.float32)
     return (high, (mean - high).astype(np.float32), (1.0 / scale).astype(np.float32),

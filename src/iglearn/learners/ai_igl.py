@@ -80,7 +80,7 @@ import torch
 from torch import nn
 
 from iglearn.data.limits import check_fit_size
-from iglearn.data.scaling import Mode, SameUnit
+from iglearn.data.scaling import Mode, SameUnit, Standardiser
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
 from iglearn.learners.base import StackableLearner
@@ -118,9 +118,14 @@ if TYPE_CHECKING:
 
 _CHUNK = 65536
 
-StageMaker = Callable[[Policy, Decoder, int, Optimisation], Stage]
+StageMaker = Callable[[Policy, Decoder, int, Optimisation, float], Stage]
 """A (re-)grounding stage of stacked policies and decoders: :func:`grounding_stage` or
 :func:`regrounding_stage`."""
+
+OWN_COUNT = 2
+"""AI-IGL's decoders count only their own action's interactions in their weight decay while
+each has fewer than this many per feedback column, on standardised feedback
+(:func:`decoder_decay_scale`)."""
 
 @dataclass(repr=False)
 class AIIGLReport(ShortReport):
@@ -200,8 +205,15 @@ class AIIGL(AIIGLSettings, StackableLearner):
         check_fit_size(logs)
         start = time.perf_counter()
         first = learners[0]
-        data = training_data(logs, "feedback", [learner.take_statistics(log) for learner, log
-                                                in zip(learners, logs, strict=True)])
+        scalers = [learner.take_statistics(log) for learner, log in zip(learners, logs,
+                                                                         strict=True)]
+        kinds = [standardised(scaler) for scaler in scalers]
+        if len(set(kinds)) > 1:  # their decoders decay differently: each kind side by side
+            for kind in (False, True):
+                group = [t for t, own in enumerate(kinds) if own == kind]
+                cls._fit_stacked([learners[t] for t in group], [logs[t] for t in group])
+            return
+        data = training_data(logs, "feedback", scalers)
         fits = first.fit_with_restarts(data, logs[0].n_actions,
                                        [as_generator(learner.seed) for learner in learners])
         seconds = (time.perf_counter() - start) / len(learners)
@@ -225,13 +237,15 @@ class AIIGL(AIIGLSettings, StackableLearner):
             per trial, (policy, decoders, indicator of every attempt) of its best attempt.
         """
         d_x, d_y = data.context_dim, data.signal_dim
+        standardised_feedback = standardised(self.standardiser_)
 
         def attempt(number: int, pending: list[int]
                     ) -> list[Attempt[tuple[Policy, list[Decoder]]]]:
             generators = [torch_generator(rngs[t]) for t in pending]
             models = [self.initial_models(d_x, d_y, n_actions, g) for g in generators]
             policies, decoders = [m[0] for m in models], [m[1] for m in models]
-            self.fit_models(policies, decoders, data.select(pending), generators)
+            self.fit_models(policies, decoders, data.select(pending), generators,
+                            standardised=standardised_feedback)
             attempts = []
             for t, policy, own in zip(pending, policies, decoders, strict=True):
                 terms = indicator_terms(policy, own, data.select([t]))
@@ -270,43 +284,54 @@ class AIIGL(AIIGLSettings, StackableLearner):
 
     def fit_models(self, policies: Sequence[Policy], decoders: Sequence[Sequence[Decoder]],
                    data: Source, generators: Sequence[torch.Generator],
-                   optimisation: Optimisation | None = None, warm: bool = False) -> None:
+                   optimisation: Optimisation | None = None, warm: bool = False,
+                   standardised: bool = False) -> None:
         """Fit ``policies[t]`` and ``decoders[t]`` (its K decoders) in place on trial t of
         ``data``, shuffling with ``generators[t]``, every trial side by side: from fresh
         models, grounding, symmetry breaking and the policy stages, then ``refinements``
         refinement rounds; with ``warm`` (models already fitted on similar data), one
-        refinement round. ``optimisation`` overrides this learner's settings."""
+        refinement round. ``optimisation`` overrides this learner's settings;
+        ``standardised``: the feedback the decoders read is standardised
+        (:func:`decoder_decay_scale`)."""
         settings = optimisation or self.optimisation
         rounds = 1 if warm else self.refinements
+        decay = decoder_decay_scale(data.n, len(decoders[0]), data.signal_dim, standardised)
         if not warm:
-            self.first_round(policies, decoders, data, generators, settings)
+            self.first_round(policies, decoders, data, generators, settings, decay)
         for _ in range(rounds):
-            self.refinement_round(policies, decoders, data, generators, settings)
+            self.refinement_round(policies, decoders, data, generators, settings, decay)
 
     def first_round(self, policies: Sequence[Policy], decoders: Sequence[Sequence[Decoder]],
                     data: Source, generators: Sequence[torch.Generator],
-                    settings: Optimisation) -> None:
-        """Steps 1 to 3: grounding, symmetry breaking, the policy stages."""
+                    settings: Optimisation, decay_scale: float = 1.0) -> None:
+        """Steps 1 to 3: grounding, symmetry breaking, the policy stages; the decoders'
+        data-scaled weight decay times ``decay_scale``."""
         self._ground(grounding_stage, policies, decoders, data, generators, settings,
-                     self.progress_label("grounding"), self.progress_label("policy"))
+                     decay_scale, self.progress_label("grounding"), self.progress_label("policy"))
 
     def refinement_round(self, policies: Sequence[Policy],
                          decoders: Sequence[Sequence[Decoder]], data: Source,
-                         generators: Sequence[torch.Generator], settings: Optimisation) -> None:
-        """Step 4: re-grounding against the policy, symmetry breaking, the policy stages."""
+                         generators: Sequence[torch.Generator], settings: Optimisation,
+                         decay_scale: float = 1.0) -> None:
+        """Step 4: re-grounding against the policy, symmetry breaking, the policy stages;
+        the decoders' data-scaled weight decay times ``decay_scale``."""
         self._ground(regrounding_stage, policies, decoders, data, generators, settings,
-                     self.progress_label("re-grounding"), self.progress_label("policy"))
+                     decay_scale, self.progress_label("re-grounding"),
+                     self.progress_label("policy"))
 
     @staticmethod
     def _ground(stage: StageMaker, policies: Sequence[Policy],
                 decoders: Sequence[Sequence[Decoder]], data: Source,
                 generators: Sequence[torch.Generator], settings: Optimisation,
-                progress: str | None = None, policy_progress: str | None = None) -> None:
-        """The (re-)grounding ``stage``, symmetry breaking in each trial, the policy stages
-        (each with a progress bar so described, if given)."""
+                decay_scale: float, progress: str | None = None,
+                policy_progress: str | None = None) -> None:
+        """The (re-)grounding ``stage`` (the decoders' data-scaled weight decay times
+        ``decay_scale``), symmetry breaking in each trial, the policy stages (each with a
+        progress bar so described, if given)."""
         k = len(decoders[0])
         with side_by_side(policies) as scores, side_by_side(flat(decoders)) as psi:
-            optimise([stage(scores, psi, k, settings)], data, settings, generators, progress)
+            optimise([stage(scores, psi, k, settings, decay_scale)], data, settings,
+                     generators, progress)
         for t, (policy, own) in enumerate(zip(policies, decoders, strict=True)):
             break_symmetry(policy, own, data.select([t]))
         fit_policy(policies, decoders, data, generators, settings, policy_progress)
@@ -454,12 +479,13 @@ def _set_decoders(psi: Decoder, batch: Batch, n_actions: int, logit: torch.Tenso
     net.bias.grad = each.sum(-1).view_as(net.bias)
 
 
-def grounding_stage(scores: Policy, psi: Decoder, n_actions: int,
-                    settings: Optimisation) -> Stage:
+def grounding_stage(scores: Policy, psi: Decoder, n_actions: int, settings: Optimisation,
+                    decay_scale: float = 1.0) -> Stage:
     """Step 1, grounding: per-action scores f_a = sigmoid(s_a) and decoders psi_a ascend
     sum_a Cov_a(f_a, psi_a) on a mini-batch. ``scores`` is the policy stacked as one trial,
     ``psi`` the K decoders stacked along their leading axis (they learn at the learning rate
-    times their temperature)."""
+    times their temperature, their data-scaled weight decay times ``decay_scale``:
+    :func:`decoder_decay_scale`)."""
 
     def loss(batch: Batch) -> torch.Tensor:
         s = at_action(scores.scores(batch.context), batch.action)
@@ -484,14 +510,15 @@ def grounding_stage(scores: Policy, psi: Decoder, n_actions: int,
 
     decoders = list(psi.parameters())
     return Stage(settings.grounding_epochs, list(scores.parameters()) + decoders, loss,
-                 decoders, psi.temperature,
+                 decoders, psi.temperature, decay_scale,
                  closed_form=gradient if closed_form.supports(scores, psi) else None)
 
 
-def regrounding_stage(scores: Policy, psi: Decoder, n_actions: int,
-                      settings: Optimisation) -> Stage:
+def regrounding_stage(scores: Policy, psi: Decoder, n_actions: int, settings: Optimisation,
+                      decay_scale: float = 1.0) -> Stage:
     """Step 4, re-grounding: the decoders alone ascend the indicator
-    sum_a Cov_a(pi(a|x), psi_a(y)) on a mini-batch, the policy ``scores`` held fixed."""
+    sum_a Cov_a(pi(a|x), psi_a(y)) on a mini-batch, the policy ``scores`` held fixed (the
+    decoders' data-scaled weight decay times ``decay_scale``)."""
 
     def loss(batch: Batch) -> torch.Tensor:
         with torch.no_grad():
@@ -511,7 +538,32 @@ def regrounding_stage(scores: Policy, psi: Decoder, n_actions: int,
 
     decoders = list(psi.parameters())
     return Stage(settings.grounding_epochs, decoders, loss, decoders, psi.temperature,
-                 closed_form=gradient if closed_form.supports(scores, psi) else None)
+                 decay_scale, closed_form=gradient if closed_form.supports(scores, psi) else None)
+
+
+def decoder_decay_scale(n: int, n_actions: int, feedback_dim: int, standardised: bool) -> float:
+    """How many times the policy's data-scaled weight decay AI-IGL's decoders get (iglearn's
+    addition): K, where the feedback is ``standardised`` and each decoder is fitted on fewer
+    interactions than :data:`OWN_COUNT` times its d_y inputs (n / K < OWN_COUNT d_y); else 1.
+
+    The data-scaled decay weight_decay_scale d / n (:attr:`Optimisation.weight_decay_scale`)
+    counts the whole log, but the decoder of action a learns from a's interactions only,
+    about n / K of them: counted so, its decay is K times the policy's. On a few hundred
+    interactions of many feedback columns the decoders otherwise fit the noise of their few
+    dozen interactions each; from a few hundred interactions per decoder the log's count fits
+    better. Only standardised feedback has the scale the decay's strength assumes
+    (:data:`~iglearn.data.scaling.ROW_SPREAD`); feedback left as it is keeps the log's
+    count, so a raw log and the same log standardised by hand fit alike (docs/results.md,
+    "AI-IGL's decoders decayed by their own interactions")."""
+    if standardised and n < OWN_COUNT * feedback_dim * n_actions:
+        return float(n_actions)
+    return 1.0
+
+
+def standardised(standardiser: Standardiser | None) -> bool:
+    """Whether a learner with this standardiser (None: standardising off) reads its feedback
+    standardised."""
+    return standardiser is not None and standardiser.feedback_standardised
 
 
 def policy_stages(scores: Policy, target: Callable[[Batch], torch.Tensor],
@@ -684,7 +736,8 @@ class OnlineAIIGL(EpochGreedy):
                 self.context_dim, self.feedback_dim, self.n_actions, generator)
         assert self.policy_ is not None and self.decoders_ is not None
         self._batch.fit_models([self.policy_], [self.decoders_], Trials.one(data), [generator],
-                               self.refit_optimisation if warm else None, warm)
+                               self.refit_optimisation if warm else None, warm,
+                               standardised(self.standardiser_))
         value = indicator(self.policy_, self.decoders_,
                           Trials.one(data if holdout is None else holdout))
         return value, {"flipped": sum(bool(d.flipped) for d in self.decoders_)}

@@ -43,6 +43,10 @@ class Stage:
     scaled: Sequence[torch.nn.Parameter] = ()
     """Parameters among ``params`` trained at ``lr_scale`` times the learning rate."""
     lr_scale: float = 1.0
+    decay_scale: float = 1.0
+    """The data-scaled weight decay (``weight_decay_scale``) of the ``scaled`` parameters'
+    weight matrices is this multiple of the others' (AI-IGL's decoders:
+    :func:`~iglearn.learners.ai_igl.decoder_decay_scale`)."""
     state: Sequence[torch.Tensor] = ()
     """Tensors besides ``params`` that change while the stage runs (the corrector's flags,
     parameters the caller changes between epochs): a resumable fit's checkpoints hold them
@@ -417,14 +421,17 @@ def _decay_groups(stage: Stage, settings: Optimisation, n: int, extended: bool =
     """One AdamW parameter group per parameter of ``stage``: weight matrices (a trial axis and
     two more) decayed by weight_decay + weight_decay_scale * inputs / n, biases undecayed;
     peak learning rate settings.lr (times the cap's scale, settings.cap(n), in a stage the log
-    ``extended``), times stage.lr_scale for the stage's scaled parameters."""
+    ``extended``); the stage's scaled parameters at stage.lr_scale times that rate, their
+    data-scaled decay times stage.decay_scale."""
     scaled = {id(param) for param in stage.scaled}
     peak = settings.lr * (settings.cap(n)[1] if extended else 1.0)
     groups = []
     for param in stage.params:
+        own = id(param) in scaled
         decay = 0.0
         if param.dim() >= 3:
-            decay = settings.weight_decay + settings.weight_decay_scale * param.shape[-1] / n
-        lr = peak * (stage.lr_scale if id(param) in scaled else 1.0)
+            decay = settings.weight_decay + (settings.weight_decay_scale * param.shape[-1] / n
+                                             * (stage.decay_scale if own else 1.0))
+        lr = peak * (stage.lr_scale if own else 1.0)
         groups.append({"params": [param], "weight_decay": decay, "lr": lr})
     return groups
