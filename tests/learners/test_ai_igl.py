@@ -206,38 +206,6 @@ def test_decoders_count_their_own_interactions_in_their_decay_on_small_standardi
     assert decoder_decay_scale(500, 10, 64, False) == 1.0   # feedback as it was logged
 
 
-def _raw(log: InteractionLog) -> InteractionLog:
-    return replace(log, context=35.0 + 0.05 * log.context, feedback=35.0 + 0.05 * log.feedback)
-
-
-def test_a_small_raw_log_decays_its_decoders_by_their_own_interactions():
-    warnings.simplefilter("ignore", IdentifiabilityWarning)  # 300 interactions
-    raw = _raw(BCIEnvironment(noise=0.05).log(300, 0))
-    automatic = AIIGL(seed=3, max_restarts=0).fit(raw)
-    assert automatic.standardiser_.feedback_rule == "auto: off scale"
-    # the values its models read, read as they are: only the decoders' decay differs
-    as_read = AIIGL(seed=3, max_restarts=0, standardise="off").fit(
-        automatic.standardiser_.apply_log(raw))
-    norms = [float(torch.cat([d.net.weight.detach().flatten() for d in learner.decoders_]
-                             ).norm()) for learner in (automatic, as_read)]
-    assert norms[0] < 0.8 * norms[1]
-
-
-def test_fit_many_fits_raw_and_unit_scale_feedback_each_as_alone():
-    warnings.simplefilter("ignore", IdentifiabilityWarning)
-    env = BCIEnvironment(noise=0.05)
-    logs = [_raw(env.log(300, 0)), env.log(300, 1)]   # standardised, and left as it is
-    settings = dict(optimisation=Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1,
-                                              max_steps=20), max_restarts=0)
-    together = AIIGL.fit_many([AIIGL(**settings, seed=s) for s in range(2)], logs)
-    assert [learner.standardiser_.feedback_rule for learner in together] == [
-        "auto: off scale", "auto: unit scale"]
-    for seed, (learner, log) in enumerate(zip(together, logs, strict=True)):
-        alone = AIIGL(**settings, seed=seed).fit(log)
-        np.testing.assert_allclose(learner.decode(log.feedback, log.action),
-                                   alone.decode(log.feedback, log.action), rtol=1e-4, atol=1e-6)
-
-
 def test_warnings_for_two_actions_and_for_rarely_played_actions():
     log = two_view_log(600, 1)
     two = InteractionLog(context=log.context, action=np.minimum(log.action, 1),

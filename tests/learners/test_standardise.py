@@ -14,13 +14,14 @@ import torch
 from iglearn import AIIGL, BatchIGL, ContextualBandit, Supervised
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import CLIP, Standardiser, column_spread
-from iglearn.envs import action_inclusive_environment, digits_environment
+from iglearn.envs import BCIEnvironment, action_inclusive_environment, digits_environment
 from iglearn.learners import Optimisation
 from iglearn.learners.e2g import OnlineContextualBandit
 from iglearn.learners.iglp import IGLP, OnlineIGLP
 from iglearn.learners.registry import load_model
 from iglearn.learners.regression import OnlineRegressionCB
 from iglearn.learners.schedules import PaperSchedule
+from iglearn.learners.vi_igl import VIIGL
 from iglearn.models.archive import load_archive, pack_model
 
 QUICK = Optimisation(max_steps=60)
@@ -343,3 +344,42 @@ def test_evaluate_decodes_raw_feedback_as_the_learner_does(name, task, inclusive
     assert measured["decoded_value"] > 0.3
     if name != "vi-igl":
         assert measured["indicator"] == pytest.approx(learner.indicator(shifted), rel=1e-4)
+
+
+DECAYED = {"ai-igl": AIIGL, "vi-igl": VIIGL}
+"""The learners whose decoders decay more on standardised feedback."""
+
+
+def _decoder_weights(learner) -> torch.Tensor:
+    decoders = learner.decoders_ if isinstance(learner, AIIGL) else [learner.decoder_]
+    return torch.cat([d.net.weight.detach().flatten() for d in decoders])
+
+
+@pytest.mark.parametrize("name", sorted(DECAYED))
+def test_decoders_of_standardised_feedback_decay_more(name):
+    raw_log = raw(BCIEnvironment(noise=0.05).log(300, 0))
+    automatic = quietly(DECAYED[name](seed=3, max_restarts=0), raw_log)
+    assert automatic.standardiser_.feedback_rule == "auto: off scale"
+    # the very values its models read, read as they are: only the decoders' decay differs
+    as_read = quietly(DECAYED[name](seed=3, max_restarts=0, standardise="off"),
+                      automatic.standardiser_.apply_log(raw_log))
+    norms = [float(_decoder_weights(learner).norm()) for learner in (automatic, as_read)]
+    assert norms[0] < 0.8 * norms[1]
+
+
+@pytest.mark.parametrize("name", sorted(DECAYED))
+def test_fit_many_fits_standardised_and_unit_scale_feedback_each_as_alone(name):
+    env = BCIEnvironment(noise=0.05)
+    logs = [raw(env.log(300, 0)), env.log(300, 1)]   # standardised, and read as it is
+    settings = dict(optimisation=Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1,
+                                              max_steps=20), max_restarts=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        together = DECAYED[name].fit_many([DECAYED[name](**settings, seed=s)
+                                           for s in range(2)], logs)
+    assert [learner.standardiser_.feedback_rule for learner in together] == [
+        "auto: off scale", "auto: unit scale"]
+    for seed, (learner, log) in enumerate(zip(together, logs, strict=True)):
+        alone = quietly(DECAYED[name](**settings, seed=seed), log)
+        np.testing.assert_allclose(learner.predict_proba(log.context),
+                                   alone.predict_proba(log.context), rtol=1e-4, atol=1e-6)

@@ -20,6 +20,7 @@ from iglearn.learners.vi_igl import (
     choose_orientation,
     conditional_bound,
     critic_scores,
+    decoder_decay_scale,
     decoder_stage,
     make_critics,
     marginal_bound,
@@ -389,3 +390,8 @@ def test_k_equal_two_warns():
 def test_settings_that_cannot_work_are_refused(settings):
     with pytest.raises(IGLearnError, match=next(iter(settings))):
         VIIGL(**settings)
+
+
+def test_the_decoder_of_standardised_feedback_decays_three_times_more():
+    assert decoder_decay_scale(True) == 3.0
+    assert decoder_decay_scale(False) == 1.0   # feedback read as it was logged

@@ -401,13 +401,6 @@ class Standardiser:
         """Each block's rule, ``{"context": ..., "feedback": ...}`` (what a fit reports)."""
         return {"context": self.context_rule, "feedback": self.feedback_rule}
 
-    @property
-    def feedback_standardised(self) -> bool:
-        """Whether the feedback is standardised (its rule is "on" or "auto: off scale",
-        with one scale or not): the models read it on the scale :data:`ROW_SPREAD` sets, not
-        as it was logged."""
-        return bool(self.feedback_dim) and _standardised(self.feedback_rule)
-
     # -- taking the statistics -----------------------------------------------------------
     @classmethod
     def of_arrays(cls, context: np.ndarray, feedback: np.ndarray | None = None,
@@ -640,6 +633,14 @@ def _scaled(rows: np.ndarray, mean: np.ndarray, factors: Factors | None,
     if factors[4]:
         out += factors[4]
     return out
+
+
+def standardised_feedback(standardiser: Standardiser | None) -> bool:
+    """Whether a learner with this standardiser (None: ``standardise`` off) reads its
+    feedback standardised (its rule "on" or "auto: off scale", with one scale or not), on
+    the scale :data:`ROW_SPREAD` sets rather than as it was logged."""
+    return (standardiser is not None and bool(standardiser.feedback_dim)
+            and _standardised(standardiser.feedback_rule))
 
 
 def standardiser_of(log: InteractionLog | LogStream, feedback: bool = True,

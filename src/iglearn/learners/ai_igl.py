@@ -80,7 +80,7 @@ import torch
 from torch import nn
 
 from iglearn.data.limits import check_fit_size
-from iglearn.data.scaling import Mode, SameUnit, Standardiser
+from iglearn.data.scaling import Mode, SameUnit, standardised_feedback
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
 from iglearn.learners.base import StackableLearner
@@ -207,11 +207,7 @@ class AIIGL(AIIGLSettings, StackableLearner):
         first = learners[0]
         scalers = [learner.take_statistics(log) for learner, log in zip(learners, logs,
                                                                          strict=True)]
-        kinds = [standardised(scaler) for scaler in scalers]
-        if len(set(kinds)) > 1:  # their decoders decay differently: each kind side by side
-            for kind in (False, True):
-                group = [t for t, own in enumerate(kinds) if own == kind]
-                cls._fit_stacked([learners[t] for t in group], [logs[t] for t in group])
+        if cls._fit_kinds_apart(learners, logs, scalers):
             return
         data = training_data(logs, "feedback", scalers)
         fits = first.fit_with_restarts(data, logs[0].n_actions,
@@ -237,7 +233,7 @@ class AIIGL(AIIGLSettings, StackableLearner):
             per trial, (policy, decoders, indicator of every attempt) of its best attempt.
         """
         d_x, d_y = data.context_dim, data.signal_dim
-        standardised_feedback = standardised(self.standardiser_)
+        standardised = standardised_feedback(self.standardiser_)
 
         def attempt(number: int, pending: list[int]
                     ) -> list[Attempt[tuple[Policy, list[Decoder]]]]:
@@ -245,7 +241,7 @@ class AIIGL(AIIGLSettings, StackableLearner):
             models = [self.initial_models(d_x, d_y, n_actions, g) for g in generators]
             policies, decoders = [m[0] for m in models], [m[1] for m in models]
             self.fit_models(policies, decoders, data.select(pending), generators,
-                            standardised=standardised_feedback)
+                            standardised=standardised)
             attempts = []
             for t, policy, own in zip(pending, policies, decoders, strict=True):
                 terms = indicator_terms(policy, own, data.select([t]))
@@ -560,12 +556,6 @@ def decoder_decay_scale(n: int, n_actions: int, feedback_dim: int, standardised:
     return 1.0
 
 
-def standardised(standardiser: Standardiser | None) -> bool:
-    """Whether a learner with this standardiser (None: standardising off) reads its feedback
-    standardised."""
-    return standardiser is not None and standardiser.feedback_standardised
-
-
 def policy_stages(scores: Policy, target: Callable[[Batch], torch.Tensor],
                   settings: Optimisation) -> list[Stage]:
     """Step 3, policy: the softmax policy ``scores`` learns from the decoded rewards
@@ -737,7 +727,7 @@ class OnlineAIIGL(EpochGreedy):
         assert self.policy_ is not None and self.decoders_ is not None
         self._batch.fit_models([self.policy_], [self.decoders_], Trials.one(data), [generator],
                                self.refit_optimisation if warm else None, warm,
-                               standardised(self.standardiser_))
+                               standardised_feedback(self.standardiser_))
         value = indicator(self.policy_, self.decoders_,
                           Trials.one(data if holdout is None else holdout))
         return value, {"flipped": sum(bool(d.flipped) for d in self.decoders_)}

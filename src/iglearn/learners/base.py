@@ -11,7 +11,13 @@ import numpy as np
 import torch
 
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import ROW_SPREAD, Standardiser, check_mode, standardiser_of
+from iglearn.data.scaling import (
+    ROW_SPREAD,
+    Standardiser,
+    check_mode,
+    standardised_feedback,
+    standardiser_of,
+)
 from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError
@@ -190,6 +196,21 @@ class StackableLearner(PolicyLearner):
     @classmethod
     def _fit_stacked(cls, learners: list[Self], logs: list[InteractionLog | LogStream]) -> None:
         raise NotImplementedError
+
+    @classmethod
+    def _fit_kinds_apart(cls, learners: list[Self], logs: list[InteractionLog | LogStream],
+                         scalers: Sequence[Standardiser | None]) -> bool:
+        """Where some of ``learners`` read their feedback standardised and others as it was
+        logged (``scalers``, their statistics: :func:`~iglearn.data.scaling.
+        standardised_feedback`), whose decoders decay differently, fit each kind side by side
+        on its own (``_fit_stacked``) and return True; else return False, fitting nothing."""
+        kinds = [standardised_feedback(scaler) for scaler in scalers]
+        if len(set(kinds)) < 2:
+            return False
+        for kind in (False, True):
+            group = [t for t, own in enumerate(kinds) if own == kind]
+            cls._fit_stacked([learners[t] for t in group], [logs[t] for t in group])
+        return True
 
 
 def _shape(log: InteractionLog | LogStream) -> tuple[int, ...]:
