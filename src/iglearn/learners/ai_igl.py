@@ -544,13 +544,13 @@ def decoder_decay_scale(n: int, n_actions: int, feedback_dim: int, standardised:
 
     The data-scaled decay weight_decay_scale d / n (:attr:`Optimisation.weight_decay_scale`)
     counts the whole log, but the decoder of action a learns from a's interactions only,
-    about n / K of them: counted so, its decay is K times the policy's. On a few hundred
-    interactions of many feedback columns the decoders otherwise fit the noise of their few
-    dozen interactions each; from a few hundred interactions per decoder the log's count fits
-    better. Only standardised feedback has the scale the decay's strength assumes
-    (:data:`~iglearn.data.scaling.ROW_SPREAD`); feedback left as it is keeps the log's
-    count, so a raw log and the same log standardised by hand fit alike (docs/results.md,
-    "AI-IGL's decoders decayed by their own interactions")."""
+    about n / K of them: counted so, its decay is K times the policy's. On 16 raw digits logs
+    of 500 interactions this raised the mean accuracy from 51.4 to 70.9 % (the worst seed's
+    from 21.7 to 55.3 %); from about 2 d_y interactions per decoder the log's count fitted
+    better. On feedback read as it was logged, on the unit scale (the tasks' own features),
+    the same decay cost up to 9 points (BCI at 500), so there the log's count is kept; a raw
+    log and the same log z-scored by hand are both standardised, and fit alike
+    (docs/results.md, "AI-IGL's decoders decayed by their own interactions")."""
     if standardised and n < OWN_COUNT * feedback_dim * n_actions:
         return float(n_actions)
     return 1.0

@@ -45,8 +45,9 @@ class Stage:
     lr_scale: float = 1.0
     decay_scale: float = 1.0
     """The data-scaled weight decay (``weight_decay_scale``) of the ``scaled`` parameters'
-    weight matrices is this multiple of the others' (AI-IGL's decoders:
-    :func:`~iglearn.learners.ai_igl.decoder_decay_scale`)."""
+    weight matrices is this multiple of the others' (the decoders of AI-IGL and VI-IGL:
+    :func:`~iglearn.learners.ai_igl.decoder_decay_scale`,
+    :func:`~iglearn.learners.vi_igl.decoder_decay_scale`)."""
     state: Sequence[torch.Tensor] = ()
     """Tensors besides ``params`` that change while the stage runs (the corrector's flags,
     parameters the caller changes between epochs): a resumable fit's checkpoints hold them
