@@ -392,6 +392,10 @@ def test_settings_that_cannot_work_are_refused(settings):
         VIIGL(**settings)
 
 
-def test_the_decoder_of_standardised_feedback_decays_three_times_more():
-    assert decoder_decay_scale(True) == 3.0
-    assert decoder_decay_scale(False) == 1.0   # feedback read as it was logged
+def test_the_decoder_of_standardised_feedback_decays_as_if_it_counted_at_most_250():
+    assert decoder_decay_scale(True, 200) == 3.0
+    assert decoder_decay_scale(True, 250) == 3.0
+    assert decoder_decay_scale(True, 500) == 6.0
+    assert decoder_decay_scale(True, 1000) == 12.0
+    assert decoder_decay_scale(True, 5000) == 12.0   # the growth's bound
+    assert decoder_decay_scale(False, 500) == 1.0   # feedback read as it was logged

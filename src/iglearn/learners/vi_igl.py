@@ -103,7 +103,15 @@ if TYPE_CHECKING:
 
 STANDARDISED_DECAY = 3.0
 """The multiple of the data-scaled weight decay that VI-IGL's decoder gets on standardised
-feedback (:func:`decoder_decay_scale`)."""
+feedback of at most :data:`DECAY_COUNT` interactions (:func:`decoder_decay_scale`)."""
+
+DECAY_COUNT = 250
+"""On standardised feedback the decoder's data-scaled decay counts at most this many
+interactions (:func:`decoder_decay_scale`), and at most :data:`DECAY_GROWTH` times fewer than
+the log holds."""
+
+DECAY_GROWTH = 4.0
+"""The most by which :data:`DECAY_COUNT` raises the decay of the decoder of a larger log."""
 
 BOUND_ROWS = 2048
 """The report's bounds are measured on the first this many interactions of the log (all of a
@@ -451,18 +459,23 @@ def decoder_stage(decoder: Decoder, critics: Critics, settings: Optimisation, be
                  decoder.temperature, decay_scale, closed_form=form)
 
 
-def decoder_decay_scale(standardised: bool) -> float:
-    """How many times the data-scaled weight decay VI-IGL's decoder gets (iglearn's
-    addition): :data:`STANDARDISED_DECAY` where it reads standardised feedback (raw
-    measurements, or a log z-scored by hand, which "auto" standardises alike), else 1:
-    feedback read as it was logged, on the unit scale (the tasks' own features), keeps the
-    data-scaled decay as it is.
+def decoder_decay_scale(standardised: bool, n: int) -> float:
+    """How many times the data-scaled weight decay (weight_decay_scale d / n) VI-IGL's decoder
+    gets on a log of ``n`` interactions (iglearn's addition): where it reads standardised
+    feedback (raw measurements, or a log z-scored by hand, which "auto" standardises alike),
+    :data:`STANDARDISED_DECAY` times the decay that counts at most :data:`DECAY_COUNT`
+    interactions, but no fewer than a :data:`DECAY_GROWTH`-th of the log's: 3 up to 250
+    interactions, 3 n / 250 up to 1,000, 12 from there. Feedback read as it was logged, on
+    the unit scale (the tasks' own features), keeps the data-scaled decay as it is (1).
 
     On 16 raw digits logs of each size (docs/results.md, "VI-IGL's decoder on standardised
-    feedback") three times the decay gained 3.4, 13.7 and 2.5 points at 200, 500 and 1,000
-    interactions and lost in no cell; five and ten times gained more at 500 and 1,000 and
-    lost 2.6 and 6.9 points at 200."""
-    return STANDARDISED_DECAY if standardised else 1.0
+    feedback" and "VI-IGL's decoder decay counts at most 250 interactions") three times the
+    decay gained 3.4, 13.7 and 2.5 points at 200, 500 and 1,000 interactions, five and ten
+    times lost at 200; counting at most 250 interactions gained 4.2, 2.7 and 0.5 points more
+    at 500, 1,000 and 2,000, and the growth's bound kept the loss at 5,000 to 0.1."""
+    if not standardised:
+        return 1.0
+    return STANDARDISED_DECAY * min(DECAY_GROWTH, max(1.0, n / DECAY_COUNT))
 
 
 def conjugate_slope(score: torch.Tensor, divergence: str) -> torch.Tensor:
@@ -739,7 +752,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
         by side, in place. Returns per trial the bounds after it, conditional and marginal,
         on the first :data:`BOUND_ROWS` rows."""
         settings = self.optimisation
-        decay = decoder_decay_scale(standardised_feedback(self.standardiser_))
+        decay = decoder_decay_scale(standardised_feedback(self.standardiser_), data.n)
         with side_by_side(decoders) as psi, side_by_side(critics) as critic:
             optimise([decoder_stage(psi, critic, settings, self.beta, self.divergence,
                                     self.critic_pairs, decay)], data, settings, generators,
