@@ -111,7 +111,8 @@ interactions (:func:`decoder_decay_scale`), and at most :data:`DECAY_GROWTH` tim
 the log holds."""
 
 DECAY_GROWTH = 4.0
-"""The most by which :data:`DECAY_COUNT` raises the decay of the decoder of a larger log."""
+"""Counting at most :data:`DECAY_COUNT` interactions multiplies a larger log's decoder decay
+by at most this (reached at 1,000 interactions)."""
 
 BOUND_ROWS = 2048
 """The report's bounds are measured on the first this many interactions of the log (all of a
