@@ -203,7 +203,10 @@ def test_decoders_count_their_own_interactions_in_their_decay_on_small_standardi
     assert decoder_decay_scale(500, 10, 64, True) == 10.0
     assert decoder_decay_scale(1279, 10, 64, True) == 10.0
     assert decoder_decay_scale(1280, 10, 64, True) == 1.0
-    assert decoder_decay_scale(500, 10, 64, False) == 1.0   # feedback as it was logged
+    # feedback as it was logged: at most three times
+    assert decoder_decay_scale(500, 10, 64, False) == 3.0
+    assert decoder_decay_scale(200, 2, 64, False) == 2.0
+    assert decoder_decay_scale(1280, 10, 64, False) == 1.0
 
 
 def test_warnings_for_two_actions_and_for_rarely_played_actions():

@@ -357,7 +357,9 @@ def _decoder_weights(learner) -> torch.Tensor:
 
 @pytest.mark.parametrize("name", sorted(DECAYED))
 def test_decoders_of_standardised_feedback_decay_more(name):
-    raw_log = raw(BCIEnvironment(noise=0.05).log(300, 0))
+    # K = 10: AI-IGL's decoders of standardised feedback decay K times the data-scaled decay,
+    # of feedback read as it is 3 times
+    raw_log = raw(BCIEnvironment(n_symbols=10, noise=0.05).log(300, 0))
     automatic = quietly(DECAYED[name](seed=3, max_restarts=0), raw_log)
     assert automatic.standardiser_.feedback_rule == "auto: off scale"
     # the very values its models read, read as they are: only the decoders' decay differs
