@@ -39,12 +39,16 @@ action-inclusive`` (all but IGL-P).
 Measured per fit: the greedy policy's accuracy on the task's test contexts (539 held-out
 digits, 3000 BCI trials, the 4 (user, time of day) pairs of the simulator, where it is the
 share on which the enjoyed topic is picked), its expected true reward, and the fit's
-CPU-seconds (``time.process_time`` around ``fit``, one torch thread) and wall seconds. A fit
-that refuses or fails with an iglearn error is counted as failed and scored nowhere.
+CPU-seconds (``time.process_time`` around ``fit``, one torch thread) and wall seconds; for 2021
+IGL and VI-IGL also the share of the decoded reward's variance that the logged action explains
+(their reports' ``action_explained``, above which they warn that the feedback may show the
+action). A fit that refuses or fails with an iglearn error is counted as failed and scored
+nowhere.
 
 Writes ``OUT/small_data.csv`` (iglearn's tidy result schema: experiment, method, trial, seed,
 step = the log size, task, features, metric, value), ``OUT/small_data.md`` (mean and worst
-accuracy and CPU-seconds per cell, raw against standardised by hand, the CPU-second targets)
+accuracy and CPU-seconds per cell, raw against standardised by hand, the action's share of the
+decoded reward, the CPU-second targets)
 and ``OUT/config.json``. Cells run on a process pool (``--jobs``) and finished cells are
 recorded in ``OUT/trials/``: running the same command again finishes only what is missing.
 ``--quick`` is a small grid for a smoke test (200 interactions, 2 seeds, BCI and personalised)
@@ -62,6 +66,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -74,6 +79,7 @@ from iglearn.experiments import action_inclusive, family
 from iglearn.experiments.results import metric, prepare_output, tidy_frame, tidy_rows, write_outputs
 from iglearn.experiments.runner import Execution, fingerprint, run_trials
 from iglearn.learners import IdentifiabilityWarning
+from iglearn.learners.batch_igl import ACTION_EXPLAINED
 from iglearn.seeding import integer_seed, spawn_seeds
 
 EXPERIMENT = "small_data"
@@ -276,6 +282,9 @@ def run_cell(config: SmallDataConfig, index: int, seed: np.random.SeedSequence) 
                                               "failed": float(learner is None)}
             if learner is not None:
                 found.update(scores(learner, env, to_context))
+                explained = getattr(getattr(learner, "report_", None), "action_explained", None)
+                if explained is not None:  # 2021 IGL and VI-IGL: the action's share of psi
+                    found["action_explained"] = explained
             rows += tidy_rows(EXPERIMENT, method, s, seed_int, size, found,
                               {"task": task, "features": features})
     return rows
@@ -318,9 +327,42 @@ def _accuracy_cell(row: pd.Series) -> str:
     return f"{100 * row['mean']:.1f} / {100 * row['worst']:.1f}{failed} · {row['cpu']:.2f} s"
 
 
+def _explained_lines(frame: pd.DataFrame, config: SmallDataConfig, sizes: list[int]
+                     ) -> list[str]:
+    """The table of the share of the decoded reward's variance that the logged action
+    explains (the fits that measure it: 2021 IGL and VI-IGL), every features variant
+    together; none without such fits."""
+    explained = metric(frame, "action_explained")
+    if not len(explained):
+        return []
+    keys = ["task", "method", "step"]
+    table = explained.groupby(keys, sort=False)["value"].agg(
+        low="min", high="max", warned=lambda v: int((v > ACTION_EXPLAINED).sum()),
+        fits="count")
+    lines = ["", "## The decoded reward explained by the logged action", "",
+             f"Least and largest share of the decoded reward's variance that the logged action "
+             f"explains, over every seed and features variant, and the fits warned (above "
+             f"{ACTION_EXPLAINED:g}).", "",
+             "| task | learner | " + " | ".join(f"{n}" for n in sizes) + " |",
+             "|---|---|" + "---|" * len(sizes)]
+    for task in config.tasks:
+        for m in learners_of(task):
+            cells = [f"{row.low:.2f}–{row.high:.2f}, {int(row.warned)} of {int(row.fits)}"
+                     if (row := _row(table, (task, m, n))) is not None else "–" for n in sizes]
+            if any(c != "–" for c in cells):
+                lines.append(f"| {task} | {m} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _row(table: pd.DataFrame, key: tuple) -> Any:
+    """The row of ``table`` at ``key``, or None."""
+    return table.loc[key] if key in table.index else None
+
+
 def markdown(frame: pd.DataFrame, config: SmallDataConfig, wall: float | None = None) -> str:
-    """The report: one table per features variant, raw against standardised by hand, and the
-    CPU-seconds against the targets."""
+    """The report: one table per features variant, raw against standardised by hand, the
+    share of the decoded reward the logged action explains, and the CPU-seconds against the
+    targets."""
     table = summary(frame)
     cell = {(r.task, r.method, r.features, r.step): r for r in
             (row for _, row in table.iterrows())}
@@ -384,6 +426,7 @@ def markdown(frame: pd.DataFrame, config: SmallDataConfig, wall: float | None = 
             lines.append(f"| {task} | {m} | " + " | ".join(cells) + " |")
         lines += ["", f"{within} of {checked} (task, learner, size) within "
                       f"{100 * TOLERANCE:g} points."]
+    lines += _explained_lines(frame, config, sizes)
     targets = [n for n in sorted(CPU_TARGETS) if n in sizes]
     wide = [t for t in config.tasks if t in WIDE_TASKS]
     if targets and wide:

@@ -102,6 +102,22 @@ def test_quick_grid_end_to_end(small_data, tmp_path):
     pd.testing.assert_frame_equal(pd.read_csv(tmp_path / "small_data.csv"), frame)
 
 
+def test_the_action_explained_table(small_data):
+    config = small_data.SmallDataConfig(tasks=("digits", "bci"), sizes=(200, 500),
+                                        learners=("IGL", "CB"))
+    rows = [("digits", 200, 0.05), ("digits", 200, 0.12), ("bci", 200, 0.2),
+            ("bci", 200, 0.95), ("bci", 500, 0.9)]
+    frame = pd.DataFrame([{"task": task, "method": "IGL", "step": n, "features": "raw",
+                           "metric": "action_explained", "value": v} for task, n, v in rows])
+    text = "\n".join(small_data._explained_lines(frame, config, [200, 500]))
+    assert "| digits | IGL | 0.05–0.12, 0 of 2 | – |" in text
+    assert "| bci | IGL | 0.20–0.95, 1 of 2 | 0.90–0.90, 1 of 1 |" in text
+    assert "| digits | CB |" not in text   # CB measures no decoder
+    # a grid without such fits has no such table
+    assert small_data._explained_lines(frame[frame["metric"] == "accuracy"], config,
+                                       [200, 500]) == []
+
+
 def test_refuses_a_grid_with_nothing_to_run(small_data, tmp_path, capsys):
     assert small_data.main(["--tasks", "bci", "--learners", "IGL-P",
                             "--out", str(tmp_path)]) == 2

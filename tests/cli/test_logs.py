@@ -42,9 +42,10 @@ def test_fit_reports_and_evaluate_measures_far_above_chance(workspace, capsys, t
     assert code == 0
     summary = json.loads(out)
     for key in ("samples", "n_actions", "indicator", "corrector_flipped", "restarts",
-                "identifiability_warnings", "lemma5"):
+                "identifiability_warnings", "lemma5", "action_explained"):
         assert key in summary
     assert summary["samples"] == 3000 and summary["n_actions"] == 10
+    assert summary["action_explained"] < 0.1   # the feedback shows the reward, not the action
     bound = summary["lemma5"]
     # the skewed policy logs probabilities down to 1/(2K): importance weights up to 20, not K
     weight = 1 / read_log(workspace / "log.npz").probability.min()
@@ -59,6 +60,21 @@ def test_fit_reports_and_evaluate_measures_far_above_chance(workspace, capsys, t
     measures = json.loads(out)
     assert {"accuracy", "value_ips", "decoded_value", "indicator"} <= set(measures)
     assert measures["value_ips"] > 0.5
+
+
+def test_feedback_that_shows_the_action_is_warned_and_certifies_nothing(capsys, tmp_path):
+    # the simulated BCI's feedback is a response to the action taken: 2021 IGL's decoder
+    # reads the action, its indicator is high and its policy plays one action
+    code, _, _ = run(capsys, "simulate", "bci", "--samples", "300", "--out",
+                     tmp_path / "bci.npz", "--seed", "0")
+    assert code == 0
+    code, out, _ = run(capsys, "fit", tmp_path / "bci.npz", "--out", tmp_path / "m")
+    summary = json.loads(out)
+    assert code == 0 and summary["action_explained"] > 0.5
+    assert any("logged action explains" in note and "--algorithm ai-igl" in note
+               for note in summary["identifiability_warnings"])
+    assert summary["lemma5"]["applies"] is False
+    assert summary["lemma5"]["value_lower_bound"] is None
 
 
 def test_fit_options_reach_the_learner_and_the_model(workspace, capsys, tmp_path):

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from iglearn import BatchIGL, ContextualBandit, IGLearnError, InteractionLog, Supervised
-from iglearn.envs import digits_environment
+from iglearn.envs import BCIEnvironment, digits_environment
 from iglearn.learners import IdentifiabilityWarning
-from iglearn.learners.batch_igl import STAGES, indicator_moments
+from iglearn.learners.batch_igl import ACTION_EXPLAINED, STAGES, indicator_moments
 from iglearn.learners.training import Optimisation
 from iglearn.learners.trials import Batch, Trials
 from iglearn.models import make_decoder, make_policy
@@ -187,6 +187,20 @@ def test_no_warning_on_a_clean_fit(uniform_log):
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentifiabilityWarning)
         BatchIGL(seed=0).fit(uniform_log)
+
+
+def test_a_clean_fit_is_not_explained_by_the_action(uniform_log):
+    learner = BatchIGL(seed=0).fit(uniform_log)
+    assert learner.report_.action_explained < 0.1
+
+
+def test_feedback_that_shows_the_action_is_warned():
+    # the simulated BCI's feedback responds to the action taken, which 2021 IGL's decoder reads
+    log = BCIEnvironment(noise=0.05).log(300, 0)
+    with pytest.warns(IdentifiabilityWarning, match="logged action explains .* AI-IGL"):
+        learner = BatchIGL(seed=0).fit(log)
+    assert learner.report_.action_explained > ACTION_EXPLAINED
+    assert any("logged action explains" in note for note in learner.report_.warnings)
 
 
 def test_flip_policy_escapes_theorem3_collapse():

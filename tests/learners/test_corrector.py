@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from iglearn import BatchIGL, IGLearnError, InteractionLog
-from iglearn.learners.corrector import Shares, decoded_shares, oriented_flip
+from iglearn.learners.corrector import Shares, action_explained, decoded_shares, oriented_flip
 from iglearn.learners.stream import training_data
 from iglearn.models import make_decoder
 from iglearn.models.stacked import stack
@@ -68,6 +68,55 @@ def test_decoded_shares_count_the_interactions_and_the_agreement():
     against = decoded_shares(stack([decoder]), data, 2, reference=stack([opposite]))
     assert against.agreement.item() == 0.0 and against.above.item() == same.above.item()
     assert decoded_shares(stack([decoder]), data, 2).agreement is None
+
+
+def eta_squared(psi: np.ndarray, action: np.ndarray, weight: np.ndarray, k: int) -> float:
+    """The weighted correlation ratio of psi on the action, by its definition."""
+    mean = np.average(psi, weights=weight)
+    by_action = [np.average(psi[action == a], weights=weight[action == a]) for a in range(k)]
+    between = sum(weight[action == a].sum() * (by_action[a] - mean) ** 2 for a in range(k))
+    return float(between / np.sum(weight * (psi - mean) ** 2))
+
+
+def by_action_sums(psi: np.ndarray, action: np.ndarray, weight: np.ndarray, k: int
+                   ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    weights = np.bincount(action, weight, k)
+    sums = np.bincount(action, weight * psi, k)
+    return (torch.tensor(weights[None]), torch.tensor(sums[None]),
+            torch.tensor([np.sum(weight * psi * psi)]))
+
+
+def test_action_explained_is_the_correlation_ratio_of_psi_on_the_action():
+    rng = np.random.default_rng(0)
+    action = rng.integers(0, 4, 500)
+    weight = rng.uniform(0.5, 2.0, 500)
+    psi = rng.uniform(size=500) * (1 + action) / 4
+    got = action_explained(*by_action_sums(psi, action, weight, 4)).item()
+    assert got == pytest.approx(eta_squared(psi, action, weight, 4))
+    assert 0.05 < got < 0.95
+    # psi a function of the action: all explained; a constant psi: nothing to explain
+    assert action_explained(*by_action_sums(action / 3.0, action, weight, 4)).item() == (
+        pytest.approx(1.0))
+    assert action_explained(*by_action_sums(np.full(500, 0.3), action, weight, 4)).item() == 0.0
+    # every action's feedback decoded alike: nothing explained
+    each = np.repeat(np.arange(4), 100)
+    alike = np.tile(rng.uniform(size=100), 4)
+    assert action_explained(*by_action_sums(alike, each, np.ones(400), 4)).item() == (
+        pytest.approx(0.0, abs=1e-9))
+
+
+def test_decoded_shares_weigh_the_action_share_to_uniform_play():
+    log = two_action_log(400, 2)
+    probability = np.where(log.action == 0, 0.8, 0.2)  # logged by a skewed policy
+    log = InteractionLog(log.context, log.action, probability, log.feedback, 2)
+    decoder = make_decoder("linear", 2, torch.Generator().manual_seed(0))
+    shares = decoded_shares(stack([decoder]), training_data([log], "feedback"), 2,
+                            by_action=True)
+    with torch.no_grad():
+        psi = decoder(torch.as_tensor(log.feedback)).double().numpy()
+    assert shares.explained.item() == pytest.approx(
+        eta_squared(psi, log.action, 1.0 / probability, 2))
+    assert decoded_shares(stack([decoder]), training_data([log], "feedback"), 2).explained is None
 
 
 def test_a_refit_keeps_the_reference_orientation_where_the_log_cannot_tell():

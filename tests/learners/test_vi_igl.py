@@ -245,14 +245,14 @@ def test_the_symmetry_choice_makes_the_rarer_event_the_reward():
     where r = 1) on a log where r = 1 is rare is flipped."""
     log = _rare_reward_log()
     decoder = _decoder(-4.0, 2.0)
-    rate, share, flipped = choose_orientation([decoder], Trials.from_logs([log], "feedback"), 10)
+    rate, share, flipped, _ = choose_orientation([decoder], Trials.from_logs([log], "feedback"), 10)
     assert flipped.tolist() == [True] and rate[0] < 0.25
     assert share[0] == pytest.approx(log.reward.mean())
     with torch.no_grad():
         psi = decoder(torch.from_numpy(log.feedback)).numpy()
     assert psi[log.reward == 1].mean() > 0.8 > 0.2 > psi[log.reward == 0].mean()
     # the right orientation is kept
-    rate, share, flipped = choose_orientation([decoder], Trials.from_logs([log], "feedback"), 10)
+    rate, share, flipped, _ = choose_orientation([decoder], Trials.from_logs([log], "feedback"), 10)
     assert flipped.tolist() == [False] and rate[0] < 0.25
 
 
@@ -266,7 +266,7 @@ def test_the_symmetry_choice_reads_the_share_decoded_as_reward_not_the_mean():
     with torch.no_grad():
         psi = decoder(torch.from_numpy(log.feedback)).numpy()
     assert psi.mean() < 0.5 and (psi > 0.5).mean() > 0.85
-    rate, share, flipped = choose_orientation([decoder], Trials.from_logs([log], "feedback"), 10)
+    rate, share, flipped, _ = choose_orientation([decoder], Trials.from_logs([log], "feedback"), 10)
     assert flipped.tolist() == [True]
     assert share[0] == pytest.approx(log.reward.mean())
     with torch.no_grad():
@@ -291,6 +291,7 @@ def test_vi_igl_learns_digits_with_independent_noise(noisy_digits, divergence):
     report = learner.report_
     assert report.reward_rate < 0.2 and report.marginal_bound > 0
     assert report.corrector_statistic < 0.2 and not any("ambiguous" in w for w in report.warnings)
+    assert report.action_explained < 0.1 and not report.warnings
     psi = learner.decode(log.feedback)
     assert psi[log.reward == 1].mean() > 0.7 > 0.3 > psi[log.reward == 0].mean()
 
@@ -366,6 +367,17 @@ def test_save_and_load_give_identical_predictions(noisy_digits, tmp_path):
     older = VIIGL.load(tmp_path / "model")
     assert older.report_.corrector_statistic is None
     assert older.report_.marginal_bound == learner.report_.marginal_bound
+
+
+def test_feedback_that_shows_the_action_is_warned():
+    # the simulated BCI's feedback responds to the action taken: VI-IGL's decoder reads it
+    from iglearn.envs import BCIEnvironment
+    from iglearn.learners.batch_igl import ACTION_EXPLAINED
+
+    log = BCIEnvironment(noise=0.05).log(300, 0)
+    with pytest.warns(IdentifiabilityWarning, match="logged action explains .* VI-IGL"):
+        learner = VIIGL(seed=0).fit(log)
+    assert learner.report_.action_explained > ACTION_EXPLAINED
 
 
 def test_k_equal_two_warns():

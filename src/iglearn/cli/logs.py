@@ -268,6 +268,7 @@ def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
 def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLog | LogStream,
                  settings: dict) -> dict:
     """What a BatchIGL fit reports: its FitReport's measures and Lemma 5's bound."""
+    from iglearn.learners.batch_igl import ACTION_EXPLAINED, action_warning
     from iglearn.learners.stream import min_probability
     from iglearn.theory import lemma5_value_lower_bound
 
@@ -277,6 +278,8 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
     v_bad = 1.0 / k if args.v_bad is None else args.v_bad
     max_weight = 1.0 / min_probability(log)
     bound = lemma5_value_lower_bound(report.indicator, n, k, iota, v_bad, max_weight)
+    if action_warning(report.action_explained or 0.0, "2021 IGL"):
+        bound = None  # the lemma assumes feedback that depends on the action only via r
     return {
         "objective": args.objective or "iglearn", "settings": settings,
         "indicator": report.indicator, "indicator_error": report.indicator_error,
@@ -284,6 +287,7 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
         "corrector_flipped": report.flipped, "corrector_statistic": report.corrector_statistic,
         "restarts": report.restarts, "attempt_indicators": report.attempt_indicators,
         "start_indicators": report.start_indicators,
+        "action_explained": report.action_explained,
         "identifiability_warnings": report.warnings, "epochs": len(report.history),
         "lemma5": {
             "iota": iota, "v_bad": v_bad, "eps_D": math.sqrt(iota / (2 * n)),
@@ -294,7 +298,10 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
                     "reported only when the indicator exceeds V(pi_bad) + W*eps_D, which "
                     "certifies the decoder, and clipped to [0, 1]; holds with the probability "
                     "iota encodes for the policy and decoder classes (iota is user-supplied, "
-                    "--iota)",
+                    "--iota) when the feedback depends on the action only through the "
+                    "reward: not reported when the logged action explains most of the "
+                    "decoded reward (action_explained above "
+                    f"{ACTION_EXPLAINED:g})",
         },
         "seconds": report.seconds,
     }

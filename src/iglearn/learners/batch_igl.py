@@ -43,6 +43,7 @@ from iglearn.learners.corrector import (
     Correction,
     corrector_statistics,
     data_driven_corrector,
+    decoded_shares,
 )
 from iglearn.learners.monitor import EpochRecord, FitMonitor, ShortReport
 from iglearn.learners.objective import (
@@ -90,6 +91,15 @@ if TYPE_CHECKING:
     from iglearn.learners.distributed import RayTrain
 
 AMBIGUITY_MARGIN = 0.1
+ACTION_EXPLAINED = 0.25
+"""A fit of 2021 IGL or VI-IGL warns when the logged action explains more than this share of
+its decoded reward's variance (:func:`~iglearn.learners.corrector.action_explained`): the
+decoder may read the action from the feedback. Measured by the small-data benchmark (16 logs
+of each task and size, 200 to 5,000 interactions, three features variants; docs/results.md,
+"Feedback that shows the action"): at most 0.13 on digits (at 200 interactions; 0.05 from
+500), where the feedback depends on the action only through the reward; 0.88 to 0.98 on the
+simulated BCI and 0.15 to 0.98 on action-inclusive digits (2 of 480 fits at or below 0.25),
+where it shows the action; 0.32 to 0.72 on VW's personalised simulator."""
 MONITOR_ROWS = 16384
 """The history's indicator after each epoch (:class:`EpochRecord`) is measured on the first
 this many interactions of the log (all of a smaller log): a full pass after every epoch costs
@@ -134,6 +144,11 @@ class FitReport(ShortReport):
     start_indicators: list[float] = field(default_factory=list)
     """The held-out indicator of every initialisation judged before the fit
     (:meth:`BatchIGL.judge_starts`; empty when one was)."""
+    action_explained: float | None = None
+    """The share of the final decoder's variance on the log that the logged action explains
+    (:func:`~iglearn.learners.corrector.action_explained`, weighted to uniform play); above
+    :data:`ACTION_EXPLAINED` the fit warns. None in the report of a model saved before
+    iglearn measured it."""
 
     @property
     def identified(self) -> bool:
@@ -141,6 +156,21 @@ class FitReport(ShortReport):
         ``restart_confidence`` standard errors (:meth:`BatchIGL.passes`)."""
         return restart_passes(self.indicator, self.indicator_error, self.restart_confidence,
                               self.threshold)
+
+
+def action_warning(explained: float, algorithm: str) -> list[str]:
+    """The warning of a fit whose decoded reward the logged action explains (a share
+    ``explained`` of its variance above :data:`ACTION_EXPLAINED`), naming ``algorithm`` (the
+    learner that assumes the feedback depends on the action only through the reward); none
+    below it."""
+    if not explained > ACTION_EXPLAINED:
+        return []
+    return [f"the logged action explains {explained:.0%} of the decoded reward's variance "
+            f"(uniform play): unless one action is right on most contexts, the decoder follows "
+            f"the action rather than the reward, which {algorithm} cannot tell apart; fit AI-IGL "
+            f"(--algorithm ai-igl) for feedback that shows the action (a gesture or a brain "
+            f"response to the choice), IGL-P (--algorithm igl-p) for feedback that differs by "
+            f"user"]
 
 
 def identifiability_warnings(log: AnyLog) -> list[str]:
@@ -260,10 +290,12 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                     first.optimisation, CONTINUED_STEPS))
         finally:
             monitor.close()
-        statistics = corrector_statistics(stack([fit[2] for fit in fits]), data, k).tolist()
+        shares = decoded_shares(stack([fit[2] for fit in fits]), data, k, by_action=True)
+        statistics = shares.above.tolist()
+        explained = cast(torch.Tensor, shares.explained).tolist()
         seconds = (time.perf_counter() - start) / len(learners)
-        for t, (learner, log, fit, statistic) in enumerate(
-                zip(learners, logs, fits, statistics, strict=True)):
+        for t, (learner, log, fit, statistic, action_share) in enumerate(
+                zip(learners, logs, fits, statistics, explained, strict=True)):
             value, policy, decoder, tried, error = fit
             parameters = [*policy.parameters(), *decoder.parameters()]
             if not (np.isfinite(value) and all(bool(p.isfinite().all()) for p in parameters)):
@@ -281,6 +313,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             if abs(statistic - 0.5) < AMBIGUITY_MARGIN:
                 notes.append(f"the decoded sign is ambiguous: {statistic:.1%} of feedback "
                              f"decodes as reward, close to one half")
+            notes += action_warning(action_share, "2021 IGL")
             for note in notes:
                 warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line
             learner.policy_, learner.decoder_ = policy, decoder
@@ -289,7 +322,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                 restarts=len(tried) - 1, threshold=threshold, attempt_indicators=tried,
                 seconds=seconds, warnings=notes, history=monitor.history[t],
                 indicator_error=error, restart_confidence=first.restart_confidence,
-                start_indicators=judged[t])
+                start_indicators=judged[t], action_explained=action_share)
 
     def judge_starts(self, logs: Sequence[AnyLog], scalers: Sequence[Standardiser | None],
                      rngs: Sequence[np.random.Generator], starts: int,

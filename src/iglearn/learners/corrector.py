@@ -69,20 +69,28 @@ class Shares(NamedTuple):
     half (None without a reference)."""
     mean: torch.Tensor
     """The unweighted mean of psi over the feedback: the logging policy's decoded return."""
+    explained: torch.Tensor | None = None
+    """The share of psi's variance that the logged action explains (:func:`action_explained`;
+    None unless asked for)."""
 
 
 def decoded_shares(decoder: nn.Module, data: Source, n_actions: int,
                    device: torch.device | None = None,
-                   reference: nn.Module | None = None) -> Shares:
+                   reference: nn.Module | None = None, by_action: bool = False) -> Shares:
     """The shares of each trial's feedback that ``decoder`` (stacked, one per trial) decodes
     as reward (psi > 0.5) and as no reward (psi < 0.5), weighted as in
     :func:`corrector_statistic`, their effective number of interactions, the unweighted mean
-    of psi and, given a ``reference`` decoder (stacked alike), the share of the feedback both
-    decode alike; a streaming reduction: the weighted counts, psi and the sums of the weights
-    are added up chunk by chunk (float64, chunks moved to ``device`` if given, where the
-    decoders must be), then divided."""
+    of psi, given a ``reference`` decoder (stacked alike) the share of the feedback both
+    decode alike and with ``by_action`` the share of psi's variance the logged action
+    explains (:func:`action_explained`); a streaming reduction: the weighted counts, psi and
+    the sums of the weights are added up chunk by chunk (float64, chunks moved to ``device``
+    if given, where the decoders must be), then divided."""
     zeros = [torch.zeros(len(data), dtype=torch.float64) for _ in range(7)]
     above, below, weights, squares, alike, total, rows = zeros
+    # by action: each action's weights and weighted psi, (T, K); the weighted psi squared
+    per_weight = torch.zeros(len(data), n_actions, dtype=torch.float64)
+    per_psi, psi_squares = torch.zeros_like(per_weight), torch.zeros(len(data),
+                                                                     dtype=torch.float64)
     with torch.no_grad():
         for chunk in data.chunks(context=False):
             chunk = to_device(chunk, device)
@@ -101,11 +109,48 @@ def decoded_shares(decoder: nn.Module, data: Source, n_actions: int,
             if reference is not None:
                 same = positive == (reference(chunk.signal) > 0.5)
                 alike += same.sum(-1).cpu().double()
+            if by_action:
+                action = chunk.action.cpu()
+                weight, psi = weight.cpu().double(), psi.cpu().double()
+                per_weight.scatter_add_(-1, action, weight)
+                per_psi.scatter_add_(-1, action, weight * psi)
+                psi_squares += (weight * psi * psi).sum(-1)
     # the sums of every process of a data-parallel fit (one process: as they are)
-    above, below, weights, squares, alike, total, rows = reducer_of(data).sum(
+    reducer = reducer_of(data)
+    above, below, weights, squares, alike, total, rows = reducer.sum(
         torch.stack([above, below, weights, squares, alike, total, rows]))
+    explained = None
+    if by_action:
+        per_weight, per_psi = reducer.sum(torch.stack([per_weight, per_psi]))
+        explained = action_explained(per_weight, per_psi, reducer.sum(psi_squares))
     return Shares(above / weights, below / weights, weights * weights / squares,
-                  None if reference is None else alike / rows, total / rows)
+                  None if reference is None else alike / rows, total / rows, explained)
+
+
+def action_explained(weights: torch.Tensor, sums: torch.Tensor, squares: torch.Tensor
+                     ) -> torch.Tensor:
+    """The share of the variance of the decoded reward psi(y) that the logged action explains,
+    per trial: the correlation ratio eta² = Var(E[psi | a]) / Var(psi) (Pearson, 1905) from
+    each action's sum of weights ``weights`` and of weighted psi ``sums`` (T, K) and the
+    weighted sum of psi² ``squares`` (T,), the weights those of uniform play (1/K) / p, as
+    :func:`corrector_statistic`'s; 0 where psi is constant (iglearn's diagnostic,
+    :data:`~iglearn.learners.batch_igl.ACTION_EXPLAINED`).
+
+    2021 IGL and VI-IGL assume that the feedback depends on the context and the action only
+    through the reward. A decoder of the reward then depends on the action only through
+    each action's reward rate P(r = 1 | a) under uniform play, which is about 1/K for every
+    action when each action is right on a like share of the contexts: eta² is near 0. When
+    the feedback shows which action was taken (a gesture or a brain response that reflects
+    the choice, AI-IGL's setting), the objective is maximised by a decoder that reads the
+    action, and by a policy that plays the action it calls rewarded: psi is then a function
+    of the action and eta² is near 1."""
+    total = weights.sum(-1)
+    tiny = torch.finfo(weights.dtype).tiny
+    mean = sums.sum(-1) / total.clamp_min(tiny)
+    between = (sums * sums / weights.clamp_min(tiny)).sum(-1) / total.clamp_min(tiny) - mean ** 2
+    spread = squares / total.clamp_min(tiny) - mean ** 2
+    return torch.where(spread > 1e-12, (between / spread.clamp_min(1e-12)).clamp(0.0, 1.0),
+                       torch.zeros_like(spread))
 
 
 def oriented_flip(shares: Shares, confidence: float) -> torch.Tensor:

@@ -80,7 +80,11 @@ from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
 from iglearn.learners.base import StackableLearner
 from iglearn.learners.baselines import reward_stages
-from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
+from iglearn.learners.batch_igl import (
+    AMBIGUITY_MARGIN,
+    IdentifiabilityWarning,
+    action_warning,
+)
 from iglearn.learners.corrector import decoded_shares
 from iglearn.learners.monitor import ShortReport
 from iglearn.learners.restarts import Attempt, adaptive_restart
@@ -146,6 +150,11 @@ class VIIGLReport(ShortReport):
     """Wall time of the fit (with ``fit_many``, an equal share of the whole)."""
     warnings: list[str] = field(default_factory=list)
     """Identifiability warnings raised by the fit."""
+    action_explained: float | None = None
+    """The share of the decoder's variance on the log that the logged action explains
+    (:func:`~iglearn.learners.corrector.action_explained`, weighted to uniform play); above
+    :data:`~iglearn.learners.batch_igl.ACTION_EXPLAINED` the fit warns. None in the report
+    of a model saved before iglearn measured it."""
 
 
 class Critics(nn.Module):
@@ -596,6 +605,9 @@ class Orientation(NamedTuple):
     """The share of the feedback decoded as reward, weighted to uniform play, after it."""
     flipped: np.ndarray
     """Whether the choice flipped psi, boolean."""
+    explained: np.ndarray
+    """The share of psi's variance that the logged action explains
+    (:func:`~iglearn.learners.corrector.action_explained`; the same for psi and 1 - psi)."""
 
 
 def choose_orientation(decoders: Sequence[Decoder], data: Source,
@@ -611,14 +623,15 @@ def choose_orientation(decoders: Sequence[Decoder], data: Source,
     digits log), and its mean (0.48) then sits below one half on the wrong side, while the
     share (70 %) does not."""
     with torch.no_grad(), side_by_side(decoders) as stacked:
-        shares = decoded_shares(stacked, data, n_actions)  # one pass over the feedback
+        shares = decoded_shares(stacked, data, n_actions, by_action=True)  # one pass
     rate = shares.mean.numpy()
     flip = (shares.above > 0.5).numpy()
     for decoder, turn in zip(decoders, flip, strict=True):
         if turn:
             decoder.flipped.logical_not_()
     share = np.where(flip, shares.below.numpy(), shares.above.numpy())
-    return Orientation(np.where(flip, 1.0 - rate, rate), share, flip)
+    return Orientation(np.where(flip, 1.0 - rate, rate), share, flip,
+                       cast(torch.Tensor, shares.explained).numpy())
 
 
 def policy_stages(policy: Policy, target: Callable[[Batch], torch.Tensor],
@@ -708,6 +721,8 @@ class VIIGL(VIIGLSettings, StackableLearner):
             if abs(share - 0.5) < AMBIGUITY_MARGIN:
                 notes.append(f"the decoded sign is ambiguous: {share:.1%} of feedback decodes "
                              f"as reward, close to one half")
+            explained = float(orientation.explained[t])
+            notes += action_warning(explained, "VI-IGL")
             for note in notes:
                 warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line
             learner.policy_, learner.decoder_ = policies[t], decoders[t]
@@ -717,7 +732,8 @@ class VIIGL(VIIGLSettings, StackableLearner):
                 marginal_bound=float(bounds[best]),
                 reward_rate=float(orientation.rate[t]), corrector_statistic=share,
                 flipped=bool(orientation.flipped[t]), restarts=len(bounds) - 1,
-                attempt_bounds=[float(b) for b in bounds], seconds=seconds, warnings=notes)
+                attempt_bounds=[float(b) for b in bounds], seconds=seconds, warnings=notes,
+                action_explained=explained)
 
     def fit_decoders(self, data: Source, n_actions: int,
                      generators: Sequence[torch.Generator]
