@@ -47,6 +47,35 @@ def fill(storage: SQLiteStorage, n: int, rng: np.random.Generator, start: int = 
     assert outcomes == [FeedbackOutcome.JOINED] * n
 
 
+def test_a_refit_that_reads_the_action_is_neither_certified_nor_bounded(tmp_path):
+    # feedback that shows the action taken and nothing of the reward: 2021 IGL's decoder
+    # reads the action and its policy plays the action it calls rewarded
+    config = parse_config(tables(model={"learner": {"max_restarts": 1}},  # a full fit
+                                 exploration={"schedule": "data-driven", "iota": 1.0},
+                                 learning={"min_interactions": 60}), str(tmp_path / "s.toml"))
+    storage = SQLiteStorage(tmp_path / "service.db")
+    rng = np.random.default_rng(1)
+    n = 600
+    x = rng.normal(size=(n, D_X)).astype(np.float32)
+    a = rng.integers(0, K, n)
+    now = time.time()
+    storage.add_decisions([Decision(f"e{i}", x[i], int(a[i]), 1 / K, np.full(K, 1 / K), 0,
+                                    True, True, now) for i in range(n)])
+    shown = (np.eye(D_Y)[a] + rng.normal(scale=0.05, size=(n, D_Y))).astype(np.float32)
+    storage.add_feedback([Feedback(f"e{i}", shown[i], False, now) for i in range(n)], 600.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        outcome = run_once(storage, config)
+    assert outcome is not None and outcome["error"] is None
+    summary = storage.models()[0].summary
+    assert summary["action_explained"] > 0.9
+    assert any("logged action explains" in note for note in summary["warnings"])
+    # the data-driven schedule's test alone would end the warm-up on this fit
+    assert config.exploration.make_schedule().certifies(summary["indicator"], n, K)
+    assert summary["certified"] is False
+    assert summary["lemma5"]["applies"] is False and summary["lemma5"]["value_lower_bound"] is None
+
+
 @pytest.mark.parametrize("algorithm", ["igl", "ai-igl", "vi-igl"])
 def test_refits_when_due_and_stores_a_served_version(tmp_path, algorithm):
     learner = {"max_restarts": 0, "optimisation": {"max_steps": 10}}

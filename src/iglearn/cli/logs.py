@@ -268,7 +268,7 @@ def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
 def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLog | LogStream,
                  settings: dict) -> dict:
     """What a BatchIGL fit reports: its FitReport's measures and Lemma 5's bound."""
-    from iglearn.learners.batch_igl import ACTION_EXPLAINED, action_warning
+    from iglearn.learners.batch_igl import ACTION_EXPLAINED, action_led
     from iglearn.learners.stream import min_probability
     from iglearn.theory import lemma5_value_lower_bound
 
@@ -278,7 +278,7 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
     v_bad = 1.0 / k if args.v_bad is None else args.v_bad
     max_weight = 1.0 / min_probability(log)
     bound = lemma5_value_lower_bound(report.indicator, n, k, iota, v_bad, max_weight)
-    if action_warning(report.action_explained or 0.0, "2021 IGL"):
+    if action_led(report.action_explained):
         bound = None  # the lemma assumes feedback that depends on the action only via r
     return {
         "objective": args.objective or "iglearn", "settings": settings,

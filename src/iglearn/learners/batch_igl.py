@@ -158,12 +158,21 @@ class FitReport(ShortReport):
                               self.threshold)
 
 
+def action_led(explained: float | None) -> bool:
+    """Whether a fit's decoded reward follows the logged action: a share ``explained`` of its
+    variance (a report's ``action_explained``; None: not measured) above
+    :data:`ACTION_EXPLAINED`. Lemma 5's bound and the data-driven schedule's certificate
+    assume feedback that depends on the action only through the reward: ``iglearn fit`` and
+    the service give neither for such a fit."""
+    return explained is not None and explained > ACTION_EXPLAINED
+
+
 def action_warning(explained: float, algorithm: str) -> list[str]:
     """The warning of a fit whose decoded reward the logged action explains (a share
-    ``explained`` of its variance above :data:`ACTION_EXPLAINED`), naming ``algorithm`` (the
-    learner that assumes the feedback depends on the action only through the reward); none
-    below it."""
-    if not explained > ACTION_EXPLAINED:
+    ``explained`` of its variance above :data:`ACTION_EXPLAINED`, :func:`action_led`), naming
+    ``algorithm`` (the learner that assumes the feedback depends on the action only through
+    the reward); none below it."""
+    if not action_led(explained):
         return []
     return [f"the logged action explains {explained:.0%} of the decoded reward's variance "
             f"(uniform play): unless one action is right on most contexts, the decoder follows "

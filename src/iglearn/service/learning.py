@@ -65,7 +65,13 @@ def learnable_log(storage: Storage, config: ServiceConfig) -> InteractionLog | N
 
 def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dict[str, Any]:
     """What a re-fit reports: the learner's indicator (None for a learner that reports
-    none), Lemma 5's bound (IGL only) and whether the data-driven schedule's test passed."""
+    none), the share of its decoded reward the logged action explains (2021 IGL and
+    VI-IGL), Lemma 5's bound (IGL only) and whether the data-driven schedule's test passed;
+    neither the bound nor the test for a decoder that follows the action
+    (:func:`~iglearn.learners.batch_igl.action_led`): both assume feedback that depends on
+    the action only through the reward, and a decoder that reads the action from the
+    feedback passes them with a policy at chance."""
+    from iglearn.learners.batch_igl import action_led
     from iglearn.theory import lemma5_value_lower_bound
 
     report = getattr(learner, "report_", None)
@@ -77,18 +83,24 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
                                "indicator_error": None if error is None else float(error),
                                "seconds": float(getattr(report, "seconds", 0.0)),
                                "warnings": [str(w) for w in getattr(report, "warnings", [])]}
+    explained = getattr(report, "action_explained", None)
+    if explained is not None:
+        summary["action_explained"] = float(explained)
     if indicator is None:
         summary["certified"] = False
         return summary
     if config.model.algorithm == "igl":
         max_weight = 1.0 / float(np.min(log.probability))
         bound = lemma5_value_lower_bound(indicator, n, k, DEFAULT_IOTA, 1.0 / k, max_weight)
+        if action_led(explained):
+            bound = None
         summary["lemma5"] = {"iota": DEFAULT_IOTA, "v_bad": 1.0 / k,
                              "eps_D": math.sqrt(DEFAULT_IOTA / (2 * n)),
                              "max_importance_weight": max_weight,
                              "applies": bound is not None, "value_lower_bound": bound}
     schedule = config.exploration.make_schedule()
-    summary["certified"] = bool(schedule.certifies(indicator, n, k))
+    summary["certified"] = (bool(schedule.certifies(indicator, n, k))
+                            and not action_led(explained))
     return summary
 
 
