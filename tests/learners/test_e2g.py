@@ -124,3 +124,25 @@ def test_data_driven_schedule_explores_until_certified(env):
     assert learner.exploited_ > 0
     uncertified = [f for f in learner.fits_ if f["round"] < first]
     assert all(not f["certified"] for f in uncertified)
+    assert all(f["action_explained"] < 0.1 for f in learner.fits_)  # the feedback shows r
+
+
+def test_a_decoder_that_follows_the_action_certifies_nothing():
+    # the simulated BCI's feedback responds to the symbol shown: E2G's decoder reads the
+    # action, and its indicator would pass the data-driven test with a policy at chance
+    from iglearn.envs import BCIEnvironment
+    from iglearn.learners import IdentifiabilityWarning
+    from iglearn.learners.batch_igl import ACTION_EXPLAINED
+
+    env = BCIEnvironment(noise=0.05)
+    schedule = DataDrivenSchedule(iota=0.5)
+    learner = E2G(3, env.context_dim, env.feedback_dim, schedule, update_every=300, seed=0,
+                  optimisation=QUICK)
+    with pytest.warns(IdentifiabilityWarning, match="logged action explains") as caught:
+        total_reward(learner, env, np.random.default_rng(0), 1500, "feedback")
+    assert sum("logged action explains" in str(w.message) for w in caught) == 1  # once
+    fits = learner.fits_
+    assert all(f["action_explained"] > ACTION_EXPLAINED for f in fits)
+    assert any(schedule.certifies(f["indicator"], f["indicator_samples"], 3) for f in fits)
+    assert not learner.certified_ and learner.exploited_ == 0
+

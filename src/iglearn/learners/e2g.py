@@ -23,7 +23,9 @@ reward in line 4 (Figure 3's CB).
 from __future__ import annotations
 
 import time
+import warnings
 from abc import abstractmethod
+from typing import cast
 
 import numpy as np
 import torch
@@ -31,13 +33,21 @@ import torch
 from iglearn.data.scaling import Mode, SameUnit, Standardiser, check_mode, check_same_unit
 from iglearn.errors import IGLearnError, check_choice
 from iglearn.learners.baselines import ContextualBandit
-from iglearn.learners.batch_igl import BatchIGL, indicators
+from iglearn.learners.batch_igl import (
+    BatchIGL,
+    IdentifiabilityWarning,
+    action_led,
+    action_warning,
+    indicators,
+)
+from iglearn.learners.corrector import decoded_shares
 from iglearn.learners.online import OnlineLearner, checked_signal
 from iglearn.learners.schedules import PaperSchedule, Schedule
 from iglearn.learners.settings import EXPLOIT as EXPLOIT
 from iglearn.learners.settings import Optimisation
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Decoder, Policy, make_policy
+from iglearn.models.stacked import stack
 from iglearn.sampling import sample_actions
 from iglearn.seeding import SeedLike, torch_generator
 from iglearn.threads import torch_threads
@@ -104,8 +114,13 @@ class EpochGreedy(OnlineLearner):
         self.explored_ = 0
         self.exploited_ = 0
         self.certified_ = False
-        """Whether a fit passed the schedule's data test (data-driven schedule)."""
+        """Whether a fit passed the schedule's data test (data-driven schedule); never a fit
+        whose decoded reward follows the action (its ``action_explained``,
+        :func:`~iglearn.learners.batch_igl.action_led`)."""
         self.fits_: list[dict] = []
+        """Each re-fit's record: its round, indicator and the samples it was measured on,
+        whether the learner is certified, seconds, and what the subclass adds (E2G: restarts,
+        the corrector's flip and ``action_explained``)."""
         self._exploit_left = 0
         self._pending: list[np.ndarray] = []
         self.holdout_every = holdout_every
@@ -211,8 +226,10 @@ class EpochGreedy(OnlineLearner):
                     indicator, extra = self._refit(self._store.tensors(count - held_out),
                                                    holdout)
                 measured = held_out or count
-                self.certified_ = self.certified_ or self.schedule.certifies(
+                # a decoder that follows the action passes the test at chance: no certificate
+                self.certified_ = self.certified_ or (self.schedule.certifies(
                     indicator, measured, self.n_actions)
+                    and not action_led(extra.get("action_explained")))
                 self.fits_.append({"round": count, "indicator": indicator,
                                    "indicator_samples": measured,
                                    "certified": self.certified_,
@@ -324,6 +341,7 @@ class E2G(EpochGreedy):
                                max_restarts=max_restarts,
                                restart_threshold=restart_threshold)
         self.decoder_: Decoder | None = None
+        self._action_warned = False
 
     def _refit(self, data: Batch, holdout: Batch | None) -> tuple[float, dict]:
         # Line 4 on D_i, warm-started from (pi_{i-1}, psi_{i-1}) once they exist.
@@ -332,7 +350,16 @@ class E2G(EpochGreedy):
         [(indicator, self.policy_, self.decoder_, tried, _)] = self._batch.fit_with_restarts(
             Trials.one(data), self.n_actions, [self.rng], starts, self.refit_optimisation,
             None if holdout is None else Trials.one(holdout))
-        return indicator, {"restarts": len(tried) - 1, "flipped": bool(self.decoder_.flipped)}
+        with torch.no_grad():
+            shares = decoded_shares(stack([self.decoder_]), Trials.one(data), self.n_actions,
+                                    by_action=True)
+        explained = float(cast(torch.Tensor, shares.explained)[0])
+        if action_led(explained) and not self._action_warned:  # once per learner
+            self._action_warned = True
+            for note in action_warning(explained, "E2G"):
+                warnings.warn(note, IdentifiabilityWarning, stacklevel=4)
+        return indicator, {"restarts": len(tried) - 1, "flipped": bool(self.decoder_.flipped),
+                           "action_explained": explained}
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:
         """psi_i(y), the current decoded reward of each (raw) feedback vector."""
