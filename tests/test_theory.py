@@ -88,3 +88,16 @@ def test_the_value_bound_stays_in_0_1_and_non_finite_input_certifies_nothing():
     for iota in (-1.0, math.nan):
         with pytest.raises(IGLearnError, match="iota"):
             theory.eps_d(100, iota)
+
+
+def test_the_lemma5_summary_gives_the_bound_only_where_its_setting_holds():
+    summary = theory.lemma5_summary(0.9, 500000, 10, 100, 0.1, 10.0)
+    assert summary["applies"] is True
+    assert summary["value_lower_bound"] == pytest.approx(
+        theory.lemma5_value_lower_bound(0.9, 500000, 10, 100, 0.1, 10.0))
+    assert summary["eps_D"] == pytest.approx(theory.eps_d(500000, 100))
+    assert summary["max_importance_weight"] == 10.0 and summary["v_bad"] == 0.1
+    # a decoder that follows the action: the lemma's setting does not hold, no bound
+    unassumed = theory.lemma5_summary(0.9, 500000, 10, 100, 0.1, 10.0, assumed=False)
+    assert unassumed["applies"] is False and unassumed["value_lower_bound"] is None
+    assert unassumed["eps_D"] == summary["eps_D"]

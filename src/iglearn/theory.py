@@ -139,3 +139,17 @@ def lemma5_value_lower_bound(indicator: float, n: int, n_actions: int, iota: flo
     if not certifies_decoder(indicator, n, n_actions, iota, v_bad, max_weight):
         return None
     return value_lower_bound(indicator, n, n_actions, iota, v_bad, max_weight=max_weight)
+
+
+def lemma5_summary(indicator: float, n: int, n_actions: int, iota: float, v_bad: float,
+                   max_weight: float, assumed: bool = True) -> dict[str, float | bool | None]:
+    """What a fit's summary says of Lemma 5 (``iglearn fit``, the service's re-fits): its
+    terms (iota, V(pi_bad), eps_D = sqrt(iota / 2n), the largest importance weight), whether
+    it applies and the bound (:func:`lemma5_value_lower_bound`). ``assumed``: whether the
+    lemma's setting holds as far as the fit can tell; False (a decoder that follows the
+    action, :func:`~iglearn.learners.batch_igl.action_led`) gives no bound."""
+    bound = (lemma5_value_lower_bound(indicator, n, n_actions, iota, v_bad, max_weight)
+             if assumed else None)
+    return {"iota": iota, "v_bad": v_bad, "eps_D": math.sqrt(iota / (2 * n)),
+            "max_importance_weight": max_weight, "applies": bound is not None,
+            "value_lower_bound": bound}

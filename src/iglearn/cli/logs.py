@@ -270,16 +270,13 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
     """What a BatchIGL fit reports: its FitReport's measures and Lemma 5's bound."""
     from iglearn.learners.batch_igl import ACTION_EXPLAINED, action_led
     from iglearn.learners.stream import min_probability
-    from iglearn.theory import lemma5_value_lower_bound
+    from iglearn.theory import lemma5_summary
 
     report = learner.report_
     n, k = len(log), log.n_actions
     iota = DEFAULT_IOTA if args.iota is None else args.iota
     v_bad = 1.0 / k if args.v_bad is None else args.v_bad
     max_weight = 1.0 / min_probability(log)
-    bound = lemma5_value_lower_bound(report.indicator, n, k, iota, v_bad, max_weight)
-    if action_led(report.action_explained):
-        bound = None  # the lemma assumes feedback that depends on the action only via r
     return {
         "objective": args.objective or "iglearn", "settings": settings,
         "indicator": report.indicator, "indicator_error": report.indicator_error,
@@ -290,9 +287,8 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
         "action_explained": report.action_explained,
         "identifiability_warnings": report.warnings, "epochs": len(report.history),
         "lemma5": {
-            "iota": iota, "v_bad": v_bad, "eps_D": math.sqrt(iota / (2 * n)),
-            "max_importance_weight": max_weight,
-            "applies": bound is not None, "value_lower_bound": bound,
+            **lemma5_summary(report.indicator, n, k, iota, v_bad, max_weight,
+                             assumed=not action_led(report.action_explained)),
             "note": "V(pi) >= indicator - W*eps_D + V(pi_bad), eps_D = sqrt(iota/(2n)), W the "
                     "largest importance weight 1/p of the log (K under uniform logging); "
                     "reported only when the indicator exceeds V(pi_bad) + W*eps_D, which "

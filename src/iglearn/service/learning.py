@@ -72,7 +72,7 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
     the action only through the reward, and a decoder that reads the action from the
     feedback passes them with a policy at chance."""
     from iglearn.learners.batch_igl import action_led
-    from iglearn.theory import lemma5_value_lower_bound
+    from iglearn.theory import lemma5_summary
 
     report = getattr(learner, "report_", None)
     n, k = len(log), log.n_actions
@@ -91,13 +91,8 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
         return summary
     if config.model.algorithm == "igl":
         max_weight = 1.0 / float(np.min(log.probability))
-        bound = lemma5_value_lower_bound(indicator, n, k, DEFAULT_IOTA, 1.0 / k, max_weight)
-        if action_led(explained):
-            bound = None
-        summary["lemma5"] = {"iota": DEFAULT_IOTA, "v_bad": 1.0 / k,
-                             "eps_D": math.sqrt(DEFAULT_IOTA / (2 * n)),
-                             "max_importance_weight": max_weight,
-                             "applies": bound is not None, "value_lower_bound": bound}
+        summary["lemma5"] = lemma5_summary(indicator, n, k, DEFAULT_IOTA, 1.0 / k, max_weight,
+                                           assumed=not action_led(explained))
     schedule = config.exploration.make_schedule()
     summary["certified"] = (bool(schedule.certifies(indicator, n, k))
                             and not action_led(explained))
