@@ -79,8 +79,8 @@ from iglearn.experiments import action_inclusive, family
 from iglearn.experiments.results import metric, prepare_output, tidy_frame, tidy_rows, write_outputs
 from iglearn.experiments.runner import Execution, fingerprint, run_trials
 from iglearn.learners import IdentifiabilityWarning
-from iglearn.learners.batch_igl import ACTION_EXPLAINED
 from iglearn.seeding import integer_seed, spawn_seeds
+from iglearn.theory import ACTION_EXPLAINED
 
 EXPERIMENT = "small_data"
 TASKS = ("digits", "action-inclusive-digits", "bci", "personalised")

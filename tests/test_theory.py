@@ -98,6 +98,7 @@ def test_the_lemma5_summary_gives_the_bound_only_where_its_setting_holds():
     assert summary["eps_D"] == pytest.approx(theory.eps_d(500000, 100))
     assert summary["max_importance_weight"] == 10.0 and summary["v_bad"] == 0.1
     # a decoder that follows the action: the lemma's setting does not hold, no bound
-    unassumed = theory.lemma5_summary(0.9, 500000, 10, 100, 0.1, 10.0, assumed=False)
+    assert theory.lemma5_summary(0.9, 500000, 10, 100, 0.1, 10.0, 0.2)["applies"] is True
+    unassumed = theory.lemma5_summary(0.9, 500000, 10, 100, 0.1, 10.0, 0.9)
     assert unassumed["applies"] is False and unassumed["value_lower_bound"] is None
     assert unassumed["eps_D"] == summary["eps_D"]

@@ -141,15 +141,37 @@ def lemma5_value_lower_bound(indicator: float, n: int, n_actions: int, iota: flo
     return value_lower_bound(indicator, n, n_actions, iota, v_bad, max_weight=max_weight)
 
 
+ACTION_EXPLAINED = 0.25
+"""A fit of 2021 IGL or VI-IGL warns when the logged action explains more than this share of
+its decoded reward's variance (:func:`~iglearn.learners.corrector.action_explained`): the
+decoder may read the action from the feedback. Measured by the small-data benchmark (16 logs
+of each task and size, 200 to 5,000 interactions, three features variants; docs/results.md,
+"Feedback that shows the action"): at most 0.13 on digits (at 200 interactions; 0.05 from
+500), where the feedback depends on the action only through the reward; 0.88 to 0.98 on the
+simulated BCI and 0.15 to 0.98 on action-inclusive digits (2 of 480 fits at or below 0.25),
+where it shows the action; 0.32 to 0.72 on VW's personalised simulator."""
+
+
+def action_led(explained: float | None) -> bool:
+    """Whether a fit's decoded reward follows the logged action: a share ``explained`` of its
+    variance (a report's ``action_explained``; None: not measured) above
+    :data:`ACTION_EXPLAINED`. Lemma 5's bound (:func:`lemma5_summary`) and the data-driven
+    schedule's certificate (:meth:`~iglearn.learners.schedules.Schedule.certifies`) assume
+    feedback that depends on the action only through the reward: neither is given for such
+    a fit."""
+    return explained is not None and explained > ACTION_EXPLAINED
+
+
 def lemma5_summary(indicator: float, n: int, n_actions: int, iota: float, v_bad: float,
-                   max_weight: float, assumed: bool = True) -> dict[str, float | bool | None]:
+                   max_weight: float, explained: float | None = None
+                   ) -> dict[str, float | bool | None]:
     """What a fit's summary says of Lemma 5 (``iglearn fit``, the service's re-fits): its
     terms (iota, V(pi_bad), eps_D = sqrt(iota / 2n), the largest importance weight), whether
-    it applies and the bound (:func:`lemma5_value_lower_bound`). ``assumed``: whether the
-    lemma's setting holds as far as the fit can tell; False (a decoder that follows the
-    action, :func:`~iglearn.learners.batch_igl.action_led`) gives no bound."""
-    bound = (lemma5_value_lower_bound(indicator, n, n_actions, iota, v_bad, max_weight)
-             if assumed else None)
+    it applies and the bound (:func:`lemma5_value_lower_bound`). ``explained``: the share of
+    the fit's decoded reward that the logged action explains; a decoder that follows the
+    action (:func:`action_led`) gets no bound, as the lemma's setting does not hold."""
+    bound = (None if action_led(explained) else
+             lemma5_value_lower_bound(indicator, n, n_actions, iota, v_bad, max_weight))
     return {"iota": iota, "v_bad": v_bad, "eps_D": math.sqrt(iota / (2 * n)),
             "max_importance_weight": max_weight, "applies": bound is not None,
             "value_lower_bound": bound}

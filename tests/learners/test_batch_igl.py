@@ -8,10 +8,11 @@ import torch
 from iglearn import BatchIGL, ContextualBandit, IGLearnError, InteractionLog, Supervised
 from iglearn.envs import BCIEnvironment, digits_environment
 from iglearn.learners import IdentifiabilityWarning
-from iglearn.learners.batch_igl import ACTION_EXPLAINED, STAGES, indicator_moments
+from iglearn.learners.batch_igl import STAGES, indicator_moments
 from iglearn.learners.training import Optimisation
 from iglearn.learners.trials import Batch, Trials
 from iglearn.models import make_decoder, make_policy
+from iglearn.theory import ACTION_EXPLAINED
 
 
 @pytest.fixture(scope="module")

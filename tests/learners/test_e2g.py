@@ -132,7 +132,7 @@ def test_a_decoder_that_follows_the_action_certifies_nothing():
     # action, and its indicator would pass the data-driven test with a policy at chance
     from iglearn.envs import BCIEnvironment
     from iglearn.learners import IdentifiabilityWarning
-    from iglearn.learners.batch_igl import ACTION_EXPLAINED
+    from iglearn.theory import ACTION_EXPLAINED
 
     env = BCIEnvironment(noise=0.05)
     schedule = DataDrivenSchedule(iota=0.5)

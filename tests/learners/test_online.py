@@ -45,6 +45,9 @@ def test_data_driven_schedule_waits_for_the_certificate():
     assert schedule.certifies(0.25, 500000, 10)
     assert not schedule.certifies(0.15, 500000, 10)
     assert not DataDrivenSchedule(v_bad=0.2).certifies(0.25, 500000, 10)
+    # a decoder the logged action explains certifies nothing (theory.action_led)
+    assert schedule.certifies(0.25, 500000, 10, explained=0.2)
+    assert not schedule.certifies(0.25, 500000, 10, explained=0.9)
 
 
 def test_make_schedule_names_the_choices():

@@ -372,7 +372,7 @@ def test_save_and_load_give_identical_predictions(noisy_digits, tmp_path):
 def test_feedback_that_shows_the_action_is_warned():
     # the simulated BCI's feedback responds to the action taken: VI-IGL's decoder reads it
     from iglearn.envs import BCIEnvironment
-    from iglearn.learners.batch_igl import ACTION_EXPLAINED
+    from iglearn.theory import ACTION_EXPLAINED
 
     log = BCIEnvironment(noise=0.05).log(300, 0)
     with pytest.warns(IdentifiabilityWarning, match="logged action explains .* VI-IGL"):

@@ -268,9 +268,8 @@ def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
 def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLog | LogStream,
                  settings: dict) -> dict:
     """What a BatchIGL fit reports: its FitReport's measures and Lemma 5's bound."""
-    from iglearn.learners.batch_igl import ACTION_EXPLAINED, action_led
     from iglearn.learners.stream import min_probability
-    from iglearn.theory import lemma5_summary
+    from iglearn.theory import ACTION_EXPLAINED, lemma5_summary
 
     report = learner.report_
     n, k = len(log), log.n_actions
@@ -288,7 +287,7 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
         "identifiability_warnings": report.warnings, "epochs": len(report.history),
         "lemma5": {
             **lemma5_summary(report.indicator, n, k, iota, v_bad, max_weight,
-                             assumed=not action_led(report.action_explained)),
+                             report.action_explained),
             "note": "V(pi) >= indicator - W*eps_D + V(pi_bad), eps_D = sqrt(iota/(2n)), W the "
                     "largest importance weight 1/p of the log (K under uniform logging); "
                     "reported only when the indicator exceeds V(pi_bad) + W*eps_D, which "

@@ -84,6 +84,7 @@ from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.custom import CustomDecoder, check_specs
 from iglearn.models.stacked import stack
 from iglearn.seeding import as_generator, torch_generator
+from iglearn.theory import action_led
 from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
@@ -91,15 +92,6 @@ if TYPE_CHECKING:
     from iglearn.learners.distributed import RayTrain
 
 AMBIGUITY_MARGIN = 0.1
-ACTION_EXPLAINED = 0.25
-"""A fit of 2021 IGL or VI-IGL warns when the logged action explains more than this share of
-its decoded reward's variance (:func:`~iglearn.learners.corrector.action_explained`): the
-decoder may read the action from the feedback. Measured by the small-data benchmark (16 logs
-of each task and size, 200 to 5,000 interactions, three features variants; docs/results.md,
-"Feedback that shows the action"): at most 0.13 on digits (at 200 interactions; 0.05 from
-500), where the feedback depends on the action only through the reward; 0.88 to 0.98 on the
-simulated BCI and 0.15 to 0.98 on action-inclusive digits (2 of 480 fits at or below 0.25),
-where it shows the action; 0.32 to 0.72 on VW's personalised simulator."""
 MONITOR_ROWS = 16384
 """The history's indicator after each epoch (:class:`EpochRecord`) is measured on the first
 this many interactions of the log (all of a smaller log): a full pass after every epoch costs
@@ -147,8 +139,8 @@ class FitReport(ShortReport):
     action_explained: float | None = None
     """The share of the final decoder's variance on the log that the logged action explains
     (:func:`~iglearn.learners.corrector.action_explained`, weighted to uniform play); above
-    :data:`ACTION_EXPLAINED` the fit warns. None in the report of a model saved before
-    iglearn measured it."""
+    :data:`~iglearn.theory.ACTION_EXPLAINED` the fit warns. None in the report of a model
+    saved before iglearn measured it."""
 
     @property
     def identified(self) -> bool:
@@ -158,18 +150,10 @@ class FitReport(ShortReport):
                               self.threshold)
 
 
-def action_led(explained: float | None) -> bool:
-    """Whether a fit's decoded reward follows the logged action: a share ``explained`` of its
-    variance (a report's ``action_explained``; None: not measured) above
-    :data:`ACTION_EXPLAINED`. Lemma 5's bound and the data-driven schedule's certificate
-    assume feedback that depends on the action only through the reward: ``iglearn fit`` and
-    the service give neither for such a fit."""
-    return explained is not None and explained > ACTION_EXPLAINED
-
-
 def action_warning(explained: float, algorithm: str) -> list[str]:
     """The warning of a fit whose decoded reward the logged action explains (a share
-    ``explained`` of its variance above :data:`ACTION_EXPLAINED`, :func:`action_led`), naming
+    ``explained`` of its variance above :data:`~iglearn.theory.ACTION_EXPLAINED`,
+    :func:`~iglearn.theory.action_led`), naming
     ``algorithm`` (the learner that assumes the feedback depends on the action only through
     the reward); none below it."""
     if not action_led(explained):

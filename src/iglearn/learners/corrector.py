@@ -87,8 +87,9 @@ def decoded_shares(decoder: nn.Module, data: Source, n_actions: int,
     if given, where the decoders must be), then divided."""
     zeros = [torch.zeros(len(data), dtype=torch.float64) for _ in range(7)]
     above, below, weights, squares, alike, total, rows = zeros
-    # by action: each action's weights and weighted psi, (T, K); the weighted psi squared
-    per_weight = torch.zeros(len(data), n_actions, dtype=torch.float64)
+    # by action: each action's weights and weighted psi, (T, K), and the weighted psi squared
+    # (no action's columns unless asked for)
+    per_weight = torch.zeros(len(data), n_actions if by_action else 0, dtype=torch.float64)
     per_psi, psi_squares = torch.zeros_like(per_weight), torch.zeros(len(data),
                                                                      dtype=torch.float64)
     with torch.no_grad():
@@ -134,7 +135,7 @@ def action_explained(weights: torch.Tensor, sums: torch.Tensor, squares: torch.T
     each action's sum of weights ``weights`` and of weighted psi ``sums`` (T, K) and the
     weighted sum of psi² ``squares`` (T,), the weights those of uniform play (1/K) / p, as
     :func:`corrector_statistic`'s; 0 where psi is constant (iglearn's diagnostic,
-    :data:`~iglearn.learners.batch_igl.ACTION_EXPLAINED`).
+    :data:`~iglearn.theory.ACTION_EXPLAINED`).
 
     2021 IGL and VI-IGL assume that the feedback depends on the context and the action only
     through the reward. A decoder of the reward then depends on the action only through
@@ -144,11 +145,11 @@ def action_explained(weights: torch.Tensor, sums: torch.Tensor, squares: torch.T
     the choice, AI-IGL's setting), the objective is maximised by a decoder that reads the
     action, and by a policy that plays the action it calls rewarded: psi is then a function
     of the action and eta² is near 1."""
-    total = weights.sum(-1)
     tiny = torch.finfo(weights.dtype).tiny
-    mean = sums.sum(-1) / total.clamp_min(tiny)
-    between = (sums * sums / weights.clamp_min(tiny)).sum(-1) / total.clamp_min(tiny) - mean ** 2
-    spread = squares / total.clamp_min(tiny) - mean ** 2
+    total = weights.sum(-1).clamp_min(tiny)
+    mean = sums.sum(-1) / total
+    between = (sums * sums / weights.clamp_min(tiny)).sum(-1) / total - mean ** 2
+    spread = squares / total - mean ** 2
     return torch.where(spread > 1e-12, (between / spread.clamp_min(1e-12)).clamp(0.0, 1.0),
                        torch.zeros_like(spread))
 

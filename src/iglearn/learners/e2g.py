@@ -36,7 +36,6 @@ from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.batch_igl import (
     BatchIGL,
     IdentifiabilityWarning,
-    action_led,
     action_warning,
     indicators,
 )
@@ -50,6 +49,7 @@ from iglearn.models import Decoder, Policy, make_policy
 from iglearn.models.stacked import stack
 from iglearn.sampling import sample_actions
 from iglearn.seeding import SeedLike, torch_generator
+from iglearn.theory import action_led
 from iglearn.threads import torch_threads
 
 FIRST_FIT = Optimisation(max_steps=120, small_log=0)
@@ -116,7 +116,7 @@ class EpochGreedy(OnlineLearner):
         self.certified_ = False
         """Whether a fit passed the schedule's data test (data-driven schedule); never a fit
         whose decoded reward follows the action (its ``action_explained``,
-        :func:`~iglearn.learners.batch_igl.action_led`)."""
+        :func:`~iglearn.theory.action_led`)."""
         self.fits_: list[dict] = []
         """Each re-fit's record: its round, indicator and the samples it was measured on,
         whether the learner is certified, seconds, and what the subclass adds (E2G: restarts,
@@ -226,10 +226,8 @@ class EpochGreedy(OnlineLearner):
                     indicator, extra = self._refit(self._store.tensors(count - held_out),
                                                    holdout)
                 measured = held_out or count
-                # a decoder that follows the action passes the test at chance: no certificate
-                self.certified_ = self.certified_ or (self.schedule.certifies(
-                    indicator, measured, self.n_actions)
-                    and not action_led(extra.get("action_explained")))
+                self.certified_ = self.certified_ or self.schedule.certifies(
+                    indicator, measured, self.n_actions, extra.get("action_explained"))
                 self.fits_.append({"round": count, "indicator": indicator,
                                    "indicator_samples": measured,
                                    "certified": self.certified_,
@@ -341,7 +339,6 @@ class E2G(EpochGreedy):
                                max_restarts=max_restarts,
                                restart_threshold=restart_threshold)
         self.decoder_: Decoder | None = None
-        self._action_warned = False
 
     def _refit(self, data: Batch, holdout: Batch | None) -> tuple[float, dict]:
         # Line 4 on D_i, warm-started from (pi_{i-1}, psi_{i-1}) once they exist.
@@ -350,13 +347,11 @@ class E2G(EpochGreedy):
         [(indicator, self.policy_, self.decoder_, tried, _)] = self._batch.fit_with_restarts(
             Trials.one(data), self.n_actions, [self.rng], starts, self.refit_optimisation,
             None if holdout is None else Trials.one(holdout))
-        with torch.no_grad():
-            shares = decoded_shares(stack([self.decoder_]), Trials.one(data), self.n_actions,
-                                    by_action=True)
+        shares = decoded_shares(stack([self.decoder_]), Trials.one(data), self.n_actions,
+                                by_action=True)
         explained = float(cast(torch.Tensor, shares.explained)[0])
-        if action_led(explained) and not self._action_warned:  # once per learner
-            self._action_warned = True
-            for note in action_warning(explained, "E2G"):
+        if not any(action_led(fit.get("action_explained")) for fit in self.fits_):
+            for note in action_warning(explained, "E2G"):  # once per learner
                 warnings.warn(note, IdentifiabilityWarning, stacklevel=4)
         return indicator, {"restarts": len(tried) - 1, "flipped": bool(self.decoder_.flipped),
                            "action_explained": explained}

@@ -29,8 +29,12 @@ class Schedule:
         """The last pure-exploration round, or None when the warm-up ends on a data test."""
         raise NotImplementedError
 
-    def certifies(self, indicator: float, n: int, n_actions: int) -> bool:
-        """Whether a fit on ``n`` exploration samples with this indicator ends the warm-up."""
+    def certifies(self, indicator: float, n: int, n_actions: int,
+                  explained: float | None = None) -> bool:
+        """Whether a fit on ``n`` exploration samples with this indicator ends the warm-up;
+        ``explained``: the share of its decoded reward that the logged action explains (a
+        decoder that follows the action, :func:`~iglearn.theory.action_led`, certifies
+        nothing)."""
         return False
 
     def exploit_steps(self, i: int, n_actions: int, certified: bool = False) -> int:
@@ -82,7 +86,10 @@ class DataDrivenSchedule(Schedule):
     def warmup(self, n_actions: int) -> None:
         return None
 
-    def certifies(self, indicator: float, n: int, n_actions: int) -> bool:
+    def certifies(self, indicator: float, n: int, n_actions: int,
+                  explained: float | None = None) -> bool:
+        if theory.action_led(explained):  # it passes the test with a policy at chance
+            return False
         v_bad = 1.0 / n_actions if self.v_bad is None else self.v_bad
         return theory.certifies_decoder(indicator, n, n_actions, self.iota, v_bad)
 

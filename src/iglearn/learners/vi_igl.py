@@ -153,7 +153,7 @@ class VIIGLReport(ShortReport):
     action_explained: float | None = None
     """The share of the decoder's variance on the log that the logged action explains
     (:func:`~iglearn.learners.corrector.action_explained`, weighted to uniform play); above
-    :data:`~iglearn.learners.batch_igl.ACTION_EXPLAINED` the fit warns. None in the report
+    :data:`~iglearn.theory.ACTION_EXPLAINED` the fit warns. None in the report
     of a model saved before iglearn measured it."""
 
 

@@ -68,10 +68,9 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
     none), the share of its decoded reward the logged action explains (2021 IGL and
     VI-IGL), Lemma 5's bound (IGL only) and whether the data-driven schedule's test passed;
     neither the bound nor the test for a decoder that follows the action
-    (:func:`~iglearn.learners.batch_igl.action_led`): both assume feedback that depends on
+    (:func:`~iglearn.theory.action_led`): both assume feedback that depends on
     the action only through the reward, and a decoder that reads the action from the
     feedback passes them with a policy at chance."""
-    from iglearn.learners.batch_igl import action_led
     from iglearn.theory import lemma5_summary
 
     report = getattr(learner, "report_", None)
@@ -92,10 +91,9 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
     if config.model.algorithm == "igl":
         max_weight = 1.0 / float(np.min(log.probability))
         summary["lemma5"] = lemma5_summary(indicator, n, k, DEFAULT_IOTA, 1.0 / k, max_weight,
-                                           assumed=not action_led(explained))
+                                           explained)
     schedule = config.exploration.make_schedule()
-    summary["certified"] = (bool(schedule.certifies(indicator, n, k))
-                            and not action_led(explained))
+    summary["certified"] = bool(schedule.certifies(indicator, n, k, explained))
     return summary
 
 
