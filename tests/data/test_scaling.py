@@ -14,6 +14,7 @@ from iglearn.data.scaling import (
     CLIP,
     Moments,
     Standardiser,
+    check_origin,
     column_spread,
     off_scale,
     standardiser_of,
@@ -113,6 +114,73 @@ def test_record_round_trip_and_damage():
         Standardiser.from_dict(record, "m", 4, 3)
     with pytest.raises(IGLearnError, match="fitted on 4"):
         scaler.apply(np.zeros((2, 5), np.float32))
+
+
+LEAST = ("least", "least")
+
+
+def test_blocks_start_at_each_columns_least_value_with_origin_least():
+    log = log_of()
+    scaler = Standardiser.of_log(log, origins=LEAST)
+    centred = Standardiser.of_log(log)
+    for block, values in (("context", log.context), ("feedback", log.feedback)):
+        mean, scale = getattr(scaler, f"{block}_mean"), getattr(scaler, f"{block}_scale")
+        offset, limit = getattr(scaler, f"{block}_offset"), getattr(scaler, f"{block}_limit")
+        x = values.astype(np.float64)
+        np.testing.assert_allclose(offset, (mean - x.min(0)) / scale, rtol=1e-9, atol=1e-12)
+        out = (scaler.apply(values) if block == "context"
+               else scaler.apply_feedback(values))
+        # the same statistics as centred, shifted per column and clipped no lower than the
+        # least value: each column's least value reads 0, none below
+        z = (x - mean) / scale
+        np.testing.assert_allclose(out, np.clip(z, -offset, limit) + offset, atol=1e-5)
+        assert out.min() >= 0.0
+        least = x.argmin(0)
+        np.testing.assert_allclose(out[least, np.arange(x.shape[1])], 0.0, atol=1e-6)
+        np.testing.assert_array_equal(mean, getattr(centred, f"{block}_mean"))
+    assert scaler.context_offset[3] == 0.0  # the constant column
+    below = log.context[:1] - 1000.0  # a context below the log's least values: clipped to 0
+    assert (scaler.apply(below)[0, :3] == 0.0).all()
+    # feedback's default origin shifts by the limit, one number for every column
+    assert centred.feedback_offset == centred.feedback_limit and centred.context_offset == 0
+
+
+def test_least_values_agree_streamed_and_by_blocks(tmp_path):
+    rng = np.random.default_rng(4)
+    values = rng.normal(5, 2, (1000, 3))
+    whole, parts = Moments(3), Moments(3)
+    whole.add(values)
+    for rows_ in np.array_split(np.arange(1000), 7):
+        parts.add(values[rows_])
+    np.testing.assert_array_equal(whole.least, values.min(0))
+    np.testing.assert_array_equal(parts.least, values.min(0))
+    log = log_of(2000, seed=1)
+    write_table(log, tmp_path / "log.npz")
+    stream = open_log(tmp_path / "log.npz", StreamSettings(stream="on", block_rows=256))
+    streamed = standardiser_of(stream, origins=LEAST)
+    memory = standardiser_of(open_log(tmp_path / "log.npz"), origins=LEAST)
+    for field in ("context_offset", "feedback_offset"):
+        np.testing.assert_allclose(getattr(streamed, field), getattr(memory, field),
+                                   rtol=1e-9, atol=1e-12)
+
+
+def test_per_column_offsets_round_trip_and_damage():
+    scaler = Standardiser.of_log(log_of(), origins=LEAST)
+    record = scaler.to_dict()
+    assert isinstance(record["context_offset"], list) and len(record["context_offset"]) == 4
+    again = Standardiser.from_dict(record, "model.json", 4, 2)
+    x = log_of(50, seed=9)
+    np.testing.assert_array_equal(scaler.apply(x.context), again.apply(x.context))
+    np.testing.assert_array_equal(scaler.apply_feedback(x.feedback),
+                                  again.apply_feedback(x.feedback))
+    old = {key: value for key, value in Standardiser.of_log(log_of()).to_dict().items()
+           if key != "context_offset"}  # a model saved before the contexts' offset
+    assert Standardiser.from_dict(old, "model.json", 4, 2).context_offset == 0.0
+    for damage in ([1.0, 2.0], [1.0, -1.0, 0.0, 0.0], "x", [1.0, float("nan"), 0.0, 0.0]):
+        with pytest.raises(IGLearnError, match="standardiser.context_offset.*a list of 4"):
+            Standardiser.from_dict({**record, "context_offset": damage}, "m", 4, 2)
+    with pytest.raises(IGLearnError, match="origin is 'median'; choose one of mean, limit"):
+        check_origin("median")
 
 
 def rows(rng: np.random.Generator, kind: str, n: int = 2000) -> np.ndarray:

@@ -83,7 +83,7 @@ def test_raw_inputs_fit_as_the_log_standardised_by_hand(name, same_unit, task, i
     log, test = inclusive if name == "ai-igl" else task
     plain = LEARNERS[name](seed=2, standardise="off")
     scaler = Standardiser.of_log(raw(log), row_spread=plain.row_spread,  # the learner's
-                                 same_unit=same_unit)
+                                 origins=plain.origins, same_unit=same_unit)
     by_hand = quietly(plain, scaler.apply_log(raw(log)))
     automatic = quietly(LEARNERS[name](seed=2, same_unit=same_unit), raw(log))
     assert by_hand.standardiser_ is None
@@ -256,6 +256,10 @@ def test_online_learners_take_warm_up_statistics(make, task):
     assert set(np.unique(learner.predict(test))) <= set(range(10))
     if isinstance(learner, OnlineRegressionCB):  # learns on raw inputs as on standardised
         assert learner.accuracy(test, env.test_set()[1]) > 0.5
+    if isinstance(learner, OnlineIGLP):  # its re-fits read what a batch IGL-P fit reads
+        assert learner.origins == IGLP.origins
+        assert np.ndim(learner.standardiser_.context_offset) == 1
+        assert learner.standardiser_.apply(test).min() >= 0
 
 
 class RawEnvironment:
@@ -302,9 +306,11 @@ def test_a_rebased_decoder_reads_new_statistics_as_the_old_decoder_read_the_old_
     torch.testing.assert_close(after, before, rtol=1e-4, atol=1e-5)
 
 
-def test_the_feedback_offset_is_each_learners_choice():
+def test_where_each_learners_standardised_values_start():
     """Standardised raw feedback is shifted to non-negative values for the learners whose
-    decoders are tuned on images and words; VI-IGL's critics read it centred."""
+    decoders are tuned on images and words, VI-IGL's critics read it centred, and IGL-P reads
+    both blocks from each column's least value in the log: an unlit pixel of a raw log reads
+    0 in its contexts and its feedback, as in the task's own features."""
     from iglearn.learners.vi_igl import VIIGL
 
     env = digits_environment()
@@ -312,13 +318,28 @@ def test_the_feedback_offset_is_each_learners_choice():
     raw = InteractionLog((35 + 0.05 * log.context).astype(np.float32), log.action,
                          log.probability, (35 + 0.05 * log.feedback).astype(np.float32),
                          log.n_actions)
-    for learner, shifted in ((BatchIGL(seed=0), True), (AIIGL(seed=0), True),
-                             (IGLP(seed=0), True), (VIIGL(seed=0), False)):
+    for learner, origins in ((BatchIGL(seed=0), ("mean", "limit")),
+                             (AIIGL(seed=0), ("mean", "limit")),
+                             (IGLP(seed=0), ("least", "least")),
+                             (VIIGL(seed=0), ("mean", "mean"))):
+        name = type(learner).__name__
+        assert type(learner).origins == origins, name
         scaler = learner.take_statistics(raw)
-        assert scaler is not None and scaler.feedback_rule == "auto: off scale"
-        values = scaler.apply_feedback(raw.feedback)
-        assert (scaler.feedback_offset > 0) == shifted, type(learner).__name__
-        assert (values.min() >= 0) == shifted, type(learner).__name__
+        assert scaler is not None and scaler.rules == {"context": "auto: off scale",
+                                                       "feedback": "auto: off scale"}
+        blocks = ((scaler.apply(raw.context), log.context, scaler.context_limit),
+                  (scaler.apply_feedback(raw.feedback), log.feedback, scaler.feedback_limit))
+        for (values, given, limit), origin in zip(blocks, origins, strict=True):
+            lit = given > given.min(0)  # each column's least value is 0 (unlit)
+            if origin == "mean":
+                assert values.min() < 0 and values.max() <= limit, name
+            elif origin == "limit":
+                assert values.min() >= 0 and values.max() <= 2 * limit, name
+                assert values[~lit].max() > 0.1 * limit, name  # unlit is not 0
+            else:
+                assert values.min() >= 0, name
+                np.testing.assert_allclose(values[~lit], 0.0, atol=1e-6, err_msg=name)
+                assert values[lit].min() > 0, name
 
 
 @pytest.mark.parametrize("name", ["igl", "ai-igl", "vi-igl"])

@@ -64,14 +64,24 @@ The statistics of a standardised block:
   On raw digits logs the shift raised IGL at 500 interactions from 57.5 to 74.8 % and IGL-P
   at 2,000 from 67.1 to 77.7 % (docs/results.md, "Feedback shifted to non-negative values");
   shifting the contexts as well cost IGL-P most of its accuracy (20.3 %). VI-IGL, whose
-  critics read the feedback, keeps it centred (its ``offset_feedback`` is False): shifted,
-  its raw digits fits fell from 89.4 to 15.7 % at 2,000 interactions.
+  critics read the feedback, keeps it centred (its ``origins`` are ("mean", "mean")):
+  shifted, its raw digits fits fell from 89.4 to 15.7 % at 2,000 interactions;
+- where a standardised block's zero lies is each learner's (``origins``, :data:`ORIGINS`,
+  one per block; by default :data:`DEFAULT_ORIGINS`, the contexts centred and the feedback
+  shifted by its limit). IGL-P reads both blocks from each column's least value in the log
+  ("least": the values shifted by (mean - least) / scale per column,
+  :attr:`Standardiser.context_offset`, and clipped no lower than that least value), so that
+  an unlit pixel, an absent word or a quiet electrode reads 0 as in the tasks' own features:
+  its inverse-kinematics model reads the product of the context and the feedback, a
+  conjunction only where absence is 0 (:attr:`IGLP.origins
+  <iglearn.learners.iglp.IGLP.origins>`).
 
-The moments are accumulated block by block in float64 with the parallel update of Chan et al.
-(Welford's update for a block of rows), so the statistics of a log in memory and of the same
-log streamed agree up to rounding. The online learners accumulate them the same way over the
-interactions they have seen when their first fit is due (the warm-up) and keep them from then
-on (:attr:`Standardiser.method` says how the statistics were taken).
+The moments are accumulated block by block in float64 with the parallel update of Chan et
+al. (Welford's update for a block of rows), each column's least value beside them, so the
+statistics of a log in memory and of the same log streamed agree up to rounding. The online
+learners accumulate them the same way over the interactions they have seen when their first
+fit is due (the warm-up) and keep them from then on (:attr:`Standardiser.method` says how
+the statistics were taken).
 """
 
 from __future__ import annotations
@@ -106,6 +116,26 @@ columns share one scale when the block is standardised (see the module docstring
 
 SameUnit = Literal["none", "context", "feedback", "both"]
 """The type of a learner's ``same_unit`` setting."""
+
+ORIGINS = ("mean", "limit", "least")
+"""Where a standardised block's zero lies (a learner's ``origins``, one per block; see the
+module docstring): at each column's mean (values in [-limit, limit]), at the mean less the
+clip limit (values in [0, 2 limit]) or at each column's least value in the log (values in
+[0, (mean - least) / scale + limit])."""
+
+Origin = Literal["mean", "limit", "least"]
+"""The type of an entry of a learner's ``origins``."""
+
+Origins = tuple[Origin, Origin]
+"""The origins of the contexts and of the feedback."""
+
+DEFAULT_ORIGINS: Origins = ("mean", "limit")
+"""The learners' origins unless they say otherwise: the contexts centred, the feedback
+shifted to non-negative values by its limit."""
+
+Offset = float | np.ndarray
+"""A standardised block's shift (:func:`origin_offset`): one number for every column, or one
+per column."""
 
 ONE_SCALE = ", one scale"
 """What a standardised block's rule ends with when its columns share one scale."""
@@ -171,13 +201,15 @@ CHUNK_ROWS = 2048
 
 
 class Moments:
-    """Running weighted mean and sum of squared deviations per column (float64), updated a
-    block of rows at a time (Chan et al.'s parallel form of Welford's update)."""
+    """Running weighted mean and sum of squared deviations per column (float64), and each
+    column's least value, updated a block of rows at a time (Chan et al.'s parallel form of
+    Welford's update)."""
 
     def __init__(self, dim: int):
         self.weight = 0.0
         self.mean = np.zeros(dim, np.float64)
         self.squares = np.zeros(dim, np.float64)
+        self.least = np.full(dim, np.inf)
 
     def add(self, values: np.ndarray, weights: np.ndarray | None = None) -> None:
         """Add rows ``values`` (n, dim), each of weight ``weights`` (n,) (default 1), a chunk
@@ -201,13 +233,15 @@ class Moments:
             total = float(w.sum())
             mean = (w @ values) / total
             squares = w @ np.square(values - mean)
-        self._merge(total, mean, squares)
+        self._merge(total, mean, squares, values.min(0))
 
-    def _merge(self, total: float, mean: np.ndarray, squares: np.ndarray) -> None:
-        """Chan et al.'s update with the moments of other rows: their weight ``total``, mean
-        and sum of squared deviations."""
+    def _merge(self, total: float, mean: np.ndarray, squares: np.ndarray,
+               least: np.ndarray) -> None:
+        """Chan et al.'s update with the moments of other rows: their weight ``total``, mean,
+        sum of squared deviations and least values."""
         if total == 0.0:
             return
+        self.least = np.minimum(self.least, least)
         if self.weight == 0.0:
             self.weight, self.mean, self.squares = total, mean, squares
             return
@@ -223,11 +257,12 @@ class Moments:
         processes' order (``reducer``: a :class:`~iglearn.learners.trials.Reducer`)."""
         import torch
 
-        mine = np.concatenate([[self.weight], self.mean, self.squares])
-        merged = Moments(len(self.mean))
+        d = len(self.mean)
+        mine = np.concatenate([[self.weight], self.mean, self.squares, self.least])
+        merged = Moments(d)
         for part in reducer.gather(torch.from_numpy(mine)).numpy():
-            merged._merge(float(part[0]), part[1:1 + len(self.mean)],
-                          part[1 + len(self.mean):])
+            merged._merge(float(part[0]), part[1:1 + d], part[1 + d:1 + 2 * d],
+                          part[1 + 2 * d:])
         return merged
 
     def moments(self) -> tuple[np.ndarray, np.ndarray]:
@@ -314,6 +349,13 @@ def check_same_unit(same_unit: object) -> SameUnit:
     return cast(SameUnit, same_unit)
 
 
+def check_origin(origin: object) -> Origin:
+    """``origin`` if it is one of :data:`ORIGINS`; otherwise an IGLearnError naming them."""
+    if origin not in ORIGINS:
+        raise IGLearnError(f"origin is {shown(origin)}; choose one of {', '.join(ORIGINS)}")
+    return cast(Origin, origin)
+
+
 def check_users_unit(same_unit: SameUnit, users: object) -> None:
     """Refuse ``same_unit`` naming the contexts when they begin with a user id's one-hot
     features, which are not in the unit of the measurements after them: ``users`` is the
@@ -331,19 +373,35 @@ def one_scale(same_unit: SameUnit, block: str) -> bool:
 
 
 def block_statistics(moments: Moments, mode: Mode, row_spread: float | None = ROW_SPREAD,
-                     one: bool = False) -> tuple[np.ndarray, np.ndarray, str, float | None]:
-    """(mean, scale, rule, limit) of a block under ``mode`` ("on" or "auto"): its statistics
-    (with ``one``, one scale for its columns, :func:`scales`) and the clipping limit of its
-    standardised values (:func:`clip_limit`) when it is standardised; identity statistics
-    (0, 1) and no limit when "auto" leaves it as it is."""
+                     one: bool = False, origin: Origin = "mean"
+                     ) -> tuple[np.ndarray, np.ndarray, str, float | None, Offset]:
+    """(mean, scale, rule, limit, offset) of a block under ``mode`` ("on" or "auto"): its
+    statistics (with ``one``, one scale for its columns, :func:`scales`), the clipping limit
+    of its standardised values (:func:`clip_limit`) and their shift to the block's
+    ``origin`` (:func:`origin_offset`) when it is standardised; identity statistics (0, 1),
+    no limit and no shift when "auto" leaves it as it is."""
     mean, std = moments.moments()
     if not len(mean):
-        return mean, std, "not read", None
+        return mean, std, "not read", None, 0.0
     rule = "on" if mode == "on" else "auto: off scale" if off_scale(mean, std) else None
     if rule is None:
-        return np.zeros_like(mean), np.ones_like(std), "auto: unit scale", None
-    return (mean, scales(mean, std, row_spread, one), rule + ONE_SCALE if one else rule,
-            clip_limit(mean, std, row_spread))
+        return np.zeros_like(mean), np.ones_like(std), "auto: unit scale", None, 0.0
+    scale, limit = scales(mean, std, row_spread, one), clip_limit(mean, std, row_spread)
+    return (mean, scale, rule + ONE_SCALE if one else rule, limit,
+            origin_offset(check_origin(origin), mean, scale, moments.least, limit))
+
+
+def origin_offset(origin: Origin, mean: np.ndarray, scale: np.ndarray, least: np.ndarray,
+                  limit: float) -> Offset:
+    """What a standardised block's values are shifted by so that their zero lies at
+    ``origin`` (:data:`ORIGINS`): nothing ("mean"), the clip ``limit`` ("limit"), or per
+    column (mean - least) / scale, the column's least value in the log ("least"; never
+    below 0, a constant column's rounding included)."""
+    if origin == "limit":
+        return limit
+    if origin == "least":
+        return np.maximum((mean - least) / scale, 0.0)
+    return 0.0
 
 
 def clip_limit(mean: np.ndarray, std: np.ndarray,
@@ -381,17 +439,26 @@ class Standardiser:
     block left as it is, or a model saved before clipping)."""
     feedback_limit: float | None = None
     """Standardised feedback is clipped to ±this; None: not clipped."""
-    feedback_offset: float = 0.0
-    """Added to standardised (and clipped) feedback: the feedback limit, so that every value
-    lies in [0, 2 limit] (see the module docstring); 0 for a block left as it is, or a model
-    saved before the offset."""
+    feedback_offset: Offset = 0.0
+    """Added to standardised (and clipped) feedback (:func:`origin_offset`): the feedback
+    limit, so that every value lies in [0, 2 limit] (origin "limit", the default; see the
+    module docstring), or per column (mean - least) / scale (origin "least"); 0 for centred
+    feedback, a block left as it is, or a model saved before the offset."""
+    context_offset: Offset = 0.0
+    """Added to standardised (and clipped) contexts, as ``feedback_offset``: 0 (centred, the
+    default), or per column (mean - least) / scale (origin "least")."""
 
     def __post_init__(self) -> None:
         for name in ("context_mean", "context_scale", "feedback_mean", "feedback_scale"):
             object.__setattr__(self, name, np.asarray(getattr(self, name), np.float64))
+        for name in ("context_offset", "feedback_offset"):
+            value = getattr(self, name)
+            object.__setattr__(self, name, float(value) if np.ndim(value) == 0
+                               else np.asarray(value, np.float64))
         # float32 copies for apply: the arithmetic the models run in (None: left as it is)
         object.__setattr__(self, "_context", _factors(self.context_mean, self.context_scale,
-                                                      self.context_rule, self.context_limit))
+                                                      self.context_rule, self.context_limit,
+                                                      self.context_offset))
         object.__setattr__(self, "_feedback", _factors(self.feedback_mean, self.feedback_scale,
                                                        self.feedback_rule, self.feedback_limit,
                                                        self.feedback_offset))
@@ -406,7 +473,8 @@ class Standardiser:
     def of_arrays(cls, context: np.ndarray, feedback: np.ndarray | None = None,
                   probability: np.ndarray | None = None, method: str = "log",
                   mode: Mode = "on", row_spread: float | None = ROW_SPREAD,
-                  offset: bool = True, same_unit: SameUnit = "none") -> Standardiser:
+                  origins: Origins = DEFAULT_ORIGINS,
+                  same_unit: SameUnit = "none") -> Standardiser:
         """The statistics of contexts (n, d_x) and feedback (n, d_y) (none: no feedback is
         standardised), the feedback weighted by 1/``probability`` when given; ``mode`` "on"
         or "auto" (see :meth:`of_blocks`)."""
@@ -416,42 +484,47 @@ class Standardiser:
                              np.asarray(context).shape[1],
                              0 if feedback is None else np.asarray(feedback).reshape(
                                  len(context), -1).shape[1], method, mode,
-                             row_spread=row_spread, offset=offset, same_unit=same_unit)
+                             row_spread=row_spread, origins=origins, same_unit=same_unit)
 
     @classmethod
     def of_log(cls, log: InteractionLog, feedback: bool = True,
                mode: Mode = "on", row_spread: float | None = ROW_SPREAD,
-               offset: bool = True, same_unit: SameUnit = "none") -> Standardiser:
+               origins: Origins = DEFAULT_ORIGINS,
+               same_unit: SameUnit = "none") -> Standardiser:
         """The statistics of a log in memory: contexts, and (unless ``feedback`` is False)
         feedback weighted by 1/p."""
         return cls.of_arrays(log.context, log.feedback if feedback else None, log.probability,
-                             "log", mode, row_spread, offset, same_unit)
+                             "log", mode, row_spread, origins, same_unit)
 
     @classmethod
     def of_stream(cls, stream: LogStream, feedback: bool = True,
                   mode: Mode = "on", row_spread: float | None = ROW_SPREAD,
-                  offset: bool = True, same_unit: SameUnit = "none") -> Standardiser:
+                  origins: Origins = DEFAULT_ORIGINS,
+                  same_unit: SameUnit = "none") -> Standardiser:
         """The statistics of a log streamed from disk, in one pass over it (its chunks: the
         memory of a block, not of the log); equal to :meth:`of_log` of the same log up to
         rounding."""
         fields = ("context", "probability", "feedback") if feedback else ("context",)
         return cls.of_blocks(stream.chunks(fields), stream.context_dim,
                              stream.feedback_dim if feedback else 0, "stream", mode,
-                             getattr(stream, "reducer", None), row_spread, offset, same_unit)
+                             getattr(stream, "reducer", None), row_spread, origins,
+                             same_unit)
 
     @classmethod
     def of_blocks(cls, blocks: Iterable[Block], context_dim: int, feedback_dim: int,
                   method: str, mode: Mode = "on", reducer: Any = None,
-                  row_spread: float | None = ROW_SPREAD, offset: bool = True,
+                  row_spread: float | None = ROW_SPREAD,
+                  origins: Origins = DEFAULT_ORIGINS,
                   same_unit: SameUnit = "none") -> Standardiser:
         """The statistics accumulated over blocks of rows (fields ``context`` and, when
         ``feedback_dim`` > 0, ``feedback``, weighted by 1/``probability`` if the block has
         it). ``mode`` "on" standardises both blocks; "auto" each block off the unit scale
         only (:func:`off_scale`), the other keeping identity statistics. With a
         ``reducer`` (a share of a data-parallel fit's log), the statistics of every share.
-        ``offset``: shift standardised feedback by its limit (:attr:`feedback_offset`); a
-        learner whose models read centred feedback says no (VI-IGL). ``same_unit``: the
-        blocks whose columns share one scale (:data:`SAME_UNIT`)."""
+        ``origins``: where the zero of the standardised contexts and of the feedback lies
+        (:data:`ORIGINS`; by default the contexts centred and the feedback shifted by its
+        limit, :attr:`feedback_offset`). ``same_unit``: the blocks whose columns share one
+        scale (:data:`SAME_UNIT`)."""
         if check_mode(mode) == "off":
             raise IGLearnError("standardise 'off' takes no statistics; the learner keeps no "
                                "standardiser")
@@ -465,13 +538,13 @@ class Standardiser:
         if reducer is not None:
             contexts, feedback = contexts.across(reducer), feedback.across(reducer)
         same_unit = check_same_unit(same_unit)
-        mx, sx, context_rule, context_limit = block_statistics(
-            contexts, mode, row_spread, one_scale(same_unit, "context"))
-        my, sy, feedback_rule, feedback_limit = block_statistics(
-            feedback, mode, row_spread, one_scale(same_unit, "feedback"))
-        shift = feedback_limit if offset and feedback_limit is not None else 0.0
+        context_origin, feedback_origin = origins
+        mx, sx, context_rule, context_limit, context_offset = block_statistics(
+            contexts, mode, row_spread, one_scale(same_unit, "context"), context_origin)
+        my, sy, feedback_rule, feedback_limit, feedback_offset = block_statistics(
+            feedback, mode, row_spread, one_scale(same_unit, "feedback"), feedback_origin)
         return cls(mx, sx, my, sy, method, context_rule, feedback_rule, context_limit,
-                   feedback_limit, shift)
+                   feedback_limit, feedback_offset, context_offset)
 
     @classmethod
     def identity(cls, context_dim: int, feedback_dim: int = 0) -> Standardiser:
@@ -531,7 +604,8 @@ class Standardiser:
                 "feedback_mean": self.feedback_mean.tolist(),
                 "feedback_scale": self.feedback_scale.tolist(),
                 "context_limit": self.context_limit, "feedback_limit": self.feedback_limit,
-                "feedback_offset": self.feedback_offset}
+                "context_offset": _offset_record(self.context_offset),
+                "feedback_offset": _offset_record(self.feedback_offset)}
 
     @classmethod
     def from_dict(cls, record: object, where: str, context_dim: int,
@@ -577,19 +651,40 @@ class Standardiser:
                                           and not isinstance(limit, bool)
                                           and math.isfinite(limit) and limit > 0):
                 raise damaged(f".{name}", limit, "a positive finite number or null")
-        offset = record.get("feedback_offset", 0.0)  # absent: saved before the offset
-        if isinstance(offset, bool) or not isinstance(offset, int | float) or not (
-                math.isfinite(offset) and offset >= 0):
-            raise damaged(".feedback_offset", offset, "a finite number >= 0")
+        offsets: dict[str, Offset] = {}
+        for block in ("context", "feedback"):  # absent: saved before the offsets
+            offset = record.get(f"{block}_offset", 0.0)
+            columns = len(values[f"{block}_mean"])
+            if _number_at_least_0(offset):
+                offsets[block] = float(offset)
+            elif (isinstance(offset, list) and len(offset) == columns
+                  and all(_number_at_least_0(v) for v in offset)):
+                offsets[block] = np.asarray(offset, np.float64)
+            else:
+                raise damaged(f".{block}_offset", offset if not isinstance(offset, list)
+                              else f"a list of {len(offset)}",
+                              f"a finite number >= 0 or a list of {columns} of them")
         return cls(values["context_mean"], values["context_scale"], values["feedback_mean"],
                    values["feedback_scale"], method, rules["context_rule"],
                    rules["feedback_rule"], limits["context_limit"], limits["feedback_limit"],
-                   float(offset))
+                   offsets["feedback"], offsets["context"])
 
 
-Factors = tuple[np.ndarray, np.ndarray, np.ndarray, np.float32 | None, np.float32]
-"""The float32 (mean, its rounding error, 1 / scale, limit or None, offset) :func:`_scaled`
-applies."""
+def _number_at_least_0(value: object) -> bool:
+    """Whether ``value`` is a finite number >= 0 (not a bool)."""
+    return (isinstance(value, int | float) and not isinstance(value, bool)
+            and math.isfinite(value) and value >= 0)
+
+
+def _offset_record(offset: Offset) -> float | list[float]:
+    """An offset as ``model.json`` records it: a number, or a list of one per column."""
+    return float(offset) if np.ndim(offset) == 0 else np.asarray(offset).tolist()
+
+
+Factors = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | np.float32 | None,
+                np.float32 | None, np.ndarray | np.float32]
+"""The float32 (mean, its rounding error, 1 / scale, lower bound or None, upper bound or None,
+offset) :func:`_scaled` applies."""
 
 
 def _standardised(rule: str) -> bool:
@@ -598,14 +693,20 @@ def _standardised(rule: str) -> bool:
 
 
 def _factors(mean: np.ndarray, scale: np.ndarray, rule: str, limit: float | None,
-             offset: float = 0.0) -> Factors | None:
+             offset: Offset = 0.0) -> Factors | None:
     """The float32 :data:`Factors` ``apply`` uses; None for a block left as it is. The mean
-    is kept as two float32 numbers, its float32 rounding and what that rounding left out."""
+    is kept as two float32 numbers, its float32 rounding and what that rounding left out.
+    The values are clipped to [-limit, limit], or with an offset per column (origin
+    "least") to [-offset, limit]: none below the column's least value in the log."""
     if not _standardised(rule):
         return None
     high = mean.astype(np.float32)
+    upper = None if limit is None else np.float32(limit)
+    per_column = np.ndim(offset) > 0
+    lower = -np.asarray(offset, np.float32) if per_column else (
+        None if upper is None else -upper)
     return (high, (mean - high).astype(np.float32), (1.0 / scale).astype(np.float32),
-            None if limit is None else np.float32(limit), np.float32(offset))
+            lower, upper, np.asarray(offset, np.float32) if per_column else np.float32(offset))
 
 
 def _scaled(rows: np.ndarray, mean: np.ndarray, factors: Factors | None,
@@ -628,10 +729,11 @@ def _scaled(rows: np.ndarray, mean: np.ndarray, factors: Factors | None,
     out = rows - factors[0]
     out -= factors[1]
     out *= factors[2]
-    if factors[3] is not None:
-        np.clip(out, -factors[3], factors[3], out=out)
-    if factors[4]:
-        out += factors[4]
+    lower, upper, offset = factors[3:]
+    if lower is not None or upper is not None:
+        np.clip(out, lower, upper, out=out)
+    if np.any(offset):
+        out += offset
     return out
 
 
@@ -645,13 +747,15 @@ def standardised_feedback(standardiser: Standardiser | None) -> bool:
 
 def standardiser_of(log: InteractionLog | LogStream, feedback: bool = True,
                     mode: Mode = "on", row_spread: float | None = ROW_SPREAD,
-                    offset: bool = True, same_unit: SameUnit = "none") -> Standardiser:
+                    origins: Origins = DEFAULT_ORIGINS,
+                    same_unit: SameUnit = "none") -> Standardiser:
     """The statistics of a log in memory (:meth:`Standardiser.of_log`) or streamed
     (:meth:`Standardiser.of_stream`, one extra pass); with ``feedback`` False, of the
     contexts only (a learner that does not read the feedback); ``mode`` "on" or "auto";
-    ``same_unit``: the blocks whose columns share one scale (:data:`SAME_UNIT`)."""
+    ``origins``: where each block's zero lies (:data:`ORIGINS`); ``same_unit``: the blocks
+    whose columns share one scale (:data:`SAME_UNIT`)."""
     from iglearn.data.stream import LogStream
 
     if isinstance(log, LogStream):
-        return Standardiser.of_stream(log, feedback, mode, row_spread, offset, same_unit)
-    return Standardiser.of_log(log, feedback, mode, row_spread, offset, same_unit)
+        return Standardiser.of_stream(log, feedback, mode, row_spread, origins, same_unit)
+    return Standardiser.of_log(log, feedback, mode, row_spread, origins, same_unit)

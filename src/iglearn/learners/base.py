@@ -12,7 +12,9 @@ import torch
 
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import (
+    DEFAULT_ORIGINS,
     ROW_SPREAD,
+    Origins,
     Standardiser,
     check_mode,
     standardised_feedback,
@@ -49,10 +51,11 @@ class PolicyLearner:
     row_spread: ClassVar[float | None] = ROW_SPREAD
     """The spread of a standardised block's rows (:data:`iglearn.data.scaling.ROW_SPREAD`)
     this learner's defaults are tuned for; None: unit z-scores."""
-    offset_feedback: ClassVar[bool] = True
-    """Whether standardised feedback is shifted to non-negative values
-    (:attr:`iglearn.data.scaling.Standardiser.feedback_offset`) for this learner's models;
-    False: they read it centred."""
+    origins: ClassVar[Origins] = DEFAULT_ORIGINS
+    """Where the zero of the standardised contexts and of the standardised feedback lies for
+    this learner's models (:data:`iglearn.data.scaling.ORIGINS`): by default the contexts
+    centred and the feedback shifted to non-negative values by its clip limit
+    (:attr:`iglearn.data.scaling.Standardiser.feedback_offset`)."""
     standardiser_: Standardiser | None = None
     n_actions_: int | None = None
     """K of the log the learner was fitted on (None before a fit; a loaded model's is in
@@ -85,7 +88,7 @@ class PolicyLearner:
         self.schema_ = getattr(log, "schema", None)
         mode = check_mode(getattr(self, "standardise", "auto"))
         self.standardiser_ = None if mode == "off" else standardiser_of(
-            log, feedback, mode, type(self).row_spread, type(self).offset_feedback,
+            log, feedback, mode, type(self).row_spread, type(self).origins,
             getattr(self, "same_unit", "none"))
         return self.standardiser_
 

@@ -64,7 +64,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Self
+from typing import TYPE_CHECKING, ClassVar, Literal, Self
 
 import numpy as np
 import torch
@@ -72,7 +72,7 @@ import torch
 from iglearn.data.contexts import row_groups
 from iglearn.data.limits import check_fit_size
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import Mode, SameUnit, check_users_unit
+from iglearn.data.scaling import Mode, Origins, SameUnit, check_users_unit
 from iglearn.errors import IGLearnError, check_choice
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.monitor import ShortReport
@@ -495,6 +495,17 @@ class IGLP(IGLPSettings, PolicyLearner):
     ``posterior_`` (q(u, y), :func:`fit_feedback_posterior`). The policy is greedy in f:
     ``predict_proba`` is one-hot on argmax_a f(x, a)."""
 
+    origins: ClassVar[Origins] = ("least", "least")
+    """Standardised contexts and feedback start at each column's least value in the log
+    (:data:`~iglearn.data.scaling.ORIGINS`), so that an absent word, an unlit pixel or a
+    quiet electrode reads 0 as in the tasks' own features: the inverse-kinematics model reads
+    the product x (x) y (:func:`ik_features`), a conjunction ("this user said that") only
+    where absence is 0. With the other learners' origins (the contexts centred, the
+    feedback shifted by its clip limit) raw digits logs of 500 interactions fitted to 40.4 /
+    28.8 % (mean / worst of 16 seeds), against 53.6 / 46.2 % from the least values and
+    59.0 / 49.9 % on the features as given (docs/results.md, "IGL-P reads raw blocks from
+    each column's least value")."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.optimisation is None:
@@ -723,6 +734,7 @@ class OnlineIGLP(OnlineRegression):
     """
 
     reads_definitely_bad = True
+    origins = IGLP.origins
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
                  exploration: str = "igw", epsilon: float = 0.2, gamma: float = 100.0,

@@ -9,11 +9,20 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable
+from typing import ClassVar
 
 import numpy as np
 import torch
 
-from iglearn.data.scaling import Mode, SameUnit, Standardiser, check_mode, check_same_unit
+from iglearn.data.scaling import (
+    DEFAULT_ORIGINS,
+    Mode,
+    Origins,
+    SameUnit,
+    Standardiser,
+    check_mode,
+    check_same_unit,
+)
 from iglearn.errors import IGLearnError, check_choice
 from iglearn.learners.objective import at_action
 from iglearn.learners.online import OnlineLearner, checked_signal
@@ -137,6 +146,10 @@ class OnlineRegression(OnlineLearner):
             (:class:`~iglearn.learners.settings.FitSettings`).
     """
 
+    origins: ClassVar[Origins] = DEFAULT_ORIGINS
+    """Where the zero of the standardised contexts and feedback lies
+    (:data:`~iglearn.data.scaling.ORIGINS`): that of the batch learner the re-fits run."""
+
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
                  exploration: str = "epsilon", epsilon: float = 0.2, gamma: float = 100.0,
                  refit_every: int = 50, refit_growth: float = REFIT_GROWTH,
@@ -259,7 +272,7 @@ class OnlineRegression(OnlineLearner):
         context, action, probability, signal, flags = self.interactions()
         scaler = Standardiser.of_arrays(context, signal if self.feedback_dim else None,
                                         probability, "warm-up", self.standardise,
-                                        same_unit=self.same_unit)
+                                        origins=self.origins, same_unit=self.same_unit)
         if self.feedback_dim:
             signal = scaler.apply_feedback(signal)
         self._whole = (scaler.apply(context), action, probability, signal, flags)
