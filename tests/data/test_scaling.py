@@ -127,7 +127,8 @@ def test_blocks_start_at_each_columns_least_value_with_origin_least():
         mean, scale = getattr(scaler, f"{block}_mean"), getattr(scaler, f"{block}_scale")
         offset, limit = getattr(scaler, f"{block}_offset"), getattr(scaler, f"{block}_limit")
         x = values.astype(np.float64)
-        np.testing.assert_allclose(offset, (mean - x.min(0)) / scale, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(offset, np.clip((mean - x.min(0)) / scale, 0, limit),
+                                   rtol=1e-9, atol=1e-12)
         out = (scaler.apply(values) if block == "context"
                else scaler.apply_feedback(values))
         # the same statistics as centred, shifted per column and clipped no lower than the
@@ -143,6 +144,26 @@ def test_blocks_start_at_each_columns_least_value_with_origin_least():
     assert (scaler.apply(below)[0, :3] == 0.0).all()
     # feedback's default origin shifts by the limit, one number for every column
     assert centred.feedback_offset == centred.feedback_limit and centred.context_offset == 0
+
+
+def test_a_far_outlier_leaves_the_zero_at_the_clip_limit():
+    """A least value farther below the mean than the clip limit (a missing value written as
+    0 among milliseconds) does not move the zero: the column starts at the limit below its
+    mean, where the outlier is clipped, and a quiet column still starts at its least
+    value."""
+    rng = np.random.default_rng(5)
+    ms = rng.normal(300.0, 60.0, 500)
+    ms[7] = 0.0
+    pixel = (rng.random(500) < 0.1).astype(float)  # unlit (0) in nine rows in ten
+    scaler = Standardiser.of_arrays(np.c_[ms, pixel], mode="on", origins=LEAST)
+    limit = scaler.context_limit
+    assert scaler.context_offset[0] == pytest.approx(limit)
+    assert 0 < scaler.context_offset[1] < limit
+    out = scaler.apply(np.c_[ms, pixel])
+    assert out[7, 0] == 0.0 and out[:, 0].min() == 0.0
+    np.testing.assert_allclose(out[pixel == 0, 1], 0.0, atol=1e-6)
+    middle = scaler.apply(np.array([[scaler.context_mean[0], 0.0]]))
+    assert middle[0, 0] == pytest.approx(limit, rel=1e-5)
 
 
 def test_least_values_agree_streamed_and_by_blocks(tmp_path):

@@ -339,7 +339,9 @@ def test_where_each_learners_standardised_values_start():
             else:
                 assert values.min() >= 0, name
                 np.testing.assert_allclose(values[~lit], 0.0, atol=1e-6, err_msg=name)
-                assert values[lit].min() > 0, name
+                # lit reads above 0 (but where the column is lit nearly always, at most the
+                # clip limit below its mean: the dimmest lit values there read 0)
+                assert (values[lit] > 0).mean() > 0.99, name
 
 
 @pytest.mark.parametrize("name", ["igl", "ai-igl", "vi-igl"])

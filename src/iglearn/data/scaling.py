@@ -70,7 +70,8 @@ The statistics of a standardised block:
   one per block; by default :data:`DEFAULT_ORIGINS`, the contexts centred and the feedback
   shifted by its limit). IGL-P reads both blocks from each column's least value in the log
   ("least": the values shifted by (mean - least) / scale per column,
-  :attr:`Standardiser.context_offset`, and clipped no lower than that least value), so that
+  :attr:`Standardiser.context_offset`, and clipped no lower than that least value; a least
+  value beyond the clip limit, a far outlier, leaves the zero at the limit), so that
   an unlit pixel, an absent word or a quiet electrode reads 0 as in the tasks' own features:
   its inverse-kinematics model reads the product of the context and the feedback, a
   conjunction only where absence is 0 (:attr:`IGLP.origins
@@ -120,8 +121,9 @@ SameUnit = Literal["none", "context", "feedback", "both"]
 ORIGINS = ("mean", "limit", "least")
 """Where a standardised block's zero lies (a learner's ``origins``, one per block; see the
 module docstring): at each column's mean (values in [-limit, limit]), at the mean less the
-clip limit (values in [0, 2 limit]) or at each column's least value in the log (values in
-[0, (mean - least) / scale + limit])."""
+clip limit (values in [0, 2 limit]) or at each column's least value in the log, if no
+farther below its mean than the clip limit (values in [0, (mean - least) / scale + limit],
+within [0, 2 limit]; :func:`origin_offset`)."""
 
 Origin = Literal["mean", "limit", "least"]
 """The type of an entry of a learner's ``origins``."""
@@ -395,12 +397,15 @@ def origin_offset(origin: Origin, mean: np.ndarray, scale: np.ndarray, least: np
                   limit: float) -> Offset:
     """What a standardised block's values are shifted by so that their zero lies at
     ``origin`` (:data:`ORIGINS`): nothing ("mean"), the clip ``limit`` ("limit"), or per
-    column (mean - least) / scale, the column's least value in the log ("least"; never
-    below 0, a constant column's rounding included)."""
+    column (mean - least) / scale, the column's least value in the log ("least"; never below
+    0, a constant column's rounding included), but at most the clip limit: a least value
+    farther below the mean (a far outlier, a missing value written as 0) would be clipped to
+    the limit as any value beyond it is, so the zero lies there instead and the other values
+    keep their place."""
     if origin == "limit":
         return limit
     if origin == "least":
-        return np.maximum((mean - least) / scale, 0.0)
+        return np.clip((mean - least) / scale, 0.0, limit)
     return 0.0
 
 
@@ -697,7 +702,8 @@ def _factors(mean: np.ndarray, scale: np.ndarray, rule: str, limit: float | None
     """The float32 :data:`Factors` ``apply`` uses; None for a block left as it is. The mean
     is kept as two float32 numbers, its float32 rounding and what that rounding left out.
     The values are clipped to [-limit, limit], or with an offset per column (origin
-    "least") to [-offset, limit]: none below the column's least value in the log."""
+    "least") to [-offset, limit]: none below the column's zero (its least value in the log,
+    or the limit below its mean)."""
     if not _standardised(rule):
         return None
     high = mean.astype(np.float32)

@@ -502,7 +502,7 @@ class IGLP(IGLPSettings, PolicyLearner):
     the product x (x) y (:func:`ik_features`), a conjunction ("this user said that") only
     where absence is 0. With the other learners' origins (the contexts centred, the
     feedback shifted by its clip limit) raw digits logs of 500 interactions fitted to 40.4 /
-    28.8 % (mean / worst of 16 seeds), against 53.6 / 46.2 % from the least values and
+    28.8 % (mean / worst of 16 seeds), against 54.3 / 46.0 % from the least values and
     59.0 / 49.9 % on the features as given (docs/results.md, "IGL-P reads raw blocks from
     each column's least value")."""
 
