@@ -256,6 +256,9 @@ def test_online_learners_take_warm_up_statistics(make, task):
     assert set(np.unique(learner.predict(test))) <= set(range(10))
     if isinstance(learner, OnlineRegressionCB):  # learns on raw inputs as on standardised
         assert learner.accuracy(test, env.test_set()[1]) > 0.5
+    if isinstance(learner, OnlineContextualBandit):  # as the batch CB: unit z-scores
+        assert learner.standardiser_.context_limit == pytest.approx(CLIP)
+        assert learner.accuracy(test, env.test_set()[1]) > 0.5
     if isinstance(learner, OnlineIGLP):  # its re-fits read what a batch IGL-P fit reads
         assert learner.origins == IGLP.origins
         assert np.ndim(learner.standardiser_.context_offset) == 1

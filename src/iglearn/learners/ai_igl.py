@@ -706,6 +706,8 @@ class OnlineAIIGL(EpochGreedy):
             :class:`~iglearn.learners.e2g.EpochGreedy`).
     """
 
+    _batch: AIIGL
+
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
                  schedule: Schedule | None = None, update_every: int = 100,
                  exploit: str = "greedy", policy: str = "linear", decoder: str = "linear",

@@ -32,6 +32,7 @@ import torch
 
 from iglearn.data.scaling import Mode, SameUnit, Standardiser, check_mode, check_same_unit
 from iglearn.errors import IGLearnError, check_choice
+from iglearn.learners.base import PolicyLearner
 from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.batch_igl import (
     BatchIGL,
@@ -93,6 +94,10 @@ class EpochGreedy(OnlineLearner):
             columns share one scale when standardised; "none": a scale per column
             (:class:`~iglearn.learners.settings.FitSettings`).
     """
+
+    _batch: PolicyLearner
+    """The batch learner each re-fit runs (set by the subclass); the warm-up's statistics
+    follow its row spread and origins, as its own fit's would."""
 
     def __init__(self, n_actions: int, context_dim: int, signal_dim: int,
                  schedule: Schedule | None = None, update_every: int = 100,
@@ -240,8 +245,10 @@ class EpochGreedy(OnlineLearner):
         blocks = [{"context": store.context[:store.n], "probability": store.probability[:store.n],
                    **({"feedback": store.signal[:store.n]} if self._signal_dim else {})}
                   for store in stores if store.n]
+        batch = type(self._batch)  # the re-fits' learner: its row spread and origins
         scaler = Standardiser.of_blocks(blocks, self._store.context.shape[1], self._signal_dim,
                                         "warm-up", self.standardise,
+                                        row_spread=batch.row_spread, origins=batch.origins,
                                         same_unit=self.same_unit)
         for store in stores:
             store.context[:store.n] = scaler.apply(store.context[:store.n])
@@ -324,6 +331,8 @@ class E2G(EpochGreedy):
         same_unit: the blocks measured in one unit (as for :class:`EpochGreedy`).
     """
 
+    _batch: BatchIGL
+
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
                  schedule: Schedule | None = None, update_every: int = 100,
                  exploit: str = "greedy", policy: str = "linear", decoder: str = "linear",
@@ -386,6 +395,8 @@ class OnlineContextualBandit(EpochGreedy):
         same_unit: "context" (or "both"): the contexts are measured in one unit (as for
             :class:`EpochGreedy`).
     """
+
+    _batch: ContextualBandit
 
     def __init__(self, n_actions: int, context_dim: int, schedule: Schedule | None = None,
                  update_every: int = 100, exploit: str = "greedy", policy: str = "linear",
