@@ -141,6 +141,11 @@ def lemma5_value_lower_bound(indicator: float, n: int, n_actions: int, iota: flo
     return value_lower_bound(indicator, n, n_actions, iota, v_bad, max_weight=max_weight)
 
 
+DEFAULT_IOTA = math.log(2 / 0.05)
+"""Lemma 5's complexity term where none is given (``iglearn fit --iota``, the service's
+re-fits): log(2 / delta) at delta = 0.05."""
+
+
 ACTION_EXPLAINED = 0.25
 """A fit of 2021 IGL or VI-IGL warns when the logged action explains more than this share of
 its decoded reward's variance (:func:`~iglearn.learners.corrector.action_explained`): the

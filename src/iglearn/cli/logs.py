@@ -26,6 +26,7 @@ from iglearn.data.logs import InteractionLog
 from iglearn.data.stream import LogStream, StreamSettings
 from iglearn.errors import IGLearnError
 from iglearn.learners.distributed import RayTrain
+from iglearn.theory import DEFAULT_IOTA
 
 if TYPE_CHECKING:
     from iglearn.data.contexts import ContextSet
@@ -41,7 +42,6 @@ if TYPE_CHECKING:
     )
     from iglearn.learners.vi_igl import VIIGL
 
-DEFAULT_IOTA = math.log(2 / 0.05)
 LEARNER = "learner"
 STREAM = "stream"
 BACKEND = "backend_settings"

@@ -45,9 +45,6 @@ from iglearn.service.config import ServiceConfig, make_learner
 from iglearn.service.operator_log import log_event, refit_message
 from iglearn.service.storage import ModelRecord, Storage, open_storage
 
-DEFAULT_IOTA = math.log(2 / 0.05)
-"""Lemma 5's complexity term when none is configured (as ``iglearn fit``)."""
-
 
 class ServiceGone(Exception):
     """The service a worker re-fits for has ended: the worker stores nothing more."""
@@ -71,7 +68,7 @@ def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dic
     (:func:`~iglearn.theory.action_led`): both assume feedback that depends on
     the action only through the reward, and a decoder that reads the action from the
     feedback passes them with a policy at chance."""
-    from iglearn.theory import lemma5_summary
+    from iglearn.theory import DEFAULT_IOTA, lemma5_summary
 
     report = getattr(learner, "report_", None)
     n, k = len(log), log.n_actions
