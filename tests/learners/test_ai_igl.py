@@ -218,6 +218,11 @@ def test_warnings_for_two_actions_and_for_rarely_played_actions():
     with pytest.warns(IdentifiabilityWarning, match="fewer than 300 interactions"):
         learner = AIIGL(seed=0, min_interactions=300).fit(log)
     assert any("fewer than 300" in note for note in learner.report_.warnings)
+    counts = np.bincount(log.action, minlength=log.n_actions)
+    one = int(np.argmin(counts))  # the least played action alone below the minimum
+    with pytest.warns(IdentifiabilityWarning, match=rf"action {one} \({counts[one]}\) has "
+                                                     r"fewer than"):
+        AIIGL(seed=0, min_interactions=int(counts[one]) + 1).fit(log)
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentifiabilityWarning)
         AIIGL(seed=0).fit(log)  # 200 interactions an action are enough by default
@@ -271,6 +276,43 @@ def test_the_adaptive_restart_keeps_the_best_attempt():
     # the first attempt is the fit without restarts
     assert report.attempt_indicators[0] == pytest.approx(first.report_.indicator, rel=1e-5)
     assert first.report_.restarts == 0
+
+
+@pytest.mark.parametrize(("restart_fraction", "seed"), [
+    (0.999, 3),  # no attempt passes
+    (0.25, 3),  # the first passes: the two fitted beside it are dropped
+    (0.25, 1)])  # the second passes
+def test_a_small_log_fits_its_restarts_beside_the_first_attempt_as_one_at_a_time_would(
+        monkeypatch, restart_fraction, seed):
+    # 300 interactions, K = 10: 30 an action, fewer than min_interactions (100)
+    log = action_inclusive_environment("digits").log(300, 0)
+    widths: list[int] = []  # the trials of each call of fit_models
+    fit_models = AIIGL.fit_models
+
+    def counted(self, policies, *args, **kwargs):
+        widths.append(len(policies))
+        return fit_models(self, policies, *args, **kwargs)
+
+    monkeypatch.setattr(AIIGL, "fit_models", counted)
+    fits = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        for min_interactions in (100, 1):  # 1: no log is small, one attempt at a time
+            widths.clear()
+            fits[min_interactions] = AIIGL(seed=seed, restart_fraction=restart_fraction,
+                                           min_interactions=min_interactions).fit(log)
+            fits[min_interactions].widths = list(widths)
+    ahead, alone = fits[100], fits[1]
+    assert ahead.widths == [3]  # every attempt at once
+    assert alone.widths == [1] * len(alone.report_.attempt_indicators)
+    assert alone.report_.restarts == {(0.999, 3): 2, (0.25, 3): 0, (0.25, 1): 1}[
+        restart_fraction, seed]
+    # what is kept and reported is what one attempt at a time gives
+    assert ahead.report_.restarts == alone.report_.restarts
+    assert ahead.report_.attempt_indicators == pytest.approx(
+        alone.report_.attempt_indicators, abs=1e-4)
+    contexts = digits_environment().test_set()[0]
+    assert np.mean(ahead.predict(contexts) == alone.predict(contexts)) > 0.99
 
 
 def test_a_small_log_runs_each_stage_to_at_most_the_default_cap(monkeypatch):

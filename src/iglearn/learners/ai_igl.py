@@ -231,6 +231,10 @@ class AIIGL(AIIGLSettings, StackableLearner):
         once (trial t draws from ``rngs[t]``): a trial in which some action did not ground
         (:func:`grounded`) is refitted from a fresh initialisation, with the other such trials,
         at most ``max_restarts`` times; each keeps the attempt with the largest indicator.
+        On a log of few interactions per action every attempt of a trial is fitted side by
+        side with its first (:meth:`attempts_ahead`); a trial ends as it would one attempt at
+        a time (attempt i draws its initialisation and shuffles from the i-th generator its
+        trial's ``rngs[t]`` gives, whenever it is fitted).
 
         Returns:
             per trial, (policy, decoders, indicator of every attempt) of its best attempt.
@@ -238,7 +242,7 @@ class AIIGL(AIIGLSettings, StackableLearner):
         d_x, d_y = data.context_dim, data.signal_dim
         standardised = standardised_feedback(self.standardiser_)
 
-        def attempt(number: int, pending: list[int]
+        def attempt(numbers: list[int], pending: list[int]
                     ) -> list[Attempt[tuple[Policy, list[Decoder]]]]:
             generators = [torch_generator(rngs[t]) for t in pending]
             models = [self.initial_models(d_x, d_y, n_actions, g) for g in generators]
@@ -253,8 +257,25 @@ class AIIGL(AIIGLSettings, StackableLearner):
                                         grounded(terms, self.restart_fraction), indicator))
             return attempts
 
-        best, tried = adaptive_restart(len(rngs), self.max_restarts, attempt)
+        best, tried = adaptive_restart(len(rngs), self.max_restarts, attempt,
+                                       ahead=self.attempts_ahead(data, n_actions))
         return [(*b.fitted, tried[t]) for t, b in enumerate(best)]
+
+    def attempts_ahead(self, data: Source, n_actions: int) -> int:
+        """How many attempts of each trial :meth:`fit_with_restarts` fits side by side
+        (iglearn's addition): all ``max_restarts`` + 1 in a fit of one log in memory with
+        fewer than ``min_interactions`` interactions per action, else 1. On such a log most
+        fits restart (16 digits logs of 500 interactions, K = 10: 10 restarted as given, 14
+        on action-inclusive digits), and one step of three trials side by side costs about
+        1.5 times one step of one (a step on a few hundred interactions costs its
+        operations' overhead more than their arithmetic), so the restarts cost little more
+        when fitted with the first attempt; on larger logs they are rare, and the trials of
+        ``fit_many`` already share each step's overhead (16 logs of 500 at once took a third
+        more CPU so) (docs/results.md, "AI-IGL fits its restarts beside its first attempt on
+        small logs")."""
+        small = data.n < n_actions * self.min_interactions
+        return (self.max_restarts + 1 if small and len(data) == 1 and isinstance(data, Trials)
+                else 1)
 
     def _report(self, log: AnyLog, everything: Source, seconds: float) -> AIIGLReport:
         """What the fitted models measure on their log ``everything``, with the warnings."""
@@ -395,9 +416,11 @@ def action_warnings(log: AnyLog, min_interactions: int) -> list[str]:
     if len(few):
         shown = ", ".join(f"{a} ({seen[a]})" for a in few[:5]) + (", ..." if len(few) > 5
                                                                  else "")
-        notes.append(f"{log.source}: actions {shown} have fewer than {min_interactions} "
-                     f"interactions, too few to ground their decoders; log more interactions "
-                     f"of every action (or lower min_interactions)")
+        which = (f"action {shown} has" if len(few) == 1
+                 else f"{len(few)} actions, {shown}, have")
+        notes.append(f"{log.source}: {which} fewer than {min_interactions} interactions "
+                     f"(min_interactions), too few to ground a decoder reliably; log more "
+                     f"interactions of every action (or lower min_interactions)")
     return notes
 
 

@@ -411,8 +411,9 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         device = resolve_device(self.device)
         z = self.restart_confidence
 
-        def attempt(number: int, pending: list[int]
+        def attempt(numbers: list[int], pending: list[int]
                     ) -> list[Attempt[tuple[float, Policy, Decoder, float]]]:
+            number = numbers[0]  # attempted one at a time: every trial's number is the same
             if monitor is not None:
                 monitor.start_attempt(number, pending)
             generators = [torch_generator(rngs[t]) for t in pending]

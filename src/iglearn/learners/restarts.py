@@ -9,6 +9,8 @@ indicator with its confidence margin, :meth:`BatchIGL.fit_with_restarts
 <iglearn.learners.batch_igl.BatchIGL.fit_with_restarts>`; AI-IGL: every action grounded,
 :meth:`AIIGL.fit_with_restarts <iglearn.learners.ai_igl.AIIGL.fit_with_restarts>`; VI-IGL: the
 critic's bound, :meth:`VIIGL.fit_decoders <iglearn.learners.vi_igl.VIIGL.fit_decoders>`).
+A learner may fit a trial's next attempts beside its first, when restarts are likely and
+side by side cheap; the loop keeps what one attempt at a time would have kept.
 """
 
 from __future__ import annotations
@@ -36,34 +38,48 @@ class Attempt(Generic[Fitted]):
 
 
 def adaptive_restart(trials: int, max_restarts: int,
-                     attempt: Callable[[int, list[int]], Sequence[Attempt[Fitted]]],
-                     groups: Sequence[int] | None = None,
+                     attempt: Callable[[list[int], list[int]], Sequence[Attempt[Fitted]]],
+                     groups: Sequence[int] | None = None, ahead: int = 1,
                      ) -> tuple[list[Attempt[Fitted]], list[list[Any]]]:
     """Appendix B's adaptive restart for ``trials`` trials at once.
 
-    ``attempt(number, pending)`` fits attempt ``number`` (0 first) of the trials ``pending``,
-    side by side, and returns their attempts in that order. The trials whose attempt did not
-    pass are attempted again, at most ``max_restarts`` more times. ``groups``: trial t's
-    group, when the trials are rival initialisations of which only the best is kept (2021
-    IGL's judged starts): once an attempt of one trial settles its group, the group's other
-    trials are not attempted again.
+    ``attempt(numbers, pending)`` fits attempt ``numbers[i]`` (0 first) of trial
+    ``pending[i]`` for every i, side by side, and returns their attempts in that order. The
+    trials whose attempt did not pass are attempted again, at most ``max_restarts`` more
+    times. ``groups``: trial t's group, when the trials are rival initialisations of which
+    only the best is kept (2021 IGL's judged starts): once an attempt of one trial settles
+    its group, the group's other trials are not attempted again. ``ahead``: attempts of
+    each pending trial fitted side by side in one call, before it is known whether the first
+    of them passes (AI-IGL on small logs, :meth:`AIIGL.attempts_ahead
+    <iglearn.learners.ai_igl.AIIGL.attempts_ahead>`); those after an attempt that passed (or
+    settled the trial's group) are dropped unread, so the trials end as they would one
+    attempt at a time, as long as each attempt's fit depends on its trial and number only.
 
     Returns:
         per trial, its best attempt (largest rank) and the records of all its attempts.
     """
+    if ahead < 1:
+        raise ValueError(f"ahead must be at least 1, got {ahead}")
     best: dict[int, Attempt[Fitted]] = {}
     records: list[list[Any]] = [[] for _ in range(trials)]
     pending = list(range(trials))
-    for number in range(max_restarts + 1):
-        attempts = attempt(number, pending)
-        for t, tried in zip(pending, attempts, strict=True):
-            records[t].append(tried.record)
-            if t not in best or tried.rank > best[t].rank:
-                best[t] = tried
-        settled = set() if groups is None else {
-            groups[t] for t, tried in zip(pending, attempts, strict=True) if tried.settles}
-        pending = [t for t, tried in zip(pending, attempts, strict=True)
-                   if not tried.passed and (groups is None or groups[t] not in settled)]
-        if not pending:
-            break
+    number = 0
+    while pending and number <= max_restarts:
+        span = range(number, min(number + ahead, max_restarts + 1))
+        jobs = [(n, t) for n in span for t in pending]
+        fitted = dict(zip(jobs, attempt([n for n, _ in jobs], [t for _, t in jobs]),
+                          strict=True))
+        for n in span:  # as one attempt at a time: who passed, who goes on
+            attempts = [fitted[n, t] for t in pending]
+            for t, tried in zip(pending, attempts, strict=True):
+                records[t].append(tried.record)
+                if t not in best or tried.rank > best[t].rank:
+                    best[t] = tried
+            settled = set() if groups is None else {
+                groups[t] for t, tried in zip(pending, attempts, strict=True) if tried.settles}
+            pending = [t for t, tried in zip(pending, attempts, strict=True)
+                       if not tried.passed and (groups is None or groups[t] not in settled)]
+            if not pending:
+                break
+        number = span.stop
     return [best[t] for t in range(trials)], records

@@ -361,7 +361,9 @@ class AIIGLSettings(FitSettings):
     temperature: float = 1.0
     """Temperature of the policy softmax(s(x) / temperature)."""
     min_interactions: int = 100
-    """Fewest interactions of one action that ground its decoder without a warning."""
+    """Fewest interactions of one action that ground its decoder without a warning; on a log
+    of fewer per action the restarts are fitted beside the first attempt
+    (:meth:`~iglearn.learners.ai_igl.AIIGL.attempts_ahead`)."""
     max_restarts: int = 2
     """Most restarts of the adaptive restart (:meth:`fit_with_restarts`); 0 disables it."""
     restart_fraction: float = 0.25

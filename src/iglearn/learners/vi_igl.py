@@ -748,7 +748,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
             per trial, the decoder of its attempt with the largest marginal bound, and the
             (conditional, marginal) bounds of every attempt.
         """
-        def attempt(number: int, pending: list[int]) -> list[Attempt[Decoder]]:
+        def attempt(numbers: list[int], pending: list[int]) -> list[Attempt[Decoder]]:
             decoders = [make_decoder(self.decoder, data.signal_dim, generators[t],
                                      self.decoder_temperature) for t in pending]
             critics = [make_critics(self, data.context_dim, data.signal_dim, n_actions,
