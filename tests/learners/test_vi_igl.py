@@ -17,6 +17,10 @@ from iglearn.learners import VIIGL, IdentifiabilityWarning, Optimisation
 from iglearn.learners.settings import VIIGL_OPTIMISATION, VIIGLSettings
 from iglearn.learners.trials import Batch, Trials, side_by_side
 from iglearn.learners.vi_igl import (
+    _set_mlp,
+    _set_slot_mlp,
+    _slot_outputs,
+    action_slots,
     choose_orientation,
     conditional_bound,
     critic_scores,
@@ -411,3 +415,30 @@ def test_the_decoder_of_standardised_feedback_decays_as_if_it_counted_at_most_25
     assert decoder_decay_scale(True, 1000) == 12.0
     assert decoder_decay_scale(True, 5000) == 12.0   # the growth's bound
     assert decoder_decay_scale(False, 500) == 1.0   # feedback read as it was logged
+
+
+def test_the_context_critic_computes_and_differentiates_each_rows_own_action_block_only():
+    generator = torch.Generator().manual_seed(0)
+    trials, n, k, width = 2, 37, 4, 3
+    action = torch.randint(0, k - 1, (trials, n), generator=generator)  # k - 1 never logged
+    action[1, 5:] = 0  # trial 1: one action most of the rows, one group much longer
+    settings = VIIGLSettings(critic_hidden=5, critic_width=width)
+    with side_by_side([make_critics(settings, 3, 2, k, generator)
+                       for _ in range(trials)]) as critics:
+        net = critics.context
+        x = torch.randn(trials, n, 3, generator=generator)
+        slots = action_slots(action, k)
+        assert slots.rows.shape[0] == trials * k  # every (trial, action) group, empty or not
+        with torch.no_grad():
+            hidden = torch.relu(net[0](x))
+            own, grouped = _slot_outputs(net[2], hidden, slots)
+            slot = action[..., None, None].expand(trials, n, 1, 2 * width)
+            full = net[2](hidden).unflatten(-1, (k, 2 * width))
+            assert torch.allclose(own, full.gather(-2, slot).squeeze(-2), atol=1e-6)
+            gradient = torch.randn(trials, n, 2 * width, generator=generator)
+            _set_slot_mlp(net, x, hidden, grouped, slots, gradient)
+            mine = [p.grad.clone() for p in net.parameters()]
+            dense = torch.zeros_like(full).scatter_(-2, slot, gradient[..., None, :])
+            _set_mlp(net, x, hidden, dense.flatten(-2))  # the full output's gradient
+            for got, expected in zip(mine, [p.grad for p in net.parameters()], strict=True):
+                assert torch.allclose(got, expected, atol=1e-5)
