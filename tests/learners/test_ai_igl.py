@@ -278,12 +278,7 @@ def test_the_adaptive_restart_keeps_the_best_attempt():
     assert first.report_.restarts == 0
 
 
-@pytest.mark.parametrize(("restart_fraction", "seed"), [
-    (0.999, 3),  # no attempt passes
-    (0.25, 3),  # the first passes: the two fitted beside it are dropped
-    (0.25, 1)])  # the second passes
-def test_a_small_log_fits_its_restarts_beside_the_first_attempt_as_one_at_a_time_would(
-        monkeypatch, restart_fraction, seed):
+def test_a_small_log_makes_every_attempt_and_keeps_the_largest_indicator(monkeypatch):
     # 300 interactions, K = 10: 30 an action, fewer than min_interactions (100)
     log = action_inclusive_environment("digits").log(300, 0)
     widths: list[int] = []  # the trials of each call of fit_models
@@ -294,25 +289,27 @@ def test_a_small_log_fits_its_restarts_beside_the_first_attempt_as_one_at_a_time
         return fit_models(self, policies, *args, **kwargs)
 
     monkeypatch.setattr(AIIGL, "fit_models", counted)
-    fits = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
-        for min_interactions in (100, 1):  # 1: no log is small, one attempt at a time
-            widths.clear()
-            fits[min_interactions] = AIIGL(seed=seed, restart_fraction=restart_fraction,
-                                           min_interactions=min_interactions).fit(log)
-            fits[min_interactions].widths = list(widths)
-    ahead, alone = fits[100], fits[1]
-    assert ahead.widths == [3]  # every attempt at once
-    assert alone.widths == [1] * len(alone.report_.attempt_indicators)
-    assert alone.report_.restarts == {(0.999, 3): 2, (0.25, 3): 0, (0.25, 1): 1}[
-        restart_fraction, seed]
-    # what is kept and reported is what one attempt at a time gives
-    assert ahead.report_.restarts == alone.report_.restarts
-    assert ahead.report_.attempt_indicators == pytest.approx(
-        alone.report_.attempt_indicators, abs=1e-4)
+        alone = AIIGL(seed=3).fit(log)  # seed 3's first attempt grounds every action
+        assert widths == [3]  # a single fit: every attempt at once
+        widths.clear()
+        together = AIIGL.fit_many([AIIGL(seed=3), AIIGL(seed=1)], [log, log])
+        assert widths == [6]  # fit_many too: every attempt of every trial at once
+        widths.clear()
+        adaptive = AIIGL(seed=3, min_interactions=1).fit(log)  # 1: no log is small
+    assert widths == [1]  # the first attempt grounded: the adaptive restart stops
+    report = alone.report_
+    assert report.restarts == 2 and len(report.attempt_indicators) == 3
+    assert report.indicator == pytest.approx(max(report.attempt_indicators), rel=1e-5)
+    # the first attempt is the adaptive restart's (which stops there); a later one is kept
+    assert report.attempt_indicators[0] == pytest.approx(adaptive.report_.indicator, abs=1e-4)
+    assert report.indicator > report.attempt_indicators[0] + 1e-3
+    # side by side or one at a time, the same attempts and the same model
+    assert together[0].report_.attempt_indicators == pytest.approx(report.attempt_indicators,
+                                                                   abs=1e-4)
     contexts = digits_environment().test_set()[0]
-    assert np.mean(ahead.predict(contexts) == alone.predict(contexts)) > 0.99
+    assert np.mean(together[0].predict(contexts) == alone.predict(contexts)) > 0.99
 
 
 def test_a_small_log_runs_each_stage_to_at_most_the_default_cap(monkeypatch):

@@ -175,3 +175,18 @@ def test_a_fixed_signal_is_decoded_once_in_memory_and_per_mini_batch_when_stream
     with torch.no_grad():
         torch.testing.assert_close(read(batch), decode(batch))
     assert not read(batch).requires_grad
+
+
+def test_a_small_streamed_log_makes_every_attempt_of_ai_igl_one_at_a_time(tmp_path):
+    # 400 interactions, K = 10: fewer than min_interactions an action, so every attempt is
+    # made, one at a time from a stream (side by side in memory)
+    path, _ = stored(action_inclusive_environment("digits"), 400, tmp_path, 0)
+    quick = Optimisation(1, 1, 1, max_steps=20)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        fits = [AIIGL(optimisation=quick, refinements=0, seed=0).fit(open_log(path, settings))
+                for settings in (STREAM, StreamSettings(stream="off"))]
+    for fit in fits:
+        report = fit.report_
+        assert report.restarts == 2 and len(report.attempt_indicators) == 3
+        assert report.indicator == pytest.approx(max(report.attempt_indicators), rel=1e-5)

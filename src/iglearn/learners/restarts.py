@@ -50,8 +50,8 @@ def adaptive_restart(trials: int, max_restarts: int,
     only the best is kept (2021 IGL's judged starts): once an attempt of one trial settles
     its group, the group's other trials are not attempted again. ``ahead``: attempts of
     each pending trial fitted side by side in one call, before it is known whether the first
-    of them passes (AI-IGL on small logs, :meth:`AIIGL.attempts_ahead
-    <iglearn.learners.ai_igl.AIIGL.attempts_ahead>`); those after an attempt that passed (or
+    of them passes (AI-IGL on small logs, :meth:`AIIGL.every_attempt
+    <iglearn.learners.ai_igl.AIIGL.every_attempt>`); those after an attempt that passed (or
     settled the trial's group) are dropped unread, so the trials end as they would one
     attempt at a time, as long as each attempt's fit depends on its trial and number only.
 

@@ -362,8 +362,8 @@ class AIIGLSettings(FitSettings):
     """Temperature of the policy softmax(s(x) / temperature)."""
     min_interactions: int = 100
     """Fewest interactions of one action that ground its decoder without a warning; on a log
-    of fewer per action the restarts are fitted beside the first attempt
-    (:meth:`~iglearn.learners.ai_igl.AIIGL.attempts_ahead`)."""
+    of fewer per action every attempt of the adaptive restart is made and the best kept
+    (:meth:`~iglearn.learners.ai_igl.AIIGL.every_attempt`)."""
     max_restarts: int = 2
     """Most restarts of the adaptive restart (:meth:`fit_with_restarts`); 0 disables it."""
     restart_fraction: float = 0.25
