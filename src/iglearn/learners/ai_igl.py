@@ -234,9 +234,8 @@ class AIIGL(AIIGLSettings, StackableLearner):
         at most ``max_restarts`` times; each keeps the attempt with the largest indicator.
         On a small log (:meth:`every_attempt`) every trial makes all ``max_restarts`` + 1
         attempts and keeps the one with the largest indicator, all of them side by side.
-        Attempt i of a trial draws its
-        initialisation and shuffles from the i-th generator its ``rngs[t]`` gives, however
-        the attempts are fitted.
+        Attempt i of a trial draws its initialisation and shuffles from the i-th generator
+        its ``rngs[t]`` gives, however the attempts are fitted.
 
         Returns:
             per trial, (policy, decoders, indicator of every attempt) of its best attempt.

@@ -511,16 +511,18 @@ class Slots(NamedTuple):
 def action_slots(action: torch.Tensor, n_actions: int) -> Slots:
     """The :class:`Slots` of the logged actions ``action`` (T, n) of ``n_actions``."""
     trials, n = action.shape
-    key = (torch.arange(trials)[:, None] * n_actions + action).flatten()
+    device = action.device
+    key = (torch.arange(trials, device=device)[:, None] * n_actions + action).flatten()
     order = torch.argsort(key, stable=True)
     counts = torch.bincount(key, minlength=trials * n_actions)
     most = max(int(counts.max()), 1)
     first = torch.cumsum(counts, 0) - counts
     grouped = key[order]
+    every = torch.arange(trials * n, device=device)
     place = torch.empty_like(key)
-    place[order] = grouped * most + torch.arange(trials * n) - first[grouped]
-    rows = torch.full((trials * n_actions * most,), trials * n, dtype=torch.long)
-    rows[place] = torch.arange(trials * n)
+    place[order] = grouped * most + every - first[grouped]
+    rows = torch.full((trials * n_actions * most,), trials * n, dtype=torch.long, device=device)
+    rows[place] = every
     return Slots(rows.view(trials * n_actions, most), place)
 
 
@@ -619,7 +621,7 @@ def decoder_step(decoder: Decoder, critics: Critics, batch: Batch, beta: float,
     G's context network reads only the logged action's block of its K blocks of outputs, so
     its output layer computes that block alone, on the rows grouped by action
     (:class:`ActionSlots`, ``slots``, kept across a stage's steps): a K-th of the products
-    of the full layer, forward and back (a step on 500 interactions, K = 10, about a fifth
+    of the full layer, forward and back (a step on 500 interactions, K = 10, about a sixth
     less CPU)."""
     g_div, t_div = split_divergence(divergence)
     k, width, clip = critics.n_actions, critics.width, critics.clip
