@@ -51,6 +51,10 @@ accuracy and CPU-seconds per cell, raw against standardised by hand, the action'
 decoded reward, the CPU-second targets)
 and ``OUT/config.json``. Cells run on a process pool (``--jobs``) and finished cells are
 recorded in ``OUT/trials/``: running the same command again finishes only what is missing.
+A fit's CPU-seconds are its own only when nothing else runs beside it: fits on neighbouring
+cores share their caches and memory bandwidth, and each then costs more (the report says how
+many workers fitted at once); measure the CPU-second targets with ``--jobs 1`` on an otherwise
+idle machine.
 ``--quick`` is a small grid for a smoke test (200 interactions, 2 seeds, BCI and personalised)
 unless the options say otherwise.
 """
@@ -359,10 +363,12 @@ def _row(table: pd.DataFrame, key: tuple) -> Any:
     return table.loc[key] if key in table.index else None
 
 
-def markdown(frame: pd.DataFrame, config: SmallDataConfig, wall: float | None = None) -> str:
+def markdown(frame: pd.DataFrame, config: SmallDataConfig, wall: float | None = None,
+             workers: int | None = None) -> str:
     """The report: one table per features variant, raw against standardised by hand, the
     share of the decoded reward the logged action explains, and the CPU-seconds against the
-    targets."""
+    targets; ``wall`` and ``workers``, where given, are this run's wall seconds and worker
+    processes."""
     table = summary(frame)
     cell = {(r.task, r.method, r.features, r.step): r for r in
             (row for _, row in table.iterrows())}
@@ -388,8 +394,14 @@ def markdown(frame: pd.DataFrame, config: SmallDataConfig, wall: float | None = 
             for task in config.tasks) + ".",
         "",
         f"{len(total)} fits, {total.sum():.0f} CPU-seconds of fitting in all"
-        + (f", {wall:.0f} s wall in this run." if wall is not None else "."),
+        + (f", {wall:.0f} s wall in this run" if wall is not None else "")
+        + (f", {workers} worker process{'es' if workers > 1 else ''} fitting at once"
+           if workers is not None else "") + ".",
     ]
+    if workers is not None and workers > 1:
+        lines.append("Fits side by side share the cores' caches and memory bandwidth and each "
+                     "costs more CPU-seconds than alone: read the CPU-seconds against the "
+                     "targets from a run with `--jobs 1` on an otherwise idle machine.")
     titles = {"given": "Features as the task gives them",
               "raw": f"Raw features: x_raw = {SHIFT:g} + {SCALE:g} x (contexts and feedback)",
               "standardised": "Raw features standardised by hand (per column, the log's mean "
@@ -505,7 +517,7 @@ def main(argv: list[str] | None = None) -> int:
     except IGLearnError as e:
         print(f"small_data: error: {e}", file=sys.stderr)
         return 2
-    text = markdown(frame, config, wall)
+    text = markdown(frame, config, wall, execution.workers())
     write_outputs(folder, EXPERIMENT, frame, text, config)
     print(text)
     print(f"small_data: wrote {folder / 'small_data.csv'} and {folder / 'small_data.md'} "

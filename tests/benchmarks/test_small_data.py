@@ -95,6 +95,12 @@ def test_quick_grid_end_to_end(small_data, tmp_path):
     sup = wide[(wide["method"] == "SUP") & (wide["features"] == "given")]
     assert f"| personalised | SUP | {100 * sup['accuracy'].mean():.1f} / " in text
     assert (tmp_path / "config.json").exists()
+    # the run says how many workers fitted at once, and warns of CPU-seconds read beside others
+    assert "1 worker process fitting at once." in text and "`--jobs 1`" not in text
+    config = small_data.parse(argv)[0]
+    side_by_side = small_data.markdown(frame, config, 1.0, 2)
+    assert "2 worker processes fitting at once." in side_by_side
+    assert "`--jobs 1` on an otherwise idle machine" in side_by_side
 
     # a second run finds every cell recorded and gives the same table without fitting
     with redirect_stdout(io.StringIO()):

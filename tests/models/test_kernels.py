@@ -12,6 +12,7 @@ from iglearn.models.kernels import (
     Linear,
     linear,
     log_softmax,
+    number,
     softmax,
 )
 from iglearn.models.stacked import stack
@@ -115,3 +116,22 @@ def test_softmaxes_of_one_vector_are_torchs():
     scores = torch.randn(10, generator=torch.Generator().manual_seed(3))
     torch.testing.assert_close(log_softmax(scores), torch.log_softmax(scores, -1))
     torch.testing.assert_close(softmax(scores), torch.softmax(scores, -1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_a_number_as_a_tensor_gives_what_the_python_number_gives(dtype):
+    x = torch.randn(300, generator=torch.Generator().manual_seed(0)).to(dtype) * 3
+    for value in (1, 0.1, 1 / 7, -500, 0.0):
+        constant = number(value, x)
+        assert constant.dim() == 0 and constant.dtype == dtype and constant.device.type == "cpu"
+        assert constant is number(value, x)  # made once
+        assert float(constant) == float(torch.tensor(value, dtype=dtype))
+        for ours, theirs in ((x - constant, x - value), (constant - x, value - x),
+                             (x * constant, x * value), (x >= constant, x >= value)):
+            assert ours.dtype == theirs.dtype
+            assert torch.equal(ours, theirs)
+        if value:
+            assert torch.equal(x / constant, x / value)
+    # another dtype gets its own tensor
+    assert number(0.1, x.float()).dtype == torch.float32
+    assert number(0.1, x.double()).dtype == torch.float64

@@ -46,6 +46,7 @@ from iglearn.learners.objective import (
 )
 from iglearn.learners.trials import Batch
 from iglearn.models.decoders import Decoder, LinearDecoder
+from iglearn.models.kernels import number
 from iglearn.models.policies import LinearPolicy, Policy
 from iglearn.models.stacked import StackedLinear
 
@@ -68,7 +69,8 @@ def decoded(decoder: Decoder, signal: torch.Tensor) -> tuple[torch.Tensor, torch
     and its derivative in the decoder's logit z = v y + c: sigma'(z / T) / T =
     sigma (1 - sigma) / T, negated for a trial whose corrector flag is set (psi = 1 - sigma)."""
     sigma = decoder.raw(signal)
-    return corrected(decoder, sigma, sigma * (1 - sigma) / decoder.temperature)
+    return corrected(decoder, sigma,
+                     sigma * (number(1, sigma) - sigma) / number(decoder.temperature, sigma))
 
 
 def corrected(decoder: Decoder, sigma: torch.Tensor, slope: torch.Tensor | None = None
@@ -80,9 +82,9 @@ def corrected(decoder: Decoder, sigma: torch.Tensor, slope: torch.Tensor | None 
     if not bool(flipped.any()):
         return sigma, slope
     if bool(flipped.all()):
-        return 1 - sigma, -slope
+        return number(1, sigma) - sigma, -slope
     flags = flipped[..., None]
-    return (torch.where(flags, 1 - sigma, sigma),
+    return (torch.where(flags, number(1, sigma) - sigma, sigma),
             slope if slope.numel() == 0 else torch.where(flags, -slope, slope))
 
 
@@ -148,7 +150,7 @@ def grounding_step(policy: Policy, decoder: Decoder, batch: Batch, n_actions: in
                                     both_sides=False)
     set_decoder_logit(decoder, batch.signal, weights.mul_(slope).neg_())
     _set_policy(policy, batch, score_gradient(log_pi, batch.action,
-                                              -psi / batch.probability / n))
+                                              -psi / batch.probability / number(n, psi)))
     return -value
 
 
@@ -178,9 +180,9 @@ def minorant_step(policy: Policy, reward: Callable[[Batch], torch.Tensor], batch
     gradients."""
     log_pi = policy(batch.context)
     psi = reward(batch)
-    share = 1.0 / batch.probability / psi.shape[-1]
+    share = batch.probability.reciprocal() / number(psi.shape[-1], psi)
     log_not_a = log_complement(log_pi, batch.action) if both_sides else None
-    not_logged = None if log_not_a is None else ((psi - 1).mul_(share), log_not_a)
+    not_logged = None if log_not_a is None else ((psi - number(1, psi)).mul_(share), log_not_a)
     _set_policy(policy, batch, score_gradient(log_pi, batch.action, -psi * share, not_logged))
     return -policy_minorant(log_pi, batch.action, psi, batch.probability, both_sides,
                             log_not_a)
@@ -202,14 +204,16 @@ def ips_step(policy: Policy, reward: Callable[[Batch], torch.Tensor], batch: Bat
 
 def _eq2_psi(pi_a: torch.Tensor, batch: Batch, n_actions: int) -> torch.Tensor:
     """The gradient of Eq. 2 (any control variate) in psi(y): (pi(a|x) - 1/K) / (p n)."""
-    return (pi_a - 1.0 / n_actions) / batch.probability / pi_a.shape[-1]
+    return ((pi_a - number(1.0 / n_actions, pi_a)) / batch.probability
+            / number(pi_a.shape[-1], pi_a))
 
 
 def _ips_logged(pi_a: torch.Tensor, psi: torch.Tensor, batch: Batch, baseline: float
                 ) -> torch.Tensor:
     """The gradient of -Eq. 2 (control variate ``baseline``) in log pi(a|x):
     -pi(a|x) (psi - c) / (p n)."""
-    return (psi - baseline).mul_(pi_a).div_(batch.probability).div_(-psi.shape[-1])
+    return ((psi - number(baseline, psi)).mul_(pi_a).div_(batch.probability)
+            .div_(number(-psi.shape[-1], psi)))
 
 
 @torch.no_grad()

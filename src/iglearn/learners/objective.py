@@ -25,6 +25,7 @@ from __future__ import annotations
 import torch
 
 from iglearn.learners.settings import BASELINE as BASELINE
+from iglearn.models.kernels import number
 
 
 def at_action(values: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
@@ -45,7 +46,8 @@ def igl_objective(pi_logged: torch.Tensor, psi: torch.Tensor, probability: torch
         n_actions: K.
         baseline: the control variate c (0: Eq. 2 exactly as written).
     """
-    return ((pi_logged - 1.0 / n_actions) * (psi - baseline) / probability).mean(-1)
+    return ((pi_logged - number(1.0 / n_actions, pi_logged)) * (psi - number(baseline, psi))
+            / probability).mean(-1)
 
 
 def self_normalised_objective(pi_logged: torch.Tensor, psi: torch.Tensor,
@@ -68,7 +70,7 @@ def self_normalised_weights(pi_logged: torch.Tensor, probability: torch.Tensor,
     """The weights of :func:`self_normalised_objective`, which is their sum with psi (and so
     its gradient in psi): pi(a|x)/p over its sum less (1/K)/p over its sum."""
     w_pi = pi_logged / probability
-    w_bad = 1.0 / (n_actions * probability)
+    w_bad = (number(n_actions, probability) * probability).reciprocal()
     return w_pi / w_pi.sum(-1, keepdim=True) - w_bad / w_bad.sum(-1, keepdim=True)
 
 
@@ -126,4 +128,4 @@ def policy_minorant(log_pi: torch.Tensor, action: torch.Tensor, psi: torch.Tenso
         return (psi * log_pi_a / probability).mean(-1)
     if log_not_a is None:
         log_not_a = log_complement(log_pi, action)
-    return ((psi * log_pi_a + (1 - psi) * log_not_a) / probability).mean(-1)
+    return ((psi * log_pi_a + (number(1, psi) - psi) * log_not_a) / probability).mean(-1)

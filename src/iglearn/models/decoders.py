@@ -12,6 +12,7 @@ from torch import nn
 from iglearn.errors import check_choice
 from iglearn.learners.settings import DECODER_KINDS
 from iglearn.models.init import mlp, output_layer, reset_parameters
+from iglearn.models.kernels import number
 
 
 def logistic(z: torch.Tensor) -> torch.Tensor:
@@ -27,7 +28,8 @@ def logistic(z: torch.Tensor) -> torch.Tensor:
 
 def _logistic(z: torch.Tensor) -> torch.Tensor:
     e = torch.exp(-z.abs())
-    return torch.where(z >= 0, 1 / (1 + e), e / (1 + e))
+    one_plus = e + number(1, e)
+    return torch.where(z >= number(0, z), one_plus.reciprocal(), e / one_plus)
 
 
 class _Logistic(torch.autograd.Function):
@@ -66,7 +68,8 @@ class Decoder(nn.Module):
 
     def raw(self, feedback: torch.Tensor) -> torch.Tensor:
         """psi(y) before the corrector, shape (n,)."""
-        return logistic(self.net(feedback).squeeze(-1) / self.temperature)
+        z = self.net(feedback).squeeze(-1)
+        return logistic(z / number(self.temperature, z))
 
     def forward(self, feedback: torch.Tensor) -> torch.Tensor:
         """The decoded reward psi(y) in [0, 1], shape (n,)."""
