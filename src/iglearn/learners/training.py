@@ -388,7 +388,9 @@ class AdamW:
         """Each trial's part of ``tensors[i]`` for i in ``indices``, flat, in order: views (an
         error, never a silent copy, for a tensor that cannot be viewed so), as the fused
         kernel updates the parameters and their moments in place."""
-        return [row for i in indices for row in tensors[i].view(self.trials, -1)]
+        if self.trials == 1:  # one view each: cheaper than unbinding a trial axis of one
+            return [tensors[i].view(-1) for i in indices]
+        return [row for i in indices for row in tensors[i].view(self.trials, -1).unbind(0)]
 
 
 def optimise(stages: Sequence[Stage], data: Source, settings: Optimisation,
