@@ -51,10 +51,10 @@ accuracy and CPU-seconds per cell, raw against standardised by hand, the action'
 decoded reward, the CPU-second targets)
 and ``OUT/config.json``. Cells run on a process pool (``--jobs``) and finished cells are
 recorded in ``OUT/trials/``: running the same command again finishes only what is missing.
-A fit's CPU-seconds are its own only when nothing else runs beside it: fits on neighbouring
-cores share their caches and memory bandwidth, and each then costs more (the report says how
-many workers fitted at once); measure the CPU-second targets with ``--jobs 1`` on an otherwise
-idle machine.
+A fit's CPU-seconds are surely its own only when nothing else runs beside it: fits on
+neighbouring cores share their caches and memory bandwidth, which can make each cost more
+(the report says how many workers fitted at once); measure the CPU-second targets with
+``--jobs 1`` on an otherwise idle machine.
 ``--quick`` is a small grid for a smoke test (200 interactions, 2 seeds, BCI and personalised)
 unless the options say otherwise.
 """
@@ -399,8 +399,8 @@ def markdown(frame: pd.DataFrame, config: SmallDataConfig, wall: float | None = 
            if workers is not None else "") + ".",
     ]
     if workers is not None and workers > 1:
-        lines.append("Fits side by side share the cores' caches and memory bandwidth and each "
-                     "costs more CPU-seconds than alone: read the CPU-seconds against the "
+        lines.append("Fits side by side share the cores' caches and memory bandwidth, which "
+                     "can raise each one's CPU-seconds: read the CPU-seconds against the "
                      "targets from a run with `--jobs 1` on an otherwise idle machine.")
     titles = {"given": "Features as the task gives them",
               "raw": f"Raw features: x_raw = {SHIFT:g} + {SCALE:g} x (contexts and feedback)",
