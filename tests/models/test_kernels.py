@@ -135,3 +135,15 @@ def test_a_number_as_a_tensor_gives_what_the_python_number_gives(dtype):
     # another dtype gets its own tensor
     assert number(0.1, x.float()).dtype == torch.float32
     assert number(0.1, x.double()).dtype == torch.float64
+
+
+def test_a_number_first_asked_for_in_inference_mode_serves_a_backward_pass():
+    x = torch.randn(5, generator=torch.Generator().manual_seed(1))
+    with torch.inference_mode():
+        constant = number(0.123456, x)
+        assert torch.equal(x / constant, x / 0.123456)
+    assert not constant.is_inference()
+    w = x.clone().requires_grad_()
+    (w / number(0.123456, w)).sum().backward()
+    assert w.grad is not None
+    torch.testing.assert_close(w.grad, torch.full_like(x, 1 / 0.123456))

@@ -47,14 +47,17 @@ def number(value: float, like: torch.Tensor) -> torch.Tensor:
     ``like``: the same values as the Python number gives, without the copy that torch 2.13
     makes of a Python number in every tensor operation (it wraps the number as a float64
     tensor and casts it: about 2 µs an operation, against 1.5 µs for the whole of a small
-    subtraction). The tensors are made once per (value, dtype) and never written to; a CPU
-    0-dimensional operand serves a tensor on any device."""
+    subtraction). The tensors are made once per (value, dtype), outside inference mode
+    whatever the caller's (so that a constant first asked for in inference mode can be saved
+    for a later backward pass), and never written to; a CPU 0-dimensional operand serves a
+    tensor on any device."""
     return _number(float(value), like.dtype)
 
 
 @lru_cache(maxsize=1024)
 def _number(value: float, dtype: torch.dtype) -> torch.Tensor:
-    return torch.tensor(value, dtype=dtype)
+    with torch.inference_mode(False):
+        return torch.tensor(value, dtype=dtype)
 
 
 def _narrow(values: torch.Tensor, width: int, rows: int, least: int) -> bool:
