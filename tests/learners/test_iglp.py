@@ -25,19 +25,23 @@ from iglearn.learners.iglp import (
     clearly_lower,
     feedback_posterior,
     fit_feedback_posterior,
+    ik_cross_entropy,
     ik_features,
     ik_row_losses,
     ik_rows,
     ik_scores,
+    ik_step,
     likelihood_ratio,
     lipschitz_extremeness,
     outer_linear,
     step_extremeness,
+    supports_ik_step,
     zhang_extremeness,
 )
 from iglearn.learners.online import UniformLearner
 from iglearn.learners.registry import load_model
 from iglearn.learners.regression import exploration_distribution, zhang_gamma
+from iglearn.learners.trials import Batch
 from iglearn.models import Policy, make_policy
 from iglearn.models.stacked import stack
 
@@ -262,6 +266,46 @@ def test_ik_scores_without_the_outer_product_match_the_explicit_features(kind, s
     (explicit * torch.arange(k)).sum().backward()
     for mine, theirs in zip(net.parameters(), twin.parameters(), strict=True):
         torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("trials", [1, 2])
+@pytest.mark.parametrize("temperature", [1.0, 0.5])
+def test_the_inverse_kinematics_step_in_closed_form_is_autograds(trials, temperature):
+    """ik_step's loss and gradients equal autograd's of the cross-entropy it replaces (raw
+    rows far from 0, logging probabilities far from uniform, one action never logged)."""
+    rng = np.random.default_rng(5)
+    d_x, d_y, k, n = 6, 4, 5, 40
+    rows = torch.from_numpy((35 + 3 * rng.normal(size=(trials, n, d_x + d_y)))
+                            .astype(np.float32))
+    action = torch.from_numpy(rng.integers(0, k - 1, size=(trials, n)))
+    probability = torch.from_numpy(rng.uniform(0.05, 0.9, size=(trials, n)).astype(np.float32))
+    models = [make_policy("linear", d_x + d_y + d_x * d_y, k, torch.Generator().manual_seed(t))
+              for t in range(trials)]
+    for model in models:  # scores of a few units on these rows
+        model.net.weight.data.mul_(0.01)
+    net = stack([model.net for model in models])
+    twin = copy.deepcopy(net)
+    batch = Batch(rows, action, probability, torch.zeros(trials, n))
+    assert supports_ik_step(Policy(net, temperature), rows[0].numpy(), (d_x, d_y))
+    loss = ik_step(Policy(net, temperature), batch, k, (d_x, d_y))
+    reference = ik_cross_entropy(Policy(twin, temperature), rows, action, probability, k,
+                                 (d_x, d_y)).mean(-1)
+    reference.sum().backward()
+    torch.testing.assert_close(loss, reference.detach(), rtol=1e-6, atol=1e-6)
+    for mine, theirs in zip(net.parameters(), twin.parameters(), strict=True):
+        assert theirs.grad.abs().max() > 1e-3
+        torch.testing.assert_close(mine.grad, theirs.grad, rtol=1e-4, atol=1e-6)
+
+
+def test_the_closed_form_step_is_for_a_linear_model_on_rows_only():
+    d_x, d_y, k = 6, 4, 5
+    context, feedback = np.ones((3, d_x), np.float32), np.ones((3, d_y), np.float32)
+    for kind, expected in (("linear", True), ("mlp", False)):
+        model = make_policy(kind, d_x + d_y + d_x * d_y, k, torch.Generator().manual_seed(0))
+        rows = ik_rows(model, context, feedback)
+        assert supports_ik_step(model, rows, (d_x, d_y)) is expected
+    # a linear model on explicit features (as the first fit of an older model read them)
+    assert not supports_ik_step(model, ik_features(context, feedback), (d_x, d_y))
 
 
 def test_outer_linear_is_the_layer_on_the_explicit_features():

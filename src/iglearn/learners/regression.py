@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Callable
+from functools import partial
 from typing import ClassVar
 
 import numpy as np
@@ -60,14 +61,18 @@ def uniform_weights(probability: torch.Tensor, n_actions: int) -> torch.Tensor:
 
 
 def fit_model(model: Policy, data: Trials, loss: Loss, settings: Optimisation,
-              generator: torch.Generator, progress: str | None = None) -> None:
+              generator: torch.Generator, progress: str | None = None,
+              closed_form: Loss | None = None) -> None:
     """Minimise ``loss`` over ``model``'s parameters on ``data`` (one trial) with the shared
     optimiser (:func:`~iglearn.learners.training.optimise`, one stage of
-    ``settings.epochs``), in place; with ``progress``, a progress bar so described."""
+    ``settings.epochs``), in place; with ``progress``, a progress bar so described. With
+    ``closed_form``, the loss that also sets the (stacked) model's gradients itself
+    (:attr:`~iglearn.learners.training.Stage.closed_form`)."""
     with side_by_side([model]) as stacked:
+        form = None if closed_form is None else partial(closed_form, stacked)
         optimise([Stage(settings.epochs, list(stacked.parameters()),
-                        lambda batch: loss(stacked, batch))], data, settings, [generator],
-                 progress)
+                        lambda batch: loss(stacked, batch), closed_form=form)], data,
+                 settings, [generator], progress)
 
 
 def fit_reward_model(model: Policy, context: np.ndarray, action: np.ndarray,
