@@ -571,9 +571,7 @@ def _set_slot_mlp(net: nn.Sequential, inputs: torch.Tensor, hidden: torch.Tensor
     layer.weight.grad = torch.bmm(blocks.transpose(1, 2), grouped).view(trials, -1, width)
     layer.bias.grad = blocks.sum(1).view(trials, -1)
     back = torch.bmm(blocks, cast(torch.Tensor, layer.weight).view(groups, size, width))
-    inner = torch.ops.aten.threshold_backward(
-        back.flatten(0, 1)[slots.place].view(trials, n, width), hidden, 0.0)
-    closed_form.set_gradients(net[0], inputs, inner)
+    _set_first_layer(net, inputs, hidden, back.flatten(0, 1)[slots.place].view(trials, n, width))
 
 
 def _mlp(net: nn.Sequential, inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -587,11 +585,17 @@ def _set_mlp(net: nn.Sequential, inputs: torch.Tensor, hidden: torch.Tensor,
     """The gradients of a stacked two-layer critic network whose output on ``inputs`` (with
     ``hidden`` its hidden layer) has the gradient ``output``."""
     closed_form.set_gradients(net[2], hidden, output)
-    # through the ReLU: zero where it was off, in one kernel (a mask multiplied in costs
-    # two more passes: about 100 µs a network on 500 rows of 64 hidden units)
-    inner = torch.ops.aten.threshold_backward(
-        torch.bmm(output, cast(torch.Tensor, net[2].weight)), hidden, 0.0)
-    closed_form.set_gradients(net[0], inputs, inner)
+    _set_first_layer(net, inputs, hidden, torch.bmm(output, cast(torch.Tensor, net[2].weight)))
+
+
+def _set_first_layer(net: nn.Sequential, inputs: torch.Tensor, hidden: torch.Tensor,
+                     back: torch.Tensor) -> None:
+    """The first layer's gradients of a stacked two-layer critic network on ``inputs``, from
+    the gradient ``back`` in its hidden layer ``hidden`` (after the ReLU): through the ReLU,
+    zero where it was off, in one kernel (a mask multiplied in costs two more passes: about
+    100 µs a network on 500 rows of 64 hidden units)."""
+    closed_form.set_gradients(net[0], inputs,
+                              torch.ops.aten.threshold_backward(back, hidden, 0.0))
 
 
 @torch.no_grad()
