@@ -17,14 +17,18 @@ from iglearn.learners.ai_igl import (
     action_covariance,
     action_weights,
     break_symmetry,
+    covariance_gradient,
     decoded,
     decoder_decay_scale,
     grounded,
+    own_decoded,
+    own_decoder,
 )
 from iglearn.learners.schedules import DataDrivenSchedule, PaperSchedule
 from iglearn.learners.settings import AIIGL_OPTIMISATION
 from iglearn.learners.trials import Batch, Trials
 from iglearn.models import make_decoder, make_policy
+from iglearn.models.stacked import stack
 from tests.learners.test_online import total_reward
 
 
@@ -50,7 +54,15 @@ def test_action_covariance_is_the_weighted_covariance_of_each_action():
         rows = action == a
         expected = np.cov(f[rows], psi[rows], aweights=1 / probability[rows], bias=True)[0, 1]
         assert got[a] == pytest.approx(expected, rel=1e-9)
-    np.testing.assert_allclose(weights.sum(0).numpy(), 1.0)
+    np.testing.assert_allclose(weights.means(torch.ones(n, dtype=torch.float64)).numpy(), 1.0)
+    covariance, g_f, g_psi = covariance_gradient(torch.from_numpy(f), torch.from_numpy(psi),
+                                                 weights)
+    np.testing.assert_allclose(covariance.numpy(), got)
+    for values, other, gradient in ((f, psi, g_f), (psi, f, g_psi)):  # by autograd
+        leaf = torch.from_numpy(values).requires_grad_()
+        pair = (leaf, torch.from_numpy(other)) if values is f else (torch.from_numpy(other), leaf)
+        (-action_covariance(*pair, weights).sum()).backward()
+        np.testing.assert_allclose(gradient.numpy(), leaf.grad.numpy(), rtol=1e-9, atol=1e-12)
 
 
 def two_view_log(n: int, seed: int) -> InteractionLog:
@@ -128,6 +140,61 @@ def test_symmetry_breaking_reweights_a_skewed_log_to_each_actions_exploration(en
     for a in range(10):
         rows = log.action == a
         assert psi[rows & (log.reward > 0)].mean() > psi[rows & (log.reward == 0)].mean() + 0.5
+
+
+def _raw_batch(trials: int, n: int = 300, d: int = 7, k: int = 4) -> Batch:
+    """A mini-batch of ``trials`` trials with raw feedback (about 35, spread 0.5)."""
+    g = torch.Generator().manual_seed(11)
+    return Batch(torch.randn(trials, n, d, generator=g),
+                 torch.randint(0, k, (trials, n), generator=g),
+                 torch.rand(trials, n, generator=g) * 0.5 + 0.1,
+                 35 + 0.5 * torch.randn(trials, n, d, generator=g))
+
+
+@pytest.mark.parametrize("trials", [1, 3])
+def test_each_row_is_decoded_by_its_own_actions_decoder(trials):
+    """The stacked linear decoders' one product a trial gives what each decoder gives on its
+    own action's rows, with some decoders' corrector flags set; their slope is sigma's."""
+    k = 4
+    batch = _raw_batch(trials, k=k)
+    g = torch.Generator().manual_seed(3)
+    decoders = [make_decoder("linear", 7, g, 0.5) for _ in range(trials * k)]
+    for decoder in decoders[1::3]:
+        decoder.flipped.fill_(True)
+    psi = stack(decoders)
+    with torch.no_grad():
+        expected = torch.stack([
+            torch.stack([decoders[t * k + int(a)](row[None])[0]
+                         for a, row in zip(batch.action[t], batch.signal[t], strict=True)])
+            for t in range(trials)])
+        torch.testing.assert_close(own_decoder(psi, batch, k), expected, rtol=0, atol=1e-6)
+        values, slope = own_decoded(psi, batch, k)
+        torch.testing.assert_close(values, expected, rtol=0, atol=1e-6)
+        flags = psi.flipped.view(trials, k).gather(-1, batch.action)
+        sigma = torch.where(flags, 1 - values, values)
+        torch.testing.assert_close(slope, torch.where(flags, -1.0, 1.0) * sigma * (1 - sigma)
+                                   / 0.5, rtol=1e-5, atol=1e-7)
+        for t in range(trials):  # a trial alone decodes to the same bits as stacked
+            alone = stack(decoders[t * k:(t + 1) * k])
+            single = Batch(*(field[t:t + 1] for field in batch))
+            assert torch.equal(own_decoder(alone, single, k)[0],
+                               own_decoder(psi, batch, k)[t])
+
+
+@pytest.mark.parametrize("kind", ["linear", "mlp"])
+def test_decoded_gives_each_row_its_own_actions_decoder(kind):
+    """:func:`decoded` of a fitted model's K decoders: the linear ones as one layer of K
+    outputs, any other one on its own rows; both as each decoder gives alone."""
+    batch = _raw_batch(1)
+    g = torch.Generator().manual_seed(4)
+    decoders = [make_decoder(kind, 7, g, 0.5) for _ in range(4)]
+    decoders[2].flipped.fill_(True)
+    feedback, action = batch.signal[0], batch.action[0]
+    with torch.no_grad():
+        expected = torch.stack([decoders[int(a)](row[None])[0]
+                                for a, row in zip(action, feedback, strict=True)])
+        torch.testing.assert_close(decoded(decoders, feedback, action), expected, rtol=0,
+                                   atol=1e-6)
 
 
 def test_ai_igl_learns_action_inclusive_digits_where_the_2021_objective_fails(env,

@@ -69,8 +69,12 @@ def decoded(decoder: Decoder, signal: torch.Tensor) -> tuple[torch.Tensor, torch
     and its derivative in the decoder's logit z = v y + c: sigma'(z / T) / T =
     sigma (1 - sigma) / T, negated for a trial whose corrector flag is set (psi = 1 - sigma)."""
     sigma = decoder.raw(signal)
-    return corrected(decoder, sigma,
-                     sigma * (number(1, sigma) - sigma) / number(decoder.temperature, sigma))
+    return corrected(decoder, sigma, logit_slope(sigma, decoder.temperature))
+
+
+def logit_slope(sigma: torch.Tensor, temperature: float) -> torch.Tensor:
+    """The derivative of sigma(z / T) in the logit z from its value: sigma (1 - sigma) / T."""
+    return sigma * (number(1, sigma) - sigma) / number(temperature, sigma)
 
 
 def corrected(decoder: Decoder, sigma: torch.Tensor, slope: torch.Tensor | None = None
@@ -78,12 +82,18 @@ def corrected(decoder: Decoder, sigma: torch.Tensor, slope: torch.Tensor | None 
     """psi from the decoder's sigma(z / T) (shape (T, n)) as its forward pass gives it: 1 -
     sigma for the trials whose corrector flag is set; with ``slope``, its derivative negated
     for those trials (an empty tensor without)."""
-    flipped, slope = decoder.flipped, torch.empty(0) if slope is None else slope
-    if not bool(flipped.any()):
+    return flipped_where(decoder.flipped[..., None], sigma, slope)
+
+
+def flipped_where(flags: torch.Tensor, sigma: torch.Tensor, slope: torch.Tensor | None = None
+                  ) -> tuple[torch.Tensor, torch.Tensor]:
+    """:func:`corrected` with the corrector flags given, any shape that broadcasts to
+    ``sigma``'s (one per trial, or one per row)."""
+    slope = torch.empty(0) if slope is None else slope
+    if not bool(flags.any()):
         return sigma, slope
-    if bool(flipped.all()):
+    if bool(flags.all()):
         return number(1, sigma) - sigma, -slope
-    flags = flipped[..., None]
     return (torch.where(flags, number(1, sigma) - sigma, sigma),
             slope if slope.numel() == 0 else torch.where(flags, -slope, slope))
 

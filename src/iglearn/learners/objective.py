@@ -94,8 +94,7 @@ def indicator_terms(pi_logged: torch.Tensor, psi: torch.Tensor, probability: tor
 def log_complement(log_pi: torch.Tensor, action: torch.Tensor) -> torch.Tensor:
     """log(1 - pi(a_i | x_i)) from log pi(. | x_i) (shape (..., n, K)): the log-sum-exp of the
     other actions' log-probabilities, exact where pi(a|x) is near 1."""
-    chosen = torch.nn.functional.one_hot(action, log_pi.shape[-1]).bool()
-    return log_pi.masked_fill(chosen, float("-inf")).logsumexp(-1)
+    return log_pi.scatter(-1, action[..., None], float("-inf")).logsumexp(-1)
 
 
 def policy_minorant(log_pi: torch.Tensor, action: torch.Tensor, psi: torch.Tensor,
