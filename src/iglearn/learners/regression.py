@@ -25,6 +25,7 @@ from iglearn.data.scaling import (
     check_same_unit,
 )
 from iglearn.errors import IGLearnError, check_choice
+from iglearn.learners import closed_form
 from iglearn.learners.objective import at_action
 from iglearn.learners.online import OnlineLearner, checked_signal
 from iglearn.learners.settings import REGRESSION_OPTIMISATION as DEFAULT_OPTIMISATION
@@ -32,6 +33,8 @@ from iglearn.learners.settings import Optimisation
 from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side
 from iglearn.models import Policy, make_policy
+from iglearn.models.kernels import number
+from iglearn.models.policies import LinearPolicy
 from iglearn.sampling import sample_actions
 from iglearn.seeding import SeedLike, torch_generator
 from iglearn.threads import torch_threads
@@ -91,7 +94,21 @@ def fit_reward_model(model: Policy, context: np.ndarray, action: np.ndarray,
     # the loss reads no logging probability: the batch's is a placeholder
     data = Trials.one(Batch(as_tensor(context), torch.as_tensor(action),
                             torch.ones(len(action)), as_tensor(reward)))
-    fit_model(model, data, loss, settings, generator, progress)
+    fit_model(model, data, loss, settings, generator, progress,
+              squared_error_step if type(model) is LinearPolicy else None)
+
+
+@torch.no_grad()
+def squared_error_step(net: Policy, batch: Batch) -> torch.Tensor:
+    """:func:`fit_reward_model`'s loss, mean[(f(x, a) - r)^2] per trial, with a stacked linear
+    model's gradients in closed form: 2 (f(x, a) - r) / n in the logged action's score, zero
+    in the others (:func:`~iglearn.learners.closed_form.set_gradients`)."""
+    scores = net.scores(batch.context)
+    error = at_action(scores, batch.action) - batch.signal
+    slope = error * number(2.0 / error.shape[-1], error)
+    closed_form.set_gradients(net.net, batch.context, torch.zeros_like(scores).scatter_(
+        -1, batch.action[..., None], slope[..., None]))
+    return (error ** 2).mean(-1)
 
 
 def zhang_gamma(rounds: np.ndarray, n_actions: int, gamma0: float) -> np.ndarray:
