@@ -566,9 +566,7 @@ def grounding_stage(scores: Policy, psi: Decoder, n_actions: int, settings: Opti
         weights = action_weights(batch.action, batch.probability, n_actions)
         decoded_psi, slope = own_decoded(psi, batch, n_actions)
         covariance, g_f, g_psi = covariance_gradient(f, decoded_psi, weights)
-        score_grad = torch.zeros_like(all_scores).scatter_(
-            -1, batch.action[..., None], g_f.mul_(f * (1 - f))[..., None])
-        closed_form.set_gradients(scores.net, batch.context, score_grad)
+        closed_form.set_logged_scores(scores.net, batch, all_scores, g_f.mul_(f * (1 - f)))
         _set_decoders(psi, batch, n_actions, g_psi.mul_(slope))
         return -covariance.sum(-1)
 

@@ -126,6 +126,15 @@ def set_gradients(layer: torch.nn.Module, inputs: torch.Tensor, output: torch.Te
     layer.bias.grad = across.sum(-1)
 
 
+def set_logged_scores(layer: torch.nn.Module, batch: Batch, scores: torch.Tensor,
+                      grad: torch.Tensor) -> None:
+    """:func:`set_gradients` of a stacked linear ``layer`` whose output ``scores`` (T, n, K)
+    on the batch's contexts has the gradient ``grad`` (T, n) in each row's logged action's
+    score and zero in the others (a loss that reads only the logged action's score)."""
+    set_gradients(layer, batch.context, torch.zeros_like(scores).scatter_(
+        -1, batch.action[..., None], grad[..., None]))
+
+
 def _set_policy(policy: Policy, batch: Batch, scores: torch.Tensor) -> None:
     """The policy's gradients from the gradient in its tempered scores f(x) / t."""
     if policy.temperature != 1.0:

@@ -102,12 +102,11 @@ def fit_reward_model(model: Policy, context: np.ndarray, action: np.ndarray,
 def squared_error_step(net: Policy, batch: Batch) -> torch.Tensor:
     """:func:`fit_reward_model`'s loss, mean[(f(x, a) - r)^2] per trial, with a stacked linear
     model's gradients in closed form: 2 (f(x, a) - r) / n in the logged action's score, zero
-    in the others (:func:`~iglearn.learners.closed_form.set_gradients`)."""
+    in the others (:func:`~iglearn.learners.closed_form.set_logged_scores`)."""
     scores = net.scores(batch.context)
     error = at_action(scores, batch.action) - batch.signal
-    slope = error * number(2.0 / error.shape[-1], error)
-    closed_form.set_gradients(net.net, batch.context, torch.zeros_like(scores).scatter_(
-        -1, batch.action[..., None], slope[..., None]))
+    closed_form.set_logged_scores(net.net, batch, scores,
+                                  error * number(2.0 / error.shape[-1], error))
     return (error ** 2).mean(-1)
 
 
