@@ -2,6 +2,7 @@
 16 fits side by side (``BatchIGL.fit_many``, one batched computation).
 
     python benchmarks/device_fit.py --data-dir MNIST_DIR [--samples 60000] [--json FILE]
+        [--devices cpu,cuda]
 
 Each fit is the 2021 paper's Table 1 IGL fit with iglearn's defaults on ``--samples`` uniform
 interactions; reports wall and CPU seconds, test accuracy and the indicator per device (the
@@ -23,6 +24,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--samples", type=int, default=60000)
     parser.add_argument("--trials", type=int, default=16, help="fits side by side")
     parser.add_argument("--json", help="also write the results here")
+    parser.add_argument("--devices", default="cpu,cuda",
+                        help="comma-separated devices to measure (cuda only where available)")
     args = parser.parse_args(argv)
 
     import torch
@@ -34,7 +37,7 @@ def main(argv: list[str] | None = None) -> dict:
     torch.set_num_threads(1)
     env = mnist_environment(args.data_dir)
     test_x, test_y = env.test_set()
-    devices = ["cpu", "cuda"] if torch.cuda.is_available() else ["cpu"]
+    devices = [d for d in args.devices.split(",") if d == "cpu" or torch.cuda.is_available()]
     out: dict = {"gpu": torch.cuda.get_device_name(0) if "cuda" in devices else None,
                  "torch": torch.__version__, "samples": args.samples}
     log = env.log(args.samples, seed=0)

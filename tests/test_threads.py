@@ -47,6 +47,28 @@ def test_the_block_runs_on_its_threads_and_restores_the_callers():
             BatchIGL(threads=threads)
 
 
+def blas_threads() -> list[int]:
+    """The thread counts of the BLAS libraries loaded in this process (numpy's among them)."""
+    from threadpoolctl import threadpool_info
+
+    return [each["num_threads"] for each in threadpool_info() if each["user_api"] == "blas"]
+
+
+def test_numpys_blas_runs_on_the_blocks_threads_too():
+    from threadpoolctl import threadpool_limits
+
+    assert blas_threads(), "numpy's BLAS library is loaded"
+    with threadpool_limits(limits=3, user_api="blas"):
+        assert set(blas_threads()) == {3}
+        with torch_threads(1):
+            assert set(blas_threads()) == {1}
+        assert set(blas_threads()) == {3}
+        with pytest.raises(RuntimeError), torch_threads(2):
+            assert set(blas_threads()) == {2}
+            raise RuntimeError("inside")
+        assert set(blas_threads()) == {3}
+
+
 @pytest.mark.parametrize("cls", [BatchIGL, AIIGL])
 def test_a_fit_runs_on_one_thread_by_default_and_on_threads_when_set(log, monkeypatch, cls):
     seen = observed(monkeypatch, cls)

@@ -72,3 +72,39 @@ def test_cuda_fit_many_and_predictions_on_the_device(log):
     alone = fit(log, max_restarts=0)
     np.testing.assert_allclose(learners[0].predict_proba(log.context),
                                alone.predict_proba(log.context), atol=1e-3)
+
+
+def test_logs_stay_where_they_are_off_cuda(log):
+    from iglearn.learners.trials import Trials, on_device
+
+    data = Trials.from_logs([log], "feedback")
+    for device in (None, torch.device("cpu"), torch.device("mps")):
+        assert on_device(data, device) is data
+
+
+@pytest.mark.cuda
+def test_logs_in_memory_are_held_on_cuda_and_batched_there(log):
+    from iglearn.learners.trials import Trials, on_device
+
+    data = Trials.from_logs([log, log], "feedback")
+    held = on_device(data, torch.device("cuda"))
+    assert all(t.is_cuda for field in held._fields() for t in field)
+    assert on_device(held, torch.device("cuda")) is held
+    cpu_batches = data.epoch(128, [torch.Generator().manual_seed(s) for s in (0, 1)])
+    gpu_batches = held.epoch(128, [torch.Generator().manual_seed(s) for s in (0, 1)])
+    for mine, theirs in zip(cpu_batches, gpu_batches, strict=True):
+        for a, b in zip(mine, theirs, strict=True):
+            assert b.is_cuda and torch.equal(a, b.cpu())  # a gather copies rows exactly
+
+
+@pytest.mark.cuda
+def test_logs_too_large_for_the_device_move_batch_by_batch(log, monkeypatch):
+    from iglearn.learners import trials
+
+    held = fit(log, max_restarts=0, device="cuda")
+    monkeypatch.setattr(trials, "DEVICE_SHARE", 0.0)
+    data = trials.Trials.from_logs([log], "feedback")
+    assert trials.on_device(data, torch.device("cuda")) is data
+    moved = fit(log, max_restarts=0, device="cuda")
+    np.testing.assert_allclose(moved.predict_proba(log.context), held.predict_proba(log.context),
+                               atol=1e-3)

@@ -76,6 +76,7 @@ from iglearn.learners.trials import (
     Batch,
     Source,
     as_tensor,
+    on_device,
     reducer_of,
     side_by_side,
     to_device,
@@ -409,6 +410,8 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             of the indicator) of its best attempt.
         """
         device = resolve_device(self.device)
+        data = on_device(data, device)
+        holdout = None if holdout is None else on_device(holdout, device)
         z = self.restart_confidence
 
         def attempt(numbers: list[int], pending: list[int]
@@ -488,6 +491,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         (one decoder per trial) steer the corrector (:meth:`fit`)."""
         settings = optimisation or self.optimisation
         device = resolve_device(self.device)
+        data = on_device(data, device)
         reference = None
         if references is not None:
             reference = stack(references)

@@ -193,6 +193,7 @@ class Trials:
         """One pass in mini-batches of ``batch_size`` rows, trial t in the order of a random
         permutation drawn from ``generators[t]``."""
         orders = torch.stack([torch.randperm(self.n, generator=g) for g in generators])
+        orders = orders.to(self.context[0].device)  # gathered where the logs are
         for index in orders.split(batch_size, dim=1):
             yield self.batch(index)
 
@@ -240,9 +241,11 @@ def _signal(batch: Batch) -> torch.Tensor:
 
 
 def take(tensors: Sequence[torch.Tensor], index: torch.Tensor) -> torch.Tensor:
-    """Rows ``index[t]`` of each trial's tensor ``tensors[t]``, as one (T, batch, ...) tensor."""
+    """Rows ``index[t]`` of each trial's tensor ``tensors[t]``, as one (T, batch, ...) tensor,
+    on the tensors' device."""
     first = tensors[0]
-    out = torch.empty((*index.shape, *first.shape[1:]), dtype=first.dtype)
+    index = index.to(first.device)
+    out = torch.empty((*index.shape, *first.shape[1:]), dtype=first.dtype, device=first.device)
     for t, tensor in enumerate(tensors):
         torch.index_select(tensor, 0, index[t], out=out[t])
     return out
@@ -254,6 +257,28 @@ def move(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
     if device.type == "mps" and tensor.dtype == torch.float64:
         return tensor.to(device, torch.float32)
     return tensor.to(device, non_blocking=True)
+
+
+DEVICE_SHARE = 0.5
+"""The largest share of a CUDA device's free memory that :func:`on_device` fills with the logs
+of a fit."""
+
+
+def on_device(data: Source, device: torch.device | None) -> Source:
+    """``data`` held on ``device`` for a fit: logs in memory (:class:`Trials`) are copied to a
+    CUDA device once, when they take at most :data:`DEVICE_SHARE` of its free memory, so that
+    each mini-batch is gathered there rather than on the CPU and sent; otherwise (the CPU,
+    Apple's MPS, a streamed source, logs too large) ``data`` itself, whose mini-batches and
+    chunks the fit moves as it reads them (:func:`to_device`)."""
+    if device is None or device.type != "cuda" or not isinstance(data, Trials):
+        return data
+    fields = data._fields()
+    if fields[0][0].is_cuda:  # there already
+        return data
+    size = sum(t.numel() * t.element_size() for tensors in fields for t in tensors)
+    if size > DEVICE_SHARE * torch.cuda.mem_get_info(device)[0]:
+        return data
+    return Trials(*([t.to(device) for t in tensors] for tensors in fields))
 
 
 def to_device(batch: Batch, device: torch.device | None) -> Batch:
