@@ -122,3 +122,19 @@ def test_online_refits_run_on_the_learners_threads(monkeypatch):
             actions, probabilities = learner.act_batch(log.context[part])
             learner.learn_batch(log.context[part], actions, probabilities, log.feedback[part])
     assert seen and set(seen) == {2} and torch.get_num_threads() == 1
+
+
+def test_process_threads_sets_torch_and_blas_for_the_process():
+    import os
+    import subprocess
+    import sys
+
+    program = ("import torch; from threadpoolctl import threadpool_info\n"
+               "from iglearn.threads import process_threads\n"
+               "def blas(): return sorted({i['num_threads'] for i in threadpool_info() "
+               "if i['user_api'] == 'blas'})\n"
+               "print(blas()); process_threads(1); print(torch.get_num_threads(), blas())")
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2", "OMP_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert out == [f"[{min(2, os.cpu_count() or 1)}]", "1 [1]"]  # the BLAS caps at the cores

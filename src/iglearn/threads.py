@@ -25,7 +25,7 @@ from iglearn.errors import IGLearnError
 if TYPE_CHECKING:
     from threadpoolctl import ThreadpoolController
 
-__all__ = ["check_threads", "one_thread", "torch_threads"]
+__all__ = ["check_threads", "one_thread", "process_threads", "torch_threads"]
 
 
 MAX_THREADS = 1024
@@ -67,6 +67,17 @@ def torch_threads(threads: int) -> Iterator[None]:
     finally:
         if torch.get_num_threads() != before:
             torch.set_num_threads(before)
+
+
+def process_threads(threads: int) -> None:
+    """Run torch, and the BLAS library numpy calls, on ``threads`` threads for the rest of
+    this process (the service's processes: each decision is a small product, and a re-fit
+    runs beside the server)."""
+    import torch
+
+    check_threads(threads)
+    torch.set_num_threads(threads)
+    _blas().limit(limits=threads, user_api="blas")
 
 
 def one_thread() -> contextlib.AbstractContextManager[None]:

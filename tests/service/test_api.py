@@ -186,6 +186,8 @@ def test_refit_rollback_export_import_and_log(service, tmp_path):
 
 
 def test_health_and_metrics(service):
+    with service.http() as http:  # a decision of this test's own, timed in the metrics
+        assert http.post("/v1/decide", json={"context": [0, 0, 0, 0]}).status_code == 200
     with service.http(None) as anyone, service.http("admin") as admin:
         assert anyone.get("/healthz").json()["status"] == "ok"
         assert anyone.get("/readyz").json() == {"ready": True}

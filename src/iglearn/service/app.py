@@ -54,6 +54,7 @@ from iglearn.service.storage import (
     open_storage,
 )
 from iglearn.service.supervisor import CHECK_SECONDS, WorkerSupervisor
+from iglearn.threads import process_threads
 
 if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
@@ -192,11 +193,9 @@ class Service:
         check_no_auth(config, insecure_no_auth)
         self.config = config
         self.insecure = insecure_no_auth
-        import torch
-
         # one decision is a small product: several threads only wait on each other, and
         # on a busy machine (the learning worker fitting) each call would take milliseconds
-        torch.set_num_threads(config.server.torch_threads)
+        process_threads(config.server.torch_threads)
         if not insecure_no_auth and is_new_database(config.db_path):
             raise no_key_yet(config)  # before the schema is created: refused, nothing left
         self.storage: Storage = open_storage(config.db_path, config.server.synchronous,

@@ -44,6 +44,7 @@ from iglearn.processes import end_with_parent
 from iglearn.service.config import ServiceConfig, make_learner
 from iglearn.service.operator_log import log_event, refit_message
 from iglearn.service.storage import ModelRecord, Storage, open_storage
+from iglearn.threads import process_threads
 
 
 class ServiceGone(Exception):
@@ -341,11 +342,9 @@ def worker_main(config: ServiceConfig, parent: int) -> None:
     ``poll_seconds`` (else try to take the lease as often) until the service (process
     ``parent``) is gone: it ends with its service, killed or not."""
     end_with_parent(parent, 0)
-    import torch
-
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service ends the worker itself
     os.nice(config.learning.worker_nice)
-    torch.set_num_threads(config.learning.worker_threads)
+    process_threads(config.learning.worker_threads)
 
     def serving() -> bool:
         return os.getppid() == parent  # a child is re-parented the moment its parent dies
