@@ -58,6 +58,9 @@ def test_numpys_blas_runs_on_the_blocks_threads_too():
     from threadpoolctl import threadpool_limits
 
     assert blas_threads(), "numpy's BLAS library is loaded"
+    with torch_threads(1):  # the pools are looked up ...
+        pass
+    import scipy.linalg  # noqa: F401  (... and scipy's BLAS library may load after)
     with threadpool_limits(limits=3, user_api="blas"):
         assert set(blas_threads()) == {3}
         with torch_threads(1):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
@@ -42,10 +43,17 @@ def check_threads(threads: object) -> None:
                            f"{threads!r}")
 
 
-@functools.cache
 def _blas() -> ThreadpoolController:
-    """The thread pools of the libraries loaded at the first fit (numpy's BLAS among them),
-    found once: a look costs some milliseconds, a limit through it some microseconds."""
+    """The thread pools of the libraries loaded in this process (numpy's BLAS among them):
+    looking costs some milliseconds, a limit through what was found some microseconds, so
+    the look is kept while no module has been imported since (a new BLAS library, scipy's,
+    comes with one)."""
+    return _pools(len(sys.modules))
+
+
+@functools.lru_cache(maxsize=1)
+def _pools(modules: int) -> ThreadpoolController:
+    """The thread pools found when ``modules`` modules were loaded."""
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()
