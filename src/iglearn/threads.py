@@ -89,6 +89,7 @@ def process_threads(threads: int) -> None:
 
 
 def one_thread() -> contextlib.AbstractContextManager[None]:
-    """Run torch on one thread inside the block (identical floating-point results for any
-    number of parallel jobs); the caller's count is restored after it."""
+    """Run torch, and the BLAS library numpy calls, on one thread inside the block (identical
+    floating-point results for any number of parallel jobs); the caller's counts are restored
+    after it."""
     return torch_threads(1)
