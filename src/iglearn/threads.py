@@ -7,9 +7,11 @@ on the command line; 1 by default) inside :func:`torch_threads`, which gives the
 thread count back afterwards. Large fits (tens of thousands of interactions and wide models)
 gain from more.
 
-The BLAS library numpy calls (the log's importance-weighted statistics are numpy products) is
-held to the same count inside the block: left to itself it starts a thread per core, which on
-a 16-core machine tripled the CPU time of a 60,000-interaction fit and slowed its statistics.
+The thread pools of the native libraries loaded beside torch are held to the same count inside
+the block: the BLAS library numpy calls (the log's importance-weighted statistics are numpy
+products), scipy's, and the OpenMP runtimes of scikit-learn (Section 6's clustering). Left to
+themselves they start a thread per core, which on a 16-core machine tripled the CPU time of a
+60,000-interaction fit and slowed its statistics.
 """
 
 from __future__ import annotations
@@ -43,11 +45,11 @@ def check_threads(threads: object) -> None:
                            f"{threads!r}")
 
 
-def _blas() -> ThreadpoolController:
-    """The thread pools of the libraries loaded in this process (numpy's BLAS among them):
-    looking costs some milliseconds, a limit through what was found some microseconds, so
-    the look is kept while no module has been imported since (a new BLAS library, scipy's,
-    comes with one)."""
+def _native_pools() -> ThreadpoolController:
+    """The thread pools (BLAS and OpenMP) of the libraries loaded in this process: looking
+    costs some milliseconds, a limit through what was found some microseconds, so the look
+    is kept while no module has been imported since (a new library, scipy's BLAS or
+    scikit-learn's OpenMP, comes with one)."""
     return _pools(len(sys.modules))
 
 
@@ -61,8 +63,9 @@ def _pools(modules: int) -> ThreadpoolController:
 
 @contextmanager
 def torch_threads(threads: int) -> Iterator[None]:
-    """Run torch, and the BLAS library numpy calls, on ``threads`` threads inside the block;
-    the caller's counts are restored after it, also when the block raises."""
+    """Run torch, and the BLAS and OpenMP libraries loaded beside it, on ``threads`` threads
+    inside the block; the caller's counts are restored after it, also when the block
+    raises. A library loaded inside the block is held by the next block entered."""
     import torch
 
     check_threads(threads)
@@ -70,7 +73,7 @@ def torch_threads(threads: int) -> Iterator[None]:
     if threads != before:
         torch.set_num_threads(threads)
     try:
-        with _blas().limit(limits=threads, user_api="blas"):
+        with _native_pools().limit(limits=threads):
             yield
     finally:
         if torch.get_num_threads() != before:
@@ -78,18 +81,18 @@ def torch_threads(threads: int) -> Iterator[None]:
 
 
 def process_threads(threads: int) -> None:
-    """Run torch, and the BLAS library numpy calls, on ``threads`` threads for the rest of
-    this process (the service's processes: each decision is a small product, and a re-fit
-    runs beside the server)."""
+    """Run torch, and the BLAS and OpenMP libraries loaded beside it, on ``threads`` threads
+    for the rest of this process (the service's processes: each decision is a small product,
+    and a re-fit runs beside the server)."""
     import torch
 
     check_threads(threads)
     torch.set_num_threads(threads)
-    _blas().limit(limits=threads, user_api="blas")
+    _native_pools().limit(limits=threads)
 
 
 def one_thread() -> contextlib.AbstractContextManager[None]:
-    """Run torch, and the BLAS library numpy calls, on one thread inside the block (identical
-    floating-point results for any number of parallel jobs); the caller's counts are restored
-    after it."""
+    """Run torch, and the BLAS and OpenMP libraries beside it, on one thread inside the block
+    (identical floating-point results for any number of parallel jobs); the caller's counts
+    are restored after it."""
     return torch_threads(1)

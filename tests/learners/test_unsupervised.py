@@ -87,3 +87,31 @@ def test_baseline_learns_where_its_decoding_is_right(base):
         assert psi[log.reward > 0].mean() - psi[log.reward == 0].mean() > 0.9
     learner = UnsupervisedBandit(2, seed=0, optimisation=FAST).fit(log)
     assert learner.accuracy(*base.test_set()) > 0.6
+
+
+@pytest.mark.parametrize("method", ["gmm", "kmeans"])
+def test_the_clustering_runs_on_the_learners_threads(base, method, monkeypatch):
+    """scikit-learn's BLAS and OpenMP pools (loaded by the fit itself) run on ``threads``."""
+    from sklearn.cluster import KMeans
+    from sklearn.mixture import GaussianMixture
+    from threadpoolctl import threadpool_info
+
+    cls = GaussianMixture if method == "gmm" else KMeans
+    seen: list[tuple[str, set[int]]] = []
+
+    def recording(name):
+        original = getattr(cls, name)
+
+        def call(self, *args, **kwargs):
+            seen.append((name, {pool["num_threads"] for pool in threadpool_info()}))
+            return original(self, *args, **kwargs)
+        return call
+    for name in ("fit", "predict"):
+        monkeypatch.setattr(cls, name, recording(name))
+    log = base.log(300, 1)
+    learner = UnsupervisedBandit(2, method, seed=0, optimisation=FAST).fit(log)
+    learner.decode(log.feedback)
+    assert {name for name, _ in seen} == {"fit", "predict"}  # the fit, then decoding
+    assert all(pools == {1} for _, pools in seen), seen
+    with pytest.raises(IGLearnError, match=r"threads must be a whole number"):
+        UnsupervisedBandit(threads=0)

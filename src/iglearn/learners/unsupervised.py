@@ -22,6 +22,7 @@ from iglearn.learners.settings import METHODS as METHODS
 from iglearn.learners.settings import RULES as RULES
 from iglearn.learners.settings import Optimisation
 from iglearn.seeding import SeedLike, as_generator
+from iglearn.threads import check_threads, torch_threads
 
 
 class ClusterDecoder:
@@ -39,10 +40,14 @@ class ClusterDecoder:
         components: principal components kept before clustering (capped by the data).
         max_fit_samples: the clustering is fitted on at most this many feedback vectors.
         seed: seed or numpy Generator for the subsample and the clustering.
+        threads: threads of the projection and the clustering (scikit-learn's BLAS and
+            OpenMP; :func:`~iglearn.threads.torch_threads`).
     """
 
     def __init__(self, n_clusters: int = 2, method: str = "gmm", rule: str = "smallest",
-                 components: int = 30, max_fit_samples: int = 5000, seed: SeedLike = None):
+                 components: int = 30, max_fit_samples: int = 5000, seed: SeedLike = None,
+                 threads: int = 1):
+        check_threads(threads)
         if n_clusters < 2:
             raise IGLearnError(f"n_clusters={n_clusters}: decoding a reward needs at least "
                                f"two clusters")
@@ -54,13 +59,21 @@ class ClusterDecoder:
         self.components = components
         self.max_fit_samples = max_fit_samples
         self.seed = seed
+        self.threads = threads
 
     def fit(self, feedback: np.ndarray) -> ClusterDecoder:
-        """Cluster ``feedback`` (n, d_y) and pick the reward cluster."""
+        """Cluster ``feedback`` (n, d_y) and pick the reward cluster, on ``threads`` threads
+        (scikit-learn's libraries are loaded first, so that the block holds them)."""
         from sklearn.cluster import KMeans
         from sklearn.decomposition import PCA
         from sklearn.mixture import GaussianMixture
 
+        with torch_threads(self.threads):
+            return self._fit(feedback, KMeans, PCA, GaussianMixture)
+
+    def _fit(self, feedback: np.ndarray, kmeans: type, pca: type, mixture: type
+             ) -> ClusterDecoder:
+        """:meth:`fit` with scikit-learn's classes given."""
         feedback = np.asarray(feedback, dtype=np.float32)
         if len(feedback) < self.n_clusters:
             raise IGLearnError(f"{len(feedback)} feedback vectors cannot form "
@@ -71,13 +84,13 @@ class ClusterDecoder:
         sample = feedback[rows]
         state = int(rng.integers(0, 2**31 - 1))
         components = min(self.components, sample.shape[1], len(sample) - 1)
-        self.projection_ = PCA(components, random_state=state).fit(sample)
+        self.projection_ = pca(components, random_state=state).fit(sample)
         z = self.projection_.transform(sample)
         if self.method == "gmm":
-            self.clusterer_ = GaussianMixture(self.n_clusters, covariance_type="diag",
-                                              n_init=2, random_state=state).fit(z)
+            self.clusterer_ = mixture(self.n_clusters, covariance_type="diag", n_init=2,
+                                      random_state=state).fit(z)
         else:
-            self.clusterer_ = KMeans(self.n_clusters, n_init=3, random_state=state).fit(z)
+            self.clusterer_ = kmeans(self.n_clusters, n_init=3, random_state=state).fit(z)
         assignment = self.clusterer_.predict(z)
         self.cluster_sizes_ = np.bincount(assignment, minlength=self.n_clusters) / len(z)
         if self.rule == "smallest":
@@ -89,11 +102,13 @@ class ClusterDecoder:
         return self
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:
-        """The decoded reward (0 or 1, float32) of each feedback vector."""
+        """The decoded reward (0 or 1, float32) of each feedback vector, on ``threads``
+        threads."""
         if not hasattr(self, "clusterer_"):
             raise IGLearnError("ClusterDecoder is not fitted yet; call fit(feedback) first")
-        z = self.projection_.transform(np.asarray(feedback, dtype=np.float32))
-        return (self.clusterer_.predict(z) == self.reward_cluster_).astype(np.float32)
+        with torch_threads(self.threads):
+            z = self.projection_.transform(np.asarray(feedback, dtype=np.float32))
+            return (self.clusterer_.predict(z) == self.reward_cluster_).astype(np.float32)
 
 
 class UnsupervisedBandit(PolicyLearner):
@@ -107,28 +122,32 @@ class UnsupervisedBandit(PolicyLearner):
         policy: policy class, 'linear' or 'mlp'.
         optimisation: the contextual bandit's optimiser settings.
         seed: seed or numpy Generator.
+        threads: threads of the clustering and of the bandit's fit
+            (:func:`~iglearn.threads.torch_threads`; 1: small fits are fastest on one).
     """
 
     def __init__(self, n_clusters: int = 2, method: str = "gmm", rule: str = "smallest",
                  policy: str = "linear", optimisation: Optimisation | None = None,
-                 seed: SeedLike = None):
+                 seed: SeedLike = None, threads: int = 1):
+        check_threads(threads)
         self.n_clusters = n_clusters
         self.method = method
         self.rule = rule
         self.policy = policy
         self.optimisation = optimisation
         self.seed = seed
+        self.threads = threads
 
     def fit(self, log: InteractionLog) -> UnsupervisedBandit:
         """Fit the decoder on ``log.feedback`` alone, then the bandit on the decoded reward."""
         check_fit_size([log])
         start = time.perf_counter()
         rng = as_generator(self.seed)
-        self.decoder_ = ClusterDecoder(self.n_clusters, self.method, self.rule,
-                                       seed=rng).fit(log.feedback)
+        self.decoder_ = ClusterDecoder(self.n_clusters, self.method, self.rule, seed=rng,
+                                       threads=self.threads).fit(log.feedback)
         decoded = dataclasses.replace(log, reward=self.decoder_.decode(log.feedback))
         self.bandit_ = ContextualBandit(self.policy, self.optimisation or Optimisation(),
-                                       seed=rng).fit(decoded)
+                                       seed=rng, threads=self.threads).fit(decoded)
         self.policy_ = self.bandit_.policy_
         self.seconds_ = time.perf_counter() - start
         return self
