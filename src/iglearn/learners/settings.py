@@ -153,9 +153,9 @@ class FitSettings:
     seed: SeedLike = None
     """Seed or numpy Generator for initialisation and shuffling."""
     threads: int = 1
-    """Torch threads of the fit, and of the BLAS library numpy calls: small and mid-sized logs
-    fit fastest on one, large logs gain from more. The caller's counts are restored after
-    the fit."""
+    """Torch threads of the fit, and those of the BLAS and OpenMP libraries beside it (numpy's,
+    scipy's, scikit-learn's): small and mid-sized logs fit fastest on one, large logs gain
+    from more. The caller's counts are restored after the fit."""
     standardise: Mode = "auto"
     """Standardise contexts and feedback with the log's per-column means and standard
     deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column

@@ -146,7 +146,7 @@ class LearningSettings:
     keep_versions: int = 20
     """Model versions kept for rollback (the served one is always kept)."""
     worker_threads: int = 1
-    """Torch and BLAS threads of the re-fitting worker process (1 to 1024)."""
+    """Torch, BLAS and OpenMP threads of the re-fitting worker process (1 to 1024)."""
     worker_nice: int = 10
     """How much lower the worker's CPU priority is than the service's (0 to 19), so that
     decisions come first on a busy machine."""
@@ -196,8 +196,8 @@ class ServerSettings:
     event_id_max_length: int = 128
     """Longest event id accepted."""
     torch_threads: int = 1
-    """Torch and BLAS threads of the service process (its decisions are small products; 1 to
-    1024)."""
+    """Torch, BLAS and OpenMP threads of the service process (its decisions are small
+    products; 1 to 1024)."""
     body_timeout_seconds: float = 10.0
     """Longest time a request's body may take to arrive (at most 3600 seconds): a body that
     stalls is answered 408 and its connection closed, so that slow or stalled clients
