@@ -141,3 +141,28 @@ def test_process_threads_sets_torch_and_blas_for_the_process():
     out = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True,
                          text=True, check=True).stdout.splitlines()
     assert out == [f"[{min(2, os.cpu_count() or 1)}]", "1 [1]"]  # the BLAS caps at the cores
+
+
+def test_predictions_and_decoding_run_on_the_learners_threads(log):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        learner = BatchIGL(optimisation=SHORT, max_restarts=0, seed=0, threads=2).fit(log)
+    seen: list[int] = []
+    policy, decoder = learner.policy_.probabilities, learner.decoder_.forward
+
+    def recording(function):
+        def call(*args):
+            seen.append(torch.get_num_threads())
+            return function(*args)
+        return call
+    learner.policy_.probabilities = recording(policy)
+    learner.decoder_.forward = recording(decoder)
+    torch.set_num_threads(3)
+    try:
+        learner.predict(log.context)
+        learner.decode(log.feedback)
+        learner.threads = 1
+        learner.predict_proba(log.context[:5])
+        assert seen == [2, 2, 1] and torch.get_num_threads() == 3  # the caller's, back
+    finally:
+        torch.set_num_threads(1)

@@ -366,14 +366,14 @@ class AIIGL(AIIGLSettings, StackableLearner):
 
     def decode(self, feedback: np.ndarray, actions: np.ndarray) -> np.ndarray:
         """The decoded reward psi_a(y) of each feedback vector under the action that produced
-        it, shape (n,)."""
+        it, shape (n,) (on the learner's ``threads``)."""
         decoders = self._fitted_decoders()
         feedback, actions = np.asarray(feedback), np.asarray(actions)
         if actions.shape != (len(feedback),) or not np.isin(actions, range(len(decoders))).all():
             raise IGLearnError(f"decode needs one action in 0..{len(decoders) - 1} per feedback "
                                f"vector; got actions of shape {actions.shape} for "
                                f"{len(feedback)} feedback vectors")
-        with torch.no_grad():
+        with torch.no_grad(), torch_threads(self.threads, libraries=False):
             return decoded(decoders, as_tensor(self.standardised_feedback(feedback)),
                            torch.from_numpy(actions)).numpy()
 

@@ -125,13 +125,13 @@ class PolicyLearner:
         """pi(. | x) for each context (an array, or a DataFrame: :meth:`contexts_of`; raw, as
         in the log; standardised here with the fit's
         statistics), shape (n, K), computed on the learner's ``device`` (if it has one) 65536
-        contexts at a time."""
+        contexts at a time, on its ``threads`` torch threads (1 unless set)."""
         policy = self._fitted_policy()
         context = self.standardised(context)
         device = resolve_device(getattr(self, "device", "cpu"))
         if device.type != "cpu":  # a copy on the device; the fitted policy stays on the CPU
             policy = copy.deepcopy(policy).to(device)
-        with torch.no_grad():
+        with torch.no_grad(), torch_threads(getattr(self, "threads", 1), libraries=False):
             parts = [policy.probabilities(as_tensor(context[i:i + _CHUNK]).to(device)).cpu()
                      .numpy() for i in range(0, len(context), _CHUNK)]
         return np.concatenate(parts) if parts else np.empty((0, 0), np.float32)

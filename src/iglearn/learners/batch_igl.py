@@ -576,9 +576,10 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                 for stage, form in zip(stages, forms, strict=True)]
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:
-        """The decoded reward psi(y) of each (raw) feedback vector."""
+        """The decoded reward psi(y) of each (raw) feedback vector (on the learner's
+        ``threads``)."""
         self._fitted_policy()
-        with torch.no_grad():
+        with torch.no_grad(), torch_threads(self.threads, libraries=False):
             return self.decoder_(as_tensor(self.standardised_feedback(feedback))).numpy()
 
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:

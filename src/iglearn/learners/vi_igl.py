@@ -101,6 +101,7 @@ from iglearn.models import Decoder, Policy, make_decoder, make_policy
 from iglearn.models.custom import check_specs
 from iglearn.models.init import mlp, reset_parameters
 from iglearn.seeding import as_generator, torch_generator
+from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
@@ -888,9 +889,9 @@ class VIIGL(VIIGLSettings, StackableLearner):
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:
         """The decoded reward psi(y) of each (raw) feedback vector, after the symmetry
-        choice."""
+        choice (on the learner's ``threads``)."""
         self._fitted_policy()
-        with torch.no_grad():
+        with torch.no_grad(), torch_threads(self.threads, libraries=False):
             return self.decoder_(as_tensor(self.standardised_feedback(feedback))).numpy()
 
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
