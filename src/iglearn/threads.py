@@ -1,4 +1,4 @@
-"""How many threads torch computes on.
+"""How many threads torch, and the native libraries loaded beside it, compute on.
 
 A fit of a small or mid-sized log is a sequence of small products: on several threads they
 mostly wait on each other, and on a machine with other work they are slower than on one.
