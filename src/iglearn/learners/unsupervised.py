@@ -68,38 +68,33 @@ class ClusterDecoder:
         from sklearn.decomposition import PCA
         from sklearn.mixture import GaussianMixture
 
-        with torch_threads(self.threads):
-            return self._fit(feedback, KMeans, PCA, GaussianMixture)
-
-    def _fit(self, feedback: np.ndarray, kmeans: type, pca: type, mixture: type
-             ) -> ClusterDecoder:
-        """:meth:`fit` with scikit-learn's classes given."""
-        feedback = np.asarray(feedback, dtype=np.float32)
-        if len(feedback) < self.n_clusters:
-            raise IGLearnError(f"{len(feedback)} feedback vectors cannot form "
-                               f"{self.n_clusters} clusters; log more interactions")
-        rng = as_generator(self.seed)
-        rows = (rng.choice(len(feedback), self.max_fit_samples, replace=False)
-                if len(feedback) > self.max_fit_samples else np.arange(len(feedback)))
-        sample = feedback[rows]
-        state = int(rng.integers(0, 2**31 - 1))
-        components = min(self.components, sample.shape[1], len(sample) - 1)
-        self.projection_ = pca(components, random_state=state).fit(sample)
-        z = self.projection_.transform(sample)
-        if self.method == "gmm":
-            self.clusterer_ = mixture(self.n_clusters, covariance_type="diag", n_init=2,
-                                      random_state=state).fit(z)
-        else:
-            self.clusterer_ = kmeans(self.n_clusters, n_init=3, random_state=state).fit(z)
-        assignment = self.clusterer_.predict(z)
-        self.cluster_sizes_ = np.bincount(assignment, minlength=self.n_clusters) / len(z)
-        if self.rule == "smallest":
-            self.reward_cluster_ = int(self.cluster_sizes_.argmin())
-        else:
-            centres = np.stack([z[assignment == c].mean(0) if (assignment == c).any()
-                                else np.zeros(z.shape[1]) for c in range(self.n_clusters)])
-            self.reward_cluster_ = int(np.linalg.norm(centres - z.mean(0), axis=1).argmax())
-        return self
+        with torch_threads(self.threads):  # after the imports: the block holds their pools
+            feedback = np.asarray(feedback, dtype=np.float32)
+            if len(feedback) < self.n_clusters:
+                raise IGLearnError(f"{len(feedback)} feedback vectors cannot form "
+                                   f"{self.n_clusters} clusters; log more interactions")
+            rng = as_generator(self.seed)
+            rows = (rng.choice(len(feedback), self.max_fit_samples, replace=False)
+                    if len(feedback) > self.max_fit_samples else np.arange(len(feedback)))
+            sample = feedback[rows]
+            state = int(rng.integers(0, 2**31 - 1))
+            components = min(self.components, sample.shape[1], len(sample) - 1)
+            self.projection_ = PCA(components, random_state=state).fit(sample)
+            z = self.projection_.transform(sample)
+            if self.method == "gmm":
+                self.clusterer_ = GaussianMixture(self.n_clusters, covariance_type="diag",
+                                                  n_init=2, random_state=state).fit(z)
+            else:
+                self.clusterer_ = KMeans(self.n_clusters, n_init=3, random_state=state).fit(z)
+            assignment = self.clusterer_.predict(z)
+            self.cluster_sizes_ = np.bincount(assignment, minlength=self.n_clusters) / len(z)
+            if self.rule == "smallest":
+                self.reward_cluster_ = int(self.cluster_sizes_.argmin())
+            else:
+                centres = np.stack([z[assignment == c].mean(0) if (assignment == c).any()
+                                    else np.zeros(z.shape[1]) for c in range(self.n_clusters)])
+                self.reward_cluster_ = int(np.linalg.norm(centres - z.mean(0), axis=1).argmax())
+            return self
 
     def decode(self, feedback: np.ndarray) -> np.ndarray:
         """The decoded reward (0 or 1, float32) of each feedback vector, on ``threads``
