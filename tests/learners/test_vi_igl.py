@@ -17,6 +17,7 @@ from iglearn.learners import VIIGL, IdentifiabilityWarning, Optimisation
 from iglearn.learners.settings import VIIGL_OPTIMISATION, VIIGLSettings
 from iglearn.learners.trials import Batch, Trials, side_by_side
 from iglearn.learners.vi_igl import (
+    _pair_blocks,
     _set_mlp,
     _set_slot_mlp,
     _slot_outputs,
@@ -26,10 +27,13 @@ from iglearn.learners.vi_igl import (
     critic_scores,
     decoder_decay_scale,
     decoder_stage,
+    following,
     make_critics,
     marginal_bound,
+    pair_gradients,
     pair_scores,
     partner_rows,
+    partnering_sum,
     split_divergence,
     variational_bound,
 )
@@ -98,12 +102,12 @@ def test_conditional_bound_is_the_conditional_information_of_gaussians(divergenc
     joint = torch.stack([optimal_critic(x, y, rho, divergence) for rho in rhos], dim=-1)
     q = torch.nn.functional.one_hot(torch.from_numpy(r), 2).double()
     w = torch.full((n,), 1.0 / n, dtype=torch.float64)
-    found = float(conditional_bound(joint, pairs, q, w, divergence, partners))
+    found = float(conditional_bound(joint, pairs, q, w, divergence))
     # a few partners per row (the rows are in random order) estimate the same law
     few = partner_rows(n, 64)
     shuffled = torch.stack([optimal_critic(x[:, None], y[few.numpy()], rho, divergence)
                             for rho in rhos])
-    approx = conditional_bound(joint, shuffled, q, w, divergence, few)
+    approx = conditional_bound(joint, shuffled, q, w, divergence)
     truth = (1 - r.mean()) * information(rhos[0], divergence) + r.mean() * information(
         rhos[1], divergence)
     assert found == pytest.approx(truth, abs=0.04)
@@ -147,6 +151,35 @@ def test_pair_scores_are_the_partners_inner_products(n, pairs):
     torch.testing.assert_close(pair_scores(phi, chi, pairs), expected)
 
 
+@pytest.mark.parametrize(("n", "pairs"), [(1, 8), (2, 8), (5, 8), (40, 8), (129, 8), (500, 32)])
+def test_partners_values_and_the_sums_each_row_receives(n, pairs):
+    """following gives each row its partners' values; partnering_sum gives row l the sum, over
+    the rows i it partners, of what i holds for it: the index's transpose."""
+    g = torch.Generator().manual_seed(1)
+    partners = partner_rows(n, pairs)
+    values = torch.randn(3, 2, n, generator=g, dtype=torch.float64)
+    torch.testing.assert_close(following(values, partners.shape[1]), values[..., partners])
+    scores = torch.randn(3, 2, n, partners.shape[1], generator=g, dtype=torch.float64)
+    expected = torch.zeros(3, 2, n, dtype=torch.float64).index_add_(
+        -1, partners.flatten(), scores.flatten(-2))
+    torch.testing.assert_close(partnering_sum(scores), expected)
+
+
+@pytest.mark.parametrize(("n", "pairs"), [(1, 8), (2, 8), (5, 8), (40, 8), (129, 8), (500, 32)])
+def test_pair_gradients_are_the_block_products_backward_pass(n, pairs):
+    """pair_gradients gives phi and chi the gradients autograd finds through pair_scores,
+    whether or not the blocks divide the rows and however often the rows wrap."""
+    g = torch.Generator().manual_seed(2)
+    phi, chi = (torch.randn(3, n, 2, 5, generator=g, dtype=torch.float64, requires_grad=True)
+                for _ in range(2))
+    scores, left, right = _pair_blocks(phi, chi, pairs)
+    grad = torch.randn(scores.shape, generator=g, dtype=torch.float64)
+    (scores * grad).sum().backward()
+    d_phi, d_chi = pair_gradients(left.detach(), right.detach(), grad, chi.detach())
+    torch.testing.assert_close(d_phi, phi.grad)
+    torch.testing.assert_close(d_chi, chi.grad)
+
+
 def _stage_inputs(n: int, k: int, dim: int = 6, width: int = 4) -> tuple[Batch, list, list]:
     """A mini-batch of two trials (n rows, K = k, random logging probabilities) and two
     small critics (embeddings ``width`` wide) and linear decoders for the decoder stage, all
@@ -178,10 +211,10 @@ def test_decoder_stage_loss_and_gradients_are_those_of_each_bound_evaluated_twic
         found = [p.grad.clone() for p in stage.params]
         for p in stage.params:
             p.grad = None
-        w, q, partners, joint, product, t = critic_scores(critic, psi, batch, 16)
-        g_critic = conditional_bound(joint, product, q.detach(), w, g_div, partners)
+        w, q, joint, product, t = critic_scores(critic, psi, batch, 16)
+        g_critic = conditional_bound(joint, product, q.detach(), w, g_div)
         t_critic = marginal_bound(t, q.detach(), w, t_div)
-        g_psi = conditional_bound(joint.detach(), product.detach(), q, w, g_div, partners)
+        g_psi = conditional_bound(joint.detach(), product.detach(), q, w, g_div)
         t_psi = marginal_bound(t.detach(), q, w, t_div)
         expected = g_psi - beta * t_psi
         (expected - g_critic - t_critic).sum().backward()

@@ -194,37 +194,32 @@ class Critics(nn.Module):
         return self._clipped(joint), self._clipped(product), self._clipped(t)
 
 
-class Pairing(NamedTuple):
-    """How the n rows of a mini-batch pair up for the conditional product law, and the index
-    tensors :func:`pair_scores` computes it with (:func:`pairing`, kept per (n, pairs))."""
-
-    partners: torch.Tensor
-    """Row i's partners i + 1, ..., i + m (mod n), shape (n, m) (:func:`partner_rows`)."""
-    reverse: torch.Tensor
-    """Row l's partnering rows l - 1, ..., l - m (mod n), shape (n, m): row l is the k-th
-    partner of row reverse[l, k]."""
-    rows: torch.Tensor
-    """The rows of the blocks of m, ``blocks * m`` of them (wrapping past n)."""
-    span: torch.Tensor
-    """The 2m - 1 rows after each block's first, flattened: (blocks * (2m - 1),)."""
-    diagonals: torch.Tensor
-    """The columns of a block's product that hold row l's k-th partner (l + k), (m, m)."""
+def partner_count(n: int, pairs: int) -> int:
+    """How many partners each of n rows gets in the conditional product law: ``pairs``, or
+    every other row when the mini-batch is smaller (at least 1: a lone row is its own)."""
+    return max(1, min(pairs, n - 1))
 
 
-@lru_cache(maxsize=16)
-def pairing(n: int, pairs: int) -> Pairing:
-    """The :class:`Pairing` of n rows, each with ``pairs`` partners (every other row when
-    ``pairs`` >= n - 1); computed once per (n, pairs), as a stage's mini-batches repeat them,
-    and shared: its tensors are read, never written."""
-    m = max(1, min(pairs, n - 1))
-    offsets = torch.arange(1, m + 1)
-    blocks = -(-n // m)
-    return Pairing((torch.arange(n)[:, None] + offsets) % n,
-                   (torch.arange(n)[:, None] - offsets) % n,
-                   torch.arange(blocks * m) % n,
-                   ((torch.arange(blocks)[:, None] * m + 1 + torch.arange(2 * m - 1)) % n
-                    ).flatten(),
-                   torch.arange(m)[:, None] + torch.arange(m))
+def following(values: torch.Tensor, m: int) -> torch.Tensor:
+    """values[..., (i + k) mod n] for k = 1, ..., m (m <= n) along the last axis, shape
+    (..., n, m): each row's partners' values (:func:`partner_rows`), as a view of the values
+    with their first m appended (no index is gathered)."""
+    n = values.shape[-1]
+    return torch.cat([values, values[..., :m]], -1).unfold(-1, m, 1)[..., 1:n + 1, :]
+
+
+def partnering_sum(scores: torch.Tensor) -> torch.Tensor:
+    """sum_k scores[..., (l - k) mod n, k - 1] for k = 1, ..., m, shape (..., n), from
+    ``scores`` (..., n, m) held by each row for its m partners (:func:`partner_rows`): what
+    row l receives from the m rows it partners, l - 1, ..., l - m (the transpose of
+    :func:`following`). The rows, their last m put first, are read along the anti-diagonals
+    of the (n + m, m) table as a strided view."""
+    n, m = scores.shape[-2:]
+    table = torch.cat([scores[..., n - m:, :], scores], -2).contiguous()
+    # row l - k + m, column k - 1 lies at l m + (m - 1) + (m - k)(m - 1) in the table
+    view = table.as_strided((*table.shape[:-2], n, m), (*table.stride()[:-2], m, m - 1),
+                            table.storage_offset() + m - 1)
+    return view.sum(-1)
 
 
 def pair_scores(phi: torch.Tensor, chi: torch.Tensor, pairs: int) -> torch.Tensor:
@@ -237,17 +232,30 @@ def pair_scores(phi: torch.Tensor, chi: torch.Tensor, pairs: int) -> torch.Tenso
     return _pair_blocks(phi, chi, pairs)[0]
 
 
+def _diagonals(every: torch.Tensor) -> torch.Tensor:
+    """The view of blocks (..., m, 2m - 1) (contiguous in their last two axes) whose entry
+    (i, k) is the block's (i, i + k), shape (..., m, m): row i's k-th partner's column."""
+    m = every.shape[-2]
+    return every.flatten(-2).unfold(-1, m, 2 * m)
+
+
 def _pair_blocks(phi: torch.Tensor, chi: torch.Tensor, pairs: int
                  ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """:func:`pair_scores`, and its blocks of rows of phi, (..., 2, blocks, m, w), and of chi,
-    (..., 2, blocks, 2m - 1, w)."""
+    (..., 2, blocks, 2m - 1, w): block b's rows b m, ..., b m + m - 1 and, of chi, the
+    2m - 1 rows after its first (row numbers mod n), taken from the rows repeated (views and
+    copies, no index gathered)."""
     n = phi.shape[-3]
-    layout = pairing(n, pairs)
-    m = layout.diagonals.shape[0]
-    left = phi[..., layout.rows, :, :].unflatten(-3, (-1, m)).movedim(-2, -4)
-    right = chi[..., layout.span, :, :].unflatten(-3, (-1, 2 * m - 1)).movedim(-2, -4)
+    m = partner_count(n, pairs)
+    blocks = -(-n // m)
+    left = torch.cat([phi, phi[..., :blocks * m - n, :, :]], -3)
+    left = left.unflatten(-3, (blocks, m)).movedim(-2, -4)
+    rows = (blocks + 1) * m  # chi's rows 1, ..., blocks m + 2m - 2 (mod n), from row 0
+    repeated = torch.cat([chi] * -(-rows // n), -3) if rows > n else chi
+    right = repeated[..., 1:rows, :, :].unfold(-3, 2 * m - 1, m).movedim(-1, -3)
+    right = right.movedim(-2, -4).contiguous()  # (..., 2, blocks, 2m - 1, w)
     every = left @ right.transpose(-1, -2)  # (..., 2, blocks, m, 2m - 1)
-    found = every.gather(-1, layout.diagonals.expand(*every.shape[:-1], m))
+    found = _diagonals(every)
     return found.flatten(-3, -2)[..., :n, :], left, right
 
 
@@ -257,18 +265,24 @@ def pair_gradients(left: torch.Tensor, right: torch.Tensor, grad: torch.Tensor,
     :func:`pair_scores` is ``grad`` (T, 2, n, m), from the blocks of phi and chi that
     :func:`_pair_blocks` multiplied (``left``, ``right``): row i's phi gets
     sum_k grad[i, k] chi_j, row j's chi the sum over the rows i it partners of
-    grad[i, k] phi_i; the backward pass of the block products."""
+    grad[i, k] phi_i; the backward pass of the block products. Each block's 2m - 1 rows of
+    chi are rows b m + 1, ... of chi repeated, so their gradients add up in that order, two
+    strided views, and fold back onto the n rows mod n."""
     n, m = grad.shape[-2:]
-    layout = pairing(n, m)
     blocks = left.shape[-3]
     padded = grad.new_zeros(*grad.shape[:-2], blocks * m, m)
     padded[..., :n, :] = grad
-    every = grad.new_zeros(*grad.shape[:-2], blocks, m, 2 * m - 1).scatter_(
-        -1, layout.diagonals.expand(*grad.shape[:-2], blocks, m, m),
-        padded.unflatten(-2, (blocks, m)))
+    every = grad.new_zeros(*grad.shape[:-2], blocks, m, 2 * m - 1)
+    _diagonals(every).copy_(padded.unflatten(-2, (blocks, m)))
     d_phi = (every @ right).flatten(-3, -2)[..., :n, :].movedim(-3, -2)  # (T, n, 2, w)
-    d_right = (every.transpose(-1, -2) @ left).movedim(-4, -2).flatten(-4, -3)
-    return d_phi, torch.zeros_like(chi).index_add_(-3, layout.span, d_right)
+    d_right = every.transpose(-1, -2) @ left  # (T, 2, blocks, 2m - 1, w)
+    rows = -(-((blocks + 1) * m + 1) // n) * n  # chi's rows 0, ..., (blocks + 1) m
+    summed = grad.new_zeros(*grad.shape[:-2], rows, chi.shape[-1])  # (T, 2, rows, w)
+    summed[..., 1:blocks * m + 1, :].unflatten(-2, (blocks, m)).add_(d_right[..., :m, :])
+    summed[..., m + 1:(blocks + 1) * m + 1, :].unflatten(-2, (blocks, m))[..., :m - 1, :].add_(
+        d_right[..., m:, :])
+    d_chi = summed.unflatten(-2, (-1, n)).sum(-3).movedim(-3, -2)  # (T, n, 2, w)
+    return d_phi, d_chi
 
 
 def make_critics(settings: VIIGLSettings, context_dim: int, feedback_dim: int, n_actions: int,
@@ -316,15 +330,17 @@ def reward_weights(psi: torch.Tensor) -> torch.Tensor:
     return torch.stack([1.0 - psi, psi], dim=-1)
 
 
+@lru_cache(maxsize=16)
 def partner_rows(n: int, m: int) -> torch.Tensor:
     """The rows each of n rows is paired with in the conditional product law: row i with rows
-    i + 1, ..., i + m (mod n), every other row when m >= n - 1; shape (n, min(m, n - 1)).
-    The mini-batches are shuffled, so these are random pairs of distinct samples."""
-    return pairing(n, m).partners
+    i + 1, ..., i + m (mod n), every other row when m >= n - 1; shape
+    (n, :func:`partner_count`). The mini-batches are shuffled, so these are random pairs of
+    distinct samples. Kept per (n, m) and shared: read, never written."""
+    return (torch.arange(n)[:, None] + torch.arange(1, partner_count(n, m) + 1)) % n
 
 
 def conditional_bound(joint: torch.Tensor, pairs: torch.Tensor, q: torch.Tensor,
-                      w: torch.Tensor, divergence: str, partners: torch.Tensor) -> torch.Tensor:
+                      w: torch.Tensor, divergence: str) -> torch.Tensor:
     """The bound on I(Y; X, A | R_psi) of Eq. (ii) (its first brace): G on the joint samples
     (x_i, a_i, y_i, r) weighted w_i q_i(r), against G on the pairs (x_i, a_i, y_j, r) of
     distinct samples (j in row i of ``partners``) weighted w_i q_i(r) w_j q_j(r), normalised
@@ -333,15 +349,15 @@ def conditional_bound(joint: torch.Tensor, pairs: torch.Tensor, q: torch.Tensor,
 
     Args:
         joint: G(x_i, a_i, y_i, r), shape (..., n, 2).
-        pairs: G(x_i, a_i, y_j, r), shape (..., 2, n, m).
+        pairs: G(x_i, a_i, y_j, r) for the m partners j of row i (:func:`partner_rows`),
+            shape (..., 2, n, m).
         q: q_i(r) from :func:`reward_weights`, shape (..., n, 2).
         w: importance weights from :func:`importance_weights`, shape (..., n).
         divergence: 'kl' or 'chi2'.
-        partners: the pairs' rows j, shape (n, m) (:func:`partner_rows`).
     """
     mass = w[..., None] * q  # (..., n, 2): P(i, r)
     return variational_bound(joint.flatten(-2), mass.flatten(-2), pairs.flatten(-3),
-                             pair_law(mass, partners).weights.flatten(-3), divergence)
+                             pair_law(mass, pairs.shape[-1]).weights.flatten(-3), divergence)
 
 
 class PairLaw(NamedTuple):
@@ -353,7 +369,7 @@ class PairLaw(NamedTuple):
     by_r: torch.Tensor
     """a_i(r), shape (..., 2, n)."""
     beside: torch.Tensor
-    """a_j(r) of each row's partners j, shape (..., 2, n, m)."""
+    """a_j(r) of each row's partners j, shape (..., 2, n, m) (a view: :func:`following`)."""
     products: torch.Tensor
     """a_i(r) a_j(r) of each pair, shape (..., 2, n, m)."""
     total: torch.Tensor
@@ -362,14 +378,14 @@ class PairLaw(NamedTuple):
     """b_ik(r) = a_i(r) a_j(r) / Z(r) P(r), shape (..., 2, n, m)."""
 
 
-def pair_law(mass: torch.Tensor, partners: torch.Tensor) -> PairLaw:
+def pair_law(mass: torch.Tensor, m: int) -> PairLaw:
     """The weights of the pairs (x_i, a_i, y_j, r) under the conditional product law
     P(r) P(x, a | r) P(y | r) (:func:`conditional_bound`): each pair's product of masses,
-    normalised within each r to P(r). ``mass`` (..., n, 2), ``partners`` (n, m)
+    normalised within each r to P(r). ``mass`` (..., n, 2); each row has ``m`` partners
     (:func:`partner_rows`)."""
     prior = mass.sum(-2)[..., None]
     by_r = mass.transpose(-1, -2)
-    beside = by_r[..., partners]
+    beside = following(by_r, m)
     products = by_r[..., None] * beside
     total = products.sum((-2, -1))[..., None]
     tiny = torch.finfo(products.dtype).tiny
@@ -401,12 +417,11 @@ def split_divergence(divergence: str) -> tuple[str, str]:
 def critic_scores(critics: Critics, decoder: Decoder, batch: Batch, pairs: int
                   ) -> tuple[torch.Tensor, ...]:
     """What both bounds of Eq. (ii) read on ``batch``: the importance weights, q(r) from the
-    decoded reward, the partner rows (each sample paired with ``pairs`` others) and the
-    critics' scores on the joint, the conditional product and (T) the marginal samples."""
+    decoded reward and the critics' scores on the joint, the conditional product (each sample
+    paired with ``pairs`` others) and (T) the marginal samples."""
     w = importance_weights(batch.probability)
     q = reward_weights(decoder(batch.signal))
-    partners = partner_rows(w.shape[-1], pairs)
-    return (w, q, partners, *critics(batch.context, batch.action, batch.signal, pairs))
+    return (w, q, *critics(batch.context, batch.action, batch.signal, pairs))
 
 
 def information_bounds(critics: Critics, decoder: Decoder, batch: Batch, divergence: str,
@@ -414,8 +429,8 @@ def information_bounds(critics: Critics, decoder: Decoder, batch: Batch, diverge
     """The two bounds of Eq. (ii) on ``batch`` (one value per trial): I(Y; X, A | R_psi) by G
     (each sample paired with ``pairs`` others) and I(X, A; R_psi) by T."""
     g_div, t_div = split_divergence(divergence)
-    w, q, partners, joint, product, t = critic_scores(critics, decoder, batch, pairs)
-    return (conditional_bound(joint, product, q, w, g_div, partners),
+    w, q, joint, product, t = critic_scores(critics, decoder, batch, pairs)
+    return (conditional_bound(joint, product, q, w, g_div),
             marginal_bound(t, q, w, t_div))
 
 
@@ -455,10 +470,10 @@ def decoder_stage(decoder: Decoder, critics: Critics, settings: Optimisation, be
     g_div, t_div = split_divergence(divergence)
 
     def loss(batch: Batch) -> torch.Tensor:
-        w, q, partners, joint, product, t = critic_scores(critics, decoder, batch, pairs)
+        w, q, joint, product, t = critic_scores(critics, decoder, batch, pairs)
         # each bound once: psi's gradient as it is, the critics' turned to ascend their bound
         g = conditional_bound(scaled_gradient(joint, -1.0), scaled_gradient(product, -1.0), q,
-                              w, g_div, partners)
+                              w, g_div)
         return g - beta * marginal_bound(scaled_gradient(t, 1.0 / beta), q, w, t_div)
 
     psi = list(decoder.parameters())
@@ -649,9 +664,9 @@ def decoder_step(decoder: Decoder, critics: Critics, batch: Batch, beta: float,
     psi, slope = closed_form.decoded(decoder, y)
     q = reward_weights(psi)
     mass = w[..., None] * q  # (T, n, 2): a_i(r)
-    layout = pairing(w.shape[-1], pairs)
+    m = product.shape[-1]
     # bound_G as conditional_bound computes it, and its gradient in the mass
-    law = pair_law(mass, layout.partners)
+    law = pair_law(mass, m)
     prior, by_r, beside, total, pair_weights = (law.prior, law.by_r, law.beside, law.total,
                                                 law.weights)
     tiny = torch.finfo(total.dtype).tiny
@@ -659,12 +674,11 @@ def decoder_step(decoder: Decoder, critics: Critics, batch: Batch, beta: float,
     value = variational_bound(joint.flatten(-2), mass.flatten(-2), product.flatten(-3),
                               pair_weights.flatten(-3), g_div)
     f_star = conjugate(product, g_div)
-    weighted = by_r[..., None] * f_star
-    spread = torch.stack([weighted, by_r[..., None].expand_as(weighted)])
-    # the sums over the rows i whose partner is l
-    back = spread.gather(-2, layout.reverse.expand_as(spread)).sum(-1)
-    d_area = (beside * f_star).sum(-1) + back[0]  # dA(r) / da_l(r), (T, 2, n)
-    d_total = (beside.sum(-1) + back[1]) * (total >= tiny)
+    # with the sums over the rows i whose partner is l: the m rows before l, whose partners'
+    # sum is that of row l - m - 1
+    d_area = (beside * f_star).sum(-1) + partnering_sum(by_r[..., None] * f_star)  # dA / da_l
+    following_sum = beside.sum(-1)
+    d_total = (following_sum + following_sum.roll(m + 1, -1)) * (total >= tiny)
     area = (law.products * f_star).sum((-2, -1))[..., None]
     d_product = area / scale + prior * (d_area - area / scale * d_total) / scale
     d_mass = joint - d_product.transpose(-1, -2)
