@@ -504,6 +504,13 @@ def decoder_decay_scale(standardised: bool, n: int) -> float:
     return STANDARDISED_DECAY * min(DECAY_GROWTH, max(1.0, n / DECAY_COUNT))
 
 
+def clip_slope(clipped: torch.Tensor, clip: float, scale: float = 1.0) -> torch.Tensor:
+    """The slope of the soft clip c tanh(s / c) at the clipped scores ``clipped``,
+    1 - (clipped / c)², divided by ``scale``, in one pass."""
+    return torch.addcmul(clipped.new_tensor(1.0 / scale), clipped, clipped,
+                         value=-1.0 / (clip * clip * scale))
+
+
 def conjugate_slope(score: torch.Tensor, divergence: str) -> torch.Tensor:
     """f*'(u), the derivative of :func:`conjugate`: e^(u - 1) for KL, 1 + u/2 for
     chi-square."""
@@ -671,15 +678,15 @@ def decoder_step(decoder: Decoder, critics: Critics, batch: Batch, beta: float,
                                                 law.weights)
     tiny = torch.finfo(total.dtype).tiny
     scale = total.clamp_min(tiny)
-    value = variational_bound(joint.flatten(-2), mass.flatten(-2), product.flatten(-3),
-                              pair_weights.flatten(-3), g_div)
     f_star = conjugate(product, g_div)
+    area = (law.products * f_star).sum((-2, -1))[..., None]  # A(r)
+    # variational_bound's value: the pairs' weighted f* summed is P(r) A(r) / Z(r)
+    value = (mass * joint).sum((-2, -1)) - (prior * area / scale).sum((-2, -1))
     # with the sums over the rows i whose partner is l: the m rows before l, whose partners'
     # sum is that of row l - m - 1
     d_area = (beside * f_star).sum(-1) + partnering_sum(by_r[..., None] * f_star)  # dA / da_l
     following_sum = beside.sum(-1)
     d_total = (following_sum + following_sum.roll(m + 1, -1)) * (total >= tiny)
-    area = (law.products * f_star).sum((-2, -1))[..., None]
     d_product = area / scale + prior * (d_area - area / scale * d_total) / scale
     d_mass = joint - d_product.transpose(-1, -2)
     # bound_T's value and gradient in the mass, and psi's in its logit
@@ -688,10 +695,11 @@ def decoder_step(decoder: Decoder, critics: Critics, batch: Batch, beta: float,
     closed_form.set_decoder_logit(decoder, y, (d_mass[..., 1] - d_mass[..., 0]).mul_(w)
                                   .mul_(slope))
     # the critics: minus their bounds' gradients in the clipped scores, then through the clip
-    d_joint = -mass * (1 - (joint / clip) ** 2) / root
-    d_pairs = pair_weights * conjugate_slope(product, g_div) * (1 - (product / clip) ** 2) / root
-    d_t = (w[..., None] * prior.transpose(-1, -2) * conjugate_slope(t, t_div) - mass) * (
-        1 - (t / clip) ** 2)
+    d_joint = -mass * clip_slope(joint, clip, root)
+    pair_slope = f_star if g_div == "kl" else conjugate_slope(product, g_div)  # KL: f*' = f*
+    d_pairs = pair_weights * pair_slope * clip_slope(product, clip, root)
+    d_t = (w[..., None] * prior.transpose(-1, -2) * conjugate_slope(t, t_div) - mass
+           ) * clip_slope(t, clip)
     d_phi, d_chi = pair_gradients(left, right, d_pairs, chi)
     d_phi += d_joint[..., None] * chi
     d_chi += d_joint[..., None] * phi
