@@ -75,3 +75,18 @@ def test_the_command_collects_garbage_in_larger_steps():
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [done.stdout.splitlines()[0], "True"]
     assert done.stdout.startswith("iglearn ")
+
+
+def test_the_command_pads_the_heap():
+    """The command asks for the heap pad (iglearn.heap) before it runs."""
+    done = run("""
+        import atexit, sys
+        import iglearn.cli as cli
+        asked = []
+        cli.pad_heap = lambda: asked.append(True) or True
+        atexit.register(lambda: print(asked == [True]))
+        sys.argv = ["iglearn", "--version"]
+        cli.command()
+    """)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "True"

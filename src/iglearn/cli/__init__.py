@@ -37,6 +37,7 @@ from iglearn.cli import experiments, logs, serve
 from iglearn.cli.paths import Outputs
 from iglearn.cli.settings import HelpFormatter
 from iglearn.errors import IGLearnError
+from iglearn.heap import pad_heap
 from iglearn.progress import end_progress, one_line, one_line_warnings, printable
 
 __all__ = ["build_parser", "command", "describe", "main"]
@@ -193,8 +194,10 @@ requests want short pauses, sets Python's default back once started
 def command() -> NoReturn:
     """The ``iglearn`` console command (and ``python -m iglearn``): :func:`main` on the
     process's arguments, collecting garbage in the larger steps of
-    :data:`COMMAND_GC_THRESHOLD`, then :func:`exit_process` with its code."""
+    :data:`COMMAND_GC_THRESHOLD` and with the heap padded (:func:`iglearn.heap.pad_heap`),
+    then :func:`exit_process` with its code."""
     gc.set_threshold(COMMAND_GC_THRESHOLD, *gc.get_threshold()[1:])
+    pad_heap()
     exit_process(main())
 
 

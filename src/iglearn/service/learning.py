@@ -39,6 +39,7 @@ import numpy as np
 from iglearn.data.contexts import row_groups
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
+from iglearn.heap import pad_heap
 from iglearn.learners.settings import restart_passes
 from iglearn.processes import end_with_parent
 from iglearn.service.config import ServiceConfig, make_learner
@@ -345,6 +346,7 @@ def worker_main(config: ServiceConfig, parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service ends the worker itself
     os.nice(config.learning.worker_nice)
     process_threads(config.learning.worker_threads)
+    pad_heap()  # its first re-fit would give the heap back and take it again at every step
 
     def serving() -> bool:
         return os.getppid() == parent  # a child is re-parented the moment its parent dies
