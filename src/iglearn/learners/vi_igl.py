@@ -250,7 +250,7 @@ def _pair_blocks(phi: torch.Tensor, chi: torch.Tensor, pairs: int
     blocks = -(-n // m)
     left = torch.cat([phi, phi[..., :blocks * m - n, :, :]], -3)
     left = left.unflatten(-3, (blocks, m)).movedim(-2, -4)
-    rows = (blocks + 1) * m  # chi's rows 1, ..., blocks m + 2m - 2 (mod n), from row 0
+    rows = (blocks + 1) * m  # the blocks read chi's rows 1, ..., blocks m + m - 1 (mod n)
     repeated = torch.cat([chi] * -(-rows // n), -3) if rows > n else chi
     right = repeated[..., 1:rows, :, :].unfold(-3, 2 * m - 1, m).movedim(-1, -3)
     right = right.movedim(-2, -4).contiguous()  # (..., 2, blocks, 2m - 1, w)
@@ -343,8 +343,8 @@ def conditional_bound(joint: torch.Tensor, pairs: torch.Tensor, q: torch.Tensor,
                       w: torch.Tensor, divergence: str) -> torch.Tensor:
     """The bound on I(Y; X, A | R_psi) of Eq. (ii) (its first brace): G on the joint samples
     (x_i, a_i, y_i, r) weighted w_i q_i(r), against G on the pairs (x_i, a_i, y_j, r) of
-    distinct samples (j in row i of ``partners``) weighted w_i q_i(r) w_j q_j(r), normalised
-    within each r to P(r) = sum_i w_i q_i(r): the conditional product law
+    distinct samples (j in row i of :func:`partner_rows`) weighted w_i q_i(r) w_j q_j(r),
+    normalised within each r to P(r) = sum_i w_i q_i(r): the conditional product law
     P(r) P(x, a | r) P(y | r).
 
     Args:
