@@ -8,7 +8,7 @@ IGL-P fit of 2,000 digits interactions in a fresh process (one thread, this proj
 machine) took some 124,000 page faults and 0.18 s of system time, 0.43 to 0.48 s wall,
 where the second fit in that process took 0.21 s; with the pad below the first takes 4,000
 faults and 0.21 to 0.26 s (``iglearn fit --algorithm igl-p`` of that log: 1.56 to 1.66 s wall
-before, 1.27 to 1.39 s with it).
+before, 1.32 to 1.36 s with it).
 
 iglearn's command (``iglearn``, :func:`iglearn.cli.command`) and the service's learning worker
 ask glibc to grow the heap by :data:`HEAP_PAD` beyond each request and to keep that much free
