@@ -26,14 +26,14 @@ __all__ = ["HEAP_PAD", "MMAP_THRESHOLD", "pad_heap"]
 
 HEAP_PAD = 64 * 2**20
 """Bytes (64 MiB) glibc's ``malloc`` adds to each growth of the heap and keeps free at its top
-in iglearn's own processes (``M_TOP_PAD``): more than the largest tensors a step of a fit of a
-few thousand interactions frees, and memory the process touches only once."""
+in iglearn's own processes (``M_TOP_PAD``): more than the tensors a step of a fit of a few
+thousand interactions frees; a process may keep up to this much more resident than it uses."""
 
 MMAP_THRESHOLD = 32 * 2**20
 """Bytes (32 MiB, glibc's own ceiling for its adaptive threshold) from which an allocation is
 mapped on its own and given back when freed, in iglearn's own processes
-(``M_MMAP_THRESHOLD``): setting the pad fixes glibc's threshold, which would otherwise stay
-at 128 KiB and map, and fault in, every tensor of more."""
+(``M_MMAP_THRESHOLD``). Setting the pad turns glibc's adaptive threshold off, which would
+leave it at 128 KiB: every tensor of more mapped, and faulted in, on its own."""
 
 M_TOP_PAD, M_MMAP_THRESHOLD = -2, -3
 """glibc's ``mallopt`` parameter numbers of the top pad and of the mapping threshold
