@@ -215,7 +215,7 @@ def partnering_sum(scores: torch.Tensor) -> torch.Tensor:
     :func:`following`). The rows, their last m put first, are read along the anti-diagonals
     of the (n + m, m) table as a strided view."""
     n, m = scores.shape[-2:]
-    table = torch.cat([scores[..., n - m:, :], scores], -2).contiguous()
+    table = torch.cat([scores[..., n - m:, :], scores], -2)  # a new tensor, contiguous
     # row l - k + m, column k - 1 lies at l m + (m - 1) + (m - k)(m - 1) in the table
     view = table.as_strided((*table.shape[:-2], n, m), (*table.stride()[:-2], m, m - 1),
                             table.storage_offset() + m - 1)
