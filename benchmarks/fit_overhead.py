@@ -3,7 +3,7 @@
     OMP_NUM_THREADS=1 python benchmarks/fit_overhead.py [--sizes 500 2000] [--mnist DIR]
                                                         [--repeats 3] [--learners igl cb ...]
 
-For each learner (IGL, AI-IGL, IGL-P, CB, SUP) and log size, the CPU seconds
+For each learner (IGL, AI-IGL, IGL-P, CB, SUP, VI-IGL) and log size, the CPU seconds
 (``time.process_time``, the median of ``--repeats`` fits) of one ``fit`` on a uniformly logged
 64-dimensional log: scikit-learn's digits (AI-IGL: action-inclusive digits), and its greedy
 accuracy on the environment's test set. With ``--mnist DIR`` (the MNIST folder), also the
@@ -37,7 +37,14 @@ LEARNERS: dict[str, Callable[[int], object]] = {
     "iglp": lambda seed: IGLP(seed=seed),
     "cb": lambda seed: ContextualBandit(seed=seed),
     "sup": lambda seed: Supervised(seed=seed),
+    "vi-igl": lambda seed: _vi_igl()(seed=seed),
 }
+
+
+def _vi_igl() -> type:
+    """VIIGL, imported when measured: a tree without it still measures the others."""
+    from iglearn.learners.vi_igl import VIIGL
+    return VIIGL
 
 
 def environment(learner: str, dataset: str, data_dir: str | None) -> Environment:

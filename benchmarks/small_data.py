@@ -4,7 +4,7 @@ CPU-seconds of each fit.
 
     python benchmarks/small_data.py [--sizes 200,500,1000,2000,5000] [--seeds 16]
                                     [--tasks digits,action-inclusive-digits,bci,personalised]
-                                    [--learners IGL,AI-IGL,IGL-P,CB,SUP]
+                                    [--learners IGL,AI-IGL,IGL-P,CB,SUP,VI-IGL]
                                     [--features given,raw,standardised,...] [--jobs N]
                                     [--out results/small-data] [--fresh] [--quick]
 
