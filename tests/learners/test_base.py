@@ -113,3 +113,23 @@ def test_a_frame_with_its_own_columns_fits_saves_and_predicts_by_name(tmp_path):
     assert loaded.accuracy(frame, best) > 0.6     # chance is 1/3
     with pytest.raises(IGLearnError, match="clicks"):
         loaded.predict(frame[["age"]])
+
+
+@pytest.mark.parametrize("name, d, model", [("AI-IGL", 784, "policy and decoders"),
+                                            ("IGL-P", 128, "inverse-kinematics model")])
+def test_a_fit_that_diverges_is_refused_naming_the_log_and_the_model(name, d, model,
+                                                                     wide_log, monkeypatch):
+    # without the decay's limit these fits diverge to NaN (tests/learners/test_training.py)
+    from iglearn.experiments.family import make_learner
+    from iglearn.learners import training
+
+    monkeypatch.setattr(training, "DECAY_STEP_LIMIT", float("inf"))
+    log = dataclasses.replace(wide_log(60, d), source="wide.npz")
+    learner = make_learner(name, np.random.default_rng(0))
+    with warnings.catch_warnings(), pytest.raises(IGLearnError) as refused:
+        warnings.simplefilter("ignore")
+        learner.fit(log)
+    message = str(refused.value)
+    assert message.startswith("wide.npz: the fit diverged") and model in message
+    assert "lower the learning rate" in message and "\n" not in message
+    assert getattr(learner, "policy_", None) is None  # nothing of the fit is kept

@@ -2,7 +2,7 @@
 
 import pytest
 
-from iglearn.learners.restarts import Attempt, adaptive_restart
+from iglearn.learners.restarts import Attempt, adaptive_restart, best_of, diverged
 
 # trial 0 passes at once; trial 1 at its third attempt; trial 2 never
 RANKS = {0: [5.0], 1: [1.0, 3.0, 2.0], 2: [4.0, 4.0, 1.0, 4.0]}
@@ -80,3 +80,22 @@ def test_a_group_stops_once_one_of_its_trials_settles_it(ahead):
     seen.clear()
     adaptive_restart(4, 3, attempt)
     assert seen == [[0, 1, 2, 3], [0, 1, 3], [0, 1, 3], [0, 1, 3]]
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("ranks, kept", [
+    ([NAN, -0.5, 0.2, 0.2], 2),          # a first attempt that diverged is replaced
+    ([0.1, NAN, -0.3], 0),               # and never replaces one that did not
+    ([NAN, NAN], 0),                     # all diverged: the first, as before
+    ([(True, 0.2), (True, NAN), (False, 0.9)], 0),   # a tuple rank holding NaN diverged
+    ([(True, NAN), (False, -1.0)], 1),
+])
+def test_a_diverged_attempt_is_never_kept_over_one_that_did_not(ranks, kept):
+    def attempt(numbers: list[int], pending: list[int]) -> list[Attempt[int]]:
+        return [Attempt(n, ranks[n], False, ranks[n]) for n in numbers]
+
+    best, _ = adaptive_restart(1, len(ranks) - 1, attempt)
+    assert best[0].fitted == kept == best_of(ranks)
+    assert not diverged(ranks[kept]) or all(map(diverged, ranks))

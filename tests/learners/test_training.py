@@ -1,7 +1,9 @@
 """The shared optimiser: stages, and weight decay scaled by inputs per sample."""
 
 import math
+import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -243,3 +245,32 @@ def test_a_progress_bar_counts_every_stage_epoch_even_of_a_stage_that_stops_earl
     assert "extended" in err and "2000/2000" in err  # completed though it stopped early
     optimise([fixed], data, settings, generators)
     assert capsys.readouterr().err == ""  # no bar without a description
+
+
+def test_a_decay_beyond_one_step_of_the_rate_at_most_zeroes_a_weight():
+    # Zero loss on one interaction: 8 * 50 / 1 = 400 per unit rate, 4 times the peak rate's
+    # 0.01; unbounded, each step would multiply the weights by 1 - 4 = -3.
+    settings = Optimisation(epochs=1, max_steps=20, batch_size=100, lr=0.01)
+    weights = _fit(1, settings).weight.detach()
+    assert torch.isfinite(weights).all()
+    # at most zeroed (up to float rounding of 1 - rate * decay): never grown, never flipped
+    assert float(weights.min()) > -1e-6 and float(weights.max()) < 1.0
+    groups = training._decay_groups(Stage(1, list(torch.nn.Linear(50, 2).parameters()),
+                                          lambda batch: torch.zeros(1)), settings, 1)
+    assert all(group["lr"] * group["weight_decay"] <= training.DECAY_STEP_LIMIT
+               for group in groups)
+
+
+@pytest.mark.parametrize("name, d", [("AI-IGL", 784), ("IGL-P", 128), ("IGL", 784),
+                                     ("VI-IGL", 784)])
+def test_a_few_dozen_interactions_of_many_features_fit_without_diverging(name, d, wide_log):
+    # 60 interactions of 784 pixels (IGL-P: 128 x 128 inverse-kinematics products): the
+    # data-scaled decays are 8 d / 60, far beyond one step of the learning rate; AI-IGL's and
+    # IGL-P's fits diverged to NaN before DECAY_STEP_LIMIT
+    from iglearn.experiments.family import make_learner
+
+    log = wide_log(60, d)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        learner = make_learner(name, np.random.default_rng(0)).fit(log)
+    assert np.isfinite(learner.predict_proba(log.context)).all()

@@ -83,7 +83,7 @@ from iglearn.data.limits import check_fit_size
 from iglearn.data.scaling import Mode, SameUnit, standardised_feedback
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
-from iglearn.learners.base import StackableLearner
+from iglearn.learners.base import StackableLearner, check_finite_fit
 from iglearn.learners.baselines import reward_stages
 from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
 from iglearn.learners.e2g import EpochGreedy
@@ -220,6 +220,7 @@ class AIIGL(AIIGLSettings, StackableLearner):
         seconds = (time.perf_counter() - start) / len(learners)
         for t, (learner, (policy, decoders, tried)) in enumerate(zip(learners, fits,
                                                                      strict=True)):
+            check_finite_fit(logs[t], {"policy": policy, "decoders": decoders})
             learner.policy_, learner.decoders_ = policy, decoders
             learner.report_ = learner._report(logs[t], data.select([t]), seconds)
             learner.report_.restarts, learner.report_.attempt_indicators = len(tried) - 1, tried

@@ -4,7 +4,8 @@ and what the learners trained by gradient share: fitting many trials as one comp
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import numpy as np
@@ -23,6 +24,7 @@ from iglearn.data.scaling import (
 from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError
+from iglearn.learners.stream import min_probability
 from iglearn.learners.trials import as_tensor
 from iglearn.models import Policy
 from iglearn.seeding import SeedLike
@@ -214,6 +216,28 @@ class StackableLearner(PolicyLearner):
             group = [t for t, own in enumerate(kinds) if own == kind]
             cls._fit_stacked([learners[t] for t in group], [logs[t] for t in group])
         return True
+
+
+def check_finite_fit(log: InteractionLog | LogStream,
+                     models: Mapping[str, torch.nn.Module | Iterable[torch.nn.Module]],
+                     values: Mapping[str, float] | None = None) -> None:
+    """Refuse the fit of ``log`` whose fitted ``models`` (by name: a module or several) hold a
+    NaN or infinite parameter, or one of whose ``values`` (by name: the indicator) is not
+    finite: it diverged, and the policy's actions would be arbitrary. The message names what
+    diverged and what to change."""
+    broken = [f"its {name} is {value}" for name, value in (values or {}).items()
+              if not math.isfinite(value)]
+    names = [name for name, model in models.items()
+             if not all(bool(p.isfinite().all())
+                        for part in ([model] if isinstance(model, torch.nn.Module) else model)
+                        for p in part.parameters())]
+    if names:
+        broken.append(f"NaN or infinite values in its {' and '.join(names)}")
+    if broken:
+        raise IGLearnError(
+            f"{log.source}: the fit diverged ({'; '.join(broken)}); the smallest logged "
+            f"probability is {min_probability(log):.3g} (importance weight 1/p): drop or clip "
+            f"near-zero probabilities, or lower the learning rate")
 
 
 def _shape(log: InteractionLog | LogStream) -> tuple[int, ...]:

@@ -13,7 +13,7 @@ import torch
 from iglearn.data.limits import check_fit_size
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
-from iglearn.learners.base import StackableLearner
+from iglearn.learners.base import StackableLearner, check_finite_fit
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
 from iglearn.learners.settings import FitSettings, Optimisation
 from iglearn.learners.stream import AnyLog, has_field, training_data
@@ -75,7 +75,8 @@ class _Baseline(FitSettings, StackableLearner):
                    for learner, each in zip(learners, logs, strict=True)]
         first.fit_models(policies, training_data(logs, cls.needs, scalers), generators)
         seconds = (time.perf_counter() - start) / len(learners)
-        for learner, policy in zip(learners, policies, strict=True):
+        for learner, each, policy in zip(learners, logs, policies, strict=True):
+            check_finite_fit(each, {"policy": policy})
             learner.policy_, learner.seconds_ = policy, seconds
 
     def fit_models(self, policies: Sequence[Policy], data: Source,

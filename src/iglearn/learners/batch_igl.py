@@ -38,7 +38,7 @@ from iglearn.data.scaling import Standardiser
 from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
-from iglearn.learners.base import StackableLearner
+from iglearn.learners.base import StackableLearner, check_finite_fit
 from iglearn.learners.corrector import (
     Correction,
     corrector_statistics,
@@ -53,7 +53,7 @@ from iglearn.learners.objective import (
     policy_minorant,
     self_normalised_objective,
 )
-from iglearn.learners.restarts import Attempt, adaptive_restart
+from iglearn.learners.restarts import Attempt, adaptive_restart, best_of
 from iglearn.learners.settings import (
     CONTINUED_STEPS,
     HOLDOUT_SHARE,
@@ -68,7 +68,6 @@ from iglearn.learners.settings import (
 from iglearn.learners.stream import (
     AnyLog,
     action_counts,
-    min_probability,
     training_data,
 )
 from iglearn.learners.training import Stage, run_stage, stage_epochs
@@ -291,13 +290,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         for t, (learner, log, fit, statistic, action_share) in enumerate(
                 zip(learners, logs, fits, statistics, explained, strict=True)):
             value, policy, decoder, tried, error = fit
-            parameters = [*policy.parameters(), *decoder.parameters()]
-            if not (np.isfinite(value) and all(bool(p.isfinite().all()) for p in parameters)):
-                raise IGLearnError(
-                    f"{log.source}: the fit diverged (indicator {value}, or a parameter not "
-                    f"finite); the smallest logged probability is {min_probability(log):.3g} "
-                    f"(importance weight 1/p): drop or clip near-zero probabilities, or lower "
-                    f"the learning rate")
+            check_finite_fit(log, {"policy": policy, "decoder": decoder}, {"indicator": value})
             notes = identifiability_warnings(log)
             if not first.passes(value, error, k):
                 notes.append(f"no initialisation passed the restart threshold (indicator "
@@ -370,7 +363,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             settle_confidence=self.restart_confidence)
         scores = [[fit[0] for fit in fits[t * starts:(t + 1) * starts]]
                   for t in range(len(logs))]
-        best = [t * starts + int(np.argmax(score)) for t, score in enumerate(scores)]
+        best = [t * starts + best_of(score) for t, score in enumerate(scores)]
         return [(fits[b][1], fits[b][2]) for b in best], scores
 
     def fit_with_restarts(self, data: Source, n_actions: int,

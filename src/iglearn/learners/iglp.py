@@ -74,7 +74,7 @@ from iglearn.data.limits import check_fit_size
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Mode, Origins, SameUnit, check_users_unit
 from iglearn.errors import IGLearnError, check_choice
-from iglearn.learners.base import PolicyLearner
+from iglearn.learners.base import PolicyLearner, check_finite_fit
 from iglearn.learners.monitor import ShortReport
 from iglearn.learners.objective import at_action
 from iglearn.learners.regression import (
@@ -592,6 +592,13 @@ class IGLP(IGLPSettings, PolicyLearner):
             self.fit_arrays(self.standardised(log.context), log.action, log.probability,
                             self.standardised_feedback(log.feedback), flags, log.n_actions,
                             settings)
+        try:
+            check_finite_fit(log, {"inverse-kinematics model": self.ik_,
+                                   "flag model": self.flags_, "reward model": self.policy_})
+        except IGLearnError:  # a diverged fit leaves no model behind
+            for name in ("ik_", "flags_", "policy_"):
+                vars(self).pop(name, None)
+            raise
         self.report_.seconds = time.perf_counter() - start
         return self
 

@@ -15,6 +15,8 @@ side by side cheap; the loop keeps what one attempt at a time would have kept.
 
 from __future__ import annotations
 
+import math
+import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -30,11 +32,39 @@ class Attempt(Generic[Fitted]):
 
     fitted: Fitted
     rank: Any
+    """A number, or a tuple compared element by element; one that is or holds NaN (a fit that
+    diverged) ranks below every other (:func:`outranks`)."""
     passed: bool
     record: Any
     settles: bool = False
     """With ``groups`` (:func:`adaptive_restart`): whether the attempt also ends its group's
     other trials."""
+
+
+def diverged(rank: Any) -> bool:
+    """Whether an attempt's ``rank`` is or holds a NaN: its fit diverged."""
+    values = rank if isinstance(rank, tuple) else (rank,)
+    return any(isinstance(value, numbers.Real) and math.isnan(value) for value in values)
+
+
+def outranks(rank: Any, kept: Any) -> bool:
+    """Whether an attempt of ``rank`` replaces the trial's best so far, of rank ``kept``: a
+    larger rank, or any rank but a diverged one over a diverged one (NaN compares false
+    either way, and would keep the first attempt that diverged over every later one)."""
+    if diverged(rank):
+        return False
+    return diverged(kept) or rank > kept
+
+
+def best_of(ranks: Sequence[Any]) -> int:
+    """The index of the attempt :func:`adaptive_restart` keeps among attempts of ``ranks``,
+    in the order they were made: the first of the largest, never a diverged one unless all
+    are (:func:`outranks`)."""
+    best = 0
+    for i, rank in enumerate(ranks):
+        if outranks(rank, ranks[best]):
+            best = i
+    return best
 
 
 def adaptive_restart(trials: int, max_restarts: int,
@@ -56,7 +86,8 @@ def adaptive_restart(trials: int, max_restarts: int,
     attempt at a time, as long as each attempt's fit depends on its trial and number only.
 
     Returns:
-        per trial, its best attempt (largest rank) and the records of all its attempts.
+        per trial, its best attempt (largest rank, the first of equal ones; a diverged one
+        only when every attempt diverged) and the records of all its attempts.
     """
     if ahead < 1:
         raise ValueError(f"ahead must be at least 1, got {ahead}")
@@ -73,7 +104,7 @@ def adaptive_restart(trials: int, max_restarts: int,
             attempts = [fitted[n, t] for t in pending]
             for t, tried in zip(pending, attempts, strict=True):
                 records[t].append(tried.record)
-                if t not in best or tried.rank > best[t].rank:
+                if t not in best or outranks(tried.rank, best[t].rank):
                     best[t] = tried
             settled = set() if groups is None else {
                 groups[t] for t, tried in zip(pending, attempts, strict=True) if tried.settles}

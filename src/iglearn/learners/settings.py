@@ -114,7 +114,9 @@ class Optimisation:
     output and fades as the data grows (on MNIST, d = 784: 1.6 at 4000 samples, 0.1 at 60000).
     Without it, a few thousand interactions let pi and psi co-adapt to the sample: psi calls
     far more than a K-th of the feedback a reward and the policy follows it. Biases are not
-    decayed; 0 switches this iglearn addition off."""
+    decayed; 0 switches this iglearn addition off. One step takes at most the whole weight
+    (the decay is at most :data:`~iglearn.learners.training.DECAY_STEP_LIMIT` over the peak
+    learning rate), however many inputs a few interactions have."""
 
     def __post_init__(self) -> None:
         counts = {"grounding_epochs": self.grounding_epochs,

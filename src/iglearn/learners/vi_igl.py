@@ -78,7 +78,7 @@ from iglearn.data.limits import check_fit_size
 from iglearn.data.scaling import Origins, standardised_feedback
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
-from iglearn.learners.base import StackableLearner
+from iglearn.learners.base import StackableLearner, check_finite_fit
 from iglearn.learners.baselines import reward_stages
 from iglearn.learners.batch_igl import (
     AMBIGUITY_MARGIN,
@@ -87,7 +87,7 @@ from iglearn.learners.batch_igl import (
 )
 from iglearn.learners.corrector import decoded_shares
 from iglearn.learners.monitor import ShortReport
-from iglearn.learners.restarts import Attempt, adaptive_restart
+from iglearn.learners.restarts import Attempt, adaptive_restart, best_of
 from iglearn.learners.settings import (
     DIVERGENCES,
     VIIGL_OPTIMISATION,
@@ -822,7 +822,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
         seconds = (time.perf_counter() - start) / len(learners)
         for t, learner in enumerate(learners):
             bounds = [bound for _, bound in attempts[t]]
-            best = int(np.argmax(bounds))
+            best = best_of(bounds)  # the attempt fit_decoders kept
             notes = []
             if k == 2:
                 notes.append("K = 2: the reward need not be the rarer event of the log, so the "
@@ -841,6 +841,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
             notes += action_warning(explained, "VI-IGL")
             for note in notes:
                 warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line
+            check_finite_fit(logs[t], {"policy": policies[t], "decoder": decoders[t]})
             learner.policy_, learner.decoder_ = policies[t], decoders[t]
             learner.seconds_ = seconds
             learner.report_ = VIIGLReport(
