@@ -4,6 +4,7 @@ CPU-seconds of each fit.
 
     python benchmarks/small_data.py [--sizes 200,500,1000,2000,5000] [--seeds 16]
                                     [--tasks digits,action-inclusive-digits,bci,personalised]
+                                    (or mnist)
                                     [--learners IGL,AI-IGL,IGL-P,CB,SUP,VI-IGL]
                                     [--features given,raw,standardised,...] [--jobs N]
                                     [--out results/small-data] [--fresh] [--quick]
@@ -30,7 +31,10 @@ unless ``--features`` says otherwise), with the same learner seed:
 Tasks (``iglearn simulate`` names): ``digits`` (the 2021 task on scikit-learn's digits, K = 10),
 ``action-inclusive-digits`` (the feedback shows the digit (a + 6 r - 3) mod 10),
 ``bci`` (the simulated BCI at noise 0.05, K = 3) and ``personalised`` (VW's IGL simulator:
-one-hot users and tokens, K = 7). Learners (each with its default settings and linear models):
+one-hot users and tokens, K = 7); with ``--tasks mnist``, the 2021 task on MNIST (784 pixels,
+K = 10; the MNIST files found as ``iglearn`` finds them: ``IGLEARN_DATA``, the user cache or a
+verified download), where a few hundred interactions give each weight matrix far more inputs
+than interactions. Learners (each with its default settings and linear models):
 IGL (BatchIGL), AI-IGL (AIIGL), IGL-P (IGLP), CB (the true reward), SUP (the labels), each on
 the tasks where ``iglearn reproduce family`` runs it (every learner on digits,
 action-inclusive digits and personalised), and on BCI those of ``iglearn reproduce
@@ -38,12 +42,12 @@ action-inclusive`` (all but IGL-P).
 
 Measured per fit: the greedy policy's accuracy on the task's test contexts (539 held-out
 digits, 3000 BCI trials, the 4 (user, time of day) pairs of the simulator, where it is the
-share on which the enjoyed topic is picked), its expected true reward, and the fit's
-CPU-seconds (``time.process_time`` around ``fit``, one torch thread) and wall seconds; for 2021
-IGL and VI-IGL also the share of the decoded reward's variance that the logged action explains
-(their reports' ``action_explained``, above which they warn that the feedback may show the
-action). A fit that refuses or fails with an iglearn error is counted as failed and scored
-nowhere.
+share on which the enjoyed topic is picked, MNIST's 10,000 test images), its expected true
+reward, and the fit's CPU-seconds (``time.process_time`` around ``fit``, one torch thread)
+and wall seconds; for 2021 IGL and VI-IGL also the share of the decoded reward's variance that
+the logged action explains (their reports' ``action_explained``, above which they warn that
+the feedback may show the action). A fit that refuses or fails with an iglearn error is
+counted as failed and scored nowhere.
 
 Writes ``OUT/small_data.csv`` (iglearn's tidy result schema: experiment, method, trial, seed,
 step = the log size, task, features, metric, value), ``OUT/small_data.md`` (mean and worst
@@ -87,8 +91,10 @@ from iglearn.seeding import integer_seed, spawn_seeds
 from iglearn.theory import ACTION_EXPLAINED
 
 EXPERIMENT = "small_data"
-TASKS = ("digits", "action-inclusive-digits", "bci", "personalised")
-"""The tasks, by their ``iglearn simulate`` names."""
+TASKS = ("digits", "action-inclusive-digits", "bci", "personalised", "mnist")
+"""The tasks, by their ``iglearn simulate`` names (a task's place seeds its logs)."""
+DEFAULT_TASKS = TASKS[:4]
+"""The tasks run unless ``--tasks`` says otherwise: MNIST only when asked for."""
 BCI_NOISE = 0.05
 """The BCI simulation's noise level."""
 SIZES = (200, 500, 1000, 2000, 5000)
@@ -116,16 +122,16 @@ QUICK = {"sizes": (200,), "seeds": 2, "tasks": ("bci", "personalised")}
 """The grid of ``--quick``, where the options do not say otherwise."""
 
 
-def environment(task: str) -> Environment:
-    """The task's environment (built once per process)."""
-    return named_environment(task, None, BCI_NOISE)
+def environment(task: str, data_dir: str | None = None) -> Environment:
+    """The task's environment (built once per process); ``data_dir``: the MNIST folder."""
+    return named_environment(task, data_dir, BCI_NOISE)
 
 
-def learners_of(task: str) -> tuple[str, ...]:
+def learners_of(task: str, data_dir: str | None = None) -> tuple[str, ...]:
     """The learners run on ``task``: those the family comparison fits there (all but those
     :func:`iglearn.experiments.family.not_run` rules out), on the BCI those of the
     action-inclusive reproduction; in :data:`LEARNERS` order."""
-    env = environment(task)
+    env = environment(task, data_dir)
     if task == "bci":
         return tuple(m for m in LEARNERS if m in action_inclusive.METHODS)
     return tuple(m for m in LEARNERS if family.not_run(m, env) is None)
@@ -139,7 +145,7 @@ class SmallDataConfig:
     """Logged interactions per fit."""
     seeds: int = 16
     """Seeds per (task, size): fresh logs and learner initialisations each."""
-    tasks: tuple[str, ...] = TASKS
+    tasks: tuple[str, ...] = DEFAULT_TASKS
     """Tasks, of :data:`TASKS`."""
     learners: tuple[str, ...] = LEARNERS
     """Learners, of :data:`LEARNERS` (each run only on the tasks of :func:`learners_of`)."""
@@ -147,6 +153,9 @@ class SmallDataConfig:
     """Features variants, of :data:`FEATURES`."""
     seed: int = 0
     """Root seed; each seed index's sequence is spawned from it."""
+    data_dir: str | None = None
+    """The MNIST folder, for the task ``mnist`` (None: ``IGLEARN_DATA``, the user cache or a
+    verified download)."""
 
     def check(self) -> None:
         """Refuse settings that cannot run."""
@@ -160,7 +169,8 @@ class SmallDataConfig:
             raise IGLearnError("--sizes: give distinct log sizes of at least 1")
         if self.seeds < 1:
             raise IGLearnError("--seeds must be at least 1")
-        if not any(set(learners_of(t)) & set(self.learners) for t in self.tasks):
+        if not any(set(learners_of(t, self.data_dir)) & set(self.learners)
+                   for t in self.tasks):
             raise IGLearnError(f"no learner of {','.join(self.learners)} runs on "
                                f"{','.join(self.tasks)}; see learners_of")
 
@@ -168,7 +178,7 @@ class SmallDataConfig:
         """Every (task, size, seed index), largest logs first so workers finish together."""
         return [(task, size, s) for size in sorted(self.sizes, reverse=True)
                 for task in self.tasks for s in range(self.seeds)
-                if set(learners_of(task)) & set(self.learners)]
+                if set(learners_of(task, self.data_dir)) & set(self.learners)]
 
 
 def raw(values: np.ndarray) -> np.ndarray:
@@ -269,13 +279,13 @@ def run_cell(config: SmallDataConfig, index: int, seed: np.random.SeedSequence) 
     task, size, s = config.cells()[index]
     seed_int = integer_seed(seed)
     t = TASKS.index(task)
-    env = environment(task)
+    env = environment(task, config.data_dir)
     log = env.log(size, np.random.default_rng([seed_int, t, size]))
     log = dataclasses.replace(log, source=task)
     rows: list[dict] = []
     for features in config.features:
         fitted, to_context = variant(log, features)
-        for method in learners_of(task):
+        for method in learners_of(task, config.data_dir):
             if method not in config.learners:
                 continue
             warm_up(method, fitted)
@@ -320,7 +330,7 @@ def summary(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _rows(table: pd.DataFrame, config: SmallDataConfig) -> list[tuple[str, str]]:
-    return [(task, m) for task in config.tasks for m in learners_of(task)
+    return [(task, m) for task in config.tasks for m in learners_of(task, config.data_dir)
             if m in config.learners and ((table["task"] == task) & (table["method"] == m)).any()]
 
 
@@ -350,7 +360,7 @@ def _explained_lines(frame: pd.DataFrame, config: SmallDataConfig, sizes: list[i
              "| task | learner | " + " | ".join(f"{n}" for n in sizes) + " |",
              "|---|---|" + "---|" * len(sizes)]
     for task in config.tasks:
-        for m in learners_of(task):
+        for m in learners_of(task, config.data_dir):
             cells = [f"{row.low:.2f}–{row.high:.2f}, {int(row.warned)} of {int(row.fits)}"
                      if (row := _row(table, (task, m, n))) is not None else "–" for n in sizes]
             if any(c != "–" for c in cells):
@@ -390,7 +400,8 @@ def markdown(frame: pd.DataFrame, config: SmallDataConfig, wall: float | None = 
         "",
         "Learners per task (as `iglearn reproduce family` runs them; BCI as `iglearn "
         "reproduce action-inclusive`): " + "; ".join(
-            f"{task}: {', '.join(m for m in learners_of(task) if m in config.learners)}"
+            f"{task}: "
+            f"{', '.join(m for m in learners_of(task, config.data_dir) if m in config.learners)}"
             for task in config.tasks) + ".",
         "",
         f"{len(total)} fits, {total.sum():.0f} CPU-seconds of fitting in all"
@@ -480,12 +491,15 @@ def parse(argv: list[str] | None = None) -> tuple[SmallDataConfig, Execution, Pa
     parser.add_argument("--sizes", type=numbers, help="log sizes, comma-separated "
                         f"(default {','.join(map(str, SIZES))})")
     parser.add_argument("--seeds", type=int, help="seeds per task and size (default 16)")
-    parser.add_argument("--tasks", type=words, help=f"comma-separated, of {','.join(TASKS)}")
+    parser.add_argument("--tasks", type=words, help=f"comma-separated, of {','.join(TASKS)} "
+                        f"(default {','.join(DEFAULT_TASKS)})")
     parser.add_argument("--learners", type=words,
                         help=f"comma-separated, of {','.join(LEARNERS)}")
     parser.add_argument("--features", type=words,
                         help=f"comma-separated, of {','.join(FEATURES)}")
     parser.add_argument("--seed", type=int, default=0, help="root seed")
+    parser.add_argument("--data-dir", help="the MNIST folder, for the task mnist (default: "
+                        "IGLEARN_DATA, the user cache or a verified download)")
     parser.add_argument("--jobs", type=int, default=None,
                         help="worker processes (default: every core; 1 runs in this process)")
     parser.add_argument("--out", default="results/small-data", help="output folder")
@@ -497,7 +511,8 @@ def parse(argv: list[str] | None = None) -> tuple[SmallDataConfig, Execution, Pa
     given = {name: getattr(args, name) for name in ("sizes", "seeds", "tasks", "learners",
                                                     "features")
              if getattr(args, name) is not None}
-    config = SmallDataConfig(**{**(QUICK if args.quick else {}), **given}, seed=args.seed)
+    config = SmallDataConfig(**{**(QUICK if args.quick else {}), **given}, seed=args.seed,
+                             data_dir=args.data_dir)
     return config, Execution(jobs=args.jobs, fresh=args.fresh), Path(args.out)
 
 
@@ -507,7 +522,8 @@ def main(argv: list[str] | None = None) -> int:
         config.check()
         folder = prepare_output(out)
         cells = config.cells()
-        fits = sum(len(set(learners_of(task)) & set(config.learners)) * len(config.features)
+        fits = sum(len(set(learners_of(task, config.data_dir)) & set(config.learners))
+                   * len(config.features)
                    for task, _, _ in cells)
         print(f"small_data: {len(cells)} cells, {fits} fits, on {execution.workers()} "
               f"worker(s); writing {folder}", flush=True)

@@ -128,5 +128,10 @@ def test_refuses_a_grid_with_nothing_to_run(small_data, tmp_path, capsys):
     assert small_data.main(["--tasks", "bci", "--learners", "IGL-P",
                             "--out", str(tmp_path)]) == 2
     assert "no learner of IGL-P runs on bci" in capsys.readouterr().err
-    assert small_data.main(["--tasks", "mnist", "--out", str(tmp_path)]) == 2
-    assert "--tasks mnist" in capsys.readouterr().err
+    assert small_data.main(["--tasks", "emnist", "--out", str(tmp_path)]) == 2
+    assert "--tasks emnist" in capsys.readouterr().err
+    # MNIST runs only when asked for, from the folder given
+    assert "mnist" not in small_data.SmallDataConfig().tasks
+    assert small_data.main(["--tasks", "mnist", "--data-dir", str(tmp_path / "none"),
+                            "--out", str(tmp_path)]) == 2
+    assert str(tmp_path / "none") in capsys.readouterr().err
