@@ -276,3 +276,20 @@ def test_a_log_too_small_to_fit_exits_2_naming_the_count_and_the_minimum(tmp_pat
     code, _, err = run(capsys, "reproduce", "family", "--samples", samples, "--trials", 1,
                        "--out", tmp_path / "family")
     assert code == 2 and "at least 20 (2 per action)" in err
+
+
+@pytest.mark.parametrize("algorithm", ["igl", "ai-igl", "igl-p", "vi-igl"])
+def test_a_log_whose_feedback_never_varies_exits_2_and_writes_nothing(tmp_path, capsys,
+                                                                     algorithm):
+    log = tmp_path / "flat.npz"
+    assert run(capsys, "simulate", "digits", "--samples", 200, "--out", log)[0] == 0
+    flat = read_log(log)
+    write_table(flat.__class__(context=flat.context, action=flat.action,
+                               probability=flat.probability,
+                               feedback=np.zeros_like(flat.feedback), n_actions=10), log)
+    before = listing(tmp_path)
+    code, out, err = run(capsys, "fit", log, "--algorithm", algorithm, "--out",
+                         tmp_path / "model")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "the feedback is the same in all 200 interactions" in err
+    assert listing(tmp_path) == before

@@ -557,7 +557,7 @@ def test_per_user_grounding_settings_are_checked():
         with pytest.raises(IGLearnError, match="ik_starts must be a whole number >= 1"):
             IGLP(users=USERS, ik_starts=starts)
     log = InteractionLog(context=np.ones((60, 3)), action=np.arange(60) % 3,
-                         probability=np.full(60, 1 / 3), feedback=np.ones((60, 2)),
+                         probability=np.full(60, 1 / 3), feedback=np.eye(2)[np.arange(60) % 2],
                          n_actions=3)
     with pytest.raises(IGLearnError, match="users is 3 but the contexts have 3 features"):
         IGLP(users=3).fit(log)

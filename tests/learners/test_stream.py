@@ -4,6 +4,7 @@ log in memory."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 
@@ -14,7 +15,7 @@ import torch
 
 from iglearn import AIIGL, BatchIGL, ContextualBandit, LogStream, Supervised, open_log
 from iglearn.data.formats import write_table
-from iglearn.data.limits import MIN_PER_ACTION
+from iglearn.data.limits import MIN_PER_ACTION, check_feedback_varies
 from iglearn.data.stream import StreamSettings
 from iglearn.envs import action_inclusive_environment, digits_environment
 from iglearn.errors import IGLearnError
@@ -27,6 +28,7 @@ from iglearn.learners.iglp import IGLP
 from iglearn.learners.stream import StreamTrials, training_data
 from iglearn.learners.trials import fixed_signal
 from iglearn.learners.unsupervised import UnsupervisedBandit
+from iglearn.learners.vi_igl import VIIGL
 from iglearn.models import make_decoder, make_policy
 from iglearn.models.stacked import stack
 
@@ -142,6 +144,20 @@ def test_a_log_too_small_to_fit_is_refused_naming_the_count_and_the_minimum(make
     with pytest.raises(IGLearnError, match=shown + r"for 10 actions is too few to fit; a fit "
                                            r"needs at least 20 \(2 per action\)"):
         make(seed=0).fit(log)
+
+
+@pytest.mark.parametrize("make", [BatchIGL, AIIGL, IGLP, VIIGL])
+def test_a_log_whose_feedback_never_varies_is_refused_by_the_learners_that_read_it(make):
+    log = digits_environment().log(300, seed=0)
+    log = dataclasses.replace(log, feedback=np.full_like(log.feedback, 0.25), source="flat.npz")
+    with pytest.raises(IGLearnError, match=r"^flat.npz: the feedback is the same in all 300 "
+                                           r"interactions; .*check how the feedback was logged"):
+        make(seed=0).fit(log)
+    for reader in (ContextualBandit, Supervised):  # they read the reward or the label
+        assert reader(seed=0, optimisation=QUICK).fit(log).predict(log.context).shape == (300,)
+    varied = log.feedback.copy()
+    varied[-1, 0] = 1.0  # one interaction differs: the check passes
+    check_feedback_varies([dataclasses.replace(log, feedback=varied)])
 
 
 @pytest.mark.filterwarnings("ignore::iglearn.learners.IdentifiabilityWarning")

@@ -203,8 +203,9 @@ def test_a_worker_whose_service_has_ended_stores_nothing(tmp_path):
 
 @pytest.mark.slow
 def test_a_refit_not_identified_is_stored_but_not_served(database, tmp_path):
-    """A real service: a re-fit on feedback that says nothing (its indicator is not above
-    the restart threshold) is stored and logged as held back, and neither this process nor
+    """A real service: a re-fit on feedback that says nothing (it alternates whatever the
+    action; its indicator is not above the restart threshold) is stored and logged as held
+    back, and neither this process nor
     its pickup serves it; a re-fit on feedback that tells right from wrong is served."""
     running = start_service(tmp_path, database, learning={"serve_unidentified": False},
                             exploration={"seed": 3},
@@ -222,11 +223,11 @@ def check_held_back_then_served(running: Running, client: httpx.Client,
     # each re-fit runs up to four attempts: on a busy machine that takes far longer than the
     # client's default timeout, so the re-fit requests wait and read for up to 4 minutes
     rng = np.random.default_rng(3)
-    for _ in range(60):  # the same feedback whatever the action: nothing to identify
+    for i in range(60):  # feedback that alternates whatever the action: nothing to identify
         decision = client.post("/v1/decide", json={"context": rng.normal(size=D_X).tolist()})
         assert client.post("/v1/feedback", json={
             "event_id": decision.json()["event_id"],
-            "feedback": [0.5] * D_Y}).status_code == 204
+            "feedback": [0.5] * (D_Y - 1) + [0.5 + 0.1 * (i % 2)]}).status_code == 204
     info = admin.post("/v1/model/refit", params={"wait": 240}, timeout=250).json()
     assert info["version"] == 0 and info["last_refit"]["version"] == 1
     assert "not identified" in info["last_refit"]["held_back"]
@@ -289,6 +290,23 @@ def test_a_refit_below_the_threshold_replaces_a_served_model_the_log_no_longer_b
     assert storage.served_version() == 2
     assert storage.models()[-1].summary["indicator"] <= 0.99
 
+
+
+def test_a_refit_on_feedback_that_never_varies_fails_saying_so_and_stores_nothing(tmp_path):
+    config = parse_config(tables(), str(tmp_path / "s.toml"))
+    storage = SQLiteStorage(tmp_path / "service.db")
+    rng = np.random.default_rng(2)
+    now = time.time()
+    storage.add_decisions([Decision(f"c{i}", rng.normal(size=D_X).astype(np.float32),
+                                    int(rng.integers(K)), 1 / K, np.full(K, 1 / K), 0, True,
+                                    True, now) for i in range(100)])
+    storage.add_feedback([Feedback(f"c{i}", np.full(D_Y, 0.5, np.float32), False, now)
+                          for i in range(100)], 600.0)
+    storage.set_state("refit_requested_at", time.time())
+    outcome = run_once(storage, config)
+    assert outcome is not None and outcome["version"] is None
+    assert "the feedback is the same in all 100 interactions" in outcome["error"]
+    assert storage.models() == [] and storage.served_version() == 0
 
 def shapes_log(n: int, rng: np.random.Generator, policy: BatchIGL | None = None,
                epsilon: float = 1.0) -> tuple[InteractionLog, np.ndarray]:

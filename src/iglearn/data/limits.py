@@ -69,3 +69,21 @@ def check_fit_size(logs: Sequence[InteractionLog | LogStream]) -> None:
                 f"{log.source}: {n} interaction{'' if n == 1 else 's'} for {k} actions is too "
                 f"few to fit; a fit needs at least {minimum} ({MIN_PER_ACTION} per action): "
                 f"log more interactions")
+
+
+def check_feedback_varies(logs: Sequence[InteractionLog | LogStream]) -> None:
+    """Refuse a log in memory whose feedback vector is the same in every interaction: an IGL
+    learner reads the reward from how the feedback varies, and such a log has nothing to
+    decode (a feedback column lost in a join, a logger that wrote its default). The learners
+    that read the feedback (2021 IGL, AI-IGL, IGL-P, VI-IGL) check here when they fit; a
+    streamed log is not read for it."""
+    for log in logs:
+        feedback = getattr(log, "feedback", None)
+        if feedback is None or len(feedback) < 2:
+            continue
+        first = feedback[0]
+        if not any((feedback[i:i + 4096] != first).any() for i in range(0, len(feedback), 4096)):
+            raise IGLearnError(
+                f"{log.source}: the feedback is the same in all {len(feedback)} interactions; "
+                f"an IGL learner decodes the reward from how the feedback varies: check how "
+                f"the feedback was logged")
