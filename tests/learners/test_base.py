@@ -133,3 +133,18 @@ def test_a_fit_that_diverges_is_refused_naming_the_log_and_the_model(name, d, mo
     assert message.startswith("wide.npz: the fit diverged") and model in message
     assert "lower the learning rate" in message and "\n" not in message
     assert getattr(learner, "policy_", None) is None  # nothing of the fit is kept
+
+
+def test_fit_many_keeps_no_fit_when_one_of_them_diverged(logs, monkeypatch):
+    real = Supervised.fit_models
+
+    def second_diverges(self, policies, *args, **kwargs):
+        real(self, policies, *args, **kwargs)
+        with torch.no_grad():
+            next(policies[1].parameters()).view(-1)[0] = float("nan")
+
+    monkeypatch.setattr(Supervised, "fit_models", second_diverges)
+    learners = [Supervised(seed=s, optimisation=QUICK) for s in range(2)]
+    with pytest.raises(IGLearnError, match="the fit diverged"):
+        Supervised.fit_many(learners, logs[:2])
+    assert all(getattr(learner, "policy_", None) is None for learner in learners)

@@ -219,9 +219,10 @@ class AIIGL(AIIGLSettings, StackableLearner):
         fits = first.fit_with_restarts(data, logs[0].n_actions,
                                        [as_generator(learner.seed) for learner in learners])
         seconds = (time.perf_counter() - start) / len(learners)
+        for log, (policy, decoders, _) in zip(logs, fits, strict=True):  # all, or none kept
+            check_finite_fit(log, {"policy": policy, "decoders": decoders})
         for t, (learner, (policy, decoders, tried)) in enumerate(zip(learners, fits,
                                                                      strict=True)):
-            check_finite_fit(logs[t], {"policy": policy, "decoders": decoders})
             learner.policy_, learner.decoders_ = policy, decoders
             learner.report_ = learner._report(logs[t], data.select([t]), seconds)
             learner.report_.restarts, learner.report_.attempt_indicators = len(tried) - 1, tried

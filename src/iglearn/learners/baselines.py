@@ -75,8 +75,9 @@ class _Baseline(FitSettings, StackableLearner):
                    for learner, each in zip(learners, logs, strict=True)]
         first.fit_models(policies, training_data(logs, cls.needs, scalers), generators)
         seconds = (time.perf_counter() - start) / len(learners)
-        for learner, each, policy in zip(learners, logs, policies, strict=True):
-            check_finite_fit(each, {"policy": policy})
+        for log, policy in zip(logs, policies, strict=True):  # all, or none kept
+            check_finite_fit(log, {"policy": policy})
+        for learner, policy in zip(learners, policies, strict=True):
             learner.policy_, learner.seconds_ = policy, seconds
 
     def fit_models(self, policies: Sequence[Policy], data: Source,

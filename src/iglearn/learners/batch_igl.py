@@ -288,10 +288,11 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         statistics = shares.above.tolist()
         explained = cast(torch.Tensor, shares.explained).tolist()
         seconds = (time.perf_counter() - start) / len(learners)
+        for log, (value, policy, decoder, _, _) in zip(logs, fits, strict=True):  # all, or none
+            check_finite_fit(log, {"policy": policy, "decoder": decoder}, {"indicator": value})
         for t, (learner, log, fit, statistic, action_share) in enumerate(
                 zip(learners, logs, fits, statistics, explained, strict=True)):
             value, policy, decoder, tried, error = fit
-            check_finite_fit(log, {"policy": policy, "decoder": decoder}, {"indicator": value})
             notes = identifiability_warnings(log)
             if not first.passes(value, error, k):
                 notes.append(f"no initialisation passed the restart threshold (indicator "

@@ -35,9 +35,9 @@ DECAY_STEP_LIMIT = 1.0
 group's decay is at most this over its peak learning rate (:func:`_decay_groups`). A step
 multiplies each weight by 1 - lr decay; a data-scaled decay (``weight_decay_scale`` d / n) with
 many inputs d on a small log takes that factor below 0, where each step flips the weight's
-sign, and below -1, where the weights grow geometrically: AI-IGL and VI-IGL on 60 MNIST
-interactions (d = 784) and IGL-P on 2,000 (its inverse kinematics read d = 616,224 inputs)
-diverged to NaN. With the limit a weight is at most zeroed."""
+sign, and below -1, where the weights grow geometrically: AI-IGL on 60 MNIST interactions
+(d = 784) and IGL-P on 2,000 (its inverse kinematics read d = 616,224 inputs) diverged to
+NaN, and so did VI-IGL's attempts on 60. With the limit a weight is at most zeroed."""
 
 
 @dataclass(frozen=True)

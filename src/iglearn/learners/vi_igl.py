@@ -821,6 +821,8 @@ class VIIGL(VIIGLSettings, StackableLearner):
         orientation = choose_orientation(decoders, data, k)
         first.fit_policies(policies, decoders, data, generators)
         seconds = (time.perf_counter() - start) / len(learners)
+        for log, policy, decoder in zip(logs, policies, decoders, strict=True):  # all, or none
+            check_finite_fit(log, {"policy": policy, "decoder": decoder})
         for t, learner in enumerate(learners):
             bounds = [bound for _, bound in attempts[t]]
             best = best_of(bounds)  # the attempt fit_decoders kept
@@ -842,7 +844,6 @@ class VIIGL(VIIGLSettings, StackableLearner):
             notes += action_warning(explained, "VI-IGL")
             for note in notes:
                 warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line
-            check_finite_fit(logs[t], {"policy": policies[t], "decoder": decoders[t]})
             learner.policy_, learner.decoder_ = policies[t], decoders[t]
             learner.seconds_ = seconds
             learner.report_ = VIIGLReport(
