@@ -91,3 +91,42 @@ def test_online_cb_learns_with_the_paper_loop(env):
     assert learner.accuracy(test_x, test_y) > 0.7
     assert total / learner.interactions_ > 0.3  # uniform play earns 0.1
     assert [fit["round"] for fit in learner.fits_] == list(range(1000, 1501, 100))
+
+
+@pytest.mark.parametrize("kind", ["E2G", "AI-IGL", "CB", "IGL-P", "regression CB"])
+def test_a_refit_that_diverged_stops_the_learner_with_one_line(env, kind, monkeypatch):
+    # each online learner's re-fit, made to leave a NaN in one of its models: learn refuses
+    # to go on (it would act at random and log NaN probabilities), naming the models
+    import torch
+
+    from iglearn.learners import E2G, OnlineAIIGL, OnlineIGLP
+    from iglearn.learners.regression import OnlineRegressionCB
+
+    schedule = PaperSchedule(iota=10.0, warmup_rounds=100)
+    learner, rewards = {
+        "E2G": (lambda: E2G(10, env.context_dim, env.feedback_dim, schedule, seed=0), False),
+        "AI-IGL": (lambda: OnlineAIIGL(10, env.context_dim, env.feedback_dim, schedule,
+                                       seed=0), False),
+        "CB": (lambda: OnlineContextualBandit(10, env.context_dim, schedule, seed=0), True),
+        "IGL-P": (lambda: OnlineIGLP(10, env.context_dim, env.feedback_dim, seed=0,
+                                     refit_every=100), False),
+        "regression CB": (lambda: OnlineRegressionCB(10, env.context_dim, seed=0,
+                                                     refit_every=100), True),
+    }[kind]
+    learner = learner()
+    real = type(learner).check_refit
+
+    def after_a_diverged_refit(self):
+        for model in self.fitted_models().values():
+            if model is not None:
+                first = model if isinstance(model, torch.nn.Module) else model[0]
+                with torch.no_grad():
+                    next(first.parameters()).view(-1)[0] = float("nan")
+                break
+        real(self)
+
+    monkeypatch.setattr(type(learner), "check_refit", after_a_diverged_refit)
+    with pytest.raises(IGLearnError, match=r"the re-fit on \d+ interactions diverged "
+                                           r"\(NaN or infinite values in its .*\); lower"):
+        total_reward(learner, env, np.random.default_rng(0), 300,
+                     "reward" if rewards else "feedback")

@@ -73,7 +73,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, NamedTuple, Self, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, Self, cast
 
 import numpy as np
 import torch
@@ -807,6 +807,10 @@ class OnlineAIIGL(EpochGreedy):
         self._batch = AIIGL(policy, decoder, optimisation)
         self.context_dim, self.feedback_dim = context_dim, feedback_dim
         self.decoders_: list[Decoder] | None = None
+
+    def fitted_models(self) -> dict[str, Any]:
+        """The policy and the K decoders each re-fit changes."""
+        return {"policy": self.policy_, "decoders": self.decoders_}
 
     def _refit(self, data: Batch, holdout: Batch | None) -> tuple[float, dict]:
         generator = torch_generator(self.rng)

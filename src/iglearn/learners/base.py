@@ -218,6 +218,16 @@ class StackableLearner(PolicyLearner):
         return True
 
 
+def diverged_models(models: Mapping[str, torch.nn.Module | Iterable[torch.nn.Module] | None]
+                    ) -> list[str]:
+    """The names of ``models`` (a module, several, or None: not fitted yet) that hold a NaN or
+    infinite parameter."""
+    return [name for name, model in models.items() if model is not None
+            and not all(bool(p.isfinite().all())
+                        for part in ([model] if isinstance(model, torch.nn.Module) else model)
+                        for p in part.parameters())]
+
+
 def check_finite_fit(log: InteractionLog | LogStream,
                      models: Mapping[str, torch.nn.Module | Iterable[torch.nn.Module]],
                      values: Mapping[str, float] | None = None) -> None:
@@ -227,10 +237,7 @@ def check_finite_fit(log: InteractionLog | LogStream,
     diverged and what to change."""
     broken = [f"its {name} is {value}" for name, value in (values or {}).items()
               if not math.isfinite(value)]
-    names = [name for name, model in models.items()
-             if not all(bool(p.isfinite().all())
-                        for part in ([model] if isinstance(model, torch.nn.Module) else model)
-                        for p in part.parameters())]
+    names = diverged_models(models)
     if names:
         broken.append(f"NaN or infinite values in its {' and '.join(names)}")
     if broken:

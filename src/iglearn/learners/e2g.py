@@ -25,7 +25,7 @@ from __future__ import annotations
 import time
 import warnings
 from abc import abstractmethod
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -230,6 +230,7 @@ class EpochGreedy(OnlineLearner):
                 with torch_threads(self.threads):
                     indicator, extra = self._refit(self._store.tensors(count - held_out),
                                                    holdout)
+                self.check_refit()
                 measured = held_out or count
                 self.certified_ = self.certified_ or self.schedule.certifies(
                     indicator, measured, self.n_actions, extra.get("action_explained"))
@@ -287,6 +288,10 @@ class EpochGreedy(OnlineLearner):
     def _refit(self, data: Batch, holdout: Batch | None) -> tuple[float, dict]:
         """Line 4: re-fit the policy on the exploration set; return its indicator (on
         ``holdout`` when given) and fit notes."""
+
+    def fitted_models(self) -> dict[str, Any]:
+        """The policy (and, in subclasses, the decoders) line 4 re-fits."""
+        return {"policy": self.policy_}
 
     # -- evaluation -----------------------------------------------------------------------
     def _fitted(self) -> Policy:
@@ -348,6 +353,10 @@ class E2G(EpochGreedy):
                                max_restarts=max_restarts,
                                restart_threshold=restart_threshold)
         self.decoder_: Decoder | None = None
+
+    def fitted_models(self) -> dict[str, Any]:
+        """The policy and the decoder line 4 re-fits."""
+        return {"policy": self.policy_, "decoder": self.decoder_}
 
     def _refit(self, data: Batch, holdout: Batch | None) -> tuple[float, dict]:
         # Line 4 on D_i, warm-started from (pi_{i-1}, psi_{i-1}) once they exist.

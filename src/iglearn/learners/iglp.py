@@ -64,7 +64,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal, Self, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, cast
 
 import numpy as np
 import torch
@@ -811,6 +811,12 @@ class OnlineIGLP(OnlineRegression):
                           threshold=threshold, ramp_start=ramp_start, ramp_width=ramp_width,
                           optimisation=self.first_fit, seed=self.rng, standardise="off",
                           users=users, ik_starts=ik_starts, decode_from=decode_from)
+
+    def fitted_models(self) -> dict[str, Any]:
+        """IGL-P's three models, which each re-fit changes."""
+        return {"inverse-kinematics model": getattr(self.batch, "ik_", None),
+                "flag model": getattr(self.batch, "flags_", None),
+                "reward model": getattr(self.batch, "policy_", None)}
 
     def _fit(self) -> None:
         settings = self.refit if self.fitted_ else self.first_fit

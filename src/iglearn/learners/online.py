@@ -9,6 +9,7 @@ Each learner owns its numpy Generator.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Any
 
 import numpy as np
 
@@ -44,6 +45,24 @@ class OnlineLearner(ABC):
     def learn_batch(self, contexts: np.ndarray, actions: np.ndarray,
                     probabilities: np.ndarray, feedback: np.ndarray) -> None:
         """Learn from the interactions just acted on, in the order they were acted on."""
+
+    def fitted_models(self) -> dict[str, Any]:
+        """The models a re-fit changes, by name (None: not fitted yet), which
+        :meth:`check_refit` reads; a learner without models has none."""
+        return {}
+
+    def check_refit(self) -> None:
+        """Refuse to go on from a re-fit that diverged (a NaN or infinite parameter in one of
+        :meth:`fitted_models`): its actions would be arbitrary and the probabilities it logs
+        NaN. One line naming the learner, the interactions and the models."""
+        from iglearn.learners.base import diverged_models
+
+        names = diverged_models(self.fitted_models())
+        if names:
+            raise IGLearnError(f"{type(self).__name__}: the re-fit on {self.interactions_} "
+                               f"interactions diverged (NaN or infinite values in its "
+                               f"{' and '.join(names)}); lower its fits' learning rate, or "
+                               f"drop near-zero logged probabilities")
 
     def act(self, context: np.ndarray) -> tuple[int, float]:
         """One action for one context, and the probability it was drawn with."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from collections.abc import Callable
 from functools import partial
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -282,6 +282,7 @@ class OnlineRegression(OnlineLearner):
                 self._take_warmup_statistics()
             with torch_threads(self.threads):
                 self._fit()
+            self.check_refit()
             self.fitted_ = True
             self.fits_ += 1
             self._next_fit = max(self._seen + self.refit_every,
@@ -347,6 +348,10 @@ class OnlineRegressionCB(OnlineRegression):
         self.refit = refit or REFIT
         self.policy_: Policy = make_policy(policy, context_dim, n_actions,
                                            torch_generator(self.rng))
+
+    def fitted_models(self) -> dict[str, Any]:
+        """The reward regressor each re-fit changes."""
+        return {"reward model": self.policy_}
 
     def _fit(self) -> None:
         context, action, _, reward, _ = self.interactions()
