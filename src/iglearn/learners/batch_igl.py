@@ -284,12 +284,12 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                     first.optimisation, CONTINUED_STEPS))
         finally:
             monitor.close()
+        for log, (value, policy, decoder, _, _) in zip(logs, fits, strict=True):  # all, or none
+            check_finite_fit(log, {"policy": policy, "decoder": decoder}, {"indicator": value})
         shares = decoded_shares(stack([fit[2] for fit in fits]), data, k, by_action=True)
         statistics = shares.above.tolist()
         explained = cast(torch.Tensor, shares.explained).tolist()
         seconds = (time.perf_counter() - start) / len(learners)
-        for log, (value, policy, decoder, _, _) in zip(logs, fits, strict=True):  # all, or none
-            check_finite_fit(log, {"policy": policy, "decoder": decoder}, {"indicator": value})
         for t, (learner, log, fit, statistic, action_share) in enumerate(
                 zip(learners, logs, fits, statistics, explained, strict=True)):
             value, policy, decoder, tried, error = fit

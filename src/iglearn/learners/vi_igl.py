@@ -66,7 +66,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, NamedTuple, Self, cast
 
@@ -330,12 +330,12 @@ def reward_weights(psi: torch.Tensor) -> torch.Tensor:
     return torch.stack([1.0 - psi, psi], dim=-1)
 
 
-@lru_cache(maxsize=16)
 def partner_rows(n: int, m: int) -> torch.Tensor:
     """The rows each of n rows is paired with in the conditional product law: row i with rows
     i + 1, ..., i + m (mod n), every other row when m >= n - 1; shape
     (n, :func:`partner_count`). The mini-batches are shuffled, so these are random pairs of
-    distinct samples. Kept per (n, m) and shared: read, never written."""
+    distinct samples. The definition the views of :func:`following`, :func:`partnering_sum`
+    and :func:`pair_scores` follow; no fit builds it."""
     return (torch.arange(n)[:, None] + torch.arange(1, partner_count(n, m) + 1)) % n
 
 
