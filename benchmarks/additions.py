@@ -34,6 +34,7 @@ VARIANTS = {
         optimisation=dataclasses.replace(DEFAULTS, weight_decay_scale=0.0)),
     "no control variate (c = 0)": dict(control_variate=0.0),
     "plain grounding term": dict(self_normalised_grounding=False),
+    "plain exact term": dict(self_normalised_exact=False),
     "one-sided minorant": dict(two_sided_minorant=False),
     "no policy negation": dict(flip_policy=False),
     "decoders drawn at the default scale": dict(soft_decoders=False),

@@ -256,6 +256,30 @@ def test_fresh_fits_do_not_collapse_to_a_constant_decoder():
         assert learner.accuracy(*env.test_set()) > 0.8, seed
 
 
+def test_exact_stage_keeps_a_small_logs_decoder(env):
+    # 200 interactions of raw digits (35 + 0.05 x): the policy fitted to the log puts more than
+    # 1/K on its logged actions, so plain Eq. 2 in the exact stage drives psi to 1 on every
+    # feedback, and the corrector's flip leaves a decoder that calls none a reward (indicator
+    # 0); with psi's term self-normalised the exact stage keeps the grounded decoder.
+    test_x, test_y = env.test_set()
+    for seed in (4, 6):
+        log = env.log(200, seed)
+        raw = dataclasses.replace(log, context=35 + 0.05 * log.context,
+                                  feedback=35 + 0.05 * log.feedback)
+        fits = {}
+        for self_normalised in (False, True):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", IdentifiabilityWarning)
+                fits[self_normalised] = BatchIGL(
+                    seed=0, max_restarts=0, starts=1,
+                    self_normalised_exact=self_normalised).fit(raw)
+        plain, kept = fits[False], fits[True]
+        assert abs(plain.report_.indicator) < 0.01, seed
+        assert plain.report_.corrector_statistic == 0.0, seed
+        assert kept.report_.indicator > 0.3, seed
+        assert kept.accuracy(35 + 0.05 * test_x, test_y) > 0.4, seed
+
+
 def test_unlogged_actions_warn(uniform_log):
     # K = 11 for a log of 10 real actions: the corrector and the threshold assume K.
     log = dataclasses.replace(uniform_log, n_actions=11)
@@ -266,7 +290,8 @@ def test_unlogged_actions_warn(uniform_log):
 def test_each_addition_is_a_setting_and_paper_switches_them_off(uniform_log):
     plain = BatchIGL.paper(seed=0)
     assert (plain.control_variate, plain.flip_policy, plain.self_normalised_grounding,
-            plain.two_sided_minorant, plain.soft_decoders) == (0.0, False, False, False, False)
+            plain.self_normalised_exact, plain.two_sided_minorant,
+            plain.soft_decoders) == (0.0, False, False, False, False, False)
     assert plain.optimisation.grounding_epochs == plain.optimisation.policy_epochs == 0
     assert plain.optimisation.weight_decay_scale == 0.0
     assert plain.corrector and plain.max_restarts == BatchIGL().max_restarts  # Appendix B
@@ -279,6 +304,8 @@ def test_each_addition_is_a_setting_and_paper_switches_them_off(uniform_log):
                                        control_variate=0.0),
         "plain grounding": BatchIGL(seed=0, max_restarts=0, optimisation=quick,
                                     self_normalised_grounding=False),
+        "plain exact": BatchIGL(seed=0, max_restarts=0, optimisation=quick,
+                                self_normalised_exact=False),
         "one-sided minorant": BatchIGL(seed=0, max_restarts=0, optimisation=quick,
                                        two_sided_minorant=False),
     }.items():
@@ -287,7 +314,7 @@ def test_each_addition_is_a_setting_and_paper_switches_them_off(uniform_log):
             learner.fit(uniform_log)
         fits[name] = learner.policy_.net.weight.detach()
     # each switch changes the fit it governs
-    for name in ("no control variate", "plain grounding", "one-sided minorant"):
+    for name in ("no control variate", "plain grounding", "plain exact", "one-sided minorant"):
         assert not torch.allclose(fits[name], fits["iglearn"]), name
 
 

@@ -59,7 +59,8 @@ def _gradients(stage, batch):
                          ids=["none", "all", "some"])
 @pytest.mark.parametrize("settings", [
     {},
-    {"self_normalised_grounding": False, "two_sided_minorant": False, "control_variate": 0.0},
+    {"self_normalised_grounding": False, "self_normalised_exact": False,
+     "two_sided_minorant": False, "control_variate": 0.0},
 ], ids=["defaults", "plain"])
 @pytest.mark.parametrize("policy_temperature", [1.0, 0.5])
 def test_closed_form_gradients_equal_autograd(flips, settings, policy_temperature):

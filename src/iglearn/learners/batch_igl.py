@@ -12,7 +12,8 @@ setting of :class:`BatchIGL` or its :class:`~iglearn.learners.training.Optimisat
    initialisations, before pi carries any signal;
 2. policy: pi alone ascends the two-sided minorant psi log pi + (1 - psi) log(1 - pi), with
    psi held fixed (concave for a linear policy);
-3. exact: Eq. 2 with its control variate over (pi, psi) jointly.
+3. exact: Eq. 2 with its control variate over (pi, psi) jointly, psi's term with
+   self-normalised weights as in grounding (pi ascends Eq. 2, psi its self-normalised form).
 
 ``BatchIGL.paper()`` runs stage 3 alone on Eq. 2 as written, with the corrector and the
 restart: the paper's algorithm, for comparison.
@@ -228,7 +229,8 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         plain: dict[str, Any] = dict(optimisation=Optimisation(grounding_epochs=0, policy_epochs=0,
                                                weight_decay_scale=0.0),
                      flip_policy=False, control_variate=0.0, starts=1,
-                     self_normalised_grounding=False, two_sided_minorant=False,
+                     self_normalised_grounding=False, self_normalised_exact=False,
+                     two_sided_minorant=False,
                      soft_decoders=False)
         return cls(**{**plain, **settings})
 
@@ -550,7 +552,12 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
 
         def exact(batch: Batch) -> torch.Tensor:
             pi_a = at_action(policy(batch.context), batch.action).exp()
-            return -igl_objective(pi_a, decoder(batch.signal), batch.probability, k, c)
+            psi = decoder(batch.signal)
+            if not self.self_normalised_exact:
+                return -igl_objective(pi_a, psi, batch.probability, k, c)
+            # psi ascends the self-normalised term with pi held, pi Eq. 2 with psi held
+            return -(self_normalised_objective(pi_a.detach(), psi, batch.probability, k)
+                     + igl_objective(pi_a, psi.detach(), batch.probability, k, c))
 
         pi, psi = list(policy.parameters()), list(decoder.parameters())
         # In the order of STAGES. psi = sigmoid(g / T) moves 1/T times faster in its logit
@@ -566,7 +573,8 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                          self_normalised=self.self_normalised_grounding, baseline=c),
                  partial(closed_form.minorant_step, policy, closed_form.Decoded(decoder),
                          both_sides=self.two_sided_minorant),
-                 partial(closed_form.exact_step, policy, decoder, n_actions=k, baseline=c)]
+                 partial(closed_form.exact_step, policy, decoder, n_actions=k,
+                         self_normalised=self.self_normalised_exact, baseline=c)]
         return [replace(stage, closed_form=form)
                 for stage, form in zip(stages, forms, strict=True)]
 

@@ -237,15 +237,23 @@ def _ips_logged(pi_a: torch.Tensor, psi: torch.Tensor, batch: Batch, baseline: f
 
 @torch.no_grad()
 def exact_step(policy: Policy, decoder: Decoder, batch: Batch, n_actions: int,
-               baseline: float) -> torch.Tensor:
-    """The exact stage's loss, -Eq. 2 with the control variate ``baseline``
-    (:func:`~iglearn.learners.objective.igl_objective`), and its gradients in (pi, psi):
-    -(pi(a|x) - 1/K) / (p n) in psi(y) and -pi(a|x) (psi(y) - c) / (p n) in log pi(a|x)."""
+               self_normalised: bool, baseline: float) -> torch.Tensor:
+    """The exact stage's loss and its gradients in (pi, psi): -Eq. 2 with the control variate
+    ``baseline`` (:func:`~iglearn.learners.objective.igl_objective`), whose gradients are
+    -(pi(a|x) - 1/K) / (p n) in psi(y) and -pi(a|x) (psi(y) - c) / (p n) in log pi(a|x); or,
+    ``self_normalised``, minus the sum of Eq. 2 with self-normalised weights in psi (pi held
+    fixed: :func:`~iglearn.learners.objective.self_normalised_objective`) and Eq. 2 with the
+    control variate in pi (psi held fixed), as :meth:`BatchIGL.stages` says."""
     log_pi = policy(batch.context)
     pi_a = at_action(log_pi, batch.action).exp()
     psi, slope = decoded(decoder, batch.signal)
     value = igl_objective(pi_a, psi, batch.probability, n_actions, baseline)
-    set_decoder_logit(decoder, batch.signal, _eq2_psi(pi_a, batch, n_actions).neg_().mul_(slope))
+    if self_normalised:
+        weights = self_normalised_weights(pi_a, batch.probability, n_actions)
+        value = value + (weights * psi).sum(-1)
+    else:
+        weights = _eq2_psi(pi_a, batch, n_actions)
+    set_decoder_logit(decoder, batch.signal, weights.neg_().mul_(slope))
     _set_policy(policy, batch, score_gradient(log_pi, batch.action,
                                               _ips_logged(pi_a, psi, batch, baseline)))
     return -value
