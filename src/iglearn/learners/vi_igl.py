@@ -87,7 +87,7 @@ from iglearn.learners.batch_igl import (
 )
 from iglearn.learners.corrector import decoded_shares
 from iglearn.learners.monitor import ShortReport
-from iglearn.learners.restarts import Attempt, adaptive_restart, best_of
+from iglearn.learners.restarts import Attempt, adaptive_restart
 from iglearn.learners.settings import (
     DIVERGENCES,
     VIIGL_OPTIMISATION,
@@ -817,7 +817,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
         data = training_data(logs, "feedback", scalers)
         generators = [torch_generator(as_generator(learner.seed)) for learner in learners]
         policies = [make_policy(first.policy, data.context_dim, k, g) for g in generators]
-        decoders, attempts = first.fit_decoders(data, k, generators)
+        decoders, attempts, kept = first.fit_decoders(data, k, generators)
         orientation = choose_orientation(decoders, data, k)
         first.fit_policies(policies, decoders, data, generators)
         seconds = (time.perf_counter() - start) / len(learners)
@@ -825,15 +825,15 @@ class VIIGL(VIIGLSettings, StackableLearner):
             check_finite_fit(log, {"policy": policy, "decoder": decoder})
         for t, learner in enumerate(learners):
             bounds = [bound for _, bound in attempts[t]]
-            best = best_of(bounds)  # the attempt fit_decoders kept
+            conditional, marginal = kept[t]
             notes = []
             if k == 2:
                 notes.append("K = 2: the reward need not be the rarer event of the log, so the "
                              "symmetry choice may pick the wrong sign")
-            if bounds[best] <= first.restart_bound:
+            if marginal <= first.restart_bound:
                 notes.append(f"the decoded reward tells almost nothing about the context and "
                              f"action in any of {len(bounds)} attempts (marginal bound "
-                             f"{bounds[best]:.3g} nats, restart_bound "
+                             f"{marginal:.3g} nats, restart_bound "
                              f"{first.restart_bound:g}): the feedback may not depend on "
                              f"the reward; log more interactions")
             share = float(orientation.share[t])
@@ -847,8 +847,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
             learner.policy_, learner.decoder_ = policies[t], decoders[t]
             learner.seconds_ = seconds
             learner.report_ = VIIGLReport(
-                conditional_bound=float(attempts[t][best][0]),
-                marginal_bound=float(bounds[best]),
+                conditional_bound=float(conditional), marginal_bound=float(marginal),
                 reward_rate=float(orientation.rate[t]), corrector_statistic=share,
                 flipped=bool(orientation.flipped[t]), restarts=len(bounds) - 1,
                 attempt_bounds=[float(b) for b in bounds], seconds=seconds, warnings=notes,
@@ -856,7 +855,8 @@ class VIIGL(VIIGLSettings, StackableLearner):
 
     def fit_decoders(self, data: Source, n_actions: int,
                      generators: Sequence[torch.Generator]
-                     ) -> tuple[list[Decoder], list[list[tuple[float, float]]]]:
+                     ) -> tuple[list[Decoder], list[list[tuple[float, float]]],
+                                list[tuple[float, float]]]:
         """Step 1 with the adaptive restart (iglearn's addition, as the 2021 paper's Appendix B
         restarts an attempt whose indicator stays low): every trial fits a fresh decoder and
         fresh critics (:meth:`ground`), drawn from ``generators[t]``; a trial whose best
@@ -864,8 +864,8 @@ class VIIGL(VIIGLSettings, StackableLearner):
         other such trials, at most ``max_restarts`` times.
 
         Returns:
-            per trial, the decoder of its attempt with the largest marginal bound, and the
-            (conditional, marginal) bounds of every attempt.
+            per trial, the decoder of its attempt with the largest marginal bound, the
+            (conditional, marginal) bounds of every attempt, and those of the attempt kept.
         """
         def attempt(numbers: list[int], pending: list[int]) -> list[Attempt[Decoder]]:
             decoders = [make_decoder(self.decoder, data.signal_dim, generators[t],
@@ -880,7 +880,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
                                                          marginal.tolist(), strict=True)]
 
         best, attempts = adaptive_restart(len(generators), self.max_restarts, attempt)
-        return [b.fitted for b in best], attempts
+        return [b.fitted for b in best], attempts, [b.record for b in best]
 
     def ground(self, decoders: Sequence[Decoder], critics: Sequence[Critics], data: Source,
                generators: Sequence[torch.Generator]) -> tuple[np.ndarray, np.ndarray]:
