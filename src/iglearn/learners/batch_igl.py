@@ -195,8 +195,8 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
     The settings are the dataclass fields below. The paper's objective and its Appendix B
     fixes (the corrector and the adaptive restart) are always there; iglearn's own additions
     (the staged fit and the scaled weight decay in ``optimisation``, the control variate, the
-    self-normalised grounding term, the two-sided minorant and the policy negation) are each
-    one setting, and :meth:`paper` switches them all off.
+    self-normalised psi terms of the grounding and exact stages, the two-sided minorant and the
+    policy negation) are each one setting, and :meth:`paper` switches them all off.
     """
 
     if TYPE_CHECKING:  # set by fit; declared for the type checker, not as settings
