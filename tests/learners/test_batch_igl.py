@@ -260,24 +260,26 @@ def test_exact_stage_keeps_a_small_logs_decoder(env):
     # 200 interactions of raw digits (35 + 0.05 x): the policy fitted to the log puts more than
     # 1/K on its logged actions, so plain Eq. 2 in the exact stage drives psi to 1 on every
     # feedback, and the corrector's flip leaves a decoder that calls none a reward (indicator
-    # 0); with psi's term self-normalised the exact stage keeps the grounded decoder.
+    # 0); with psi's term self-normalised the exact stage keeps the grounded decoder (on
+    # these eight logs 5 plain fits collapsed, 1 self-normalised one).
     test_x, test_y = env.test_set()
-    for seed in (4, 6):
+    collapsed = {False: 0, True: 0}
+    accuracy = {False: 0.0, True: 0.0}
+    for seed in range(8):
         log = env.log(200, seed)
         raw = dataclasses.replace(log, context=35 + 0.05 * log.context,
                                   feedback=35 + 0.05 * log.feedback)
-        fits = {}
         for self_normalised in (False, True):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", IdentifiabilityWarning)
-                fits[self_normalised] = BatchIGL(
-                    seed=0, max_restarts=0, starts=1,
-                    self_normalised_exact=self_normalised).fit(raw)
-        plain, kept = fits[False], fits[True]
-        assert abs(plain.report_.indicator) < 0.01, seed
-        assert plain.report_.corrector_statistic == 0.0, seed
-        assert kept.report_.indicator > 0.3, seed
-        assert kept.accuracy(35 + 0.05 * test_x, test_y) > 0.4, seed
+                fit = BatchIGL(seed=0, max_restarts=0, starts=1,
+                               self_normalised_exact=self_normalised).fit(raw)
+            report = fit.report_
+            collapsed[self_normalised] += (abs(report.indicator) < 0.01
+                                           and report.corrector_statistic < 0.05)
+            accuracy[self_normalised] += fit.accuracy(35 + 0.05 * test_x, test_y) / 8
+    assert collapsed[False] >= 3 and collapsed[True] <= 2, collapsed
+    assert accuracy[True] > accuracy[False] + 0.08, accuracy
 
 
 def test_unlogged_actions_warn(uniform_log):
