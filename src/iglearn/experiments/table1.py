@@ -44,10 +44,10 @@ def run_stacked(config: Table1Config, trials: list[int],
                 seeds: list[np.random.SeedSequence],
                 experiment: str = "table1") -> list[list[dict]]:
     """Fit SUP, CB and IGL on one fresh log per trial, each method's fits side by side as one
-    batched computation (``fit_many``, the same models as fitting each alone); per trial, the
-    tidy rows (:func:`~iglearn.experiments.results.tidy_rows`) of every method at step
-    ``config.samples``: accuracy and seconds, and for IGL its indicator, restarts and whether
-    the corrector flipped."""
+    batched computation (``fit_many``, the models of fitting each alone up to rounding); per
+    trial, the tidy rows (:func:`~iglearn.experiments.results.tidy_rows`) of every method at
+    step ``config.samples``: accuracy and seconds, and for IGL its indicator, restarts and
+    whether the corrector flipped."""
     env = make_environment(config.dataset, config.data_dir)
     trial_seeds = [integer_seed(seed) for seed in seeds]
     # per trial: the log's seed, then one per method, so that skipping one changes no other

@@ -172,8 +172,8 @@ class StackableLearner(PolicyLearner):
         learner ends as ``learners[t].fit(logs[t])`` would leave it, up to floating-point
         rounding (the batched kernels may round differently from the single-trial ones), in
         less time than fitting them one after another; their ``seconds`` share the wall
-        time equally.
-        """
+        time equally. Where a fit's outcome turns on small differences (a few hundred
+        interactions of many inputs), the rounding can take a fit another way."""
         learners = list(learners)
         logs = list(logs)
         if not learners or len(learners) != len(logs):
