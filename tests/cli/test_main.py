@@ -89,6 +89,8 @@ def another_value(cls: type, field, value) -> tuple[list[str], object]:
         new = "somewhere"
     elif sequence:
         new = (7, 9)
+    elif item is float and value is not None and 0 < value < 1:  # a share: halved stays one
+        new = value / 2
     else:
         new = item(2 * value) if value else item(3)
     return [flag(field.name), ",".join(map(str, new)) if sequence else str(new)], new
