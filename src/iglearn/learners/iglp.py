@@ -551,6 +551,10 @@ class IGLP(IGLPSettings, PolicyLearner):
     59.0 / 49.9 % on the features as given (docs/results.md, "IGL-P reads raw blocks from
     each column's least value")."""
 
+    MODELS: ClassVar[dict[str, str]] = {"inverse-kinematics model": "ik_",
+                                         "flag model": "flags_", "reward model": "policy_"}
+    """The models a fit makes, by the name its messages give them: their attributes."""
+
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.optimisation is None:
@@ -594,14 +598,17 @@ class IGLP(IGLPSettings, PolicyLearner):
                             self.standardised_feedback(log.feedback), flags, log.n_actions,
                             settings)
         try:
-            check_finite_fit(log, {"inverse-kinematics model": self.ik_,
-                                   "flag model": self.flags_, "reward model": self.policy_})
+            check_finite_fit(log, self.fitted_models())
         except IGLearnError:  # a diverged fit leaves no model behind
-            for name in ("ik_", "flags_", "policy_"):
-                vars(self).pop(name, None)
+            for attribute in self.MODELS.values():
+                vars(self).pop(attribute, None)
             raise
         self.report_.seconds = time.perf_counter() - start
         return self
+
+    def fitted_models(self) -> dict[str, Any]:
+        """The models of :data:`MODELS` by name, None where not fitted yet."""
+        return {name: getattr(self, attribute, None) for name, attribute in self.MODELS.items()}
 
     def fit_arrays(self, context: np.ndarray, action: np.ndarray, probability: np.ndarray,
                    feedback: np.ndarray, flags: np.ndarray, n_actions: int,
@@ -814,9 +821,7 @@ class OnlineIGLP(OnlineRegression):
 
     def fitted_models(self) -> dict[str, Any]:
         """IGL-P's three models, which each re-fit changes."""
-        return {"inverse-kinematics model": getattr(self.batch, "ik_", None),
-                "flag model": getattr(self.batch, "flags_", None),
-                "reward model": getattr(self.batch, "policy_", None)}
+        return self.batch.fitted_models()
 
     def _fit(self) -> None:
         settings = self.refit if self.fitted_ else self.first_fit
