@@ -37,6 +37,7 @@ VARIANTS = {
     "plain exact term": dict(self_normalised_exact=False),
     "one-sided minorant": dict(two_sided_minorant=False),
     "no policy negation": dict(flip_policy=False),
+    "no reward-share test": dict(share_test=False),
     "decoders drawn at the default scale": dict(soft_decoders=False),
     # judged starts act on logs of 200 to 1,999 interactions only (--samples 500)
     "one start (none judged)": dict(starts=1),

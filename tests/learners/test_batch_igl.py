@@ -8,7 +8,7 @@ import torch
 from iglearn import BatchIGL, ContextualBandit, IGLearnError, InteractionLog, Supervised
 from iglearn.envs import BCIEnvironment, digits_environment
 from iglearn.learners import IdentifiabilityWarning
-from iglearn.learners.batch_igl import STAGES, indicator_moments
+from iglearn.learners.batch_igl import STAGES, indicator_moments, reward_share_bound
 from iglearn.learners.training import Optimisation
 from iglearn.learners.trials import Batch, Trials
 from iglearn.models import make_decoder, make_policy
@@ -282,6 +282,36 @@ def test_exact_stage_keeps_a_small_logs_decoder(env):
     assert accuracy[True] > accuracy[False] + 0.08, accuracy
 
 
+def test_reward_share_bound_lies_between_one_right_action_and_one_half():
+    for k in (3, 4, 10, 50):
+        assert 1 / k < reward_share_bound(k) < 0.5
+    assert reward_share_bound(10) == pytest.approx(0.2236, abs=1e-4)
+
+
+def test_share_test_restarts_decoders_that_call_too_much_a_reward(env):
+    # 200 interactions of raw digits, one start: on logs 0 and 2 of these six the attempts
+    # that pass the indicator's test end with decoders that call 23 % and 31 % of the
+    # feedback a reward (one right action of 10 is 10 %), and the policies play at 3 % and
+    # 30 %; with the share test those attempts restart and the fits keep decoders within
+    # sqrt(1/20) of the feedback.
+    test_x, test_y = env.test_set()
+    bound = reward_share_bound(env.n_actions)
+    beyond = {False: 0, True: 0}
+    accuracy = {False: 0.0, True: 0.0}
+    for seed in range(6):
+        log = env.log(200, seed)
+        raw = dataclasses.replace(log, context=35 + 0.05 * log.context,
+                                  feedback=35 + 0.05 * log.feedback)
+        for share_test in (False, True):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", IdentifiabilityWarning)
+                fit = BatchIGL(seed=0, starts=1, share_test=share_test).fit(raw)
+            beyond[share_test] += fit.report_.corrector_statistic > bound
+            accuracy[share_test] += fit.accuracy(35 + 0.05 * test_x, test_y) / 6
+    assert beyond[False] >= 1 and beyond[True] == 0, beyond
+    assert accuracy[True] > accuracy[False] + 0.03, accuracy
+
+
 def test_unlogged_actions_warn(uniform_log):
     # K = 11 for a log of 10 real actions: the corrector and the threshold assume K.
     log = dataclasses.replace(uniform_log, n_actions=11)
@@ -293,7 +323,8 @@ def test_each_addition_is_a_setting_and_paper_switches_them_off(uniform_log):
     plain = BatchIGL.paper(seed=0)
     assert (plain.control_variate, plain.flip_policy, plain.self_normalised_grounding,
             plain.self_normalised_exact, plain.two_sided_minorant,
-            plain.soft_decoders) == (0.0, False, False, False, False, False)
+            plain.soft_decoders, plain.share_test) == (0.0, False, False, False, False, False,
+                                                       False)
     assert plain.optimisation.grounding_epochs == plain.optimisation.policy_epochs == 0
     assert plain.optimisation.weight_decay_scale == 0.0
     assert plain.corrector and plain.max_restarts == BatchIGL().max_restarts  # Appendix B

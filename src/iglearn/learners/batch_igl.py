@@ -22,6 +22,7 @@ restart: the paper's algorithm, for comparison.
 from __future__ import annotations
 
 import copy
+import math
 import time
 import warnings
 from collections.abc import Sequence
@@ -100,6 +101,15 @@ as much as a good share of the epoch itself on a large log. The indicator that d
 restarts and that the report gives is measured on the whole log."""
 STAGES = ("grounding", "policy", "exact")
 """The names of the three stages of a fit, in order (:meth:`BatchIGL.stages`)."""
+
+
+def reward_share_bound(n_actions: int) -> float:
+    """The largest share of the feedback a 2021 IGL decoder may call a reward for its attempt
+    to pass the adaptive restart (``BatchIGLSettings.share_test``, iglearn's addition):
+    sqrt(1 / (2K)), the geometric mean of 1/K, a reward's share under uniform play when one
+    action of K is right (Appendix B's premise), and one half, where the corrector flips the
+    decoder (0.224 for K = 10, 0.354 for K = 4, 0.408 for K = 3)."""
+    return math.sqrt(0.5 / n_actions)
 
 
 class IdentifiabilityWarning(UserWarning):
@@ -225,10 +235,10 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         control variate) over (pi, psi) from the start, with the corrector and the adaptive
         restart of Appendix B and none of iglearn's additions (no grounding or policy
         stage, no scaled weight decay, no policy negation, decoders drawn at the default
-        scale); ``settings`` override."""
+        scale, no restart for an implausible share of rewards); ``settings`` override."""
         plain: dict[str, Any] = dict(optimisation=Optimisation(grounding_epochs=0, policy_epochs=0,
                                                weight_decay_scale=0.0),
-                     flip_policy=False, control_variate=0.0, starts=1,
+                     flip_policy=False, control_variate=0.0, starts=1, share_test=False,
                      self_normalised_grounding=False, self_normalised_exact=False,
                      two_sided_minorant=False,
                      soft_decoders=False)
@@ -386,13 +396,16 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         Each attempt fits (pi, psi) (:meth:`fit_models`) and measures the indicator (Eq. 9)
         and its standard error; a trial stops once the indicator exceeds the threshold by
         ``restart_confidence`` standard errors (:meth:`passes`) and its decoder reads the
-        sign of the feedback clearly (:meth:`_clear`), or after ``max_restarts`` restarts, and
-        the other trials restart together from fresh initialisations. The best attempt is the
-        one with the largest lower bound (the indicator less ``restart_confidence`` standard
-        errors) among those whose decoder reads the sign clearly and whose indicator is
-        positive (if any): a decoder that calls no feedback a reward reads as 'clear' but has
-        learned nothing. The first attempt warm-starts from ``starts[t]``
-        (fitted in place, with ``start_optimisation`` if given) when they are given. With
+        sign of the feedback clearly and calls a plausible share of it a reward
+        (:meth:`_clear`), or after ``max_restarts`` restarts, and the other trials restart
+        together from fresh initialisations. The best attempt is the one with the largest
+        lower bound (the indicator less ``restart_confidence`` standard errors) among those
+        whose decoder reads the sign clearly, calls a plausible share a reward and whose
+        indicator is positive (if any; else the one whose share lies least beyond the
+        plausible one): a decoder that calls no feedback a reward reads as 'clear' but has
+        learned nothing. The first attempt
+        warm-starts from ``starts[t]`` (fitted in place, with ``start_optimisation`` if given)
+        when they are given. With
         ``holdout`` (interactions not in ``data``) the indicator is measured there: an
         unbiased estimate that a fit memorising ``data`` cannot inflate. A ``monitor``
         records every epoch. ``references``: a decoder per trial whose orientation the
@@ -435,33 +448,51 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                 n_actions, device)
             # a decoder with no positive indicator has learned nothing: its sign is no
             # evidence (one that calls no feedback a reward reads as 'clear')
-            clear = [sure and value > 0 for sure, value in zip(
-                self._clear(decoders, data.select(pending), n_actions, device), values,
-                strict=True)]
-            return [Attempt((value, policy, decoder, error), (sure, value - z * error),
-                            sure and self.passes(value, error, n_actions), value,
-                            sure and restart_passes(value, error, settle_confidence,
-                                                    self.threshold(n_actions)))
-                    for value, error, sure, policy, decoder in zip(
-                        values, errors, clear, policies, decoders, strict=True)]
+            # an attempt whose decoder calls an implausible share of the feedback a reward
+            # does not pass; the attempts within the share rank above the others, which rank
+            # by how far beyond it their share lies (judged starts, fitted with a holdout, are
+            # not share-tested: the fit that continues from the best on the whole log is)
+            signs, excess = self._clear(decoders, data.select(pending), n_actions, device,
+                                        shares=holdout is None)
+            attempts = []
+            for value, error, sign, beyond, policy, decoder in zip(
+                    values, errors, signs, excess, policies, decoders, strict=True):
+                sure = sign and value > 0 and beyond == 0.0
+                attempts.append(Attempt(
+                    (value, policy, decoder, error), (sure, -beyond, value - z * error),
+                    sure and self.passes(value, error, n_actions), value,
+                    sure and restart_passes(value, error, settle_confidence,
+                                            self.threshold(n_actions))))
+            return attempts
 
         best, tried = adaptive_restart(len(rngs), self.max_restarts, attempt, groups)
         return [(*b.fitted[:3], tried[t], b.fitted[3]) for t, b in enumerate(best)]
 
-    @staticmethod
-    def _clear(decoders: Sequence[Decoder], data: Source, n_actions: int,
-               device: torch.device) -> list[bool]:
-        """Whether each trial's decoder reads the feedback's sign clearly: with K >= 3, its
-        corrector statistic lies more than AMBIGUITY_MARGIN from one half (under uniform play
-        a reward is a 1/K share of the feedback; a decoder that calls about half of it a
-        reward has split the feedback some other way, often with a high indicator on a
-        small log that it has memorised). Always true for K = 2."""
+    def _clear(self, decoders: Sequence[Decoder], data: Source, n_actions: int,
+               device: torch.device, shares: bool = True) -> tuple[list[bool], list[float]]:
+        """Whether each trial's decoder reads the feedback's sign clearly, and by how much the
+        share of the feedback it calls a reward exceeds the plausible share. With K >= 3 the
+        sign is clear when the corrector statistic lies more than AMBIGUITY_MARGIN from one
+        half (under uniform play a reward is a 1/K share of the feedback; a decoder that calls
+        about half of it a reward has split the feedback some other way, often with a high
+        indicator on a small log that it has memorised), and the excess is the statistic less
+        :func:`reward_share_bound`, or 0 when below it. The excess is 0 too for a decoder
+        that follows the logged action (:func:`~iglearn.theory.action_led`: feedback that
+        shows the action, where a fresh start splits it alike and the fit warns), without
+        ``shares`` and with ``share_test`` off. Clear and 0 for K = 2."""
         if n_actions < 3:
-            return [True] * len(decoders)
+            return [True] * len(decoders), [0.0] * len(decoders)
         decoder = cast(Decoder, stack(decoders))
         decoder = decoder if device.type == "cpu" else decoder.to(device)
-        statistics = corrector_statistics(decoder, data, n_actions, device)
-        return [abs(s - 0.5) >= AMBIGUITY_MARGIN for s in statistics.tolist()]
+        tested = shares and self.share_test
+        measured = decoded_shares(decoder, data, n_actions, device, by_action=tested)
+        statistics = measured.above.tolist()
+        bound = reward_share_bound(n_actions)
+        excess = ([0.0 if action_led(e) else max(s - bound, 0.0)
+                   for s, e in zip(statistics, cast(torch.Tensor, measured.explained).tolist(),
+                                   strict=True)]
+                  if tested else [0.0] * len(statistics))
+        return [abs(s - 0.5) >= AMBIGUITY_MARGIN for s in statistics], excess
 
     def threshold(self, n_actions: int) -> float:
         """The adaptive restart's indicator threshold (1/K unless set)."""
