@@ -75,8 +75,8 @@ def check_feedback_varies(logs: Sequence[InteractionLog | LogStream]) -> None:
     """Refuse a log in memory whose feedback vector is the same in every interaction: an IGL
     learner reads the reward from how the feedback varies, and such a log has nothing to
     decode (a feedback column lost in a join, a logger that wrote its default). The learners
-    that read the feedback (2021 IGL, AI-IGL, IGL-P, VI-IGL) check here when they fit; a
-    streamed log is not read for it."""
+    that read the feedback (2021 IGL, AI-IGL, IGL-P, VI-IGL) check here when they fit
+    (:func:`check_igl_logs`); a streamed log is not read for it."""
     for log in logs:
         feedback = getattr(log, "feedback", None)
         if feedback is None or len(feedback) < 2:
@@ -87,3 +87,10 @@ def check_feedback_varies(logs: Sequence[InteractionLog | LogStream]) -> None:
                 f"{log.source}: the feedback is the same in all {len(feedback)} interactions; "
                 f"an IGL learner decodes the reward from how the feedback varies: check how "
                 f"the feedback was logged")
+
+
+def check_igl_logs(logs: Sequence[InteractionLog | LogStream]) -> None:
+    """The checks of a fit that decodes the reward from the feedback (2021 IGL, AI-IGL,
+    IGL-P, VI-IGL): :func:`check_fit_size`, then :func:`check_feedback_varies`."""
+    check_fit_size(logs)
+    check_feedback_varies(logs)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Self, cast
 import numpy as np
 import torch
 
-from iglearn.data.limits import check_feedback_varies, check_fit_size
+from iglearn.data.limits import check_igl_logs
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Standardiser
 from iglearn.devices import check_device, resolve_device
@@ -270,8 +270,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         """Fit every learner on its log, in memory or streamed (reads context, action,
         probability and feedback); ``references``: one fitted model per learner that the
         fit replaces (:meth:`fit`)."""
-        check_fit_size(logs)
-        check_feedback_varies(logs)
+        check_igl_logs(logs)
         start = time.perf_counter()
         first, k = learners[0], logs[0].n_actions
         threshold = first.threshold(k)

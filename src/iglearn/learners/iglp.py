@@ -70,7 +70,7 @@ import numpy as np
 import torch
 
 from iglearn.data.contexts import row_groups
-from iglearn.data.limits import check_feedback_varies, check_fit_size
+from iglearn.data.limits import check_igl_logs
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Mode, Origins, SameUnit, check_users_unit
 from iglearn.errors import IGLearnError, check_choice
@@ -583,8 +583,7 @@ class IGLP(IGLPSettings, PolicyLearner):
 
     def fit(self, log: InteractionLog) -> Self:
         """Fit the three models on ``log``."""
-        check_fit_size([log])
-        check_feedback_varies([log])
+        check_igl_logs([log])
         start = time.perf_counter()
         self._rng = as_generator(self.seed)
         flags = (np.zeros(len(log), dtype=bool) if log.definitely_bad is None

@@ -74,7 +74,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from iglearn.data.limits import check_feedback_varies, check_fit_size
+from iglearn.data.limits import check_igl_logs
 from iglearn.data.scaling import Origins, standardised_feedback
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
@@ -806,8 +806,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
     def _fit_stacked(cls, learners: list[VIIGL], logs: list[AnyLog]) -> None:
         """Fit every learner on its log, side by side; each draws its models and shuffles
         from its own seed, as its own ``fit`` would."""
-        check_fit_size(logs)
-        check_feedback_varies(logs)
+        check_igl_logs(logs)
         start = time.perf_counter()
         first, k = learners[0], logs[0].n_actions
         scalers = [learner.take_statistics(log) for learner, log in zip(learners, logs,
