@@ -312,6 +312,30 @@ def test_share_test_restarts_decoders_that_call_too_much_a_reward(env):
     assert accuracy[True] > accuracy[False] + 0.03, accuracy
 
 
+def test_a_fit_whose_decoder_calls_too_much_a_reward_warns():
+    # 50 Gaussian classes, 2,000 interactions (40 per action) and feedback that shows the
+    # reward plainly: every attempt's decoder calls about a fifth of the feedback a reward
+    # (one right action of 50 is 2 %) and the policy plays near chance (CB: about 40 %);
+    # the fit says so. With 10 classes the same task fits and does not warn.
+    def log(k: int) -> InteractionLog:
+        rng = np.random.default_rng(0)
+        means = rng.normal(size=(k, 32))
+        label = rng.integers(k, size=2000)
+        action = rng.integers(k, size=2000)
+        reward = (action == label).astype(float)
+        return InteractionLog(
+            context=(means[label] + rng.normal(size=(2000, 32))).astype(np.float32),
+            action=action, probability=np.full(2000, 1 / k),
+            feedback=(reward[:, None] + 0.3 * rng.normal(size=(2000, 8))).astype(np.float32),
+            reward=reward, n_actions=k)
+    with pytest.warns(IdentifiabilityWarning, match=r"plausible when one of 50 actions"):
+        BatchIGL(seed=0, max_restarts=1).fit(log(50))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)
+        fit = BatchIGL(seed=0).fit(log(10))
+    assert fit.report_.corrector_statistic <= reward_share_bound(10)
+
+
 def test_unlogged_actions_warn(uniform_log):
     # K = 11 for a log of 10 real actions: the corrector and the threshold assume K.
     log = dataclasses.replace(uniform_log, n_actions=11)

@@ -161,6 +161,20 @@ class FitReport(ShortReport):
                               self.threshold)
 
 
+def share_warning(statistic: float, n_actions: int, attempts: int) -> list[str]:
+    """The warning of a fit whose decoder calls more of the feedback a reward than
+    :func:`reward_share_bound` after all its ``attempts`` (``BatchIGLSettings.share_test``);
+    none within it."""
+    bound = reward_share_bound(n_actions)
+    if statistic <= bound:
+        return []
+    return [f"the decoder calls {statistic:.1%} of the feedback a reward after {attempts} "
+            f"attempt{'' if attempts == 1 else 's'}, more than the {bound:.1%} plausible when "
+            f"one of {n_actions} actions is right ({1 / n_actions:.1%} under uniform play): the "
+            f"policy may not follow the reward; log more interactions, or turn the test off "
+            f"(--no-share-test) if several actions are right on a context"]
+
+
 def action_warning(explained: float, algorithm: str) -> list[str]:
     """The warning of a fit whose decoded reward the logged action explains (a share
     ``explained`` of its variance above :data:`~iglearn.theory.ACTION_EXPLAINED`,
@@ -313,6 +327,8 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             if abs(statistic - 0.5) < AMBIGUITY_MARGIN:
                 notes.append(f"the decoded sign is ambiguous: {statistic:.1%} of feedback "
                              f"decodes as reward, close to one half")
+            elif first.share_test and k >= 3 and not action_led(action_share):
+                notes += share_warning(statistic, k, len(tried))
             notes += action_warning(action_share, "2021 IGL")
             for note in notes:
                 warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line

@@ -308,7 +308,7 @@ class BatchIGLSettings(FitSettings):
     most :func:`~iglearn.learners.batch_igl.reward_share_bound`, sqrt(1/(2K)); under uniform
     play one right action of K is a 1/K share, and a decoder that calls several times that a
     reward has split the feedback some other way. The fit keeps an attempt within the bound
-    if one is, else the one least beyond it. Not applied to a decoder that follows the
+    if one is, else the one least beyond it, and warns. Not applied to a decoder that follows the
     logged action (the fit warns of it instead; a fresh start splits such feedback alike);
     off for tasks with several right actions per context. On 16 MNIST logs of 1,000
     interactions (``iglearn reproduce sample-complexity``'s first size) four fits had ended
