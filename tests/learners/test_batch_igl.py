@@ -8,7 +8,8 @@ import torch
 from iglearn import BatchIGL, ContextualBandit, IGLearnError, InteractionLog, Supervised
 from iglearn.envs import BCIEnvironment, digits_environment
 from iglearn.learners import IdentifiabilityWarning
-from iglearn.learners.batch_igl import STAGES, indicator_moments, reward_share_bound
+from iglearn.learners.batch_igl import STAGES, indicator_moments
+from iglearn.learners.corrector import reward_share_bound
 from iglearn.learners.training import Optimisation
 from iglearn.learners.trials import Batch, Trials
 from iglearn.models import make_decoder, make_policy
@@ -280,12 +281,6 @@ def test_exact_stage_keeps_a_small_logs_decoder(env):
             accuracy[self_normalised] += fit.accuracy(35 + 0.05 * test_x, test_y) / 8
     assert collapsed[False] >= 3 and collapsed[True] <= 2, collapsed
     assert accuracy[True] > accuracy[False] + 0.08, accuracy
-
-
-def test_reward_share_bound_lies_between_one_right_action_and_one_half():
-    for k in (3, 4, 10, 50):
-        assert 1 / k < reward_share_bound(k) < 0.5
-    assert reward_share_bound(10) == pytest.approx(0.2236, abs=1e-4)
 
 
 def test_share_test_restarts_decoders_that_call_too_much_a_reward(env):

@@ -8,7 +8,14 @@ import pytest
 import torch
 
 from iglearn import BatchIGL, IGLearnError, InteractionLog
-from iglearn.learners.corrector import Shares, action_explained, decoded_shares, oriented_flip
+from iglearn.learners.corrector import (
+    Shares,
+    action_explained,
+    decoded_shares,
+    oriented_flip,
+    reward_share_bound,
+    share_excess,
+)
 from iglearn.learners.stream import training_data
 from iglearn.models import make_decoder
 from iglearn.models.stacked import stack
@@ -137,3 +144,24 @@ def test_a_refit_keeps_the_reference_orientation_where_the_log_cannot_tell():
 def test_an_unfitted_reference_is_refused():
     with pytest.raises(IGLearnError, match="reference model is not fitted"):
         BatchIGL(seed=0).fit(two_action_log(50, 2), reference=BatchIGL())
+
+
+def test_reward_share_bound_lies_between_one_right_action_and_one_half():
+    for k in (3, 4, 10, 50):
+        assert 1 / k < reward_share_bound(k) < 0.5
+    assert reward_share_bound(10) == pytest.approx(0.2236, abs=1e-4)
+
+
+def test_share_excess_orients_and_spares_decoders_that_follow_the_action():
+    # four trials, K = 10 (bound 0.224): within it; beyond it; beyond it once oriented (70 %
+    # above one half reads as 30 %); beyond it but following the action (eta^2 0.9)
+    above = torch.tensor([0.1, 0.3, 0.7, 0.3], dtype=torch.float64)
+    shares = Shares(above, 1 - above, torch.full((4,), 100.0), None,
+                    torch.full((4,), 0.2), torch.tensor([0.01, 0.01, 0.01, 0.9]))
+    excess = share_excess(shares, 10)
+    assert excess[0] == 0.0 and excess[3] == 0.0
+    assert excess[1] == pytest.approx(0.3 - reward_share_bound(10))
+    assert excess[2] == pytest.approx(0.3 - reward_share_bound(10))
+    assert share_excess(shares, 2) == [0.0] * 4
+    with pytest.raises(ValueError, match="by action"):
+        share_excess(shares._replace(explained=None), 10)

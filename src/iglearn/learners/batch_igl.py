@@ -22,7 +22,6 @@ restart: the paper's algorithm, for comparison.
 from __future__ import annotations
 
 import copy
-import math
 import time
 import warnings
 from collections.abc import Sequence
@@ -46,6 +45,8 @@ from iglearn.learners.corrector import (
     corrector_statistics,
     data_driven_corrector,
     decoded_shares,
+    reward_share_bound,
+    share_excess,
 )
 from iglearn.learners.monitor import EpochRecord, FitMonitor, ShortReport
 from iglearn.learners.objective import (
@@ -101,15 +102,6 @@ as much as a good share of the epoch itself on a large log. The indicator that d
 restarts and that the report gives is measured on the whole log."""
 STAGES = ("grounding", "policy", "exact")
 """The names of the three stages of a fit, in order (:meth:`BatchIGL.stages`)."""
-
-
-def reward_share_bound(n_actions: int) -> float:
-    """The largest share of the feedback a 2021 IGL decoder may call a reward for its attempt
-    to pass the adaptive restart (``BatchIGLSettings.share_test``, iglearn's addition):
-    sqrt(1 / (2K)), the geometric mean of 1/K, a reward's share under uniform play when one
-    action of K is right (Appendix B's premise), and one half, where the corrector flips the
-    decoder (0.224 for K = 10, 0.354 for K = 4, 0.408 for K = 3)."""
-    return math.sqrt(0.5 / n_actions)
 
 
 class IdentifiabilityWarning(UserWarning):
@@ -490,24 +482,18 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         sign is clear when the corrector statistic lies more than AMBIGUITY_MARGIN from one
         half (under uniform play a reward is a 1/K share of the feedback; a decoder that calls
         about half of it a reward has split the feedback some other way, often with a high
-        indicator on a small log that it has memorised), and the excess is the statistic less
-        :func:`reward_share_bound`, or 0 when below it. The excess is 0 too for a decoder
-        that follows the logged action (:func:`~iglearn.theory.action_led`: feedback that
-        shows the action, where a fresh start splits it alike and the fit warns), without
-        ``shares`` and with ``share_test`` off. Clear and 0 for K = 2."""
+        indicator on a small log that it has memorised); the excess is
+        :func:`~iglearn.learners.corrector.share_excess`'s (0 without ``shares`` and with
+        ``share_test`` off). Always clear for K = 2."""
+        tested = shares and self.share_test
         if n_actions < 3:
             return [True] * len(decoders), [0.0] * len(decoders)
         decoder = cast(Decoder, stack(decoders))
         decoder = decoder if device.type == "cpu" else decoder.to(device)
-        tested = shares and self.share_test
         measured = decoded_shares(decoder, data, n_actions, device, by_action=tested)
-        statistics = measured.above.tolist()
-        bound = reward_share_bound(n_actions)
-        excess = ([0.0 if action_led(e) else max(s - bound, 0.0)
-                   for s, e in zip(statistics, cast(torch.Tensor, measured.explained).tolist(),
-                                   strict=True)]
-                  if tested else [0.0] * len(statistics))
-        return [abs(s - 0.5) >= AMBIGUITY_MARGIN for s in statistics], excess
+        signs = [abs(s - 0.5) >= AMBIGUITY_MARGIN for s in measured.above.tolist()]
+        return signs, (share_excess(measured, n_actions) if tested
+                       else [0.0] * len(decoders))
 
     def threshold(self, n_actions: int) -> float:
         """The adaptive restart's indicator threshold (1/K unless set)."""

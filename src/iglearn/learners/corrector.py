@@ -25,6 +25,7 @@ unless the statistic is more than ``confidence`` standard errors beyond one half
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import torch
@@ -33,6 +34,7 @@ from torch import nn
 from iglearn.learners.trials import Source, reducer_of, to_device
 from iglearn.models import Decoder
 from iglearn.models.stacked import last_linear
+from iglearn.theory import action_led
 
 
 def corrector_statistic(psi: torch.Tensor, probability: torch.Tensor,
@@ -167,6 +169,32 @@ def oriented_flip(shares: Shares, confidence: float) -> torch.Tensor:
     evidence = shares.above - 0.5
     unclear = evidence.abs() <= margin
     return (evidence > margin) | (unclear & (shares.agreement < 0.5))
+
+
+def reward_share_bound(n_actions: int) -> float:
+    """The largest share of the feedback a decoder may call a reward for its attempt to pass
+    2021 IGL's adaptive restart (``BatchIGLSettings.share_test``, iglearn's addition):
+    sqrt(1 / (2K)), the geometric mean of 1/K, a reward's share under uniform play when one
+    action of K is right (the premise of Appendix B's corrector), and one half, where the
+    corrector flips the decoder (0.224 for K = 10, 0.354 for K = 4, 0.408 for K = 3)."""
+    return math.sqrt(0.5 / n_actions)
+
+
+def share_excess(shares: Shares, n_actions: int) -> list[float]:
+    """By how much each trial's decoder, oriented as the corrector orients it (the reward the
+    rarer side), calls more of the feedback a reward than :func:`reward_share_bound`; 0
+    within it, for K < 3 and for a decoder that follows the logged action
+    (:func:`~iglearn.theory.action_led`: feedback that shows the action, where a fresh start
+    splits it alike and the fit warns of it). ``shares`` measured ``by_action``."""
+    if shares.explained is None:
+        raise ValueError("share_excess needs shares measured by action")
+    if n_actions < 3:
+        return [0.0] * len(shares.above)
+    bound = reward_share_bound(n_actions)
+    oriented = torch.where(shares.above > 0.5, shares.below, shares.above)
+    return [0.0 if action_led(explained) else max(share - bound, 0.0)
+            for share, explained in zip(oriented.tolist(), shares.explained.tolist(),
+                                        strict=True)]
 
 
 def corrector_statistics(decoder: nn.Module, data: Source, n_actions: int,

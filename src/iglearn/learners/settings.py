@@ -305,7 +305,7 @@ class BatchIGLSettings(FitSettings):
     share_test: bool = True
     """The adaptive restart also tests the share of the feedback the decoder calls a reward
     (K >= 3; iglearn's addition): an attempt passes only if its corrector statistic is at
-    most :func:`~iglearn.learners.batch_igl.reward_share_bound`, sqrt(1/(2K)); under uniform
+    most :func:`~iglearn.learners.corrector.reward_share_bound`, sqrt(1/(2K)); under uniform
     play one right action of K is a 1/K share, and a decoder that calls several times that a
     reward has split the feedback some other way. The fit keeps an attempt within the bound
     if one is, else the one least beyond it, and warns. Not applied to a decoder that follows the
