@@ -257,30 +257,38 @@ def test_fresh_fits_do_not_collapse_to_a_constant_decoder():
         assert learner.accuracy(*env.test_set()) > 0.8, seed
 
 
+def raw_fits(env, logs: int, **variants: dict) -> dict:
+    """Fits of 2021 IGL (seed 0, one start) on the first ``logs`` digits logs of 200
+    interactions, made raw (35 + 0.05 x), under each of ``variants`` (a name's settings),
+    and each fit's accuracy on the raw test contexts: {name: [(fit, accuracy), ...]}."""
+    test_x, test_y = env.test_set()
+    fits: dict = {name: [] for name in variants}
+    for seed in range(logs):
+        log = env.log(200, seed)
+        raw = dataclasses.replace(log, context=35 + 0.05 * log.context,
+                                  feedback=35 + 0.05 * log.feedback)
+        for name, settings in variants.items():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", IdentifiabilityWarning)
+                fit = BatchIGL(seed=0, starts=1, **settings).fit(raw)
+            fits[name].append((fit, fit.accuracy(35 + 0.05 * test_x, test_y)))
+    return fits
+
+
 def test_exact_stage_keeps_a_small_logs_decoder(env):
     # 200 interactions of raw digits (35 + 0.05 x): the policy fitted to the log puts more than
     # 1/K on its logged actions, so plain Eq. 2 in the exact stage drives psi to 1 on every
     # feedback, and the corrector's flip leaves a decoder that calls none a reward (indicator
     # 0); with psi's term self-normalised the exact stage keeps the grounded decoder (on
     # these eight logs 5 plain fits collapsed, 1 self-normalised one).
-    test_x, test_y = env.test_set()
-    collapsed = {False: 0, True: 0}
-    accuracy = {False: 0.0, True: 0.0}
-    for seed in range(8):
-        log = env.log(200, seed)
-        raw = dataclasses.replace(log, context=35 + 0.05 * log.context,
-                                  feedback=35 + 0.05 * log.feedback)
-        for self_normalised in (False, True):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", IdentifiabilityWarning)
-                fit = BatchIGL(seed=0, max_restarts=0, starts=1,
-                               self_normalised_exact=self_normalised).fit(raw)
-            report = fit.report_
-            collapsed[self_normalised] += (abs(report.indicator) < 0.01
-                                           and report.corrector_statistic < 0.05)
-            accuracy[self_normalised] += fit.accuracy(35 + 0.05 * test_x, test_y) / 8
-    assert collapsed[False] >= 3 and collapsed[True] <= 2, collapsed
-    assert accuracy[True] > accuracy[False] + 0.08, accuracy
+    fits = raw_fits(env, 8, plain=dict(max_restarts=0, self_normalised_exact=False),
+                    normalised=dict(max_restarts=0))
+    collapsed = {name: sum(abs(fit.report_.indicator) < 0.01
+                           and fit.report_.corrector_statistic < 0.05 for fit, _ in pairs)
+                 for name, pairs in fits.items()}
+    accuracy = {name: np.mean([a for _, a in pairs]) for name, pairs in fits.items()}
+    assert collapsed["plain"] >= 3 and collapsed["normalised"] <= 2, collapsed
+    assert accuracy["normalised"] > accuracy["plain"] + 0.08, accuracy
 
 
 def test_share_test_restarts_decoders_that_call_too_much_a_reward(env):
@@ -289,22 +297,13 @@ def test_share_test_restarts_decoders_that_call_too_much_a_reward(env):
     # feedback a reward (one right action of 10 is 10 %), and the policies play at 3 % and
     # 30 %; with the share test those attempts restart and the fits keep decoders within
     # sqrt(1/20) of the feedback.
-    test_x, test_y = env.test_set()
     bound = reward_share_bound(env.n_actions)
-    beyond = {False: 0, True: 0}
-    accuracy = {False: 0.0, True: 0.0}
-    for seed in range(6):
-        log = env.log(200, seed)
-        raw = dataclasses.replace(log, context=35 + 0.05 * log.context,
-                                  feedback=35 + 0.05 * log.feedback)
-        for share_test in (False, True):
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", IdentifiabilityWarning)
-                fit = BatchIGL(seed=0, starts=1, share_test=share_test).fit(raw)
-            beyond[share_test] += fit.report_.corrector_statistic > bound
-            accuracy[share_test] += fit.accuracy(35 + 0.05 * test_x, test_y) / 6
-    assert beyond[False] >= 1 and beyond[True] == 0, beyond
-    assert accuracy[True] > accuracy[False] + 0.03, accuracy
+    fits = raw_fits(env, 6, off=dict(share_test=False), on=dict(share_test=True))
+    beyond = {name: sum(fit.report_.corrector_statistic > bound for fit, _ in pairs)
+              for name, pairs in fits.items()}
+    accuracy = {name: np.mean([a for _, a in pairs]) for name, pairs in fits.items()}
+    assert beyond["off"] >= 1 and beyond["on"] == 0, beyond
+    assert accuracy["on"] > accuracy["off"] + 0.03, accuracy
 
 
 def test_a_fit_whose_decoder_calls_too_much_a_reward_warns():
