@@ -410,11 +410,10 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         whose decoder reads the sign clearly, calls a plausible share a reward and whose
         indicator is positive (if any; else the one whose share lies least beyond the
         plausible one): a decoder that calls no feedback a reward reads as 'clear' but has
-        learned nothing. The first attempt
-        warm-starts from ``starts[t]`` (fitted in place, with ``start_optimisation`` if given)
-        when they are given. With
-        ``holdout`` (interactions not in ``data``) the indicator is measured there: an
-        unbiased estimate that a fit memorising ``data`` cannot inflate. A ``monitor``
+        learned nothing. The first attempt warm-starts from ``starts[t]`` (fitted in place,
+        with ``start_optimisation`` if given) when they are given. With ``holdout``
+        (interactions not in ``data``) the indicator is measured there: an unbiased estimate
+        that a fit memorising ``data`` cannot inflate. A ``monitor``
         records every epoch. ``references``: a decoder per trial whose orientation the
         corrector keeps unless the data clearly say otherwise (:meth:`fit`). ``groups``: the
         group of each trial, when the trials are rival initialisations of one log
