@@ -153,18 +153,17 @@ class FitReport(ShortReport):
                               self.threshold)
 
 
-def share_warning(statistic: float, n_actions: int, attempts: int) -> list[str]:
-    """The warning of a fit whose decoder calls more of the feedback a reward than
-    :func:`reward_share_bound` after all its ``attempts`` (``BatchIGLSettings.share_test``);
-    none within it."""
-    bound = reward_share_bound(n_actions)
-    if statistic <= bound:
-        return []
-    return [f"the decoder calls {statistic:.1%} of the feedback a reward after {attempts} "
-            f"attempt{'' if attempts == 1 else 's'}, more than the {bound:.1%} plausible when "
-            f"one of {n_actions} actions is right ({1 / n_actions:.1%} under uniform play): the "
-            f"policy may not follow the reward; log more interactions, or turn the test off "
-            f"(--no-share-test) if several actions are right on a context"]
+def share_warning(statistic: float, n_actions: int, attempts: int) -> str:
+    """The warning of a fit whose kept decoder, after all its ``attempts``, calls more of the
+    feedback a reward than :func:`reward_share_bound` (its
+    :func:`~iglearn.learners.corrector.share_excess` above 0, ``BatchIGLSettings.share_test``);
+    ``statistic``: the share it calls a reward."""
+    return (f"the decoder calls {statistic:.1%} of the feedback a reward after {attempts} "
+            f"attempt{'' if attempts == 1 else 's'}, more than the "
+            f"{reward_share_bound(n_actions):.1%} plausible when one of {n_actions} actions is "
+            f"right ({1 / n_actions:.1%} under uniform play): the policy may not follow the "
+            f"reward; log more interactions, or turn the test off (--no-share-test) if several "
+            f"actions are right on a context")
 
 
 def action_warning(explained: float, algorithm: str) -> list[str]:
@@ -306,9 +305,10 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         shares = decoded_shares(stack([fit[2] for fit in fits]), data, k, by_action=True)
         statistics = shares.above.tolist()
         explained = cast(torch.Tensor, shares.explained).tolist()
+        excess = share_excess(shares, k) if first.share_test else [0.0] * len(fits)
         seconds = (time.perf_counter() - start) / len(learners)
-        for t, (learner, log, fit, statistic, action_share) in enumerate(
-                zip(learners, logs, fits, statistics, explained, strict=True)):
+        for t, (learner, log, fit, statistic, action_share, beyond) in enumerate(
+                zip(learners, logs, fits, statistics, explained, excess, strict=True)):
             value, policy, decoder, tried, error = fit
             notes = identifiability_warnings(log)
             if not first.passes(value, error, k):
@@ -319,8 +319,8 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             if abs(statistic - 0.5) < AMBIGUITY_MARGIN:
                 notes.append(f"the decoded sign is ambiguous: {statistic:.1%} of feedback "
                              f"decodes as reward, close to one half")
-            elif first.share_test and k >= 3 and not action_led(action_share):
-                notes += share_warning(statistic, k, len(tried))
+            elif beyond > 0.0:
+                notes.append(share_warning(statistic, k, len(tried)))
             notes += action_warning(action_share, "2021 IGL")
             for note in notes:
                 warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line
