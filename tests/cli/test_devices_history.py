@@ -1,9 +1,14 @@
 """`--device` on fit, predict and evaluate (cpu and auto give today's results here), the
-per-epoch history in fit's summary, `--progress`, `--logdir`, and CSV logs end to end."""
+per-epoch history in fit's summary, `--progress` (shown unasked on a terminal), `--logdir`,
+and CSV logs end to end."""
 
 from __future__ import annotations
 
 import json
+import os
+import struct
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -76,6 +81,42 @@ def test_every_algorithm_shows_progress_bars_over_its_stages(small, tmp_path, ca
     code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
                          "--algorithm", algorithm, *FAST)
     assert code == 0 and not any(bar in err for bar in bars), err
+
+
+def on_terminal(*argv: object) -> tuple[int, str]:
+    """Run ``iglearn *argv`` in a child process whose stderr is a terminal (a pseudo-terminal
+    of 100 columns): its exit code and what it wrote there."""
+    import fcntl
+    import pty
+    import termios
+
+    main, child = pty.openpty()
+    fcntl.ioctl(child, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    process = subprocess.Popen([sys.executable, "-m", "iglearn.cli", *map(str, argv)],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=child)
+    os.close(child)
+    written = bytearray()
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        written += chunk
+    os.close(main)
+    return process.wait(timeout=300), written.decode(errors="replace")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals")
+def test_fit_shows_its_bars_unasked_on_a_terminal_and_hides_them_when_told(small, tmp_path):
+    code, err = on_terminal("fit", small / "log.npz", "--out", tmp_path / "shown",
+                            "--algorithm", "vi-igl", *FAST)
+    assert code == 0 and "VIIGL: decoder" in err and "VIIGL: policy" in err, err
+    code, err = on_terminal("fit", small / "log.npz", "--out", tmp_path / "hidden",
+                            "--algorithm", "vi-igl", "--no-progress", *FAST)
+    assert code == 0 and "VIIGL" not in err, err
 
 
 def test_fit_prints_a_short_summary_and_history_holds_every_epoch(small, tmp_path, capsys):

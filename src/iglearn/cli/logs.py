@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
@@ -253,7 +254,8 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
     """The learner ``--algorithm`` names, with the settings given (checked by
-    :func:`_check_options` first)."""
+    :func:`_check_options` first); without ``--progress`` or ``--no-progress``, its progress
+    bars are shown when stderr is a terminal."""
     from iglearn.learners.registry import learner_class
 
     algorithm = args.algorithm
@@ -262,7 +264,10 @@ def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
         start = objectives()[args.objective or "iglearn"](seed=args.seed)
     else:  # only this algorithm's learner module is imported
         start = learner_class(algorithm)(seed=args.seed)
-    return build_settings(args, start, LEARNER)
+    learner = build_settings(args, start, LEARNER)
+    if f"{LEARNER}.progress" not in vars(args):  # a fit watched on a terminal shows its bars
+        learner.progress = sys.stderr.isatty()
+    return learner
 
 
 def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLog | LogStream,
@@ -659,7 +664,7 @@ def _fit_options(fit: argparse.ArgumentParser) -> None:
     add_settings(fit, BatchIGLSettings(), LEARNER, "settings of every algorithm",
                  "Where the algorithms' defaults differ, the help gives each; with igl they "
                  "are those of --objective iglearn.", skip=("seed", *only["igl"]),
-                 shared=defaults)
+                 shared=defaults, stated={"progress": "shown when stderr is a terminal"})
     decoding = {name: defaults[name] for name in ("igl", "ai-igl")}
     also = sorted(_setting_names(VIIGLSettings()) & decoding_names)
     add_settings(fit, BatchIGLSettings(), LEARNER, "settings of --algorithm igl and ai-igl",

@@ -334,7 +334,8 @@ def shown(value: object) -> str:
 def add_settings(parser: argparse.ArgumentParser, settings: Any, key: str, title: str,
                  description: str | None = None, *, skip: Collection[str] = (),
                  aliases: Mapping[str, str] | None = None,
-                 shared: Mapping[str, object] | None = None) -> argparse._ArgumentGroup:
+                 shared: Mapping[str, object] | None = None,
+                 stated: Mapping[str, str] | None = None) -> argparse._ArgumentGroup:
     """Add one option per field of the dataclass instance ``settings`` (and per field of each
     dataclass it holds) to ``parser``, in an argument group ``title`` (with ``description``).
 
@@ -343,7 +344,9 @@ def add_settings(parser: argparse.ArgumentParser, settings: Any, key: str, title
     ``skip`` names fields that get no option; ``aliases`` maps a field to a second flag.
     ``shared`` names, by label, every settings object (``settings`` among them) whose fields
     of the same names these options also set: where their defaults differ, the help states
-    each one's (``(default: 0.1 for igl, 0.5 for ai-igl)``). Returns the argument group.
+    each one's (``(default: 0.1 for igl, 0.5 for ai-igl)``). ``stated`` gives, by field, the
+    default the help states instead, for an option whose command decides its default itself.
+    Returns the argument group.
     """
     cls: type = type(settings)
     docs = field_docs(cls)
@@ -362,7 +365,8 @@ def add_settings(parser: argparse.ArgumentParser, settings: Any, key: str, title
         flags = [flag(field.name)]
         if aliases and field.name in aliases:
             flags.append(aliases[field.name])
-        text = f"{docs[field.name]} (default: {_defaults(field.name, value, shared)})"
+        default = (stated or {}).get(field.name) or _defaults(field.name, value, shared)
+        text = f"{docs[field.name]} (default: {default})"
         text = text.replace("%", "%%")
         dest = f"{key}.{field.name}"
         if kind.type is bool:
