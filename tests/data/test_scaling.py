@@ -298,15 +298,33 @@ def test_auto_decides_each_block_on_its_own():
     np.testing.assert_array_equal(again.apply(x), scaler.apply(x))
 
 
-@pytest.mark.parametrize("name", ["digits", "action-inclusive-digits", "bci", "personalised",
+@pytest.mark.parametrize("name", ["digits", "action-inclusive-digits", "personalised",
                                   "personalised-continuous", "personalised-many",
                                   "grounded-digits"])
-def test_the_built_in_environments_are_on_the_unit_scale(name):
+def test_the_built_in_image_and_token_tasks_are_on_the_unit_scale(name):
     log = named_environment(name).log(1000, seed=0)
     assert Standardiser.of_log(log, mode="auto").rules == {"context": "auto: unit scale",
                                                            "feedback": "auto: unit scale"}
-    quiet = named_environment("bci", noise=0.0).log(1000, seed=0)  # the smallest spread
-    assert Standardiser.of_log(quiet, mode="auto").context_rule == "auto: unit scale"
+
+
+@pytest.mark.parametrize(("noise", "rule"), [(0.0, "auto: off scale"),
+                                             (0.05, "auto: off scale"),
+                                             (0.2, "auto: unit scale")])
+def test_the_simulated_bci_is_standardised_where_its_noise_leaves_it_a_small_spread(noise, rule):
+    """The BCI's patterns spread 0.02 (no noise) to 0.2 (noise 0.2): below MIN_RMS_STD the
+    learners' defaults see too little of them."""
+    log = named_environment("bci", noise=noise).log(1000, seed=0)
+    assert Standardiser.of_log(log, mode="auto").rules == {"context": rule, "feedback": rule}
+
+
+def test_a_block_scaled_down_to_a_small_spread_is_standardised():
+    """The digits task's images scaled by 0.05 (an RMS spread of 0.01 to 0.014) are off the
+    unit scale as much as the same images scaled by 20 are."""
+    log = named_environment("digits").log(1000, seed=0)
+    for factor in (0.05, 0.5, 20.0):
+        scaler = Standardiser.of_arrays(factor * log.context, factor * log.feedback,
+                                        mode="auto")
+        assert scaler.rules == {"context": "auto: off scale", "feedback": "auto: off scale"}
 
 
 def test_off_takes_no_statistics_and_an_unknown_mode_is_refused():
