@@ -49,6 +49,9 @@ def test_one_dimensional_feedback_becomes_a_column():
     (dict(probability=np.array([50, 25, 25, 50, 100, 20])),
      ["'probability'", "the values run from 20 to 100", "percentages"]),
     (dict(probability=np.full(6, 150.0)), ["'probability'", "outside (0, 1]; it must be"]),
+    # a typing error among probabilities is not a scale
+    (dict(probability=np.array([1 / 3, 1 / 3, 1.0000001, 1 / 3, 1 / 3, 1 / 3])),
+     ["'probability'", "holds 1.0000001 at row 2, outside (0, 1]; it must be"]),
     (dict(action=np.array([0, -1, 2, 0, 0, 1])), ["'action'", "-1"]),
     (dict(action=np.array([0, 1.5, 2, 0, 0, 1])), ["'action'", "not an integer"]),
     (dict(probability=np.zeros(6)), ["'probability'", "(0, 1]"]),
@@ -116,3 +119,23 @@ def test_a_context_set_checks_labels_like_a_log():
         ContextSet(np.zeros((2, 3)), 4, np.array([1, 2.5]), "c.npz")
     with pytest.raises(IGLearnError, match=r"'context' holds inf at row 1"):
         ContextSet(np.array([[0.0], [np.inf]]), 4, source="c.npz")
+
+
+def test_a_column_whose_float32_copy_loses_its_variation_is_warned_about():
+    """Values around 1e8 that vary by a few units keep few float32 steps: the log says so,
+    naming the column and the fix; values around 35 with a spread of hundredths (a raw
+    measurement) keep thousands of steps and are not warned about."""
+    import warnings
+
+    rng = np.random.default_rng(0)
+    n = 500
+    common = dict(action=rng.integers(0, 3, n), probability=np.full(n, 1 / 3),
+                  feedback=rng.normal(size=(n, 2)), n_actions=3)
+    context = np.column_stack([35 + 0.05 * rng.random(n), 1e8 + rng.normal(0, 0.3, n)])
+    with pytest.warns(UserWarning, match=r"field 'context' column 1: its values lie around "
+                                         r"1e\+08 .* subtract an offset"):
+        InteractionLog(context=context, **common)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        InteractionLog(context=context[:, :1], **common)
+        InteractionLog(context=context.astype(np.float32), **common)  # as the caller holds it

@@ -148,3 +148,61 @@ def test_fit_many_keeps_no_fit_when_one_of_them_diverged(logs, monkeypatch):
     with pytest.raises(IGLearnError, match="the fit diverged"):
         Supervised.fit_many(learners, logs[:2])
     assert all(getattr(learner, "policy_", None) is None for learner in learners)
+
+
+def _every_learner(log, tmp_path):
+    """A quick fit of each batch learner on ``log``, and each IGL learner saved and loaded
+    back."""
+    from iglearn import AIIGL, VIIGL
+    from iglearn.learners import load_model
+    from iglearn.learners.iglp import IGLP
+
+    fitted = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for make in (BatchIGL, AIIGL, IGLP, VIIGL, ContextualBandit, Supervised):
+            learner = make(seed=0, optimisation=QUICK).fit(log)
+            fitted.append(learner)
+            if hasattr(learner, "save"):  # the baselines are not saved
+                fitted.append(load_model(learner.save(tmp_path / make.__name__)))
+    return fitted
+
+
+def test_a_fitted_model_checks_the_contexts_and_feedback_it_is_given(logs, tmp_path):
+    """NaN, a single vector, a wrong width or text is refused naming the field and the fix,
+    by predict, predict_proba, accuracy and decode alike, fitted or loaded; no contexts give
+    no actions (K probabilities each)."""
+    log = logs[0]
+    raw = dataclasses.replace(log, context=35 + 0.05 * log.context,
+                              feedback=35 + 0.05 * log.feedback)
+    x = raw.context[:5].copy()
+    x[2, 7] = np.nan
+    for learner in _every_learner(raw, tmp_path):
+        name = type(learner).__name__
+        for call in (learner.predict, learner.predict_proba,
+                     lambda c, m=learner: m.accuracy(c, log.label[:5])):
+            with pytest.raises(IGLearnError, match="'context' holds nan at row 2"):
+                call(x)
+            with pytest.raises(IGLearnError, match=r"shape \(64,\).*reshape\(1, -1\)"):
+                call(raw.context[0])
+            with pytest.raises(IGLearnError, match="have 10 values but the model was fitted "
+                                                   "on 64"):
+                call(raw.context[:5, :10])
+            with pytest.raises(IGLearnError, match="expected real numbers"):
+                call(np.full((2, 64), "35.1"))
+        assert learner.predict(raw.context[:0]).shape == (0,), name
+        assert learner.predict_proba(raw.context[:0]).shape == (0, 10), name
+        with pytest.raises(IGLearnError, match="'label' has 4 rows but 'context' has 5"):
+            learner.accuracy(raw.context[:5], log.label[:4])
+        with pytest.raises(IGLearnError, match="'label' has dtype"):
+            learner.accuracy(raw.context[:5], log.label[:5].astype(str))
+        if not hasattr(learner, "decode"):
+            continue
+        y = raw.feedback[:3].copy()
+        y[1, 0] = np.inf
+        decode = {"AIIGL": lambda f, m=learner: m.decode(f, log.action[:3]),
+                  "IGLP": lambda f, m=learner: m.decode(raw.context[:3], log.action[:3], f),
+                  }.get(name, learner.decode)
+        with pytest.raises(IGLearnError, match="'feedback' holds inf at row 1"):
+            decode(y)
+        assert decode(raw.feedback[:3]).shape[0] == 3, name

@@ -130,3 +130,68 @@ def test_a_refit_that_diverged_stops_the_learner_with_one_line(env, kind, monkey
                                            r"\(NaN or infinite values in its .*\); lower"):
         total_reward(learner, env, np.random.default_rng(0), 300,
                      "reward" if rewards else "feedback")
+
+
+def _learners(env):
+    """One of each kind of online learner with models, on ``env``'s widths."""
+    from iglearn.learners import E2G
+    from iglearn.learners.iglp import OnlineIGLP
+
+    k, d, f = env.n_actions, env.context_dim, env.feedback_dim
+    return [E2G(k, d, f, PaperSchedule(warmup_rounds=50), seed=0),
+            OnlineContextualBandit(k, d, PaperSchedule(warmup_rounds=50), seed=0),
+            OnlineIGLP(k, d, f, seed=0)]
+
+
+def test_learn_refuses_what_would_break_every_later_refit_and_keeps_none_of_it(env):
+    """A NaN feedback value, a NaN context, an action out of range or not whole, a
+    probability of 0 or a reward outside [-1, 1] is refused in one line naming the field and
+    the row; the learner then goes on from the interactions as they were acted on."""
+    rng = np.random.default_rng(0)
+    for learner in _learners(env):
+        shown = env.contexts(4, rng)
+        x = shown.features
+        actions, probabilities = learner.act_batch(x)
+        reads_feedback = not isinstance(learner, OnlineContextualBandit)
+        good = (env.feedback(shown, actions, env.reward(shown, actions), rng) if reads_feedback
+                else env.reward(shown, actions).astype(float))
+        bad_signal = good.copy()
+        if reads_feedback:
+            bad_signal[2, 5] = np.nan
+        else:
+            bad_signal[2] = 5.0
+        bad_context = x.copy()
+        bad_context[1, 0] = np.inf
+        wrong = [(bad_context, actions, probabilities, good, "'context' holds inf at row 1"),
+                 (x, actions, probabilities, bad_signal,
+                  "'feedback' holds nan at row 2" if reads_feedback
+                  else "'reward' holds 5.0 at row 2"),
+                 (x, np.r_[actions[:3], 2.7], probabilities, good,
+                  "'action' holds 2.7 at row 3, not an integer"),
+                 (x, np.r_[actions[:3], 12], probabilities, good,
+                  "'action' holds 12 at row 3, outside"),
+                 (x, actions, np.r_[probabilities[:3], 0.0], good,
+                  "'probability' holds 0.0 at row 3"),
+                 (x[:, :10], actions, probabilities, good, "have 10 values but")]
+        for case in wrong:
+            with pytest.raises(IGLearnError, match=case[-1]):
+                learner.learn_batch(*case[:4])
+        learner.learn_batch(x, actions, probabilities, good)  # the same, as acted on: kept
+        assert learner.interactions_ == 4
+
+
+def test_acting_and_building_check_their_inputs(env):
+    for learner in _learners(env):
+        with pytest.raises(IGLearnError, match=r"shape \(64,\).*reshape\(1, -1\)"):
+            learner.act_batch(np.zeros(64))  # one context where n are meant
+        with pytest.raises(IGLearnError, match="have 10 values but the model was fitted on 64"):
+            learner.act_batch(np.zeros((3, 10)))
+        assert learner.interactions_ == 0
+    from iglearn.learners import E2G
+
+    with pytest.raises(IGLearnError, match="n_actions is 2.5"):
+        E2G(2.5, 64, 64)
+    with pytest.raises(IGLearnError, match="context_dim must be a whole number from 1"):
+        E2G(10, 0, 64)
+    with pytest.raises(IGLearnError, match="feedback_dim must be a whole number from 0"):
+        E2G(10, 64, -1)

@@ -14,6 +14,7 @@ probabilities at least ``PROBABILITY_FLOOR``, K at most ``MAX_ACTIONS``.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from functools import partial
@@ -106,9 +107,11 @@ def _numbered_from_one(array: np.ndarray, n_actions: int) -> str | None:
 
 
 def _percentages(array: np.ndarray) -> str | None:
-    """The hint for probabilities above 1 that all lie in (0, 100]: percentages, or None."""
+    """The hint for probabilities that all lie in (0, 100], most of them above 1:
+    percentages, or None (a few values above 1 among probabilities are typing errors, not a
+    scale)."""
     low, high = float(array.min()), float(array.max())
-    if low > 0 and 1 < high <= 100:
+    if low > 0 and 1 < high <= 100 and np.mean(array > 1) > 0.5:
         values = (f"every value is {low:.3g}" if low == high else
                   f"the values run from {low:.3g} to {high:.3g}")
         return (f"{values}, as if they were percentages; a probability lies in (0, 1]: "
@@ -183,7 +186,35 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
         require(lambda a: (a >= -bound) & (a <= bound),
                 f", beyond ±{bound:g} (iglearn.data.limits.MAX_ABS_VALUE); standardise the "
                 f"features, or raise the limit")
+        if array.ndim == 2 and array.dtype.itemsize >= (8 if floating else 4):
+            _warn_lost_digits(name, array, source)
     return array.astype(DTYPES[name], copy=False)
+
+
+LOST_DIGITS_ROWS = 4096
+""":func:`_warn_lost_digits` reads at most this many rows (the first)."""
+
+
+def _warn_lost_digits(name: str, array: np.ndarray, source: str) -> None:
+    """Warn when a column of float64 or wide integer values varies by less than 2^-14 of its
+    size: held as float32 (about 7 significant digits, 2^-24 of a value's size) its values
+    keep fewer than 1,024 steps of their spread, and a column of timestamps in milliseconds
+    or of values around 1e8 that vary in their last digits loses what it tells. Read on the
+    first :data:`LOST_DIGITS_ROWS` rows."""
+    sample = array[:LOST_DIGITS_ROWS].astype(np.float64, copy=False)
+    if not len(sample):
+        return
+    low, high = sample.min(0), sample.max(0)
+    spread, size = high - low, np.maximum(np.abs(low), np.abs(high))
+    lost = np.flatnonzero((spread > 0) & (spread < size * 2.0 ** -14))
+    if len(lost):
+        j = int(lost[0])
+        more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
+        warnings.warn(f"{source}: field '{name}' column {j}{more}: its values lie around "
+                      f"{size[j]:.4g} and vary by only {spread[j]:.3g}; iglearn holds them as "
+                      f"float32 (about 7 significant digits), which keeps few of their "
+                      f"differences: subtract an offset (the column's first value or mean) "
+                      f"before building the log", UserWarning, stacklevel=3)
 
 
 def _shaped(name: str, value: object, source: str) -> np.ndarray:
@@ -203,6 +234,36 @@ def _shaped(name: str, value: object, source: str) -> np.ndarray:
         raise IGLearnError(f"{source}: field '{name}' has shape {array.shape}; expected (n,), "
                            f"one value per interaction")
     return array
+
+
+def model_rows(name: str, value: object, width: int | None, source: str) -> np.ndarray:
+    """Contexts or feedback vectors (``name`` 'context' or 'feedback') handed to a fitted model,
+    checked as a log's are and cast to float32: a matrix of real numbers, one row per vector,
+    with the ``width`` values the model was fitted on (None: not checked), finite and within
+    ±MAX_ABS_VALUE; a vector is one column only where the model reads one value, and no rows
+    at all is allowed (nothing to predict). An error names the problem and the fix."""
+    array = np.asarray(value)
+    _kind(name, array, source)
+    if array.ndim == 1 and width != 1:
+        raise IGLearnError(f"{source}: field '{name}' has shape {array.shape}; expected (n, "
+                           f"{width or 'd'}), one row per {name} vector (for a single one: "
+                           f"values.reshape(1, -1))")
+    array = _shaped(name, array, source)
+    if width is not None and array.shape[1] != width:
+        raise IGLearnError(f"{source}: the {name} vectors have {array.shape[1]} values but the "
+                           f"model was fitted on {width}; give vectors of the fitted dimension")
+    return field_values(name, array, source)
+
+
+def row_values(name: str, value: object, n: int, source: str, n_actions: int | None = None,
+               unit: str = "interaction") -> np.ndarray:
+    """One value of field ``name`` (action, probability, reward or label) for each of ``n``
+    rows handed to a learner outside a log (labels to score, an online learner's
+    interactions), checked as a log's are (:func:`field_values`; actions and labels against
+    ``n_actions``); ``unit`` names a row in the message."""
+    array = _shaped(name, value, source)
+    _check_rows(name, array, n, source, unit=unit)
+    return field_values(name, array, source, n_actions)
 
 
 def _check_rows(name: str, array: np.ndarray, n: int, source: str,

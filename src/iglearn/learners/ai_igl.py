@@ -804,7 +804,7 @@ class OnlineAIIGL(EpochGreedy):
                          exploit, holdout_every, seed, standardise, same_unit)
         self.refit_optimisation = refit_optimisation
         self._batch = AIIGL(policy, decoder, optimisation)
-        self.context_dim, self.feedback_dim = context_dim, feedback_dim
+        self.feedback_dim = feedback_dim
         self.decoders_: list[Decoder] | None = None
 
     def fitted_models(self) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import numpy as np
 import torch
 
-from iglearn.data.logs import InteractionLog
+from iglearn.data.logs import InteractionLog, model_rows, row_values
 from iglearn.data.scaling import (
     DEFAULT_ORIGINS,
     ROW_SPREAD,
@@ -62,6 +62,10 @@ class PolicyLearner:
     n_actions_: int | None = None
     """K of the log the learner was fitted on (None before a fit; a loaded model's is in
     ``metadata_``)."""
+    dims_: tuple[int, int] | None = None
+    """(d_x, d_y) of the log the learner was fitted on (None before a fit; a loaded model's
+    are in ``metadata_``): the widths :meth:`standardised` and :meth:`standardised_feedback`
+    accept."""
     """The statistics the fit standardised contexts and feedback with
     (:mod:`iglearn.data.scaling`), applied wherever the models read inputs; None: the models
     read raw values (``standardise`` off, or a model saved before standardisation)."""
@@ -87,6 +91,7 @@ class PolicyLearner:
         its feature names and, for a table read with a column mapping, the columns), which
         :meth:`save` writes and :meth:`contexts_of` reads a DataFrame by."""
         self.n_actions_ = log.n_actions
+        self.dims_ = (log.context_dim, log.feedback_dim)
         self.schema_ = getattr(log, "schema", None)
         mode = check_mode(getattr(self, "standardise", "auto"))
         self.standardiser_ = None if mode == "off" else standardiser_of(
@@ -104,23 +109,36 @@ class PolicyLearner:
             return np.asarray(context)
         from iglearn.data.contexts import ContextSet
 
-        metadata = getattr(self, "metadata_", None) or {}
-        k = self.n_actions_ if self.n_actions_ is not None else metadata.get("n_actions")
-        return ContextSet.from_frame(context, k, "data frame",
+        return ContextSet.from_frame(context, self._fitted("n_actions"), "data frame",
                                      schema=getattr(self, "schema_", None)).context
 
+    def _fitted(self, key: str) -> Any:
+        """What the fit knew of its log: ``n_actions``, ``context_dim`` or ``feedback_dim``
+        (from the fit, or a loaded model's ``model.json``; None if neither says)."""
+        metadata = getattr(self, "metadata_", None) or {}
+        if key == "n_actions":
+            return self.n_actions_ if self.n_actions_ is not None else metadata.get(key)
+        if self.dims_ is not None:
+            return self.dims_[0 if key == "context_dim" else 1]
+        return metadata.get(key)
+
     def standardised(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
-        """Contexts (an array, or a DataFrame: :meth:`contexts_of`) as the fitted models read
-        them: standardised with ``standardiser_`` (float32), or as given when there is none."""
-        context = self.contexts_of(context)
+        """Contexts (an array of shape (n, d_x), or a DataFrame: :meth:`contexts_of`) as the
+        fitted models read them, checked as a log's are (:func:`~iglearn.data.logs.
+        model_rows`: NaN, a wrong width or a single vector is an error naming it):
+        standardised with ``standardiser_`` (float32), or as given when there is none."""
+        context = model_rows("context", self.contexts_of(context),
+                             self._fitted("context_dim"), "contexts")
         if self.standardiser_ is None:
-            return np.asarray(context, dtype=np.float32)
+            return context
         return self.standardiser_.apply(context)
 
     def standardised_feedback(self, feedback: np.ndarray) -> np.ndarray:
-        """Feedback vectors as the fitted decoders read them (see :meth:`standardised`)."""
+        """Feedback vectors (n, d_y) as the fitted decoders read them, checked (see
+        :meth:`standardised`)."""
+        feedback = model_rows("feedback", feedback, self._fitted("feedback_dim"), "feedback")
         if self.standardiser_ is None:
-            return np.asarray(feedback, dtype=np.float32)
+            return feedback
         return self.standardiser_.apply_feedback(feedback)
 
     def predict_proba(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
@@ -135,16 +153,23 @@ class PolicyLearner:
             policy = copy.deepcopy(policy).to(device)
         with torch.no_grad(), torch_threads(getattr(self, "threads", 1), libraries=False):
             parts = [policy.probabilities(as_tensor(context[i:i + _CHUNK]).to(device)).cpu()
-                     .numpy() for i in range(0, len(context), _CHUNK)]
-        return np.concatenate(parts) if parts else np.empty((0, 0), np.float32)
+                     .numpy() for i in range(0, max(len(context), 1), _CHUNK)]
+        return np.concatenate(parts)  # no contexts: one empty part, (0, K)
 
     def predict(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
         """The greedy (argmax) action for each context."""
         return self.predict_proba(context).argmax(1)
 
     def accuracy(self, context: np.ndarray | pd.DataFrame, label: np.ndarray) -> float:
-        """Fraction of contexts whose greedy action equals the label."""
-        return float((self.predict(context) == np.asarray(label)).mean())
+        """Fraction of contexts whose greedy action equals the label (one integer action per
+        context, checked as a log's labels are)."""
+        actions = self.predict(context)
+        k = self._fitted("n_actions") or int(self.predict_proba(context[:0]).shape[1])
+        label = row_values("label", label, len(actions), "labels", k, unit="context")
+        if not len(actions):
+            raise IGLearnError("labels: there are no contexts to measure accuracy on; give at "
+                               "least one")
+        return float((actions == label).mean())
 
 
 class StackableLearner(PolicyLearner):

@@ -198,7 +198,9 @@ def identifiability_warnings(log: AnyLog) -> list[str]:
                           for a in missing[:5].tolist()) + (", ..." if len(missing) > 5 else "")
         notes.append(f"{log.source}: n_actions is {k} but actions {shown} never occur in the "
                      f"log; the corrector and the restart threshold assume K = {k} "
-                     f"equally likely actions under uniform play: check n_actions")
+                     f"equally likely actions under uniform play: check n_actions, or, if "
+                     f"the logging policy never played them, log with exploration (a fit "
+                     f"learns nothing of an action it never saw)")
     return notes
 
 

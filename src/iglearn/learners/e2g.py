@@ -41,7 +41,7 @@ from iglearn.learners.batch_igl import (
     indicators,
 )
 from iglearn.learners.corrector import decoded_shares
-from iglearn.learners.online import OnlineLearner, checked_signal
+from iglearn.learners.online import OnlineLearner, check_width
 from iglearn.learners.schedules import PaperSchedule, Schedule
 from iglearn.learners.settings import EXPLOIT as EXPLOIT
 from iglearn.learners.settings import Optimisation
@@ -95,6 +95,7 @@ class EpochGreedy(OnlineLearner):
             (:class:`~iglearn.learners.settings.FitSettings`).
     """
 
+    context_dim: int
     _batch: PolicyLearner
     """The batch learner each re-fit runs (set by the subclass); the warm-up's statistics
     follow its row spread and origins, as its own fit's would."""
@@ -104,11 +105,12 @@ class EpochGreedy(OnlineLearner):
                  exploit: str = "greedy", holdout_every: int = 0, seed: SeedLike = None,
                  standardise: Mode = "auto", same_unit: SameUnit = "none"):
         super().__init__(n_actions, seed)
+        self.context_dim = check_width("context_dim", context_dim)
         self.standardise = check_mode(standardise)
         self.same_unit = check_same_unit(same_unit)
         self.standardiser_: Standardiser | None = None
         """The warm-up's statistics, set at the first fit (None before, or when off)."""
-        self._signal_dim = signal_dim
+        self._signal_dim = check_width("feedback_dim", signal_dim, least=0)
         check_choice("exploit mode", exploit, EXPLOIT)
         if update_every < 1:
             raise IGLearnError(f"update_every must be at least 1, got {update_every}")
@@ -146,7 +148,7 @@ class EpochGreedy(OnlineLearner):
         return True
 
     def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        contexts = np.asarray(contexts, dtype=np.float32)
+        contexts = self.checked_contexts(contexts)
         n, k = len(contexts), self.n_actions
         explore = np.array([self.next_step_explores() for _ in range(n)], dtype=bool)
         actions = np.empty(n, dtype=np.int64)
@@ -204,6 +206,8 @@ class EpochGreedy(OnlineLearner):
                     probabilities: np.ndarray, feedback: np.ndarray) -> None:
         """Line 3: add the exploration steps among these interactions to D (every
         ``holdout_every``-th to the held-out part); line 4 whenever a re-fit is due."""
+        contexts, actions, probabilities, feedback = self.checked_interactions(
+            contexts, actions, probabilities, feedback, self._signal_dim)
         explore = self._take_pending(len(actions))
         rows = np.flatnonzero(explore)
         first = self.explored_learned + 1
@@ -211,9 +215,6 @@ class EpochGreedy(OnlineLearner):
         if self.holdout_every:
             held = (np.arange(first - 1, first - 1 + len(rows)) % self.holdout_every
                     == self.holdout_every - 1)
-        contexts, actions = np.asarray(contexts), np.asarray(actions)
-        probabilities = np.asarray(probabilities)
-        feedback = checked_signal(feedback, len(actions), self._signal_dim)
         if self.standardiser_ is not None:  # D holds the rows as the models read them
             contexts = self.standardiser_.apply(contexts)
             if self._signal_dim:
@@ -414,7 +415,6 @@ class OnlineContextualBandit(EpochGreedy):
                  standardise: Mode = "auto", same_unit: SameUnit = "none"):
         super().__init__(n_actions, context_dim, 0, schedule, update_every, exploit, 0, seed,
                          standardise, same_unit)
-        self.context_dim = context_dim
         self.refit_optimisation = refit_optimisation
         self._batch = ContextualBandit(policy, optimisation or Optimisation())
 

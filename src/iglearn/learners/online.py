@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from iglearn.data import limits
+from iglearn.data.logs import check_n_actions, model_rows, row_values
 from iglearn.errors import IGLearnError
 from iglearn.seeding import SeedLike, as_generator
 
@@ -26,9 +28,10 @@ class OnlineLearner(ABC):
     """
 
     def __init__(self, n_actions: int, seed: SeedLike = None):
-        if n_actions < 2:
-            raise IGLearnError(f"an online learner needs at least 2 actions, got {n_actions}")
-        self.n_actions = n_actions
+        self.n_actions = check_n_actions(n_actions, type(self).__name__)
+        self.context_dim: int | None = None
+        """The width of the contexts it acts on and learns from (None: any; a learner with
+        models sets it)."""
         self.rng = as_generator(seed)
         self.interactions_ = 0
         self.round_ = 0
@@ -64,6 +67,30 @@ class OnlineLearner(ABC):
                                f"{' and '.join(names)}); lower its fits' learning rate, or "
                                f"drop near-zero logged probabilities")
 
+    def checked_contexts(self, contexts: np.ndarray, source: str = "act") -> np.ndarray:
+        """Contexts (n, d) handed to the learner, checked as a log's are (one line naming a
+        NaN, a wrong width or a single vector where n are meant), as float32."""
+        return model_rows("context", contexts, self.context_dim, source)
+
+    def checked_interactions(self, contexts: np.ndarray, actions: np.ndarray,
+                             probabilities: np.ndarray, feedback: np.ndarray | float,
+                             signal_dim: int
+                             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """What ``learn_batch`` received, checked as a log's fields are before the learner
+        keeps any of it: contexts as :meth:`checked_contexts`; one integer action in [0, K)
+        and one probability in (0, 1] per context; feedback as :func:`checked_signal` says,
+        finite, or (``signal_dim`` 0) one reward in [-1, 1] each. A value that would break
+        every later re-fit (a NaN, an action out of range, a probability of 0) is refused
+        with one line naming the field and the row, and nothing is learned."""
+        contexts = self.checked_contexts(contexts, "learn")
+        n = len(contexts)
+        actions = row_values("action", actions, n, "learn", self.n_actions)
+        probabilities = row_values("probability", probabilities, n, "learn")
+        signal = checked_signal(feedback, n, signal_dim)
+        signal = (model_rows("feedback", signal, signal_dim, "learn") if signal_dim
+                  else row_values("reward", signal, n, "learn"))
+        return contexts, actions, probabilities, signal
+
     def act(self, context: np.ndarray) -> tuple[int, float]:
         """One action for one context, and the probability it was drawn with."""
         actions, probabilities = self.act_batch(np.asarray(context)[None])
@@ -90,7 +117,17 @@ class OnlineLearner(ABC):
         return max(1, min(100, stop_round - self.round_))
 
 
-def checked_signal(feedback: np.ndarray, n: int, dim: int) -> np.ndarray:
+def check_width(name: str, value: object, least: int = 1) -> int:
+    """An online learner's ``name`` (a width: ``context_dim``, ``feedback_dim``) as a whole
+    number in [``least``, MAX_DIM], or an error naming it."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not (
+            least <= value <= limits.MAX_DIM):
+        raise IGLearnError(f"{name} must be a whole number from {least} to {limits.MAX_DIM}, "
+                           f"got {value!r}")
+    return int(value)
+
+
+def checked_signal(feedback: np.ndarray | float, n: int, dim: int) -> np.ndarray:
     """What ``learn_batch`` received for ``n`` interactions, as float32 of shape (n,) when the
     learner reads one number per interaction (``dim`` 0) or (n, dim); anything else (an
     (n, 1) column where n numbers are meant, a vector of the wrong length) is refused with

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 import torch
 
+from iglearn.data.logs import row_values
 from iglearn.data.scaling import (
     DEFAULT_ORIGINS,
     Mode,
@@ -27,7 +28,7 @@ from iglearn.data.scaling import (
 from iglearn.errors import IGLearnError, check_choice
 from iglearn.learners import closed_form
 from iglearn.learners.objective import at_action
-from iglearn.learners.online import OnlineLearner, checked_signal
+from iglearn.learners.online import OnlineLearner, check_width
 from iglearn.learners.settings import REGRESSION_OPTIMISATION as DEFAULT_OPTIMISATION
 from iglearn.learners.settings import Optimisation
 from iglearn.learners.training import Stage, optimise
@@ -170,6 +171,7 @@ class OnlineRegression(OnlineLearner):
     origins: ClassVar[Origins] = DEFAULT_ORIGINS
     """Where the zero of the standardised contexts and feedback lies
     (:data:`~iglearn.data.scaling.ORIGINS`): that of the batch learner the re-fits run."""
+    context_dim: int
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
                  exploration: str = "epsilon", epsilon: float = 0.2, gamma: float = 100.0,
@@ -177,7 +179,9 @@ class OnlineRegression(OnlineLearner):
                  seed: SeedLike = None, standardise: Mode = "auto", gamma0: float | None = None,
                  same_unit: SameUnit = "none"):
         super().__init__(n_actions, seed)
-        self.standardise, self.feedback_dim = check_mode(standardise), feedback_dim
+        self.context_dim = check_width("context_dim", context_dim)
+        self.standardise = check_mode(standardise)
+        self.feedback_dim = check_width("feedback_dim", feedback_dim, least=0)
         self.same_unit = check_same_unit(same_unit)
         self.standardiser_: Standardiser | None = None
         """The warm-up's statistics, set at the first fit (None before, or when off)."""
@@ -235,7 +239,7 @@ class OnlineRegression(OnlineLearner):
         return self.distribution(np.asarray(contexts, dtype=np.float32), consecutive=False)
 
     def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        contexts = np.asarray(contexts, dtype=np.float32)
+        contexts = self.checked_contexts(contexts)
         probs = self.distribution(contexts)
         actions = sample_actions(probs, self.rng)
         self.interactions_ += len(contexts)
@@ -265,17 +269,16 @@ class OnlineRegression(OnlineLearner):
                     probabilities: np.ndarray, feedback: np.ndarray,
                     definitely_bad: np.ndarray | None = None) -> None:
         """Store the interactions; re-fit when due."""
+        contexts, actions, probabilities, signal = self.checked_interactions(
+            contexts, actions, probabilities, feedback, self.feedback_dim)
         n = len(actions)
         flags = (np.zeros(n, bool) if definitely_bad is None
-                 else np.asarray(definitely_bad, dtype=bool))
-        signal = checked_signal(feedback, n, self.feedback_dim)
-        contexts = np.asarray(contexts, np.float32)
+                 else row_values("definitely_bad", definitely_bad, n, "learn"))
         if self.standardiser_ is not None:
             contexts = self.standardiser_.apply(contexts)
             if self.feedback_dim:
                 signal = self.standardiser_.apply_feedback(signal)
-        self._parts.append((contexts, np.asarray(actions, np.int64),
-                            np.asarray(probabilities, np.float64), signal, flags))
+        self._parts.append((contexts, actions, probabilities, signal, flags))
         self._seen += n
         if self._seen >= self._next_fit:
             if self.standardise != "off" and self.standardiser_ is None:
