@@ -137,6 +137,10 @@ def test_refit_rollback_export_import_and_log(service, tmp_path):
     rng = np.random.default_rng(0)
     with service.http() as http, service.http("admin") as admin:
         ids = play(http, 120, rng)
+        for wait in ("abc", "nan", "-1", "601", "2026-01-01T00:00:00"):  # seconds, not a time
+            bad = admin.post(f"/v1/model/refit?wait={wait}")
+            assert bad.status_code == 422 and bad.json()["field"] == "wait", bad.text
+            assert bad.json()["error"] == "must be seconds in [0, 600]"
         first = admin.post("/v1/model/refit?wait=120")
         assert first.status_code == 200, first.text
         v1 = first.json()["version"]

@@ -251,3 +251,41 @@ def test_importing_the_client_without_the_extra_says_what_to_install(tmp_path):
              "    print(type(e).__name__, str(e).count('\\n'))")
     done = without(tmp_path, "httpx", code=check)
     assert done.returncode == 0 and done.stdout.split() == ["MissingExtraError", "0"]
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"n_actions": 4}, "[model] n_actions is 4 but the database"),
+    ({"context_dim": 5}, "[model] context_dim is 5 but the database"),
+    ({"feedback_dim": 2}, "[model] feedback_dim is 2 but the database")])
+def test_a_database_of_another_shape_is_refused_at_start_naming_the_setting(
+        tmp_path, capsys, change, says):
+    """A database records the K and widths of its interactions and models at its first
+    start; a later start configured otherwise is refused in one line (every decision would
+    fail, or the log would mix widths), as a served model of another shape is in a database
+    that recorded none."""
+    from iglearn.models.archive import pack_model
+    from iglearn.service.app import Service
+    from iglearn.service.config import load_config
+
+    from .test_api import small_model
+
+    config = write_config(tmp_path / "s.toml", tables())
+    Service(load_config(config), insecure_no_auth=True).storage.close()  # records the shape
+    moved = write_config(tmp_path / "moved.toml",
+                         tables(model=tables()["model"] | change))
+    before = files(tmp_path)
+    code, _, err = run(capsys, "serve", "--config", moved, "--port", "0", "--insecure-no-auth")
+    assert code == 2 and says in err and "configure" in err and "Traceback" not in err
+    assert err.count("\n") == 1 and files(tmp_path) == before
+    # a database without the record, serving a model of the configured shape
+    small_model(tmp_path / "model")
+    storage = SQLiteStorage(tmp_path / "old.db")
+    storage.add_model("igl", 0, 0.0, {"source": "import"}, pack_model(tmp_path / "model"))
+    storage.close()
+    key = next(iter(change))
+    code, _, err = run(capsys, "serve", "--config", moved, "--port", "0", "--insecure-no-auth",
+                       "--db", str(tmp_path / "old.db"))
+    assert code == 2 and f"model version 1 has {key}" in err and "Traceback" not in err
+    storage = SQLiteStorage(tmp_path / "old.db")
+    assert storage.state("shape") is None  # a refused start records nothing
+    storage.close()

@@ -91,10 +91,13 @@ def test_refits_when_due_and_stores_a_served_version(tmp_path, algorithm):
     fill(storage, 50, rng)
     assert due(storage, config, time.time()) is None          # fewer than min_interactions
     fill(storage, 60, rng, start=50)
-    assert due(storage, config, time.time()) == "count"
+    assert due(storage, config, time.time()) == "first"      # no model yet: at once
     outcome = run_once(storage, config)
     assert outcome is not None and outcome["version"] == 1 and outcome["error"] is None
     assert storage.served_version() == 1 and due(storage, config, time.time()) is None
+    assert storage.state("last_refit")["reason"] == "first"
+    fill(storage, 100, rng, start=110)
+    assert due(storage, config, time.time()) == "count"       # refit_every new ones
     record = storage.models()[0]
     assert record.algorithm == algorithm and record.interactions == 110
     if algorithm == "vi-igl":  # no indicator: served as fitted, its warnings kept

@@ -185,6 +185,42 @@ def no_key_yet(config: ServiceConfig) -> IGLearnError:
                         f"loopback with --insecure-no-auth)")
 
 
+SHAPE = ("n_actions", "context_dim", "feedback_dim")
+"""The [model] settings every stored interaction and model version must share."""
+
+
+def shape_mismatch(meta: dict[str, Any], config: ServiceConfig) -> tuple[str, Any, Any] | None:
+    """The first of :data:`SHAPE` (and the algorithm) on which a model's ``model.json``
+    (``meta``) differs from the configuration's [model]: (key, the model's, the
+    configuration's); None if it fits."""
+    model = config.model
+    wanted = {"algorithm": model.algorithm, **{key: getattr(model, key) for key in SHAPE}}
+    for key, value in wanted.items():
+        have = meta.get(key, "igl" if key == "algorithm" else None)
+        if have != value:
+            return key, have, value
+    return None
+
+
+def check_stored_shape(storage: Storage, config: ServiceConfig) -> bool:
+    """Refuse to serve a database whose interactions and models were stored for another K or
+    other widths than the configuration's [model] (every decision would fail, or the log
+    would mix widths and no re-fit could read it), naming the setting and both values;
+    whether the database records its shape (:meth:`Service.__init__` records it in one that
+    does not, once the start is not refused)."""
+    stored = storage.state("shape")
+    if not isinstance(stored, dict):
+        return False
+    for key in SHAPE:
+        value = getattr(config.model, key)
+        if key in stored and stored[key] != value:
+            raise IGLearnError(f"[model] {key} is {value} but the database {config.db_shown} "
+                               f"holds interactions and models of {key} = {stored[key]}; "
+                               f"configure {key} = {stored[key]}, or start with a new "
+                               f"database")
+    return True
+
+
 class Service:
     """The state of one service process: configuration, storage, keys, the served model,
     the explorer and the metrics."""
@@ -213,7 +249,11 @@ class Service:
             self._swap = threading.Lock()
             self._pickup_error: tuple[int, str] | None = None
             self._attempt = 0
+            recorded = check_stored_shape(self.storage, config)
             self.load_served()
+            if not recorded:
+                self.storage.set_state("shape", {key: getattr(config.model, key)
+                                                 for key in SHAPE})
             explored = int(self.storage.state("explored_rounds") or 0)
             self.explorer = Explorer(config.exploration, config.model.n_actions, explored,
                                      config.exploration.make_rng(explored))
@@ -246,6 +286,12 @@ class Service:
 
             learner = load_archive(storage.model_archive(version),
                                    self.config.model.algorithm, f"model version {version}")
+            differs = shape_mismatch(getattr(learner, "metadata_", {}), self.config)
+            if differs is not None:
+                key, have, value = differs
+                raise IGLearnError(f"model version {version} has {key} {have!r} but [model] "
+                                   f"{key} is {value!r}; configure {key} = {have!r}, or "
+                                   f"serve a model of this shape")
             self.served = Served(version, learner, record, policy_function(learner))  # swap
             self._pickup_error = None
         previous = 0 if current is None else current.version
@@ -851,8 +897,12 @@ def build_app(service: Service, start_worker: bool = True,
             raise Rejected(503, f"{problem}; ask again then", retry_after=worker.retry_after())
 
     async def refit(request: Request) -> Response:
-        wait = timestamp(request.query_params.get("wait"), "wait") or 0.0
-        if not 0 <= wait <= 600:
+        asked = request.query_params.get("wait")
+        try:
+            wait = 0.0 if asked is None else float(asked)
+        except ValueError:
+            wait = math.nan
+        if not 0 <= wait <= 600:  # NaN too
             raise Rejected(422, "must be seconds in [0, 600]", "wait")
         deaths = -1 if service.worker is None else service.worker.deaths
         no_worker(deaths)
@@ -929,13 +979,11 @@ def build_app(service: Service, start_worker: bool = True,
                 raise Rejected(422, str(e), "body") from None
             upload.seek(0)
             data = upload.read()  # within the limit, and unpacked within its budgets
-        meta: dict[str, Any] = getattr(learner, "metadata_", {})  # load_model sets it
-        wanted = {"algorithm": model.algorithm, "n_actions": k,
-                  "context_dim": model.context_dim, "feedback_dim": model.feedback_dim}
-        for key, value in wanted.items():
-            if meta.get(key, "igl" if key == "algorithm" else None) != value:
-                raise Rejected(422, f"the model's {key} is {meta.get(key)!r}; this service "
-                                    f"needs {value!r}", key)
+        differs = shape_mismatch(getattr(learner, "metadata_", {}), service.config)
+        if differs is not None:  # load_model sets metadata_
+            key, have, value = differs
+            raise Rejected(422, f"the model's {key} is {have!r}; this service needs {value!r}",
+                           key)
         check_action_names(getattr(learner, "schema_", None), model.actions)
         report = getattr(learner, "report_", None)
         indicator = getattr(report, "indicator", None)

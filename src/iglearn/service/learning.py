@@ -282,7 +282,8 @@ def refit(storage: Storage, config: ServiceConfig, reason: str,
 
 
 def due(storage: Storage, config: ServiceConfig, now: float) -> str | None:
-    """Why a re-fit is due now ('requested', 'count' or 'time'), or None."""
+    """Why a re-fit is due now ('requested'; 'first', once ``min_interactions`` are learnable
+    and no re-fit has run; 'count' or 'time'), or None."""
     last = storage.state("last_refit") or {}
     requested = storage.state("refit_requested_at")
     if requested is not None and requested > last.get("at", 0.0):
@@ -290,6 +291,8 @@ def due(storage: Storage, config: ServiceConfig, now: float) -> str | None:
     learnable = storage.counts().learnable
     if learnable < config.learning.min_interactions:
         return None
+    if "at" not in last:
+        return "first"
     since = learnable - int(last.get("learnable", 0))
     if since >= config.learning.refit_every:
         return "count"
