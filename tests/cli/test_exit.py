@@ -42,7 +42,8 @@ def test_exit_waits_for_a_running_thread(tmp_path):
     assert out.read_text() == "done"
 
 
-def test_the_command_exits_with_its_code_and_its_whole_output(tmp_path):
+def write_log(path) -> None:
+    """A small raw log of 300 interactions (K = 3), written to ``path``."""
     from iglearn.data.formats import write_table
     from iglearn.data.logs import InteractionLog
 
@@ -51,7 +52,11 @@ def test_the_command_exits_with_its_code_and_its_whole_output(tmp_path):
     log = InteractionLog(context=rng.normal(35, 0.05, (n, 4)), action=rng.integers(0, 3, n),
                          probability=np.full(n, 1 / 3), feedback=rng.normal(0, 1, (n, 2)),
                          n_actions=3)
-    write_table(log, tmp_path / "log.npz")
+    write_table(log, path)
+
+
+def test_the_command_exits_with_its_code_and_its_whole_output(tmp_path):
+    write_log(tmp_path / "log.npz")
     command = [sys.executable, "-m", "iglearn", "fit", str(tmp_path / "log.npz"), "--out",
                str(tmp_path / "model")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
@@ -90,3 +95,33 @@ def test_the_command_pads_the_heap():
     """)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "True"
+
+
+def test_a_reader_that_goes_away_or_a_full_stdout_is_not_blamed_on_the_inputs(tmp_path):
+    """`iglearn fit LOG | head -c 1` ends quietly with code 0, its model written; a full
+    standard output (/dev/full) is one line naming standard output, code 2; a closed one
+    (`>&-`) loses the summary, as asked, and no traceback."""
+    import os
+
+    write_log(tmp_path / "log.npz")
+
+    def fit(out: str, **how) -> tuple[int, str]:
+        command = [sys.executable, "-m", "iglearn", "fit", str(tmp_path / "log.npz"),
+                   "--out", str(tmp_path / out), "--max-steps", "20"]
+        process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, **how)
+        if how.get("stdout") == subprocess.PIPE:
+            assert process.stdout is not None
+            process.stdout.read(1)  # then the reader goes away
+            process.stdout.close()
+        _, err = process.communicate(timeout=300)
+        return process.returncode, err
+
+    code, err = fit("piped", stdout=subprocess.PIPE)
+    assert code == 0 and err == "" and (tmp_path / "piped" / "model.json").is_file()
+    if os.path.exists("/dev/full"):
+        with open("/dev/full", "w") as full:
+            code, err = fit("full", stdout=full)
+        assert code == 2 and err == ("iglearn: error: standard output: no space left on the "
+                                     "device; free some space or write elsewhere\n")
+    code, err = fit("closed", stdout=subprocess.DEVNULL, preexec_fn=lambda: os.close(1))
+    assert code == 0 and "Traceback" not in err and (tmp_path / "closed" / "model.json").is_file()

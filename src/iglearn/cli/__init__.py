@@ -151,17 +151,85 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class OutputError(IGLearnError):
+    """Writing the command's standard output failed (its reader went away, a full disk)."""
+
+    def __init__(self, error: OSError):
+        self.errno = error.errno
+        super().__init__(_os_error(OSError(error.errno, error.strerror), "standard output"))
+
+
+class GuardedOutput:
+    """The command's standard output, whose write and flush errors are the command's own
+    (:class:`OutputError`), not those of the files it reads or writes; everything else is
+    the stream's."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return cast(int, self._stream.write(text))
+        except OSError as e:
+            raise OutputError(e) from None
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as e:
+            raise OutputError(e) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+@contextlib.contextmanager
+def guarded_stdout() -> Iterator[None]:
+    """Run with ``sys.stdout`` a :class:`GuardedOutput` (a closed one, fd 1 not open:
+    the null device, where what the command prints is lost as the caller asked), then put
+    the stream back."""
+    stream = sys.stdout
+    sys.stdout = cast(Any, GuardedOutput(stream if stream is not None
+                                         else open(os.devnull, "w")))  # noqa: SIM115
+    try:
+        yield
+    finally:
+        sys.stdout = stream
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``iglearn`` command with ``argv`` (default: ``sys.argv[1:]``); the exit code."""
+    """Run the ``iglearn`` command with ``argv`` (default: ``sys.argv[1:]``); the exit code.
+
+    A reader of standard output that goes away before the command has printed all (``iglearn
+    fit ... | head -1``) ends it quietly with code 0, the command's work done (a model
+    written); another error writing standard output (a full disk) is one line naming
+    standard output, code 2."""
+    with guarded_stdout():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help, --version, or a usage error already printed
         return done.code if isinstance(done.code, int) else 0
+    except OutputError as e:  # --help or --version into a closed pipe
+        return 0 if e.errno == errno.EPIPE else 2
     if not args.verbose:
         one_line_warnings()
     args.outputs = Outputs()
     try:
-        return args.run(args)
+        code = args.run(args)
+        sys.stdout.flush()  # what it printed reaches its reader now, or fails as its own
+        return code
+    except OutputError as e:
+        if e.errno == errno.EPIPE:  # the reader went away: nothing more to say to it
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # the exit's flush goes nowhere
+            return 0
+        end_progress()
+        print(printable(f"iglearn: error: {e}"), file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         end_progress()
         print("iglearn: interrupted", file=sys.stderr)
@@ -217,8 +285,8 @@ def exit_process(code: int) -> NoReturn:
         sys.exit(code)
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
-            stream.flush()
+        with contextlib.suppress(OSError, ValueError, AttributeError):  # a closed pipe or
+            stream.flush()  # stream (None): nothing more to say
     os._exit(code)
 
 
