@@ -307,6 +307,16 @@ def test_an_unreadable_model_is_reported_as_such(tmp_path, saved, monkeypatch):
 def test_missing_folder_and_non_model_target(tmp_path, digits_log):
     with pytest.raises(IGLearnError, match="no such model folder"):
         registry.load_model(tmp_path / "absent")
+    from iglearn.models.archive import pack_model
+
+    model = fitted(digits_log).save(tmp_path / "model")
+    (tmp_path / "model.tar.gz").write_bytes(pack_model(model))
+    with pytest.raises(IGLearnError, match="a model archive, not a model folder; read it with "
+                                           "iglearn.models.archive.read_model"):
+        registry.load_model(tmp_path / "model.tar.gz")
+    (tmp_path / "notes.txt").write_text("not a model")
+    with pytest.raises(IGLearnError, match="notes.txt: a file, not a model folder"):
+        registry.load_model(tmp_path / "notes.txt")
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("keep me")
     with pytest.raises(IGLearnError, match="not a model iglearn wrote"):

@@ -505,8 +505,13 @@ def read_metadata(folder: str | Path, source: str | None = None) -> dict:
 
     folder = Path(folder)
     if not folder.is_dir():
-        raise IGLearnError(f"{source or folder}: no such model folder; give the --out folder "
-                           f"of 'iglearn fit'")
+        if folder.is_file() and folder.name.lower().endswith((".tar.gz", ".tgz")):
+            raise IGLearnError(f"{source or folder}: a model archive, not a model folder; read "
+                               f"it with iglearn.models.archive.read_model, or write it as a "
+                               f"folder with 'iglearn load {folder} --out FOLDER'")
+        what = "a file, not a model folder" if folder.exists() else "no such model folder"
+        raise IGLearnError(f"{source or folder}: {what}; give the --out folder of 'iglearn "
+                           f"fit'")
     path = _label(folder, METADATA, source)
     if not (folder / METADATA).exists():
         raise IGLearnError(f"{path}: missing; {source or folder} is not an iglearn model "

@@ -80,7 +80,10 @@ class ParquetReader(TableReader):
         meta = schema.metadata or {}
         if b"n_actions" not in meta:
             raise IGLearnError(f"{source}: missing 'n_actions' in the schema metadata (the "
-                               f"number of actions K); write the file with iglearn or add it")
+                               f"number of actions K): a table iglearn did not write needs K "
+                               f"(n_actions=, --n-actions on the command line) and, if its "
+                               f"columns are not named as iglearn writes them, which hold "
+                               f"which field (--context, --action, --probability, --feedback)")
         text = meta[b"n_actions"]
         if not _DIGITS.fullmatch(text):
             raise IGLearnError(f"{source}: the 'n_actions' metadata is {shown(text)}; it must be "
