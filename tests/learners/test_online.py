@@ -195,3 +195,19 @@ def test_acting_and_building_check_their_inputs(env):
         E2G(10, 0, 64)
     with pytest.raises(IGLearnError, match="feedback_dim must be a whole number from 0"):
         E2G(10, 64, -1)
+
+
+def test_a_fitted_online_learner_checks_what_it_predicts_on_and_its_labels(env):
+    rng = np.random.default_rng(1)
+    for learner in _learners(env):
+        play(learner, env, 400, rng, learns_from="reward" if isinstance(
+            learner, OnlineContextualBandit) else "feedback")
+        x = env.contexts(5, rng).features.copy()
+        x[3, 2] = np.nan
+        for call in (learner.predict, lambda c, m=learner: m.accuracy(c, np.zeros(5, int))):
+            with pytest.raises(IGLearnError, match="'context' holds nan at row 3"):
+                call(x)
+        with pytest.raises(IGLearnError, match="'label' has 4 rows but 'context' has 5"):
+            learner.accuracy(np.nan_to_num(x), np.zeros(4, int))
+        with pytest.raises(IGLearnError, match="'label' holds 10 at row 0"):
+            learner.accuracy(np.nan_to_num(x), np.full(5, 10))

@@ -266,6 +266,17 @@ def row_values(name: str, value: object, n: int, source: str, n_actions: int | N
     return field_values(name, array, source, n_actions)
 
 
+def label_accuracy(actions: np.ndarray, labels: object, n_actions: int) -> float:
+    """The share of ``actions`` (a model's, one per context) equal to ``labels``, the labels
+    checked as a log's are (:func:`row_values`: one integer in [0, n_actions) per context);
+    no contexts is an error."""
+    labels = row_values("label", labels, len(actions), "labels", n_actions, unit="context")
+    if not len(actions):
+        raise IGLearnError("labels: there are no contexts to measure accuracy on; give at "
+                           "least one")
+    return float((actions == labels).mean())
+
+
 def _check_rows(name: str, array: np.ndarray, n: int, source: str,
                 unit: str = "interaction") -> None:
     """An error unless ``array`` has one row per ``unit`` (``n`` rows, as 'context' has)."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import numpy as np
 import torch
 
-from iglearn.data.logs import InteractionLog, model_rows, row_values
+from iglearn.data.logs import InteractionLog, label_accuracy, model_rows
 from iglearn.data.scaling import (
     DEFAULT_ORIGINS,
     ROW_SPREAD,
@@ -59,6 +59,9 @@ class PolicyLearner:
     centred and the feedback shifted to non-negative values by its clip limit
     (:attr:`iglearn.data.scaling.Standardiser.feedback_offset`)."""
     standardiser_: Standardiser | None = None
+    """The statistics the fit standardised contexts and feedback with
+    (:mod:`iglearn.data.scaling`), applied wherever the models read inputs; None: the models
+    read raw values (``standardise`` off, or a model saved before standardisation)."""
     n_actions_: int | None = None
     """K of the log the learner was fitted on (None before a fit; a loaded model's is in
     ``metadata_``)."""
@@ -66,9 +69,6 @@ class PolicyLearner:
     """(d_x, d_y) of the log the learner was fitted on (None before a fit; a loaded model's
     are in ``metadata_``): the widths :meth:`standardised` and :meth:`standardised_feedback`
     accept."""
-    """The statistics the fit standardised contexts and feedback with
-    (:mod:`iglearn.data.scaling`), applied wherever the models read inputs; None: the models
-    read raw values (``standardise`` off, or a model saved before standardisation)."""
     if TYPE_CHECKING:  # for the type checker only: typing.get_type_hints must resolve the rest
         metadata_: dict[str, Any]
         """A loaded model's ``model.json`` (set by :func:`iglearn.learners.registry.load_model`)."""
@@ -163,13 +163,8 @@ class PolicyLearner:
     def accuracy(self, context: np.ndarray | pd.DataFrame, label: np.ndarray) -> float:
         """Fraction of contexts whose greedy action equals the label (one integer action per
         context, checked as a log's labels are)."""
-        actions = self.predict(context)
-        k = self._fitted("n_actions") or int(self.predict_proba(context[:0]).shape[1])
-        label = row_values("label", label, len(actions), "labels", k, unit="context")
-        if not len(actions):
-            raise IGLearnError("labels: there are no contexts to measure accuracy on; give at "
-                               "least one")
-        return float((actions == label).mean())
+        probabilities = self.predict_proba(context)
+        return label_accuracy(probabilities.argmax(1), label, probabilities.shape[1])
 
 
 class StackableLearner(PolicyLearner):

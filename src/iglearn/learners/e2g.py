@@ -179,7 +179,7 @@ class EpochGreedy(OnlineLearner):
         """Uniform when the next step explores (line 2), else the exploitation distribution
         (line 5)."""
         if self._exploit_left > 0 and self.policy_ is not None:
-            return self.exploit_distribution(np.asarray(contexts, dtype=np.float32))
+            return self.exploit_distribution(self.checked_contexts(contexts, "probabilities"))
         return np.full((len(contexts), self.n_actions), 1.0 / self.n_actions)
 
     def _exploit(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -302,14 +302,12 @@ class EpochGreedy(OnlineLearner):
         return self.policy_
 
     def predict(self, contexts: np.ndarray) -> np.ndarray:
-        """The greedy action of the current policy for each context."""
+        """The greedy action of the current policy for each context (checked:
+        :meth:`~iglearn.learners.online.OnlineLearner.checked_contexts`)."""
         policy = self._fitted()
+        contexts = self.checked_contexts(contexts, "predict")
         with torch.no_grad():
             return policy.scores(as_tensor(self.standardised(contexts))).argmax(1).numpy()
-
-    def accuracy(self, contexts: np.ndarray, labels: np.ndarray) -> float:
-        """Fraction of contexts whose greedy action equals the label."""
-        return float((self.predict(contexts) == np.asarray(labels)).mean())
 
 
 class E2G(EpochGreedy):

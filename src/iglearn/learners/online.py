@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from iglearn.data import limits
-from iglearn.data.logs import check_n_actions, model_rows, row_values
+from iglearn.data.logs import check_n_actions, label_accuracy, model_rows, row_values
 from iglearn.errors import IGLearnError
 from iglearn.seeding import SeedLike, as_generator
 
@@ -101,6 +101,15 @@ class OnlineLearner(ABC):
         """Learn from one interaction."""
         self.learn_batch(np.asarray(context)[None], np.array([action]),
                          np.array([probability]), np.asarray(feedback)[None])
+
+    def predict(self, contexts: np.ndarray) -> np.ndarray:
+        """The greedy action of the learner's current model for each context."""
+        raise NotImplementedError(f"{type(self).__name__} has no model to predict with")
+
+    def accuracy(self, contexts: np.ndarray, labels: np.ndarray) -> float:
+        """Fraction of contexts whose greedy action (:meth:`predict`) equals the label (one
+        integer action per context, checked as a log's labels are)."""
+        return label_accuracy(self.predict(contexts), labels, self.n_actions)
 
     def probabilities(self, contexts: np.ndarray) -> np.ndarray:
         """The distribution (n, K) the next ``act`` would draw its action from, for each

@@ -236,7 +236,8 @@ class OnlineRegression(OnlineLearner):
     def probabilities(self, contexts: np.ndarray) -> np.ndarray:
         """The distribution (n, K) the next ``act`` draws from (:meth:`distribution`), for each
         context as if it were the next one."""
-        return self.distribution(np.asarray(contexts, dtype=np.float32), consecutive=False)
+        return self.distribution(self.checked_contexts(contexts, "probabilities"),
+                                 consecutive=False)
 
     def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         contexts = self.checked_contexts(contexts)
@@ -304,14 +305,11 @@ class OnlineRegression(OnlineLearner):
         self.standardiser_ = scaler
 
     def predict(self, contexts: np.ndarray) -> np.ndarray:
-        """The greedy action of the current regressor."""
+        """The greedy action of the current regressor (contexts checked:
+        :meth:`~iglearn.learners.online.OnlineLearner.checked_contexts`)."""
         if not self.fitted_:
             raise IGLearnError(f"{type(self).__name__} has not fitted yet; play more rounds")
-        return self.predict_values(np.asarray(contexts, np.float32)).argmax(1)
-
-    def accuracy(self, contexts: np.ndarray, labels: np.ndarray) -> float:
-        """Fraction of contexts whose greedy action equals the label."""
-        return float((self.predict(contexts) == np.asarray(labels)).mean())
+        return self.predict_values(self.checked_contexts(contexts, "predict")).argmax(1)
 
 
 class OnlineRegressionCB(OnlineRegression):
