@@ -162,10 +162,9 @@ environments' blocks on the unit scale have 0.197 (the digits task's feedback im
 the simulated BCI's, 0.02 to 0.2 by its noise level, are standardised below 0.15. On digits
 logs of 1,000 interactions with both blocks scaled by s (docs/results.md, "Blocks of a small
 spread are standardised"), leaving them as they are cost every learner but AI-IGL accuracy
-from s = 0.5
-(RMS 0.135 and 0.099; CB 84.0 against 86.5 %) and much more at s = 0.3 (IGL-P 35.9 against
-68.9 %), where at s = 0.7 (0.19 and 0.14) read as logged did as well or better (AI-IGL
-86.3 against 84.4 %) but for SUP (89.7 against 90.7 %)."""
+from s = 0.5 (RMS 0.135 and 0.099; CB 84.0 against 86.5 %) and much more at s = 0.3 (IGL-P
+35.9 against 68.9 %), where at s = 0.7 (0.19 and 0.14) read as logged did as well or better
+(AI-IGL 86.3 against 84.4 %) but for SUP (89.7 against 90.7 %)."""
 
 ROW_SPREAD = 2.0
 """The spread of a standardised block's rows, the square root of its columns' summed
