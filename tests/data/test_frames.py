@@ -340,6 +340,12 @@ def test_a_parquet_file_of_its_own_column_names_reads_through_a_mapping(tmp_path
         open_table(tmp_path / "less.parquet", schema)
     convert(tmp_path / "own.csv", tmp_path / "ours.parquet", columns=mapping)
     assert len(read_log(tmp_path / "ours.parquet", schema)) == 200  # iglearn's layout
+    from iglearn.data.stream import LogStream
+
+    with pytest.raises(IGLearnError, match="read by its own column names .* is read in "
+                                           "memory, not streamed; convert it"):
+        LogStream(readers[0])  # streamed only once converted
+    assert len(LogStream(open_table(tmp_path / "ours.parquet"))) == 200
 
 
 # Named actions: the action and label columns write the actions their own way.

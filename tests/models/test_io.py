@@ -322,6 +322,8 @@ def test_missing_folder_and_non_model_target(tmp_path, digits_log):
     with pytest.raises(IGLearnError, match="not a model iglearn wrote"):
         fitted(digits_log).save(tmp_path / "busy")
     assert (tmp_path / "busy" / "notes.txt").read_text() == "keep me"
+    with pytest.raises(IGLearnError, match="^model folder .*: the folder .* does not exist"):
+        fitted(digits_log).save(tmp_path / "absent" / "m")  # the Python API names no option
 
 
 def test_a_failed_write_leaves_no_half_model(tmp_path, digits_log, monkeypatch):

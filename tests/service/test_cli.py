@@ -53,6 +53,12 @@ def test_bad_configuration_is_one_line(tmp_path, capsys):
     config = write_config(tmp_path / "s.toml", tables(model={"n_actions": 0}))
     code, _, err = run(capsys, "serve", "--config", config)
     assert code == 2 and err.count("\n") == 1 and "[model] n_actions" in err
+    model = tables()["model"]
+    for change in ({"context_dim": "4"}, {"context_dim": 0}, {"feedback_dim": 2.5}):
+        config = write_config(tmp_path / "s.toml", tables(model=model | change))
+        code, _, err = run(capsys, "serve", "--config", config)
+        key = next(iter(change))
+        assert code == 2 and f"[model] {key} is" in err and "an integer in [1, 1000000]" in err
 
 
 def files(folder: Path) -> list[str]:

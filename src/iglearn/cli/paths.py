@@ -85,7 +85,7 @@ def check_model_output(folder: Path) -> None:
     (:func:`iglearn.models.io.check_model_folder`)."""
     from iglearn.models.io import check_model_folder
 
-    check_model_folder(folder)
+    check_model_folder(folder, "--out")
 
 
 class Outputs:

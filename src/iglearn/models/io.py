@@ -347,20 +347,21 @@ def _integer(record: dict, key: str, low: int, high: int, path: str | Path, pref
     return value
 
 
-def check_model_folder(folder: Path) -> None:
-    """Raise IGLearnError, before any work, unless a model may be written to ``folder``: its
+def check_model_folder(folder: Path, option: str = "model folder") -> None:
+    """Raise IGLearnError, before any work, unless a model may be written to ``folder``
+    (named ``option`` in messages: ``--out`` on the command line): its
     parent exists and is writable, and ``folder`` is missing, empty, or exactly a model
     iglearn wrote (``model.json``, recognised by its format record, and
     ``weights.safetensors``, both plain files, and nothing else:
     :func:`~iglearn.files.replaceable_folder`): a folder holding anything else is never
     replaced."""
-    if not replaceable_folder(folder, "--out", (METADATA, WEIGHTS), "model"):
+    if not replaceable_folder(folder, option, (METADATA, WEIGHTS), "model"):
         return
     try:
         read_metadata(folder)
     except IGLearnError as e:
-        raise IGLearnError(f"--out {folder}: is not a model this iglearn wrote ({e}); choose a "
-                           f"new folder for --out, or remove it") from e
+        raise IGLearnError(f"{option} {folder}: is not a model this iglearn wrote ({e}); "
+                           f"choose a new folder, or remove it") from e
 
 
 def save_model(learner: Any, algorithm: str, folder: str | Path,
@@ -394,7 +395,7 @@ def save_model(learner: Any, algorithm: str, folder: str | Path,
         tensors |= {f"{prefix}.{k}": v.detach().contiguous()
                     for k, v in model.state_dict().items()}
     if not all(bool(torch.isfinite(v).all()) for v in tensors.values()):
-        raise IGLearnError(f"--out {folder}: the fitted weights hold NaN or infinite values "
+        raise IGLearnError(f"model folder {folder}: the fitted weights hold NaN or infinite values "
                            f"(the fit diverged); fit again, with a lower learning rate")
     p = _describe(policy, getattr(learner, "policy", None), "policy")
     report = getattr(learner, "report_", None)
@@ -426,7 +427,7 @@ def save_model(learner: Any, algorithm: str, folder: str | Path,
         (tmp / METADATA).write_text(text)
         replace_folder(tmp, folder)
     except OSError as e:
-        raise IGLearnError(f"--out {folder}: cannot write the model ({e.strerror or e}); "
+        raise IGLearnError(f"model folder {folder}: cannot write the model ({e.strerror or e}); "
                            f"check the free space and permissions") from e
     finally:
         remove_folder(tmp)

@@ -342,8 +342,20 @@ def _section(cls: type, name: str, values: dict[str, Any], path: str) -> Any:
         try:
             converted[key] = typed_value(cls, key, value)
         except SettingRefused as e:
-            raise _bad(path, name, key, value, e.expected) from None
+            shape = name == "model" and key in _SHAPE_RANGES
+            raise _bad(path, name, key, value,
+                       _range_text(key) if shape else e.expected) from None
     return cls(**converted)
+
+
+_SHAPE_RANGES = {"n_actions": (2, limits.MAX_ACTIONS), "context_dim": (1, limits.MAX_DIM),
+                 "feedback_dim": (1, limits.MAX_DIM)}
+"""The range of each of [model]'s shape settings, told alike for a wrong type or value."""
+
+
+def _range_text(key: str) -> str:
+    low, high = _SHAPE_RANGES[key]
+    return f"an integer in [{low}, {high}]"
 
 
 def _bad(path: str, table: str, key: str, value: object, expected: str) -> IGLearnError:
@@ -354,13 +366,10 @@ def _check(config: ServiceConfig, path: str, learner: bool = True) -> None:
     """The ranges and choices of every setting, and (``learner``) the learner's own
     settings."""
     m, e, lr = config.model, config.exploration, config.learning
-    if not 2 <= m.n_actions <= limits.MAX_ACTIONS:
-        raise _bad(path, "model", "n_actions", m.n_actions,
-                   f"an integer in [2, {limits.MAX_ACTIONS}]")
-    for key in ("context_dim", "feedback_dim"):
+    for key, (low, high) in _SHAPE_RANGES.items():
         value = getattr(m, key)
-        if not 1 <= value <= limits.MAX_DIM:
-            raise _bad(path, "model", key, value, f"an integer in [1, {limits.MAX_DIM}]")
+        if not low <= value <= high:
+            raise _bad(path, "model", key, value, _range_text(key))
     choices = {("model", "algorithm"): algorithms(), ("model", "policy"): POLICY_KINDS,
                ("model", "decoder"): DECODER_KINDS,
                ("exploration", "mode"): EXPLORATION_MODES,
