@@ -23,7 +23,8 @@ deviation below :data:`MIN_RMS_STD`, or every column z-scored already (:func:`z_
 unit spread, too wide for the defaults on many columns, which it then narrows). Images
 scaled to [0, 1], one-hot tokens and the built-in simulators' features are on that scale and
 are left as they are (the block keeps identity statistics, mean 0 and scale 1, so one code
-path applies them); values around 35, counts or milliseconds are not. Each block records its
+path applies them); values around 35, counts averaging more than 3 or milliseconds are not
+(counts of a few, averaging 1 or 2, are on it). Each block records its
 rule (:data:`RULES`): ``"on"``, ``"auto: off scale"`` (standardised) or ``"auto: unit
 scale"`` (left as it is), a standardised block with one scale (below) followed by
 :data:`ONE_SCALE` (``"auto: off scale, one scale"``).
