@@ -40,7 +40,6 @@ from typing import Any, Literal, cast
 import numpy as np
 
 from iglearn.data.formats.base import DTYPES, TableInfo, TableReader
-from iglearn.data.formats.columns import MappedParquetReader
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 
@@ -347,13 +346,15 @@ class LogStream:
         elif isinstance(reader, NpzReader):
             shuffle, block = stream_sizes(info, self.settings, held, self.settings.block_rows)
             self._pieces = _NpzPieces(reader, block)
-        elif isinstance(reader, MappedParquetReader):  # read by its own column names
-            raise IGLearnError(f"{info.source}: a table read by its own column names (the "
-                               f"column options) is read in memory, not streamed; convert it "
-                               f"to iglearn's layout first, with the same column options "
-                               f"(iglearn convert LOG LOG2.parquet --context ...), and stream "
-                               f"that")
         else:
+            from iglearn.data.formats.columns import MappedParquetReader  # imports pyarrow
+
+            if isinstance(reader, MappedParquetReader):  # read by its own column names
+                raise IGLearnError(f"{info.source}: a table read by its own column names (the "
+                                   f"column options) is read in memory, not streamed; convert "
+                                   f"it to iglearn's layout first, with the same column "
+                                   f"options (iglearn convert LOG LOG2.parquet --context ...), "
+                                   f"and stream that")
             raise IGLearnError(f"{info.source}: only Parquet files, folders of Parquet shards "
                                f"and .npz files can be streamed; convert it first (iglearn "
                                f"convert LOG LOG.parquet)")
