@@ -506,7 +506,9 @@ def read_metadata(folder: str | Path, source: str | None = None) -> dict:
 
     folder = Path(folder)
     if not folder.is_dir():
-        if folder.is_file() and folder.name.lower().endswith((".tar.gz", ".tgz")):
+        from iglearn.models.archive import is_archive  # archive imports this module
+
+        if folder.is_file() and is_archive(folder):
             raise IGLearnError(f"{source or folder}: a model archive, not a model folder; read "
                                f"it with iglearn.models.archive.read_model, or write it as a "
                                f"folder with 'iglearn load {folder} --out FOLDER'")

@@ -38,7 +38,7 @@ from starlette.types import Receive, Scope, Send
 import iglearn
 from iglearn.data import limits, safejson
 from iglearn.errors import SHOWN_CHARACTERS, IGLearnError, option_list, shown
-from iglearn.service.config import ServiceConfig, is_loopback
+from iglearn.service.config import SHAPE_RANGES, ServiceConfig, is_loopback
 from iglearn.service.exploration import Explorer
 from iglearn.service.ids import new_event_id
 from iglearn.service.keys import KeyRing, sync_keys, watch_keys
@@ -185,7 +185,7 @@ def no_key_yet(config: ServiceConfig) -> IGLearnError:
                         f"loopback with --insecure-no-auth)")
 
 
-SHAPE = ("n_actions", "context_dim", "feedback_dim")
+SHAPE = tuple(SHAPE_RANGES)
 """The [model] settings every stored interaction and model version must share."""
 
 

@@ -342,19 +342,20 @@ def _section(cls: type, name: str, values: dict[str, Any], path: str) -> Any:
         try:
             converted[key] = typed_value(cls, key, value)
         except SettingRefused as e:
-            shape = name == "model" and key in _SHAPE_RANGES
+            shape = name == "model" and key in SHAPE_RANGES
             raise _bad(path, name, key, value,
                        _range_text(key) if shape else e.expected) from None
     return cls(**converted)
 
 
-_SHAPE_RANGES = {"n_actions": (2, limits.MAX_ACTIONS), "context_dim": (1, limits.MAX_DIM),
+SHAPE_RANGES = {"n_actions": (2, limits.MAX_ACTIONS), "context_dim": (1, limits.MAX_DIM),
                  "feedback_dim": (1, limits.MAX_DIM)}
-"""The range of each of [model]'s shape settings, told alike for a wrong type or value."""
+"""The range of each of [model]'s shape settings (told alike for a wrong type or value),
+which every stored interaction and model version of a service's database share."""
 
 
 def _range_text(key: str) -> str:
-    low, high = _SHAPE_RANGES[key]
+    low, high = SHAPE_RANGES[key]
     return f"an integer in [{low}, {high}]"
 
 
@@ -366,7 +367,7 @@ def _check(config: ServiceConfig, path: str, learner: bool = True) -> None:
     """The ranges and choices of every setting, and (``learner``) the learner's own
     settings."""
     m, e, lr = config.model, config.exploration, config.learning
-    for key, (low, high) in _SHAPE_RANGES.items():
+    for key, (low, high) in SHAPE_RANGES.items():
         value = getattr(m, key)
         if not low <= value <= high:
             raise _bad(path, "model", key, value, _range_text(key))
