@@ -4,6 +4,7 @@ and the choice between memory and stream."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -307,3 +308,30 @@ def test_a_stream_under_a_tight_limit_reads_smaller_buffers_and_still_every_row(
     np.testing.assert_array_equal(np.sort(ids), np.arange(n))
     with pytest.raises(IGLearnError, match="cannot be kept"):
         open_log(tmp_path / name, StreamSettings(stream="on", memory_limit_gb=held / 2**30))
+
+
+def test_a_stream_keeps_the_feature_schema_and_a_learner_fitted_on_it_reads_frames_by_it(
+        tmp_path):
+    """A table converted with a column mapping keeps it as its feature schema: streamed, as
+    in memory, a learner keeps it and reads a DataFrame by the table's own column names."""
+    from iglearn import BatchIGL
+    from iglearn.data.frames import ColumnMapping
+
+    log = numbered_log(200)
+    frame = pd.DataFrame({"age": log.context[:, 0], "clicks": log.context[:, 1],
+                          "height": log.context[:, 2], "arm": log.action,
+                          "p": log.probability, "rt": log.feedback[:, 0],
+                          "taps": log.feedback[:, 1]})
+    frame.to_csv(tmp_path / "own.csv", index=False)
+    convert(tmp_path / "own.csv", tmp_path / "own.parquet", columns=ColumnMapping(
+        context=("age", "clicks", "height"), feedback=("rt", "taps"), action="arm",
+        probability="p", n_actions=K))
+    stream = open_log(tmp_path / "own.parquet", StreamSettings(stream="on"))
+    assert isinstance(stream, LogStream)
+    schema = read_log(tmp_path / "own.parquet").schema
+    assert schema is not None and stream.schema == schema
+    learner = BatchIGL(seed=0)
+    learner.take_statistics(stream)
+    assert learner.schema_ == schema
+    np.testing.assert_allclose(learner.contexts_of(frame[["age", "clicks", "height"]]),
+                               log.context)

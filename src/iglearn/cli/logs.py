@@ -162,9 +162,7 @@ def _fit(args: argparse.Namespace) -> int:
     check_paths(with_sidecar("LOG", args.log),
                 [("--out", out), *([("--history", history)] if history else [])])
     check_model_output(out)
-    reader = open_table(args.log, columns=_columns(args))
-    info = reader.info
-    log = log_from(reader, reading)
+    log = log_from(open_table(args.log, columns=_columns(args)), reading)
     check_fit_size([log])
 
     from iglearn.devices import resolve_device
@@ -203,7 +201,7 @@ def _fit(args: argparse.Namespace) -> int:
         extra = {}
     if backend is not None:
         summary["distributed"] = asdict(learner.distributed_)  # type: ignore[union-attr]
-    save_model(learner, out, info.schema,
+    save_model(learner, out,  # with the log's feature schema, which the learner keeps
                extra={"log": str(args.log), "samples": len(log),
                       "log_fingerprint": fingerprint(args.log), "settings": settings,
                       **extra})  # save_model writes it with safejson (non-finite: null)

@@ -39,7 +39,7 @@ from typing import Any, Literal, cast
 
 import numpy as np
 
-from iglearn.data.formats.base import DTYPES, TableInfo, TableReader
+from iglearn.data.formats.base import DTYPES, FeatureSchema, TableInfo, TableReader
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 
@@ -313,8 +313,8 @@ class LogStream:
 
     It answers what learners ask of an :class:`~iglearn.data.logs.InteractionLog` before and
     after fitting (``n_actions``, ``source``, ``len``, ``context_dim``, ``feedback_dim``,
-    which ``fields`` it holds, :meth:`action_counts`, ``min_probability``), and streams its
-    rows (:meth:`epoch`, :meth:`chunks`).
+    which ``fields`` it holds, its feature ``schema``, :meth:`action_counts`,
+    ``min_probability``), and streams its rows (:meth:`epoch`, :meth:`chunks`).
 
     Args:
         reader: the log's reader, from :func:`~iglearn.data.formats.open_table`: a Parquet
@@ -397,6 +397,12 @@ class LogStream:
     def fields(self) -> tuple[str, ...]:
         """The fields the log holds."""
         return self.info.fields
+
+    @property
+    def schema(self) -> FeatureSchema | None:
+        """The feature schema the file holds (feature names and, for a table converted with
+        a column mapping, its columns), or None; a learner fitted on the stream keeps it."""
+        return self.info.schema
 
     def __len__(self) -> int:
         return self.info.n_rows
