@@ -24,6 +24,7 @@ def test_fit_and_evaluate_igl_p_on_a_simulated_dsjson_log(tmp_path, capsys):
     assert code == 0, err
     summary = json.loads(out)
     assert summary["algorithm"] == "igl-p" and summary["definitely_bad_field"]
+    assert summary["identifiability_warnings"] == []  # the simulator plays every action
     assert 0.3 < summary["negative"] < 0.7
     assert load_model(tmp_path / "model").estimator == "step"
     code, out, _ = run(capsys, "evaluate", tmp_path / "model", log)

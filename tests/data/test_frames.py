@@ -447,7 +447,7 @@ def test_an_action_named_but_never_logged_is_warned_of_by_its_name():
     frame = named_frame()
     log = InteractionLog.from_frame(frame[frame["arm"] != "middle"], **NAMED,
                                     actions=["left", "middle", "right"])
-    assert any("actions 1 ('middle') never occur in the log" in note
+    assert any("action 1 ('middle') never occurs in the log" in note
                for note in identifiability_warnings(log))
 
 

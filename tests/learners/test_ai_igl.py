@@ -282,13 +282,13 @@ def test_warnings_for_two_actions_and_for_rarely_played_actions():
                          probability=np.full(600, 0.5), feedback=log.feedback, n_actions=2)
     with pytest.warns(IdentifiabilityWarning, match="K = 2"):
         AIIGL(seed=0).fit(two)
-    with pytest.warns(IdentifiabilityWarning, match="fewer than 300 interactions"):
+    with pytest.warns(IdentifiabilityWarning, match=r"fewer than min_interactions \(300\)"):
         learner = AIIGL(seed=0, min_interactions=300).fit(log)
-    assert any("fewer than 300" in note for note in learner.report_.warnings)
+    assert any("fewer than min_interactions (300)" in note for note in learner.report_.warnings)
     counts = np.bincount(log.action, minlength=log.n_actions)
     one = int(np.argmin(counts))  # the least played action alone below the minimum
-    with pytest.warns(IdentifiabilityWarning, match=rf"action {one} \({counts[one]}\) has "
-                                                     r"fewer than"):
+    with pytest.warns(IdentifiabilityWarning, match=rf"action {one} has only {counts[one]} "
+                                                     r"interactions, fewer than"):
         AIIGL(seed=0, min_interactions=int(counts[one]) + 1).fit(log)
     with warnings.catch_warnings():
         warnings.simplefilter("error", IdentifiabilityWarning)

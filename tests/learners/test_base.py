@@ -11,9 +11,11 @@ import numpy as np
 import pytest
 import torch
 
-from iglearn import BatchIGL, ContextualBandit, IGLearnError, Supervised
+from iglearn import AIIGL, VIIGL, BatchIGL, ContextualBandit, IGLearnError, Supervised
 from iglearn.envs import digits_environment
 from iglearn.learners import IdentifiabilityWarning, Optimisation
+from iglearn.learners.base import unseen_action_warnings
+from iglearn.learners.iglp import IGLP
 
 
 @pytest.fixture(scope="module")
@@ -206,3 +208,20 @@ def test_a_fitted_model_checks_the_contexts_and_feedback_it_is_given(logs, tmp_p
         with pytest.raises(IGLearnError, match="'feedback' holds inf at row 1"):
             decode(y)
         assert decode(raw.feedback[:3]).shape[0] == 3, name
+
+
+@pytest.mark.parametrize("make", [
+    lambda: BatchIGL(seed=0, optimisation=QUICK, max_restarts=0),
+    lambda: AIIGL(seed=0, optimisation=QUICK, max_restarts=0),
+    lambda: VIIGL(seed=0, optimisation=QUICK, max_restarts=0),
+    lambda: IGLP(seed=0),
+], ids=["IGL", "AI-IGL", "VI-IGL", "IGL-P"])
+def test_every_learner_that_decodes_the_feedback_warns_of_an_action_the_log_never_shows(
+        make, logs):
+    log = dataclasses.replace(logs[0], n_actions=11)  # the digits show actions 0 to 9
+    (note,) = unseen_action_warnings(log)
+    assert "n_actions is 11 but action 10 never occurs in the log" in note
+    with pytest.warns(IdentifiabilityWarning) as caught:
+        learner = make().fit(log)
+    assert note in [str(each.message) for each in caught]
+    assert note in learner.report_.warnings

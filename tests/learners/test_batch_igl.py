@@ -333,7 +333,7 @@ def test_a_fit_whose_decoder_calls_too_much_a_reward_warns():
 def test_unlogged_actions_warn(uniform_log):
     # K = 11 for a log of 10 real actions: the corrector and the threshold assume K.
     log = dataclasses.replace(uniform_log, n_actions=11)
-    with pytest.warns(IdentifiabilityWarning, match="actions 10 never occur"):
+    with pytest.warns(IdentifiabilityWarning, match="action 10 never occurs"):
         BatchIGL(seed=0, max_restarts=0, optimisation=Optimisation(max_steps=20)).fit(log)
 
 

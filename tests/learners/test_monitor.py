@@ -122,6 +122,6 @@ def test_the_other_reports_print_short_too():
     assert report.covariance == [0.05] * 10
     assert str(IGLPReport(0.25, 0.5, 0.125, 0.75)).splitlines() == [
         "IGLPReport", "  extreme: 0.25", "  negative: 0.5", "  flagged: 0.125",
-        "  decoded_value: 0.75", "  seconds: 0"]
+        "  decoded_value: 0.75", "  seconds: 0", "  warnings: none"]
     several = str(IGLPReport(0.25, 0.5, 0.125, 0.75, ik_losses=[1.5, 1.25], ik_kept=1))
     assert "  ik_losses: [1.5, 1.25]" in several and "  ik_kept: 1" in several

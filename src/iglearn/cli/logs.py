@@ -191,13 +191,11 @@ def _fit(args: argparse.Namespace) -> int:
     if isinstance(learner, BatchIGL):
         summary = {**head, **_igl_summary(args, learner, log, settings)}
         extra = {"objective": summary["objective"], "lemma5": summary["lemma5"]}
-    elif in_memory:
-        summary = {**head, "settings": settings, **asdict(learner.report_),
-                   "definitely_bad_field": cast(InteractionLog, log).definitely_bad is not None}
-        extra = {}
     else:
         summary = {**head, "settings": settings, **asdict(learner.report_)}
         summary["identifiability_warnings"] = summary.pop("warnings")
+        if in_memory:
+            summary["definitely_bad_field"] = cast(InteractionLog, log).definitely_bad is not None
         extra = {}
     if backend is not None:
         summary["distributed"] = asdict(learner.distributed_)  # type: ignore[union-attr]

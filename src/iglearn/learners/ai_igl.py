@@ -83,7 +83,7 @@ from iglearn.data.limits import check_igl_logs
 from iglearn.data.scaling import Mode, SameUnit, standardised_feedback
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
-from iglearn.learners.base import StackableLearner, check_finite_fit
+from iglearn.learners.base import StackableLearner, check_finite_fit, unseen_action_warnings
 from iglearn.learners.baselines import reward_stages
 from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
 from iglearn.learners.e2g import EpochGreedy
@@ -193,9 +193,9 @@ class AIIGL(AIIGLSettings, StackableLearner):
     def fit(self, log: AnyLog, *, backend: RayTrain | None = None) -> Self:
         """Fit the policy and the decoders on ``log``, in memory or streamed (reads context,
         action, probability and feedback). Warns (:class:`IdentifiabilityWarning`) when
-        K = 2, when an action has fewer than ``min_interactions`` interactions, and when a
-        decoder calls about half of its action's feedback a reward. ``backend``: fit a
-        streamed Parquet log data-parallel on Ray Train
+        K = 2, when an action never occurs in the log or has fewer than
+        ``min_interactions`` interactions, and when a decoder calls about half of its action's
+        feedback a reward. ``backend``: fit a streamed Parquet log data-parallel on Ray Train
         (:mod:`iglearn.learners.distributed`)."""
         if backend is not None:
             return backend.fit(self, log)
@@ -409,24 +409,26 @@ def flat(decoders: Sequence[Sequence[Decoder]]) -> list[Decoder]:
 
 
 def action_warnings(log: AnyLog, min_interactions: int) -> list[str]:
-    """Warnings that hold before fitting: K = 2, and actions with too few interactions to
-    ground their decoders."""
+    """Warnings that hold before fitting: K = 2, actions the log never shows
+    (:func:`~iglearn.learners.base.unseen_action_warnings`), and actions with too few
+    interactions to ground their decoders."""
     notes = []
-    k = log.n_actions
-    if k == 2:
+    if log.n_actions == 2:
         notes.append("K = 2: the reward need not be the rarer event for each action, so the "
                      "sign of each decoded reward is not identified; expect arbitrary "
                      "directions")
+    notes += unseen_action_warnings(log)
     seen = action_counts(log)
-    few = np.flatnonzero(seen < min_interactions)
-    if len(few):
-        shown = ", ".join(f"{a} ({seen[a]})" for a in few[:5]) + (", ..." if len(few) > 5
-                                                                 else "")
-        which = (f"action {shown} has" if len(few) == 1
-                 else f"{len(few)} actions, {shown}, have")
-        notes.append(f"{log.source}: {which} fewer than {min_interactions} interactions "
-                     f"(min_interactions), too few to ground a decoder reliably; log more "
-                     f"interactions of every action (or lower min_interactions)")
+    few = np.flatnonzero((seen > 0) & (seen < min_interactions)).tolist()
+    if few:
+        more = ", ..." if len(few) > 5 else ""
+        actions = ", ".join(str(a) for a in few[:5]) + more
+        counts = ", ".join(str(seen[a]) for a in few[:5]) + more
+        which = (f"action {actions} has only {counts} interactions" if len(few) == 1
+                 else f"{len(few)} actions, {actions}, have only {counts} interactions")
+        notes.append(f"{log.source}: {which}, fewer than min_interactions ({min_interactions}), "
+                     f"too few to ground a decoder reliably; log more interactions of every "
+                     f"action (or lower min_interactions)")
     return notes
 
 

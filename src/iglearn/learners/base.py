@@ -24,7 +24,7 @@ from iglearn.data.scaling import (
 from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError
-from iglearn.learners.stream import min_probability
+from iglearn.learners.stream import action_counts, min_probability
 from iglearn.learners.trials import as_tensor
 from iglearn.models import Policy
 from iglearn.seeding import SeedLike
@@ -265,6 +265,26 @@ def check_finite_fit(log: InteractionLog | LogStream,
             f"{log.source}: the fit diverged ({'; '.join(broken)}); the smallest logged "
             f"probability is {min_probability(log):.3g} (importance weight 1/p): drop or clip "
             f"near-zero probabilities, or lower the learning rate")
+
+
+def unseen_action_warnings(log: InteractionLog | LogStream) -> list[str]:
+    """The warning of a log that never shows some of its K actions (by their names, where its
+    feature schema names them), or none. Every learner that decodes the feedback (2021 IGL,
+    AI-IGL, IGL-P, VI-IGL) warns it before its own warnings."""
+    k = log.n_actions
+    missing = np.flatnonzero(action_counts(log) == 0).tolist()
+    if not missing:
+        return []
+    schema = getattr(log, "schema", None)
+    names = None if schema is None else schema.action_names
+    shown = ", ".join(str(a) if names is None else f"{a} ({names[a]!r})"
+                      for a in missing[:5]) + (", ..." if len(missing) > 5 else "")
+    which = (f"action {shown} never occurs" if len(missing) == 1
+             else f"actions {shown} never occur")
+    return [f"{log.source}: n_actions is {k} but {which} in the log; a fit assumes K = {k} "
+            f"actions, each played with probability 1/{k} under uniform play, and learns "
+            f"nothing of an action it never saw: check n_actions, or, if the logging policy "
+            f"never played {'it' if len(missing) == 1 else 'them'}, log with exploration"]
 
 
 def _shape(log: InteractionLog | LogStream) -> tuple[int, ...]:

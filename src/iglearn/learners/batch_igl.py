@@ -39,7 +39,7 @@ from iglearn.data.scaling import Standardiser
 from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
-from iglearn.learners.base import StackableLearner, check_finite_fit
+from iglearn.learners.base import StackableLearner, check_finite_fit, unseen_action_warnings
 from iglearn.learners.corrector import (
     Correction,
     corrector_statistics,
@@ -70,7 +70,6 @@ from iglearn.learners.settings import (
 )
 from iglearn.learners.stream import (
     AnyLog,
-    action_counts,
     training_data,
 )
 from iglearn.learners.training import Stage, run_stage, stage_epochs
@@ -183,25 +182,13 @@ def action_warning(explained: float, algorithm: str) -> list[str]:
 
 
 def identifiability_warnings(log: AnyLog) -> list[str]:
-    """Warnings that hold before fitting: K = 2, and actions the log never shows."""
+    """Warnings that hold before fitting: K = 2, and actions the log never shows
+    (:func:`~iglearn.learners.base.unseen_action_warnings`)."""
     notes = []
-    k = log.n_actions
-    if k == 2:
+    if log.n_actions == 2:
         notes.append("K = 2: uniform play is never 'sufficiently bad' (Section 3), so the sign "
                      "of the decoded reward is not identified; expect an arbitrary direction")
-    seen = action_counts(log)
-    missing = np.flatnonzero(seen == 0)
-    if len(missing):
-        schema = getattr(log, "schema", None)
-        names = None if schema is None else schema.action_names
-        shown = ", ".join(str(a) if names is None else f"{a} ({names[a]!r})"
-                          for a in missing[:5].tolist()) + (", ..." if len(missing) > 5 else "")
-        notes.append(f"{log.source}: n_actions is {k} but actions {shown} never occur in the "
-                     f"log; the corrector and the restart threshold assume K = {k} "
-                     f"equally likely actions under uniform play: check n_actions, or, if "
-                     f"the logging policy never played them, log with exploration (a fit "
-                     f"learns nothing of an action it never saw)")
-    return notes
+    return notes + unseen_action_warnings(log)
 
 
 @dataclass(eq=False)

@@ -61,6 +61,7 @@ minimiser and gradient.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -74,7 +75,8 @@ from iglearn.data.limits import check_igl_logs
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Mode, Origins, SameUnit, check_users_unit
 from iglearn.errors import IGLearnError, check_choice
-from iglearn.learners.base import PolicyLearner, check_finite_fit
+from iglearn.learners.base import PolicyLearner, check_finite_fit, unseen_action_warnings
+from iglearn.learners.batch_igl import IdentifiabilityWarning
 from iglearn.learners.monitor import ShortReport
 from iglearn.learners.objective import at_action
 from iglearn.learners.regression import (
@@ -161,6 +163,8 @@ class IGLPReport(ShortReport):
     first; empty with one start."""
     ik_kept: int = 0
     """Which of the starts of ``ik_losses`` was kept (0: the model the fit started from)."""
+    warnings: list[str] = field(default_factory=list)
+    """Identifiability warnings raised by the fit."""
 
     def _items(self) -> list[tuple[str, object]]:
         """The printed fields; those of the inverse-kinematics starts only when there were
@@ -582,7 +586,8 @@ class IGLP(IGLPSettings, PolicyLearner):
         check_users_unit(self.same_unit, self.users)
 
     def fit(self, log: InteractionLog) -> Self:
-        """Fit the three models on ``log``."""
+        """Fit the three models on ``log``. Warns (:class:`IdentifiabilityWarning`) when an
+        action never occurs in the log."""
         check_igl_logs([log])
         start = time.perf_counter()
         self._rng = as_generator(self.seed)
@@ -603,6 +608,9 @@ class IGLP(IGLPSettings, PolicyLearner):
                 vars(self).pop(attribute, None)
             raise
         self.report_.seconds = time.perf_counter() - start
+        self.report_.warnings = unseen_action_warnings(log)
+        for note in self.report_.warnings:
+            warnings.warn(note, IdentifiabilityWarning, stacklevel=2)  # the caller's line
         return self
 
     def fitted_models(self) -> dict[str, Any]:

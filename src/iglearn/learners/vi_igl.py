@@ -78,7 +78,7 @@ from iglearn.data.limits import check_igl_logs
 from iglearn.data.scaling import Origins, standardised_feedback
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
-from iglearn.learners.base import StackableLearner, check_finite_fit
+from iglearn.learners.base import StackableLearner, check_finite_fit, unseen_action_warnings
 from iglearn.learners.baselines import reward_stages
 from iglearn.learners.batch_igl import (
     AMBIGUITY_MARGIN,
@@ -829,6 +829,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
             if k == 2:
                 notes.append("K = 2: the reward need not be the rarer event of the log, so the "
                              "symmetry choice may pick the wrong sign")
+            notes += unseen_action_warnings(logs[t])
             if marginal <= first.restart_bound:
                 notes.append(f"the decoded reward tells almost nothing about the context and "
                              f"action in any of {len(bounds)} attempts (marginal bound "
@@ -936,7 +937,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
     def fit(self, log: AnyLog) -> Self:
         """Fit the decoder and the policy on ``log``, in memory or streamed (reads context,
         action, probability and feedback). Warns (:class:`IdentifiabilityWarning`) when
-        K = 2, when about half of the logged interactions decode as rewarded, and when no
-        attempt's decoded reward depends on the context and action (its marginal bound at
-        most ``restart_bound``)."""
+        K = 2, when an action never occurs in the log, when about half of the logged
+        interactions decode as rewarded, and when no attempt's decoded reward depends on the
+        context and action (its marginal bound at most ``restart_bound``)."""
         return super().fit(log)
