@@ -37,6 +37,29 @@ def test_reads_vw_igl_simulator_lines_as_they_are(tmp_path):
     np.testing.assert_array_equal(log.feedback.sum(1), 1)
 
 
+def test_a_line_without_the_definitely_bad_flag_is_not_flagged(tmp_path):
+    """VW's flag is optional: lines with and without it mix, one without it reads false."""
+    path = tmp_path / "igl.dsjson"
+    unflagged = vw_line("Tom", 0, "none", 0.8).replace(', "_definitely_bad": false', "")
+    path.write_text("\n".join([unflagged, vw_line("Tom", 2, "dislike", 0.03), unflagged,
+                               vw_line("Anna", 1, "click", 0.8)]) + "\n")
+    log = read_log(path)
+    np.testing.assert_array_equal(log.definitely_bad, [False, True, False, False])
+    np.testing.assert_array_equal(log.action, [0, 2, 0, 1])
+    path.write_text(unflagged + "\n")
+    assert read_log(path).definitely_bad is None
+
+
+def test_a_label_index_that_disagrees_with_the_label_action_is_refused(tmp_path):
+    path = tmp_path / "igl.dsjson"
+    wrong = vw_line("Anna", 4, "click", 0.8).replace('"_labelIndex": 4', '"_labelIndex": 0')
+    path.write_text("\n".join([vw_line("Tom", 2, "dislike", 0.03), wrong]) + "\n")
+    with pytest.raises(IGLearnError, match=r"igl.dsjson, line 2: '_labelIndex' is 0 but "
+                                           r"'_label_Action' is 5; .* _label_Action as "
+                                           r"_labelIndex \+ 1"):
+        read_log(path)
+
+
 def small(**changes) -> InteractionLog:
     n = 8
     rng = np.random.default_rng(0)

@@ -7,7 +7,10 @@
      "_iglearn": {"reward": 1, "label": 3}}
 
 - the logged action is ``_labelIndex`` (0-based index into ``c._multi``; else
-  ``_label_Action`` - 1) and its probability ``_label_probability``;
+  ``_label_Action`` - 1) and its probability ``_label_probability``. VW places the label by
+  ``_labelIndex`` and its logs write ``_label_Action`` = ``_labelIndex`` + 1; a line on which
+  the two disagree is refused, since the actions are read as positions of ``c._multi`` in the
+  same order on every line;
 - context features are the namespaces of ``c`` other than ``_multi``; feedback features the
   namespaces of the objects in ``o``. A feature ``{"ns": {"name": value}}`` is called
   ``ns^name``; a string value ``{"ns": {"name": "text"}}`` is the feature ``ns^nametext``
@@ -15,8 +18,9 @@
 - K is the length of ``c._multi``;
 - ``"_definitely_bad": true`` inside an object of ``o`` flags an unmistakably negative
   feedback (the field ``definitely_bad``, read by IGL-P), as in VW's ``--experimental_igl``
-  logs; VW's own IGL lines (``"o": [{"v": {"v=click": 1}, "_definitely_bad": false}]``,
-  named actions in ``c._multi``) read as they are;
+  logs; as in VW, the flag is optional (a line without it is not flagged). VW's own IGL
+  lines (``"o": [{"v": {"v=click": 1}, "_definitely_bad": false}]``, named actions in
+  ``c._multi``) read as they are;
 - ``_iglearn`` holds the latent reward and the correct action, for evaluation only (VW
   ignores it).
 
@@ -83,9 +87,11 @@ class DsjsonReader(TableReader):
         self._fixed = schema is not None
         names: dict[str, dict[str, None]] = {"context": {}, "feedback": {}}
         seen: set[str] = set()
+        flags = False  # some line has '_definitely_bad' (optional: absent is false)
         n = 0
         for line_no, record in self._records():
             present = _present(record)
+            flags = flags or _has_flag(record)
             if n and present != seen:
                 if seen - present:
                     problem = f"missing {_describe(sorted(seen - present)[0])}, which"
@@ -118,6 +124,8 @@ class DsjsonReader(TableReader):
             missing = next(x for x in ("action", "probability", "feedback") if x not in seen)
             raise IGLearnError(f"{source}: no line has {_describe(missing)}; every line of a "
                                f"log needs the label, its probability and the feedback 'o'")
+        if flags and "feedback" in seen:
+            seen.add("definitely_bad")
         fields = required_fields(seen, source)
         if schema is None:
             schema = FeatureSchema(tuple(names["context"]), tuple(names["feedback"]))
@@ -226,19 +234,22 @@ def _present(record: dict) -> set[str]:
         present.add("probability")
     if "o" in record:
         present.add("feedback")
-        observations = record["o"] if isinstance(record["o"], list) else [record["o"]]
-        if any(isinstance(o, dict) and "_definitely_bad" in o for o in observations):
-            present.add("definitely_bad")
     extra = record.get("_iglearn")
     if isinstance(extra, dict):
         present.update(name for name in ("reward", "label") if name in extra)
     return present
 
 
+def _has_flag(record: dict) -> bool:
+    """Whether a feedback object of the line holds ``_definitely_bad`` (true or false)."""
+    observations = record.get("o")
+    observations = observations if isinstance(observations, list) else [observations]
+    return any(isinstance(o, dict) and "_definitely_bad" in o for o in observations)
+
+
 def _describe(name: str) -> str:
     return {"action": "the label ('_labelIndex')", "probability": "'_label_probability'",
             "feedback": "the feedback 'o'", "reward": "'_iglearn.reward'",
-            "definitely_bad": "'_definitely_bad' in 'o'",
             "label": "'_iglearn.label'"}.get(name, name)
 
 
@@ -343,15 +354,26 @@ def _action(value: int | float, shift: int, key: str, n_actions: int, source: st
 
 
 def _label_index(record: dict, n_actions: int, source: str, line_no: int) -> int:
+    """The logged action: ``_labelIndex``, else ``_label_Action`` - 1; a line that holds both
+    and on which they disagree is refused."""
     if "_labelIndex" in record:
-        key, shift = "_labelIndex", 0
-    elif "_label_Action" in record:
-        key, shift = "_label_Action", 1
-    else:
-        raise IGLearnError(f"{source}, line {line_no}: missing label '_labelIndex' (the "
-                           f"logged action); every line of a log needs it")
-    return _action(_number(record, key, source, line_no), shift, key, n_actions, source,
-                   line_no)
+        action = _action(_number(record, "_labelIndex", source, line_no), 0, "_labelIndex",
+                         n_actions, source, line_no)
+        if "_label_Action" in record:
+            other = _number(record, "_label_Action", source, line_no)
+            if other != action + 1:
+                raise IGLearnError(
+                    f"{source}, line {line_no}: '_labelIndex' is {action} but '_label_Action' "
+                    f"is {shown(other)}; both name the logged action, _labelIndex as its "
+                    f"0-based position in c._multi, _label_Action as _labelIndex + 1, with "
+                    f"c._multi in the same order on every line: write them so, or keep only "
+                    f"one of them")
+        return action
+    if "_label_Action" in record:
+        return _action(_number(record, "_label_Action", source, line_no), 1, "_label_Action",
+                       n_actions, source, line_no)
+    raise IGLearnError(f"{source}, line {line_no}: missing label '_labelIndex' (the logged "
+                       f"action); every line of a log needs it")
 
 
 def _value(v: float) -> float | int:
