@@ -266,3 +266,17 @@ def test_registered_through_the_entry_point():
     for name, learner in REGISTERED.items():
         assert CobaRegistry.registry[name] is learner
     assert set(REGISTERED) >= {"iglearn.E2G", "iglearn.IGLP", "iglearn.AIIGL"}
+
+
+def test_a_bad_context_is_named_by_its_column_not_by_a_row():
+    """The plug-in hands the learner one context at a time: a NaN in it is named by its
+    column (a row number would be meaningless)."""
+    learner = E2GLearner(users=None, warmup=50)  # the context read as it is, no user id
+    learner.predict([0.5, 1.0, -1.0], [0, 1, 2])
+    for call, name in ((lambda x: learner.predict(x, [0, 1, 2]), "act"),
+                       (lambda x: learner.learn(x, 0, 1.0, 1 / 3), "learn"),
+                       (lambda x: learner.score(x, [0, 1, 2], 0), "score")):
+        with pytest.raises(IGLearnError, match=rf"^{name}: this context holds nan in column "
+                                               rf"1; NaN or infinite") as caught:
+            call([0.5, float("nan"), -1.0])
+        assert "row" not in str(caught.value).split(";")[0]

@@ -182,6 +182,11 @@ def test_learn_refuses_what_would_break_every_later_refit_and_keeps_none_of_it(e
 
 def test_acting_and_building_check_their_inputs(env):
     for learner in _learners(env):
+        one = np.zeros(64)
+        one[2] = np.nan
+        for call in (learner.act, lambda x, m=learner: m.learn(x, 0, 0.1, 0.0)):
+            with pytest.raises(IGLearnError, match="this context holds nan in column 2"):
+                call(one)  # one context: its column named, not a row
         with pytest.raises(IGLearnError, match=r"shape \(64,\).*reshape\(1, -1\)"):
             learner.act_batch(np.zeros(64))  # one context where n are meant
         with pytest.raises(IGLearnError, match="have 10 values but the model was fitted on 64"):

@@ -62,15 +62,16 @@ def check_n_actions(value: object, source: str) -> int:
 
 
 def _first_bad(array: np.ndarray, ok: Callable[[np.ndarray], np.ndarray]
-               ) -> tuple[int, object] | None:
-    """(row, value) of the first entry of ``array`` failing ``ok``, or None; scans in chunks
-    of rows so that a large (or memory-mapped) array needs no full-size temporary."""
+               ) -> tuple[tuple[int, ...], object] | None:
+    """(index, value) of the first entry of ``array`` failing ``ok`` (its row first), or None;
+    scans in chunks of rows so that a large (or memory-mapped) array needs no full-size
+    temporary."""
     for start in range(0, len(array), _CHUNK):
         chunk = array[start:start + _CHUNK]
         good = ok(chunk)
         if not good.all():
-            index = tuple(np.argwhere(~good)[0])
-            return start + int(index[0]), chunk[index]
+            index = tuple(int(i) for i in np.argwhere(~good)[0])
+            return (start + index[0], *index[1:]), chunk[index]
     return None
 
 
@@ -120,12 +121,14 @@ def _percentages(array: np.ndarray) -> str | None:
 
 
 def field_values(name: str, value: object, source: str, n_actions: int | None = None,
-                 first_row: int = 0) -> np.ndarray:
+                 first_row: int = 0, single: bool = False) -> np.ndarray:
     """One field's values (any shape) as given, checked, then cast to ``DTYPES[name]``.
 
     Actions and labels must be integers in [0, n_actions); probabilities in
     [PROBABILITY_FLOOR, 1]; rewards in [-1, 1]; definitely-bad flags 0 or 1 (booleans);
-    contexts and feedback finite and within ±MAX_ABS_VALUE. Messages count rows from ``first_row``.
+    contexts and feedback finite and within ±MAX_ABS_VALUE. Messages count rows from
+    ``first_row``; with ``single`` (one context or feedback vector, as a row), they name the
+    vector's column instead.
     """
     array = np.asarray(value)
     _kind(name, array, source)
@@ -140,12 +143,15 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
         the failure, the ``bounds`` they break and what ``habit`` tells."""
         bad = _first_bad(array, ok)
         if bad is not None:
-            row, item = bad
+            index, item = bad
             told = None if habit is None else habit(array)
             if told is not None:
                 problem = f"{bounds}: {told}"
+            if single:
+                raise IGLearnError(f"{source}: this {name} holds {item!s} in column "
+                                   f"{index[-1]}{problem}")
             raise IGLearnError(f"{source}: field '{name}' holds {item!s} at row "
-                               f"{first_row + row}{problem}")
+                               f"{first_row + index[0]}{problem}")
 
     floating = array.dtype.kind == "f"
     if name in ("action", "label"):
@@ -236,12 +242,14 @@ def _shaped(name: str, value: object, source: str) -> np.ndarray:
     return array
 
 
-def model_rows(name: str, value: object, width: int | None, source: str) -> np.ndarray:
+def model_rows(name: str, value: object, width: int | None, source: str,
+               single: bool = False) -> np.ndarray:
     """Contexts or feedback vectors (``name`` 'context' or 'feedback') handed to a fitted model,
     checked as a log's are and cast to float32: a matrix of real numbers, one row per vector,
     with the ``width`` values the model was fitted on (None: not checked), finite and within
     ±MAX_ABS_VALUE; a vector is one column only where the model reads one value, and no rows
-    at all is allowed (nothing to predict). An error names the problem and the fix."""
+    at all is allowed (nothing to predict). An error names the problem and the fix; with
+    ``single`` (one vector, given as one row), a bad value by its column, not by a row."""
     array = np.asarray(value)
     _kind(name, array, source)
     if array.ndim == 1 and width != 1:
@@ -252,7 +260,7 @@ def model_rows(name: str, value: object, width: int | None, source: str) -> np.n
     if width is not None and array.shape[1] != width:
         raise IGLearnError(f"{source}: the {name} vectors have {array.shape[1]} values but the "
                            f"model was fitted on {width}; give vectors of the fitted dimension")
-    return field_values(name, array, source)
+    return field_values(name, array, source, single=single)
 
 
 def row_values(name: str, value: object, n: int, source: str, n_actions: int | None = None,

@@ -221,7 +221,8 @@ class CobaLearner(Learner):
         ``predict`` draws from."""
         x = self.context_vector(context)
         learner = self._built(x, actions)
-        return float(learner.probabilities(x[None])[0, self._index(action)])
+        contexts = learner.checked_contexts(x[None], "score", single=True)
+        return float(learner.probabilities(contexts)[0, self._index(action)])
 
 
 def _scheduled(learner: Callable[..., OnlineLearner], warmup: int, iota: float,

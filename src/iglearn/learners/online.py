@@ -67,10 +67,12 @@ class OnlineLearner(ABC):
                                f"{' and '.join(names)}); lower its fits' learning rate, or "
                                f"drop near-zero logged probabilities")
 
-    def checked_contexts(self, contexts: np.ndarray, source: str = "act") -> np.ndarray:
+    def checked_contexts(self, contexts: np.ndarray, source: str = "act",
+                         single: bool = False) -> np.ndarray:
         """Contexts (n, d) handed to the learner, checked as a log's are (one line naming a
-        NaN, a wrong width or a single vector where n are meant), as float32."""
-        return model_rows("context", contexts, self.context_dim, source)
+        NaN, a wrong width or a single vector where n are meant), as float32; ``single``: one
+        context, given as one row, whose bad value a message names by its column."""
+        return model_rows("context", contexts, self.context_dim, source, single)
 
     def checked_interactions(self, contexts: np.ndarray, actions: np.ndarray,
                              probabilities: np.ndarray, feedback: np.ndarray | float,
@@ -93,13 +95,15 @@ class OnlineLearner(ABC):
 
     def act(self, context: np.ndarray) -> tuple[int, float]:
         """One action for one context, and the probability it was drawn with."""
-        actions, probabilities = self.act_batch(np.asarray(context)[None])
+        contexts = self.checked_contexts(np.asarray(context)[None], single=True)
+        actions, probabilities = self.act_batch(contexts)
         return int(actions[0]), float(probabilities[0])
 
     def learn(self, context: np.ndarray, action: int, probability: float,
               feedback: np.ndarray | float) -> None:
         """Learn from one interaction."""
-        self.learn_batch(np.asarray(context)[None], np.array([action]),
+        contexts = self.checked_contexts(np.asarray(context)[None], "learn", single=True)
+        self.learn_batch(contexts, np.array([action]),
                          np.array([probability]), np.asarray(feedback)[None])
 
     def predict(self, contexts: np.ndarray) -> np.ndarray:
