@@ -476,13 +476,13 @@ class _Selection:
                 and not (_UNNAMED.fullmatch(name) and row_numbers(name))]
         if not left:
             return
-        what = (f"column {shown(left[0])} is" if len(left) == 1
-                else f"columns {_listing(left)} are")
+        what, it = ((f"column {shown(left[0])} is", "it") if len(left) == 1
+                    else (f"columns {_listing(left)} are", "them"))
         raise IGLearnError(
             f"{self.source}: {what} read by no field (the columns read are "
-            f"{_listing(list(self.used)) or 'none'}); map it to a field (context=[...], "
+            f"{_listing(list(self.used)) or 'none'}); map {it} to a field (context=[...], "
             f"feedback=[...], action=..., ...; --context, ... on the command line), drop or "
-            f"rename it, or leave it unread with ignore=[...] (--ignore)")
+            f"rename {it}, or leave {it} unread with ignore=[...] (--ignore)")
 
 
 def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],

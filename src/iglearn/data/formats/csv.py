@@ -18,8 +18,10 @@ memory for its rows; use Parquet for logs larger than memory. Written batch by b
 
 from __future__ import annotations
 
+import contextlib
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -84,6 +86,14 @@ class CsvReader(NamedColumnsReader):
             raise IGLearnError(f"{source}: cannot read the file (permission denied); check its "
                                f"permissions") from None
         except (pa.ArrowException, OSError, UnicodeDecodeError) as e:
+            ragged = _ragged_row(path, delimiter) if isinstance(e, pa.ArrowException) else None
+            if ragged is not None:
+                raise IGLearnError(
+                    f"{source}, line {ragged.number}: {ragged.actual_columns} "
+                    f"field{'s' if ragged.actual_columns != 1 else ''} "
+                    f"({shown(ragged.text)}) where the header names {ragged.expected_columns} "
+                    f"columns; give every row one field per header column (an empty field "
+                    f"for a missing value), or remove the line") from None
             raise IGLearnError(f"{source}: not a readable CSV file ({shown(str(e))}); write it "
                                f"with a header row of column names and one row per "
                                f"interaction") from None
@@ -91,6 +101,23 @@ class CsvReader(NamedColumnsReader):
             raise IGLearnError(f"{source}: the file has a header but no rows; it needs at least "
                                f"one interaction")
         super().__init__(table, source, columns, n_actions)
+
+
+def _ragged_row(path: Path, delimiter: str) -> Any:
+    """The first row of the CSV file ``path`` whose number of fields differs from the
+    header's (pyarrow's ``InvalidRow``: its line number, counts and text), or None. Read again
+    on one thread, the one way pyarrow knows the row's line number."""
+    found = []
+
+    def keep(row: Any) -> str:
+        found.append(row)
+        return "error"
+
+    with contextlib.suppress(pa.ArrowException, OSError, UnicodeDecodeError):
+        pacsv.read_csv(path, read_options=pacsv.ReadOptions(use_threads=False),
+                       parse_options=pacsv.ParseOptions(delimiter=delimiter,
+                                                        invalid_row_handler=keep))
+    return found[0] if found and found[0].number is not None else None
 
 
 def write_csv(reader: TableReader, tmp: Path) -> None:
