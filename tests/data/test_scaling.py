@@ -12,11 +12,13 @@ from iglearn.data.formats import write_table
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import (
     CLIP,
+    DEFAULT_ORIGINS,
     Moments,
     Standardiser,
     check_origin,
     column_spread,
     off_scale,
+    sparse_block,
     standardiser_of,
 )
 from iglearn.data.stream import LogStream, StreamSettings, open_log
@@ -86,6 +88,72 @@ def test_block_updates_equal_one_pass():
         np.testing.assert_allclose(a, b, rtol=1e-10)
 
 
+class Gathering:
+    """A reducer of a data-parallel fit whose other processes hold ``others``' moments."""
+
+    def __init__(self, others: list[Moments]):
+        self.others = others
+
+    def gather(self, tensor):
+        import torch
+
+        rest = [np.concatenate([[m.weight], m.mean, m.squares, m.least, m.floor])
+                for m in self.others]
+        return torch.stack([tensor, *(torch.from_numpy(r) for r in rest)])
+
+
+def test_the_share_of_rows_at_the_least_value_is_the_same_in_chunks_and_across_processes():
+    rng = np.random.default_rng(4)
+    counts = rng.poisson([0.2, 2.0, 6.0], (900, 3)).astype(np.float64)
+    weights = rng.uniform(1, 5, 900)
+    whole = Moments(3)
+    whole.add(counts, weights)
+    least = counts.min(0)
+    expected = ((counts == least) * weights[:, None]).sum(0) / weights.sum()
+    np.testing.assert_allclose(whole.floor_shares(), expected, rtol=1e-12)
+    parts = [Moments(3) for _ in range(4)]  # chunks whose own least values differ
+    for part, rows in zip(parts, np.array_split(np.argsort(counts[:, 2]), 4), strict=True):
+        for chunk in np.array_split(rows, 3):
+            part.add(counts[chunk], weights[chunk])
+    merged = parts[0].across(Gathering(parts[1:]))
+    np.testing.assert_allclose(merged.floor_shares(), expected, rtol=1e-12)
+    np.testing.assert_array_equal(merged.least, least)
+    for a, b in zip(whole.statistics(), merged.statistics(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+
+
+def test_sparse_feedback_is_shifted_by_its_limit_and_dense_feedback_centred():
+    """The default feedback origin "sparse": a block whose columns mostly rest at their least
+    value (blank pixels, zero counts, raw or not) is shifted to non-negative values; a
+    measurement (milliseconds, voxel intensities) is centred."""
+    assert DEFAULT_ORIGINS == ("mean", "sparse")
+    rng = np.random.default_rng(5)
+    n = 800
+    context = rng.normal(size=(n, 3)).astype(np.float32)
+    pixels = rng.uniform(size=(n, 16)) * (rng.uniform(size=(n, 16)) < 0.4)
+    clicks = rng.poisson(0.5, (n, 4))
+    dwell = 2000.0 + 3000.0 * rng.uniform(size=(n, 2)) + rng.normal(0, 1000, (n, 2))
+    for feedback, sparse in ((pixels, True), (35.0 + 0.05 * pixels, True), (clicks, True),
+                             (dwell, False), (37.0 + rng.normal(0, 0.3, (n, 8)), False)):
+        y = np.asarray(feedback, np.float32)
+        scaler = Standardiser.of_arrays(context, y, mode="on")
+        if sparse:
+            assert scaler.feedback_offset == pytest.approx(scaler.feedback_limit)
+            assert scaler.apply_feedback(y).min() >= 0.0
+        else:
+            assert scaler.feedback_offset == 0.0
+            out = scaler.apply_feedback(y)
+            assert out.min() < 0.0 < out.max()
+        # the other origins keep their meaning whatever the block
+        shifted = Standardiser.of_arrays(context, y, mode="on", origins=("mean", "limit"))
+        assert shifted.feedback_offset == pytest.approx(shifted.feedback_limit)
+        centred = Standardiser.of_arrays(context, y, mode="on", origins=("mean", "mean"))
+        assert centred.feedback_offset == 0.0
+    moments = Moments(2)
+    moments.add(np.full((10, 2), 3.0))
+    assert sparse_block(moments)  # constant columns only: nothing to centre
+
+
 @pytest.mark.parametrize("name", ["log.parquet", "log.npz"])
 def test_streamed_statistics_agree_with_the_in_memory_ones(tmp_path, name):
     log = log_of(2000, seed=1)
@@ -117,12 +185,13 @@ def test_record_round_trip_and_damage():
 
 
 LEAST = ("least", "least")
+SHIFTED = ("mean", "limit")
 
 
 def test_blocks_start_at_each_columns_least_value_with_origin_least():
     log = log_of()
     scaler = Standardiser.of_log(log, origins=LEAST)
-    centred = Standardiser.of_log(log)
+    centred = Standardiser.of_log(log, origins=SHIFTED)
     for block, values in (("context", log.context), ("feedback", log.feedback)):
         mean, scale = getattr(scaler, f"{block}_mean"), getattr(scaler, f"{block}_scale")
         offset, limit = getattr(scaler, f"{block}_offset"), getattr(scaler, f"{block}_limit")
@@ -142,7 +211,7 @@ def test_blocks_start_at_each_columns_least_value_with_origin_least():
     assert scaler.context_offset[3] == 0.0  # the constant column
     below = log.context[:1] - 1000.0  # a context below the log's least values: clipped to 0
     assert (scaler.apply(below)[0, :3] == 0.0).all()
-    # feedback's default origin shifts by the limit, one number for every column
+    # the feedback's origin "limit" shifts by the limit, one number for every column
     assert centred.feedback_offset == centred.feedback_limit and centred.context_offset == 0
 
 
@@ -381,10 +450,11 @@ def test_raw_values_standardise_to_float32_rounding_of_the_exact_values():
 
 
 def test_standardised_feedback_is_shifted_to_non_negative_values_and_contexts_stay_centred():
-    """Feedback: clipped to ±limit, then shifted by the limit into [0, 2 limit]; the shift is
-    the offset the standardiser records. Contexts: centred, no offset."""
+    """Origin "limit": the feedback clipped to ±limit, then shifted by the limit into
+    [0, 2 limit]; the shift is the offset the standardiser records. Contexts: centred, no
+    offset."""
     log = log_of()
-    scaler = Standardiser.of_log(log)
+    scaler = Standardiser.of_log(log, origins=SHIFTED)
     limit = scaler.feedback_limit
     assert limit is not None and scaler.feedback_offset == pytest.approx(limit)
     y = log.feedback.astype(np.float64)
@@ -404,7 +474,7 @@ def test_standardised_feedback_is_shifted_to_non_negative_values_and_contexts_st
 
 def test_the_feedback_offset_round_trips_an_old_record_has_none_and_a_bad_one_is_refused():
     log = log_of()
-    scaler = Standardiser.of_log(log)
+    scaler = Standardiser.of_log(log, origins=SHIFTED)
     record = scaler.to_dict()
     assert record["feedback_offset"] == pytest.approx(scaler.feedback_limit)
     again = Standardiser.from_dict(record, "model.json", 4, 2)

@@ -56,31 +56,40 @@ The statistics of a standardised block:
   out (a near-constant column's lit pixel) weighs no more than a common one (with one scale:
   ±CLIP times the block's RMS column spread, the same limit); a block left as it is is never
   clipped;
-- standardised feedback is then shifted by its limit (:attr:`Standardiser.feedback_offset`),
-  so that its values lie in [0, 2 limit], never negative, as the [0, 1] images and one-hot
-  tokens the decoders' defaults (initialisation, temperature) are tuned on; standardised
-  contexts stay centred. Centred feedback fits worse: the 2021 task's feedback images on
-  digits, centred by hand and otherwise as given, fitted 500 interactions to 53.8 / 3.2 %
-  (mean / worst of 16 seeds) against 81.3 / 75.5 % as given, and 81.8 / 64.0 % shifted by +1.
-  On raw digits logs the shift raised IGL at 500 interactions from 57.5 to 74.8 % and IGL-P
-  at 2,000 from 67.1 to 77.7 % (docs/results.md, "Feedback shifted to non-negative values");
-  shifting the contexts as well cost IGL-P most of its accuracy (20.3 %). VI-IGL, whose
-  critics read the feedback, keeps it centred (its ``origins`` are ("mean", "mean")):
-  shifted, its raw digits fits fell from 89.4 to 15.7 % at 2,000 interactions;
+- standardised feedback that is sparse (:func:`sparse_block`: its columns hold their least
+  value in at least :data:`SPARSE_SHARE` of the rows, as an image's blank pixels, zero
+  counts and absent words do) is then shifted by its limit
+  (:attr:`Standardiser.feedback_offset`), so that its values lie in [0, 2 limit], never
+  negative, as the [0, 1] images and one-hot tokens the decoders' defaults (initialisation,
+  temperature) are tuned on; standardised contexts stay centred. Centred sparse feedback
+  fits worse: the 2021 task's feedback images on digits, centred by hand and otherwise as
+  given, fitted 500 interactions to 53.8 / 3.2 % (mean / worst of 16 seeds) against 81.3 /
+  75.5 % as given, and 81.8 / 64.0 % shifted by +1. On raw digits logs the shift raised IGL
+  at 500 interactions from 57.5 to 74.8 % and IGL-P at 2,000 from 67.1 to 77.7 %
+  (docs/results.md, "Feedback shifted to non-negative values"); shifting the contexts as
+  well cost IGL-P most of its accuracy (20.3 %). Dense feedback (measurements: dwell times
+  in milliseconds, voxel intensities) stays centred: shifted, a few columns of dwell times
+  fitted 1,000 digits interactions to 22.3 % (IGL) and 16.3 % (AI-IGL), centred to 85.4 and
+  82.5 % (docs/results.md, "Dense feedback is centred"). Where no attempt of an IGL fit
+  grounds its shifted feedback (a few columns of counts), the fit reads it centred once more
+  and keeps that reading if it grounds (:class:`~iglearn.learners.batch_igl.BatchIGL`).
+  VI-IGL, whose critics read the feedback, keeps it centred (its ``origins`` are ("mean",
+  "mean")): shifted, its raw digits fits fell from 89.4 to 15.7 % at 2,000 interactions;
 - where a standardised block's zero lies is each learner's (``origins``, :data:`ORIGINS`,
   one per block; by default :data:`DEFAULT_ORIGINS`, the contexts centred and the feedback
-  shifted by its limit). IGL-P reads both blocks from each column's least value in the log
-  ("least": the values shifted by (mean - least) / scale per column,
-  :attr:`Standardiser.context_offset`, and clipped no lower than that least value; a least
-  value beyond the clip limit, a far outlier, leaves the zero at the limit), so that
-  an unlit pixel, an absent word or a quiet electrode reads 0 as in the tasks' own features:
-  its inverse-kinematics model reads the product of the context and the feedback, a
-  conjunction only where absence is 0 (:attr:`IGLP.origins
+  shifted by its limit where it is sparse, centred where it is dense). IGL-P reads both
+  blocks from each column's least value in the log ("least": the values shifted by
+  (mean - least) / scale per column, :attr:`Standardiser.context_offset`, and clipped no
+  lower than that least value; a least value beyond the clip limit, a far outlier, leaves
+  the zero at the limit), so that an unlit pixel, an absent word or a quiet electrode reads
+  0 as in the tasks' own features: its inverse-kinematics model reads the product of the
+  context and the feedback, a conjunction only where absence is 0 (:attr:`IGLP.origins
   <iglearn.learners.iglp.IGLP.origins>`).
 
 The moments are accumulated block by block in float64 with the parallel update of Chan et
-al. (Welford's update for a block of rows), each column's least value beside them, so the
-statistics of a log in memory and of the same log streamed agree up to rounding. The online
+al. (Welford's update for a block of rows), each column's least value and the weight of its
+rows at it beside them, so the statistics of a log in memory and of the same log streamed
+agree up to rounding. The online
 learners accumulate them the same way over the interactions they have seen when their first
 fit is due (the warm-up) and keep them from then on (:attr:`Standardiser.method` says how
 the statistics were taken).
@@ -90,7 +99,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -119,22 +128,31 @@ columns share one scale when the block is standardised (see the module docstring
 SameUnit = Literal["none", "context", "feedback", "both"]
 """The type of a learner's ``same_unit`` setting."""
 
-ORIGINS = ("mean", "limit", "least")
+ORIGINS = ("mean", "limit", "least", "sparse")
 """Where a standardised block's zero lies (a learner's ``origins``, one per block; see the
 module docstring): at each column's mean (values in [-limit, limit]), at the mean less the
-clip limit (values in [0, 2 limit]) or at each column's least value in the log, if no
+clip limit (values in [0, 2 limit]), at each column's least value in the log, if no
 farther below its mean than the clip limit (values in [0, (mean - least) / scale + limit],
-within [0, 2 limit]; :func:`origin_offset`)."""
+within [0, 2 limit]; :func:`origin_offset`), or at the mean less the clip limit for a sparse
+block and at each column's mean for a dense one (:func:`sparse_block`)."""
 
-Origin = Literal["mean", "limit", "least"]
+Origin = Literal["mean", "limit", "least", "sparse"]
 """The type of an entry of a learner's ``origins``."""
 
 Origins = tuple[Origin, Origin]
 """The origins of the contexts and of the feedback."""
 
-DEFAULT_ORIGINS: Origins = ("mean", "limit")
+DEFAULT_ORIGINS: Origins = ("mean", "sparse")
 """The learners' origins unless they say otherwise: the contexts centred, the feedback
-shifted to non-negative values by its limit."""
+shifted to non-negative values by its limit where it is sparse, centred where it is dense
+(:func:`sparse_block`)."""
+
+SPARSE_SHARE = 0.1
+"""A block is sparse (:func:`sparse_block`) where its non-constant columns hold their least
+value in at least this share of the rows, on average (weighted as the block's moments): an
+image's blank pixels (the digits task's feedback images, 0.45; raw, 35 + 0.05 x, alike), zero
+counts, absent words. Measurements (milliseconds, voxel intensities, the simulated BCI's
+0.001) hold it once."""
 
 Offset = float | np.ndarray
 """A standardised block's shift (:func:`origin_offset`): one number for every column, or one
@@ -219,6 +237,7 @@ class Moments:
         self.mean = np.zeros(dim, np.float64)
         self.squares = np.zeros(dim, np.float64)
         self.least = np.full(dim, np.inf)
+        self.floor = np.zeros(dim, np.float64)
 
     def add(self, values: np.ndarray, weights: np.ndarray | None = None) -> None:
         """Add rows ``values`` (n, dim), each of weight ``weights`` (n,) (default 1), a chunk
@@ -233,23 +252,30 @@ class Moments:
         values = np.asarray(values, np.float64)
         if len(values) == 0:
             return
+        least = values.min(0)
+        at_least = values == least
         if weights is None:
             total = float(len(values))
             mean = values.sum(0) / total
             squares = np.square(values - mean).sum(0)
+            floor = at_least.sum(0, dtype=np.float64)
         else:
             w = np.asarray(weights, np.float64)
             total = float(w.sum())
             mean = (w @ values) / total
             squares = w @ np.square(values - mean)
-        self._merge(total, mean, squares, values.min(0))
+            floor = w @ at_least
+        self._merge(total, mean, squares, least, floor)
 
     def _merge(self, total: float, mean: np.ndarray, squares: np.ndarray,
-               least: np.ndarray) -> None:
+               least: np.ndarray, floor: np.ndarray) -> None:
         """Chan et al.'s update with the moments of other rows: their weight ``total``, mean,
-        sum of squared deviations and least values."""
+        sum of squared deviations, least values and the weight of their rows at them
+        (``floor``)."""
         if total == 0.0:
             return
+        self.floor = np.where(least < self.least, floor,
+                              np.where(least == self.least, self.floor + floor, self.floor))
         self.least = np.minimum(self.least, least)
         if self.weight == 0.0:
             self.weight, self.mean, self.squares = total, mean, squares
@@ -267,17 +293,21 @@ class Moments:
         import torch
 
         d = len(self.mean)
-        mine = np.concatenate([[self.weight], self.mean, self.squares, self.least])
+        mine = np.concatenate([[self.weight], self.mean, self.squares, self.least, self.floor])
         merged = Moments(d)
         for part in reducer.gather(torch.from_numpy(mine)).numpy():
             merged._merge(float(part[0]), part[1:1 + d], part[1 + d:1 + 2 * d],
-                          part[1 + 2 * d:])
+                          part[1 + 2 * d:1 + 3 * d], part[1 + 3 * d:])
         return merged
 
     def moments(self) -> tuple[np.ndarray, np.ndarray]:
         """(mean, standard deviation) of each column."""
         return self.mean.copy(), np.sqrt(np.maximum(self.squares / max(self.weight, 1e-300),
                                                     0.0))
+
+    def floor_shares(self) -> np.ndarray:
+        """The share of each column's rows (by weight) at its least value."""
+        return self.floor / max(self.weight, 1e-300)
 
     def statistics(self) -> tuple[np.ndarray, np.ndarray]:
         """(mean, scale) of a standardised block (see :func:`scales`)."""
@@ -397,19 +427,29 @@ def block_statistics(moments: Moments, mode: Mode, row_spread: float | None = RO
         return np.zeros_like(mean), np.ones_like(std), "auto: unit scale", None, 0.0
     scale, limit = scales(mean, std, row_spread, one), clip_limit(mean, std, row_spread)
     return (mean, scale, rule + ONE_SCALE if one else rule, limit,
-            origin_offset(check_origin(origin), mean, scale, moments.least, limit))
+            origin_offset(check_origin(origin), mean, scale, moments.least, limit,
+                          sparse_block(moments)))
+
+
+def sparse_block(moments: Moments) -> bool:
+    """Whether a block is sparse: its non-constant columns hold their least value in at least
+    :data:`SPARSE_SHARE` of the rows on average (a block of constant columns is)."""
+    mean, std = moments.moments()
+    varying = ~constant_columns(mean, std)
+    return not varying.any() or float(moments.floor_shares()[varying].mean()) >= SPARSE_SHARE
 
 
 def origin_offset(origin: Origin, mean: np.ndarray, scale: np.ndarray, least: np.ndarray,
-                  limit: float) -> Offset:
+                  limit: float, sparse: bool = True) -> Offset:
     """What a standardised block's values are shifted by so that their zero lies at
-    ``origin`` (:data:`ORIGINS`): nothing ("mean"), the clip ``limit`` ("limit"), or per
+    ``origin`` (:data:`ORIGINS`): nothing ("mean"), the clip ``limit`` ("limit"; "sparse"
+    where the block is ``sparse``, nothing where it is dense), or per
     column (mean - least) / scale, the column's least value in the log ("least"; never below
     0, a constant column's rounding included), but at most the clip limit: a least value
     farther below the mean (a far outlier, a missing value written as 0) would be clipped to
     the limit as any value beyond it is, so the zero lies there instead and the other values
     keep their place."""
-    if origin == "limit":
+    if origin == "limit" or origin == "sparse" and sparse:
         return limit
     if origin == "least":
         return np.clip((mean - least) / scale, 0.0, limit)
@@ -756,6 +796,19 @@ def standardised_feedback(standardiser: Standardiser | None) -> bool:
     the scale :data:`ROW_SPREAD` sets rather than as it was logged."""
     return (standardiser is not None and bool(standardiser.feedback_dim)
             and _standardised(standardiser.feedback_rule))
+
+
+def shifted_feedback(standardiser: Standardiser | None) -> bool:
+    """Whether a learner with this standardiser reads its feedback standardised and shifted
+    off its mean (origin "limit" or "least": :data:`ORIGINS`)."""
+    return standardised_feedback(standardiser) and bool(
+        np.any(cast(Standardiser, standardiser).feedback_offset))
+
+
+def centred_feedback(standardiser: Standardiser) -> Standardiser:
+    """``standardiser`` with its feedback centred (origin "mean"): its statistics and
+    clipping as they are, no shift."""
+    return replace(standardiser, feedback_offset=0.0)
 
 
 def standardiser_of(log: InteractionLog | LogStream, feedback: bool = True,
