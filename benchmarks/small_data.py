@@ -26,7 +26,14 @@ unless ``--features`` says otherwise), with the same learner seed:
 - ``mixed``: raw measurements in mixed units, x_raw = 35 + 0.05 u_j x with each column j's
   unit u_j = 10^U(-2, 2) (drawn once, the same for every log of a task), as counts beside
   milliseconds are;
-- ``mixed-same-unit``: the mixed log fitted with ``same_unit="both"``, which is wrong for it.
+- ``mixed-same-unit``: the mixed log fitted with ``same_unit="both"``, which is wrong for it;
+- ``dwell``: the contexts as given, the feedback replaced by measurements of the reward as an
+  application logs them, dense: 4 columns of dwell times in milliseconds, 2000 + 3000 r +
+  N(0, 1000²) each;
+- ``clicks``: likewise, sparse: 4 columns of counts, Poisson(1 + 3 r) each (a third of the
+  counts of a 0 reward are 0);
+- ``clicks-on``: the clicks log fitted with ``standardise="on"`` (``"auto"`` reads counts
+  of a few as they were logged).
 
 Tasks (``iglearn simulate`` names): ``digits`` (the 2021 task on scikit-learn's digits, K = 10),
 ``action-inclusive-digits`` (the feedback shows the digit (a + 6 r - 3) mod 10),
@@ -101,13 +108,17 @@ SIZES = (200, 500, 1000, 2000, 5000)
 """Logged interactions per fit."""
 LEARNERS = family.METHODS
 """IGL (BatchIGL), AI-IGL, IGL-P, CB (true reward), SUP (labels)."""
-FEATURES = ("given", "raw", "standardised", "raw-same-unit", "mixed", "mixed-same-unit")
+FEATURES = ("given", "raw", "standardised", "raw-same-unit", "mixed", "mixed-same-unit",
+            "dwell", "clicks", "clicks-on")
 """The features variants: as the task gives them, raw (``SHIFT + SCALE * x``), raw standardised
 by hand with the log's statistics, raw fitted with ``same_unit="both"``, raw in mixed units
-(``SHIFT + SCALE * u * x``, a unit u per column), and that fitted with ``same_unit="both"``."""
+(``SHIFT + SCALE * u * x``, a unit u per column), that fitted with ``same_unit="both"``, and
+the task's feedback replaced by dense (:data:`DWELL`) or sparse (:data:`CLICKS`) measurements
+of the reward (:func:`measured_feedback`), and the latter fitted with ``standardise="on"``."""
 DEFAULT_FEATURES = FEATURES[:3]
 """The features variants run unless ``--features`` says otherwise."""
-SETTINGS = {"raw-same-unit": {"same_unit": "both"}, "mixed-same-unit": {"same_unit": "both"}}
+SETTINGS = {"raw-same-unit": {"same_unit": "both"}, "mixed-same-unit": {"same_unit": "both"},
+            "clicks-on": {"standardise": "on"}}
 """The learner settings of a features variant (default settings where absent)."""
 SHIFT, SCALE = 35.0, 0.05
 """Raw features: x_raw = SHIFT + SCALE * x, for contexts and feedback."""
@@ -118,6 +129,12 @@ CPU_TARGETS = {500: 0.2, 2000: 0.5}
 """The target CPU-seconds per fit of a 64-dimensional log, by log size."""
 WIDE_TASKS = ("digits", "action-inclusive-digits", "bci")
 """The 64-dimensional tasks the CPU-second targets are read on."""
+MEASURED_COLUMNS = 4
+"""The columns of the ``dwell`` and ``clicks`` variants' feedback."""
+DWELL = (2000.0, 3000.0, 1000.0)
+"""The ``dwell`` variant's feedback: each column a + b r + N(0, c²) milliseconds, (a, b, c)."""
+CLICKS = (1.0, 3.0)
+"""The ``clicks`` variant's feedback: each column Poisson(a + b r), (a, b)."""
 QUICK = {"sizes": (200,), "seeds": 2, "tasks": ("bci", "personalised")}
 """The grid of ``--quick``, where the options do not say otherwise."""
 
@@ -209,13 +226,37 @@ def units(dim: int, block: int) -> np.ndarray:
     return 10.0 ** np.random.default_rng([UNITS_SEED, block, dim]).uniform(-2.0, 2.0, dim)
 
 
-def variant(log: InteractionLog, features: str
+def measured_feedback(reward: np.ndarray, kind: str, seed: list[int]) -> np.ndarray:
+    """Feedback of :data:`MEASURED_COLUMNS` columns measuring ``reward`` (n,), of ``kind``
+    "dwell" (:data:`DWELL`) or "clicks" (:data:`CLICKS`), drawn from ``seed``."""
+    rng = np.random.default_rng(seed)
+    r = np.asarray(reward, np.float64)[:, None]
+    shape = (len(r), MEASURED_COLUMNS)
+    if kind == "dwell":
+        a, b, c = DWELL
+        return (a + b * r + rng.normal(0.0, c, shape)).astype(np.float32)
+    a, b = CLICKS
+    return rng.poisson(a + b * r, shape).astype(np.float32)
+
+
+def logged(features: str) -> str:
+    """The features variant whose log ``features`` fits (the same log, another setting)."""
+    return features.removesuffix("-same-unit").removesuffix("-on")
+
+
+def variant(log: InteractionLog, features: str, seed: list[int] | None = None
             ) -> tuple[InteractionLog, Callable[[np.ndarray], np.ndarray]]:
     """The log in features variant ``features`` and the map it applies to contexts (for the
-    test contexts)."""
+    test contexts); ``seed`` draws the measured feedback of "dwell" and "clicks"."""
+    features = logged(features)
     if features == "given":
         return log, lambda x: x
-    features = features.removesuffix("-same-unit")  # the same log; the setting differs
+    if features in ("dwell", "clicks"):
+        if log.reward is None:
+            raise IGLearnError(f"--features {features} replaces the feedback by measurements "
+                               "of the reward: the log has none")
+        feedback = measured_feedback(log.reward, features, [0] if seed is None else seed)
+        return dataclasses.replace(log, feedback=feedback), lambda x: x
     if features == "mixed":
         in_context, in_feedback = units(log.context_dim, 0), units(log.feedback_dim, 1)
         mixed = lambda x: raw(np.asarray(x) * in_context)  # noqa: E731
@@ -284,7 +325,8 @@ def run_cell(config: SmallDataConfig, index: int, seed: np.random.SeedSequence) 
     log = dataclasses.replace(log, source=task)
     rows: list[dict] = []
     for features in config.features:
-        fitted, to_context = variant(log, features)
+        fitted, to_context = variant(log, features,
+                                     [seed_int, t, size, FEATURES.index(logged(features))])
         for method in learners_of(task, config.data_dir):
             if method not in config.learners:
                 continue
@@ -413,6 +455,7 @@ def markdown(frame: pd.DataFrame, config: SmallDataConfig, wall: float | None = 
         lines.append("Fits side by side share the cores' caches and memory bandwidth, which "
                      "can raise each one's CPU-seconds: read the CPU-seconds against the "
                      "targets from a run with `--jobs 1` on an otherwise idle machine.")
+    (dwell_a, dwell_b, dwell_c), (clicks_a, clicks_b) = DWELL, CLICKS
     titles = {"given": "Features as the task gives them",
               "raw": f"Raw features: x_raw = {SHIFT:g} + {SCALE:g} x (contexts and feedback)",
               "standardised": "Raw features standardised by hand (per column, the log's mean "
@@ -422,7 +465,12 @@ def markdown(frame: pd.DataFrame, config: SmallDataConfig, wall: float | None = 
               "mixed": f"Raw features in mixed units: x_raw = {SHIFT:g} + {SCALE:g} u x, a unit "
                        f"u = 10^U(-2, 2) per column",
               "mixed-same-unit": "Raw features in mixed units fitted with same_unit=\"both\" "
-                                 "(wrongly)"}
+                                 "(wrongly)",
+              "dwell": f"Feedback of dwell times: {MEASURED_COLUMNS} columns of {dwell_a:g} + "
+                       f"{dwell_b:g} r + N(0, {dwell_c:g}²) ms (dense), contexts as given",
+              "clicks": f"Feedback of counts: {MEASURED_COLUMNS} columns of Poisson("
+                        f"{clicks_a:g} + {clicks_b:g} r) (sparse), contexts as given",
+              "clicks-on": "Feedback of counts fitted with standardise=\"on\""}
     for features in config.features:
         lines += ["", f"## {titles[features]}", "", header, rule]
         for task, m in pairs:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from contextlib import redirect_stdout
 
@@ -135,3 +136,30 @@ def test_refuses_a_grid_with_nothing_to_run(small_data, tmp_path, capsys):
     assert small_data.main(["--tasks", "mnist", "--data-dir", str(tmp_path / "none"),
                             "--out", str(tmp_path)]) == 2
     assert str(tmp_path / "none") in capsys.readouterr().err
+
+
+def test_the_measured_feedback_variants(small_data):
+    """``dwell`` and ``clicks`` replace the feedback by dense and sparse measurements of the
+    reward, drawn from the cell's seed; the contexts are the task's."""
+    log = named_environment("digits").log(2000, np.random.default_rng(0))
+    reward = log.reward > 0
+    dwell, to_dwell = small_data.variant(log, "dwell", [1, 2])
+    np.testing.assert_array_equal(dwell.context, log.context)
+    assert dwell.feedback.shape == (len(log), small_data.MEASURED_COLUMNS)
+    a, b, c = small_data.DWELL
+    np.testing.assert_allclose(dwell.feedback[~reward].mean(), a, rtol=0.05)
+    np.testing.assert_allclose(dwell.feedback[reward].mean(), a + b, rtol=0.05)
+    np.testing.assert_allclose(dwell.feedback[~reward].std(), c, rtol=0.1)
+    np.testing.assert_array_equal(to_dwell(log.context), log.context)
+    clicks, _ = small_data.variant(log, "clicks", [1, 2])
+    assert np.array_equal(clicks.feedback, np.round(clicks.feedback)) and clicks.feedback.min() == 0
+    np.testing.assert_allclose((clicks.feedback[~reward] == 0).mean(), np.exp(-1), atol=0.03)
+    again, _ = small_data.variant(log, "clicks", [1, 2])
+    np.testing.assert_array_equal(again.feedback, clicks.feedback)
+    on, _ = small_data.variant(log, "clicks-on", [1, 2])  # the same log, another setting
+    np.testing.assert_array_equal(on.feedback, clicks.feedback)
+    assert small_data.SETTINGS["clicks-on"] == {"standardise": "on"}
+    other, _ = small_data.variant(log, "clicks", [1, 3])
+    assert not np.array_equal(other.feedback, clicks.feedback)
+    with pytest.raises(small_data.IGLearnError, match="the log has none"):
+        small_data.variant(dataclasses.replace(log, reward=None), "dwell", [1, 2])
