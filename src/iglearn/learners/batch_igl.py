@@ -35,7 +35,7 @@ import torch
 
 from iglearn.data.limits import check_igl_logs
 from iglearn.data.logs import InteractionLog
-from iglearn.data.scaling import Standardiser, centred_feedback, shifted_feedback
+from iglearn.data.scaling import Standardiser
 from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError
 from iglearn.learners import closed_form
@@ -191,34 +191,6 @@ def identifiability_warnings(log: AnyLog) -> list[str]:
     return notes + unseen_action_warnings(log)
 
 
-@dataclass
-class Reading:
-    """What :meth:`BatchIGL.fit_reading` fitted, one entry per log: the kept attempt (value,
-    policy, decoder, every attempt's indicator, standard error), the judged starts'
-    held-out indicators, the epochs' records and the corrector's shares of the kept decoder
-    (the share above one half, the share the logged action explains, the excess over the
-    plausible share)."""
-
-    fits: list[tuple[float, Policy, Decoder, list[float], float]]
-    judged: list[list[float]]
-    history: list[list[EpochRecord]]
-    statistics: list[float]
-    explained: list[float]
-    excess: list[float]
-    n_actions: int
-
-    def grounded(self, learner: BatchIGL) -> list[bool]:
-        """Whether each log's kept attempt passed the adaptive restart's test and calls a
-        plausible share of the feedback a reward."""
-        return [learner.passes(fit[0], fit[4], self.n_actions) and beyond == 0.0
-                for fit, beyond in zip(self.fits, self.excess, strict=True)]
-
-    def take(self, t: int, other: Reading, i: int) -> None:
-        """Replace log t's entries by log i's of ``other``."""
-        for name in ("fits", "judged", "history", "statistics", "explained", "excess"):
-            getattr(self, name)[t] = getattr(other, name)[i]
-
-
 @dataclass(eq=False)
 class BatchIGL(BatchIGLSettings, StackableLearner):
     """Jointly learns a softmax policy pi and a sigmoid reward decoder psi from a log
@@ -298,25 +270,34 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         threshold = first.threshold(k)
         scalers = [learner.take_statistics(log) for learner, log in zip(learners, logs,
                                                                           strict=True)]
+        rebased = None if references is None else [
+            rebased_decoder(r.decoder_, r.standardiser_, scaler)
+            for r, scaler in zip(references, scalers, strict=True)]
         rngs = [as_generator(each.seed) for each in learners]
-        reading = first.fit_reading(logs, scalers, rngs, references)
-        retry = [t for t, (scaler, grounded) in enumerate(zip(scalers, reading.grounded(first),
-                                                             strict=True))
-                 if not grounded and shifted_feedback(scaler)]
-        if retry:  # the feedback read centred, where no attempt grounded it shifted
-            centred = [centred_feedback(cast(Standardiser, scalers[t])) for t in retry]
-            again = first.fit_reading([logs[t] for t in retry], centred,
-                                      [rngs[t] for t in retry],
-                                      None if references is None else [references[t]
-                                                                       for t in retry])
-            for i, (t, grounded) in enumerate(zip(retry, again.grounded(first), strict=True)):
-                if grounded:
-                    reading.take(t, again, i)
-                    learners[t].standardiser_ = centred[i]
+        judged: list[list[float]] = [[] for _ in learners]
+        chosen = None
+        starts = starts_for(first.starts, len(logs[0]),
+                            all(isinstance(log, InteractionLog) for log in logs))
+        if starts > 1:
+            chosen, judged = first.judge_starts(logs, scalers, rngs, starts, rebased)
+        data = training_data(logs, "feedback", scalers)
+        monitor = FitMonitor(len(learners), first.progress, first.logdir)
+        try:
+            fits = first.fit_with_restarts(
+                data, k, rngs, starts=chosen, monitor=monitor, references=rebased,
+                start_optimisation=None if chosen is None else start_settings(
+                    first.optimisation, CONTINUED_STEPS))
+        finally:
+            monitor.close()
+        for log, (value, policy, decoder, _, _) in zip(logs, fits, strict=True):  # all, or none
+            check_finite_fit(log, {"policy": policy, "decoder": decoder}, {"indicator": value})
+        shares = decoded_shares(stack([fit[2] for fit in fits]), data, k, by_action=True)
+        statistics = shares.above.tolist()
+        explained = cast(torch.Tensor, shares.explained).tolist()
+        excess = share_excess(shares, k) if first.share_test else [0.0] * len(fits)
         seconds = (time.perf_counter() - start) / len(learners)
         for t, (learner, log, fit, statistic, action_share, beyond) in enumerate(
-                zip(learners, logs, reading.fits, reading.statistics, reading.explained,
-                    reading.excess, strict=True)):
+                zip(learners, logs, fits, statistics, explained, excess, strict=True)):
             value, policy, decoder, tried, error = fit
             notes = identifiability_warnings(log)
             if not first.passes(value, error, k):
@@ -336,41 +317,9 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             learner.report_ = FitReport(
                 indicator=value, flipped=bool(decoder.flipped), corrector_statistic=statistic,
                 restarts=len(tried) - 1, threshold=threshold, attempt_indicators=tried,
-                seconds=seconds, warnings=notes, history=reading.history[t],
+                seconds=seconds, warnings=notes, history=monitor.history[t],
                 indicator_error=error, restart_confidence=first.restart_confidence,
-                start_indicators=reading.judged[t], action_explained=action_share)
-
-    def fit_reading(self, logs: list[AnyLog], scalers: Sequence[Standardiser | None],
-                    rngs: Sequence[np.random.Generator],
-                    references: list[BatchIGL] | None = None) -> Reading:
-        """The fit of every log as ``scalers`` read it (:meth:`_fit_stacked`'s one reading
-        of the feedback): its judged starts (setting ``starts``), the adaptive restart
-        (:meth:`fit_with_restarts`) and the corrector's shares of the kept decoders."""
-        k = logs[0].n_actions
-        rebased = None if references is None else [
-            rebased_decoder(r.decoder_, r.standardiser_, scaler)
-            for r, scaler in zip(references, scalers, strict=True)]
-        judged: list[list[float]] = [[] for _ in logs]
-        chosen = None
-        starts = starts_for(self.starts, len(logs[0]),
-                            all(isinstance(log, InteractionLog) for log in logs))
-        if starts > 1:
-            chosen, judged = self.judge_starts(logs, scalers, rngs, starts, rebased)
-        data = training_data(logs, "feedback", scalers)
-        monitor = FitMonitor(len(logs), self.progress, self.logdir)
-        try:
-            fits = self.fit_with_restarts(
-                data, k, rngs, starts=chosen, monitor=monitor, references=rebased,
-                start_optimisation=None if chosen is None else start_settings(
-                    self.optimisation, CONTINUED_STEPS))
-        finally:
-            monitor.close()
-        for log, (value, policy, decoder, _, _) in zip(logs, fits, strict=True):  # all, or none
-            check_finite_fit(log, {"policy": policy, "decoder": decoder}, {"indicator": value})
-        shares = decoded_shares(stack([fit[2] for fit in fits]), data, k, by_action=True)
-        return Reading(fits, judged, monitor.history, shares.above.tolist(),
-                       cast(torch.Tensor, shares.explained).tolist(),
-                       share_excess(shares, k) if self.share_test else [0.0] * len(fits), k)
+                start_indicators=judged[t], action_explained=action_share)
 
     def judge_starts(self, logs: Sequence[AnyLog], scalers: Sequence[Standardiser | None],
                      rngs: Sequence[np.random.Generator], starts: int,
