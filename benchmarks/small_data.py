@@ -134,7 +134,8 @@ MEASURED_COLUMNS = 4
 DWELL = (2000.0, 3000.0, 1000.0)
 """The ``dwell`` variant's feedback: each column a + b r + N(0, c²) milliseconds, (a, b, c)."""
 CLICKS = (1.0, 3.0)
-"""The ``clicks`` variant's feedback: each column Poisson(a + b r), (a, b)."""
+"""The ``clicks`` variant's feedback: each column Poisson(a + b r), (a, b) (a rate below 0, of
+a reward below -a / b, is 0: no clicks)."""
 QUICK = {"sizes": (200,), "seeds": 2, "tasks": ("bci", "personalised")}
 """The grid of ``--quick``, where the options do not say otherwise."""
 
@@ -236,7 +237,7 @@ def measured_feedback(reward: np.ndarray, kind: str, seed: list[int]) -> np.ndar
         a, b, c = DWELL
         return (a + b * r + rng.normal(0.0, c, shape)).astype(np.float32)
     a, b = CLICKS
-    return rng.poisson(a + b * r, shape).astype(np.float32)
+    return rng.poisson(np.maximum(a + b * r, 0.0), shape).astype(np.float32)
 
 
 def logged(features: str) -> str:

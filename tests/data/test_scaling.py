@@ -13,6 +13,7 @@ from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import (
     CLIP,
     DEFAULT_ORIGINS,
+    MAX_SHIFT,
     Moments,
     Standardiser,
     check_origin,
@@ -122,22 +123,29 @@ def test_the_share_of_rows_at_the_least_value_is_the_same_in_chunks_and_across_p
         np.testing.assert_allclose(a, b, rtol=1e-10)
 
 
-def test_sparse_feedback_is_shifted_by_its_limit_and_dense_feedback_centred():
-    """The default feedback origin "sparse": a block whose columns mostly rest at their least
-    value (blank pixels, zero counts, raw or not) is shifted to non-negative values; a
-    measurement (milliseconds, voxel intensities) is centred."""
+def test_sparse_feedback_of_many_columns_is_shifted_and_the_rest_centred():
+    """The default feedback origin "sparse": a block of many columns that mostly rest at
+    their least value (blank pixels, raw or not) is shifted to non-negative values; a block
+    of few such columns (4 columns of clicks: its limit, 3, is above MAX_SHIFT) and a
+    measurement (milliseconds, voxel intensities) are centred."""
     assert DEFAULT_ORIGINS == ("mean", "sparse")
     rng = np.random.default_rng(5)
     n = 800
     context = rng.normal(size=(n, 3)).astype(np.float32)
-    pixels = rng.uniform(size=(n, 16)) * (rng.uniform(size=(n, 16)) < 0.4)
+    pixels = rng.uniform(size=(n, 64)) * (rng.uniform(size=(n, 64)) < 0.4)
     clicks = rng.poisson(0.5, (n, 4))
     dwell = 2000.0 + 3000.0 * rng.uniform(size=(n, 2)) + rng.normal(0, 1000, (n, 2))
-    for feedback, sparse in ((pixels, True), (35.0 + 0.05 * pixels, True), (clicks, True),
-                             (dwell, False), (37.0 + rng.normal(0, 0.3, (n, 8)), False)):
+    for feedback, sparse, shifted_by_default in (
+            (pixels, True, True), (35.0 + 0.05 * pixels, True, True),
+            (pixels[:, :16], True, False), (clicks, True, False), (dwell, False, False),
+            (37.0 + rng.normal(0, 0.3, (n, 64)), False, False)):
         y = np.asarray(feedback, np.float32)
         scaler = Standardiser.of_arrays(context, y, mode="on")
-        if sparse:
+        moments = Moments(y.shape[1])
+        moments.add(y)
+        assert sparse_block(moments) == sparse
+        if shifted_by_default:
+            assert scaler.feedback_limit is not None and scaler.feedback_limit <= MAX_SHIFT
             assert scaler.feedback_offset == pytest.approx(scaler.feedback_limit)
             assert scaler.apply_feedback(y).min() >= 0.0
         else:

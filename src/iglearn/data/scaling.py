@@ -58,7 +58,8 @@ The statistics of a standardised block:
   clipped;
 - standardised feedback that is sparse (:func:`sparse_block`: its columns hold their least
   value in at least :data:`SPARSE_SHARE` of the rows, as an image's blank pixels, zero
-  counts and absent words do) is then shifted by its limit
+  counts and absent words do) and of many columns (its limit at most :data:`MAX_SHIFT`: 36
+  columns or more) is then shifted by its limit
   (:attr:`Standardiser.feedback_offset`), so that its values lie in [0, 2 limit], never
   negative, as the [0, 1] images and one-hot tokens the decoders' defaults (initialisation,
   temperature) are tuned on; standardised contexts stay centred. Centred sparse feedback
@@ -69,17 +70,19 @@ The statistics of a standardised block:
   (docs/results.md, "Feedback shifted to non-negative values"); shifting the contexts as
   well cost IGL-P most of its accuracy (20.3 %). Dense feedback (measurements: dwell times
   in milliseconds, voxel intensities) stays centred: shifted, a few columns of dwell times
-  fitted 1,000 digits interactions to 22.3 % (IGL) and 16.3 % (AI-IGL), centred to 85.4 and
-  82.5 % (docs/results.md, "Dense feedback is centred"). Where no attempt of an IGL fit
-  grounds its shifted feedback (a few columns of counts), the fit reads it centred once more
-  and keeps that reading if it grounds (:class:`~iglearn.learners.batch_igl.BatchIGL`).
+  fitted 1,000 digits interactions to 22.3 % (IGL) and 10.8 % (AI-IGL), centred to 86.9 and
+  82.9 %; and so does sparse feedback of few columns, whose limit is large (3 for 4 columns of
+  click counts): shifted, such counts (under ``standardise="on"``; "auto" reads counts of a
+  few as they were logged) fitted 1,000 digits interactions to 38.8 % (IGL) and
+  21.0 % (AI-IGL), centred to 86.0 and 81.0 % (docs/results.md, "Dense feedback is
+  centred, sparse feedback shifted");
   VI-IGL, whose critics read the feedback, keeps it centred (its ``origins`` are ("mean",
   "mean")): shifted, its raw digits fits fell from 89.4 to 15.7 % at 2,000 interactions;
 - where a standardised block's zero lies is each learner's (``origins``, :data:`ORIGINS`,
   one per block; by default :data:`DEFAULT_ORIGINS`, the contexts centred and the feedback
-  shifted by its limit where it is sparse, centred where it is dense). IGL-P reads both
-  blocks from each column's least value in the log ("least": the values shifted by
-  (mean - least) / scale per column, :attr:`Standardiser.context_offset`, and clipped no
+  shifted by its limit where it is sparse and of many columns, centred otherwise). IGL-P
+  reads both blocks from each column's least value in the log ("least": the values shifted
+  by (mean - least) / scale per column, :attr:`Standardiser.context_offset`, and clipped no
   lower than that least value; a least value beyond the clip limit, a far outlier, leaves
   the zero at the limit), so that an unlit pixel, an absent word or a quiet electrode reads
   0 as in the tasks' own features: its inverse-kinematics model reads the product of the
@@ -89,17 +92,16 @@ The statistics of a standardised block:
 The moments are accumulated block by block in float64 with the parallel update of Chan et
 al. (Welford's update for a block of rows), each column's least value and the weight of its
 rows at it beside them, so the statistics of a log in memory and of the same log streamed
-agree up to rounding. The online
-learners accumulate them the same way over the interactions they have seen when their first
-fit is due (the warm-up) and keep them from then on (:attr:`Standardiser.method` says how
-the statistics were taken).
+agree up to rounding. The online learners accumulate them the same way over the
+interactions they have seen when their first fit is due (the warm-up) and keep them from
+then on (:attr:`Standardiser.method` says how the statistics were taken).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -134,7 +136,8 @@ module docstring): at each column's mean (values in [-limit, limit]), at the mea
 clip limit (values in [0, 2 limit]), at each column's least value in the log, if no
 farther below its mean than the clip limit (values in [0, (mean - least) / scale + limit],
 within [0, 2 limit]; :func:`origin_offset`), or at the mean less the clip limit for a sparse
-block and at each column's mean for a dense one (:func:`sparse_block`)."""
+block of many columns (:func:`sparse_block`, a limit at most :data:`MAX_SHIFT`) and at each
+column's mean for any other."""
 
 Origin = Literal["mean", "limit", "least", "sparse"]
 """The type of an entry of a learner's ``origins``."""
@@ -144,8 +147,8 @@ Origins = tuple[Origin, Origin]
 
 DEFAULT_ORIGINS: Origins = ("mean", "sparse")
 """The learners' origins unless they say otherwise: the contexts centred, the feedback
-shifted to non-negative values by its limit where it is sparse, centred where it is dense
-(:func:`sparse_block`)."""
+shifted to non-negative values by its limit where it is sparse and of many columns, centred
+otherwise (:func:`sparse_block`, :data:`MAX_SHIFT`)."""
 
 SPARSE_SHARE = 0.1
 """A block is sparse (:func:`sparse_block`) where its non-constant columns hold their least
@@ -153,6 +156,14 @@ value in at least this share of the rows, on average (weighted as the block's mo
 image's blank pixels (the digits task's feedback images, 0.45; raw, 35 + 0.05 x, alike), zero
 counts, absent words. Measurements (milliseconds, voxel intensities, the simulated BCI's
 0.001) hold it once."""
+
+MAX_SHIFT = 1.0
+"""Origin "sparse" shifts a sparse block by its clip limit only where that limit is at most
+this: a block of at least 36 non-constant columns (at :data:`ROW_SPREAD` and :data:`CLIP`),
+whose shifted values then lie in [0, 2 limit] as the [0, 1] images the decoders are tuned
+on do. A block of fewer columns has a larger limit (3 for 4 columns), and shifted by it, its
+rows would move every decoder's initial output far off its middle (a linear decoder's
+initial logit spreads by about limit / √3 from the shift alone); it stays centred."""
 
 Offset = float | np.ndarray
 """A standardised block's shift (:func:`origin_offset`): one number for every column, or one
@@ -443,13 +454,13 @@ def origin_offset(origin: Origin, mean: np.ndarray, scale: np.ndarray, least: np
                   limit: float, sparse: bool = True) -> Offset:
     """What a standardised block's values are shifted by so that their zero lies at
     ``origin`` (:data:`ORIGINS`): nothing ("mean"), the clip ``limit`` ("limit"; "sparse"
-    where the block is ``sparse``, nothing where it is dense), or per
+    where the block is ``sparse`` and the limit at most :data:`MAX_SHIFT`, else nothing), or per
     column (mean - least) / scale, the column's least value in the log ("least"; never below
     0, a constant column's rounding included), but at most the clip limit: a least value
     farther below the mean (a far outlier, a missing value written as 0) would be clipped to
     the limit as any value beyond it is, so the zero lies there instead and the other values
     keep their place."""
-    if origin == "limit" or origin == "sparse" and sparse:
+    if origin == "limit" or origin == "sparse" and sparse and limit <= MAX_SHIFT:
         return limit
     if origin == "least":
         return np.clip((mean - least) / scale, 0.0, limit)
@@ -796,19 +807,6 @@ def standardised_feedback(standardiser: Standardiser | None) -> bool:
     the scale :data:`ROW_SPREAD` sets rather than as it was logged."""
     return (standardiser is not None and bool(standardiser.feedback_dim)
             and _standardised(standardiser.feedback_rule))
-
-
-def shifted_feedback(standardiser: Standardiser | None) -> bool:
-    """Whether a learner with this standardiser reads its feedback standardised and shifted
-    off its mean (origin "limit" or "least": :data:`ORIGINS`)."""
-    return standardised_feedback(standardiser) and bool(
-        np.any(cast(Standardiser, standardiser).feedback_offset))
-
-
-def centred_feedback(standardiser: Standardiser) -> Standardiser:
-    """``standardiser`` with its feedback centred (origin "mean"): its statistics and
-    clipping as they are, no shift."""
-    return replace(standardiser, feedback_offset=0.0)
 
 
 def standardiser_of(log: InteractionLog | LogStream, feedback: bool = True,
