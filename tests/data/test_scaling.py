@@ -295,6 +295,10 @@ def rows(rng: np.random.Generator, kind: str, n: int = 2000) -> np.ndarray:
         return rng.normal(37.5, 0.02, (n, 8))
     if kind == "counts":
         return rng.poisson(12.0, (n, 8)).astype(float)
+    if kind == "clicks":  # counts of a few, averaging 1.3 (above MAX_RMS_MEAN)
+        return rng.poisson(1.3, (n, 8)).astype(float)
+    if kind == "rare clicks":  # averaging 0.6, a spread of 0.8: on the unit scale
+        return rng.poisson(0.6, (n, 8)).astype(float)
     if kind == "milliseconds":
         return rng.normal(300.0, 60.0, (n, 8))
     assert kind == "tiny"
@@ -303,7 +307,8 @@ def rows(rng: np.random.Generator, kind: str, n: int = 2000) -> np.ndarray:
 
 @pytest.mark.parametrize("kind,off", [("images", False), ("z-scored", True),
                                       ("one-hot", False), ("raw", True), ("voxels", True),
-                                      ("counts", True), ("milliseconds", True),
+                                      ("counts", True), ("clicks", True),
+                                      ("rare clicks", False), ("milliseconds", True),
                                       ("tiny", True)])
 def test_auto_standardises_blocks_off_the_unit_scale_only(kind, off):
     x = rows(np.random.default_rng(0), kind)
