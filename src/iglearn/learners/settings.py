@@ -166,7 +166,8 @@ class FitSettings:
     (:mod:`iglearn.data.scaling`); a learner that reads no feedback (CB, SUP) standardises
     its contexts only. "auto": each block (contexts; feedback) only when it is off the unit
     scale the defaults are tuned for (a column's mean beyond ±3 or standard deviation above
-    3, or the block's RMS standard deviation below 0.15), a block on it is read as it is;
+    3, the block's RMS mean above 1 or RMS standard deviation below 0.15, or z-scored
+    already), a block on it is read as it is;
     "on": always; "off": never, the models read the raw values. The model records each
     block's rule ("auto: unit scale", "auto: off scale", "on")."""
     same_unit: SameUnit = "none"
