@@ -309,15 +309,19 @@ class Moments:
                                                                     / combined)
         self.weight = combined
 
+    def packed(self) -> np.ndarray:
+        """These moments as one vector, the part of one process that :meth:`across` gathers:
+        weight, means, sums of squared deviations, least values and the weight at them."""
+        return np.concatenate([[self.weight], self.mean, self.squares, self.least, self.floor])
+
     def across(self, reducer: Any) -> Moments:
         """The moments of the rows of every process of a data-parallel fit, merged in the
         processes' order (``reducer``: a :class:`~iglearn.learners.trials.Reducer`)."""
         import torch
 
         d = len(self.mean)
-        mine = np.concatenate([[self.weight], self.mean, self.squares, self.least, self.floor])
         merged = Moments(d)
-        for part in reducer.gather(torch.from_numpy(mine)).numpy():
+        for part in reducer.gather(torch.from_numpy(self.packed())).numpy():
             merged._merge(float(part[0]), part[1:1 + d], part[1 + d:1 + 2 * d],
                           part[1 + 2 * d:1 + 3 * d], part[1 + 3 * d:])
         return merged
@@ -387,9 +391,8 @@ def off_scale(mean: np.ndarray, std: np.ndarray) -> bool:
     """Whether a block of columns with these means and standard deviations is off the unit
     scale: some |mean| > :data:`MAX_MEAN`, some standard deviation > :data:`MAX_STD`, an
     RMS mean > :data:`MAX_RMS_MEAN`, an RMS standard deviation < :data:`MIN_RMS_STD`, or
-    z-scored already (:func:`z_scored`,
-    unit spread, which standardising narrows to :data:`ROW_SPREAD`); a block of no columns is
-    on it."""
+    z-scored already (:func:`z_scored`, unit spread, which standardising narrows to
+    :data:`ROW_SPREAD`); a block of no columns is on it."""
     if not len(mean):
         return False
     return bool(np.abs(mean).max() > MAX_MEAN or std.max() > MAX_STD
@@ -465,7 +468,7 @@ def sparse_block(moments: Moments) -> bool:
 
 
 def origin_offset(origin: Origin, mean: np.ndarray, scale: np.ndarray, least: np.ndarray,
-                  limit: float, sparse: bool = True) -> Offset:
+                  limit: float, sparse: bool) -> Offset:
     """What a standardised block's values are shifted by so that their zero lies at
     ``origin`` (:data:`ORIGINS`): nothing ("mean"), the clip ``limit`` ("limit"; "sparse"
     where the block is ``sparse`` and the limit at most :data:`MAX_SHIFT`, else nothing), or per
