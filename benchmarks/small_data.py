@@ -33,7 +33,9 @@ unless ``--features`` says otherwise), with the same learner seed:
 - ``clicks``: likewise, sparse: 4 columns of counts, Poisson(1 + 3 r) each (a third of the
   counts of a 0 reward are 0);
 - ``clicks-on``: the clicks log fitted with ``standardise="on"`` (``"auto"`` reads counts
-  of a few as they were logged).
+  of a few as they were logged);
+- ``dwell-outliers``: the dwell times with a few far values, as a tab left open logs them:
+  in 1 % of the rows one column (drawn per row) holds U(100, 4000) seconds instead.
 
 Tasks (``iglearn simulate`` names): ``digits`` (the 2021 task on scikit-learn's digits, K = 10),
 ``action-inclusive-digits`` (the feedback shows the digit (a + 6 r - 3) mod 10),
@@ -109,12 +111,13 @@ SIZES = (200, 500, 1000, 2000, 5000)
 LEARNERS = family.METHODS
 """IGL (BatchIGL), AI-IGL, IGL-P, CB (true reward), SUP (labels)."""
 FEATURES = ("given", "raw", "standardised", "raw-same-unit", "mixed", "mixed-same-unit",
-            "dwell", "clicks", "clicks-on")
+            "dwell", "clicks", "clicks-on", "dwell-outliers")
 """The features variants: as the task gives them, raw (``SHIFT + SCALE * x``), raw standardised
 by hand with the log's statistics, raw fitted with ``same_unit="both"``, raw in mixed units
 (``SHIFT + SCALE * u * x``, a unit u per column), that fitted with ``same_unit="both"``, and
 the task's feedback replaced by dense (:data:`DWELL`) or sparse (:data:`CLICKS`) measurements
-of the reward (:func:`measured_feedback`), and the latter fitted with ``standardise="on"``."""
+of the reward (:func:`measured_feedback`), the latter fitted with ``standardise="on"``, and the
+dense ones with a few far values (:data:`OUTLIERS`)."""
 DEFAULT_FEATURES = FEATURES[:3]
 """The features variants run unless ``--features`` says otherwise."""
 SETTINGS = {"raw-same-unit": {"same_unit": "both"}, "mixed-same-unit": {"same_unit": "both"},
@@ -133,6 +136,9 @@ MEASURED_COLUMNS = 4
 """The columns of the ``dwell`` and ``clicks`` variants' feedback."""
 DWELL = (2000.0, 3000.0, 1000.0)
 """The ``dwell`` variant's feedback: each column a + b r + N(0, c²) milliseconds, (a, b, c)."""
+OUTLIERS = (0.01, 1e5, 4e6)
+"""The ``dwell-outliers`` variant: the share of rows with one far value, and the range of that
+value in milliseconds (uniform)."""
 CLICKS = (1.0, 3.0)
 """The ``clicks`` variant's feedback: each column Poisson(a + b r), (a, b) (a rate below 0, of
 a reward below -a / b, is 0: no clicks)."""
@@ -229,13 +235,20 @@ def units(dim: int, block: int) -> np.ndarray:
 
 def measured_feedback(reward: np.ndarray, kind: str, seed: list[int]) -> np.ndarray:
     """Feedback of :data:`MEASURED_COLUMNS` columns measuring ``reward`` (n,), of ``kind``
-    "dwell" (:data:`DWELL`) or "clicks" (:data:`CLICKS`), drawn from ``seed``."""
+    "dwell" (:data:`DWELL`), "dwell-outliers" (the same dwell times, then
+    :data:`OUTLIERS`) or "clicks" (:data:`CLICKS`), drawn from ``seed``."""
     rng = np.random.default_rng(seed)
     r = np.asarray(reward, np.float64)[:, None]
     shape = (len(r), MEASURED_COLUMNS)
-    if kind == "dwell":
+    if kind in ("dwell", "dwell-outliers"):
         a, b, c = DWELL
-        return (a + b * r + rng.normal(0.0, c, shape)).astype(np.float32)
+        dwell = a + b * r + rng.normal(0.0, c, shape)
+        if kind == "dwell-outliers":
+            share, low, high = OUTLIERS
+            rows = np.flatnonzero(rng.random(len(r)) < share)
+            dwell[rows, rng.integers(0, MEASURED_COLUMNS, len(rows))] = rng.uniform(
+                low, high, len(rows))
+        return dwell.astype(np.float32)
     a, b = CLICKS
     return rng.poisson(np.maximum(a + b * r, 0.0), shape).astype(np.float32)
 
@@ -248,11 +261,12 @@ def logged(features: str) -> str:
 def variant(log: InteractionLog, features: str, seed: list[int] | None = None
             ) -> tuple[InteractionLog, Callable[[np.ndarray], np.ndarray]]:
     """The log in features variant ``features`` and the map it applies to contexts (for the
-    test contexts); ``seed`` draws the measured feedback of "dwell" and "clicks"."""
+    test contexts); ``seed`` draws the measured feedback of "dwell", "clicks" and
+    "dwell-outliers"."""
     features = logged(features)
     if features == "given":
         return log, lambda x: x
-    if features in ("dwell", "clicks"):
+    if features in ("dwell", "clicks", "dwell-outliers"):
         if log.reward is None:
             raise IGLearnError(f"--features {features} replaces the feedback by measurements "
                                "of the reward: the log has none")
@@ -471,7 +485,10 @@ def markdown(frame: pd.DataFrame, config: SmallDataConfig, wall: float | None = 
                        f"{dwell_b:g} r + N(0, {dwell_c:g}²) ms (dense), contexts as given",
               "clicks": f"Feedback of counts: {MEASURED_COLUMNS} columns of Poisson("
                         f"{clicks_a:g} + {clicks_b:g} r) (sparse), contexts as given",
-              "clicks-on": "Feedback of counts fitted with standardise=\"on\""}
+              "clicks-on": "Feedback of counts fitted with standardise=\"on\"",
+              "dwell-outliers": f"Feedback of dwell times with far values: in "
+                                f"{OUTLIERS[0]:.0%} of the rows one column U({OUTLIERS[1]:g}, "
+                                f"{OUTLIERS[2]:g}) ms"}
     for features in config.features:
         lines += ["", f"## {titles[features]}", "", header, rule]
         for task, m in pairs:

@@ -163,3 +163,11 @@ def test_the_measured_feedback_variants(small_data):
     assert not np.array_equal(other.feedback, clicks.feedback)
     with pytest.raises(small_data.IGLearnError, match="the log has none"):
         small_data.variant(dataclasses.replace(log, reward=None), "dwell", [1, 2])
+    # the same dwell times, then in about 1 % of the rows one column far out
+    far, _ = small_data.variant(log, "dwell-outliers", [1, 2])
+    share, low, high = small_data.OUTLIERS
+    out = far.feedback >= low
+    assert (out.sum(1) <= 1).all() and out.any(0).all()
+    np.testing.assert_allclose(out.any(1).mean(), share, atol=0.005)
+    assert far.feedback[out].max() <= high
+    np.testing.assert_array_equal(far.feedback[~out.any(1)], dwell.feedback[~out.any(1)])

@@ -388,3 +388,28 @@ def test_evaluate_with_a_model_that_does_not_name_its_log_says_null(workspace, c
     (model / io.METADATA).write_text(json.dumps(meta))
     code, out, _ = run(capsys, "evaluate", model, workspace / "log.npz")
     assert code == 0 and json.loads(out)["in_sample"] is None
+
+
+def test_fit_names_the_columns_it_scaled_by_their_quartiles(capsys, tmp_path):
+    """Dwell times with a tab left open in a few rows: the summary names the feedback
+    columns whose median and quartiles scaled them, by the table's own names; a log without
+    such values has no such line."""
+    rng = np.random.default_rng(0)
+    n = 600
+    best, arm = rng.integers(0, 3, n), rng.integers(0, 3, n)
+    dwell = 2000 + 3000 * (arm == best)[:, None] + rng.normal(0, 1000, (n, 2))
+    clean = pd.DataFrame({"age": best + rng.normal(0, 0.2, n), "arm": arm, "p": 1 / 3,
+                          "dwell_ms": dwell[:, 0], "scroll_ms": dwell[:, 1]})
+    far = clean.copy()
+    far.loc[::97, "scroll_ms"] = 3.6e6  # an hour
+    options = ("--context", "age", "--feedback", "dwell_ms,scroll_ms", "--action", "arm",
+               "--probability", "p", "--n-actions", "3", *FAST)
+    for name, frame, expected in (("far", far, {"feedback": ["scroll_ms"]}),
+                                  ("clean", clean, None)):
+        frame.to_csv(tmp_path / f"{name}.csv", index=False)
+        code, out, err = run(capsys, "fit", tmp_path / f"{name}.csv", "--out",
+                             tmp_path / name, *options)
+        assert code == 0, err
+        assert json.loads(out).get("outlying_columns") == expected
+        record = json.loads((tmp_path / name / io.METADATA).read_text())["standardiser"]
+        assert record["feedback_outlying"] == ([1] if expected else [])

@@ -14,6 +14,8 @@ from iglearn.data.scaling import (
     CLIP,
     DEFAULT_ORIGINS,
     MAX_SHIFT,
+    NORMAL_IQR,
+    SAMPLE_ROWS,
     Moments,
     Standardiser,
     check_origin,
@@ -543,3 +545,136 @@ def test_a_block_in_one_unit_has_one_scale_and_keeps_its_columns_relative_spread
     damaged = {**one.to_dict(), "feedback_rule": "auto: unit scale, one scale"}
     with pytest.raises(IGLearnError, match="standardiser.feedback_rule"):
         Standardiser.from_dict(damaged, "model.json", 6, 3)
+
+
+def dwell_times(n: int, seed: int, far: float = 0.01) -> np.ndarray:
+    """Four columns of dwell times (ms) of rewards drawn 1 in 10, and in a share ``far`` of
+    the rows one column (each in turn) holding minutes to an hour (a tab left open)."""
+    rng = np.random.default_rng(seed)
+    reward = rng.random(n) < 0.1
+    dwell = 2000.0 + 3000.0 * reward[:, None] + rng.normal(0.0, 1000.0, (n, 4))
+    rows = np.flatnonzero(rng.random(n) < far)
+    dwell[rows, np.arange(len(rows)) % 4] = rng.uniform(1e5, 4e6, len(rows))
+    return dwell
+
+
+def test_a_column_of_a_few_far_values_is_scaled_by_its_quartiles():
+    """The mean and standard deviation of a column with a few far values describe those
+    values: the rows standardised by them would crowd at one value. Such a column is centred
+    at its median and scaled by IQR / 1.349; its far values are clipped at the limit, and
+    the rest of its rows spread as a clean column's do."""
+    clean, noisy = dwell_times(800, 0, far=0.0), dwell_times(800, 0)
+    moments = Moments(4)
+    moments.add(noisy)
+    out, median, robust = moments.outlying()
+    assert out.all()  # every column got some far values
+    q1, q3 = np.quantile(noisy, [0.25, 0.75], axis=0, method="inverted_cdf")
+    np.testing.assert_allclose(median, np.quantile(noisy, 0.5, axis=0, method="inverted_cdf"))
+    np.testing.assert_allclose(robust, (q3 - q1) / NORMAL_IQR)
+    assert (noisy.std(0) > 20 * robust).all()  # what the mean and std would have used
+    scaler = Standardiser.of_arrays(np.zeros((800, 1)), noisy, mode="auto")
+    reference = Standardiser.of_arrays(np.zeros((800, 1)), clean, mode="auto")
+    body = (noisy < 1e5).all(1)
+    z, z_clean = scaler.apply_feedback(noisy), reference.apply_feedback(clean)
+    np.testing.assert_allclose(z[body].std(0), z_clean[body].std(0), rtol=0.2)
+    np.testing.assert_allclose(z[body].mean(0), z_clean[body].mean(0), atol=0.2)
+    np.testing.assert_allclose(z[~body].max(1), scaler.feedback_limit, rtol=1e-6)
+    # without the far values, the same log keeps its mean and standard deviation
+    assert not Moments.outlying(_moments_of(clean))[0].any()
+    np.testing.assert_allclose(reference.feedback_mean, clean.mean(0), rtol=1e-9)
+    # the standardiser names the columns, and model.json keeps them
+    assert scaler.feedback_outlying == (0, 1, 2, 3) and scaler.context_outlying == ()
+    assert reference.feedback_outlying == ()
+    record = scaler.to_dict()
+    assert record["feedback_outlying"] == [0, 1, 2, 3]
+    again = Standardiser.from_dict(record, "model.json", 1, 4)
+    assert again.feedback_outlying == (0, 1, 2, 3)
+    np.testing.assert_array_equal(again.apply_feedback(noisy), z)
+    older = {k: v for k, v in record.items() if not k.endswith("_outlying")}
+    assert Standardiser.from_dict(older, "model.json", 1, 4).feedback_outlying == ()
+    for damage in ([4], "all", [True], [0.5]):
+        with pytest.raises(IGLearnError, match="standardiser.feedback_outlying.*0 to 3"):
+            Standardiser.from_dict({**record, "feedback_outlying": damage}, "m", 1, 4)
+
+
+def _moments_of(values: np.ndarray, weights: np.ndarray | None = None) -> Moments:
+    moments = Moments(values.shape[1])
+    moments.add(values, weights)
+    return moments
+
+
+@pytest.mark.parametrize("task", ["digits", "action-inclusive-digits", "bci", "personalised"])
+def test_no_column_of_the_built_in_tasks_is_outlying(task):
+    """An image's lit pixels lie far out of quartiles that its blank pixels set, but in many
+    rows, not a few: the tasks' columns, as given and raw, keep their mean and standard
+    deviation."""
+    for n in (200, 2000):
+        log = named_environment(task).log(n, np.random.default_rng(n))
+        for block, weights in ((log.context, None), (log.feedback, 1.0 / log.probability)):
+            for values in (block, 35.0 + 0.05 * block):
+                assert not _moments_of(values, weights).outlying()[0].any()
+
+
+def test_the_sample_is_the_same_in_blocks_of_any_size_and_streamed(tmp_path):
+    """The quartiles come from a uniform sample of at most SAMPLE_ROWS rows (all of a
+    smaller log), drawn row by row from a fixed seed: the same in one block, in chunks and
+    streamed from disk; pooled across processes, all of their rows where they fit."""
+    n = 3 * SAMPLE_ROWS + 17
+    values = dwell_times(n, 1)
+    weights = np.random.default_rng(2).uniform(1, 5, n)
+    whole = _moments_of(values, weights)
+    assert len(whole.sample) == SAMPLE_ROWS and whole.rows == n
+    parts = Moments(4)
+    for rows in np.array_split(np.arange(n), 11):
+        parts.add(values[rows], weights[rows])
+    np.testing.assert_array_equal(parts.sample, whole.sample)
+    np.testing.assert_array_equal(parts.sample_weight, whole.sample_weight)
+    for a, b in zip(whole.moments(), parts.moments(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+    # the sample is uniform: its quartiles are the log's, within sampling error
+    q1, median, q3 = whole.quartiles()
+    np.testing.assert_allclose(median, np.quantile(values, 0.5, axis=0), rtol=0.05)
+    # pooled across processes: the union of samples of logs small enough
+    small = values[:600]
+    shares = [_moments_of(small[rows]) for rows in np.array_split(np.arange(600), 3)]
+    pooled = shares[0].across(Gathering(shares[1:]))
+    alone = _moments_of(small)
+    assert pooled.rows == 600 and len(pooled.sample) == 600
+    for a, b in zip(alone.moments(), pooled.moments(), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-10)
+    # and of larger ones a sample of SAMPLE_ROWS rows, each process's in proportion
+    shares = [_moments_of(values[rows]) for rows in np.array_split(np.arange(n), 3)]
+    pooled = shares[0].across(Gathering(shares[1:]))
+    assert pooled.rows == n and len(pooled.sample) == SAMPLE_ROWS
+    assert pooled.outlying()[0].all()
+    np.testing.assert_allclose(pooled.quartiles()[1], median, rtol=0.05)
+    # streamed from disk in blocks of 256 rows: the statistics of the log in memory
+    context = np.random.default_rng(3).normal(size=(n, 2)).astype(np.float32)
+    log = InteractionLog(context, np.zeros(n, int), np.full(n, 0.5),
+                         values.astype(np.float32), 2, source="dwell")
+    write_table(log, tmp_path / "log.npz")
+    stream = open_log(tmp_path / "log.npz", StreamSettings(stream="on", block_rows=256))
+    streamed = standardiser_of(stream, mode="auto")
+    memory = standardiser_of(open_log(tmp_path / "log.npz"), mode="auto")
+    for field in ("feedback_mean", "feedback_scale"):
+        np.testing.assert_allclose(getattr(streamed, field), getattr(memory, field),
+                                   rtol=1e-9)
+    np.testing.assert_allclose(memory.feedback_mean, np.median(values, 0), rtol=0.05)
+
+
+def test_auto_reads_far_values_when_it_decides_and_quartiles_when_it_scales():
+    """Features on the unit scale but for a few far values (a sensor's glitch): "auto"
+    decides on every value, so the block is standardised and the glitches clipped, not fed
+    to the models as logged; its body is scaled as if they were absent."""
+    rng = np.random.default_rng(6)
+    context = rng.normal(0.5, 0.2, (500, 3))
+    glitched = context.copy()
+    glitched[::100, 0] = 1000.0
+    scaler = Standardiser.of_arrays(glitched, mode="auto")
+    assert scaler.rules["context"] == "auto: off scale"
+    body = np.ones(500, bool)
+    body[::100] = False
+    z = scaler.apply(glitched)
+    assert z[~body, 0].max() == pytest.approx(scaler.context_limit)
+    clean = Standardiser.of_arrays(context, mode="on")
+    np.testing.assert_allclose(z[body, 0].std(), clean.apply(context)[body, 0].std(), rtol=0.1)

@@ -32,6 +32,7 @@ from iglearn.theory import DEFAULT_IOTA
 if TYPE_CHECKING:
     from iglearn.data.contexts import ContextSet
     from iglearn.data.formats.base import FeatureSchema, TableInfo, TableReader
+    from iglearn.data.scaling import Standardiser
     from iglearn.learners.ai_igl import AIIGL
     from iglearn.learners.batch_igl import BatchIGL
     from iglearn.learners.iglp import IGLP
@@ -126,6 +127,24 @@ def _print_summary(record: dict) -> None:
     print("{\n" + ",\n".join(lines) + "\n}")
 
 
+def _outlying_columns(standardiser: Standardiser | None, schema: FeatureSchema | None
+                      ) -> dict[str, list[str | int]]:
+    """The columns of each block that a few far values dominated, scaled by their quartiles
+    (:func:`~iglearn.data.scaling.outlying_columns`), by the log's names where it has them
+    (a table's column as it is named, without the empty namespace of ``^name``), else by
+    their numbers; only the blocks that have some."""
+    if standardiser is None:
+        return {}
+    found: dict[str, list[str | int]] = {}
+    for block in ("context", "feedback"):
+        columns = getattr(standardiser, f"{block}_outlying")
+        names = getattr(schema, block, ()) if schema is not None else ()
+        if columns:
+            found[block] = [names[c].removeprefix("^") if c < len(names) else c
+                            for c in columns]
+    return found
+
+
 def unit_value(text: str) -> float:
     """argparse type: a value, a number in [0, 1]."""
     value = number(float)(text)
@@ -188,6 +207,9 @@ def _fit(args: argparse.Namespace) -> int:
             "feedback_dim": log.feedback_dim, "streamed": isinstance(log, LogStream),
             "standardisation": ("off" if learner.standardiser_ is None
                                 else learner.standardiser_.rules)}
+    outlying = _outlying_columns(learner.standardiser_, learner.schema_)
+    if outlying:
+        head["outlying_columns"] = outlying
     if isinstance(learner, BatchIGL):
         summary = {**head, **_igl_summary(args, learner, log, settings)}
         extra = {"objective": summary["objective"], "lemma5": summary["lemma5"]}

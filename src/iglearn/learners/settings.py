@@ -161,8 +161,9 @@ class FitSettings:
     standardise: Mode = "auto"
     """Standardise contexts and feedback with the log's per-column means and standard
     deviations (the feedback's weighted by 1/p, to describe uniform play; a constant column
-    is only centred), as z-scoring by hand would, kept with the model and applied wherever
-    it reads inputs
+    is only centred; a column that a few far values dominate, by its median and
+    interquartile range), as z-scoring by hand would, kept with the model and applied
+    wherever it reads inputs
     (:mod:`iglearn.data.scaling`); a learner that reads no feedback (CB, SUP) standardises
     its contexts only. "auto": each block (contexts; feedback) only when it is off the unit
     scale the defaults are tuned for (a column's mean beyond ±3 or standard deviation above
