@@ -665,27 +665,33 @@ def decoder_step(decoder: Decoder, critics: Critics, batch: Batch, beta: float,
     t_slot = action[..., None, None].expand(*action.shape, 1, 2)
     joint = critics._clipped((phi * chi).sum(-1) / root)  # (T, n, 2)
     products, left, right = _pair_blocks(phi, chi, pairs)
-    product = critics._clipped(products / root)  # (T, 2, n, m)
+    # critics._clipped(products / root) in three passes over the pairs, not four
+    product = torch.tanh(products * (1.0 / (root * clip))).mul_(clip)  # (T, 2, n, m)
     t = critics._clipped(marginal_out.unflatten(-1, (k, 2)).gather(-2, t_slot).squeeze(-2))
     w = importance_weights(batch.probability)
     psi, slope = closed_form.decoded(decoder, y)
     q = reward_weights(psi)
     mass = w[..., None] * q  # (T, n, 2): a_i(r)
     m = product.shape[-1]
-    # bound_G as conditional_bound computes it, and its gradient in the mass
-    law = pair_law(mass, m)
-    prior, by_r, beside, total, pair_weights = (law.prior, law.by_r, law.beside, law.total,
-                                                law.weights)
+    # bound_G as conditional_bound computes it (pair_law's sums, no pair's product of masses
+    # made: Z(r) and A(r) are sums over rows of a_i times its partners' sums), and its
+    # gradient in the mass
+    prior = mass.sum(-2)[..., None]  # P(r), (T, 2, 1)
+    by_r = mass.transpose(-1, -2)  # a_i(r), (T, 2, n)
+    beside = following(by_r, m)  # a_j(r) of row i's partners, (T, 2, n, m): a view
+    following_sum = beside.sum(-1)
+    total = (by_r * following_sum).sum(-1, keepdim=True)  # Z(r)
     tiny = torch.finfo(total.dtype).tiny
     scale = total.clamp_min(tiny)
     f_star = conjugate(product, g_div)
-    area = (law.products * f_star).sum((-2, -1))[..., None]  # A(r)
+    beside_f = beside * f_star  # a_j(r) F_ik(r)
+    row_area = beside_f.sum(-1)
+    area = (by_r * row_area).sum(-1, keepdim=True)  # A(r)
     # variational_bound's value: the pairs' weighted f* summed is P(r) A(r) / Z(r)
     value = (mass * joint).sum((-2, -1)) - (prior * area / scale).sum((-2, -1))
     # with the sums over the rows i whose partner is l: the m rows before l, whose partners'
     # sum is that of row l - m - 1
-    d_area = (beside * f_star).sum(-1) + partnering_sum(by_r[..., None] * f_star)  # dA / da_l
-    following_sum = beside.sum(-1)
+    d_area = row_area + partnering_sum(by_r[..., None] * f_star)  # dA / da_l
     d_total = (following_sum + following_sum.roll(m + 1, -1)) * (total >= tiny)
     d_product = area / scale + prior * (d_area - area / scale * d_total) / scale
     d_mass = joint - d_product.transpose(-1, -2)
@@ -696,8 +702,9 @@ def decoder_step(decoder: Decoder, critics: Critics, batch: Batch, beta: float,
                                   .mul_(slope))
     # the critics: minus their bounds' gradients in the clipped scores, then through the clip
     d_joint = -mass * clip_slope(joint, clip, root)
-    pair_slope = f_star if g_div == "kl" else conjugate_slope(product, g_div)  # KL: f*' = f*
-    d_pairs = pair_weights * pair_slope * clip_slope(product, clip, root)
+    # the pairs' weights b_ik(r) = a_i(r) a_j(r) P(r) / Z(r) times f*'(G) (KL: f*' = f*)
+    sloped = beside_f if g_div == "kl" else beside * conjugate_slope(product, g_div)
+    d_pairs = sloped.mul_(clip_slope(product, clip, root)).mul_((by_r * (prior / scale))[..., None])
     d_t = (w[..., None] * prior.transpose(-1, -2) * conjugate_slope(t, t_div) - mass
            ) * clip_slope(t, clip)
     d_phi, d_chi = pair_gradients(left, right, d_pairs, chi)
