@@ -629,6 +629,10 @@ def test_the_sample_is_the_same_in_blocks_of_any_size_and_streamed(tmp_path):
         parts.add(values[rows], weights[rows])
     np.testing.assert_array_equal(parts.sample, whole.sample)
     np.testing.assert_array_equal(parts.sample_weight, whole.sample_weight)
+    single = Moments(4)  # algorithm R as written: one row at a time
+    for row in range(n):
+        single.add(values[row:row + 1], weights[row:row + 1])
+    np.testing.assert_array_equal(single.sample, whole.sample)
     for a, b in zip(whole.moments(), parts.moments(), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-10)
     # the sample is uniform: its quartiles are the log's, within sampling error

@@ -67,9 +67,8 @@ The statistics of a standardised block:
   2021 IGL fitted 2,000 digits interactions to 31.3 % (88.7 % without them). The quartiles
   are read from a uniform sample of at most :data:`SAMPLE_ROWS` rows taken in the same pass
   (all of a smaller log); "auto" decides whether to standardise a block on every value, far
-  ones included. No column of the
-  built-in tasks (images, one-hot words, the BCI's patterns), as given or raw, is outlying:
-  their lit pixels lie out in many rows, not a few;
+  ones included. No column of the built-in tasks (images, one-hot words, the BCI's
+  patterns), as given or raw, is outlying: their lit pixels lie out in many rows, not a few;
 - standardised feedback that is sparse (:func:`sparse_block`: its columns hold their least
   value in at least :data:`SPARSE_SHARE` of the rows, as an image's blank pixels, zero
   counts and absent words do) and of many columns (its limit at most :data:`MAX_SHIFT`: 36
@@ -357,9 +356,11 @@ class Moments:
         if rest > 0:
             seen = self.rows + len(values) - rest
             place = self._draws.integers(0, np.arange(seen, seen + rest) + 1)
-            kept = place < SAMPLE_ROWS
-            self.sample[place[kept]] = values[-rest:][kept]  # in order: a later row wins
-            self.sample_weight[place[kept]] = weights[-rest:][kept]
+            kept = np.flatnonzero(place < SAMPLE_ROWS)  # rows of the chunk's last ``rest``
+            # a place drawn twice keeps the later row, as one row at a time would
+            later = kept[len(kept) - 1 - np.unique(place[kept][::-1], return_index=True)[1]]
+            self.sample[place[later]] = values[-rest:][later]
+            self.sample_weight[place[later]] = weights[-rest:][later]
         self.rows += len(values)
         self._outlying = None
 
