@@ -361,8 +361,9 @@ def conditional_bound(joint: torch.Tensor, pairs: torch.Tensor, q: torch.Tensor,
 
 
 class PairLaw(NamedTuple):
-    """The conditional product law's weights on the pairs (:func:`pair_law`) and the sums
-    they are made of, for mass a_i(r) = w_i q_i(r)."""
+    """The sums the conditional product law's weights on the pairs are made of
+    (:func:`pair_law`), for mass a_i(r) = w_i q_i(r), and the weights themselves
+    (:attr:`weights`)."""
 
     prior: torch.Tensor
     """P(r) = sum_i a_i(r), shape (..., 2, 1)."""
@@ -370,27 +371,30 @@ class PairLaw(NamedTuple):
     """a_i(r), shape (..., 2, n)."""
     beside: torch.Tensor
     """a_j(r) of each row's partners j, shape (..., 2, n, m) (a view: :func:`following`)."""
-    products: torch.Tensor
-    """a_i(r) a_j(r) of each pair, shape (..., 2, n, m)."""
+    partners: torch.Tensor
+    """sum_j a_j(r) over each row's partners, shape (..., 2, n)."""
     total: torch.Tensor
-    """Z(r), the pairs' products summed, shape (..., 2, 1)."""
-    weights: torch.Tensor
-    """b_ik(r) = a_i(r) a_j(r) / Z(r) P(r), shape (..., 2, n, m)."""
+    """Z(r), the pairs' products a_i(r) a_j(r) summed (sum_i a_i(r) times its partners'
+    sum: no pair's product made), shape (..., 2, 1)."""
+
+    @property
+    def weights(self) -> torch.Tensor:
+        """b_ik(r) = a_i(r) a_j(r) / Z(r) P(r), shape (..., 2, n, m)."""
+        tiny = torch.finfo(self.total.dtype).tiny
+        return (self.by_r[..., None] * self.beside / self.total.clamp_min(tiny)[..., None]
+                * self.prior[..., None])
 
 
 def pair_law(mass: torch.Tensor, m: int) -> PairLaw:
-    """The weights of the pairs (x_i, a_i, y_j, r) under the conditional product law
-    P(r) P(x, a | r) P(y | r) (:func:`conditional_bound`): each pair's product of masses,
-    normalised within each r to P(r). ``mass`` (..., n, 2); each row has ``m`` partners
-    (:func:`partner_rows`)."""
+    """The sums behind the weights of the pairs (x_i, a_i, y_j, r) under the conditional
+    product law P(r) P(x, a | r) P(y | r) (:func:`conditional_bound`): each pair's product
+    of masses, normalised within each r to P(r). ``mass`` (..., n, 2); each row has ``m``
+    partners (:func:`partner_rows`)."""
     prior = mass.sum(-2)[..., None]
     by_r = mass.transpose(-1, -2)
     beside = following(by_r, m)
-    products = by_r[..., None] * beside
-    total = products.sum((-2, -1))[..., None]
-    tiny = torch.finfo(products.dtype).tiny
-    weights = products / total.clamp_min(tiny)[..., None] * prior[..., None]
-    return PairLaw(prior, by_r, beside, products, total, weights)
+    partners = beside.sum(-1)
+    return PairLaw(prior, by_r, beside, partners, (by_r * partners).sum(-1, keepdim=True))
 
 
 def marginal_bound(t: torch.Tensor, q: torch.Tensor, w: torch.Tensor,
@@ -673,14 +677,10 @@ def decoder_step(decoder: Decoder, critics: Critics, batch: Batch, beta: float,
     q = reward_weights(psi)
     mass = w[..., None] * q  # (T, n, 2): a_i(r)
     m = product.shape[-1]
-    # bound_G as conditional_bound computes it (pair_law's sums, no pair's product of masses
-    # made: Z(r) and A(r) are sums over rows of a_i times its partners' sums), and its
-    # gradient in the mass
-    prior = mass.sum(-2)[..., None]  # P(r), (T, 2, 1)
-    by_r = mass.transpose(-1, -2)  # a_i(r), (T, 2, n)
-    beside = following(by_r, m)  # a_j(r) of row i's partners, (T, 2, n, m): a view
-    following_sum = beside.sum(-1)
-    total = (by_r * following_sum).sum(-1, keepdim=True)  # Z(r)
+    # bound_G as conditional_bound computes it, from pair_law's sums (no pair's product of
+    # masses made: A(r), like Z(r), is a sum over rows of a_i times a sum over its partners),
+    # and its gradient in the mass
+    prior, by_r, beside, following_sum, total = pair_law(mass, m)
     tiny = torch.finfo(total.dtype).tiny
     scale = total.clamp_min(tiny)
     f_star = conjugate(product, g_div)
