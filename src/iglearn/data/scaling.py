@@ -432,12 +432,6 @@ class Moments:
         self.sample, self.sample_weight = values, weights
         self._outlying = None
 
-    def quartiles(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Each column's weighted first quartile, median and third quartile in the sample
-        (:func:`weighted_quantiles`)."""
-        q1, median, q3 = weighted_quantiles(self.sample, self.sample_weight, (0.25, 0.5, 0.75))
-        return q1, median, q3
-
     def outlying(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(which columns are outlying, their medians, their robust standard deviations
         IQR / :data:`NORMAL_IQR`), from the sample (:func:`outlying_columns`); computed once
@@ -621,9 +615,8 @@ def block_statistics(moments: Moments, mode: Mode, row_spread: float | None = RO
                      ) -> tuple[np.ndarray, np.ndarray, str, float | None, Offset,
                                 tuple[int, ...]]:
     """(mean, scale, rule, limit, offset, outlying) of a block under ``mode`` ("on" or
-    "auto"): its
-    statistics (:meth:`Moments.robust_moments`: an outlying column's median and quartiles;
-    with ``one``, one scale for its columns, :func:`scales`), the clipping limit
+    "auto"): its statistics (:meth:`Moments.robust_moments`: an outlying column's median and
+    quartiles; with ``one``, one scale for its columns, :func:`scales`), the clipping limit
     of its standardised values (:func:`clip_limit`) and their shift to the block's
     ``origin`` (:func:`origin_offset`) and its outlying columns (:func:`outlying_columns`)
     when it is standardised; identity statistics (0, 1), no limit, no shift and no outlying
