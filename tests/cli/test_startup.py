@@ -107,7 +107,7 @@ def test_running_a_command_imports_what_it_needs(tmp_path):
 @pytest.mark.parametrize(("rows", "message"), [
     (None, "no such file"),
     ([[35.1, 35.2, 0, 0.5, 400]] * 3, "3 interactions for 3 actions is too few to fit"),
-    ([[35.1, "", 0, 0.5, 400]] * 9, "column 'b' holds a missing value at row 0")])
+    ([[35.1, "", 0, 0.5, 400]] * 9, "column 'b' holds a missing value at line 2")])
 def test_fit_refuses_a_bad_log_before_it_imports_torch(rows, message, tmp_path):
     """A log that cannot be fitted (missing, too few interactions, a missing value) is
     refused before anything imports torch (a second or more of start-up), with its one-line

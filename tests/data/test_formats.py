@@ -80,6 +80,63 @@ def test_a_csv_file_separated_by_semicolons_or_tabs_reads_as_one_with_commas(
     assert_same(read_log(tmp_path / "commas.csv"), read_log(other))
 
 
+def messy_csv(path, bad_record, cell):
+    """A log in the user's own column names with empty lines, Windows line ends and a quoted
+    note spanning two lines; ``cell`` (column, value) written into record ``bad_record``
+    (from 0). Returns the line that record begins on."""
+    rows = ["age,hour,arm,p,dwell_ms,clicks,note"]
+    begins = None
+    for i in range(12):
+        values = {"age": f"{35 + i / 10}", "hour": str(i % 24), "arm": str(i % 3),
+                  "p": "0.3333", "dwell_ms": f"{1000 + 37 * i}", "clicks": str(i % 2),
+                  "note": '"two\r\nlines"' if i == 3 else "ok"}
+        if i == bad_record:
+            values[cell[0]] = cell[1]
+            begins = sum(row.count("\n") + 1 for row in rows) + 1
+        rows.append(",".join(values.values()))
+        if i in (1, 5):
+            rows.append("")  # an empty line, which the reader skips
+    path.write_bytes("\r\n".join(rows).encode() + b"\r\n")
+    return begins
+
+
+@pytest.mark.parametrize(("cell", "words"), [
+    (("dwell_ms", "inf"), "column 'dwell_ms' (feedback) holds inf at line {line}"),
+    (("dwell_ms", ""), "column 'dwell_ms' holds a missing value at line {line}"),
+    (("age", "old"), "('old' at line {line})"),
+    (("p", "1.5"), "column 'p' (probability) holds 1.5 at line {line}, outside (0, 1]"),
+    (("arm", "3"), "column 'arm' (action) holds 3 at line {line}, outside [0, 3)"),
+    (("p", "1e-9"), "column 'p' (probability) is below 1e-06 at line {line} (1 row)")])
+@pytest.mark.parametrize("record", [0, 4, 11])
+def test_a_csv_value_is_named_by_its_column_and_the_line_it_is_on(tmp_path, cell, words,
+                                                                 record):
+    """A text editor's line numbers, whatever empty lines, line ends and quoted line breaks
+    come before the row."""
+    path = tmp_path / "log.csv"
+    line = messy_csv(path, record, cell)
+    text = path.read_bytes().decode().split("\r\n")
+    assert text[line - 1].split(",")[1] == str(record)  # the hour column: the record's own
+    with pytest.raises(IGLearnError) as error:
+        read_log_of(path)
+    assert words.format(line=line) in str(error.value)
+
+
+def read_log_of(path):
+    from iglearn.data.frames import ColumnMapping
+    reader = open_table(path, columns=ColumnMapping(
+        context=("age", "hour"), action="arm", probability="p",
+        feedback=("dwell_ms", "clicks"), ignore=("note",), n_actions=3))
+    return reader
+
+
+def test_a_clean_messy_csv_reads_every_row(tmp_path):
+    path = tmp_path / "log.csv"
+    messy_csv(path, -1, None)
+    reader = read_log_of(path)
+    assert reader.info.n_rows == 12
+    np.testing.assert_allclose(reader.arrays()["feedback"][:, 0], 1000 + 37 * np.arange(12))
+
+
 @pytest.mark.parametrize("suffix", [".npz", ".parquet", ".dsjson"])
 def test_context_set_round_trip_and_contexts_of_a_log(tmp_path, suffix):
     contexts = ContextSet(np.eye(3, dtype=np.float32) * 2, 5, np.array([0, 4, 2]), "c")
@@ -382,15 +439,15 @@ BAD = {
     "csv without n_actions": ("x.csv", lambda p: p.write_text("context_0,action\n1,0\n"),
                               ["K is unknown", "--n-actions", "column 'n_actions'"]),
     "csv missing value": ("x.csv", lambda p: p.write_text("context_0,n_actions\n1,3\n,3\n"),
-                          ["context_0", "missing value at row 1"]),
+                          ["context_0", "missing value at line 3"]),
     "csv text column": ("x.csv", lambda p: p.write_text("context_0,n_actions\nabc,3\n"),
-                        ["context_0", "holds text ('abc' at row 0)", "map it to numbers"]),
+                        ["context_0", "holds text ('abc' at line 2)", "map it to numbers"]),
     "csv stray word": ("x.csv", lambda p: p.write_text(
         "context_0,n_actions\n35.1,3\n35.2,3\nhigh,3\n35.0,3\n"),
-        ["context_0", "a value that is not a number ('high' at row 2)", "remove those rows"]),
+        ["context_0", "a value that is not a number ('high' at line 4)", "remove those rows"]),
     "csv decimal commas among points": ("x.csv", lambda p: p.write_text(
         "context_0;context_1;n_actions\n1,5;2.5;3\n"),
-        ["column 'context_0'", "numbers with a decimal comma ('1,5' at row 0)", "decimal point"]),
+        ["column 'context_0'", "numbers with a decimal comma ('1,5' at line 2)", "decimal point"]),
     "csv dates": ("x.csv", lambda p: p.write_text(
         "context_0,n_actions\n2026-01-01 10:00:00,3\n"),
         ["context_0", "dates or times", "seconds since a start"]),

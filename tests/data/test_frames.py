@@ -55,11 +55,13 @@ CASES = {
     "no action": (lambda f: f.pop("action"), ["no column for field 'action'",
                                               "a column 'action'"]),
     "float action": (lambda f: f.__setitem__("action", f["action"] + 0.5),
-                     ["field 'action'", "not an integer"]),
+                     ["column 'action' holds 0.5 at row 0", "not an integer"]),
     "missing action": (lambda f: f.__setitem__("action", f["action"].where(f.index != 3)),
                        ["column 'action'", "missing value at row 3"]),
     "probability 0": (lambda f: f.__setitem__("probability", 0.0),
-                      ["field 'probability'", "outside (0, 1]"]),
+                      ["column 'probability' holds 0.0 at row 0", "outside (0, 1]"]),
+    "infinite feedback": (lambda f: f.__setitem__("feedback_1", f["feedback_1"].where(
+        f.index != 4, np.inf)), ["column 'feedback_1' (feedback) holds inf at row 4"]),
     "both layouts": (lambda f: f.__setitem__("context", list(np.zeros((len(f), 5)))),
                      ["both as column 'context' and as columns context_0"]),
 }

@@ -139,3 +139,18 @@ def test_a_column_whose_float32_copy_loses_its_variation_is_warned_about():
         warnings.simplefilter("error")
         InteractionLog(context=context[:, :1], **common)
         InteractionLog(context=context.astype(np.float32), **common)  # as the caller holds it
+
+
+def test_a_frame_column_whose_float32_copy_loses_its_variation_is_warned_about_by_name():
+    """Read from a table's named columns, the warning names the column, not its position."""
+    import pandas as pd
+
+    rng = np.random.default_rng(0)
+    n = 200
+    frame = pd.DataFrame({"temp": 35 + 0.05 * rng.random(n),
+                          "sent_ms": 1.7e8 + rng.integers(0, 4, n),
+                          "arm": rng.integers(0, 3, n), "dwell": rng.exponential(2.0, n)})
+    with pytest.warns(UserWarning, match=r"column 'sent_ms' \(context\): its values lie "
+                                         r"around 1\.7e\+08"):
+        InteractionLog.from_frame(frame, 3, context=["temp", "sent_ms"], action="arm",
+                                  probability="uniform", feedback="dwell")

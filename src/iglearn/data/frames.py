@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
-from iglearn.data.logs import MATRIX_FIELDS, check_n_actions
+from iglearn.data.logs import MATRIX_FIELDS, ROWS, Places, check_n_actions, field_values
 from iglearn.errors import IGLearnError, option_list, shown
 
 if TYPE_CHECKING:
@@ -204,9 +204,9 @@ def mapping_of(base: ColumnMapping | None = None, **given: Any) -> ColumnMapping
                    **{name: value for name, value in given.items() if value is not None})
 
 
-def _missing(name: str, values: np.ndarray, source: str) -> None:
+def _missing(name: str, values: np.ndarray, source: str, places: Places = ROWS) -> None:
     """An error naming the first row of ``values`` that is missing (None, or NaN in a column
-    that is not a vector's)."""
+    that is not a vector's), as ``places`` names rows."""
     if values.dtype == object:
         bad = np.flatnonzero([v is None or (isinstance(v, float) and v != v)
                               or type(v).__name__ in ("NAType", "NaTType") for v in values])
@@ -215,13 +215,14 @@ def _missing(name: str, values: np.ndarray, source: str) -> None:
     else:
         return
     if len(bad):
-        raise IGLearnError(f"{source}: column {shown(name)} holds a missing value at row "
-                           f"{bad[0]}; remove or impute those rows")
+        raise IGLearnError(f"{source}: column {shown(name)} holds a missing value at "
+                           f"{places.row(int(bad[0]))}; remove or impute those rows")
 
 
-def _list_column(name: str, field: str, cells: np.ndarray, source: str) -> np.ndarray:
+def _list_column(name: str, field: str, cells: np.ndarray, source: str,
+                 places: Places = ROWS) -> np.ndarray:
     """A column of equal-length sequences of numbers as an (n, d) array."""
-    _missing(name, cells, source)
+    _missing(name, cells, source, places)
     lengths = {len(np.atleast_1d(np.asarray(cell))) for cell in cells}
     if len(lengths) > 1:
         raise IGLearnError(f"{source}: column {shown(name)} holds vectors of lengths "
@@ -231,7 +232,7 @@ def _list_column(name: str, field: str, cells: np.ndarray, source: str) -> np.nd
     except (TypeError, ValueError) as e:
         raise IGLearnError(f"{source}: column {shown(name)} does not hold numeric vectors "
                            f"({e}); give lists of numbers, or one column per value") from None
-    return _numbers(name, field, block, source)
+    return _numbers(name, field, block, source, places)
 
 
 def _is_number(value: object) -> bool:
@@ -289,7 +290,8 @@ def _what(kind: str, example: object = None) -> tuple[str, str]:
     return what, "give numbers, or leave the column unread (ignore=[...], --ignore)"
 
 
-def _numbers(name: str, field: str, values: np.ndarray, source: str) -> np.ndarray:
+def _numbers(name: str, field: str, values: np.ndarray, source: str, places: Places = ROWS
+             ) -> np.ndarray:
     """The values of column ``name`` (read by ``field``) as a real-number array: an object
     column whose every value is a number becomes one; a column of anything else
     (durations, dates, text, other objects) is an error naming the column and the fix."""
@@ -309,7 +311,7 @@ def _numbers(name: str, field: str, values: np.ndarray, source: str) -> np.ndarr
                 bad, what, fix = problem
             row = bad // max(1, flat.size // max(1, len(values)))
             raise IGLearnError(f"{source}: column {shown(name)} holds {what} "
-                               f"({shown(flat[bad])} at row {row}); {field} columns hold "
+                               f"({shown(flat[bad])} at {places.row(row)}); {field} columns hold "
                                f"numbers: {fix}")
     if values.dtype.kind not in "biuf":
         what, fix = _what(values.dtype.kind)
@@ -339,8 +341,8 @@ def _action_names(values: np.ndarray) -> np.ndarray:
                      for v in values.tolist()], dtype=str)
 
 
-def action_indices(name: str, values: np.ndarray, actions: Sequence[str], source: str
-                   ) -> np.ndarray:
+def action_indices(name: str, values: np.ndarray, actions: Sequence[str], source: str,
+                   places: Places = ROWS) -> np.ndarray:
     """The index (0 to K - 1) of each value of the action (or label) column ``name``, by its
     position in ``actions``; a value naming none of them is an error naming it, its row and
     the fix."""
@@ -349,13 +351,15 @@ def action_indices(name: str, values: np.ndarray, actions: Sequence[str], source
     unknown = [i for i, action in enumerate(names.tolist()) if action not in index]
     if unknown:
         row = int(np.flatnonzero(np.isin(inverse, unknown))[0])
-        raise IGLearnError(f"{source}: column {shown(name)} holds {shown(str(names[unknown[0]]))} "
-                           f"at row {row}, none of the actions ({_listing(actions)}); name every "
-                           f"action, in the order of their indices (actions=[...], --actions)")
+        raise IGLearnError(f"{source}: column {shown(name)} holds "
+                           f"{shown(str(names[unknown[0]]))} at {places.row(row)}, none of the "
+                           f"actions ({_listing(actions)}); name every action, in the order of "
+                           f"their indices (actions=[...], --actions)")
     return np.array([index[action] for action in names.tolist()], dtype=np.int64)[inverse]
 
 
-def _check_not_named(name: str, field: str, values: np.ndarray, source: str) -> None:
+def _check_not_named(name: str, field: str, values: np.ndarray, source: str,
+                     places: Places = ROWS) -> None:
     """An error when the action (or label) column ``name`` names its actions in words,
     suggesting the mapping that reads them (the words it holds, sorted)."""
     if values.dtype.kind not in "OUS":
@@ -366,7 +370,7 @@ def _check_not_named(name: str, field: str, values: np.ndarray, source: str) -> 
         suggested = option_list(words[:_SHOWN_ACTIONS]) + (
             ",..." if len(words) > _SHOWN_ACTIONS else "")
         raise IGLearnError(f"{source}: column {shown(name)} names the actions in words "
-                           f"({shown(words[0])} at row {texts.index(words[0])}); "
+                           f"({shown(words[0])} at {places.row(texts.index(words[0]))}); "
                            f"{field} columns hold indices 0 to K - 1 unless the actions are "
                            f"named in the order of their indices: actions=[...] (--actions "
                            f"{suggested})")
@@ -486,7 +490,8 @@ class _Selection:
 
 
 def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
-                 mapping: ColumnMapping, source: str, default_n_actions: int | None = None
+                 mapping: ColumnMapping, source: str, default_n_actions: int | None = None,
+                 places: Places = ROWS
                  ) -> tuple[dict[str, np.ndarray], int, FeatureSchema | None]:
     """The fields (context, action, ...), K and the feature schema of a table whose columns
     are ``names`` (``column(name)`` gives one column's values), read as ``mapping`` says.
@@ -496,7 +501,10 @@ def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
     renames a field (:attr:`ColumnMapping.renames`); then it holds the mapping with the column
     names resolved and K, and names each vector position as a DSJSON feature: column ``age``
     is ``^age`` (the default namespace), position i of a column ``emb`` of lists ``emb^i``.
-    Every problem is an error naming the column and the fix.
+    Every problem is an error naming the column, the row (as ``places`` names rows: a CSV
+    file's line, say) and the fix; the fields' values are checked here (as
+    :class:`~iglearn.data.logs.InteractionLog` checks them, given in the fields' types), so
+    that a message about a value names the column it came from.
     """
     from iglearn.data.formats.base import FeatureSchema
 
@@ -504,6 +512,7 @@ def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
     fields_: dict[str, np.ndarray] = {}
     resolved: dict[str, Any] = {}
     positions: dict[str, list[str]] = {}
+    resolved_columns: dict[str, tuple[str, ...]] = {}  # each field's column, position by position
     for field in MATRIX_FIELDS:
         selected = table.vector_columns(field)
         if not selected:
@@ -515,13 +524,14 @@ def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
             if values.dtype == object and any(
                     isinstance(cell, Sequence | np.ndarray) and not isinstance(cell, str | bytes)
                     for cell in values[:1]):
-                block = _list_column(name, field, values, source)
+                block = _list_column(name, field, values, source, places)
                 positions[field] += [f"{name}^{i}" for i in range(block.shape[1])]
             else:
-                _missing(name, values, source)
-                block = _numbers(name, field, values, source)[:, None]
+                _missing(name, values, source, places)
+                block = _numbers(name, field, values, source, places)[:, None]
                 positions[field].append(f"^{name}")
             blocks.append(block)
+            resolved_columns[field] = (*resolved_columns.get(field, ()), *[name] * block.shape[1])
         fields_[field] = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
         resolved[field] = tuple(selected)
     for field in SCALAR_FIELDS:
@@ -529,13 +539,14 @@ def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
         if name in table.names:
             table.use(name, field)
             values = np.asarray(column(name))
-            _missing(name, values, source)
+            _missing(name, values, source, places)
             if field in CODED_FIELDS and mapping.actions is not None:
-                fields_[field] = action_indices(name, values, mapping.actions, source)
+                fields_[field] = action_indices(name, values, mapping.actions, source, places)
             else:
                 if field in CODED_FIELDS:
-                    _check_not_named(name, field, values, source)
-                fields_[field] = _numbers(name, field, values, source)
+                    _check_not_named(name, field, values, source, places)
+                fields_[field] = _numbers(name, field, values, source, places)
+            resolved_columns[field] = (name,)
     k_column = N_ACTIONS if N_ACTIONS in table.names and N_ACTIONS not in table.used else None
     n_actions = mapping.n_actions
     if k_column is not None:
@@ -569,7 +580,9 @@ def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
     if mapping.renames:
         schema = FeatureSchema(tuple(positions["context"]), tuple(positions.get("feedback", ())),
                                replace(mapping, **resolved, n_actions=n_actions))
-    return {name: fields_[name] for name in ORDER if name in fields_}, n_actions, schema
+    places = replace(places, columns=resolved_columns)
+    return ({name: field_values(name, fields_[name], source, n_actions, places=places)
+             for name in ORDER if name in fields_}, n_actions, schema)
 
 
 def fields_to_columns(table: object,

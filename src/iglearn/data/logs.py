@@ -15,8 +15,8 @@ probabilities at least ``PROBABILITY_FLOOR``, K at most ``MAX_ACTIONS``.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import TYPE_CHECKING, Literal
 
@@ -42,6 +42,44 @@ REAL_KINDS = "biuf"
 """NumPy dtype kinds a field may arrive in: booleans, integers and floats."""
 _CHUNK = 65536
 _ROWS_SHOWN = 5
+
+
+def _from_zero(row: int) -> int:
+    return row
+
+
+@dataclass(frozen=True)
+class Places:
+    """How the messages about a table's values name its rows and columns: by default a row by
+    its position counted from 0 ('row 17') and a field by its name ('field 'feedback''); a
+    table read from named columns names the column a value came from (``columns``: each
+    field's columns, a vector field's in the order of its positions), and a file of text lines
+    the line a row is written on (``noun`` 'line', ``number`` the line of a row:
+    :class:`~iglearn.data.formats.csv.CsvReader`)."""
+
+    noun: str = "row"
+    """What a row is called: 'row' or 'line'."""
+    number: Callable[[int], int] = _from_zero
+    """The number a row (counted from 0) is called by."""
+    columns: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    """The columns each field was read from (none: the field is named)."""
+
+    def row(self, row: int) -> str:
+        """'row 17', or 'line 19'."""
+        return f"{self.noun} {self.number(row)}"
+
+    def value(self, name: str, column: int = 0) -> str:
+        """What holds position ``column`` of field ``name``: "column 'dwell_ms' (feedback)",
+        "column 'action'" (a column named as its field), or "field 'feedback'"."""
+        columns = self.columns.get(name)
+        if not columns or column >= len(columns):
+            return f"field '{name}'"
+        return f"column {shown(columns[column])}" + (
+            "" if columns[column] == name else f" ({name})")
+
+
+ROWS = Places()
+"""Rows counted from 0, fields by name: how the messages of a table without names speak."""
 
 
 def check_n_actions(value: object, source: str) -> int:
@@ -76,16 +114,19 @@ def _first_bad(array: np.ndarray, ok: Callable[[np.ndarray], np.ndarray]
 
 
 def _bad_rows(array: np.ndarray, ok: Callable[[np.ndarray], np.ndarray],
-              first_row: int) -> str:
-    """The rows failing ``ok``, as 'rows 3, 9 (2 rows)' listing at most a few."""
+              first_row: int, places: Places = ROWS) -> str:
+    """The rows failing ``ok``, as 'rows 3, 9 (2 rows)' (or 'lines 5, 11 (2 rows)':
+    ``places``) listing at most a few."""
     rows: list[int] = []
     count = 0
     for start in range(0, len(array), _CHUNK):
         bad = np.flatnonzero(~ok(array[start:start + _CHUNK]))
         count += len(bad)
         rows.extend(first_row + start + int(r) for r in bad[:_ROWS_SHOWN - len(rows)])
-    listed = ", ".join(map(str, rows)) + (", ..." if count > len(rows) else "")
-    return f"row{'s' if count > 1 else ''} {listed} ({count} row{'s' if count > 1 else ''})"
+    listed = ", ".join(str(places.number(row)) for row in rows) + (
+        ", ..." if count > len(rows) else "")
+    plural = "s" if count > 1 else ""
+    return f"{places.noun}{plural} {listed} ({count} row{plural})"
 
 
 def _kind(name: str, array: np.ndarray, source: str) -> None:
@@ -121,14 +162,15 @@ def _percentages(array: np.ndarray) -> str | None:
 
 
 def field_values(name: str, value: object, source: str, n_actions: int | None = None,
-                 first_row: int = 0, single: bool = False) -> np.ndarray:
+                 first_row: int = 0, single: bool = False, places: Places = ROWS
+                 ) -> np.ndarray:
     """One field's values (any shape) as given, checked, then cast to ``DTYPES[name]``.
 
     Actions and labels must be integers in [0, n_actions); probabilities in
     [PROBABILITY_FLOOR, 1]; rewards in [-1, 1]; definitely-bad flags 0 or 1 (booleans);
     contexts and feedback finite and within ±MAX_ABS_VALUE. Messages count rows from
-    ``first_row``; with ``single`` (one context or feedback vector, as a row), they name the
-    vector's column instead.
+    ``first_row`` and name rows and columns as ``places`` says; with ``single`` (one context
+    or feedback vector, as a row), they name the vector's column instead.
     """
     array = np.asarray(value)
     _kind(name, array, source)
@@ -150,8 +192,9 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
             if single:
                 raise IGLearnError(f"{source}: this {name} holds {item!s} in column "
                                    f"{index[-1]}{problem}")
-            raise IGLearnError(f"{source}: field '{name}' holds {item!s} at row "
-                               f"{first_row + index[0]}{problem}")
+            what = places.value(name, index[1] if len(index) > 1 else 0)
+            raise IGLearnError(f"{source}: {what} holds {item!s} at "
+                               f"{places.row(first_row + index[0])}{problem}")
 
     floating = array.dtype.kind == "f"
     if name in ("action", "label"):
@@ -170,11 +213,11 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
         floor = limits.PROBABILITY_FLOOR
         if _first_bad(array, lambda a: a >= floor) is not None:
             raise IGLearnError(
-                f"{source}: field 'probability' is below {floor:g} at "
-                f"{_bad_rows(array, lambda a: a >= floor, first_row)}: importance weights 1/p "
-                f"above {1 / floor:g} let single interactions dominate every estimate; check "
-                f"the logging, or lower iglearn.data.limits.PROBABILITY_FLOOR if the logging "
-                f"policy did play them this rarely")
+                f"{source}: {places.value(name)} is below {floor:g} at "
+                f"{_bad_rows(array, lambda a: a >= floor, first_row, places)}: importance "
+                f"weights 1/p above {1 / floor:g} let single interactions dominate every "
+                f"estimate; check the logging, or lower iglearn.data.limits.PROBABILITY_FLOOR "
+                f"if the logging policy did play them this rarely")
     elif name == "reward":
         require(lambda a: (a >= -1) & (a <= 1),
                 ", outside [-1, 1]; the latent reward is 1 (liked), 0 (ignored) or -1 "
@@ -193,7 +236,7 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
                 f", beyond ±{bound:g} (iglearn.data.limits.MAX_ABS_VALUE); standardise the "
                 f"features, or raise the limit")
         if array.ndim == 2 and array.dtype.itemsize >= (8 if floating else 4):
-            _warn_lost_digits(name, array, source)
+            _warn_lost_digits(name, array, source, places)
     return array.astype(DTYPES[name], copy=False)
 
 
@@ -201,7 +244,8 @@ LOST_DIGITS_ROWS = 4096
 """:func:`_warn_lost_digits` reads at most this many rows (the first)."""
 
 
-def _warn_lost_digits(name: str, array: np.ndarray, source: str) -> None:
+def _warn_lost_digits(name: str, array: np.ndarray, source: str, places: Places = ROWS
+                      ) -> None:
     """Warn when a column of float64 or wide integer values varies by less than 2^-14 of its
     size: held as float32 (about 7 significant digits, 2^-24 of a value's size) its values
     keep fewer than 1,024 steps of their spread, and a column of timestamps in milliseconds
@@ -216,7 +260,9 @@ def _warn_lost_digits(name: str, array: np.ndarray, source: str) -> None:
     if len(lost):
         j = int(lost[0])
         more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
-        warnings.warn(f"{source}: field '{name}' column {j}{more}: its values lie around "
+        column = (places.value(name, j) if name in places.columns
+                  else f"field '{name}' column {j}")
+        warnings.warn(f"{source}: {column}{more}: its values lie around "
                       f"{size[j]:.4g} and vary by only {spread[j]:.3g}; iglearn holds them as "
                       f"float32 (about 7 significant digits), which keeps few of their "
                       f"differences: subtract an offset (the column's first value or mean) "

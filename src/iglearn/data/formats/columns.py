@@ -25,6 +25,7 @@ from iglearn.data.formats.base import (
     required_fields,
 )
 from iglearn.data.frames import ColumnMapping, read_columns
+from iglearn.data.logs import ROWS, Places
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
 
@@ -32,16 +33,17 @@ from iglearn.files import input_file
 class NamedColumnsReader(TableReader):
     """A log or context set in an Arrow ``table`` of named columns, read as ``columns`` says
     (default: iglearn's layout), then served in row batches; ``n_actions``: K when neither
-    ``columns`` nor a column ``n_actions`` gives it (a model's)."""
+    ``columns`` nor a column ``n_actions`` gives it (a model's); ``places``: how messages name
+    the table's rows (a CSV file's lines)."""
 
     def __init__(self, table: pa.Table, source: str, columns: ColumnMapping | None = None,
-                 n_actions: int | None = None):
+                 n_actions: int | None = None, places: Places = ROWS):
         def column(name: str) -> np.ndarray:
             values = table.column(name)
             if values.null_count:
                 row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
-                raise IGLearnError(f"{source}: column {shown(name)} holds a missing value at row "
-                                   f"{row}; remove or impute those rows")
+                raise IGLearnError(f"{source}: column {shown(name)} holds a missing value at "
+                                   f"{places.row(row)}; remove or impute those rows")
             if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
                     or pa.types.is_boolean(values.type)):
                 # text, dates, lists, ...: read_columns names them, the first one, and the fix
@@ -49,7 +51,7 @@ class NamedColumnsReader(TableReader):
             return numpy_of(values)
 
         fields, k, schema = read_columns(table.column_names, column, columns or ColumnMapping(),
-                                         source, n_actions)
+                                         source, n_actions, places)
         present = required_fields(set(fields), source)
         self._fields = fields
         dims = {name: int(fields[name].shape[1]) for name in MATRIX_FIELDS if name in fields}

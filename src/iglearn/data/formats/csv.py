@@ -12,6 +12,9 @@ Its values may be separated by commas, semicolons or tabs, as its header line sh
 semicolons or tabs, numbers may be written with a decimal comma (``35,2``). iglearn writes
 commas and decimal points.
 
+Messages about a value name the column it is in and the line of the file its row begins on
+(:class:`RecordLines`), as a text editor numbers lines (the header is line 1).
+
 A CSV file is parsed whole (with Apache Arrow's reader) before it is checked, so it needs
 memory for its rows; use Parquet for logs larger than memory. Written batch by batch.
 """
@@ -19,7 +22,9 @@ memory for its rows; use Parquet for logs larger than memory. Written batch by b
 from __future__ import annotations
 
 import contextlib
+import csv
 import re
+from array import array
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +36,7 @@ from iglearn.data.formats.arrow import arrow_array
 from iglearn.data.formats.base import TableReader
 from iglearn.data.formats.columns import NamedColumnsReader
 from iglearn.data.frames import N_ACTIONS, ColumnMapping, fields_to_columns
-from iglearn.data.logs import DTYPES
+from iglearn.data.logs import DTYPES, Places
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
 
@@ -100,7 +105,41 @@ class CsvReader(NamedColumnsReader):
         if table.num_rows == 0:
             raise IGLearnError(f"{source}: the file has a header but no rows; it needs at least "
                                f"one interaction")
-        super().__init__(table, source, columns, n_actions)
+        super().__init__(table, source, columns, n_actions,
+                         Places("line", RecordLines(path, delimiter)))
+
+
+class RecordLines:
+    """The line of a CSV file on which each of its rows (counted from 0 after the header)
+    begins, as the file is parsed: empty lines are skipped, and a quoted value may span lines.
+    The file is read again for it on the first call only, so a file whose values are all
+    good (no message names a row) is read once."""
+
+    def __init__(self, path: Path, delimiter: str):
+        self.path, self.delimiter = path, delimiter
+        self._lines: array | None = None
+
+    def __call__(self, row: int) -> int:
+        if self._lines is None:
+            self._lines = self._scan()
+        return self._lines[row] if 0 <= row < len(self._lines) else row + 2
+
+    def _scan(self) -> array:
+        lines = array("q")
+        with open(self.path, newline="", encoding="utf-8", errors="replace") as file:
+            reader = csv.reader(file, delimiter=self.delimiter)
+            header = False
+            while True:
+                first = reader.line_num + 1
+                try:
+                    record = next(reader)
+                except (StopIteration, csv.Error):
+                    return lines
+                if not record:  # an empty line
+                    continue
+                if header:
+                    lines.append(first)
+                header = True
 
 
 def _ragged_row(path: Path, delimiter: str) -> Any:
