@@ -295,3 +295,40 @@ def test_requests_arriving_while_a_group_waits_share_its_commit(tmp_path, beyond
     assert app.GATHER_TURNS >= 1 and commits == [*grouped, (1, 1)]
     assert [d.event_id for d, in answers[:-1]] == [f"e{i}" for i in range(turns + 1)] + ["e9"]
     assert answers[-1] is FeedbackOutcome.JOINED
+
+
+@pytest.mark.parametrize("algorithm", ["igl", "ai-igl"])
+def test_a_service_learns_from_raw_measurements_with_far_values(database, tmp_path, algorithm):
+    """Clients send what their sensors read: contexts around 35 with a spread of hundredths
+    (voxel intensities) and dwell times in milliseconds, one of them an hour long in 1 % of
+    the interactions. A re-fit on 600 of them (as an HTTP client sends them, played
+    uniformly) serves a policy that picks the right action for most raw contexts, and the
+    model it stores scales the dwell column that the far values dominate by its quartiles."""
+    from .conftest import start_service
+
+    running = start_service(tmp_path, database, model={"algorithm": algorithm, "learner": {}},
+                            exploration={"mode": "e2g", "warmup": 10000})
+    rng = np.random.default_rng(0)
+    try:
+        with running.http() as http, running.http("admin") as admin:
+            for i in range(600):
+                x = rng.normal(size=D_X)
+                decision = http.post("/v1/decide", json={"context": (35 + 0.05 * x).tolist()})
+                right = decision.json()["action"] == int(np.argmax(x[:K]))
+                dwell = rng.normal(20000, 3000) if right else rng.normal(2000, 500)
+                y = [dwell, 80 + 10 * rng.normal(), 400 * right + 50 * rng.normal()]
+                if i % 100 == 7:
+                    y[0] = float(rng.uniform(1e6, 4e6))  # a tab left open for up to an hour
+                answer = http.post("/v1/feedback", json={"event_id": decision.json()["event_id"],
+                                                         "feedback": y})
+                assert answer.status_code == 204, answer.text
+            refit = admin.post("/v1/model/refit?wait=120")
+            assert refit.status_code == 200, refit.text
+            learner = load_archive(admin.get("/v1/model/export").content)
+    finally:
+        running.stop()
+    assert learner.standardiser_.feedback_outlying == (0,)
+    x = rng.normal(size=(1000, D_X))
+    accuracy = np.mean(learner.predict((35 + 0.05 * x).astype(np.float32))
+                       == np.argmax(x[:, :K], axis=1))
+    assert accuracy > 0.85, accuracy
