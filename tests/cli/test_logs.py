@@ -413,3 +413,51 @@ def test_fit_names_the_columns_it_scaled_by_their_quartiles(capsys, tmp_path):
         assert json.loads(out).get("outlying_columns") == expected
         record = json.loads((tmp_path / name / io.METADATA).read_text())["standardiser"]
         assert record["feedback_outlying"] == ([1] if expected else [])
+
+
+def test_fit_and_evaluate_drop_rows_with_missing_values_only_when_told(capsys, tmp_path):
+    """A CSV log with empty cells is refused, naming the line, unless ``--missing drop``:
+    then the rows are left out, stderr names their lines, and the fit is the fit of the log
+    without them. predict has no such option (it answers every row), and the model's mapping
+    refuses such rows."""
+    rng = np.random.default_rng(0)
+    n = 300
+    best, arm = rng.integers(0, 3, n), rng.integers(0, 3, n)
+    frame = pd.DataFrame({"age": best + rng.normal(0, 0.2, n), "arm": arm, "p": 1 / 3,
+                          "dwell_ms": 2000 + 3000 * (arm == best) + rng.normal(0, 500, n)})
+    holes = frame.copy()
+    holes.loc[[4, 150], "dwell_ms"] = np.nan
+    holes.loc[7, "age"] = np.nan
+    holes.to_csv(tmp_path / "holes.csv", index=False)
+    frame.drop(index=[4, 7, 150]).to_csv(tmp_path / "complete.csv", index=False)
+    options = ("--context", "age", "--feedback", "dwell_ms", "--action", "arm",
+               "--probability", "p", "--n-actions", "3", *FAST)
+    code, _, err = run(capsys, "fit", tmp_path / "holes.csv", "--out", tmp_path / "no",
+                       *options)
+    assert code == 2 and "column 'age' holds a missing value at line 9;" in err
+    assert not (tmp_path / "no").exists()
+    code, out, err = run(capsys, "fit", tmp_path / "holes.csv", "--out", tmp_path / "dropped",
+                         *options, "--missing", "drop")
+    assert code == 0, err
+    assert "dropped lines 6, 9, 152 (3 rows) with a missing value" in err
+    assert json.loads(out)["samples"] == n - 3
+    code, out, err = run(capsys, "fit", tmp_path / "complete.csv", "--out",
+                         tmp_path / "complete", *options)
+    assert code == 0, err
+    measured = []
+    for name in ("dropped", "complete"):
+        code, out, err = run(capsys, "evaluate", tmp_path / name, tmp_path / "complete.csv")
+        assert code == 0, err
+        measured.append({key: value for key, value in json.loads(out).items()
+                         if key not in ("model", "in_sample", "note")})
+    assert measured[0] == measured[1]  # the same rows, in the same order: the same fit
+    code, _, err = run(capsys, "evaluate", tmp_path / "dropped", tmp_path / "holes.csv")
+    assert code == 2 and "at line 9; remove or impute" in err
+    code, out, err = run(capsys, "evaluate", tmp_path / "dropped", tmp_path / "holes.csv",
+                         "--missing", "drop")
+    assert code == 0 and json.loads(out)["samples"] == n - 3, err
+    code, _, err = run(capsys, "predict", tmp_path / "dropped", tmp_path / "holes.csv",
+                       "--out", tmp_path / "p.csv", "--missing", "drop")
+    assert code == 2 and "--missing" in err
+    record = json.loads((tmp_path / "dropped" / io.METADATA).read_text())
+    assert "missing" not in record["feature_schema"]["columns"]

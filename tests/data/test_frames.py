@@ -478,3 +478,37 @@ def test_a_row_index_written_with_the_table_is_left_unread(tmp_path):
     with pytest.raises(IGLearnError, match="column 'Unnamed: 0' is read by no field"):
         InteractionLog.from_frame(indexed.assign(**{"Unnamed: 0": 7}), **mapping,
                                   actions=names)
+
+
+def test_missing_drop_leaves_out_the_rows_with_a_missing_value_and_names_them():
+    """NaN in a float column, pandas' NA in a nullable integer or boolean one, None in a column
+    of lists: those rows are left out, a warning names them, the other rows are read as the
+    same frame without them; a later bad value is named by its row in the frame as given."""
+    log = small_log(n=40)
+    frame = log.to_frame().astype({"action": "Int64"})
+    frame["definitely_bad"] = pd.array([i % 5 == 0 for i in range(40)], dtype="boolean")
+    frame["notes"] = [[1.0, 2.0]] * 40
+    frame.loc[3, "feedback_1"] = np.nan
+    frame.loc[11, "action"] = pd.NA
+    frame.loc[20, "definitely_bad"] = pd.NA
+    frame.at[27, "notes"] = None
+    read = dict(context=["context_*", "notes"], definitely_bad="definitely_bad")
+    with pytest.raises(IGLearnError, match=r"column 'notes' holds a missing value at row 27; "
+                                           r".*missing='drop'"):  # the context is read first
+        InteractionLog.from_frame(frame, **read)
+    with pytest.warns(UserWarning, match=r"dropped rows 3, 11, 20, 27 \(4 rows\) with a "
+                                         r"missing value in a column read; 36 rows are left"):
+        dropped = InteractionLog.from_frame(frame, missing="drop", **read)
+    complete = frame.drop(index=[3, 11, 20, 27]).astype({"action": "int64",
+                                                         "definitely_bad": "bool"})
+    assert_same(dropped, InteractionLog.from_frame(complete, **read), FIELDS)
+    assert dropped.schema is not None and dropped.schema.columns.missing == "refuse"
+    frame.loc[30, "probability"] = 1.5
+    with pytest.warns(UserWarning, match="dropped"), pytest.raises(
+            IGLearnError, match=r"column 'probability' holds 1.5 at row 30, outside"):
+        InteractionLog.from_frame(frame, missing="drop", **read)
+    frame.loc[:, "feedback_0"] = np.nan
+    with pytest.raises(IGLearnError, match="every row has a missing value in a column read"):
+        InteractionLog.from_frame(frame, missing="drop", **read)
+    with pytest.raises(IGLearnError, match="missing is 'skip'; choose one of refuse, drop"):
+        ColumnMapping(missing="skip")

@@ -78,9 +78,10 @@ def _columns(args: argparse.Namespace, base: ColumnMapping | None = None
     return build_settings(args, base or ColumnMapping(), COLUMNS)
 
 
-def _add_columns(parser: argparse.ArgumentParser, description: str) -> None:
+def _add_columns(parser: argparse.ArgumentParser, description: str,
+                 skip: tuple[str, ...] = ()) -> None:
     add_settings(parser, ColumnMapping(), COLUMNS, "columns of a .csv or .parquet file",
-                 description)
+                 description, skip=skip)
 
 
 def _setting_names(settings: Any) -> set[str]:
@@ -755,7 +756,8 @@ def _predict_options(predict: argparse.ArgumentParser) -> None:
     _add_columns(predict, "Which columns of a .csv or .parquet CONTEXTS hold which field "
                           "(default: the column mapping the model was fitted with, else iglearn's "
                           "layout); the options given replace the model's entries. K defaults to "
-                          "the model's.")
+                          "the model's. A row with a missing value is refused: predict answers "
+                          "every row.", skip=("missing",))
     predict.set_defaults(run=_predict, reads=("model", "contexts"))
 
 

@@ -35,6 +35,7 @@ label). The values go through the checks of :class:`~iglearn.data.logs.Interacti
 from __future__ import annotations
 
 import re
+import warnings
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields, replace
@@ -42,7 +43,14 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
-from iglearn.data.logs import MATRIX_FIELDS, ROWS, Places, check_n_actions, field_values
+from iglearn.data.logs import (
+    MATRIX_FIELDS,
+    ROWS,
+    Places,
+    check_n_actions,
+    field_values,
+    rows_failing,
+)
 from iglearn.errors import IGLearnError, option_list, shown
 
 if TYPE_CHECKING:
@@ -61,6 +69,8 @@ LOGGED = ("action", "probability", "feedback")
 """Fields that, with the context, make an interaction log: all of them or none."""
 PREFIX = "*"
 """Ends a column mapping entry that selects every column whose name starts with the rest."""
+MISSING = ("refuse", "drop")
+"""What :attr:`ColumnMapping.missing` may do with a row that has a missing value."""
 _POSITION = re.compile(r"(context|feedback)_(0|[1-9][0-9]{0,8})")
 _UNNAMED = re.compile(r"|Unnamed: 0")
 """The name of a table's row index column: none, or pandas' name for an unnamed first
@@ -106,6 +116,10 @@ class ColumnMapping:
     """The actions as the action and label columns name them, in the order of their indices
     0 to K - 1: words such as left,right, or numbers such as 1,2,3 (K is their number; none:
     the columns hold the indices)"""
+    missing: Literal["refuse", "drop"] = "refuse"
+    """A row with a missing value (an empty cell, NaN, None) in a column a field reads:
+    refuse the table, naming the row, or drop such rows, saying how many and which (a model
+    keeps refuse: predict answers every row)"""
 
     def __post_init__(self) -> None:
         for name in ("context", "feedback", "ignore"):
@@ -134,6 +148,9 @@ class ColumnMapping:
                                                                   "column mapping"))
         if self.actions is not None:
             self._check_actions()
+        if self.missing not in MISSING:
+            raise IGLearnError(f"column mapping: missing is {shown(self.missing)}; choose one "
+                               f"of {', '.join(MISSING)}")
 
     def _check_actions(self) -> None:
         """``actions``: at least two distinct non-empty names, their number K (which
@@ -164,12 +181,15 @@ class ColumnMapping:
                                                for name in (*MATRIX_FIELDS, *SCALAR_FIELDS))
 
     def to_json(self) -> dict:
-        """A JSON-ready dictionary (tuples as lists; ``actions`` only when named, so that a
-        model folder without them reads in iglearn versions before them)."""
+        """A JSON-ready dictionary (tuples as lists; ``actions`` only when named and
+        ``missing`` only when not 'refuse', so that a model folder without them reads in
+        iglearn versions before them)."""
         record = {f.name: list(value) if isinstance(value := getattr(self, f.name), tuple)
                   else value for f in fields(self)}
         if record["actions"] is None:
             del record["actions"]
+        if record["missing"] == "refuse":
+            del record["missing"]
         return record
 
     @classmethod
@@ -204,19 +224,29 @@ def mapping_of(base: ColumnMapping | None = None, **given: Any) -> ColumnMapping
                    **{name: value for name, value in given.items() if value is not None})
 
 
+def missing_rows(values: np.ndarray) -> np.ndarray:
+    """Which values of a column are missing: None, NaN, pandas' NA or NaT (booleans)."""
+    if values.dtype == object:
+        return np.array([v is None or (isinstance(v, float) and v != v)
+                         or type(v).__name__ in ("NAType", "NaTType") for v in values],
+                        dtype=bool)
+    if values.dtype.kind in "fc":
+        return np.isnan(values)
+    if values.dtype.kind in "mM":
+        return np.isnat(values)
+    return np.zeros(len(values), dtype=bool)
+
+
 def _missing(name: str, values: np.ndarray, source: str, places: Places = ROWS) -> None:
     """An error naming the first row of ``values`` that is missing (None, or NaN in a column
     that is not a vector's), as ``places`` names rows."""
-    if values.dtype == object:
-        bad = np.flatnonzero([v is None or (isinstance(v, float) and v != v)
-                              or type(v).__name__ in ("NAType", "NaTType") for v in values])
-    elif values.dtype.kind == "f" and name not in MATRIX_FIELDS:
-        bad = np.flatnonzero(np.isnan(values))
-    else:
+    if values.dtype != object and (values.dtype.kind != "f" or name in MATRIX_FIELDS):
         return
+    bad = np.flatnonzero(missing_rows(values))
     if len(bad):
         raise IGLearnError(f"{source}: column {shown(name)} holds a missing value at "
-                           f"{places.row(int(bad[0]))}; remove or impute those rows")
+                           f"{places.row(int(bad[0]))}; remove or impute those rows (a fit or "
+                           f"an evaluation may drop them: missing='drop', --missing drop)")
 
 
 def _list_column(name: str, field: str, cells: np.ndarray, source: str,
@@ -489,12 +519,12 @@ class _Selection:
             f"rename {it}, or leave {it} unread with ignore=[...] (--ignore)")
 
 
-def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
+def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
                  mapping: ColumnMapping, source: str, default_n_actions: int | None = None,
                  places: Places = ROWS
                  ) -> tuple[dict[str, np.ndarray], int, FeatureSchema | None]:
     """The fields (context, action, ...), K and the feature schema of a table whose columns
-    are ``names`` (``column(name)`` gives one column's values), read as ``mapping`` says.
+    are ``names`` (``whole(name)`` gives one column's values), read as ``mapping`` says.
 
     K comes from ``mapping.n_actions``, else a column ``n_actions`` (which must agree with it
     when both are given), else ``default_n_actions``. The schema is None unless the mapping
@@ -504,11 +534,23 @@ def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
     Every problem is an error naming the column, the row (as ``places`` names rows: a CSV
     file's line, say) and the fix; the fields' values are checked here (as
     :class:`~iglearn.data.logs.InteractionLog` checks them, given in the fields' types), so
-    that a message about a value names the column it came from.
+    that a message about a value names the column it came from. With ``mapping.missing``
+    'drop', the rows with a missing value in a column read are left out first
+    (:func:`_kept_rows`), and the messages still number the rows as the table does.
     """
     from iglearn.data.formats.base import FeatureSchema
 
     table = _Selection(names, mapping, source)
+    kept = None
+    if mapping.missing == "drop":
+        read = [name for field in MATRIX_FIELDS for name in table.vector_columns(field)] + [
+            name for field in SCALAR_FIELDS if (name := getattr(mapping, field)) in table.names]
+        kept, places = _kept_rows(read, whole, source, places)
+
+    def column(name: str) -> np.ndarray:  # the kept rows only
+        values = np.asarray(whole(name))
+        return values if kept is None else values[kept]
+
     fields_: dict[str, np.ndarray] = {}
     resolved: dict[str, Any] = {}
     positions: dict[str, list[str]] = {}
@@ -575,14 +617,37 @@ def read_columns(names: Sequence[str], column: Callable[[str], np.ndarray],
         raise IGLearnError(f"{source}: no column for field '{name}' ({table.layout(name)}"
                            f"{uniform}); an interaction log needs context, action, probability "
                            f"and feedback, a context set the context only")
-    table.unread(k_column, lambda name: _row_numbers(np.asarray(column(name))))
+    table.unread(k_column, lambda name: _row_numbers(np.asarray(whole(name))))
     schema = None
-    if mapping.renames:
+    if mapping.renames:  # a model's mapping answers every row: predict drops none
         schema = FeatureSchema(tuple(positions["context"]), tuple(positions.get("feedback", ())),
-                               replace(mapping, **resolved, n_actions=n_actions))
+                               replace(mapping, **resolved, n_actions=n_actions,
+                                       missing="refuse"))
     places = replace(places, columns=resolved_columns)
     return ({name: field_values(name, fields_[name], source, n_actions, places=places)
              for name in ORDER if name in fields_}, n_actions, schema)
+
+
+def _kept_rows(names: Sequence[str], column: Callable[[str], np.ndarray], source: str,
+               places: Places) -> tuple[np.ndarray | None, Places]:
+    """For ``missing='drop'``: the rows (a mask) with no missing value (:func:`missing_rows`)
+    in any of the columns ``names``, or None when every row is complete; and ``places``
+    numbering the kept rows as the table does. Dropping is told in a warning naming the
+    rows; a table of no complete row is an error."""
+    gone: np.ndarray | None = None
+    for name in names:
+        missing = missing_rows(np.asarray(column(name)))
+        gone = missing if gone is None else gone | missing
+    if gone is None or not gone.any():
+        return None, places
+    if gone.all():
+        raise IGLearnError(f"{source}: every row has a missing value in a column read "
+                           f"({_listing(list(names))}); impute them, or read other columns")
+    warnings.warn(f"{source}: dropped {rows_failing(gone, np.logical_not, 0, places)} with a "
+                  f"missing value in a column read; {int((~gone).sum())} rows are left",
+                  UserWarning, stacklevel=4)
+    rows = np.flatnonzero(~gone)
+    return ~gone, replace(places, number=lambda row: places.number(int(rows[row])))
 
 
 def fields_to_columns(table: object,

@@ -113,8 +113,8 @@ def _first_bad(array: np.ndarray, ok: Callable[[np.ndarray], np.ndarray]
     return None
 
 
-def _bad_rows(array: np.ndarray, ok: Callable[[np.ndarray], np.ndarray],
-              first_row: int, places: Places = ROWS) -> str:
+def rows_failing(array: np.ndarray, ok: Callable[[np.ndarray], np.ndarray],
+                 first_row: int = 0, places: Places = ROWS) -> str:
     """The rows failing ``ok``, as 'rows 3, 9 (2 rows)' (or 'lines 5, 11 (2 rows)':
     ``places``) listing at most a few."""
     rows: list[int] = []
@@ -214,7 +214,7 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
         if _first_bad(array, lambda a: a >= floor) is not None:
             raise IGLearnError(
                 f"{source}: {places.value(name)} is below {floor:g} at "
-                f"{_bad_rows(array, lambda a: a >= floor, first_row, places)}: importance "
+                f"{rows_failing(array, lambda a: a >= floor, first_row, places)}: importance "
                 f"weights 1/p above {1 / floor:g} let single interactions dominate every "
                 f"estimate; check the logging, or lower iglearn.data.limits.PROBABILITY_FLOOR "
                 f"if the logging policy did play them this rarely")
@@ -413,6 +413,7 @@ class InteractionLog:
                    definitely_bad: str | None = None,
                    ignore: str | Sequence[str] | None = None,
                    actions: Sequence[str] | None = None,
+                   missing: Literal["refuse", "drop"] | None = None,
                    schema: FeatureSchema | None = None) -> InteractionLog:
         """The log a pandas DataFrame holds (:mod:`iglearn.data.frames`).
 
@@ -425,7 +426,9 @@ class InteractionLog:
         fields are one column's name. Every column must be read or listed in ``ignore``.
         ``actions`` names the actions as the ``action`` and ``label`` columns write them
         (``["left", "right"]``, or ``["1", "2", "3"]`` for actions numbered from 1), in the
-        order of their indices; K is their number.
+        order of their indices; K is their number. A row with a missing value (NaN, None,
+        pandas' NA) in a column read is refused, naming it, unless ``missing='drop'``:
+        such rows are left out, and a warning names them.
 
         Args:
             frame: the table, one row per interaction.
@@ -442,7 +445,8 @@ class InteractionLog:
                              context=context, feedback=feedback, action=action,
                              probability=probability, reward=reward, label=label,
                              definitely_bad=definitely_bad, n_actions=n_actions, ignore=ignore,
-                             actions=None if actions is None else tuple(actions))
+                             actions=None if actions is None else tuple(actions),
+                             missing=missing)
         return from_frame(frame, mapping, source)
 
     def to_frame(self, vectors: Literal["columns", "lists"] = "columns") -> pd.DataFrame:

@@ -26,7 +26,7 @@ from iglearn.data.formats.base import (
 )
 from iglearn.data.frames import ColumnMapping, read_columns
 from iglearn.data.logs import ROWS, Places
-from iglearn.errors import IGLearnError, shown
+from iglearn.errors import IGLearnError
 from iglearn.files import input_file
 
 
@@ -40,10 +40,8 @@ class NamedColumnsReader(TableReader):
                  n_actions: int | None = None, places: Places = ROWS):
         def column(name: str) -> np.ndarray:
             values = table.column(name)
-            if values.null_count:
-                row = int(np.flatnonzero(values.is_null().to_numpy(zero_copy_only=False))[0])
-                raise IGLearnError(f"{source}: column {shown(name)} holds a missing value at "
-                                   f"{places.row(row)}; remove or impute those rows")
+            if values.null_count:  # None or NaN: read_columns names the row, or drops it
+                return values.to_numpy(zero_copy_only=False)
             if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)
                     or pa.types.is_boolean(values.type)):
                 # text, dates, lists, ...: read_columns names them, the first one, and the fix
@@ -55,7 +53,8 @@ class NamedColumnsReader(TableReader):
         present = required_fields(set(fields), source)
         self._fields = fields
         dims = {name: int(fields[name].shape[1]) for name in MATRIX_FIELDS if name in fields}
-        self.info = TableInfo(source, table.num_rows, k, present, dims, schema)
+        n_rows = len(next(iter(fields.values())))  # without the rows a mapping drops
+        self.info = TableInfo(source, n_rows, k, present, dims, schema)
 
     def batches(self, rows: int = BATCH_ROWS, fields: tuple[str, ...] | None = None
                 ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
