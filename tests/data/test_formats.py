@@ -419,7 +419,9 @@ BAD = {
                                    lambda p: _dsjson(p, _drop("_label_probability")),
                                    ["line 3", "_label_probability"]),
     "dsjson probability 0": ("x.dsjson", lambda p: _dsjson(p, _set("_label_probability", 0)),
-                             ["'probability'", "(0, 1]"]),
+                             ["'probability' holds 0.0 at line 3", "(0, 1]"]),
+    "dsjson probability a percentage": ("x.dsjson", lambda p: _dsjson(
+        p, _set("_label_probability", 25)), ["'probability' holds 25.0 at line 3"]),
     "dsjson K mismatch": ("x.dsjson",
                           lambda p: _dsjson(p, _set("c", {"x": {"x0": 1}, "_multi": [{}] * 3})),
                           ["line 3", "3 actions but K is 4"]),

@@ -51,6 +51,7 @@ from iglearn.data.formats.base import (
     check_table_size,
     required_fields,
 )
+from iglearn.data.logs import Places, field_values
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
 
@@ -211,6 +212,11 @@ class DsjsonReader(TableReader):
                 value = _number(extra, "label", info.source, line_no, where="_iglearn.")
                 out["label"][row] = _action(value, 0, "_iglearn.label", info.n_actions,
                                             info.source, line_no)
+        lines = [line_no for line_no, _ in records]
+        on_lines = Places("line", lambda row: lines[row])
+        for name in ("probability", "reward"):  # their bounds, each value named by its line
+            if name in out:
+                field_values(name, out[name], info.source, places=on_lines)
         return out
 
     def _fill(self, row: np.ndarray, name: str, features: dict[str, float],
