@@ -44,7 +44,13 @@ MAX_INTEGER_DIGITS = 20
 MAX_ABS_VALUE = 1e9
 """Largest magnitude of a context or feedback value. Beyond it, products and squares of such
 values with importance weights up to 1 / PROBABILITY_FLOOR leave float32's range (3.4e38) in
-the optimiser's state; standardise such features."""
+the optimiser's state; values are checked as logged, before any standardisation, so such a
+column must be shifted or rescaled first (:data:`TOO_LARGE_FIX`)."""
+
+TOO_LARGE_FIX = ("subtract an origin or change the unit (a time stamp: seconds since the log "
+                 "began), leave the column out, or raise iglearn.data.limits.MAX_ABS_VALUE")
+"""What a message about a value beyond :data:`MAX_ABS_VALUE` tells the user to do: the
+commonest such columns are time stamps (Unix seconds pass 1.7e9) and running counters."""
 
 PROBABILITY_FLOOR = 1e-6
 """Smallest logged probability accepted. 1/p is the importance weight of an interaction: one

@@ -233,8 +233,7 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
         if floating:  # a bound beyond the type's range holds for every finite value
             bound = min(bound, float(np.finfo(array.dtype).max))
         require(lambda a: (a >= -bound) & (a <= bound),
-                f", beyond ±{bound:g} (iglearn.data.limits.MAX_ABS_VALUE); standardise the "
-                f"features, or raise the limit")
+                f", beyond ±{bound:g}; {limits.TOO_LARGE_FIX}")
         if array.ndim == 2 and array.dtype.itemsize >= (8 if floating else 4):
             _warn_lost_digits(name, array, source, places)
     return array.astype(DTYPES[name], copy=False)

@@ -275,9 +275,8 @@ def _scalar(value: object, key: str, source: str, line_no: int) -> float:
     if isinstance(value, int | float):
         if abs(value) > limits.MAX_ABS_VALUE:
             raise IGLearnError(f"{source}, line {line_no}: feature {shown(key)} is "
-                               f"{shown(value)}, beyond ±{limits.MAX_ABS_VALUE:g} "
-                               f"(iglearn.data.limits.MAX_ABS_VALUE); standardise the feature, "
-                               f"or raise the limit")
+                               f"{shown(value)}, beyond ±{limits.MAX_ABS_VALUE:g}; "
+                               f"{limits.TOO_LARGE_FIX}")
         return float(value)
     raise IGLearnError(f"{source}, line {line_no}: feature {shown(key)} has value "
                        f"{shown(value)}; expected a number, a boolean or a string")
