@@ -48,7 +48,7 @@ the optimiser's state; values are checked as logged, before any standardisation,
 column must be shifted or rescaled first (:data:`TOO_LARGE_FIX`)."""
 
 TOO_LARGE_FIX = ("subtract an origin or change the unit (a time stamp: seconds since the log "
-                 "began), leave the column out, or raise iglearn.data.limits.MAX_ABS_VALUE")
+                 "began), leave it out, or raise iglearn.data.limits.MAX_ABS_VALUE")
 """What a message about a value beyond :data:`MAX_ABS_VALUE` tells the user to do: the
 commonest such columns are time stamps (Unix seconds pass 1.7e9) and running counters."""
 
