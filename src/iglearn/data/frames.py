@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -542,13 +542,15 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
 
     table = _Selection(names, mapping, source)
     kept = None
+    converted: dict[str, np.ndarray] = {}  # with 'drop': the columns read, converted once
     if mapping.missing == "drop":
         read = [name for field in MATRIX_FIELDS for name in table.vector_columns(field)] + [
             name for field in SCALAR_FIELDS if (name := getattr(mapping, field)) in table.names]
-        kept, places = _kept_rows(read, whole, source, places)
+        converted = {name: np.asarray(whole(name)) for name in read}
+        kept, places = _kept_rows(converted, source, places)
 
     def column(name: str) -> np.ndarray:  # the kept rows only
-        values = np.asarray(whole(name))
+        values = converted.pop(name) if name in converted else np.asarray(whole(name))
         return values if kept is None else values[kept]
 
     fields_: dict[str, np.ndarray] = {}
@@ -628,21 +630,22 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
              for name in ORDER if name in fields_}, n_actions, schema)
 
 
-def _kept_rows(names: Sequence[str], column: Callable[[str], np.ndarray], source: str,
+def _kept_rows(columns: Mapping[str, np.ndarray], source: str,
                places: Places) -> tuple[np.ndarray | None, Places]:
     """For ``missing='drop'``: the rows (a mask) with no missing value (:func:`missing_rows`)
-    in any of the columns ``names``, or None when every row is complete; and ``places``
-    numbering the kept rows as the table does. Dropping is told in a warning naming the
-    rows; a table of no complete row is an error."""
+    in any of the ``columns`` read (by name), or None when every row is complete; and
+    ``places`` numbering the kept rows as the table does. Dropping is told in a warning naming
+    the rows; a table of no complete row is an error."""
+    names = list(columns)
     gone: np.ndarray | None = None
-    for name in names:
-        missing = missing_rows(np.asarray(column(name)))
+    for values in columns.values():
+        missing = missing_rows(values)
         gone = missing if gone is None else gone | missing
     if gone is None or not gone.any():
         return None, places
     if gone.all():
         raise IGLearnError(f"{source}: every row has a missing value in a column read "
-                           f"({_listing(list(names))}); impute them, or read other columns")
+                           f"({_listing(names)}); impute them, or read other columns")
     warnings.warn(f"{source}: dropped {rows_failing(gone, np.logical_not, 0, places)} with a "
                   f"missing value in a column read; {int((~gone).sum())} rows are left",
                   UserWarning, stacklevel=4)
