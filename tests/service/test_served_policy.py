@@ -11,7 +11,7 @@ from iglearn.data import limits
 from iglearn.learners.batch_igl import BatchIGL
 from iglearn.learners.iglp import IGLP
 from iglearn.models.policies import make_policy
-from iglearn.service.app import Rejected, policy_function, vector
+from iglearn.service.app import SERVED_UNITS_FIX, Rejected, policy_function, vector
 
 D_X, K = 64, 10
 
@@ -49,7 +49,9 @@ def test_other_policies_use_the_learners_own_predict_proba():
 @pytest.mark.parametrize(("values", "message"), [
     ([0.0, float("nan"), 1e300], "value 1 is not finite (NaN or infinite)"),
     ([0.0, 1e300, float("inf")], "value 2 is not finite (NaN or infinite)"),
-    ([0.0, 1.0, -2 * limits.MAX_ABS_VALUE], f"value 2 exceeds ±{limits.MAX_ABS_VALUE:g}"),
+    ([0.0, 1.0, -2 * limits.MAX_ABS_VALUE],
+     f"value 2 (-2e+09) exceeds ±{limits.MAX_ABS_VALUE:g}, the most a log may hold; "
+     f"{SERVED_UNITS_FIX}"),
     ([0.0, True, 1.0], "value 1 is not a number"),
 ])
 def test_vector_names_the_first_bad_value(values, message):

@@ -650,6 +650,13 @@ async def read_json(request: Request, limit: int, allowed: tuple[str, ...]) -> d
     return value
 
 
+SERVED_UNITS_FIX = "send it in the unit and from the origin of the model's log"
+"""What a 422 for a vector value beyond :data:`~iglearn.data.limits.MAX_ABS_VALUE` tells the
+client. No log holding such a value is read (:data:`~iglearn.data.limits.TOO_LARGE_FIX`), so
+the client is sending a raw time stamp or counter that the model's log had shifted or
+rescaled."""
+
+
 def vector(value: object, name: str, dim: int) -> np.ndarray:
     """A list of ``dim`` finite numbers within the value limit, as float32 (422 naming
     ``name`` otherwise)."""
@@ -666,9 +673,9 @@ def vector(value: object, name: str, dim: int) -> np.ndarray:
         if bad.any():
             raise Rejected(422, f"value {int(np.argmax(bad))} is not finite (NaN or infinite)",
                            name)
-        big = np.abs(array) > limits.MAX_ABS_VALUE
-        raise Rejected(422, f"value {int(np.argmax(big))} exceeds ±{limits.MAX_ABS_VALUE:g}",
-                       name)
+        i = int(np.argmax(np.abs(array) > limits.MAX_ABS_VALUE))
+        raise Rejected(422, f"value {i} ({array[i]:g}) exceeds ±{limits.MAX_ABS_VALUE:g}, "
+                            f"the most a log may hold; {SERVED_UNITS_FIX}", name)
     return array.astype(np.float32)
 
 
