@@ -512,3 +512,26 @@ def test_missing_drop_leaves_out_the_rows_with_a_missing_value_and_names_them():
         InteractionLog.from_frame(frame, missing="drop", **read)
     with pytest.raises(IGLearnError, match="missing is 'skip'; choose one of refuse, drop"):
         ColumnMapping(missing="skip")
+
+
+def test_a_named_index_level_the_mapping_names_is_read_as_its_column():
+    """A log indexed by its action (``set_index("arm")``), or by a user the context reads, reads
+    as the table with a plain index; an index the mapping does not name stays unread, and a
+    model's contexts indexed alike read too."""
+    frame, _ = user_frame(60)
+    plain = InteractionLog.from_frame(frame, **MAPPING)
+    for indexed in (frame.set_index("arm"), frame.set_index(["p", "arm"]),
+                    frame.set_index("emg_10")):
+        log = InteractionLog.from_frame(indexed, **MAPPING)
+        np.testing.assert_array_equal(log.action, plain.action)
+        np.testing.assert_allclose(log.context, plain.context)
+        np.testing.assert_allclose(log.feedback, plain.feedback)  # emg_* selects emg_10
+        assert log.schema == plain.schema
+    users = frame.assign(user=np.arange(60) % 4).set_index("user")
+    with_user = InteractionLog.from_frame(users, **dict(MAPPING,
+                                                        context=["age", "clicks", "user"]))
+    np.testing.assert_array_equal(with_user.context[:, 2], np.arange(60) % 4)
+    assert len(InteractionLog.from_frame(users, **MAPPING)) == 60  # not named: unread
+    assert len(InteractionLog.from_frame(users, **MAPPING, ignore=["user"])) == 60
+    contexts = ContextSet.from_frame(frame.set_index("age")[["clicks"]], schema=plain.schema)
+    np.testing.assert_allclose(contexts.context, plain.context)

@@ -671,10 +671,35 @@ def fields_to_columns(table: object,
     return out
 
 
+def mapped_index(frame: pd.DataFrame, mapping: ColumnMapping) -> pd.DataFrame:
+    """``frame`` with each named index level that ``mapping`` names (a field's column, one
+    that a ``NAME*`` entry selects, or an ``ignore`` entry) made a column, as
+    ``reset_index`` makes it: a log indexed by its action, its user or its time reads as the
+    same table with a plain index. Any other index, named or not, stays unread, as a table's
+    row index is; a level named as a column is left to the column."""
+    columns = {str(name) for name in frame.columns}
+    levels = [name for name in frame.index.names
+              if isinstance(name, str) and name not in columns]
+    if not levels:
+        return frame
+    entries = [entry for name in ("context", "feedback", "ignore")
+               for entry in getattr(mapping, name) or ()]
+    entries += [getattr(mapping, name) for name in SCALAR_FIELDS]
+
+    def named(level: str) -> bool:
+        return any(level == entry or (entry.endswith(PREFIX)
+                                      and level.startswith(entry.rstrip(PREFIX)))
+                   for entry in entries)
+    read = [level for level in levels if named(level)]
+    return frame.reset_index(level=read) if read else frame
+
+
 def frame_columns(frame: pd.DataFrame, mapping: ColumnMapping, source: str
                   ) -> tuple[dict[str, np.ndarray], int, FeatureSchema | None]:
-    """:func:`read_columns` on a DataFrame; K may also be ``frame.attrs['n_actions']``."""
+    """:func:`read_columns` on a DataFrame (:func:`mapped_index` first); K may also be
+    ``frame.attrs['n_actions']``."""
     attrs = frame.attrs.get(N_ACTIONS)
+    frame = mapped_index(frame, mapping)
     names = [str(c) for c in frame.columns]
 
     def column(name: str) -> np.ndarray:  # names are unique once read_columns asks
