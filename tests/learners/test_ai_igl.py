@@ -10,6 +10,7 @@ import torch
 
 from iglearn import BatchIGL, IGLearnError, InteractionLog, Supervised
 from iglearn.envs import BCIEnvironment, action_inclusive_environment, digits_environment
+from iglearn.envs.named import named_environment
 from iglearn.learners import IdentifiabilityWarning, Optimisation, UniformLearner
 from iglearn.learners.ai_igl import (
     AIIGL,
@@ -346,7 +347,7 @@ def test_the_adaptive_restart_keeps_the_best_attempt():
 
 
 def test_a_small_log_makes_every_attempt_and_keeps_the_largest_indicator(monkeypatch):
-    # 300 interactions, K = 10: 30 an action, fewer than min_interactions (100)
+    # 300 interactions, K = 10: 30 an action, fewer than every_attempt_below (200)
     log = action_inclusive_environment("digits").log(300, 0)
     widths: list[int] = []  # the trials of each call of fit_models
     fit_models = AIIGL.fit_models
@@ -364,7 +365,7 @@ def test_a_small_log_makes_every_attempt_and_keeps_the_largest_indicator(monkeyp
         together = AIIGL.fit_many([AIIGL(seed=3), AIIGL(seed=1)], [log, log])
         assert widths == [6]  # fit_many too: every attempt of every trial at once
         widths.clear()
-        adaptive = AIIGL(seed=3, min_interactions=1).fit(log)  # 1: no log is small
+        adaptive = AIIGL(seed=3, every_attempt_below=0).fit(log)  # 0: no log is small
     assert widths == [1]  # the first attempt grounded: the adaptive restart stops
     report = alone.report_
     assert report.restarts == 2 and len(report.attempt_indicators) == 3
@@ -413,3 +414,29 @@ def test_the_default_settings_run_exactly_two_epochs_of_each_stage_on_60000():
         assert stage_epochs(stage, 500, AIIGL_OPTIMISATION) == AIIGL_OPTIMISATION.small_steps
         assert stage_epochs(stage, 2500, AIIGL_OPTIMISATION) == 12  # 5 steps an epoch
         assert stage_epochs(stage, 5000, AIIGL_OPTIMISATION) == 12  # not small: 120 steps
+
+
+def test_a_log_under_every_attempt_below_an_action_makes_every_attempt_without_a_warning(
+        monkeypatch):
+    # the BCI, K = 3: 500 interactions are about 167 an action, over min_interactions (no
+    # warning) and under every_attempt_below (every attempt, the best kept)
+    log = named_environment("bci").log(500, seed=0)
+    widths: list[int] = []
+    fit_models = AIIGL.fit_models
+
+    def counted(self, policies, *args, **kwargs):
+        widths.append(len(policies))
+        return fit_models(self, policies, *args, **kwargs)
+
+    monkeypatch.setattr(AIIGL, "fit_models", counted)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", IdentifiabilityWarning)
+        warnings.filterwarnings("error", ".*min_interactions", IdentifiabilityWarning)
+        every = AIIGL(seed=0).fit(log)
+        assert widths == [3]
+        widths.clear()
+        AIIGL(seed=0, every_attempt_below=100).fit(log)
+    assert widths[0] == 1  # the adaptive restart: one attempt, then only if it failed
+    report = every.report_
+    assert report.restarts == 2
+    assert report.indicator == pytest.approx(max(report.attempt_indicators), rel=1e-5)

@@ -194,7 +194,7 @@ def test_a_fixed_signal_is_decoded_once_in_memory_and_per_mini_batch_when_stream
 
 
 def test_a_small_streamed_log_makes_every_attempt_of_ai_igl_one_at_a_time(tmp_path):
-    # 400 interactions, K = 10: fewer than min_interactions an action, so every attempt is
+    # 400 interactions, K = 10: fewer than every_attempt_below an action, so every attempt is
     # made, one at a time from a stream (side by side in memory)
     path, _ = stored(action_inclusive_environment("digits"), 400, tmp_path, 0)
     quick = Optimisation(1, 1, 1, max_steps=20)

@@ -388,9 +388,11 @@ class AIIGLSettings(FitSettings):
     temperature: float = 1.0
     """Temperature of the policy softmax(s(x) / temperature)."""
     min_interactions: int = 100
-    """Fewest interactions of one action that ground its decoder without a warning; on a log
-    of fewer per action every attempt of the adaptive restart is made and the best kept
-    (:meth:`~iglearn.learners.ai_igl.AIIGL.every_attempt`)."""
+    """Fewest interactions of one action that ground its decoder without a warning."""
+    every_attempt_below: int = 200
+    """On a log of fewer than this many interactions per action (K times it in all), every
+    attempt of the adaptive restart is made, side by side, and the one with the largest
+    indicator kept (:meth:`~iglearn.learners.ai_igl.AIIGL.every_attempt`); 0: never."""
     max_restarts: int = 2
     """Most restarts of the adaptive restart (:meth:`fit_with_restarts`); 0 disables it."""
     restart_fraction: float = 0.5
@@ -402,7 +404,7 @@ class AIIGLSettings(FitSettings):
     (covariance term 0.38 of the median), restarted and rose from 75.3 to 82.0 %; at 1,000
     interactions the mean rose by 1.1 to 1.2 points on action-inclusive digits and 0.2 to
     0.4 on digits, for up to twice the CPU there (0.18 to 0.27 → 0.30 to 0.34 CPU-s); logs of
-    fewer than ``min_interactions`` per action make every attempt anyway (docs/results.md,
+    fewer than ``every_attempt_below`` per action make every attempt anyway (docs/results.md,
     "AI-IGL restarts below half the median covariance")."""
 
 

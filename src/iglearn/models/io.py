@@ -89,7 +89,8 @@ _FACTORY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 """An importable factory path, ``module:function``."""
 _NON_NEGATIVE = frozenset({"max_restarts", "grounding_epochs", "policy_epochs", "epochs",
                            "max_steps", "patience", "tolerance", "weight_decay",
-                           "weight_decay_scale", "refinements", "min_interactions"})
+                           "weight_decay_scale", "refinements", "min_interactions",
+                           "every_attempt_below"})
 """Settings that must be >= 0 in a saved model."""
 RUNTIME = frozenset({"seed", "device", "threads", "progress", "logdir"})
 """Learner settings a model folder does not record: the seed, and where and how visibly a fit
