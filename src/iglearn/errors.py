@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import shlex
+import sys
+import warnings
 from collections.abc import Iterable
 from typing import TypeVar
 
@@ -23,6 +25,22 @@ class IGLearnError(ValueError):
 
 class DataNotFoundError(IGLearnError):
     """A data set could not be found locally nor downloaded."""
+
+
+def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
+    """Warn with ``message``, attributed to the line outside iglearn that led to it (a user's
+    ``fit``, ``from_frame`` or ``InteractionLog(...)``), however deep in iglearn it arises,
+    so that the warning shows the user's file and line and a filter by module matches the
+    user's module. A frame is iglearn's when its module is (a dataclass's generated
+    ``__init__`` included, which runs in its class's module)."""
+    frame, level = sys._getframe(1), 2  # level 2: warn_caller's caller
+    while frame.f_back is not None and _ours(frame.f_globals.get("__name__")):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
+
+
+def _ours(module: object) -> bool:
+    return isinstance(module, str) and (module == "iglearn" or module.startswith("iglearn."))
 
 
 def shown(value: object) -> str:

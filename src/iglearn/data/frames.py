@@ -35,7 +35,6 @@ label). The values go through the checks of :class:`~iglearn.data.logs.Interacti
 from __future__ import annotations
 
 import re
-import warnings
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -51,7 +50,7 @@ from iglearn.data.logs import (
     field_values,
     rows_failing,
 )
-from iglearn.errors import IGLearnError, option_list, shown
+from iglearn.errors import IGLearnError, option_list, shown, warn_caller
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -646,9 +645,8 @@ def _kept_rows(columns: Mapping[str, np.ndarray], source: str,
     if gone.all():
         raise IGLearnError(f"{source}: every row has a missing value in a column read "
                            f"({_listing(names)}); impute them, or read other columns")
-    warnings.warn(f"{source}: dropped {rows_failing(gone, np.logical_not, 0, places)} with a "
-                  f"missing value in a column read; {int((~gone).sum())} rows are left",
-                  UserWarning, stacklevel=4)
+    warn_caller(f"{source}: dropped {rows_failing(gone, np.logical_not, 0, places)} with a "
+                f"missing value in a column read; {int((~gone).sum())} rows are left")
     rows = np.flatnonzero(~gone)
     return ~gone, replace(places, number=lambda row: places.number(int(rows[row])))
 

@@ -14,7 +14,6 @@ probabilities at least ``PROBABILITY_FLOOR``, K at most ``MAX_ACTIONS``.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
@@ -23,7 +22,7 @@ from typing import TYPE_CHECKING, Literal
 import numpy as np
 
 from iglearn.data import limits
-from iglearn.errors import IGLearnError, shown
+from iglearn.errors import IGLearnError, shown, warn_caller
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -261,11 +260,11 @@ def _warn_lost_digits(name: str, array: np.ndarray, source: str, places: Places 
         more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
         column = (places.value(name, j) if name in places.columns
                   else f"field '{name}' column {j}")
-        warnings.warn(f"{source}: {column}{more}: its values lie around "
-                      f"{size[j]:.4g} and vary by only {spread[j]:.3g}; iglearn holds them as "
-                      f"float32 (about 7 significant digits), which keeps few of their "
-                      f"differences: subtract an offset (the column's first value or mean) "
-                      f"before building the log", UserWarning, stacklevel=3)
+        warn_caller(f"{source}: {column}{more}: its values lie around "
+                    f"{size[j]:.4g} and vary by only {spread[j]:.3g}; iglearn holds them as "
+                    f"float32 (about 7 significant digits), which keeps few of their "
+                    f"differences: subtract an offset (the column's first value or mean) "
+                    f"before building the log")
 
 
 def _shaped(name: str, value: object, source: str) -> np.ndarray:

@@ -69,7 +69,6 @@ number t K + a), every loss one value per trial.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -81,7 +80,7 @@ from torch import nn
 
 from iglearn.data.limits import check_igl_logs
 from iglearn.data.scaling import Mode, SameUnit, standardised_feedback
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
 from iglearn.learners.base import StackableLearner, check_finite_fit, unseen_action_warnings
 from iglearn.learners.baselines import reward_stages
@@ -226,7 +225,7 @@ class AIIGL(AIIGLSettings, StackableLearner):
             learner.report_ = learner._report(logs[t], data.select([t]), seconds)
             learner.report_.restarts, learner.report_.attempt_indicators = len(tried) - 1, tried
             for note in learner.report_.warnings:
-                warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line
+                warn_caller(note, IdentifiabilityWarning)
 
     def fit_with_restarts(self, data: Source, n_actions: int,
                           rngs: Sequence[np.random.Generator],

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import copy
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -37,7 +36,7 @@ from iglearn.data.limits import check_igl_logs
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Standardiser
 from iglearn.devices import check_device, resolve_device
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
 from iglearn.learners.base import StackableLearner, check_finite_fit, unseen_action_warnings
 from iglearn.learners.corrector import (
@@ -312,7 +311,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                 notes.append(share_warning(statistic, k, len(tried)))
             notes += action_warning(action_share, "2021 IGL")
             for note in notes:
-                warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line
+                warn_caller(note, IdentifiabilityWarning)
             learner.policy_, learner.decoder_ = policy, decoder
             learner.report_ = FitReport(
                 indicator=value, flipped=bool(decoder.flipped), corrector_statistic=statistic,

@@ -46,7 +46,6 @@ import math
 import pickle
 import shutil
 import tempfile
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -54,7 +53,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from iglearn.data.stream import LogStream, _ParquetPieces
-from iglearn.errors import IGLearnError, require_extra
+from iglearn.errors import IGLearnError, require_extra, warn_caller
 from iglearn.processes import ray_instance
 
 L = TypeVar("L")
@@ -246,9 +245,9 @@ def _adopt(learner: L, fitted: object, metrics: dict[str, Any], workers: int, n:
     for note in getattr(report, "warnings", []):
         from iglearn.learners.batch_igl import IdentifiabilityWarning
 
-        warnings.warn(note, IdentifiabilityWarning, stacklevel=3)
+        warn_caller(note, IdentifiabilityWarning)
     for note in notes:
-        warnings.warn(note, WorkerRestartWarning, stacklevel=3)
+        warn_caller(note, WorkerRestartWarning)
     report = DistributedReport(workers, restarts, float(metrics.get("seconds", 0.0)),
                                float(metrics.get("cpu_seconds", 0.0)), n,
                                int(metrics.get("steps", 0)),

@@ -23,7 +23,6 @@ reward in line 4 (Figure 3's CB).
 from __future__ import annotations
 
 import time
-import warnings
 from abc import abstractmethod
 from typing import Any, cast
 
@@ -31,7 +30,7 @@ import numpy as np
 import torch
 
 from iglearn.data.scaling import Mode, SameUnit, Standardiser, check_mode, check_same_unit
-from iglearn.errors import IGLearnError, check_choice
+from iglearn.errors import IGLearnError, check_choice, warn_caller
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.batch_igl import (
@@ -369,7 +368,7 @@ class E2G(EpochGreedy):
         explained = float(cast(torch.Tensor, shares.explained)[0])
         if not any(action_led(fit.get("action_explained")) for fit in self.fits_):
             for note in action_warning(explained, "E2G"):  # once per learner
-                warnings.warn(note, IdentifiabilityWarning, stacklevel=4)
+                warn_caller(note, IdentifiabilityWarning)
         return indicator, {"restarts": len(tried) - 1, "flipped": bool(self.decoder_.flipped),
                            "action_explained": explained}
 

@@ -61,7 +61,6 @@ minimiser and gradient.
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -74,7 +73,7 @@ from iglearn.data.contexts import row_groups
 from iglearn.data.limits import check_igl_logs
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Mode, Origins, SameUnit, check_users_unit
-from iglearn.errors import IGLearnError, check_choice
+from iglearn.errors import IGLearnError, check_choice, warn_caller
 from iglearn.learners.base import PolicyLearner, check_finite_fit, unseen_action_warnings
 from iglearn.learners.batch_igl import IdentifiabilityWarning
 from iglearn.learners.monitor import ShortReport
@@ -610,7 +609,7 @@ class IGLP(IGLPSettings, PolicyLearner):
         self.report_.seconds = time.perf_counter() - start
         self.report_.warnings = unseen_action_warnings(log)
         for note in self.report_.warnings:
-            warnings.warn(note, IdentifiabilityWarning, stacklevel=2)  # the caller's line
+            warn_caller(note, IdentifiabilityWarning)
         return self
 
     def fitted_models(self) -> dict[str, Any]:

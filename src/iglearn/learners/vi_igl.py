@@ -63,7 +63,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -76,7 +75,7 @@ from torch import nn
 
 from iglearn.data.limits import check_igl_logs
 from iglearn.data.scaling import Origins, standardised_feedback
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
 from iglearn.learners.base import StackableLearner, check_finite_fit, unseen_action_warnings
 from iglearn.learners.baselines import reward_stages
@@ -850,7 +849,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
             explained = float(orientation.explained[t])
             notes += action_warning(explained, "VI-IGL")
             for note in notes:
-                warnings.warn(note, IdentifiabilityWarning, stacklevel=3)  # the caller's line
+                warn_caller(note, IdentifiabilityWarning)
             learner.policy_, learner.decoder_ = policies[t], decoders[t]
             learner.seconds_ = seconds
             learner.report_ = VIIGLReport(
