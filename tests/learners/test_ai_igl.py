@@ -346,17 +346,23 @@ def test_the_adaptive_restart_keeps_the_best_attempt():
     assert first.report_.restarts == 0
 
 
-def test_a_small_log_makes_every_attempt_and_keeps_the_largest_indicator(monkeypatch):
-    # 300 interactions, K = 10: 30 an action, fewer than every_attempt_below (200)
-    log = action_inclusive_environment("digits").log(300, 0)
-    widths: list[int] = []  # the trials of each call of fit_models
+@pytest.fixture
+def widths(monkeypatch) -> list[int]:
+    """The trials of each call of AIIGL.fit_models, in order, as the test's fits make them."""
+    calls: list[int] = []
     fit_models = AIIGL.fit_models
 
     def counted(self, policies, *args, **kwargs):
-        widths.append(len(policies))
+        calls.append(len(policies))
         return fit_models(self, policies, *args, **kwargs)
 
     monkeypatch.setattr(AIIGL, "fit_models", counted)
+    return calls
+
+
+def test_a_small_log_makes_every_attempt_and_keeps_the_largest_indicator(widths):
+    # 300 interactions, K = 10: 30 an action, fewer than every_attempt_below (200)
+    log = action_inclusive_environment("digits").log(300, 0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         alone = AIIGL(seed=3).fit(log)  # seed 3's first attempt grounds every action
@@ -417,18 +423,10 @@ def test_the_default_settings_run_exactly_two_epochs_of_each_stage_on_60000():
 
 
 def test_a_log_under_every_attempt_below_an_action_makes_every_attempt_without_a_warning(
-        monkeypatch):
+        widths):
     # the BCI, K = 3: 500 interactions are about 167 an action, over min_interactions (no
     # warning) and under every_attempt_below (every attempt, the best kept)
     log = named_environment("bci").log(500, seed=0)
-    widths: list[int] = []
-    fit_models = AIIGL.fit_models
-
-    def counted(self, policies, *args, **kwargs):
-        widths.append(len(policies))
-        return fit_models(self, policies, *args, **kwargs)
-
-    monkeypatch.setattr(AIIGL, "fit_models", counted)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         warnings.filterwarnings("error", ".*min_interactions", IdentifiabilityWarning)
