@@ -28,9 +28,10 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _no_global_cache(tmp_path_factory, monkeypatch):
-    """Tests never touch the user's cache unless they point at it themselves."""
+    """Tests never touch the user's cache unless they point at it themselves. Warnings that no
+    other filter handles are shown (appended: a test's ``filterwarnings`` mark still rules)."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
-    warnings.simplefilter("default")
+    warnings.simplefilter("default", append=True)
 
 
 @pytest.fixture(autouse=True, scope="session")
