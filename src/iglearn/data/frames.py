@@ -419,6 +419,12 @@ def _listing(names: Sequence[str]) -> str:
     return shown_names + (", ..." if len(names) > _SHOWN_COLUMNS else "")
 
 
+def selects(entry: str, name: str) -> bool:
+    """Whether the mapping entry ``entry`` reads the column ``name``: it is the name, or
+    ``NAME*`` and the name starts with NAME."""
+    return name.startswith(entry.rstrip(PREFIX)) if entry.endswith(PREFIX) else name == entry
+
+
 class _Selection:
     """The columns of one table that a :class:`ColumnMapping` reads, resolved and checked."""
 
@@ -447,7 +453,7 @@ class _Selection:
         if not entry.endswith(PREFIX):
             return [entry]
         prefix = entry.rstrip(PREFIX)
-        found = [name for name in self.names if name.startswith(prefix)]
+        found = [name for name in self.names if selects(entry, name)]
         if not found:
             raise IGLearnError(f"{self.source}: no column starts with {shown(prefix)} "
                                f"({field} {shown(entry)}); the columns are "
@@ -683,12 +689,7 @@ def mapped_index(frame: pd.DataFrame, mapping: ColumnMapping) -> pd.DataFrame:
     entries = [entry for name in ("context", "feedback", "ignore")
                for entry in getattr(mapping, name) or ()]
     entries += [getattr(mapping, name) for name in SCALAR_FIELDS]
-
-    def named(level: str) -> bool:
-        return any(level == entry or (entry.endswith(PREFIX)
-                                      and level.startswith(entry.rstrip(PREFIX)))
-                   for entry in entries)
-    read = [level for level in levels if named(level)]
+    read = [level for level in levels if any(selects(entry, level) for entry in entries)]
     return frame.reset_index(level=read) if read else frame
 
 
