@@ -27,13 +27,11 @@ import re
 import subprocess
 import sys
 import tomllib
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from iglearn.learners.batch_igl import IdentifiabilityWarning
 from tests.conftest import real_mnist_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -218,13 +216,12 @@ def run_page(page: str, work: Path, kinds: set[str | None]) -> list[str]:
     return ran
 
 
+@pytest.mark.filterwarnings("error::iglearn.learners.batch_igl.IdentifiabilityWarning")
 @pytest.mark.parametrize("page", PAGES)
 def test_page_blocks_run(page, workdir):
     """The unmarked blocks of each page; a snippet whose fit warns that it may not ground (a
     log too small to show a reader) fails."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", IdentifiabilityWarning)
-        run_page(page, workdir, {None})
+    run_page(page, workdir, {None})
 
 
 @pytest.mark.slow
