@@ -40,7 +40,6 @@ def test_the_library_refuses_through_it():
         make_policy("tree", 3, 2, torch.Generator())
 
 
-
 def test_a_warning_from_deep_in_iglearn_names_the_users_line():
     """A fit's identifiability warning, a dropped row of a DataFrame and a log built from
     imprecise floats each point at the line that called iglearn, not at iglearn's own."""
@@ -67,6 +66,7 @@ def test_a_warning_from_deep_in_iglearn_names_the_users_line():
 
 
 def line_of(call) -> int:
-    """Run ``call`` (a lambda written on one line of this file) and return that line."""
+    """Run ``call`` (a lambda of this file whose call into iglearn begins on its first line)
+    and return that line, the one a warning from the call names."""
     call()
     return call.__code__.co_firstlineno
