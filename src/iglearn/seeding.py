@@ -12,10 +12,24 @@ if TYPE_CHECKING:
 SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 
 
+def check_seed(seed: object) -> None:
+    """Refuse a seed numpy cannot take (a negative or fractional number, text, ...), naming
+    it: a seed is a whole number >= 0, a numpy SeedSequence or Generator, or None."""
+    if seed is None or isinstance(seed, np.random.Generator | np.random.SeedSequence):
+        return
+    if isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0:
+        return
+    from iglearn.errors import IGLearnError
+    raise IGLearnError(f"seed must be a whole number >= 0, a numpy SeedSequence or Generator, "
+                       f"or None; got {seed!r}")
+
+
 def as_generator(seed: SeedLike) -> np.random.Generator:
-    """Return a numpy Generator for an int, a SeedSequence, a Generator (returned as is) or None."""
+    """Return a numpy Generator for an int, a SeedSequence, a Generator (returned as is) or
+    None; any other seed is refused (:func:`check_seed`)."""
     if isinstance(seed, np.random.Generator):
         return seed
+    check_seed(seed)
     return np.random.default_rng(seed)
 
 

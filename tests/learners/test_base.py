@@ -16,6 +16,7 @@ from iglearn.envs import digits_environment
 from iglearn.learners import IdentifiabilityWarning, Optimisation
 from iglearn.learners.base import unseen_action_warnings
 from iglearn.learners.iglp import IGLP
+from iglearn.seeding import as_generator
 
 
 @pytest.fixture(scope="module")
@@ -82,6 +83,35 @@ def test_fit_many_rejects_what_cannot_run_together(logs):
     with pytest.raises(IGLearnError, match="needs the field 'reward'"):
         ContextualBandit.fit_many([ContextualBandit(seed=0), ContextualBandit(seed=1)],
                                   [logs[0], blind])
+
+
+@pytest.mark.parametrize("make", [BatchIGL, AIIGL, IGLP, VIIGL, ContextualBandit, Supervised],
+                         ids=lambda c: c.__name__)
+def test_a_fit_given_something_other_than_a_log_says_how_to_make_one(make, tmp_path):
+    frame, best = _own_columns_frame(60)
+    for given, fix in [(frame, r"not a DataFrame: read it with "
+                                r"iglearn\.InteractionLog\.from_frame"),
+                       (str(tmp_path / "log.csv"), r"not a file name \('.*log\.csv'\): read it "
+                                                   r"with iglearn\.open_log\(path\)"),
+                       (frame.to_numpy(), r"not a value of type ndarray: an IGL fit "
+                                          r"reads logged interactions")]:
+        with pytest.raises(IGLearnError, match="^fit takes an interaction log, " + fix):
+            make(seed=0).fit(given)
+    if hasattr(make, "fit_many"):
+        with pytest.raises(IGLearnError, match="not a DataFrame"):
+            make.fit_many([make(seed=0)], [frame])
+
+
+def test_a_scikit_learn_fit_x_y_and_a_bad_seed_are_refused_naming_them(logs):
+    frame, best = _own_columns_frame(60)
+    with pytest.raises(IGLearnError, match="^reference is the fitted BatchIGL this fit "
+                                           "replaces, not a value of type ndarray"):
+        BatchIGL(seed=0).fit(logs[0], best)
+    for seed in (-1, 1.5, "7", True):
+        with pytest.raises(IGLearnError, match=r"^seed must be a whole number >= 0"):
+            VIIGL(seed=seed)
+    with pytest.raises(IGLearnError, match=r"^seed must be a whole number >= 0.*got -3"):
+        as_generator(-3)  # what an environment's log or a learner's fit draws from
 
 
 def _own_columns_frame(n: int = 600, seed: int = 0):

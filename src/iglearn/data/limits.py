@@ -63,10 +63,39 @@ MIN_PER_ACTION = 2
 of n interactions with K actions is refused when n < MIN_PER_ACTION * K."""
 
 
+def check_log_types(logs: Sequence[object]) -> None:
+    """Refuse what a fit was given in place of a log (an :class:`~iglearn.data.logs.
+    InteractionLog` or a :class:`~iglearn.data.stream.LogStream`), saying how to make one of
+    it: a DataFrame, a file name, arrays (a scikit-learn habit: ``fit(X, y)``)."""
+    from pathlib import Path
+
+    from iglearn.data.logs import InteractionLog
+    from iglearn.data.stream import LogStream
+
+    for log in logs:
+        if isinstance(log, InteractionLog | LogStream):
+            continue
+        if type(log).__name__ == "DataFrame":
+            how = ("a DataFrame: read it with iglearn.InteractionLog.from_frame(frame, "
+                   "context=..., action=..., probability=..., feedback=...)")
+        elif isinstance(log, str | Path):
+            how = (f"a file name ({str(log)!r}): read it with iglearn.open_log(path) (iglearn's "
+                   f"layout) or InteractionLog.from_frame(pandas.read_csv(path), context=..., "
+                   f"...) (your own column names)")
+        else:
+            how = (f"a value of type {type(log).__name__}: an IGL fit reads logged "
+                   f"interactions (context, action, probability, feedback), not contexts and "
+                   f"labels; make one with iglearn.InteractionLog(context, action, "
+                   f"probability, feedback, n_actions)")
+        raise IGLearnError(f"fit takes an interaction log, not {how}")
+
+
 def check_fit_size(logs: Sequence[InteractionLog | LogStream]) -> None:
-    """Refuse logs too small to fit (logs in memory or streamed): fewer than
-    :data:`MIN_PER_ACTION` interactions per action (so also fewer interactions than actions).
-    Every learner's fit checks here first, and ``iglearn fit`` before it builds the learner."""
+    """Refuse what is not a log (:func:`check_log_types`), then logs too small to fit (logs
+    in memory or streamed): fewer than :data:`MIN_PER_ACTION` interactions per action (so also
+    fewer interactions than actions). Every learner's fit checks here first, and
+    ``iglearn fit`` before it builds the learner."""
+    check_log_types(logs)
     for log in logs:
         n, k = len(log), log.n_actions
         minimum = MIN_PER_ACTION * k

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 import numpy as np
 import torch
 
+from iglearn.data.limits import check_log_types
 from iglearn.data.logs import InteractionLog, label_accuracy, model_rows
 from iglearn.data.scaling import (
     DEFAULT_ORIGINS,
@@ -199,6 +200,7 @@ class StackableLearner(PolicyLearner):
         if not learners or len(learners) != len(logs):
             raise IGLearnError(f"fit_many needs one log per learner; got {len(learners)} "
                                f"learners and {len(logs)} logs")
+        check_log_types(logs)
         first, shape = learners[0], _shape(logs[0])
         for learner, log in zip(learners, logs, strict=True):
             if type(learner) is not type(first) or _settings(learner) != _settings(first):

@@ -250,6 +250,11 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                 raise IGLearnError("a distributed fit takes no reference model; fit without "
                                    "backend, or without reference")
             return backend.fit(self, log)
+        if reference is not None and not isinstance(reference, BatchIGL):
+            raise IGLearnError(f"reference is the fitted BatchIGL this fit replaces, not a "
+                               f"value of type {type(reference).__name__}; fit takes one "
+                               f"interaction log (a scikit-learn fit(X, y) has no IGL "
+                               f"counterpart)")
         if reference is not None and getattr(reference, "decoder_", None) is None:
             raise IGLearnError("the reference model is not fitted; fit it first, or pass no "
                                "reference")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit
 from iglearn.errors import IGLearnError
-from iglearn.seeding import SeedLike
+from iglearn.seeding import SeedLike, check_seed
 from iglearn.threads import check_threads
 
 if TYPE_CHECKING:
@@ -192,8 +192,9 @@ class FitSettings:
         return f"{type(self).__name__}: {step}" if self.progress else None
 
     def __post_init__(self) -> None:
-        """Refuse a thread count or a standardise mode that cannot work, naming it (each
+        """Refuse a seed, a thread count or a standardise mode that cannot work, naming it (each
         learner's own checks call this first)."""
+        check_seed(self.seed)
         check_threads(self.threads)
         check_mode(self.standardise)
         check_same_unit(self.same_unit)
