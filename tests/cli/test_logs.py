@@ -68,11 +68,15 @@ def test_feedback_that_shows_the_action_is_warned_and_certifies_nothing(capsys, 
     code, _, _ = run(capsys, "simulate", "bci", "--samples", "300", "--out",
                      tmp_path / "bci.npz", "--seed", "0")
     assert code == 0
-    code, out, _ = run(capsys, "fit", tmp_path / "bci.npz", "--out", tmp_path / "m")
+    code, out, err = run(capsys, "fit", tmp_path / "bci.npz", "--out", tmp_path / "m")
     summary = json.loads(out)
     assert code == 0 and summary["action_explained"] > 0.5
     assert any("logged action explains" in note and "--algorithm ai-igl" in note
                for note in summary["identifiability_warnings"])
+    # and told on stderr, one line each, as the command's other warnings are
+    told = [line for line in err.splitlines() if line.startswith("iglearn: warning: ")]
+    assert len(told) == len(summary["identifiability_warnings"])
+    assert any("logged action explains" in line for line in told)
     assert summary["lemma5"]["applies"] is False
     assert summary["lemma5"]["value_lower_bound"] is None
 

@@ -195,14 +195,16 @@ def _fit(args: argparse.Namespace) -> int:
         output_folder(history)
     settings = asdict(learner)
     args.outputs.claim([out, *([history] if history else [])])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", IdentifiabilityWarning)
+    with warnings.catch_warnings(record=True) as caught:  # told after the fit, each once
+        warnings.simplefilter("always", IdentifiabilityWarning)
         if in_memory:
             cast("IGLP", learner).fit(cast(InteractionLog, log))  # read in memory above
         elif backend is not None:
             cast("BatchIGL | AIIGL", learner).fit(log, backend=backend)
         else:
             cast("BatchIGL | AIIGL | VIIGL", learner).fit(log)
+    for seen in caught:  # on stderr, as one line each unless --verbose; and in the summary
+        warnings.showwarning(seen.message, seen.category, seen.filename, seen.lineno)
     head = {"log": str(args.log), "model": str(out), "algorithm": args.algorithm,
             "samples": len(log), "n_actions": log.n_actions, "context_dim": log.context_dim,
             "feedback_dim": log.feedback_dim, "streamed": isinstance(log, LogStream),
