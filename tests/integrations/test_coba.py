@@ -11,6 +11,7 @@ from coba.registry import CobaRegistry, JsonMakerV2  # noqa: E402
 
 from iglearn.errors import IGLearnError  # noqa: E402
 from iglearn.integrations.coba import (  # noqa: E402
+    AIIGLLearner,
     CobaLearner,
     E2GLearner,
     IGLPLearner,
@@ -183,6 +184,61 @@ def test_online_igl_learners_learn_from_raw_contexts_in_coba_as_from_those_given
     given, raw = late
     assert (raw > 0.7).all(), raw.to_dict()     # uniform play: 1/3
     assert (abs(raw - given) < 0.05).all(), (given.to_dict(), raw.to_dict())
+
+
+class RawFeedback(RawBlobs):
+    """The raw blobs with feedback that is already numbers, in the user's units: a dwell time
+    in milliseconds, a count of clicks and a skin temperature, each higher after the right
+    action (no word ids)."""
+
+    def read(self):
+        rng = np.random.default_rng(7)
+        for interaction in super().read():
+            rewards = interaction["rewards"]
+            noise = rng.normal(size=(K, 3))
+
+            def feedback(action, noise=noise, rewards=rewards):
+                r, e = float(rewards(action)), noise[int(action)]
+                return [300 + 2500 * r + 200 * e[0], 0.5 + 2.5 * r + e[1],
+                        35.5 + 0.6 * r + 0.2 * e[2]]
+
+            yield {**interaction, "feedbacks": feedback, "userid": 0}
+
+
+def test_registered_learners_read_feedback_that_is_already_numbers():
+    """words=None with feedback_dim: each named learner reads three raw numbers of feedback
+    per interaction through a real coba Experiment (it was refused at the first interaction,
+    the width fixed at one number), and learns from them."""
+    names = [("iglearn.E2G", {"warmup": 100, "iota": 1.0, "update_every": 25}),
+             ("iglearn.AIIGL", {"warmup": 100, "iota": 1.0, "update_every": 25}),
+             ("iglearn.IGLP", {"personal": False})]
+    learners = [JsonMakerV2().make({name: {**settings, "seed": 0, "users": 0, "words": None,
+                                           "feedback_dim": 3}}) for name, settings in names]
+    result = coba.Experiment(coba.Environments.from_custom(RawFeedback(400, seed=3)), learners,
+                             coba.SequentialIGL()).run(quiet=True, processes=1)
+    frame, _ = mean_rewards(result)
+    late = frame[frame["index"] > 200].groupby("learner_id")["reward"].mean()
+    assert sorted(late.index) == [0, 1, 2], late.to_dict()   # every learner played
+    assert (late > 0.6).all(), late.to_dict()                 # uniform play: 1/3
+    table = result.learners.to_pandas().set_index("learner_id")
+    assert (table["feedback_dim"] == 3).all()
+
+
+def test_registered_learners_refuse_a_bad_setting_when_made():
+    """A setting the online learner would refuse is refused when the coba learner is made,
+    naming it: coba's Experiment otherwise logs the error at the first interaction and
+    leaves the learner without results."""
+    for make, message in [(lambda: IGLPLearner(epsilon=2.0), r"epsilon must be in \[0, 1\]"),
+                          (lambda: IGLPLearner(exploration="ucb"), "unknown exploration 'ucb'"),
+                          (lambda: IGLPLearner(gamma=-5), "gamma must be positive"),
+                          (lambda: RegressionCBLearner(epsilon=-1), "epsilon must be in"),
+                          (lambda: AIIGLLearner(update_every=0), "update_every must be a "
+                                                                 "whole number >= 1, got 0"),
+                          (lambda: E2GLearner(warmup=-3), "^warmup must be at least 1"),
+                          (lambda: IGLPLearner(seed=-1), "seed must be a whole number >= 0"),
+                          (lambda: UniformIGLLearner(seed=-1), "seed must be a whole number")]:
+        with pytest.raises(IGLearnError, match=message):
+            make()
 
 
 def test_registered_learners_take_the_scaling_settings_by_name():

@@ -41,11 +41,12 @@ from coba import Learner
 from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit, check_users_unit
 from iglearn.errors import IGLearnError
 from iglearn.learners.ai_igl import OnlineAIIGL
-from iglearn.learners.e2g import E2G
+from iglearn.learners.e2g import E2G, check_update_every
 from iglearn.learners.iglp import OnlineIGLP, check_decode_from, check_estimator
 from iglearn.learners.online import OnlineLearner, UniformLearner
-from iglearn.learners.regression import OnlineRegressionCB
+from iglearn.learners.regression import OnlineRegressionCB, check_exploration
 from iglearn.learners.schedules import PaperSchedule
+from iglearn.seeding import check_seed
 
 Maker = Callable[[int, int, int], OnlineLearner]
 """Builds an online learner from (n_actions, context_dim, feedback_dim)."""
@@ -110,6 +111,7 @@ class CobaLearner(Learner):
         if feedback_dim < 0 or slots < 1:
             raise IGLearnError(f"feedback_dim must be >= 0 and slots >= 1, got "
                                f"{feedback_dim} and {slots}")
+        check_seed(dict(params or {}).get("seed"))  # each named learner reports its seed
         self._make, self._users, self._words = make, users, words
         self._name, self._params = name, dict(params or {})
         self._feedback_dim, self._slots = feedback_dim, slots
@@ -122,7 +124,8 @@ class CobaLearner(Learner):
     @property
     def params(self) -> Mapping[str, Any]:
         """The learner's name and settings, for coba's learner table."""
-        return {"family": self._name, "users": self._users, "words": self._words,
+        numbers = {"feedback_dim": self._feedback_dim} if self._words is None else {}
+        return {"family": self._name, "users": self._users, "words": self._words, **numbers,
                 **self._params}
 
     # -- encoding -----------------------------------------------------------------------
@@ -309,12 +312,14 @@ class _ScheduledLearner(CobaLearner):
 
     def __init__(self, users: Ids = 0, words: Ids = AUTO, warmup: int = 4000,
                  iota: float = 100.0, update_every: int = 100, seed: int = 0,
-                 standardise: Mode = "auto", same_unit: SameUnit = "none"):
+                 standardise: Mode = "auto", same_unit: SameUnit = "none",
+                 feedback_dim: int = 1):
         scaling = _scaling(standardise, same_unit, users)
+        check_update_every(update_every)  # refused here, not at coba's first interaction
         super().__init__(type(self).make_learner(warmup, iota, update_every, seed, **scaling),
                          users, words, self.registered,
                          {"warmup": warmup, "iota": iota, "update_every": update_every,
-                          "seed": seed, **scaling})
+                          "seed": seed, **scaling}, feedback_dim=feedback_dim)
 
 
 class E2GLearner(_ScheduledLearner):
@@ -340,6 +345,8 @@ class E2GLearner(_ScheduledLearner):
             the unit of the measurements after them: naming the contexts then is refused
             (``users`` 0 or None drops or has no user id). A word id's one-hot feedback is one
             block of one unit.
+        feedback_dim: with ``words`` None (feedback that is already numbers), the numbers
+            per feedback, as for :class:`CobaLearner`.
     """
 
     make_learner = staticmethod(e2g)
@@ -387,17 +394,19 @@ class IGLPLearner(CobaLearner):
             (``benchmarks/coba_grounded.md``, "Decoding from the feedback").
         standardise: as for :class:`E2GLearner`.
         same_unit: as for :class:`E2GLearner`.
+        feedback_dim: as for :class:`E2GLearner`.
     """
 
     def __init__(self, users: Ids = AUTO, words: Ids = AUTO, exploration: str | None = None,
                  epsilon: float = 0.2, gamma: float = 100.0, seed: int = 0,
                  personal: bool = True, estimator: str = "auto",
                  decode_from: str = "feedback", standardise: Mode = "auto",
-                 same_unit: SameUnit = "none"):
+                 same_unit: SameUnit = "none", feedback_dim: int = 1):
         scaling = _scaling(standardise, same_unit, users)
         width = 0 if not personal or not users else SLOTS if users == AUTO else int(users)
         if exploration is None:
             exploration = "igw" if width else "epsilon"
+        check_exploration(exploration, epsilon, gamma)  # here, not at the first interaction
         if estimator != "auto":
             check_estimator(estimator)  # refused here, not at coba's first interaction
         check_decode_from(decode_from)
@@ -406,7 +415,7 @@ class IGLPLearner(CobaLearner):
                          users, words, "iglearn.IGLP",
                          {"exploration": exploration, "epsilon": epsilon, "gamma": gamma,
                           "seed": seed, "personal": bool(width), "estimator": estimator,
-                          "decode_from": decode_from, **scaling})
+                          "decode_from": decode_from, **scaling}, feedback_dim=feedback_dim)
 
 
 class AIIGLLearner(_ScheduledLearner):
@@ -422,6 +431,7 @@ class AIIGLLearner(_ScheduledLearner):
         seed: the learner's seed.
         standardise: as for :class:`E2GLearner`.
         same_unit: as for :class:`E2GLearner`.
+        feedback_dim: as for :class:`E2GLearner`.
     """
 
     make_learner = staticmethod(ai_igl)
@@ -452,6 +462,7 @@ class RegressionCBLearner(CobaLearner):
                  gamma: float = 100.0, seed: int = 0, standardise: Mode = "auto",
                  same_unit: SameUnit = "none"):
         scaling = _scaling(standardise, same_unit, users)
+        check_exploration(exploration, epsilon, gamma)  # here, not at the first interaction
         super().__init__(regression_cb(exploration, seed, epsilon=epsilon, gamma=gamma,
                                        **scaling),
                          users, None, "iglearn.RegressionCB",

@@ -63,6 +63,13 @@ REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, max_steps=6,
 1000 at half the learning rate (``benchmarks/figure3.py`` measures the alternatives)."""
 
 
+def check_update_every(update_every: int) -> None:
+    """Refuse a re-fit interval below one round, naming it (also where coba's learners are
+    configured, before the learner is made)."""
+    if not isinstance(update_every, int) or update_every < 1:
+        raise IGLearnError(f"update_every must be a whole number >= 1, got {update_every!r}")
+
+
 class EpochGreedy(OnlineLearner):
     """Algorithm 1's loop: round i explores one uniformly random action (kept in the
     exploration set D), then executes the current policy for n_i steps. The policy is re-fit
@@ -111,8 +118,7 @@ class EpochGreedy(OnlineLearner):
         """The warm-up's statistics, set at the first fit (None before, or when off)."""
         self._signal_dim = check_width("feedback_dim", signal_dim, least=0)
         check_choice("exploit mode", exploit, EXPLOIT)
-        if update_every < 1:
-            raise IGLearnError(f"update_every must be at least 1, got {update_every}")
+        check_update_every(update_every)
         self.schedule = schedule or PaperSchedule()
         self.update_every = update_every
         self.exploit = exploit

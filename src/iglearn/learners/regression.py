@@ -138,6 +138,21 @@ def exploration_distribution(values: np.ndarray, exploration: str, epsilon: floa
     return probs
 
 
+def check_exploration(exploration: str, epsilon: float, gamma: float,
+                      gamma0: float | None = None) -> None:
+    """Refuse an exploration the online regression learners cannot play, naming the setting:
+    ``exploration`` one of :data:`EXPLORATION`, ``epsilon`` in [0, 1], ``gamma`` (and
+    ``gamma0``, if given) positive. Also called where such a learner is configured before it
+    is made (coba's learners), so that a bad setting is told at once."""
+    check_choice("exploration", exploration, EXPLORATION)
+    if not 0 <= epsilon <= 1:
+        raise IGLearnError(f"epsilon must be in [0, 1], got {epsilon!r}")
+    if not gamma > 0:
+        raise IGLearnError(f"gamma must be positive, got {gamma!r}")
+    if gamma0 is not None and not (np.isfinite(gamma0) and gamma0 > 0):
+        raise IGLearnError(f"gamma0 must be a positive number (or None), got {gamma0!r}")
+
+
 class OnlineRegression(OnlineLearner):
     """Acts by ``exploration`` around predicted rewards f(x, a) (uniformly before the first
     fit); stores every interaction (with its definitely-bad flag when given) and re-fits
@@ -185,13 +200,7 @@ class OnlineRegression(OnlineLearner):
         self.same_unit = check_same_unit(same_unit)
         self.standardiser_: Standardiser | None = None
         """The warm-up's statistics, set at the first fit (None before, or when off)."""
-        check_choice("exploration", exploration, EXPLORATION)
-        if not 0 <= epsilon <= 1:
-            raise IGLearnError(f"epsilon must be in [0, 1], got {epsilon!r}")
-        if not gamma > 0:
-            raise IGLearnError(f"gamma must be positive, got {gamma!r}")
-        if gamma0 is not None and not (np.isfinite(gamma0) and gamma0 > 0):
-            raise IGLearnError(f"gamma0 must be a positive number (or None), got {gamma0!r}")
+        check_exploration(exploration, epsilon, gamma, gamma0)
         if refit_every < 1 or refit_growth < 1:
             raise IGLearnError("refit_every must be >= 1 and refit_growth >= 1")
         self.exploration, self.epsilon, self.gamma = exploration, epsilon, gamma

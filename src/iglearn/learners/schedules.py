@@ -54,7 +54,7 @@ class PaperSchedule(Schedule):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.warmup_rounds < 1:
-            raise IGLearnError(f"--warmup must be at least 1, got {self.warmup_rounds}")
+            raise IGLearnError(f"warmup must be at least 1, got {self.warmup_rounds}")
 
     def warmup(self, n_actions: int) -> int:
         return self.warmup_rounds
