@@ -535,3 +535,20 @@ def test_a_named_index_level_the_mapping_names_is_read_as_its_column():
     assert len(InteractionLog.from_frame(users, **MAPPING, ignore=["user"])) == 60
     contexts = ContextSet.from_frame(frame.set_index("age")[["clicks"]], schema=plain.schema)
     np.testing.assert_allclose(contexts.context, plain.context)
+
+
+@pytest.mark.filterwarnings("error")
+def test_a_wide_fresh_table_indexed_by_its_action_reads_without_pandas_warnings(tmp_path):
+    """A CSV of many columns read by pandas (one block a column) and indexed by its action
+    reads as the plain table, and pandas does not warn of a fragmented frame from inside
+    iglearn (reset_index inserts a column into it)."""
+    frame, _ = user_frame(60)
+    more = pd.DataFrame({f"emg_{i}": frame["emg_0"] + i for i in range(3, 130) if i != 10})
+    wide = pd.concat([frame, more], axis=1)
+    wide.to_csv(tmp_path / "log.csv", index=False)
+    read = pd.read_csv(tmp_path / "log.csv")
+    plain = InteractionLog.from_frame(read, **MAPPING)
+    log = InteractionLog.from_frame(read.set_index("arm"), **MAPPING)
+    np.testing.assert_array_equal(log.action, plain.action)
+    np.testing.assert_allclose(log.feedback, plain.feedback)
+    assert log.feedback.shape[1] == 130

@@ -690,7 +690,15 @@ def mapped_index(frame: pd.DataFrame, mapping: ColumnMapping) -> pd.DataFrame:
                for entry in getattr(mapping, name) or ()]
     entries += [getattr(mapping, name) for name in SCALAR_FIELDS]
     read = [level for level in levels if any(selects(entry, level) for entry in entries)]
-    return frame.reset_index(level=read) if read else frame
+    if not read:
+        return frame
+    import pandas as pd
+
+    # reset_index(level=read) without its column insertions, which pandas warns about on a
+    # frame of many blocks (a fresh read_csv of 130 columns)
+    rest = frame.reset_index(level=read, drop=True)
+    levels_read = frame.index.to_frame(index=False)[read].set_axis(rest.index)
+    return pd.concat([levels_read, rest], axis=1)
 
 
 def frame_columns(frame: pd.DataFrame, mapping: ColumnMapping, source: str
