@@ -465,3 +465,16 @@ def test_fit_and_evaluate_drop_rows_with_missing_values_only_when_told(capsys, t
     assert code == 2 and "--missing" in err
     record = json.loads((tmp_path / "dropped" / io.METADATA).read_text())
     assert "missing" not in record["feature_schema"]["columns"]
+    # a partly labelled log: no fit reads the label, so ignoring it is the fix
+    frame.assign(truth=np.where(np.arange(n) < 10, best, np.nan)).to_csv(
+        tmp_path / "labelled.csv", index=False)
+    code, _, err = run(capsys, "fit", tmp_path / "labelled.csv", "--out", tmp_path / "l",
+                       *options, "--label", "truth")
+    assert code == 2 and err == ("iglearn: error: " + str(tmp_path / "labelled.csv") + ": "
+                                 "column 'truth' holds a missing value at line 12; a fit reads "
+                                 "no label: ignore the column to fit (ignore=['truth'], "
+                                 "--ignore truth), and evaluate on the labelled rows "
+                                 "(missing='drop', --missing drop)\n")
+    code, _, err = run(capsys, "fit", tmp_path / "labelled.csv", "--out", tmp_path / "l",
+                       *options, "--ignore", "truth")
+    assert code == 0, err

@@ -236,16 +236,23 @@ def missing_rows(values: np.ndarray) -> np.ndarray:
     return np.zeros(len(values), dtype=bool)
 
 
-def _missing(name: str, values: np.ndarray, source: str, places: Places = ROWS) -> None:
+def _missing(name: str, values: np.ndarray, source: str, places: Places = ROWS,
+             field: str | None = None) -> None:
     """An error naming the first row of ``values`` that is missing (None, or NaN in a column
-    that is not a vector's), as ``places`` names rows."""
+    that is not a vector's), as ``places`` names rows; ``field``: the field the column is
+    read for (a label, which no fit reads, has a fix of its own)."""
     if values.dtype != object and (values.dtype.kind != "f" or name in MATRIX_FIELDS):
         return
     bad = np.flatnonzero(missing_rows(values))
-    if len(bad):
-        raise IGLearnError(f"{source}: column {shown(name)} holds a missing value at "
-                           f"{places.row(int(bad[0]))}; remove or impute those rows (a fit or "
-                           f"an evaluation may drop them: missing='drop', --missing drop)")
+    if not len(bad):
+        return
+    where = f"{source}: column {shown(name)} holds a missing value at {places.row(int(bad[0]))}"
+    if field == "label":  # a partly labelled log
+        raise IGLearnError(f"{where}; a fit reads no label: ignore the column to fit "
+                           f"(ignore=[{name!r}], --ignore {name}), and evaluate on the "
+                           f"labelled rows (missing='drop', --missing drop)")
+    raise IGLearnError(f"{where}; remove or impute those rows (a fit or an evaluation may "
+                       f"drop them: missing='drop', --missing drop)")
 
 
 def _list_column(name: str, field: str, cells: np.ndarray, source: str,
@@ -588,7 +595,7 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
         if name in table.names:
             table.use(name, field)
             values = np.asarray(column(name))
-            _missing(name, values, source, places)
+            _missing(name, values, source, places, field)
             if field in CODED_FIELDS and mapping.actions is not None:
                 fields_[field] = action_indices(name, values, mapping.actions, source, places)
             else:
