@@ -8,6 +8,7 @@ import dataclasses
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -222,6 +223,14 @@ def test_a_fitted_model_checks_the_contexts_and_feedback_it_is_given(logs, tmp_p
                 call(raw.context[:5, :10])
             with pytest.raises(IGLearnError, match="expected real numbers"):
                 call(np.full((2, 64), "35.1"))
+            # a model fitted on arrays reads a frame in iglearn's layout, not the user's names
+            with pytest.raises(IGLearnError, match=r"^data frame: this model was fitted on a "
+                                                   r"log without column names.*frame\.to_numpy"
+                                                   r"\(\).*context_0, \.\.\., context_63\)"):
+                call(pd.DataFrame(raw.context[:5]).add_prefix("px"))
+        np.testing.assert_array_equal(
+            learner.predict(pd.DataFrame(raw.context[:5]).add_prefix("context_")),
+            learner.predict(raw.context[:5]))
         assert learner.predict(raw.context[:0]).shape == (0,), name
         assert learner.predict_proba(raw.context[:0]).shape == (0, 10), name
         with pytest.raises(IGLearnError, match="'label' has 4 rows but 'context' has 5"):

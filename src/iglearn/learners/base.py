@@ -110,8 +110,19 @@ class PolicyLearner:
             return np.asarray(context)
         from iglearn.data.contexts import ContextSet
 
+        schema = getattr(self, "schema_", None)
+        names = {str(name) for name in context.columns}
+        if schema is None and not names & {"context", "context_0"}:
+            d = self._fitted("context_dim")
+            layout = "context_0, ..." if d is None else f"context_0, ..., context_{d - 1}"
+            raise IGLearnError(
+                f"data frame: this model was fitted on a log without column names, so it "
+                f"reads contexts as an array (frame.to_numpy(), the columns in the log's "
+                f"order) or in iglearn's layout ({layout}); a model fitted on a log read "
+                f"with a column mapping (InteractionLog.from_frame(frame, context=...)) reads "
+                f"a frame by its names")
         return ContextSet.from_frame(context, self._fitted("n_actions"), "data frame",
-                                     schema=getattr(self, "schema_", None)).context
+                                     schema=schema).context
 
     def _fitted(self, key: str) -> Any:
         """What the fit knew of its log: ``n_actions``, ``context_dim`` or ``feedback_dim``
