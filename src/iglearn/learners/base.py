@@ -6,7 +6,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 
 import numpy as np
 import torch
@@ -111,7 +111,7 @@ class PolicyLearner:
         from iglearn.data.contexts import ContextSet
 
         schema = getattr(self, "schema_", None)
-        names = {str(name) for name in context.columns}
+        names = {str(name) for name in cast("pd.DataFrame", context).columns}
         if schema is None and not names & {"context", "context_0"}:
             d = self._fitted("context_dim")
             layout = "context_0, ..." if d is None else f"context_0, ..., context_{d - 1}"
