@@ -42,6 +42,8 @@ def test_one_dimensional_feedback_becomes_a_column():
                                                   "outside [0, 3): the values run from 1 to 3",
                                                   "numbered from 1", "subtract 1"]),
     (dict(action=np.array([0, 1, 2, 3, 2, 3])), ["outside [0, 3); fix the value"]),
+    # the names ready to paste (they were "1,2,3,...,K")
+    (dict(action=np.array([1, 2, 3, 1, 2, 3])), ["(actions=['1', '2', '3'], --actions 1,2,3)"]),
     (dict(action=np.array([3, 2, 2, 3, 2, 3])), ["outside [0, 3); fix the value"]),
     (dict(probability=np.full(6, 100 / 3)), ["'probability'", "outside (0, 1]: every value "
                                              "is 33.3, as if they were percentages",

@@ -134,16 +134,23 @@ def _kind(name: str, array: np.ndarray, source: str) -> None:
                            f"expected real numbers (integers, floats or booleans)")
 
 
+NAMES_WRITTEN_OUT = 20
+"""Up to this many actions, the hint for actions numbered from 1 writes out their names, ready
+to paste; more are given as an expression."""
+
+
 def _numbered_from_one(array: np.ndarray, n_actions: int) -> str | None:
     """The hint for actions outside [0, K) that run from 1 to K: numbered from 1 (as R,
     MATLAB and Julia number them), or None."""
     if array.min() == 1 and array.max() == n_actions:
-        listed = ",".join(str(a) for a in range(1, min(n_actions, 3) + 1)) + (
-            f",...,{n_actions}" if n_actions > 3 else "")
+        named = (f"actions=[{', '.join(repr(str(a)) for a in range(1, n_actions + 1))}], "
+                 f"--actions {','.join(str(a) for a in range(1, n_actions + 1))}"
+                 if n_actions <= NAMES_WRITTEN_OUT else
+                 f"actions=[str(a) for a in range(1, {n_actions + 1})], --actions "
+                 f"$(seq -s, 1 {n_actions})")
         return (f"the values run from 1 to {n_actions}, as if the actions were numbered from "
                 f"1; iglearn numbers them from 0 to K - 1: subtract 1 from every value, or "
-                f"read a table's column with the actions named (actions=[...], --actions "
-                f"{listed})")
+                f"read a table's column with the actions named ({named})")
     return None
 
 
