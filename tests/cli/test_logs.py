@@ -342,6 +342,8 @@ def test_bad_column_options_are_one_line(capsys, tmp_path, small):
     frame.to_csv(tmp_path / "log.csv", index=False)
     twice = tmp_path / "twice.csv"
     twice.write_text("age,age,arm,p,emg_0\n1,2,0,0.5,1\n")
+    tab = tmp_path / "log.tsv"
+    frame.to_csv(tab, index=False, sep="\t")
     cases = [
         ([tmp_path / "log.csv", *COLUMN_OPTIONS[:-2]], "K is unknown"),
         ([tmp_path / "log.csv", *COLUMN_OPTIONS, "--context", "age,height"],
@@ -354,6 +356,11 @@ def test_bad_column_options_are_one_line(capsys, tmp_path, small):
          "no column starts with 'eeg_'"),
         ([twice, *COLUMN_OPTIONS], "2 columns are named 'age'"),
         ([small / "log.npz", "--action", "arm"], "reads .csv and .parquet files only"),
+        # the file's own problem first: a mapping would not help it
+        ([tab, *COLUMN_OPTIONS], "unknown file extension '.tsv'; use one of .npz, .parquet, "
+                                 ".csv, .dsjson (a tab- or semicolon-separated table reads as "
+                                 ".csv: rename it)"),
+        ([tmp_path / "gone.npz", "--action", "arm"], "gone.npz: no such file"),
     ]
     for argv, words in cases:
         code, _, err = run(capsys, "fit", *argv, "--out", tmp_path / "m")

@@ -61,8 +61,10 @@ __all__ = [
 def _suffix(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
+        text = (" (a tab- or semicolon-separated table reads as .csv: rename it)"
+                if suffix in (".tsv", ".tab", ".txt") else "")
         raise IGLearnError(f"{path}: unknown file extension {suffix or '(none)'!r}; use one of "
-                           f"{', '.join(SUFFIXES)}")
+                           f"{', '.join(SUFFIXES)}{text}")
     return suffix
 
 
@@ -83,6 +85,9 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
         n_actions: with a column mapping: K when neither the mapping nor a column gives it.
     """
     path = Path(path)
+    if columns is not None and not path.is_dir() and path.suffix.lower() not in MAPPED:
+        _suffix(path)  # an unknown extension, then a missing file, is told before the mapping
+        input_file(path)
     if columns is not None and (path.is_dir() or path.suffix.lower() not in MAPPED):
         raise IGLearnError(f"{path}: a column mapping (--context, --action, ...) reads .csv "
                            f"and .parquet files only; the other formats name their fields "
