@@ -63,7 +63,7 @@ EXPERIMENTS = ("table1", "sample-complexity", "unsupervised", "figure3", "action
 
 @pytest.mark.parametrize("argv", [["--help"], ["--version"], ["serve", "--help"],
                                   ["reproduce", "--help"], ["simulate", "--help"],
-                                  ["convert", "--help"], ["load", "--help"],
+                                  ["convert", "--help"], ["load", "--help"], ["pack", "--help"],
                                   ["demo", "--help"], ["fit", "--help"], ["evaluate", "--help"],
                                   ["predict", "--help"], ["sweep", "--help"],
                                   *[["reproduce", name, "--help"] for name in EXPERIMENTS]])

@@ -122,3 +122,35 @@ def test_uploads_stream_through_a_temporary_file_never_held_whole(service):
         assert admin.get("/v1/model").json()["versions"] == versions  # nothing stored
     assert memory(pid, "VmHWM") - before < 24 << 20  # the uploads: 63 and 64 MB
     assert deleted_files(pid) == held  # every temporary file closed, so gone
+
+
+def test_a_model_fitted_by_the_command_line_is_packed_and_imported(service, model_folder,
+                                                                   tmp_path, capsys):
+    """`iglearn pack MODEL --out model.tar.gz` writes the archive PUT /v1/model imports (the
+    way from `iglearn fit` into a running service); an archive made by hand of the folder's
+    contents (`tar czf m.tar.gz -C MODEL .`) is refused with the way to make one."""
+    import tarfile
+
+    from iglearn.cli import main
+
+    assert main(["pack", str(model_folder), "--out", str(tmp_path / "m.tar.gz")]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["algorithm"] == "igl" and printed["bytes"] == (tmp_path / "m.tar.gz").stat(
+        ).st_size
+    with tarfile.open(tmp_path / "by-hand.tar.gz", "w:gz") as tar:
+        tar.add(model_folder, arcname=".")
+    with service.http("admin") as admin:
+        before = len(admin.get("/v1/model").json()["versions"])
+        refused = admin.put("/v1/model", content=(tmp_path / "by-hand.tar.gz").read_bytes())
+        assert refused.status_code == 422 and refused.json()["field"] == "body"
+        assert "holds '.', not exactly model.json and weights.safetensors; write the archive " \
+               "of the model folder again: iglearn pack MODEL --out model.tar.gz" in \
+               refused.json()["error"]
+        imported = admin.put("/v1/model", content=(tmp_path / "m.tar.gz").read_bytes())
+        assert imported.status_code == 201, imported.text
+        assert len(admin.get("/v1/model").json()["versions"]) == before + 1
+    for argv, says in [(["pack", str(tmp_path / "m.tar.gz"), "--out", str(tmp_path / "a.tgz")],
+                        "is a model archive already"),
+                       (["pack", str(model_folder), "--out", str(tmp_path / "m.zip")],
+                        "a model archive's name ends with .tar.gz or .tgz")]:
+        assert main(argv) == 2 and says in capsys.readouterr().err

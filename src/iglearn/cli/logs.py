@@ -587,11 +587,34 @@ def _load(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pack(args: argparse.Namespace) -> int:
+    """``iglearn pack``: the model folder MODEL as the archive the decision service imports
+    (``PUT /v1/model``), checked first as any model folder is; the reverse of ``load``."""
+    from iglearn.files import write_atomic
+    from iglearn.models.archive import ARCHIVE_SUFFIXES, is_archive, pack_model, read_model
+
+    model, out = Path(args.model), Path(args.out)
+    if not out.name.lower().endswith(ARCHIVE_SUFFIXES):
+        raise IGLearnError(f"--out {out}: a model archive's name ends with "
+                           f"{' or '.join(ARCHIVE_SUFFIXES)} (model.tar.gz, say)")
+    if is_archive(model):
+        raise IGLearnError(f"{model}: is a model archive already; give the model folder "
+                           f"(iglearn fit's --out) to pack")
+    check_paths([("MODEL", model)], [("--out", out)])
+    meta = read_model(model).metadata_  # checked as evaluate and the service check it
+    archive = pack_model(model)
+    write_atomic(out, lambda tmp: tmp.write_bytes(archive))
+    _print({"model": str(model), "archive": str(out), "bytes": len(archive),
+            "algorithm": meta["algorithm"], "n_actions": meta["n_actions"],
+            "context_dim": meta["context_dim"], "feedback_dim": meta["feedback_dim"]})
+    return 0
+
+
 FORMATS = "format from the extension: .npz, .parquet, .csv or .dsjson"
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    """Register fit, evaluate, predict, load, simulate and convert on the ``iglearn``
+    """Register fit, evaluate, predict, load, pack, simulate and convert on the ``iglearn``
     parser; each command's options are added when that command is parsed
     (:class:`iglearn.cli.LazySubParsers`)."""
     formats = FORMATS
@@ -627,6 +650,14 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "GET /v1/model/export) as any model folder is checked, and write it as "
                     "the model folder --out, which fit, evaluate and predict read; prints "
                     "what the model is as JSON.")
+    commands.add_parser(
+        "pack", help="write a model folder as an archive for the decision service",
+        build=_pack_options,
+        description="Check the model folder MODEL (the --out folder of fit or load) as any "
+                    "model folder is checked, and write it as the model archive --out "
+                    "(.tar.gz), which the decision service imports (PUT /v1/model) and "
+                    "evaluate and predict read; the reverse of load. Prints what the model "
+                    "is as JSON.")
     commands.add_parser(
         "simulate", help="write a log from a built-in environment", build=_simulate_options,
         description=f"Log interactions in a built-in environment ({formats}).")
@@ -769,6 +800,14 @@ def _load_options(load: argparse.ArgumentParser) -> None:
     load.add_argument("--out", required=True, metavar="FOLDER",
                       help="the model folder to write (missing, empty or a model folder)")
     load.set_defaults(run=_load, reads=("archive",))
+
+
+def _pack_options(pack: argparse.ArgumentParser) -> None:
+    """The arguments of ``pack``."""
+    pack.add_argument("model", metavar="MODEL", help="a model folder")
+    pack.add_argument("--out", required=True, metavar="ARCHIVE",
+                      help="the model archive to write (.tar.gz or .tgz)")
+    pack.set_defaults(run=_pack, reads=("model",))
 
 
 def _simulate_options(simulate: argparse.ArgumentParser) -> None:

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
     from iglearn.learners.iglp import IGLP
 
 MEMBERS = (METADATA, WEIGHTS)
+REPACK = ("write the archive of the model folder again: iglearn pack MODEL --out model.tar.gz "
+          "(pack_model in Python), or the service's GET /v1/model/export")
+"""What a message about a malformed archive tells the user to do."""
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz")
 """File names a model archive may end with."""
 MAX_ARCHIVE_BYTES = 1 << 30
@@ -94,7 +97,7 @@ class _Inflated:
         out = self.read(n)
         if len(out) < n:
             raise IGLearnError(f"{self.source}: ends inside {what} (the archive is truncated); "
-                               f"export the model folder again")
+                               f"{REPACK}")
         return out
 
 
@@ -122,8 +125,7 @@ def _pax(data: bytes, source: str) -> dict[str, str]:
     while at < len(data) and data[at:at + 1] != b"\0":
         length, _, rest = data[at:at + 24].partition(b" ")
         if not length.isdigit() or not rest or int(length) < 5 or at + int(length) > len(data):
-            raise IGLearnError(f"{source}: holds a damaged extended (pax) header; export the "
-                               f"model folder again")
+            raise IGLearnError(f"{source}: holds a damaged extended (pax) header; {REPACK}")
         record = data[at:at + int(length)].decode("utf-8", "surrogateescape")
         key, _, value = record.partition(" ")[2].rstrip("\n").partition("=")
         records[key] = value
@@ -136,7 +138,7 @@ def _member_size(pax: dict[str, str], declared: int, name: str, source: str) -> 
         return declared
     if not pax["size"].isdigit():
         raise IGLearnError(f"{source}: the pax header of {shown(name)} gives the size "
-                           f"{shown(pax['size'])}; export the model folder again")
+                           f"{shown(pax['size'])}; {REPACK}")
     return int(pax["size"])
 
 
@@ -179,7 +181,7 @@ def _unpack(stream: _Inflated, folder: Path, source: str, size: int | None) -> N
                                f"gives")
         if len(block) < _BLOCK:
             raise IGLearnError(f"{source}: ends inside a tar header (the archive is "
-                               f"truncated); export the model folder again")
+                               f"truncated); {REPACK}")
         if block == bytes(_BLOCK):  # the end of the archive: nothing after it is read
             break
         info = tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
@@ -201,7 +203,7 @@ def _unpack(stream: _Inflated, folder: Path, source: str, size: int | None) -> N
         if name not in MEMBERS or name in seen:
             raise IGLearnError(f"{source}: holds {shown(name)}"
                                f"{' twice' if name in seen else ''}, not exactly "
-                               f"{' and '.join(MEMBERS)}; export the model folder again")
+                               f"{' and '.join(MEMBERS)}; {REPACK}")
         if info.type not in (tarfile.REGTYPE, tarfile.AREGTYPE) or sparse:
             raise IGLearnError(f"{source}: {name} is not a regular file")
         label = member_label(source, name)
@@ -221,7 +223,7 @@ def _unpack(stream: _Inflated, folder: Path, source: str, size: int | None) -> N
         seen.append(name)
     if sorted(seen) != sorted(MEMBERS):
         raise IGLearnError(f"{source}: holds {seen}, not exactly {' and '.join(MEMBERS)}; "
-                           f"export the model folder again")
+                           f"{REPACK}")
 
 
 def _copy(stream: _Inflated, path: Path, declared: int, label: str) -> None:
