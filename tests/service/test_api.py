@@ -141,6 +141,12 @@ def test_refit_rollback_export_import_and_log(service, tmp_path):
             bad = admin.post(f"/v1/model/refit?wait={wait}")
             assert bad.status_code == 422 and bad.json()["field"] == "wait", bad.text
             assert bad.json()["error"] == "must be seconds in [0, 600]"
+        versions = len(admin.get("/v1/model").json()["versions"])
+        typo = admin.post("/v1/model/refit?wiat=3")  # not a re-fit that does not wait
+        assert typo.status_code == 422 and typo.json() == {
+            "error": "is not a query parameter of this endpoint (it reads wait)",
+            "field": "wiat"}, typo.text
+        assert len(admin.get("/v1/model").json()["versions"]) == versions
         first = admin.post("/v1/model/refit?wait=120")
         assert first.status_code == 200, first.text
         v1 = first.json()["version"]
@@ -187,6 +193,14 @@ def test_refit_rollback_export_import_and_log(service, tmp_path):
         empty = admin.get("/v1/log", params={"until": "2000-01-01T00:00:00"})
         assert empty.status_code == 404
         assert admin.get("/v1/log?format=csv").json()["field"] == "format"
+        # a misspelt filter is not the whole log, and a window that ends before it begins
+        # is a mistake, not an empty log
+        typo = admin.get("/v1/log", params={"sinec": "2100000000"})
+        assert typo.status_code == 422 and typo.json()["field"] == "sinec", typo.text
+        assert "(it reads since, until, format)" in typo.json()["error"]
+        backwards = admin.get("/v1/log", params={"since": "2000000000", "until": "1000000000"})
+        assert backwards.status_code == 422 and backwards.json()["field"] == "until"
+        assert "is before since" in backwards.json()["error"]
 
 
 def test_health_and_metrics(service):

@@ -21,7 +21,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from datetime import datetime
 from pathlib import Path
@@ -737,6 +737,19 @@ MAX_SECONDS = 1e12
 duration a query parameter may give."""
 
 
+def query(request: Request, names: tuple[str, ...]) -> Mapping[str, str]:
+    """The request's query parameters, each of which must be one of ``names`` (422 naming the
+    first that is not: a misspelt ``wait`` or ``since`` would otherwise be ignored, and the
+    request answered as if it had not been given)."""
+    params = request.query_params
+    for key in params:
+        if key not in names:
+            reads = ", ".join(names) if names else "none"
+            raise Rejected(422, f"is not a query parameter of this endpoint (it reads {reads})",
+                           key)
+    return params
+
+
 def timestamp(value: str | None, name: str) -> float | None:
     """A time given as Unix seconds or ISO 8601 within ±:data:`MAX_SECONDS` (422 naming
     ``name`` otherwise: not a time, not finite, a date that has no Unix time)."""
@@ -904,7 +917,7 @@ def build_app(service: Service, start_worker: bool = True,
             raise Rejected(503, f"{problem}; ask again then", retry_after=worker.retry_after())
 
     async def refit(request: Request) -> Response:
-        asked = request.query_params.get("wait")
+        asked = query(request, ("wait",)).get("wait")
         try:
             wait = 0.0 if asked is None else float(asked)
         except ValueError:
@@ -1000,9 +1013,13 @@ def build_app(service: Service, start_worker: bool = True,
         return json_response(service.model_info(), 201)
 
     async def export_log(request: Request) -> Response:
-        since = timestamp(request.query_params.get("since"), "since")
-        until = timestamp(request.query_params.get("until"), "until")
-        fmt = request.query_params.get("format", "parquet")
+        params = query(request, ("since", "until", "format"))
+        since = timestamp(params.get("since"), "since")
+        until = timestamp(params.get("until"), "until")
+        if since is not None and until is not None and since > until:
+            raise Rejected(422, f"is before since ({params['until']} < {params['since']}): the "
+                                f"window is empty", "until")
+        fmt = params.get("format", "parquet")
         if fmt not in LOG_FORMATS:
             raise Rejected(422, f"must be one of {', '.join(LOG_FORMATS)}", "format")
         data = await anyio.to_thread.run_sync(lambda: write_log(service, since, until, fmt))
