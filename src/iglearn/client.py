@@ -38,6 +38,11 @@ class ServiceError(IGLearnError):
 def _numbers(values: Any, field: str) -> list[float]:
     """``values`` as a flat list of finite numbers for the JSON body; ``field`` names them in
     the error raised, before anything is sent, for a value that is not a finite number."""
+    given = np.asarray(values, dtype=object).ravel()
+    text = [i for i, value in enumerate(given) if isinstance(value, str | bytes)]
+    if text:  # the service refuses text; told here, before anything is sent
+        raise IGLearnError(f"{field}[{text[0]}] is text ({given[text[0]]!r}); the service takes "
+                           f"numbers: convert the values (float(...)) before sending")
     try:
         array = np.asarray(values, dtype=np.float64).ravel()
     except (TypeError, ValueError) as e:
@@ -86,9 +91,13 @@ class Client:
         for attempt in range(self.retries + 1):
             try:
                 response = self._http.request(method, path, json=json)
-            except httpx.TransportError:
+            except httpx.TransportError as e:
                 if attempt == self.retries:
-                    raise
+                    raise IGLearnError(
+                        f"{self._http.base_url}{path}: cannot reach the decision service "
+                        f"after {attempt + 1} attempt{'s' if attempt else ''} "
+                        f"({type(e).__name__}: {e}); check that it is running and the "
+                        f"URL and port") from e
             else:
                 if response.status_code < 400:
                     return response
@@ -111,7 +120,12 @@ class Client:
 
     def decide_batch(self, contexts: np.ndarray | Sequence[Sequence[float]],
                      event_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        """Decisions for many contexts in one request."""
+        """Decisions for many contexts in one request, one context a row."""
+        if np.ndim(contexts) < 2 and not (isinstance(contexts, Sequence) and len(contexts)
+                                          and isinstance(contexts[0], Sequence | np.ndarray)):
+            raise IGLearnError(f"contexts: one vector (shape {np.shape(contexts)}); "
+                               f"decide_batch takes one context a row (a 2-D array or a list "
+                               f"of vectors); decide takes a single context")
         rows = [_numbers(c, f"contexts[{i}]") for i, c in enumerate(contexts)]
         ids = list(event_ids) if event_ids is not None else [new_event_id() for _ in rows]
         response = self._request("POST", "/v1/decide", {"contexts": rows, "event_ids": ids})

@@ -101,8 +101,11 @@ def test_retries_after_a_lost_answer_are_idempotent(service):
 
 def test_gives_up_after_its_retries():
     client = Client(f"http://127.0.0.1:{free_port()}", "iglk_x", retries=2, backoff=0.01)
-    with client, pytest.raises(httpx.ConnectError):
+    with client, pytest.raises(IGLearnError, match=r"/v1/decide: cannot reach the decision "
+                                                   r"service after 3 attempts \(ConnectError: "
+                                                   r".*check that it is running") as error:
         client.decide([0.0] * D_X)
+    assert isinstance(error.value.__cause__, httpx.ConnectError)
 
 
 @pytest.mark.parametrize("value, what", [(float("nan"), "NaN"), (float("inf"), "infinite"),
@@ -121,7 +124,15 @@ def test_a_value_json_cannot_carry_is_named_before_anything_is_sent(value, what)
             client.decide_batch(np.stack([np.zeros(D_X), context]))
         with pytest.raises(IGLearnError, match=rf"^feedback\[3\] is {what}"):
             client.feedback("e1", [0.0, 0.0, 0.0, value])
-        with pytest.raises(IGLearnError, match=r"^feedback: not a vector of numbers"):
+        with pytest.raises(IGLearnError, match=r"^feedback\[0\] is text \('a'\)"):
             client.feedback("e1", ["a", "b"])
+        with pytest.raises(IGLearnError, match=r"^context\[1\] is text \('3'\); the service "
+                                               r"takes numbers"):
+            client.decide([37.0, "3", 900, 37])  # the service would refuse it: told first
+        with pytest.raises(IGLearnError, match=r"^feedback: not a vector of numbers"):
+            client.feedback("e1", [[1.0], [2.0, 3.0]])
+        with pytest.raises(IGLearnError, match=r"^contexts: one vector \(shape \(4,\)\); "
+                                               r"decide_batch takes one context a row"):
+            client.decide_batch(np.zeros(D_X))
         assert client.decide(np.zeros(D_X)) == {}   # a finite context is sent
     assert len(sent) == 1
