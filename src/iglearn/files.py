@@ -255,20 +255,20 @@ def replaceable_folder(folder: Path, option: str, files: Sequence[str], what: st
     entries = {entry.name: entry for entry in os.scandir(folder)}
     if not entries:
         return False
+    new = f"a new folder for {option}" if option.startswith("--") else "another folder"
     both = " and ".join(files)
     others = sorted(set(entries) - set(files))
     if others:
         more = f" and {len(others) - 1} more entries" if len(others) > 1 else ""
         raise IGLearnError(f"{option} {folder}: holds {shown(others[0])}{more}, so it is not a "
                            f"{what} iglearn wrote; a {what} replaces a folder only when it holds "
-                           f"exactly {both}: choose a new folder for {option}")
+                           f"exactly {both}: choose {new}")
     if any(not entry.is_file(follow_symlinks=False) for entry in entries.values()):
         raise IGLearnError(f"{option} {folder}: its {' or '.join(files)} is not a plain file, "
-                           f"so it is not a {what} iglearn wrote; choose a new folder for "
-                           f"{option}")
+                           f"so it is not a {what} iglearn wrote; choose {new}")
     if set(entries) != set(files):
         raise IGLearnError(f"{option} {folder}: holds {next(iter(entries))} alone, not a whole "
-                           f"iglearn {what}; choose a new folder for {option}, or remove it")
+                           f"iglearn {what}; choose {new}, or remove it")
     return True
 
 

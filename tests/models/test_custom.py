@@ -177,7 +177,7 @@ def test_every_policy_learner_fits_a_custom_policy(log, tmp_path, learner_class)
     assert isinstance(learner.policy_, CustomPolicy)
     if name != "VIIGL":  # VI-IGL's joint fit with this tanh policy stalls on this log/seed
         assert learner.accuracy(context, labels) > 0.4  # uniform play: 0.1
-    if not hasattr(learner, "save"):  # the baselines have no model folder
+    if name in ("ContextualBandit", "Supervised"):  # the baselines have no model folder
         return
     loaded = load_model(learner.save(tmp_path / "m"), import_factories=True)
     assert loaded.policy is two_layer

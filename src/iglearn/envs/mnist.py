@@ -77,4 +77,5 @@ def make_environment(dataset: str, data_dir: str | Path | None = None
     if dataset == "digits":
         return digits_environment()
     raise IGLearnError(f"unknown dataset {dataset!r}; choose "
-                       f"{' or '.join(repr(name) for name in DATASETS)}")
+                       f"{' or '.join(repr(name) for name in DATASETS)} (the other "
+                       f"environments, such as 'bci': iglearn.envs.named.named_environment)")

@@ -58,6 +58,12 @@ class _Baseline(FitSettings, StackableLearner):
             return backend.fit(self, log)
         return super().fit(log)
 
+    def save(self, folder: object, schema: object = None) -> None:
+        """Refused: a baseline is measured beside the IGL learners and has no model folder."""
+        raise IGLearnError(f"{type(self).__name__} is a baseline that reads the {self.needs}, "
+                           f"measured beside the IGL learners; it has no model folder: save "
+                           f"a BatchIGL, AIIGL, IGLP or VIIGL")
+
     @classmethod
     def _fit_stacked(cls, learners: list[_Baseline], logs: list[AnyLog]) -> None:
         """Fit every learner's policy on its log, in memory or streamed."""
@@ -65,7 +71,9 @@ class _Baseline(FitSettings, StackableLearner):
         for log in logs:
             if not has_field(log, cls.needs):
                 raise IGLearnError(f"{log.source}: {cls.__name__} needs the field "
-                                   f"'{cls.needs}', which this log does not have")
+                                   f"'{cls.needs}', which this log does not have (a table's "
+                                   f"{cls.needs} column is read when named: "
+                                   f"InteractionLog.from_frame(..., {cls.needs}='column'))")
         start = time.perf_counter()
         first, log = learners[0], logs[0]
         generators = [torch_generator(as_generator(learner.seed)) for learner in learners]

@@ -758,7 +758,7 @@ def read_model(folder: str | Path, learners: Learners, algorithm: str | None = N
         raise IGLearnError(f"{source or folder}: holds an {kind.name} model "
                            f"({cls.__name__}), not an {algorithm} one; load it with "
                            f"{cls.__name__}.load or iglearn.learners.load_model, or "
-                           f"fit a {wanted}")
+                           f"fit {'an' if wanted[0] in 'AEIOU' else 'a'} {wanted}")
     factories = _factories(metadata, meta_path, import_factories, kind, cls)
     settings = _settings(metadata, meta_path, cls, factories)
     report = _report(metadata.get("training") or {}, meta_path, report_cls)
