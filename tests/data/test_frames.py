@@ -191,7 +191,16 @@ MAPPING_ERRORS = {
     "unmapped column": (dict(MAPPING, context=["age"]),
                         ["column 'clicks' is read by no field", "ignore="]),
     "mapped action absent": (dict(MAPPING, action="choice"),
-                             ["no column for field 'action'", "'choice'"]),
+                             ["no column for field 'action'", "'choice')"]),
+    # a name in another case, or misspelt, is named with the table's own
+    "action in another case": (dict(MAPPING, action="Arm"),
+                               ["(a column 'Arm'; did you mean 'arm'?);"]),
+    "probability misspelt": (dict(MAPPING, probability="pp"), ["did you mean 'p'?"]),
+    "context in another case": (dict(MAPPING, context=["age", "Clicks"]),
+                                ["no column 'Clicks', which the column mapping reads as context "
+                                 "(did you mean 'clicks'?)"]),
+    "prefix in another case": (dict(MAPPING, feedback="EMG_*"),
+                               ["(feedback 'EMG_*'; did you mean 'emg_*'?)"]),
 }
 
 

@@ -426,6 +426,22 @@ def _listing(names: Sequence[str]) -> str:
     return shown_names + (", ..." if len(names) > _SHOWN_COLUMNS else "")
 
 
+def near_name(wanted: str, names: Sequence[str]) -> str:
+    """"; did you mean 'arm'?" for a column name a mapping gives that the table lacks (to end
+    a parenthesis): the table's name that differs only in case, else the closest by spelling;
+    "" when none is close. A ``NAME*`` entry is matched on its prefix."""
+    import difflib
+
+    prefix = wanted.endswith(PREFIX)
+    stem = wanted.rstrip(PREFIX)
+    candidates = sorted({name[:len(stem)] if prefix else name for name in names})
+    same = [name for name in candidates if name.lower() == stem.lower()]
+    close = same or difflib.get_close_matches(stem, candidates, n=1, cutoff=0.6)
+    if not close:
+        return ""
+    return f"; did you mean {shown(close[0] + (PREFIX if prefix else ''))}?"
+
+
 def selects(entry: str, name: str) -> bool:
     """Whether the mapping entry ``entry`` reads the column ``name``: it is the name, or
     ``NAME*`` and the name starts with NAME."""
@@ -463,8 +479,8 @@ class _Selection:
         found = [name for name in self.names if selects(entry, name)]
         if not found:
             raise IGLearnError(f"{self.source}: no column starts with {shown(prefix)} "
-                               f"({field} {shown(entry)}); the columns are "
-                               f"{_listing(self.names)}")
+                               f"({field} {shown(entry)}{near_name(entry, self.names)}); the "
+                               f"columns are {_listing(self.names)}")
         rests = [name[len(prefix):] for name in found]
         if all(rest.isdigit() for rest in rests):
             found = [name for _, name in sorted(zip(map(int, rests), found, strict=True))]
@@ -478,8 +494,10 @@ class _Selection:
         columns = [name for entry in entries for name in self.expand(entry, field)]
         absent = [name for name in columns if name not in self.names]
         if absent and (len(absent) < len(columns) or field == "context"):
+            near = near_name(absent[0], self.names)
+            hint = f" ({near[2:]})" if near else ""
             raise IGLearnError(f"{self.source}: no column {shown(absent[0])}, which the column "
-                               f"mapping reads as {field}; the columns are "
+                               f"mapping reads as {field}{hint}; the columns are "
                                f"{_listing(self.names)}")
         return [] if absent else columns
 
@@ -628,9 +646,11 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
         name = next(name for name in ("context", *LOGGED) if name not in fields_)
         uniform = (f", or probability={UNIFORM!r} (--probability {UNIFORM}) if the actions "
                    f"were played uniformly at random" if name == "probability" else "")
+        given = getattr(mapping, name)
+        near = near_name(given, table.names) if isinstance(given, str) else ""
         raise IGLearnError(f"{source}: no column for field '{name}' ({table.layout(name)}"
-                           f"{uniform}); an interaction log needs context, action, probability "
-                           f"and feedback, a context set the context only")
+                           f"{uniform}{near}); an interaction log needs context, action, "
+                           f"probability and feedback, a context set the context only")
     table.unread(k_column, lambda name: _row_numbers(np.asarray(whole(name))))
     schema = None
     if mapping.renames:  # a model's mapping answers every row: predict drops none
