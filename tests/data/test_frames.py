@@ -199,6 +199,8 @@ MAPPING_ERRORS = {
     "context in another case": (dict(MAPPING, context=["age", "Clicks"]),
                                 ["no column 'Clicks', which the column mapping reads as context "
                                  "(did you mean 'clicks'?)"]),
+    "read and ignored": (dict(MAPPING, ignore=["age"]),
+                         ["column 'age' is read as context and ignored; keep one"]),
     "prefix in another case": (dict(MAPPING, feedback="EMG_*"),
                                ["(feedback 'EMG_*'; did you mean 'emg_*'?)"]),
 }

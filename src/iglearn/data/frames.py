@@ -469,6 +469,12 @@ class _Selection:
             where = f"twice by {field}" if other == field else f"by both {other} and {field}"
             raise IGLearnError(f"{self.source}: column {shown(column)} is read {where}; map "
                                f"each column to one field once")
+        # an ignored prefix may cover columns a field reads (emg_* ignores the rest of them),
+        # a column ignored by its name may not
+        if column in (self.mapping.ignore or ()):
+            raise IGLearnError(f"{self.source}: column {shown(column)} is read as {field} and "
+                               f"ignored; keep one (drop it from ignore, or map no field to "
+                               f"it)")
         self.used[column] = field
 
     def expand(self, entry: str, field: str) -> list[str]:
