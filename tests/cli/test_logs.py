@@ -256,6 +256,13 @@ COLUMN_OPTIONS = ("--context", "age,clicks", "--feedback", "emg_*", "--action", 
                   "--probability", "p", "--n-actions", "3")
 
 
+def replaced(option: str, value: str) -> list[str]:
+    """COLUMN_OPTIONS with ``option`` given ``value`` instead."""
+    options = list(COLUMN_OPTIONS)
+    options[options.index(option) + 1] = value
+    return options
+
+
 def test_a_csv_with_its_own_column_names_fits_and_the_model_keeps_the_mapping(capsys,
                                                                                 tmp_path):
     frame, best = user_frame(600)
@@ -346,15 +353,18 @@ def test_bad_column_options_are_one_line(capsys, tmp_path, small):
     frame.to_csv(tab, index=False, sep="\t")
     cases = [
         ([tmp_path / "log.csv", *COLUMN_OPTIONS[:-2]], "K is unknown"),
-        ([tmp_path / "log.csv", *COLUMN_OPTIONS, "--context", "age,height"],
+        ([tmp_path / "log.csv", *replaced("--context", "age,height")],
          "no column 'height'"),
-        ([tmp_path / "log.csv", *COLUMN_OPTIONS, "--context", "age,arm"],
+        ([tmp_path / "log.csv", *replaced("--context", "age,arm")],
          "column 'arm' is read by both context and action"),
-        ([tmp_path / "log.csv", *COLUMN_OPTIONS, "--context", "age"],
+        ([tmp_path / "log.csv", *replaced("--context", "age")],
          "column 'clicks' is read by no field"),
-        ([tmp_path / "log.csv", *COLUMN_OPTIONS, "--feedback", "eeg_*"],
+        ([tmp_path / "log.csv", *replaced("--feedback", "eeg_*")],
          "no column starts with 'eeg_'"),
         ([twice, *COLUMN_OPTIONS], "2 columns are named 'age'"),
+        # argparse would keep the last silently
+        ([tmp_path / "log.csv", *COLUMN_OPTIONS, "--context", "clicks"],
+         "argument --context: given twice; give it once, its values comma-separated (a,b)"),
         ([small / "log.npz", "--action", "arm"], "reads .csv and .parquet files only"),
         # the file's own problem first: a mapping would not help it
         ([tab, *COLUMN_OPTIONS], "unknown file extension '.tsv'; use one of .npz, .parquet, "

@@ -331,6 +331,19 @@ def shown(value: object) -> str:
     return str(value)
 
 
+class _Once(argparse.Action):
+    """Store an option's value, refusing the option given twice: argparse would keep the last
+    silently (``--context age --context clicks`` reading clicks alone)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        if hasattr(namespace, self.dest):
+            several = (", its values comma-separated (a,b)"
+                       if str(self.metavar).endswith("[,...]") else "")
+            raise argparse.ArgumentError(self, f"given twice; give it once{several}")
+        setattr(namespace, self.dest, values)
+
+
 def add_settings(parser: argparse.ArgumentParser, settings: Any, key: str, title: str,
                  description: str | None = None, *, skip: Collection[str] = (),
                  aliases: Mapping[str, str] | None = None,
@@ -375,7 +388,7 @@ def add_settings(parser: argparse.ArgumentParser, settings: Any, key: str, title
             continue
         metavar = "{" + ",".join(kind.choices) + "}" if kind.choices else field.name.upper()
         group.add_argument(*flags, dest=dest, type=value_parser(cls, field.name),
-                           default=argparse.SUPPRESS, help=text,
+                           action=_Once, default=argparse.SUPPRESS, help=text,
                            metavar=f"{metavar}[,...]" if kind.sequence else metavar)
     for name, value in nested:
         inner = ({label: getattr(other, name) for label, other in shared.items()}
