@@ -22,7 +22,7 @@ import numpy as np
 from iglearn.cli.paths import check_model_output, check_paths, with_sidecar
 from iglearn.cli.settings import add_settings, build_settings, flag, number
 from iglearn.data import safejson
-from iglearn.data.frames import ColumnMapping
+from iglearn.data.frames import ColumnMapping, given_fields_read
 from iglearn.data.logs import InteractionLog
 from iglearn.data.stream import LogStream, StreamSettings
 from iglearn.errors import IGLearnError
@@ -73,9 +73,10 @@ def _columns(args: argparse.Namespace, base: ColumnMapping | None = None
              ) -> ColumnMapping | None:
     """The column mapping the column options given (``--context``, ``--action``, ...) make of
     ``base`` (default: iglearn's layout), or None when none is given."""
-    if not any(dest.startswith(COLUMNS + ".") for dest in vars(args)):
+    given = [dest[len(COLUMNS) + 1:] for dest in vars(args) if dest.startswith(COLUMNS + ".")]
+    if not given:
         return None
-    return build_settings(args, base or ColumnMapping(), COLUMNS)
+    return given_fields_read(build_settings(args, base or ColumnMapping(), COLUMNS), given)
 
 
 def _add_columns(parser: argparse.ArgumentParser, description: str,

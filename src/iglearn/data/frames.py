@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -218,9 +218,29 @@ class ColumnMapping:
 def mapping_of(base: ColumnMapping | None = None, **given: Any) -> ColumnMapping:
     """``base`` (default: the default layout) with the fields in ``given`` that are not None
     in place of its own; a vector field may be given as one string (one entry) or any
-    sequence of strings."""
-    return replace(base or ColumnMapping(),
-                   **{name: value for name, value in given.items() if value is not None})
+    sequence of strings. A column that a given field names and ``base`` ignores is read
+    (:func:`given_fields_read`)."""
+    chosen = {name: value for name, value in given.items() if value is not None}
+    return given_fields_read(replace(base or ColumnMapping(), **chosen), chosen)
+
+
+def given_fields_read(mapping: ColumnMapping, given: Collection[str]) -> ColumnMapping:
+    """``mapping`` without the ``ignore`` entries that a field in ``given`` (the names of the
+    fields just set: a model's mapping, then ``label=`` or ``--reward`` to evaluate) reads by
+    name, unless ``ignore`` is among them: a model's mapping may ignore the column an
+    evaluation reads as its reward; one mapping that both reads and ignores a column is
+    refused (:meth:`_Selection.use`)."""
+    if "ignore" in given or not mapping.ignore:
+        return mapping
+    read: set[str] = set()
+    for name in given:
+        value = getattr(mapping, name, None)
+        if isinstance(value, str):
+            read.add(value)
+        elif name in MATRIX_FIELDS and value is not None:
+            read.update(value)
+    kept = tuple(entry for entry in mapping.ignore if entry not in read)
+    return mapping if len(kept) == len(mapping.ignore) else replace(mapping, ignore=kept or None)
 
 
 def missing_rows(values: np.ndarray) -> np.ndarray:
