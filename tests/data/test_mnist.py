@@ -75,7 +75,8 @@ def test_missing_files_give_actionable_errors(tmp_path, monkeypatch):
     with pytest.raises(DataNotFoundError, match="IGLEARN_DATA"):
         mnist.find_mnist()
     monkeypatch.delenv(mnist.ENV_VAR)
-    with pytest.raises(DataNotFoundError, match="--dataset digits"):
+    with pytest.raises(DataNotFoundError, match=r"the environment 'digits' \(iglearn simulate "
+                                                r"digits\), --dataset digits where a command"):
         mnist.find_mnist(allow_download=False)
 
 
@@ -93,6 +94,11 @@ def test_download_verifies_checksums(tmp_path, monkeypatch):
     with pytest.raises(DataNotFoundError, match="checksum mismatch"):
         mnist.download(tmp_path / "other", mirrors=(mirror.as_uri() + "/",))
     assert not (tmp_path / "other" / mnist.FILES["test_labels"]).exists()
+    # offline, nothing downloaded: the cache folder the download made is not left behind
+    with pytest.raises(DataNotFoundError, match="could not download"):
+        mnist.download(tmp_path / "offline" / "mnist", mirrors=((tmp_path / "none").as_uri()
+                                                                + "/",))
+    assert (tmp_path / "offline").is_dir() and not (tmp_path / "offline" / "mnist").exists()
     assert not list((tmp_path / "other").glob("*.part"))
 
 

@@ -100,9 +100,25 @@ def _complete(folder: Path) -> bool:
     return all((folder / name).is_file() for name in FILES.values())
 
 
+DIGITS_INSTEAD = ("or use scikit-learn's bundled digits instead: the environment 'digits' "
+                  "(iglearn simulate digits), --dataset digits where a command has it")
+"""The alternative every message about missing MNIST offers: a task that needs no download."""
+
+
 def download(folder: Path, mirrors: tuple[str, ...] = MIRRORS, timeout: float = 30.0) -> Path:
-    """Download the four files into ``folder``, each verified by SHA256 before it is kept."""
+    """Download the four files into ``folder``, each verified by SHA256 before it is kept; a
+    folder this made is removed again when nothing could be downloaded into it."""
+    made = not folder.exists()
     folder.mkdir(parents=True, exist_ok=True)
+    try:
+        return _download(folder, mirrors, timeout)
+    except DataNotFoundError:
+        if made and not any(folder.iterdir()):
+            folder.rmdir()
+        raise
+
+
+def _download(folder: Path, mirrors: tuple[str, ...], timeout: float) -> Path:
     for name in FILES.values():
         target = folder / name
         if target.is_file() and sha256(target) == SHA256[name]:
@@ -128,7 +144,7 @@ def download(folder: Path, mirrors: tuple[str, ...] = MIRRORS, timeout: float = 
             raise DataNotFoundError(
                 f"could not download {name} ({'; '.join(errors)}); put the four MNIST .gz "
                 f"files in a folder and pass --data-dir DIR or set {ENV_VAR}=DIR, "
-                f"or use --dataset digits"
+                f"{DIGITS_INSTEAD}"
             )
     return folder
 
@@ -141,7 +157,7 @@ def find_mnist(data_dir: str | Path | None = None, allow_download: bool = True) 
             missing = [n for n in FILES.values() if not (folder / n).is_file()]
             raise DataNotFoundError(
                 f"--data-dir {folder}: missing {', '.join(missing)}; the folder must hold the "
-                f"four MNIST .gz files (or use --dataset digits)"
+                f"four MNIST .gz files ({DIGITS_INSTEAD})"
             )
         return folder
     env = os.environ.get(ENV_VAR)
@@ -163,7 +179,7 @@ def find_mnist(data_dir: str | Path | None = None, allow_download: bool = True) 
         return download(cache)
     raise DataNotFoundError(
         f"MNIST not found: pass --data-dir DIR, set {ENV_VAR}=DIR, or put the four .gz files "
-        f"in {cache}; or use --dataset digits"
+        f"in {cache}; {DIGITS_INSTEAD}"
     )
 
 
