@@ -1,7 +1,9 @@
 """IGL-P: the inverse-kinematics decision, the definitely-bad split, the online loop."""
 
 import copy
+import dataclasses
 import json
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -11,6 +13,7 @@ import torch
 from iglearn import IGLearnError, InteractionLog
 from iglearn.envs.personalised import vw_simulator
 from iglearn.envs.play import play
+from iglearn.learners import Optimisation
 from iglearn.learners import iglp as iglp_module
 from iglearn.learners.iglp import (
     IGLP,
@@ -239,6 +242,35 @@ def test_bad_settings_are_refused():
     with pytest.raises(IGLearnError, match=r"\(users=2\); set same_unit to 'none'"):
         OnlineIGLP(3, 5, 2, users=2, same_unit="both")
     assert IGLP(users=3, same_unit="feedback").same_unit == "feedback"
+
+
+def test_users_must_name_one_hot_columns_at_the_front_of_the_contexts():
+    """users=N reads the first N context columns as a one-hot user id: measurements there (a
+    temperature, a count) are refused naming the row, as is a row of two users; a row of no
+    user (an unknown one) is one-hot enough."""
+    rng = np.random.default_rng(0)
+    ids, x, contexts = users_and_contexts(300, rng)
+    action = rng.integers(0, 3, 300)
+    feedback = np.eye(3)[rng.integers(0, 3, 300)]
+    log = InteractionLog(contexts, action, np.full(300, 1 / 3), feedback, 3)
+    measured = InteractionLog(np.c_[36.5 + rng.normal(0, 0.2, (300, 1)), contexts], action,
+                              np.full(300, 1 / 3), feedback, 3)
+    users = contexts.shape[1] - x.shape[1]
+    with pytest.raises(IGLearnError, match=rf"users is {users}, so the first {users} context "
+                                           rf"columns must be a one-hot user id .* row 0 holds "
+                                           rf"\[36\.\d+, "):
+        IGLP(users=users, seed=0).fit(measured)
+    twice = contexts.copy()
+    twice[5, :2] = 1
+    with pytest.raises(IGLearnError, match="but row 5 holds"):
+        IGLP(users=users, seed=0).fit(dataclasses.replace(log, context=twice))
+    unknown = contexts.copy()
+    unknown[7, :users] = 0
+    quick = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=10)
+    with warnings.catch_warnings():  # so short a fit may warn
+        warnings.simplefilter("ignore")
+        IGLP(users=users, seed=0, optimisation=quick, ik_starts=1).fit(
+            dataclasses.replace(log, context=unknown))
 
 
 @pytest.mark.parametrize("kind", ["linear", "mlp"])

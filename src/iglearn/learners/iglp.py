@@ -533,6 +533,26 @@ def decoded_reward(extreme_positive: np.ndarray, extreme_negative: np.ndarray,
     return np.where(negative, -extreme_negative, extreme_positive)
 
 
+def check_user_columns(context: np.ndarray, users: int, source: str) -> None:
+    """Refuse contexts whose first ``users`` columns are not a one-hot user id (each row a
+    single 1, or none for a user not among them, and zeros), naming the first row that is not:
+    with ``users`` set, IGL-P grounds each word per user on those columns, and on a
+    measurement (a temperature, a count) it would ground nothing and say nothing."""
+    if not users or users >= context.shape[1]:
+        return  # no user id; too many columns is refused with its own message
+    ids = np.asarray(context[:, :users])
+    binary = (ids == 0) | (ids == 1)
+    bad = np.flatnonzero(~binary.all(1) | (ids.sum(1) > 1))
+    if len(bad):
+        row = int(bad[0])
+        shown_row = ", ".join(f"{v:g}" for v in ids[row, :min(users, 5)]) + (
+            ", ..." if users > 5 else "")
+        raise IGLearnError(f"{source}: users is {users}, so the first {users} context columns "
+                           f"must be a one-hot user id (one 1 per row, zeros elsewhere), but "
+                           f"row {row} holds [{shown_row}]; put the user id's one-hot columns "
+                           f"first, or set users to 0 (no user id)")
+
+
 @dataclass(eq=False)
 class IGLP(IGLPSettings, PolicyLearner):
     """IGL-P from a log of any logging policy (see the module docstring): ``fit(log)`` reads
@@ -588,6 +608,7 @@ class IGLP(IGLPSettings, PolicyLearner):
         """Fit the three models on ``log``. Warns (:class:`IdentifiabilityWarning`) when an
         action never occurs in the log."""
         check_igl_logs([log])
+        check_user_columns(log.context, self.users, log.source)
         start = time.perf_counter()
         self._rng = as_generator(self.seed)
         flags = (np.zeros(len(log), dtype=bool) if log.definitely_bad is None
