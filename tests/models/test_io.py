@@ -466,3 +466,25 @@ def test_the_kinds_model_json_is_checked_against_are_those_of_the_classes():
     assert PersonalIK.kind == kinds.PERSONAL
     assert CustomPolicy.kind == CustomDecoder.kind == kinds.CUSTOM
     assert set(kinds.IK_KINDS) == {*POLICIES, PersonalIK.kind}
+
+
+def test_a_model_whose_model_json_no_reader_accepts_is_not_written(tmp_path, digits_log,
+                                                                   monkeypatch):
+    """A fit whose feature schema names so many features (a DSJSON log's rare sparse features)
+    that model.json would exceed MAX_JSON_BYTES is refused when saved, saying why and what to
+    change; the folder is not made (it was written, then refused by every reader as
+    damaged)."""
+    from iglearn.data import limits
+
+    learner = fitted(digits_log)
+    learner.save(tmp_path / "ok", FeatureSchema.default(64, 64))
+    size = (tmp_path / "ok" / io.METADATA).stat().st_size
+    monkeypatch.setattr(limits, "MAX_JSON_BYTES", size - 1)
+    with pytest.raises(IGLearnError, match=rf"model folder .*big: its model\.json would hold "
+                                           rf"{size} bytes, more than {size - 1} .*MAX_JSON_"
+                                           rf"BYTES.*names 64 context and 64 feedback features; "
+                                           rf"fit on fewer features"):
+        learner.save(tmp_path / "big", FeatureSchema.default(64, 64))
+    assert not (tmp_path / "big").exists()
+    monkeypatch.setattr(limits, "MAX_JSON_BYTES", size)
+    io.read_metadata(tmp_path / "ok")  # the limit a reader holds it to is the same

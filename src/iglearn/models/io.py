@@ -421,6 +421,17 @@ def save_model(learner: Any, algorithm: str, folder: str | Path,
                      **(extra or {})},
     }
     text = safejson.dumps(metadata, indent=2) + "\n"  # a number that is not finite: null
+    size = len(text.encode())
+    if size > limits.MAX_JSON_BYTES:  # never write what no reader of it accepts
+        names = "" if schema is None else (f": its feature schema names {len(schema.context)} "
+                                           f"context and {len(schema.feedback)} feedback "
+                                           f"features")
+        raise IGLearnError(f"model folder {folder}: its model.json would hold {size} bytes, "
+                           f"more than {limits.MAX_JSON_BYTES} "
+                           f"(iglearn.data.limits.MAX_JSON_BYTES), which a model is read "
+                           f"within{names}; fit on fewer features (a log's rare sparse "
+                           f"features, a bag of words, left out or hashed), or raise the "
+                           f"limit where the model is written and read")
     tmp = temporary_folder(folder)
     try:
         save_file(tensors, str(tmp / WEIGHTS))
