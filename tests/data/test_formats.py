@@ -324,6 +324,24 @@ def _set(key, value):
     return edit
 
 
+def _context(namespaces):
+    """An edit setting a line's context namespaces, its actions (c._multi) kept."""
+    def edit(line):
+        record = json.loads(line)
+        record["c"] = {**namespaces, "_multi": record["c"]["_multi"]}
+        return json.dumps(record)
+    return edit
+
+
+def _multi(change):
+    """An edit changing a line's actions (c._multi) by ``change``."""
+    def edit(line):
+        record = json.loads(line)
+        record["c"]["_multi"] = change(record["c"]["_multi"])
+        return json.dumps(record)
+    return edit
+
+
 def _text(old, new):
     def edit(line):
         assert old in line
@@ -428,6 +446,13 @@ BAD = {
     "dsjson K mismatch": ("x.dsjson",
                           lambda p: _dsjson(p, _set("c", {"x": {"x0": 1}, "_multi": [{}] * 3})),
                           ["line 3", "3 actions but K is 4"]),
+    # an action is its position in c._multi: another order, or other features, read wrong
+    "dsjson actions reordered": ("x.dsjson", lambda p: _dsjson(p, _multi(lambda m: m[::-1])),
+                                 ["line 3", "c._multi lists the actions in another order than "
+                                  "line 1 (position 0 is", "write the actions in one order"]),
+    "dsjson action features per line": ("x.dsjson", lambda p: _dsjson(p, _multi(
+        lambda m: [{"a": {"price": 3.5}}, *m[1:]])), ["line 3", "c._multi's action 0 is",
+                                                       "does not read action features"]),
     "dsjson action not integer": ("x.dsjson", lambda p: _dsjson(p, _set("_labelIndex", 1.5)),
                                   ["line 3", "'_labelIndex'", "integers"]),
     "dsjson missing context": ("x.dsjson", lambda p: _dsjson(p, _drop("c")),
@@ -563,7 +588,7 @@ BAD = {
         p, _set("_iglearn", {"reward": 1, "label": 1e300})),
         ["line 3", "'_iglearn.label'", "1e+300"]),
     "dsjson feature 1e300": ("x.dsjson", lambda p: _dsjson(
-        p, _set("c", {"x": {"x0": 1e300}, "_multi": [{}] * 4})),
+        p, _context({"x": {"x0": 1e300}})),
         ["line 3", "'c.x.x0'", "1e+300", "MAX_ABS_VALUE"]),
     "dsjson deep line": ("x.dsjson", lambda p: _dsjson(p, _text('"c":', f'"deep":{DEEP},"c":')),
                          ["line 3", "deep"]),
@@ -571,7 +596,7 @@ BAD = {
         p, _text('"_labelIndex":', '"_labelIndex":0,"_labelIndex":')),
         ["line 3", "'_labelIndex' twice"]),
     "dsjson escapes in a value": ("x.dsjson", lambda p: _dsjson(
-        p, _set("c", {"x": {"x0": ["\n\x1b[2J"]}, "_multi": [{}] * 4})),
+        p, _context({"x": {"x0": ["\n\x1b[2J"]}})),
         ["line 3", "\\n\\x1b[2J"]),
     "sidecar K 3.9": ("x.dsjson", _sidecar(n_actions=3.9), ["schema.json", "n_actions", "3.9"]),
     "sidecar K ten": ("x.dsjson", _sidecar(n_actions="ten"), ["schema.json", "'ten'"]),

@@ -1,5 +1,5 @@
 """Vowpal Wabbit's DSJSON, one JSON object per line, as ``vw --dsjson --cb_explore_adf
---experimental_igl`` reads it::
+--experimental_igl --coin`` reads it::
 
     {"_label_cost": 0, "_label_probability": 0.1, "_label_Action": 4, "_labelIndex": 3,
      "o": [{"y": {"y0": 0.5, "y7": 1}}], "a": [4, 1, 2, ...], "p": [0.1],
@@ -15,7 +15,9 @@
   namespaces of the objects in ``o``. A feature ``{"ns": {"name": value}}`` is called
   ``ns^name``; a string value ``{"ns": {"name": "text"}}`` is the feature ``ns^nametext``
   with value 1, as in VW. Absent features are 0;
-- K is the length of ``c._multi``;
+- K is the length of ``c._multi``, and an action its position there: every line lists the
+  same actions in the same order (a line that reorders them, or whose action features
+  differ, is refused: the features of ``c._multi`` are not read);
 - ``"_definitely_bad": true`` inside an object of ``o`` flags an unmistakably negative
   feedback (the field ``definitely_bad``, read by IGL-P), as in VW's ``--experimental_igl``
   logs; as in VW, the flag is optional (a line without it is not flagged). VW's own IGL
@@ -90,6 +92,7 @@ class DsjsonReader(TableReader):
         seen: set[str] = set()
         flags = False  # some line has '_definitely_bad' (optional: absent is false)
         n = 0
+        first_actions: tuple[int, list] | None = None  # the first line's c._multi
         for line_no, record in self._records():
             present = _present(record)
             flags = flags or _has_flag(record)
@@ -103,6 +106,11 @@ class DsjsonReader(TableReader):
                     f"line needs the same fields (a label on all lines or on none)")
             seen = present
             k = _n_actions(record, source, line_no)
+            if k is not None:
+                if first_actions is None:
+                    first_actions = (line_no, record["c"]["_multi"])
+                elif record["c"]["_multi"] != first_actions[1]:
+                    _same_actions(record["c"]["_multi"], *first_actions, source, line_no)
             if n_actions is None:
                 n_actions = k
             elif k is not None and k != n_actions:
@@ -257,6 +265,36 @@ def _describe(name: str) -> str:
     return {"action": "the label ('_labelIndex')", "probability": "'_label_probability'",
             "feedback": "the feedback 'o'", "reward": "'_iglearn.reward'",
             "label": "'_iglearn.label'"}.get(name, name)
+
+
+def _same_actions(multi: list, first_line: int, first: list, source: str,
+                  line_no: int) -> None:
+    """Refuse a line whose ``c._multi`` differs from the first line's: iglearn reads an
+    action as its position in ``c._multi`` and not its features, so a line listing the
+    actions in another order (VW's ADF logs may) would be read as other actions, and
+    features that change from line to line would be dropped without a word. The message
+    tells a reordering from other features."""
+    if len(multi) != len(first):
+        return  # told as a different K by the caller
+    texts = [json.dumps(entry, sort_keys=True) for entry in multi]
+    first_texts = [json.dumps(entry, sort_keys=True) for entry in first]
+    if sorted(texts) == sorted(first_texts):
+        moved = next(i for i, (a, b) in enumerate(zip(texts, first_texts, strict=True))
+                     if a != b)
+        raise IGLearnError(
+            f"{source}, line {line_no}: c._multi lists the actions in another order than "
+            f"line {first_line} (position {moved} is {shown(multi[moved])}, there "
+            f"{shown(first[moved])}); iglearn reads an action as its position in c._multi: "
+            f"write the actions in one order on every line, the label's _labelIndex their "
+            f"position in it")
+    changed = next(i for i, (a, b) in enumerate(zip(texts, first_texts, strict=True))
+                   if a != b)
+    raise IGLearnError(
+        f"{source}, line {line_no}: c._multi's action {changed} is {shown(multi[changed])}, "
+        f"on line {first_line} {shown(first[changed])}; iglearn reads an action as its "
+        f"position in c._multi and does not read action features: write the same actions, "
+        f"in the same order, on every line (features that change per line belong in the "
+        f"context)")
 
 
 def _n_actions(record: dict, source: str, line_no: int) -> int | None:
