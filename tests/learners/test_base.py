@@ -12,7 +12,15 @@ import pandas as pd
 import pytest
 import torch
 
-from iglearn import AIIGL, VIIGL, BatchIGL, ContextualBandit, IGLearnError, Supervised
+from iglearn import (
+    AIIGL,
+    VIIGL,
+    BatchIGL,
+    ContextualBandit,
+    IGLearnError,
+    InteractionLog,
+    Supervised,
+)
 from iglearn.envs import digits_environment
 from iglearn.learners import IdentifiabilityWarning, Optimisation
 from iglearn.learners.base import unseen_action_warnings
@@ -269,3 +277,40 @@ def test_every_learner_that_decodes_the_feedback_warns_of_an_action_the_log_neve
         learner = make().fit(log)
     assert note in [str(each.message) for each in caught]
     assert note in learner.report_.warnings
+
+
+def test_a_file_read_without_the_models_feature_names_is_refused_not_misread(tmp_path):
+    """A DSJSON file names its features in its own order of first appearance: one written by
+    another program (VW's tooling) in another order, read without the model's schema, holds
+    the same features in other columns. A model given that log or context set refuses it,
+    naming a feature and the fix; read with the model's schema it predicts as on the training
+    columns. (An array carries no names: nothing to check.)"""
+    from iglearn.data.formats import FeatureSchema, read_contexts, read_log, write_table
+
+    rng = np.random.default_rng(0)
+    n, names = 400, [f"x^f{i}" for i in range(5)]
+    best = rng.integers(0, 3, n)
+    arm = rng.integers(0, 3, n)
+    context = np.eye(3, 5)[best] + rng.normal(0, 0.1, (n, 5))
+    feedback = ((arm == best)[:, None] + rng.normal(0, 0.3, (n, 2))).astype(np.float32)
+    schema = FeatureSchema(tuple(names), ("y^a", "y^b"))
+    log = InteractionLog(context, arm, np.full(n, 1 / 3), feedback, 3, schema=schema)
+    write_table(log, tmp_path / "train.dsjson")
+    reversed_log = dataclasses.replace(log, context=log.context[:, ::-1],
+                                       schema=FeatureSchema(tuple(names[::-1]), ("y^a", "y^b")))
+    write_table(reversed_log, tmp_path / "other.dsjson")
+    (tmp_path / "other.dsjson.schema.json").unlink()  # as another program writes it
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = BatchIGL(seed=0, optimisation=QUICK).fit(read_log(tmp_path / "train.dsjson"))
+    for table in (read_log(tmp_path / "other.dsjson"), read_contexts(tmp_path / "other.dsjson")):
+        assert table.schema is not None and table.schema.context[0] == "x^f4"
+        with pytest.raises(IGLearnError, match=r"other\.dsjson: its context features are not "
+                                               r"the model's \(feature 0 is 'x\^f4', the "
+                                               r"model's 'x\^f0'\); read it with the model's "
+                                               r"feature schema, read_log\(path, schema=model"):
+            model.predict(table)
+    aligned = read_contexts(tmp_path / "other.dsjson", schema=model.schema_)
+    np.testing.assert_array_equal(model.predict(aligned), model.predict(log.context))
+    np.testing.assert_array_equal(model.predict(read_log(tmp_path / "train.dsjson")),
+                                  model.predict(log.context))

@@ -26,12 +26,17 @@ class ContextSet:
         n_actions: the number of actions K, in [2, MAX_ACTIONS].
         label: optional (n,) correct action, for measuring accuracy.
         source: a name used in error messages (a file name, say).
+        schema: the names of the context's features, read from a file that names them (a
+            DSJSON file, a table read through a column mapping); a model fitted on named
+            features checks them against its own (:meth:`~iglearn.learners.base.
+            PolicyLearner.contexts_of`).
     """
 
     context: np.ndarray
     n_actions: int
     label: np.ndarray | None = None
     source: str = "context set"
+    schema: FeatureSchema | None = None
 
     def __post_init__(self) -> None:
         src = self.source

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 import numpy as np
 import torch
 
+from iglearn.data.contexts import ContextSet
 from iglearn.data.limits import check_log_types
 from iglearn.data.logs import InteractionLog, label_accuracy, model_rows
 from iglearn.data.scaling import (
@@ -24,7 +25,7 @@ from iglearn.data.scaling import (
 )
 from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, shown
 from iglearn.learners.stream import action_counts, min_probability
 from iglearn.learners.trials import as_tensor
 from iglearn.models import Policy
@@ -37,6 +38,29 @@ if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
 
 _CHUNK = 65536
+
+
+def check_feature_names(table: InteractionLog | ContextSet,
+                        schema: FeatureSchema | None) -> None:
+    """Refuse a log's or context set's contexts whose feature names (its ``schema``, as a
+    DSJSON file read without the model's schema names them, in its own order of first
+    appearance) are not the model's ``schema``'s, in its order: their columns would be read
+    as other features. Either without names passes (nothing to compare)."""
+    theirs = table.schema
+    if schema is None or theirs is None or tuple(theirs.context) == tuple(schema.context):
+        return
+    ours = list(schema.context)
+    extra = [name for name in theirs.context if name not in set(ours)]
+    if extra:
+        what = f"feature {shown(extra[0])} is not among the model's"
+    else:
+        n = min(len(theirs.context), len(ours))
+        i = next((i for i in range(n) if theirs.context[i] != ours[i]), n)
+        what = (f"feature {i} is {shown(theirs.context[i])}, the model's {shown(ours[i])}"
+                if i < n else f"it has {len(theirs.context)} features, the model {len(ours)}")
+    raise IGLearnError(f"{table.source}: its context features are not the model's ({what}); "
+                       f"read it with the model's feature schema, read_log(path, "
+                       f"schema=model.schema_) or read_contexts(path, schema=model.schema_)")
 
 
 def _is_frame(value: object) -> bool:
@@ -100,16 +124,21 @@ class PolicyLearner:
             getattr(self, "same_unit", "none"))
         return self.standardiser_
 
-    def contexts_of(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
-        """The context matrix of ``context``: an array as it is, or a pandas DataFrame read
+    def contexts_of(self, context: np.ndarray | pd.DataFrame | InteractionLog | ContextSet
+                    ) -> np.ndarray:
+        """The context matrix of ``context``: an array as it is; a pandas DataFrame read
         as :meth:`ContextSet.from_frame <iglearn.data.contexts.ContextSet.from_frame>` reads
         it, by the columns the model was fitted on (``schema_``: a log read with a column
         mapping, by those names; else iglearn's ``context_0``, ... layout or a ``context``
-        column of lists). A frame that lacks one of those columns is an error naming it."""
+        column of lists); or a log's or context set's contexts, whose feature names (a DSJSON
+        file's, read without the model's schema: in its own order of first appearance) must
+        be the model's, in its order. A frame that lacks one of those columns is an error
+        naming it."""
+        if isinstance(context, InteractionLog | ContextSet):
+            check_feature_names(context, getattr(self, "schema_", None))
+            return context.context
         if not _is_frame(context):
             return np.asarray(context)
-        from iglearn.data.contexts import ContextSet
-
         schema = getattr(self, "schema_", None)
         names = {str(name) for name in cast("pd.DataFrame", context).columns}
         if schema is None and not names & {"context", "context_0"}:
@@ -134,7 +163,8 @@ class PolicyLearner:
             return self.dims_[0 if key == "context_dim" else 1]
         return metadata.get(key)
 
-    def standardised(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
+    def standardised(self, context: np.ndarray | pd.DataFrame | InteractionLog | ContextSet
+                     ) -> np.ndarray:
         """Contexts (an array of shape (n, d_x), or a DataFrame: :meth:`contexts_of`) as the
         fitted models read them, checked as a log's are (:func:`~iglearn.data.logs.
         model_rows`: NaN, a wrong width or a single vector is an error naming it):
@@ -153,7 +183,8 @@ class PolicyLearner:
             return feedback
         return self.standardiser_.apply_feedback(feedback)
 
-    def predict_proba(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
+    def predict_proba(self, context: np.ndarray | pd.DataFrame | InteractionLog | ContextSet
+                      ) -> np.ndarray:
         """pi(. | x) for each context (an array, or a DataFrame: :meth:`contexts_of`; raw, as
         in the log; standardised here with the fit's
         statistics), shape (n, K), computed on the learner's ``device`` (if it has one) 65536
@@ -168,11 +199,13 @@ class PolicyLearner:
                      .numpy() for i in range(0, max(len(context), 1), _CHUNK)]
         return np.concatenate(parts)  # no contexts: one empty part, (0, K)
 
-    def predict(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
+    def predict(self, context: np.ndarray | pd.DataFrame | InteractionLog | ContextSet
+                ) -> np.ndarray:
         """The greedy (argmax) action for each context."""
         return self.predict_proba(context).argmax(1)
 
-    def accuracy(self, context: np.ndarray | pd.DataFrame, label: np.ndarray) -> float:
+    def accuracy(self, context: np.ndarray | pd.DataFrame | InteractionLog | ContextSet,
+                 label: np.ndarray) -> float:
         """Fraction of contexts whose greedy action equals the label (one integer action per
         context, checked as a log's labels are)."""
         probabilities = self.predict_proba(context)

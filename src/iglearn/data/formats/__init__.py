@@ -145,7 +145,8 @@ def read_contexts(path: str | Path, schema: FeatureSchema | None = None) -> Cont
     info = reader.info
     if info.is_log:
         arrays = reader.arrays(("context", "label"))
-        return ContextSet(arrays["context"], info.n_actions, arrays.get("label"), info.source)
+        return ContextSet(arrays["context"], info.n_actions, arrays.get("label"), info.source,
+                          info.schema)
     contexts = check(info, reader.arrays(), info.source)
     assert isinstance(contexts, ContextSet)  # not a log, so check made a context set
     return contexts

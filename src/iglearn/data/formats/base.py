@@ -176,7 +176,7 @@ def check(info: TableInfo, arrays: dict[str, np.ndarray], source: str
         return InteractionLog(n_actions=info.n_actions, source=source, schema=info.schema,
                               **arrays)
     return ContextSet(context=arrays["context"], n_actions=info.n_actions,
-                      label=arrays.get("label"), source=source)
+                      label=arrays.get("label"), source=source, schema=info.schema)
 
 
 def required_fields(present: set[str], source: str) -> tuple[str, ...]:
