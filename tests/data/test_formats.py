@@ -208,6 +208,21 @@ def test_reads_vw_igl_dsjson_and_builds_the_schema(tmp_path):
                                             ("v^v=click", "v^v=none")))
 
 
+def test_vw_outcome_event_bookkeeping_is_not_feedback(tmp_path):
+    """A joined VW log's outcome events carry an event id and whether the action was taken
+    beside the value: only the value is feedback (each event id read as a feature was one
+    more feedback dimension, seen on its own line alone)."""
+    lines = []
+    for i, value in enumerate([1.0, 0.0, 1.0]):
+        record = json.loads(VW_LINE)
+        record["o"] = [{"v": value, "EventId": f"ev{i}", "ActionTaken": False}]
+        lines.append(json.dumps(record))
+    (tmp_path / "joined.dsjson").write_text("\n".join(lines) + "\n")
+    log = read_log(tmp_path / "joined.dsjson")
+    assert log.schema is not None and log.schema.feedback == ("^v",)
+    np.testing.assert_array_equal(log.feedback[:, 0], [1.0, 0.0, 1.0])
+
+
 def test_dsjson_writes_labels_and_feedback_before_context(tmp_path):
     write_table(small_log(), tmp_path / "a.dsjson")
     line = (tmp_path / "a.dsjson").read_text().splitlines()[0]

@@ -23,6 +23,8 @@
   logs; as in VW, the flag is optional (a line without it is not flagged). VW's own IGL
   lines (``"o": [{"v": {"v=click": 1}, "_definitely_bad": false}]``, named actions in
   ``c._multi``) read as they are;
+- the keys ``EventId`` and ``ActionTaken`` of an object of ``o`` (VW's joined outcome
+  events) are not feedback and are not read (:data:`OUTCOME_BOOKKEEPING`);
 - ``_iglearn`` holds the latent reward and the correct action, for evaluation only (VW
   ignores it).
 
@@ -353,8 +355,17 @@ def _feedback_features(record: dict, source: str, line_no: int) -> dict[str, flo
                            f"objects such as [{{\"v\": {{\"v=click\": 1}}}}]")
     out: dict[str, float] = {}
     for observation in observations:
+        if isinstance(observation, dict) and OUTCOME_BOOKKEEPING & observation.keys():
+            observation = {key: value for key, value in observation.items()
+                           if key not in OUTCOME_BOOKKEEPING}
         out.update(_features(observation, "o", source, line_no))
     return out
+
+
+OUTCOME_BOOKKEEPING = frozenset({"EventId", "ActionTaken"})
+"""Keys of VW's joined outcome events (``"o": [{"v": 1, "EventId": "...", "ActionTaken":
+false}]``) that identify the event, not the feedback: not read as features (an event id read
+as one would be a feature of its own line alone)."""
 
 
 def _definitely_bad(record: dict, source: str, line_no: int) -> bool:
