@@ -235,6 +235,19 @@ def test_dsjson_writes_labels_and_feedback_before_context(tmp_path):
     assert sidecar["n_actions"] == 4 and sidecar["context"][0] == "x^x0"
 
 
+def test_dsjson_writes_each_value_as_the_shortest_text_of_its_float32():
+    """37.05 is written "37.05" (its float32's nine digits are 37.0499992), and reads back as
+    the same float32."""
+    from iglearn.data.formats.dsjson import _value
+
+    for x in (37.05, 1003.3, 0.1, 1e-7, 3.4e38, 123456789.0, -2.5, 7.0):
+        stored = np.float32(x)
+        text = json.dumps(_value(float(stored)))
+        assert np.float32(float(text)) == stored, (x, text)
+        assert len(text) <= len(repr(x)) + 1, (x, text)
+    assert json.dumps(_value(float(np.float32(37.05)))) == "37.05"
+
+
 def test_vowpal_wabbit_reads_iglearn_dsjson(tmp_path):
     pytest.importorskip("vowpalwabbit")
     write_table(small_log(n=30), tmp_path / "a.dsjson")

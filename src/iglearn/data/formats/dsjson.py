@@ -431,10 +431,12 @@ def _label_index(record: dict, n_actions: int, source: str, line_no: int) -> int
 
 
 def _value(v: float) -> float | int:
-    """Shortest text that reads back as the same float32."""
+    """The number whose shortest text reads back as the same float32 (``37.05`` for the
+    float32 nearest 37.05, whose nine digits are 37.0499992): numpy's shortest repr of a
+    float32, which JSON then writes as it is."""
     if v == int(v) and abs(v) < 2**24:
         return int(v)
-    return float(f"{v:.9g}")
+    return float(str(np.float32(v)))
 
 
 def _namespaces(names: tuple[str, ...], vector: np.ndarray) -> dict[str, dict[str, float]]:
