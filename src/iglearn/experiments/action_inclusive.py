@@ -34,6 +34,7 @@ from iglearn.experiments.results import (
     std_note,
     tidy_frame,
     tidy_rows,
+    trials_text,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
@@ -128,7 +129,7 @@ def markdown(table: pd.DataFrame, config: ActionInclusiveConfig) -> str:
         "",
         f"Action-inclusive {config.dataset}: {config.samples} uniform samples; BCI simulation "
         f"(K = 3, 64-dim patterns): {config.bci_samples} uniform samples per noise level; "
-        f"{config.trials} trials; linear models, each learner's default settings.",
+        f"{trials_text(config.trials)}; linear models, each learner's default settings.",
         "",
         "| task | noise | " + " | ".join(f"{m} accuracy (%)" for m in methods)
         + " | paper AI-IGL (%) | paper 2021 IGL (%) |",

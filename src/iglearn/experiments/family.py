@@ -51,6 +51,7 @@ from iglearn.experiments.results import (
     std_note,
     tidy_frame,
     tidy_rows,
+    trials_text,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, fingerprint, run_trials
@@ -299,10 +300,6 @@ environments, not claims about the results)."""
 READS = {"CB": "reads the true reward: the reference", "SUP": "reads the labels"}
 
 
-def _trials(n: int) -> str:
-    return f"{n} trial{'s' if n != 1 else ''}"
-
-
 def _score(value: float, family: str) -> str:
     return f"{100 * value:.1f} %" if measure_of(family) == "accuracy" else f"{value:+.3f}"
 
@@ -336,7 +333,7 @@ def markdown(frame: pd.DataFrame, config: FamilyConfig) -> str:
         f"default settings and linear models, and its greedy policy scored on the family's "
         f"test contexts: accuracy on the classification-derived families, expected true reward "
         f"(+1 enjoyed topic, -1 hated, 0 otherwise; every user and time of day once) on the "
-        f"personalised simulator. {_trials(config.trials)}.",
+        f"personalised simulator. {trials_text(config.trials)}.",
         "",
         "| method | " + " | ".join(header) + " |",
         "|---|" + "---|" * len(header),
@@ -383,7 +380,7 @@ def paragraph(family: str, config: FamilyConfig, frame: pd.DataFrame,
                  "each once: the simulator has no other contexts")
     parts = [ABOUT[family],
              f"Measured: the {what} ({config.environment_name(family)}, "
-             f"{config.samples_of(family)} uniform interactions, {_trials(config.trials)}); "
+             f"{config.samples_of(family)} uniform interactions, {trials_text(config.trials)}); "
              f"chance {_score(chance[name], family)}."]
     for method in config.methods:
         reason = not_run(method, env)

@@ -34,6 +34,7 @@ from iglearn.experiments.results import (
     std_note,
     tidy_frame,
     tidy_rows,
+    trials_text,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, fingerprint, run_trials
@@ -169,7 +170,7 @@ def markdown(table: pd.DataFrame, frame: pd.DataFrame, config: Figure3Config) ->
     interactions = final_values(frame).groupby("method")["step"].mean()
     lines = [
         f"# Figure 3: online, {config.dataset}, {config.rounds} rounds, {config.schedule} "
-        f"schedule, {config.trials} trials, {config.policy} policy",
+        f"schedule, {trials_text(config.trials)}, {config.policy} policy",
         "",
         "| Method | interactions | greedy accuracy (%) | min (%) | average reward | "
         "seconds |",

@@ -41,6 +41,7 @@ from iglearn.experiments.results import (
     std_note,
     tidy_frame,
     tidy_rows,
+    trials_text,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
@@ -187,7 +188,7 @@ def markdown(table: pd.DataFrame, config: NoisyFeedbackConfig) -> str:
         f"The 2021 task on {config.dataset} with a share p of the feedback images replaced by "
         f"a noise digit (2-9): independent of (x, a, r) (the stand-in for the paper's EMNIST "
         f"letters), tied to the action, to the context, or to both. {config.samples} uniform "
-        f"samples per trial and setting; {config.trials} trials; linear models, each "
+        f"samples per trial and setting; {trials_text(config.trials)}; linear models, each "
         f"learner's default settings. p = 0 is the 2021 task (kind 'none'), run once.",
         "",
         "| kind | p | " + " | ".join(f"{m} (%)" for m in methods)

@@ -51,6 +51,7 @@ from iglearn.experiments.results import (
     std_note,
     tidy_frame,
     tidy_rows,
+    trials_text,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, fingerprint, run_trials
@@ -241,14 +242,17 @@ def markdown(frame: pd.DataFrame, config: PersonalizedConfig, vw: str | None) ->
     explored = (f"epsilon-greedy (epsilon {config.epsilon})" if config.exploration == "epsilon"
                 else f"inverse gap weighting with gamma_t = sqrt(1 + t) / {config.gamma0:g} "
                      f"(Zhang et al.'s schedule)")
+    others = (f", {config.short_rounds} on the other tasks"
+              if any(task != "personalised" for task in config.tasks) else "")
     lines = [
         "# Personalised feedback: IGL-P on Vowpal Wabbit's IGL simulator",
         "",
         f"Online: {explored} for every iglearn method (VW: epsilon-greedy, epsilon "
         f"{config.epsilon}), "
         f"{config.rounds} rounds on VW's simulator (2 users, 7 topics, click/like/skip/"
-        f"dislike/none), {config.short_rounds} on the other tasks; every method sees the same "
-        f"contexts; {config.trials} trials. Running average true reward (+1 enjoyed topic, "
+        f"dislike/none)"
+        f"{others}; every method sees the same "
+        f"contexts; {trials_text(config.trials)}. Running average true reward (+1 enjoyed topic, "
         f"-1 hated, 0 otherwise; grounded digits: 1 when right), mean ± std and the worst "
         f"trial.",
         "",

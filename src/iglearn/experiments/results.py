@@ -130,10 +130,14 @@ def accuracy_summary(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return table.reset_index()
 
 
+def trials_text(n: int) -> str:
+    """"1 trial", "16 trials": a count of trials for a report."""
+    return f"{n} trial{'s' if n != 1 else ''}"
+
+
 def std_note(trials: int) -> str:
     """The sentence that says what a table's ± is."""
-    return (f"± is the standard deviation over {trials} trial{'s' if trials != 1 else ''} "
-            f"(ddof=1; n/a for one trial).")
+    return f"± is the standard deviation over {trials_text(trials)} (ddof=1; n/a for one trial)."
 
 
 def prepare_output(folder: str | Path) -> Path:

@@ -17,6 +17,7 @@ from iglearn.experiments.results import (
     prepare_output,
     save_figure,
     std_note,
+    trials_text,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution
@@ -53,7 +54,7 @@ def markdown(frame: pd.DataFrame, config: SampleComplexityConfig) -> str:
     wide = table.pivot(index="samples", columns="method", values="cell")
     wide = wide[[m for m in ("SUP", "CB", "IGL") if m in wide]]
     wide.columns = [f"{m} accuracy (%)" for m in wide.columns]
-    return (f"# Sample complexity ({config.dataset}, {config.trials} trials per size)\n\n"
+    return (f"# Sample complexity ({config.dataset}, {trials_text(config.trials)} per size)\n\n"
             f"{markdown_table(wide.reset_index())}\n\n{std_note(config.trials)}\n")
 
 

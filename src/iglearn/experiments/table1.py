@@ -25,6 +25,7 @@ from iglearn.experiments.results import (
     std_note,
     tidy_frame,
     tidy_rows,
+    trials_text,
     write_outputs,
 )
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
@@ -103,7 +104,7 @@ def markdown(table: pd.DataFrame, config: Table1Config) -> str:
     paper = config.dataset == PAPER_DATASET
     lines = [
         f"# Table 1: batch mode, {config.dataset}, {config.samples} uniform samples, "
-        f"{config.trials} trials, {config.policy} policy",
+        f"{trials_text(config.trials)}, {config.policy} policy",
         "",
         "| Setting | iglearn accuracy (%) | min (%) | "
         + ("paper accuracy (%) | " if paper else "") + "seconds per fit |",

@@ -32,6 +32,7 @@ from iglearn.experiments.results import (
     std_note,
     tidy_frame,
     tidy_rows,
+    trials_text,
     wide,
     write_outputs,
 )
@@ -188,7 +189,7 @@ def markdown(table: pd.DataFrame, frame: pd.DataFrame, config: UnsupervisedConfi
     """The summary as Markdown (accuracy in percent): one table per family, then the
     baseline's decoding."""
     lines = [f"# Section 6: unsupervised decoding vs IGL, {config.dataset}, {config.samples} "
-             f"uniform samples, {config.trials} trials", "", std_note(config.trials), ""]
+             f"uniform samples, {trials_text(config.trials)}", "", std_note(config.trials), ""]
     for family in dict.fromkeys(table["family"]):
         part = table[table["family"] == family]
         lines += [f"## {family} ({family_clusters(config, family)} clusters, rule "

@@ -37,7 +37,8 @@ class EpochRecord:
     stage: str
     """The stage: grounding, policy or exact."""
     epoch: int
-    """Epoch within the stage, from 0."""
+    """Epoch within the stage, from 0; in a stage that a small log extends, which is recorded
+    once per window of ``window`` steps, the window's last epoch."""
     loss: float
     """Mean over the epoch's mini-batches of the loss the stage minimises (minus its
     objective)."""

@@ -93,7 +93,7 @@ class Optimisation:
     rose by 4 to 6 points at 500), at about half of BatchIGL's CPU at 2,000 and under half of
     CB's. On MNIST logs of 10,000 and 20,000 interactions fewer steps cost BatchIGL, CB and
     SUP accuracy, hence ``small_log`` (docs/results.md). BatchIGL's judged starts and the fit
-    that continues from the best run at ``lr`` (:data:`JUDGED_STEPS`)."""
+    that continues from the best run at ``lr`` itself (:func:`start_settings`)."""
 
     window: int = 20
     """Steps (whole epochs, at least one) over which an extended stage averages its loss to
