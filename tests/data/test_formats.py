@@ -202,10 +202,22 @@ def test_reads_vw_igl_dsjson_and_builds_the_schema(tmp_path):
     np.testing.assert_array_equal(log.feedback, [[1, 0], [0, 1]])
     np.testing.assert_array_equal(log.action, [1, 1])
     np.testing.assert_allclose(log.probability, 0.25)
-    # with a model's schema, an unknown feature is an error naming the line
-    with pytest.raises(IGLearnError, match=r"line 3: context feature 'User\^user=Anna'"):
-        read_log(path, schema=FeatureSchema(("User^user=Tom", "User^timeafternoon"),
-                                            ("v^v=click", "v^v=none")))
+    # with a model's schema, a feature it lacks (a new user) is read as 0, with one warning
+    # naming the line, as VW reads a feature it has no weight for
+    with pytest.warns(UserWarning, match=r"line 3: context feature 'User\^user=Anna' is not "
+                                         r"among the features of the schema given .* read as "
+                                         r"0") as told:
+        known = read_log(path, schema=FeatureSchema(("User^user=Tom", "User^timeafternoon"),
+                                                    ("v^v=click", "v^v=none")))
+    assert len(told) == 1
+    np.testing.assert_array_equal(known.context, [[1, 1], [0, 1]])
+    # the file's own sidecar naming other features is a damaged pair: refused
+    schema_path(path).write_text(json.dumps({"format": "iglearn-dsjson-schema", "version": 1,
+                                             "context": ["User^user=Tom"],
+                                             "feedback": ["v^v=click", "v^v=none"]}))
+    with pytest.raises(IGLearnError, match=r"line 1: context feature 'User\^timeafternoon' "
+                                           r"is not in the feature schema"):
+        read_log(path)
 
 
 def test_vw_outcome_event_bookkeeping_is_not_feedback(tmp_path):

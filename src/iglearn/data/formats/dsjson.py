@@ -56,7 +56,7 @@ from iglearn.data.formats.base import (
     required_fields,
 )
 from iglearn.data.logs import Places, field_values
-from iglearn.errors import IGLearnError, shown
+from iglearn.errors import IGLearnError, shown, warn_caller
 from iglearn.files import input_file
 
 SCHEMA_FORMAT = "iglearn-dsjson-schema"
@@ -81,6 +81,8 @@ class DsjsonReader(TableReader):
         sidecar = schema_path(path)
         size = input_file(path)
         n_actions = None
+        self._given = schema is not None  # a model's: a feature it lacks is read as 0
+        self._told = False
         if schema is None and sidecar.exists():
             size += input_file(sidecar, "feature schema")
             record = safejson.read(sidecar, "restore it or write the log again",
@@ -235,10 +237,19 @@ class DsjsonReader(TableReader):
         for key, value in features.items():
             position = index.get(key)
             if position is None:
-                raise IGLearnError(
-                    f"{self.path}, line {line_no}: {name} feature {shown(key)} is not in the "
-                    f"feature schema; use the schema the model or log was made with, or "
-                    f"refit with this feature")
+                if not self._given:  # the file's own sidecar disagrees with it
+                    raise IGLearnError(
+                        f"{self.path}, line {line_no}: {name} feature {shown(key)} is not in "
+                        f"the feature schema; use the schema the model or log was made "
+                        f"with, or refit with this feature")
+                if not self._told:
+                    self._told = True
+                    warn_caller(f"{self.path}, line {line_no}: {name} feature {shown(key)} "
+                                f"is not among the features of the schema given (a model's); "
+                                f"it and every other such feature are read as 0, as Vowpal "
+                                f"Wabbit reads a feature it has no weight for (a new user, a "
+                                f"new word): refit on a log that has them to use them")
+                continue
             row[position] = value
 
 
