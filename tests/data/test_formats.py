@@ -637,7 +637,16 @@ BAD = {
         ["line 3", "'_labelIndex' twice"]),
     "dsjson escapes in a value": ("x.dsjson", lambda p: _dsjson(
         p, _context({"x": {"x0": ["\n\x1b[2J"]}})),
-        ["line 3", "\\n\\x1b[2J"]),
+        ["line 3", "\\n\\u001b[2J", "give each value a feature name of its own"]),
+    # the value as JSON writes it, and the fix for VW's dense arrays and a line of no reaction
+    "dsjson dense array": ("x.dsjson", lambda p: _dsjson(p, _context({"x": {"e": [0.5, 2]}})),
+                           ["line 3", "feature 'c.x.e' has value '[0.5, 2]'",
+                            '({"e0": 0.5, "e1": 2, ...}: dense arrays and nested objects']),
+    "dsjson null": ("x.dsjson", lambda p: _dsjson(p, _context({"x": {"x0": None}})),
+                    ["line 3", "has value 'null'"]),
+    "dsjson line without feedback": ("x.dsjson", lambda p: _dsjson(p, _drop("o")),
+                                     ["line 3", "missing the feedback 'o'",
+                                      'a line with no reaction writes "o": []']),
     "sidecar K 3.9": ("x.dsjson", _sidecar(n_actions=3.9), ["schema.json", "n_actions", "3.9"]),
     "sidecar K ten": ("x.dsjson", _sidecar(n_actions="ten"), ["schema.json", "'ten'"]),
     "sidecar K [3]": ("x.dsjson", _sidecar(n_actions=[3]), ["schema.json", "[3]"]),

@@ -101,13 +101,16 @@ class DsjsonReader(TableReader):
             present = _present(record)
             flags = flags or _has_flag(record)
             if n and present != seen:
-                if seen - present:
-                    problem = f"missing {_describe(sorted(seen - present)[0])}, which"
+                gone = sorted(seen - present)
+                if gone:
+                    problem = f"missing {_describe(gone[0])}, which"
                 else:
                     problem = f"has {_describe(sorted(present - seen)[0])}, which none of"
+                fix = ("; a line with no reaction writes \"o\": []" if gone == ["feedback"]
+                       else " (a label on all lines or on none)")
                 raise IGLearnError(
                     f"{source}, line {line_no}: {problem} the lines before it have; every "
-                    f"line needs the same fields (a label on all lines or on none)")
+                    f"line needs the same fields{fix}")
             seen = present
             k = _n_actions(record, source, line_no)
             if k is not None:
@@ -329,8 +332,17 @@ def _scalar(value: object, key: str, source: str, line_no: int) -> float:
                                f"{shown(value)}, beyond ±{limits.MAX_ABS_VALUE:g}; "
                                f"{limits.TOO_LARGE_FIX}")
         return float(value)
+    text = json.dumps(value)
+    text = text if len(text) <= 60 else text[:57] + "..."
+    fix = ""
+    if isinstance(value, list | dict):  # VW's dense arrays and nested objects: name each value
+        base = key.split(".")[-1]
+        named = ({f"{base}{i}": v for i, v in enumerate(value[:2])} if isinstance(value, list)
+                 else {f"{base}_{k}": v for k, v in list(value.items())[:2]})
+        fix = (f"; give each value a feature name of its own ({json.dumps(named)[:-1]}, ...}}: "
+               f"dense arrays and nested objects are not read)")
     raise IGLearnError(f"{source}, line {line_no}: feature {shown(key)} has value "
-                       f"{shown(value)}; expected a number, a boolean or a string")
+                       f"{shown(text)}; expected a number, a boolean or a string{fix}")
 
 
 def _features(namespaces: object, where: str, source: str, line_no: int) -> dict[str, float]:
