@@ -294,23 +294,18 @@ def _same_actions(multi: list, first_line: int, first: list, source: str,
         return  # told as a different K by the caller
     texts = [json.dumps(entry, sort_keys=True) for entry in multi]
     first_texts = [json.dumps(entry, sort_keys=True) for entry in first]
+    i = next(i for i, (a, b) in enumerate(zip(texts, first_texts, strict=True)) if a != b)
     if sorted(texts) == sorted(first_texts):
-        moved = next(i for i, (a, b) in enumerate(zip(texts, first_texts, strict=True))
-                     if a != b)
         raise IGLearnError(
             f"{source}, line {line_no}: c._multi lists the actions in another order than "
-            f"line {first_line} (position {moved} is {shown(multi[moved])}, there "
-            f"{shown(first[moved])}); iglearn reads an action as its position in c._multi: "
-            f"write the actions in one order on every line, the label's _labelIndex their "
-            f"position in it")
-    changed = next(i for i, (a, b) in enumerate(zip(texts, first_texts, strict=True))
-                   if a != b)
+            f"line {first_line} (position {i} is {shown(multi[i])}, there {shown(first[i])}); "
+            f"iglearn reads an action as its position in c._multi: write the actions in one "
+            f"order on every line, the label's _labelIndex their position in it")
     raise IGLearnError(
-        f"{source}, line {line_no}: c._multi's action {changed} is {shown(multi[changed])}, "
-        f"on line {first_line} {shown(first[changed])}; iglearn reads an action as its "
-        f"position in c._multi and does not read action features: write the same actions, "
-        f"in the same order, on every line (features that change per line belong in the "
-        f"context)")
+        f"{source}, line {line_no}: c._multi's action {i} is {shown(multi[i])}, on line "
+        f"{first_line} {shown(first[i])}; iglearn reads an action as its position in "
+        f"c._multi and does not read action features: write the same actions, in the same "
+        f"order, on every line (features that change per line belong in the context)")
 
 
 def _n_actions(record: dict, source: str, line_no: int) -> int | None:
