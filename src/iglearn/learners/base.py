@@ -50,7 +50,8 @@ def check_feature_names(table: InteractionLog | ContextSet,
     if schema is None or theirs is None or tuple(theirs.context) == tuple(schema.context):
         return
     ours = list(schema.context)
-    extra = [name for name in theirs.context if name not in set(ours)]
+    known = set(ours)
+    extra = [name for name in theirs.context if name not in known]
     if extra:
         what = f"feature {shown(extra[0])} is not among the model's"
     else:
