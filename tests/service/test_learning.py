@@ -165,6 +165,8 @@ def test_igl_p_refits_from_the_definitely_bad_flags_stored_with_the_feedback(tmp
     storage = SQLiteStorage(tmp_path / "service.db")
     rng = np.random.default_rng(1)
     x = rng.normal(size=(120, D_X)).astype(np.float32)
+    if users:  # the first two features are a one-hot user id
+        x[:, :users] = np.eye(users)[rng.integers(0, users, 120)]
     a = rng.integers(0, K, 120)
     now = time.time()
     storage.add_decisions([Decision(f"e{i}", x[i], int(a[i]), 1 / K, np.full(K, 1 / K),
