@@ -285,7 +285,9 @@ def remove_stale_temporaries(target: Path, before: float) -> tuple[list[Path], P
 
     - ``.NAME.XXXXXXXX.part``: a file being written (:func:`write_files_atomic`);
     - ``.NAME.XXXXXXXX``: a model folder being written (:func:`iglearn.models.io.save_model`),
-      holding ``model.json`` and ``weights.safetensors`` at most;
+      holding ``model.json`` and ``weights.safetensors`` at most, or a folder of Parquet
+      shards being written (:func:`iglearn.data.formats.shards.write_shards`), holding
+      ``part-NNNNN.parquet`` files;
     - ``.NAME.old.XXXXXXXX``: the previous model, as ``model`` inside it, set aside while the
       new one is renamed into place;
     - ``.npz-XXXXXXXX``: the ``.npy`` members of an ``.npz`` being written (whatever its name).
@@ -309,7 +311,8 @@ def remove_stale_temporaries(target: Path, before: float) -> tuple[list[Path], P
     set_aside = re.compile(rf"\.{name}\.old\.{random}")
     # (name of a temporary, what it may hold: None for a file, else its entries' names)
     kinds = ((re.compile(rf"\.{name}\.{random}\.part"), None),
-             (re.compile(rf"\.{name}\.{random}"), re.compile(r"model\.json|weights\.safetensors")),
+             (re.compile(rf"\.{name}\.{random}"),
+              re.compile(r"model\.json|weights\.safetensors|part-\d{5}\.parquet")),
              (set_aside, re.compile("model")),
              (re.compile(rf"\.npz-{random}"), re.compile(r"\w+\.npy")))
     found: list[tuple[float, Path]] = []

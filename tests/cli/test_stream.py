@@ -70,3 +70,39 @@ def test_a_folder_with_empty_shards_fits_and_evaluates(small, tmp_path, capsys):
                        "--stream", "on", *FAST)
     assert code == 2 and "empty" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "none").exists()
+
+
+def test_partitioned_folders_shards_named_as_files_and_killed_conversions(small, tmp_path,
+                                                                        capsys):
+    """A folder whose shards lie in subfolders (a partitioned layout, day=1/) is refused
+    naming one (read as its top-level shards alone it dropped the rest); --shard-rows into a
+    name iglearn reads as a file (.npz) is refused before anything is written; the next
+    conversion into a folder removes the shards a killed one left in its hidden temporary."""
+    import os
+    import shutil
+    import time
+
+    assert run(capsys, "convert", small / "log.npz", tmp_path / "shards", "--shard-rows",
+               300)[0] == 0
+    hive = tmp_path / "hive"
+    for day, shard in (("day=1", "part-00000.parquet"), ("day=2", "part-00001.parquet")):
+        (hive / day).mkdir(parents=True)
+        shutil.copy(tmp_path / "shards" / shard, hive / day / shard)
+    shutil.copy(tmp_path / "shards" / "part-00002.parquet", hive / "part-00002.parquet")
+    code, _, err = run(capsys, "fit", hive, "--out", tmp_path / "m", *FAST)
+    assert code == 2 and "its subfolder 'day=1' holds .parquet files, which iglearn does not " \
+                         "read" in err, err
+    code, _, err = run(capsys, "convert", small / "log.npz", tmp_path / "again.npz",
+                       "--shard-rows", 300)
+    assert code == 2 and "--shard-rows writes a folder of Parquet shards" in err
+    assert not (tmp_path / "again.npz").exists()
+    killed = tmp_path / ".out.k2j3h4g5"  # as a convert killed midway leaves it
+    killed.mkdir()
+    shutil.copy(tmp_path / "shards" / "part-00000.parquet", killed / "part-00000.parquet")
+    when = time.time() - 60
+    for path in (killed / "part-00000.parquet", killed):
+        os.utime(path, (when, when))
+    code, _, err = run(capsys, "convert", small / "log.npz", tmp_path / "out", "--shard-rows",
+                       300)
+    assert code == 0, err
+    assert not killed.exists() and "removed what interrupted runs left" in err

@@ -189,6 +189,10 @@ def convert(source: str | Path, target: str | Path, shard_rows: int | None = Non
     source, target = Path(source), Path(target)
     if shard_rows is None:
         _suffix(target)
+    elif target.suffix.lower() in SUFFIXES and target.suffix.lower() != ".parquet":
+        raise IGLearnError(f"{target}: --shard-rows writes a folder of Parquet shards, which "
+                           f"is read by its name without an extension (or .parquet, as Spark "
+                           f"names them), not as a {target.suffix} file; name it so")
     if source.resolve() == target.resolve():
         raise IGLearnError(f"{target}: is the input file; choose another output name")
     reader = open_table(source, columns=columns)

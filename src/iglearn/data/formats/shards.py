@@ -41,6 +41,14 @@ def shard_files(folder: Path) -> list[Path]:
                            f"permissions") from None
     shards = [Path(entry.path) for entry in entries
               if entry.name.lower().endswith(".parquet") and not entry.name.startswith((".", "_"))]
+    for entry in entries:  # a partitioned layout (Spark's, Hive's day=1/): not read, so told
+        if (entry.is_dir() and not entry.name.startswith((".", "_"))
+                and any(path.name.lower().endswith(".parquet")
+                        for path in Path(entry.path).rglob("*"))):
+            raise IGLearnError(f"{folder}: its subfolder {shown(entry.name)} holds .parquet "
+                               f"files, which iglearn does not read (the shards of a log lie "
+                               f"in one folder, a partitioned layout's columns are not read); "
+                               f"move the shards into one folder, or give the subfolder")
     if not shards:
         raise IGLearnError(f"{folder}: the folder holds no .parquet shards; give a folder of "
                            f"Parquet files (iglearn convert LOG FOLDER --shard-rows N writes "
