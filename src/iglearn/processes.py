@@ -24,6 +24,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from iglearn.errors import IGLearnError
+
 __all__ = ["WATCH_SECONDS", "ChildRun", "end_with_parent", "parent_death_signal",
            "run_measured"]
 
@@ -64,6 +66,21 @@ def end_with_parent(parent: int, code: int = 1) -> None:
     threading.Thread(target=watch, daemon=True, name="iglearn-parent-watch").start()
 
 
+def connect_ray(address: str | None, **options: Any) -> None:
+    """``ray.init`` on the cluster at ``address`` (None: Ray's own choice, the running one or
+    a new local one), a cluster it cannot reach told as one error naming ``--ray-address``
+    (Ray's own says "Failed to connect", which the command line would blame on its input)."""
+    import ray
+
+    try:
+        ray.init(address=address, **options)
+    except ConnectionError as e:
+        raise IGLearnError(f"--ray-address {address}: cannot reach a Ray cluster there ({e}); "
+                           f"check the address (the head node's host:port, or 'auto' for the "
+                           f"one this machine runs), or leave --ray-address out for a local "
+                           f"Ray") from None
+
+
 @contextlib.contextmanager
 def ray_instance(address: str | None, cpus: int) -> Iterator[None]:
     """Ray for the block: the instance this process runs already, else the cluster at
@@ -76,7 +93,7 @@ def ray_instance(address: str | None, cpus: int) -> Iterator[None]:
         options: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
                                        configure_logging=False)
         if address:
-            ray.init(address=address, **options)
+            connect_ray(address, **options)
         else:
             ray.init(num_cpus=cpus, **options)
     try:

@@ -275,8 +275,9 @@ class _RayDataset:
         except ImportError as e:
             raise IGLearnError("reader ray needs Ray: pip install -e '.[ray]'") from e
         if not ray.is_initialized():
-            ray.init(address=settings.ray_address, include_dashboard=False,
-                     log_to_driver=False, configure_logging=False)
+            from iglearn.processes import connect_ray
+            connect_ray(settings.ray_address, include_dashboard=False, log_to_driver=False,
+                        configure_logging=False)
         ray.data.DataContext.get_current().enable_progress_bars = False
         from pyarrow.fs import LocalFileSystem
 
