@@ -3,6 +3,8 @@ and the choice between memory and stream."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -335,3 +337,39 @@ def test_a_stream_keeps_the_feature_schema_and_a_learner_fitted_on_it_reads_fram
     assert learner.schema_ == schema
     np.testing.assert_allclose(learner.contexts_of(frame[["age", "clicks", "height"]]),
                                log.context)
+
+
+def test_open_log_reads_a_table_in_the_users_own_column_names(tmp_path):
+    """open_log takes the column mapping and K that `iglearn fit` takes as options (its
+    message about a missing K said to pass n_actions=, which it did not take), reading the
+    table as InteractionLog.from_frame reads it."""
+    from iglearn.data.frames import ColumnMapping
+    from tests.data.test_frames import MAPPING, user_frame
+
+    frame, _ = user_frame(200)
+    frame.to_csv(tmp_path / "user.csv", index=False)
+    with pytest.raises(IGLearnError, match="pass n_actions="):
+        open_log(tmp_path / "user.csv")
+    columns = ColumnMapping(context=("age", "clicks"), feedback=("emg_*",), action="arm",
+                            probability="p")
+    log = open_log(tmp_path / "user.csv", columns=columns, n_actions=3)
+    expected = InteractionLog.from_frame(frame, **MAPPING)
+    assert isinstance(log, InteractionLog) and log.schema == expected.schema
+    np.testing.assert_allclose(log.context, expected.context)
+    np.testing.assert_array_equal(log.action, expected.action)
+
+
+def test_a_model_given_a_streamed_log_to_predict_on_says_what_to_give(tmp_path):
+    from iglearn import BatchIGL
+    from iglearn.learners.training import Optimisation
+
+    log = numbered_log()
+    write_table(log, tmp_path / "log.parquet")
+    stream = open_log(tmp_path / "log.parquet", StreamSettings(stream="on"))
+    quick = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = BatchIGL(seed=0, optimisation=quick).fit(log)
+    with pytest.raises(IGLearnError, match=r"log\.parquet: a log streamed from disk is for a "
+                                           r"fit; predict on contexts in memory"):
+        model.predict(stream)

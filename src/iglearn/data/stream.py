@@ -35,13 +35,16 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
 from iglearn.data.formats.base import DTYPES, FeatureSchema, TableInfo, TableReader
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
+
+if TYPE_CHECKING:
+    from iglearn.data.frames import ColumnMapping
 
 Block = dict[str, np.ndarray]
 """Rows of some fields of a log: one array per field, all with the same number of rows."""
@@ -168,13 +171,17 @@ def fits_in_memory(info: TableInfo, settings: StreamSettings, held: int) -> bool
             or in_memory <= buffer)
 
 
-def open_log(path: str | Path, settings: StreamSettings | None = None
+def open_log(path: str | Path, settings: StreamSettings | None = None, *,
+             columns: ColumnMapping | None = None, n_actions: int | None = None
              ) -> InteractionLog | LogStream:
     """The interaction log in ``path`` (a file or a folder of Parquet shards), in memory or
-    streamed as ``settings`` say (:func:`log_from`). Learners fit either."""
+    streamed as ``settings`` say (:func:`log_from`). Learners fit either. ``columns``: which
+    columns of a ``.csv`` or ``.parquet`` table hold which field (a table in the user's own
+    column names, read in memory), as ``iglearn fit``'s column options say; ``n_actions``: K,
+    for a table that does not say it."""
     from iglearn.data.formats import open_table
 
-    return log_from(open_table(path), settings)
+    return log_from(open_table(path, columns=columns, n_actions=n_actions), settings)
 
 
 def log_from(reader: TableReader, settings: StreamSettings | None = None

@@ -138,6 +138,10 @@ class PolicyLearner:
         if isinstance(context, InteractionLog | ContextSet):
             check_feature_names(context, getattr(self, "schema_", None))
             return context.context
+        if isinstance(context, LogStream):
+            raise IGLearnError(f"{context.source}: a log streamed from disk is for a fit; "
+                               f"predict on contexts in memory (read_contexts(path), or "
+                               f"iglearn predict MODEL FILE --out OUT)")
         if not _is_frame(context):
             return np.asarray(context)
         schema = getattr(self, "schema_", None)
