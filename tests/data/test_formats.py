@@ -463,7 +463,7 @@ BAD = {
                                   ["'n_actions'", "metadata"]),
     "parquet probability > 1": ("x.parquet",
                                 lambda p: _parquet(p, probability=pa.array(np.full(40, 2.0))),
-                                ["'probability'", "(0, 1]", "rows 0-39"]),
+                                ["'probability'", "(0, 1]", "at row 0"]),
     "parquet nulls": ("x.parquet",
                       lambda p: _parquet(p, action=pa.array([None] + [1] * 39, pa.int64())),
                       ["'action'", "null"]),

@@ -166,8 +166,9 @@ def test_opening_a_stream_checks_every_value_and_names_the_rows(tmp_path):
     column = pa.FixedSizeListArray.from_arrays(pa.array(context.reshape(-1)), 3)
     pq.write_table(table.set_column(0, "context", column), tmp_path / "bad.parquet",
                    row_group_size=500)
-    # the batch of rows 2048-2499 holds row 2222, its row 174
-    expected = r"bad.parquet \(rows 2048-2499\): field 'context' holds nan at row 174"
+    # the batch of rows 2048-2499 holds it: named by its row in the whole file (it was the
+    # batch's row 174)
+    expected = r"bad.parquet: field 'context' holds nan at row 2222"
     with pytest.raises(IGLearnError, match=expected):
         open_log(tmp_path / "bad.parquet", StreamSettings(stream="on", block_rows=512))
 

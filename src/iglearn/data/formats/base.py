@@ -146,7 +146,12 @@ class TableReader(ABC):
         info = self.info
         for start, batch in self.batches(rows):
             n = len(batch["context"])
-            table = check(info, batch, f"{info.source} (rows {start}-{start + n - 1})")
+            try:
+                table = check(info, batch, f"{info.source} (rows {start}-{start + n - 1})")
+            except IGLearnError:  # a bad value: named by its row in the whole table
+                for name, values in batch.items():
+                    field_values(name, values, info.source, info.n_actions, first_row=start)
+                raise
             yield start, {name: getattr(table, name) for name in batch}
 
 
