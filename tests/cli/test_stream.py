@@ -106,3 +106,36 @@ def test_partitioned_folders_shards_named_as_files_and_killed_conversions(small,
                        300)
     assert code == 0, err
     assert not killed.exists() and "removed what interrupted runs left" in err
+
+
+def test_a_memory_limit_the_command_accepts_bounds_its_peak(small, tmp_path, capsys):
+    """`fit --stream on --memory-limit-gb L` at the least limit it accepts (it names the need
+    when refusing a lower one) peaks within L: the imports of a fit (torch, pyarrow's
+    datasets), made after the stream is sized, are counted in what the process holds (a limit
+    of 0.27 GB was accepted and the fit peaked at 0.33 GiB)."""
+    import re
+    import subprocess
+    import sys
+
+    assert run(capsys, "convert", small / "log.npz", tmp_path / "shards", "--shard-rows",
+               200)[0] == 0
+
+    def fit(limit: float) -> subprocess.CompletedProcess:
+        argv = ["fit", str(tmp_path / "shards"), "--out", str(tmp_path / f"m{limit}"),
+                "--stream", "on", "--memory-limit-gb", str(limit), *FAST]
+        code = ("import resource, sys\n"
+                "from iglearn.cli import main\n"
+                f"code = main({argv!r})\n"
+                "print('peak', resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "
+                "file=sys.stderr)\n"
+                "sys.exit(code)")
+        return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              timeout=300)
+
+    refused = fit(0.05)
+    assert refused.returncode == 2, refused.stderr
+    need = float(re.search(r"needs ([\d.]+) GB at least", refused.stderr).group(1))
+    done = fit(need + 0.01)
+    assert done.returncode == 0, done.stderr
+    peak = int(re.search(r"peak (\d+)", done.stderr).group(1)) * 1024  # KiB on Linux
+    assert peak <= (need + 0.01) * 2**30, (peak / 2**30, need)

@@ -119,9 +119,23 @@ memory (Arrow's pool, its threads), torch's first operations, the models, the op
 the full passes' sums (a fit of a 64 + 16-dimensional log, streamed or in memory, peaks about
 180 MB above what the process held when the log was opened, benchmarks/stream_memory.md)."""
 
+FIT_IMPORTS = 240 * 2**20
+"""Bytes the imports of a fit add to a process that has not made them yet (torch, about 180
+MB resident, and pyarrow's datasets, about 45 MB): the command line sizes its stream before
+it imports torch, so that a bad log is told at once, and counts them here
+(:func:`fit_start_bytes`)."""
+
 MIN_SHUFFLE_ROWS = 1024
 """Fewest rows of a shuffle buffer sized down to a memory limit: fewer would shuffle the log
 too coarsely; a limit that leaves less room is refused."""
+
+
+def fit_start_bytes() -> int:
+    """What a fit starts from: this process's resident memory now, and :data:`FIT_IMPORTS`
+    while torch is not imported yet."""
+    import sys
+
+    return process_bytes() + (0 if "torch" in sys.modules else FIT_IMPORTS)
 
 
 def process_bytes() -> int:
@@ -156,7 +170,8 @@ def stream_sizes(info: TableInfo, settings: StreamSettings, held: int,
     if need > limit:
         raise IGLearnError(
             f"{info.source}: memory_limit_gb {settings.memory_limit_gb:g} (--memory-limit-gb) "
-            f"cannot be kept: the process holds {held / 2**30:.2f} GB and a stream of this log "
+            f"cannot be kept: the process holds {held / 2**30:.2f} GB (with what a fit "
+            f"imports) and a stream of this log "
             f"needs {need / 2**30:.2f} GB at least; raise the limit")
     return shuffle, block
 
@@ -196,7 +211,7 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
     if not info.is_log:
         raise IGLearnError(f"{info.source}: holds contexts only; fitting needs a log with "
                            f"action, probability and feedback")
-    large = not fits_in_memory(info, settings, process_bytes())
+    large = not fits_in_memory(info, settings, fit_start_bytes())
     if settings.stream == "on" or (settings.stream == "auto" and large):
         return LogStream(reader, settings)
     log = check(info, reader.arrays(), info.source)
@@ -343,7 +358,7 @@ class LogStream:
         if info.n_rows == 0:
             raise IGLearnError(f"{info.source}: the log is empty; it needs at least one "
                                f"interaction")
-        held = process_bytes()
+        held = fit_start_bytes()
         self._pieces: _Pieces
         if isinstance(reader, ShardedReader | ParquetReader):
             paths = ([shard.path for shard in reader.shards] if isinstance(reader, ShardedReader)
