@@ -233,9 +233,9 @@ def given_fields_read(mapping: ColumnMapping, given: Collection[str]) -> ColumnM
     if "ignore" in given or not mapping.ignore:
         return mapping
     read: set[str] = set()
-    for name in given:
-        value = getattr(mapping, name, None)
-        if isinstance(value, str):
+    for name in given:  # the fields that name columns (not K, missing, the actions' names)
+        value = getattr(mapping, name)
+        if name in SCALAR_FIELDS and value is not None:
             read.add(value)
         elif name in MATRIX_FIELDS and value is not None:
             read.update(value)
@@ -447,9 +447,9 @@ def _listing(names: Sequence[str]) -> str:
 
 
 def near_name(wanted: str, names: Sequence[str]) -> str:
-    """"; did you mean 'arm'?" for a column name a mapping gives that the table lacks (to end
-    a parenthesis): the table's name that differs only in case, else the closest by spelling;
-    "" when none is close. A ``NAME*`` entry is matched on its prefix."""
+    """"did you mean 'arm'?" for a column name a mapping gives that the table lacks: the
+    table's name that differs only in case, else the closest by spelling; "" when none is
+    close. A ``NAME*`` entry is matched on its prefix."""
     import difflib
 
     prefix = wanted.endswith(PREFIX)
@@ -459,7 +459,7 @@ def near_name(wanted: str, names: Sequence[str]) -> str:
     close = same or difflib.get_close_matches(stem, candidates, n=1, cutoff=0.6)
     if not close:
         return ""
-    return f"; did you mean {shown(close[0] + (PREFIX if prefix else ''))}?"
+    return f"did you mean {shown(close[0] + (PREFIX if prefix else ''))}?"
 
 
 def selects(entry: str, name: str) -> bool:
@@ -504,8 +504,9 @@ class _Selection:
         prefix = entry.rstrip(PREFIX)
         found = [name for name in self.names if selects(entry, name)]
         if not found:
+            near = near_name(entry, self.names)
             raise IGLearnError(f"{self.source}: no column starts with {shown(prefix)} "
-                               f"({field} {shown(entry)}{near_name(entry, self.names)}); the "
+                               f"({field} {shown(entry)}{'; ' + near if near else ''}); the "
                                f"columns are {_listing(self.names)}")
         rests = [name[len(prefix):] for name in found]
         if all(rest.isdigit() for rest in rests):
@@ -521,9 +522,9 @@ class _Selection:
         absent = [name for name in columns if name not in self.names]
         if absent and (len(absent) < len(columns) or field == "context"):
             near = near_name(absent[0], self.names)
-            hint = f" ({near[2:]})" if near else ""
             raise IGLearnError(f"{self.source}: no column {shown(absent[0])}, which the column "
-                               f"mapping reads as {field}{hint}; the columns are "
+                               f"mapping reads as {field}{f' ({near})' if near else ''}; the "
+                               f"columns are "
                                f"{_listing(self.names)}")
         return [] if absent else columns
 
@@ -675,8 +676,9 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
         given = getattr(mapping, name)
         near = near_name(given, table.names) if isinstance(given, str) else ""
         raise IGLearnError(f"{source}: no column for field '{name}' ({table.layout(name)}"
-                           f"{uniform}{near}); an interaction log needs context, action, "
-                           f"probability and feedback, a context set the context only")
+                           f"{uniform}{'; ' + near if near else ''}); an interaction log "
+                           f"needs context, action, probability and feedback, a context set "
+                           f"the context only")
     table.unread(k_column, lambda name: _row_numbers(np.asarray(whole(name))))
     schema = None
     if mapping.renames:  # a model's mapping answers every row: predict drops none

@@ -85,10 +85,10 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
         n_actions: with a column mapping: K when neither the mapping nor a column gives it.
     """
     path = Path(path)
-    if columns is not None and not path.is_dir() and path.suffix.lower() not in MAPPED:
-        _suffix(path)  # an unknown extension, then a missing file, is told before the mapping
-        input_file(path)
     if columns is not None and (path.is_dir() or path.suffix.lower() not in MAPPED):
+        if not path.is_dir():  # an unknown extension, then a missing file, told first
+            _suffix(path)
+            input_file(path)
         raise IGLearnError(f"{path}: a column mapping (--context, --action, ...) reads .csv "
                            f"and .parquet files only; the other formats name their fields "
                            f"themselves: drop those options")
