@@ -235,6 +235,35 @@ def test_vw_outcome_event_bookkeeping_is_not_feedback(tmp_path):
     np.testing.assert_array_equal(log.feedback[:, 0], [1.0, 0.0, 1.0])
 
 
+def test_dsjson_lines_marked_skip_learn_are_not_read(tmp_path):
+    """VW's joiner marks an event not to learn from (a deferred action never activated) with
+    "_skipLearn": true; such a line is left out of the log, with one warning naming the
+    count, and a file of only such lines is refused."""
+    lines = []
+    for i, value in enumerate([1.0, 0.0, 1.0, 0.5]):
+        record = json.loads(VW_LINE)
+        record["o"] = [{"v": value}]
+        if i in (1, 3):
+            record["_skipLearn"] = True
+        elif i == 2:
+            record["_skipLearn"] = False
+        lines.append(json.dumps(record))
+    path = tmp_path / "joined.dsjson"
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.warns(UserWarning, match=r"2 of 4 lines have \"_skipLearn\": true"):
+        log = read_log(path)
+    np.testing.assert_array_equal(log.feedback[:, 0], [1.0, 1.0])
+    skipped = [line for i, line in enumerate(lines) if i in (1, 3)]
+    path.write_text("\n".join(skipped) + "\n")
+    with pytest.raises(IGLearnError, match="every line has \"_skipLearn\": true"):
+        read_log(path)
+    record = json.loads(VW_LINE)
+    record["_skipLearn"] = "yes"
+    path.write_text(json.dumps(record) + "\n")
+    with pytest.raises(IGLearnError, match=r"line 1: \"_skipLearn\" is 'yes'; write true or"):
+        read_log(path)
+
+
 def test_dsjson_writes_labels_and_feedback_before_context(tmp_path):
     write_table(small_log(), tmp_path / "a.dsjson")
     line = (tmp_path / "a.dsjson").read_text().splitlines()[0]

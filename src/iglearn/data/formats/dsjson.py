@@ -25,6 +25,9 @@
   ``c._multi``) read as they are;
 - the keys ``EventId`` and ``ActionTaken`` of an object of ``o`` (VW's joined outcome
   events) are not feedback and are not read (:data:`OUTCOME_BOOKKEEPING`);
+- a line with ``"_skipLearn": true`` (an event VW's joiner marks unfit to learn from, such as
+  a deferred action that was never activated) is not read, as VW does not learn from it; the
+  reader warns once with their count (:attr:`DsjsonReader.skipped`);
 - ``_iglearn`` holds the latent reward and the correct action, for evaluation only (VW
   ignores it).
 
@@ -83,6 +86,8 @@ class DsjsonReader(TableReader):
         n_actions = None
         self._given = schema is not None  # a model's: a feature it lacks is read as 0
         self._told = False
+        self.skipped = 0
+        """How many lines ``"_skipLearn": true`` left out of the log."""
         if schema is None and sidecar.exists():
             size += input_file(sidecar, "feature schema")
             record = safejson.read(sidecar, "restore it or write the log again",
@@ -129,9 +134,18 @@ class DsjsonReader(TableReader):
                 for key in _feedback_features(record, source, line_no):
                     names["feedback"].setdefault(key)
             n += 1
+        if n == 0 and self.skipped:
+            raise IGLearnError(f"{source}: every line has \"_skipLearn\": true, so none is "
+                               f"read (events not to learn from); export the log again "
+                               f"with the events that were activated")
         if n == 0:
             raise IGLearnError(f"{source}: the file is empty (no JSON lines); write the log "
                                f"again")
+        if self.skipped:
+            warn_caller(f"{source}: {self.skipped} of {n + self.skipped} lines have "
+                        f"\"_skipLearn\": true (events not to learn from, such as deferred "
+                        f"actions never activated) and are not read, as Vowpal Wabbit does "
+                        f"not learn from them")
         if n_actions is None:
             raise IGLearnError(f"{source}: no line lists the actions (c._multi) and there is "
                                f"no {sidecar.name} giving n_actions; add either")
@@ -156,7 +170,10 @@ class DsjsonReader(TableReader):
                        for name in MATRIX_FIELDS}
 
     def _records(self) -> Iterator[tuple[int, dict]]:
+        """The lines to read, numbered from 1: each a JSON object with a 'c', those with
+        ``"_skipLearn": true`` counted in :attr:`skipped` and left out."""
         limit = limits.MAX_JSON_BYTES
+        self.skipped = 0
         try:
             with open(self.path, "rb") as f:
                 for line_no in itertools.count(1):
@@ -174,6 +191,9 @@ class DsjsonReader(TableReader):
                     if not isinstance(record, dict) or not isinstance(record.get("c"), dict):
                         raise IGLearnError(f"{self.path}, line {line_no}: missing field 'c' "
                                            f"(the context features); every line needs one")
+                    if _skip_learn(record, str(self.path), line_no):
+                        self.skipped += 1
+                        continue
                     yield line_no, record
         except PermissionError:
             raise IGLearnError(f"{self.path}: cannot read the file (permission denied); check "
@@ -254,6 +274,15 @@ class DsjsonReader(TableReader):
                                 f"new word): refit on a log that has them to use them")
                 continue
             row[position] = value
+
+
+def _skip_learn(record: dict, source: str, line_no: int) -> bool:
+    """Whether the line is marked ``"_skipLearn": true`` (absent: false)."""
+    value = record.get("_skipLearn", False)
+    if not isinstance(value, bool):
+        raise IGLearnError(f"{source}, line {line_no}: \"_skipLearn\" is {shown(value)}; write "
+                           f"true or false (true: the line is not learnt from)")
+    return value
 
 
 def _present(record: dict) -> set[str]:
