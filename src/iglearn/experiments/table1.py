@@ -6,6 +6,7 @@ with the same policy class, and scores the argmax policy on the held-out test im
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +31,7 @@ from iglearn.experiments.results import (
 )
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
 from iglearn.learners import BatchIGL, ContextualBandit, Optimisation, Supervised
+from iglearn.learners.base import StackableLearner
 from iglearn.seeding import integer_seed
 
 if TYPE_CHECKING:
@@ -57,7 +59,7 @@ def run_stacked(config: Table1Config, trials: list[int],
             for log_seed, *_ in spawned]
     test_x, test_y = env.test_set()
     optimisation = Optimisation(lr=config.lr)
-    learners = {
+    learners: dict[str, Callable[[np.random.SeedSequence], StackableLearner]] = {
         "SUP": lambda seed: Supervised(config.policy, optimisation, seed=seed),
         "CB": lambda seed: ContextualBandit(config.policy, optimisation, seed=seed),
         "IGL": lambda seed: BatchIGL(config.policy, config.decoder, optimisation,

@@ -12,9 +12,11 @@ Annotations that name torch types are written for the type checker only (``TYPE_
 
 from __future__ import annotations
 
+import difflib
 import math
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit
 from iglearn.errors import IGLearnError
@@ -51,8 +53,44 @@ BASELINE = 0.5
 (:mod:`iglearn.learners.objective`)."""
 
 
+class UnknownSettingError(IGLearnError, TypeError):
+    """A keyword that a learner or its optimisation settings do not take (a TypeError, as
+    Python's own for an unexpected keyword is)."""
+
+
+def check_setting_names(cls: type, given: Iterable[str], names: Collection[str]) -> None:
+    """Refuse a keyword of ``given`` that is not among ``names``, the settings ``cls`` takes:
+    one of the optimisation's settings given to the learner (``BatchIGL(lr=0.1)``) says how
+    to change it there, keeping the learner's own optimisation defaults; another names the
+    closest setting."""
+    unknown = [name for name in given if name not in names]
+    if not unknown:
+        return
+    name, title = unknown[0], cls.__name__
+    if "optimisation" in names and name in OPTIMISATION_NAMES:
+        raise UnknownSettingError(
+            f"{title} has no setting {name!r}: it is a setting of its optimisation; pass "
+            f"optimisation=dataclasses.replace({title}().optimisation, {name}=...), which "
+            f"keeps {title}'s other optimisation defaults")
+    close = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise UnknownSettingError(f"{title} has no setting {name!r}; {hint}help({title}) lists "
+                              f"its settings")
+
+
+class NamedSettings:
+    """A settings dataclass whose unknown keywords are refused by
+    :func:`check_setting_names`, naming the closest setting, before its ``__init__``
+    runs."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        if kwargs:
+            check_setting_names(cls, kwargs, {item.name for item in fields(cls)})  # type: ignore[arg-type]
+        return super().__new__(cls)
+
+
 @dataclass(frozen=True)
-class Optimisation:
+class Optimisation(NamedSettings):
     """How a learner fits its models: epochs per stage and optimiser settings.
 
     The stages run in this order (a stage with zero epochs is skipped):
@@ -148,8 +186,12 @@ class Optimisation:
         return self.max_steps, 1.0
 
 
+OPTIMISATION_NAMES = frozenset(item.name for item in fields(Optimisation))
+"""The settings of :class:`Optimisation`."""
+
+
 @dataclass(eq=False, kw_only=True)
-class FitSettings:
+class FitSettings(NamedSettings):
     """The settings every batch learner has (keyword-only, after each learner's own)."""
 
     seed: SeedLike = None
