@@ -115,6 +115,30 @@ def test_batch_and_idempotent_event_ids(service):
     assert service.storage().counts().decisions >= 4
 
 
+def test_an_event_id_stored_with_another_context_is_refused(service):
+    """A retry sends the context it sent first and gets the stored decision; another context
+    under a stored id is a second decision, answered 409 naming the field (it was answered
+    with the first decision's action, and its feedback joined to the first context). A
+    batch's other decisions come back as stored when it is sent again with the id changed."""
+    with service.http() as http:
+        first = http.post("/v1/decide", json={"context": [37.5, 38, 36.25, 40],
+                                              "event_id": "reused"}).json()
+        retried = http.post("/v1/decide", json={"context": [37.5, 38, 36.25, 40],
+                                                "event_id": "reused"})
+        assert retried.status_code == 200 and retried.json() == first
+        other = http.post("/v1/decide", json={"context": [37.5, 38, 36.25, 41],
+                                              "event_id": "reused"})
+        assert other.status_code == 409 and other.json()["field"] == "event_id", other.text
+        assert "event id reused is already stored with another context" in other.text
+        batch = {"contexts": [[1, 2, 3, 4], [9, 9, 9, 9]], "event_ids": ["fresh-1", "reused"]}
+        refused = http.post("/v1/decide", json=batch)
+        assert refused.status_code == 409 and refused.json()["field"] == "event_ids[1]"
+        again = http.post("/v1/decide", json=batch | {"event_ids": ["fresh-1", "fresh-2"]})
+        assert again.status_code == 200
+        decisions = again.json()["decisions"]
+        assert [d["event_id"] for d in decisions] == ["fresh-1", "fresh-2"]
+
+
 def test_feedback_outcomes(service):
     with service.http() as http:
         eid = http.post("/v1/decide", json={"context": [0, 1, 0, 1]}).json()["event_id"]

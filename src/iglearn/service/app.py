@@ -2,7 +2,9 @@
 
 Every request is checked in this order: its API key (401 without a valid one, 403 for the
 wrong role), its body size (413), then its fields (422 naming the field and the problem);
-nothing is stored for a rejected request. Decisions and feedback are committed to the storage
+nothing is stored for a rejected request (but a batch with an event id stored before with
+another context, 409 once the batch's other decisions are stored: :func:`check_retries`).
+Decisions and feedback are committed to the storage
 before their answer. The served model is swapped atomically (one reference replaced) when
 the storage serves a new version, which the learning worker stores after each re-fit.
 """
@@ -821,6 +823,20 @@ class ServiceApp(Starlette):
         await super().__call__(scope, receive, send)
 
 
+def check_retries(stored: Sequence[Decision], contexts: np.ndarray, field: str) -> None:
+    """Refuse (409) a decision whose event id was stored before with another context: a
+    retry (which gets the stored decision back) sends the context it sent first, so another
+    context under a stored id is a second decision, which would be answered with the first
+    one's action and joined to the first one's context. The other decisions of a batch are
+    stored: sent again with that id changed, they come back as stored."""
+    for i, (decision, context) in enumerate(zip(stored, contexts, strict=True)):
+        if not np.array_equal(decision.context, context.astype(np.float32)):
+            where = field if field == "event_id" else f"{field}[{i}]"
+            raise Rejected(409, f"event id {decision.event_id} is already stored with another "
+                                f"context (a retry sends the same context); give this "
+                                f"decision a new event id", where)
+
+
 def build_app(service: Service, start_worker: bool = True,
               extra_routes: Sequence[BaseRoute] = ()) -> Starlette:
     """The ASGI application of ``service``; ``start_worker``: run the learning worker
@@ -835,10 +851,11 @@ def build_app(service: Service, start_worker: bool = True,
 
     group = GroupCommit(service)
 
-    async def decide_rows(contexts: np.ndarray, ids: list[str], mask: np.ndarray
-                          ) -> list[dict]:
+    async def decide_rows(contexts: np.ndarray, ids: list[str], mask: np.ndarray,
+                          field: str) -> list[dict]:
         allowed = np.repeat(mask[None], len(contexts), 0)
         stored = await group.decide(contexts, ids, allowed)
+        check_retries(stored, contexts, field)
         return [{"event_id": d.event_id, "action": d.action,
                  **({} if model.actions is None else {"action_name": model.actions[d.action]}),
                  "probability": d.probability, "probabilities": d.probabilities.tolist(),
@@ -867,14 +884,15 @@ def build_app(service: Service, start_worker: bool = True,
                             server.event_id_max_length) for i in range(len(contexts))]
             if len(set(ids)) != len(ids):
                 raise Rejected(422, "an event id appears twice", "event_ids")
-            return json_response({"decisions": await decide_rows(array, ids, mask)})
+            return json_response({"decisions": await decide_rows(array, ids, mask,
+                                                                 "event_ids")})
         if "event_ids" in body:
             raise Rejected(422, "event_ids goes with contexts (a batch)", "event_ids")
         if "context" not in body:
             raise Rejected(422, "missing: send context (or contexts for a batch)", "context")
         array = vector(body["context"], "context", model.context_dim)[None]
         ids = [event_id(body.get("event_id"), "event_id", server.event_id_max_length)]
-        return json_response((await decide_rows(array, ids, mask))[0])
+        return json_response((await decide_rows(array, ids, mask, "event_id"))[0])
 
     async def feedback(request: Request) -> Response:
         body = await read_json(request, server.max_body_bytes,
