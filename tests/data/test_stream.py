@@ -174,10 +174,15 @@ def test_opening_a_stream_checks_every_value_and_names_the_rows(tmp_path):
 
 
 def test_memory_or_stream_by_size_with_an_override(stored, tmp_path):
-    assert isinstance(open_log(stored / "log.parquet"), InteractionLog)   # 2500 rows: small
-    # a log no larger than the shuffle buffer is read whole: streaming it saves nothing
-    assert isinstance(open_log(stored / "log.parquet", StreamSettings(memory_limit_gb=0.0)),
-                      InteractionLog)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # the default limit is kept: no warning
+        assert isinstance(open_log(stored / "log.parquet"), InteractionLog)  # 2500 rows: small
+    # a log no larger than the shuffle buffer is read whole: streaming it saves nothing, and
+    # a warning says the limit is not kept
+    with pytest.warns(UserWarning, match=r"log.parquet: read into memory, the fit takes about "
+                                         r"\d\.\d\d GB, above memory_limit_gb 0 "):
+        log = open_log(stored / "log.parquet", StreamSettings(memory_limit_gb=0.0))
+    assert isinstance(log, InteractionLog)
     # larger than the buffer: auto streams it, and a limit the process exceeds is refused
     with pytest.raises(IGLearnError, match="cannot be kept"):
         open_log(stored / "log.parquet", StreamSettings(memory_limit_gb=0.0, shuffle_rows=500))

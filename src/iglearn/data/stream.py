@@ -41,7 +41,7 @@ import numpy as np
 
 from iglearn.data.formats.base import DTYPES, FeatureSchema, TableInfo, TableReader
 from iglearn.data.logs import InteractionLog
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, warn_caller
 
 if TYPE_CHECKING:
     from iglearn.data.frames import ColumnMapping
@@ -176,13 +176,18 @@ def stream_sizes(info: TableInfo, settings: StreamSettings, held: int,
     return shuffle, block
 
 
+def in_memory_bytes(info: TableInfo, held: int) -> int:
+    """The peak of a process holding ``held`` bytes that fits ``info`` read into memory."""
+    return held + FIT_RESERVE + IN_MEMORY_COST * table_bytes(info)
+
+
 def fits_in_memory(info: TableInfo, settings: StreamSettings, held: int) -> bool:
     """Whether stream auto reads ``info`` into memory: a fit in memory keeps a process holding
     ``held`` bytes below ``settings.memory_limit_gb``, or the log is no larger than a stream's
     buffer (streaming it would save nothing)."""
     in_memory = IN_MEMORY_COST * table_bytes(info)
     buffer = STREAM_COST * row_bytes(info) * min(settings.shuffle_rows, info.n_rows)
-    return (held + FIT_RESERVE + in_memory <= settings.memory_limit_gb * 2**30
+    return (in_memory_bytes(info, held) <= settings.memory_limit_gb * 2**30
             or in_memory <= buffer)
 
 
@@ -211,9 +216,16 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
     if not info.is_log:
         raise IGLearnError(f"{info.source}: holds contexts only; fitting needs a log with "
                            f"action, probability and feedback")
-    large = not fits_in_memory(info, settings, fit_start_bytes())
+    held = fit_start_bytes()
+    large = not fits_in_memory(info, settings, held)
     if settings.stream == "on" or (settings.stream == "auto" and large):
         return LogStream(reader, settings)
+    peak = in_memory_bytes(info, held)
+    if settings.stream == "auto" and peak > settings.memory_limit_gb * 2**30:
+        warn_caller(f"{info.source}: read into memory, the fit takes about {peak / 2**30:.2f} "
+                    f"GB, above memory_limit_gb {settings.memory_limit_gb:g} "
+                    f"(--memory-limit-gb), since streaming this small a log would take no "
+                    f"less; raise the limit to that")
     log = check(info, reader.arrays(), info.source)
     assert isinstance(log, InteractionLog)
     return log
