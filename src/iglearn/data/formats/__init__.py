@@ -61,8 +61,14 @@ __all__ = [
 def _suffix(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix not in SUFFIXES:
-        text = (" (a tab- or semicolon-separated table reads as .csv: rename it)"
-                if suffix in (".tsv", ".tab", ".txt") else "")
+        text = ""
+        if suffix in (".tsv", ".tab", ".txt"):
+            text = " (a tab- or semicolon-separated table reads as .csv: rename it)"
+        elif suffix in (".json", ".jsonl"):
+            text = (" (Vowpal Wabbit's DSJSON, one JSON object per line, reads as .dsjson: "
+                    "rename it)")
+        elif suffix in (".gz", ".bz2", ".xz", ".zst", ".zip"):
+            text = " (a compressed file: decompress it first, gunzip -k say)"
         raise IGLearnError(f"{path}: unknown file extension {suffix or '(none)'!r}; use one of "
                            f"{', '.join(SUFFIXES)}{text}")
     return suffix
