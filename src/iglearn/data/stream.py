@@ -178,7 +178,7 @@ def stream_sizes(info: TableInfo, settings: StreamSettings, held: int,
 
 def in_memory_bytes(info: TableInfo, held: int) -> int:
     """The peak of a process holding ``held`` bytes that fits ``info`` read into memory."""
-    return held + FIT_RESERVE + IN_MEMORY_COST * table_bytes(info)
+    return int(held + FIT_RESERVE + IN_MEMORY_COST * table_bytes(info))
 
 
 def fits_in_memory(info: TableInfo, settings: StreamSettings, held: int) -> bool:
