@@ -150,6 +150,13 @@ def test_a_frame_with_its_own_column_names_fits_and_predicts_through_a_saved_mod
     assert (model.predict(contexts.context) == best).mean() > 0.5  # chance is 1/3
     # the whole log reads back through the model's mapping too
     assert len(InteractionLog.from_frame(test, schema=model.schema_)) == 300
+    # its contexts only: a missing feedback value, an action no log could hold are no error
+    holed = test.assign(arm=test["arm"] + 5.0)
+    holed.loc[7, "emg_1"] = np.nan
+    with pytest.raises(IGLearnError, match="column 'emg_1' holds a missing value at row 7"):
+        InteractionLog.from_frame(holed, schema=model.schema_)
+    np.testing.assert_array_equal(model.predict(holed), model.predict(contexts.context))
+    assert ContextSet.from_frame(holed, schema=model.schema_).context.shape == (300, 2)
     with pytest.raises(IGLearnError, match="no column 'clicks', which the column mapping reads "
                                            "as context"):
         ContextSet.from_frame(test[["age"]], schema=model.schema_)

@@ -341,14 +341,17 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
         input_file(data)
 
     from iglearn.data.contexts import ContextSet
+    from iglearn.data.formats import CONTEXT_FIELDS
     from iglearn.data.formats.base import check
 
+    wanted = CONTEXT_FIELDS if contexts_only else None
     opened = None
     if Path(model_dir).is_dir():  # model.json, then the data against it: no torch yet
         from iglearn.models.io import METADATA, read_metadata, recorded_schema
 
         meta = read_metadata(model_dir)
-        opened = _opened(data, meta, recorded_schema(meta, Path(model_dir) / METADATA), args)
+        opened = _opened(data, meta, recorded_schema(meta, Path(model_dir) / METADATA), args,
+                         wanted)
 
     from iglearn.data.stream import log_from
     from iglearn.devices import resolve_device
@@ -360,7 +363,7 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
     learner = read_model(model_dir)
     learner.device = device  # type: ignore[union-attr]
     meta = learner.metadata_
-    reader, info = opened or _opened(data, meta, learner.schema_, args)
+    reader, info = opened or _opened(data, meta, learner.schema_, args, wanted)
     table: InteractionLog | LogStream | ContextSet
     if contexts_only and info.is_log:
         arrays = reader.arrays(("context", "label"))
@@ -373,14 +376,15 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
     return learner, table
 
 
-def _opened(data: str, meta: dict, schema: FeatureSchema | None, args: argparse.Namespace
-            ) -> tuple[TableReader, TableInfo]:
+def _opened(data: str, meta: dict, schema: FeatureSchema | None, args: argparse.Namespace,
+            wanted: tuple[str, ...] | None = None) -> tuple[TableReader, TableInfo]:
     """The data file opened with the model's feature schema and column mapping (``meta``:
-    its checked ``model.json``), its K and context dimension checked against the model's."""
+    its checked ``model.json``), its K and context dimension checked against the model's;
+    ``wanted``: the fields to read of a table read through a mapping."""
     from iglearn.data.formats import open_table
 
     reader = open_table(data, schema, _columns(args, schema.columns if schema else None),
-                        n_actions=meta["n_actions"])
+                        n_actions=meta["n_actions"], wanted=wanted)
     info = reader.info
     if info.n_actions != meta["n_actions"]:
         raise IGLearnError(f"{info.source}: n_actions is {info.n_actions} but the model was fit "

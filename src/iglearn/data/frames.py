@@ -578,7 +578,7 @@ class _Selection:
 
 def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
                  mapping: ColumnMapping, source: str, default_n_actions: int | None = None,
-                 places: Places = ROWS
+                 places: Places = ROWS, wanted: Collection[str] | None = None
                  ) -> tuple[dict[str, np.ndarray], int, FeatureSchema | None]:
     """The fields (context, action, ...), K and the feature schema of a table whose columns
     are ``names`` (``whole(name)`` gives one column's values), read as ``mapping`` says.
@@ -594,15 +594,23 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
     that a message about a value names the column it came from. With ``mapping.missing``
     'drop', the rows with a missing value in a column read are left out first
     (:func:`_kept_rows`), and the messages still number the rows as the table does.
+    ``wanted``: the fields to read (the context and labels, to predict on a log): the
+    columns of the others are mapped and checked as ever, their values not read, so a
+    missing or bad value there is no error.
     """
     from iglearn.data.formats.base import FeatureSchema
 
     table = _Selection(names, mapping, source)
     kept = None
     converted: dict[str, np.ndarray] = {}  # with 'drop': the columns read, converted once
+    def skipped(field: str) -> bool:
+        return wanted is not None and field not in wanted
+
     if mapping.missing == "drop":
-        read = [name for field in MATRIX_FIELDS for name in table.vector_columns(field)] + [
-            name for field in SCALAR_FIELDS if (name := getattr(mapping, field)) in table.names]
+        read = [name for field in MATRIX_FIELDS if not skipped(field)
+                for name in table.vector_columns(field)] + [
+            name for field in SCALAR_FIELDS
+            if not skipped(field) and (name := getattr(mapping, field)) in table.names]
         converted = {name: np.asarray(whole(name)) for name in read}
         kept, places = _kept_rows(converted, source, places)
 
@@ -621,6 +629,8 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
         blocks, positions[field] = [], []
         for name in selected:
             table.use(name, field)
+            if skipped(field):
+                continue
             values = np.asarray(column(name))
             if values.dtype == object and any(
                     isinstance(cell, Sequence | np.ndarray) and not isinstance(cell, str | bytes)
@@ -633,12 +643,15 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
                 positions[field].append(f"^{name}")
             blocks.append(block)
             resolved_columns[field] = (*resolved_columns.get(field, ()), *[name] * block.shape[1])
-        fields_[field] = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
         resolved[field] = tuple(selected)
+        if blocks:
+            fields_[field] = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
     for field in SCALAR_FIELDS:
         name = getattr(mapping, field)
         if name in table.names:
             table.use(name, field)
+            if skipped(field):
+                continue
             values = np.asarray(column(name))
             _missing(name, values, source, places, field)
             if field in CODED_FIELDS and mapping.actions is not None:
@@ -756,10 +769,11 @@ def mapped_index(frame: pd.DataFrame, mapping: ColumnMapping) -> pd.DataFrame:
     return pd.concat([levels_read, rest], axis=1)
 
 
-def frame_columns(frame: pd.DataFrame, mapping: ColumnMapping, source: str
+def frame_columns(frame: pd.DataFrame, mapping: ColumnMapping, source: str,
+                  wanted: Collection[str] | None = None
                   ) -> tuple[dict[str, np.ndarray], int, FeatureSchema | None]:
     """:func:`read_columns` on a DataFrame (:func:`mapped_index` first); K may also be
-    ``frame.attrs['n_actions']``."""
+    ``frame.attrs['n_actions']``; ``wanted``: the fields to read."""
     attrs = frame.attrs.get(N_ACTIONS)
     frame = mapped_index(frame, mapping)
     names = [str(c) for c in frame.columns]
@@ -768,7 +782,7 @@ def frame_columns(frame: pd.DataFrame, mapping: ColumnMapping, source: str
         values = frame.iloc[:, names.index(name)].to_numpy()
         return values if values.flags.writeable else values.copy()  # pandas' copy-on-write
     return read_columns(names, column, mapping, source,
-                        None if attrs is None else check_n_actions(attrs, source))
+                        None if attrs is None else check_n_actions(attrs, source), ROWS, wanted)
 
 
 def from_frame(frame: pd.DataFrame, mapping: ColumnMapping | None = None,
@@ -789,10 +803,12 @@ def from_frame(frame: pd.DataFrame, mapping: ColumnMapping | None = None,
 def contexts_from_frame(frame: pd.DataFrame, mapping: ColumnMapping | None = None,
                         source: str = "data frame") -> ContextSet:
     """The contexts (and labels, if any) of a DataFrame holding a context set or a log, its
-    columns read as ``mapping`` says."""
+    columns read as ``mapping`` says (no other field's values are read: a missing feedback
+    value is no error)."""
     from iglearn.data.contexts import ContextSet
 
-    fields_, k, _ = frame_columns(frame, mapping or ColumnMapping(), source)
+    fields_, k, _ = frame_columns(frame, mapping or ColumnMapping(), source,
+                                  ("context", "label"))
     return ContextSet(fields_["context"], k, fields_.get("label"), source)
 
 

@@ -22,6 +22,7 @@ file's real size before they allocate memory, and open regular files only.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from iglearn.data.contexts import ContextSet
@@ -39,6 +40,8 @@ from iglearn.errors import IGLearnError
 from iglearn.files import input_file
 
 SUFFIXES = (".npz", ".parquet", ".csv", ".dsjson")
+CONTEXT_FIELDS = ("context", "label")
+"""The fields a context set holds: what predicting reads of a log."""
 MAPPED = (".csv", ".parquet")
 """The formats a column mapping (``--context``, ``--action``, ...) reads."""
 
@@ -75,8 +78,8 @@ def _suffix(path: Path) -> str:
 
 
 def open_table(path: str | Path, schema: FeatureSchema | None = None,
-               columns: ColumnMapping | None = None, n_actions: int | None = None
-               ) -> TableReader:
+               columns: ColumnMapping | None = None, n_actions: int | None = None,
+               wanted: Collection[str] | None = None) -> TableReader:
     """A batched reader of the log or context set in ``path``.
 
     Args:
@@ -85,21 +88,32 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
         schema: a model's feature schema: for DSJSON, the feature positions to use instead of
             the file's own; for CSV, and Parquet not in iglearn's layout, its column mapping
             (if any) unless ``columns`` is given.
-        columns: CSV and Parquet only: which columns hold which field (a Parquet file so read
-            is read whole, :mod:`iglearn.data.formats.columns`; an error for other formats,
-            whose fields have fixed names).
+        columns: CSV and Parquet only (a file or a folder of shards): which columns hold which
+            field (Parquet so read is read whole, :mod:`iglearn.data.formats.columns`; an
+            error for other formats, whose fields have fixed names).
         n_actions: with a column mapping: K when neither the mapping nor a column gives it.
+        wanted: with a column mapping: the fields to read (the context and labels, to
+            predict on a log): the columns of the others are not read, so a missing value
+            there is no error. Other readers read fields when asked (``arrays(fields)``).
     """
     path = Path(path)
-    if columns is not None and (path.is_dir() or path.suffix.lower() not in MAPPED):
+    shards = path.is_dir() and path.suffix.lower() not in (".npz", ".csv", ".dsjson")
+    if columns is not None and not shards and path.suffix.lower() not in MAPPED:
         if not path.is_dir():  # an unknown extension, then a missing file, told first
             _suffix(path)
             input_file(path)
         raise IGLearnError(f"{path}: a column mapping (--context, --action, ...) reads .csv "
-                           f"and .parquet files only; the other formats name their fields "
-                           f"themselves: drop those options")
-    if path.is_dir() and path.suffix.lower() not in (".npz", ".csv", ".dsjson"):
-        from iglearn.data.formats.shards import ShardedReader
+                           f"and .parquet files and folders of .parquet shards only; the "
+                           f"other formats name their fields themselves: drop those options")
+    if shards:
+        from iglearn.data.formats.shards import ShardedReader, shard_files
+        if columns is None and schema is not None:
+            from iglearn.data.formats.parquet import iglearn_layout
+            if not iglearn_layout(shard_files(path)[0]):
+                columns = schema.columns
+        if columns is not None:  # the user's own column names: read whole
+            from iglearn.data.formats.columns import MappedParquetReader
+            return MappedParquetReader(path, columns, n_actions, wanted)
         return ShardedReader(path)
     suffix = _suffix(path)
     size = input_file(path)
@@ -114,13 +128,13 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
             columns = schema.columns  # a model fitted through a mapping reads tables by it
         if columns is not None:  # the user's own column names: read whole, as a CSV file
             from iglearn.data.formats.columns import MappedParquetReader
-            return MappedParquetReader(path, columns, n_actions)
+            return MappedParquetReader(path, columns, n_actions, wanted)
         return ParquetReader(path)
     if suffix == ".csv":
         from iglearn.data.formats.csv import CsvReader
         if columns is None and schema is not None:
             columns = schema.columns
-        return CsvReader(path, columns, n_actions)
+        return CsvReader(path, columns, n_actions, wanted)
     from iglearn.data.formats.dsjson import DsjsonReader
     return DsjsonReader(path, schema)
 
@@ -146,8 +160,9 @@ def read_log(path: str | Path, schema: FeatureSchema | None = None) -> Interacti
 
 
 def read_contexts(path: str | Path, schema: FeatureSchema | None = None) -> ContextSet:
-    """The contexts (and labels, if any) in ``path``, from a log or a context set."""
-    reader = open_table(path, schema)
+    """The contexts (and labels, if any) in ``path``, from a log or a context set (a table
+    read through a column mapping reads no other column's values)."""
+    reader = open_table(path, schema, wanted=CONTEXT_FIELDS)
     info = reader.info
     if info.is_log:
         arrays = reader.arrays(("context", "label"))

@@ -10,7 +10,7 @@ Such a table is read whole, so it needs memory for its rows.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -26,7 +26,7 @@ from iglearn.data.formats.base import (
 )
 from iglearn.data.frames import ColumnMapping, read_columns
 from iglearn.data.logs import ROWS, Places
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
 
 
@@ -34,10 +34,12 @@ class NamedColumnsReader(TableReader):
     """A log or context set in an Arrow ``table`` of named columns, read as ``columns`` says
     (default: iglearn's layout), then served in row batches; ``n_actions``: K when neither
     ``columns`` nor a column ``n_actions`` gives it (a model's); ``places``: how messages name
-    the table's rows (a CSV file's lines)."""
+    the table's rows (a CSV file's lines); ``wanted``: the fields to read, the others' columns
+    left unread (:func:`~iglearn.data.frames.read_columns`)."""
 
     def __init__(self, table: pa.Table, source: str, columns: ColumnMapping | None = None,
-                 n_actions: int | None = None, places: Places = ROWS):
+                 n_actions: int | None = None, places: Places = ROWS,
+                 wanted: Collection[str] | None = None):
         def column(name: str) -> np.ndarray:
             values = table.column(name)
             if values.null_count:  # None or NaN: read_columns names the row, or drops it
@@ -49,7 +51,7 @@ class NamedColumnsReader(TableReader):
             return numpy_of(values)
 
         fields, k, schema = read_columns(table.column_names, column, columns or ColumnMapping(),
-                                         source, n_actions, places)
+                                         source, n_actions, places, wanted)
         present = required_fields(set(fields), source)
         self._fields = fields
         dims = {name: int(fields[name].shape[1]) for name in MATRIX_FIELDS if name in fields}
@@ -64,19 +66,55 @@ class NamedColumnsReader(TableReader):
 
 
 class MappedParquetReader(NamedColumnsReader):
-    """A ``.parquet`` file read whole through a column mapping (see the module docstring)."""
+    """A ``.parquet`` file, or a folder of Parquet shards (a Spark job's output, one file per
+    day, :func:`~iglearn.data.formats.shards.shard_files`), read whole through a column
+    mapping (see the module docstring); the shards must hold the same columns."""
 
-    def __init__(self, path: Path, columns: ColumnMapping, n_actions: int | None = None):
-        import pyarrow.parquet as pq
-
-        from iglearn.data.formats.parquet import reading
-
+    def __init__(self, path: Path, columns: ColumnMapping, n_actions: int | None = None,
+                 wanted: Collection[str] | None = None):
         self.path = path
         source = str(path)
-        input_file(path)
-        with reading(source):
-            table = pq.read_table(path)
+        table = _shards_table(path) if path.is_dir() else _parquet_table(path)
         if table.num_rows == 0:
-            raise IGLearnError(f"{source}: the file has no rows; it needs at least one "
-                               f"interaction")
-        super().__init__(table, source, columns, n_actions)
+            raise IGLearnError(f"{source}: the {'shards have' if path.is_dir() else 'file has'} "
+                               f"no rows; a log needs at least one interaction")
+        super().__init__(table, source, columns, n_actions, wanted=wanted)
+
+
+def _parquet_table(path: Path) -> pa.Table:
+    """The Parquet file ``path`` read whole."""
+    import pyarrow.parquet as pq
+
+    from iglearn.data.formats.parquet import reading
+
+    input_file(path)
+    with reading(str(path)):
+        return pq.read_table(path)
+
+
+def _shards_table(folder: Path) -> pa.Table:
+    """The shards of ``folder`` read whole, one after the other; an error naming the first
+    shard whose columns (names or types) differ from the first shard's."""
+    from iglearn.data.formats.shards import shard_files
+
+    shards = shard_files(folder)
+    tables = [_parquet_table(path) for path in shards]
+    first = tables[0].schema.remove_metadata()
+    for path, table in zip(shards[1:], tables[1:], strict=True):
+        schema = table.schema.remove_metadata()
+        if schema.equals(first):
+            continue
+        if schema.names != first.names:
+            gone = [name for name in first.names if name not in schema.names]
+            added = [name for name in schema.names if name not in first.names]
+            problem = (f"lacks the column {shown(gone[0])}" if gone else
+                       f"has the column {shown(added[0])}" if added else
+                       "holds the columns in another order")
+        else:
+            name = next(f.name for f, g in zip(schema, first, strict=True) if not f.equals(g))
+            problem = (f"holds the column {shown(name)} as {schema.field(name).type}, not "
+                       f"{first.field(name).type}")
+        raise IGLearnError(f"{path}: {problem}, unlike the folder's first shard "
+                           f"{shards[0].name}; every shard of a log needs the same columns "
+                           f"of the same types (write the shards again alike)")
+    return pa.concat_tables(tables)

@@ -25,6 +25,7 @@ import contextlib
 import csv
 import re
 from array import array
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -76,10 +77,11 @@ class CsvReader(NamedColumnsReader):
         path: the file.
         columns: which columns hold which field (default: iglearn's layout).
         n_actions: K when neither ``columns`` nor a column ``n_actions`` gives it (a model's).
+        wanted: the fields to read (default: all the file holds).
     """
 
     def __init__(self, path: Path, columns: ColumnMapping | None = None,
-                 n_actions: int | None = None):
+                 n_actions: int | None = None, wanted: Collection[str] | None = None):
         self.path = path
         source = str(path)
         input_file(path)
@@ -106,7 +108,7 @@ class CsvReader(NamedColumnsReader):
             raise IGLearnError(f"{source}: the file has a header but no rows; it needs at least "
                                f"one interaction")
         super().__init__(table, source, columns, n_actions,
-                         Places("line", RecordLines(path, delimiter)))
+                         Places("line", RecordLines(path, delimiter)), wanted)
 
 
 class RecordLines:
