@@ -396,7 +396,7 @@ def test_bad_column_options_are_one_line(capsys, tmp_path, small):
         # argparse would keep the last silently
         ([tmp_path / "log.csv", *COLUMN_OPTIONS, "--context", "clicks"],
          "argument --context: given twice; give it once, its values comma-separated (a,b)"),
-        ([small / "log.npz", "--action", "arm"], "reads .csv and .parquet files only"),
+        ([small / "log.npz", "--action", "arm"], "reads .csv and .parquet files and folders of .parquet shards only"),
         # the file's own problem first: a mapping would not help it
         ([tab, *COLUMN_OPTIONS], "unknown file extension '.tsv'; use one of .npz, .parquet, "
                                  ".csv, .dsjson (a tab- or semicolon-separated table reads as "
@@ -520,12 +520,32 @@ def test_fit_and_evaluate_drop_rows_with_missing_values_only_when_told(capsys, t
                        *options, "--label", "truth")
     assert code == 2 and err == ("iglearn: error: " + str(tmp_path / "labelled.csv") + ": "
                                  "column 'truth' holds a missing value at line 12; a fit reads "
-                                 "no label: ignore the column to fit (ignore=['truth'], "
+                                 "no label: leave the column unread to fit (ignore=['truth'], "
                                  "--ignore truth), and evaluate on the labelled rows "
                                  "(missing='drop', --missing drop)\n")
     code, _, err = run(capsys, "fit", tmp_path / "labelled.csv", "--out", tmp_path / "l",
                        *options, "--ignore", "truth")
     assert code == 0, err
+    # a column named label is read as the label unless ignored, and the fix works for it
+    # too (it was refused as "read as label and ignored"); evaluate reads it again
+    frame.assign(label=np.where(np.arange(n) < 100, best, np.nan)).to_csv(
+        tmp_path / "partly.csv", index=False)
+    code, _, err = run(capsys, "fit", tmp_path / "partly.csv", "--out", tmp_path / "m",
+                       *options)
+    assert code == 2 and "column 'label' holds a missing value at line 102" in err
+    code, _, err = run(capsys, "fit", tmp_path / "partly.csv", "--out", tmp_path / "m",
+                       *options, "--ignore", "label")
+    assert code == 0, err
+    code, _, err = run(capsys, "evaluate", tmp_path / "m", tmp_path / "partly.csv")
+    assert code == 2 and "column 'label' holds a missing value at line 102" in err
+    code, out, err = run(capsys, "evaluate", tmp_path / "m", tmp_path / "partly.csv",
+                         "--missing", "drop")
+    assert code == 0, err
+    measures = json.loads(out)
+    assert measures["samples"] == 100 and 0 <= measures["accuracy"] <= 1
+    code, out, err = run(capsys, "predict", tmp_path / "m", tmp_path / "partly.csv", "--out",
+                         tmp_path / "all.csv")
+    assert code == 0 and len(pd.read_csv(tmp_path / "all.csv")) == n, err
 
 
 def test_evaluate_reads_a_column_the_model_ignored_when_told_to(capsys, tmp_path):

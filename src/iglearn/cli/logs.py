@@ -341,10 +341,9 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
         input_file(data)
 
     from iglearn.data.contexts import ContextSet
-    from iglearn.data.formats import CONTEXT_FIELDS
     from iglearn.data.formats.base import check
 
-    wanted = CONTEXT_FIELDS if contexts_only else None
+    wanted = ("context",) if contexts_only else None  # predict reads no label
     opened = None
     if Path(model_dir).is_dir():  # model.json, then the data against it: no torch yet
         from iglearn.models.io import METADATA, read_metadata, recorded_schema
@@ -381,9 +380,9 @@ def _opened(data: str, meta: dict, schema: FeatureSchema | None, args: argparse.
     """The data file opened with the model's feature schema and column mapping (``meta``:
     its checked ``model.json``), its K and context dimension checked against the model's;
     ``wanted``: the fields to read of a table read through a mapping."""
-    from iglearn.data.formats import open_table
+    from iglearn.data.formats import model_mapping, open_table
 
-    reader = open_table(data, schema, _columns(args, schema.columns if schema else None),
+    reader = open_table(data, schema, _columns(args, model_mapping(schema, wanted)),
                         n_actions=meta["n_actions"], wanted=wanted)
     info = reader.info
     if info.n_actions != meta["n_actions"]:

@@ -268,7 +268,7 @@ def _missing(name: str, values: np.ndarray, source: str, places: Places = ROWS,
         return
     where = f"{source}: column {shown(name)} holds a missing value at {places.row(int(bad[0]))}"
     if field == "label":  # a partly labelled log
-        raise IGLearnError(f"{where}; a fit reads no label: ignore the column to fit "
+        raise IGLearnError(f"{where}; a fit reads no label: leave the column unread to fit "
                            f"(ignore=[{name!r}], --ignore {name}), and evaluate on the "
                            f"labelled rows (missing='drop', --missing drop)")
     raise IGLearnError(f"{where}; remove or impute those rows (a fit or an evaluation may "
@@ -648,7 +648,9 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
             fields_[field] = blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
     for field in SCALAR_FIELDS:
         name = getattr(mapping, field)
-        if name in table.names:
+        if name in table.names and not (name == field and name in (mapping.ignore or ())):
+            # (a column named as its field, ignored by name, is left unread: ignore=['label']
+            # leaves a partly filled label column out of a fit)
             table.use(name, field)
             if skipped(field):
                 continue

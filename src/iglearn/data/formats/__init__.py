@@ -77,6 +77,24 @@ def _suffix(path: Path) -> str:
     return suffix
 
 
+EVALUATION_FIELDS = ("label", "reward")
+"""The fields only an evaluation reads."""
+
+
+def model_mapping(schema: FeatureSchema | None, wanted: Collection[str] | None = None
+                  ) -> ColumnMapping | None:
+    """The column mapping a model (its feature ``schema``) reads a table by: the one it was
+    fitted through, which to read a whole log (``wanted`` None: an evaluation) also reads the
+    label and reward columns that the fit left unread by name (``--ignore label`` for a
+    partly labelled log), so that the evaluation measures them."""
+    if schema is None or schema.columns is None:
+        return None
+    if wanted is not None:
+        return schema.columns
+    from iglearn.data.frames import given_fields_read
+    return given_fields_read(schema.columns, EVALUATION_FIELDS)
+
+
 def open_table(path: str | Path, schema: FeatureSchema | None = None,
                columns: ColumnMapping | None = None, n_actions: int | None = None,
                wanted: Collection[str] | None = None) -> TableReader:
@@ -110,7 +128,7 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
         if columns is None and schema is not None:
             from iglearn.data.formats.parquet import iglearn_layout
             if not iglearn_layout(shard_files(path)[0]):
-                columns = schema.columns
+                columns = model_mapping(schema, wanted)
         if columns is not None:  # the user's own column names: read whole
             from iglearn.data.formats.columns import MappedParquetReader
             return MappedParquetReader(path, columns, n_actions, wanted)
@@ -125,7 +143,7 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
     if suffix == ".parquet":
         from iglearn.data.formats.parquet import ParquetReader, iglearn_layout
         if columns is None and schema is not None and not iglearn_layout(path):
-            columns = schema.columns  # a model fitted through a mapping reads tables by it
+            columns = model_mapping(schema, wanted)  # a model's mapping reads tables by it
         if columns is not None:  # the user's own column names: read whole, as a CSV file
             from iglearn.data.formats.columns import MappedParquetReader
             return MappedParquetReader(path, columns, n_actions, wanted)
@@ -133,7 +151,7 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
     if suffix == ".csv":
         from iglearn.data.formats.csv import CsvReader
         if columns is None and schema is not None:
-            columns = schema.columns
+            columns = model_mapping(schema, wanted)
         return CsvReader(path, columns, n_actions, wanted)
     from iglearn.data.formats.dsjson import DsjsonReader
     return DsjsonReader(path, schema)
