@@ -396,7 +396,8 @@ def test_bad_column_options_are_one_line(capsys, tmp_path, small):
         # argparse would keep the last silently
         ([tmp_path / "log.csv", *COLUMN_OPTIONS, "--context", "clicks"],
          "argument --context: given twice; give it once, its values comma-separated (a,b)"),
-        ([small / "log.npz", "--action", "arm"], "reads .csv and .parquet files and folders of .parquet shards only"),
+        ([small / "log.npz", "--action", "arm"],
+         "reads .csv and .parquet files and folders of .parquet shards only"),
         # the file's own problem first: a mapping would not help it
         ([tab, *COLUMN_OPTIONS], "unknown file extension '.tsv'; use one of .npz, .parquet, "
                                  ".csv, .dsjson (a tab- or semicolon-separated table reads as "
