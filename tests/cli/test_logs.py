@@ -360,7 +360,47 @@ def test_named_actions_are_read_by_their_names_and_predicted_as_them(capsys, tmp
         assert (predicted.map(names.index) == best).mean() > 0.5  # chance: 1/3
     code, out, err = run(capsys, "evaluate", tmp_path / "model", tmp_path / "log.csv")
     assert code == 0, err
-    assert json.loads(out)["accuracy"] > 0.5
+    accuracy = json.loads(out)["accuracy"]
+    assert accuracy > 0.5
+    # the model's names in another order are its names: read by name, not by position
+    code, out, err = run(capsys, "evaluate", tmp_path / "model", tmp_path / "log.csv",
+                         "--actions", 'middle,left,"right, far"')
+    assert code == 0 and json.loads(out)["accuracy"] == accuracy, err
+    code, _, err = run(capsys, "evaluate", tmp_path / "model", tmp_path / "log.csv",
+                       "--actions", 'middle,"right, far",up')
+    assert code == 2 and "actions names the model's action 'middle' at position 1" in err
+
+
+def test_the_models_columns_given_in_another_order_are_read_by_name(capsys, tmp_path):
+    """--context naming the model's columns in another order reads them in the model's
+    order (it read each column as another: accuracy near chance); new names stand for the
+    model's by position, and a model's name at another position among them is refused."""
+    frame, _ = user_frame(600)
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    code, _, err = run(capsys, "fit", tmp_path / "log.csv", "--out", tmp_path / "model",
+                       *COLUMN_OPTIONS, *FAST)
+    assert code == 0, err
+    test, best = user_frame(300, seed=1)
+    test.assign(label=best).to_csv(tmp_path / "test.csv", index=False)
+    test.assign(label=best).rename(columns={"age": "years"}).to_csv(tmp_path / "renamed.csv",
+                                                                    index=False)
+    measured = []
+    for data, context in (("test.csv", None), ("test.csv", "clicks,age"),
+                          ("renamed.csv", "years,clicks")):
+        given = () if context is None else ("--context", context)
+        code, out, err = run(capsys, "evaluate", tmp_path / "model", tmp_path / data, *given)
+        assert code == 0, err
+        measured.append(json.loads(out)["accuracy"])
+        code, out, err = run(capsys, "predict", tmp_path / "model", tmp_path / data, *given,
+                             "--out", tmp_path / f"{len(measured)}.csv")
+        assert code == 0, err
+    assert measured[0] > 0.5 and measured[1] == measured[0] == measured[2]
+    predicted = [pd.read_csv(tmp_path / f"{i}.csv")["action"] for i in (1, 2, 3)]
+    assert (predicted[0] == predicted[1]).all() and (predicted[0] == predicted[2]).all()
+    code, _, err = run(capsys, "evaluate", tmp_path / "model", tmp_path / "renamed.csv",
+                       "--context", "clicks,years")
+    assert code == 2 and ("context names the model's context column 'clicks' at position 1, "
+                          "but the model reads it at 2 (age, clicks)") in err
 
 
 def test_convert_reads_a_mapped_csv_and_keeps_the_mapping(capsys, tmp_path):

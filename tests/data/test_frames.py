@@ -148,6 +148,9 @@ def test_a_frame_with_its_own_column_names_fits_and_predicts_through_a_saved_mod
     assert contexts.n_actions == 3
     np.testing.assert_allclose(contexts.context, test[["age", "clicks"]], rtol=1e-6)
     assert (model.predict(contexts.context) == best).mean() > 0.5  # chance is 1/3
+    # the model's columns named in another order are read in the model's order
+    reordered = ContextSet.from_frame(test, schema=model.schema_, context=["clicks", "age"])
+    np.testing.assert_array_equal(reordered.context, contexts.context)
     # the whole log reads back through the model's mapping too
     assert len(InteractionLog.from_frame(test, schema=model.schema_)) == 300
     # its contexts only: a missing feedback value, an action no log could hold are no error

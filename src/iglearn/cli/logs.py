@@ -22,7 +22,7 @@ import numpy as np
 from iglearn.cli.paths import check_model_output, check_paths, with_sidecar
 from iglearn.cli.settings import add_settings, build_settings, flag, number
 from iglearn.data import safejson
-from iglearn.data.frames import ColumnMapping, given_fields_read
+from iglearn.data.frames import ColumnMapping, given_fields_read, in_model_order
 from iglearn.data.logs import InteractionLog
 from iglearn.data.stream import LogStream, StreamSettings
 from iglearn.errors import IGLearnError
@@ -76,7 +76,8 @@ def _columns(args: argparse.Namespace, base: ColumnMapping | None = None
     given = [dest[len(COLUMNS) + 1:] for dest in vars(args) if dest.startswith(COLUMNS + ".")]
     if not given:
         return None
-    return given_fields_read(build_settings(args, base or ColumnMapping(), COLUMNS), given)
+    mapping = given_fields_read(build_settings(args, base or ColumnMapping(), COLUMNS), given)
+    return mapping if base is None else in_model_order(base, mapping, given)
 
 
 def _add_columns(parser: argparse.ArgumentParser, description: str,

@@ -219,9 +219,44 @@ def mapping_of(base: ColumnMapping | None = None, **given: Any) -> ColumnMapping
     """``base`` (default: the default layout) with the fields in ``given`` that are not None
     in place of its own; a vector field may be given as one string (one entry) or any
     sequence of strings. A column that a given field names and ``base`` ignores is read
-    (:func:`given_fields_read`)."""
+    (:func:`given_fields_read`); a model's columns given in another order are read in the
+    model's (:func:`in_model_order`)."""
     chosen = {name: value for name, value in given.items() if value is not None}
-    return given_fields_read(replace(base or ColumnMapping(), **chosen), chosen)
+    mapping = given_fields_read(replace(base or ColumnMapping(), **chosen), chosen)
+    return mapping if base is None else in_model_order(base, mapping, chosen)
+
+
+ORDERED = ("context", "feedback", "actions")
+"""The mapping's fields whose entries a model reads by position: its columns, the actions'
+names."""
+
+
+def in_model_order(model: ColumnMapping, mapping: ColumnMapping, given: Collection[str]
+                   ) -> ColumnMapping:
+    """``mapping`` (a ``model``'s mapping with the fields in ``given`` set anew: the columns
+    of a table to predict on or evaluate) with each of its :data:`ORDERED` fields that names
+    the model's own entries in another order put in the model's order: the model reads them
+    by position, so ``--context score,age`` for a model fitted on ``age,score`` would read
+    each column as the other. Entries of other names are new names for the model's, by
+    position (a table whose columns were renamed); a model's entry given at another position
+    among them is refused."""
+    changed: dict[str, tuple[str, ...]] = {}
+    for field in ORDERED:
+        ours, theirs = getattr(model, field), getattr(mapping, field)
+        if field not in given or ours is None or theirs is None or theirs == ours:
+            continue
+        if sorted(theirs) == sorted(ours):
+            changed[field] = ours
+            continue
+        for i, entry in enumerate(theirs):
+            if entry in ours and ours.index(entry) != i:
+                what = "action" if field == "actions" else f"{field} column"
+                raise IGLearnError(
+                    f"column mapping: {field} names the model's {what} {shown(entry)} at "
+                    f"position {i + 1}, but the model reads it at {ours.index(entry) + 1} "
+                    f"({', '.join(ours)}); give the model's {field} in its order, a new name "
+                    f"at the place of the one it stands for")
+    return replace(mapping, **changed) if changed else mapping
 
 
 def given_fields_read(mapping: ColumnMapping, given: Collection[str]) -> ColumnMapping:
