@@ -240,7 +240,7 @@ def in_model_order(model: ColumnMapping, mapping: ColumnMapping, given: Collecti
     each column as the other. Entries of other names are new names for the model's, by
     position (a table whose columns were renamed); a model's entry given at another position
     among them is refused."""
-    changed: dict[str, tuple[str, ...]] = {}
+    changed: dict[str, Any] = {}
     for field in ORDERED:
         ours, theirs = getattr(model, field), getattr(mapping, field)
         if field not in given or ours is None or theirs is None or theirs == ours:
