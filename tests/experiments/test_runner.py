@@ -64,6 +64,30 @@ def test_same_results_for_any_job_count_and_backend_and_close_for_any_stack(tmp_
     pd.testing.assert_frame_equal(drop_timing(alone), drop_timing(ray), check_exact=True)
 
 
+def blocks_of(indices, seeds):
+    """Stacked trials whose rows show the block they ran in (a stacked fit's rounding
+    depends on it)."""
+    return [[{"trial": index, "block": list(indices)}] for index in indices]
+
+
+def test_stacked_trials_run_in_blocks_fixed_by_index_whatever_the_jobs_and_resuming(tmp_path):
+    """Trials 0-3, 4-7, ... run together with stack 4, whatever the jobs; a resumed run
+    runs every block with a missing trial whole, so it gives the rows of an uninterrupted
+    one (it ran the missing trials as one new block: other roundings, other numbers)."""
+    trials = StackedTrials(blocks_of)
+    whole = run_trials(trials, 10, 0, Execution(jobs=1, stack=4, show_progress=False))
+    assert [row["block"] for row in whole] == [[0, 1, 2, 3]] * 4 + [[4, 5, 6, 7]] * 4 + [
+        [8, 9]] * 2
+    for jobs in (2, 3):
+        assert run_trials(trials, 10, 0, Execution(jobs=jobs, stack=4,
+                                                   show_progress=False)) == whole
+    execution = Execution(jobs=1, stack=4, show_progress=False)
+    run_trials(trials, 10, 0, execution, tmp_path, {"a": 1})
+    for index in (1, 5):
+        (tmp_path / "trials" / f"trial-{index:05d}.json").unlink()
+    assert run_trials(trials, 10, 0, execution, tmp_path, {"a": 1}) == whole
+
+
 def test_recorded_trials_are_skipped_and_fresh_starts_over(tmp_path):
     calls = []
 

@@ -2,17 +2,18 @@
 
 Every trial is a pure function ``trial(index, seed_sequence) -> rows``, or, for experiments
 that fit several trials as one batched computation, ``StackedTrials``: a function of several
-indices and seeds that returns each trial's rows, and gives every trial the rows it would give
-alone. Finished trials are recorded atomically, one JSON file each, in ``OUT/trials/``;
-running the same command again skips them, and ``fresh`` starts over. Trials run with one
-torch thread whatever the backend, so results are identical for every backend, number of
-jobs and stack size.
+indices and seeds that returns each trial's rows, those it would give alone up to
+floating-point rounding. Finished trials are recorded atomically, one JSON file each, in
+``OUT/trials/``; running the same command again skips them (a block of stacked trials with
+one missing runs whole), and ``fresh`` starts over. Trials run with one torch thread whatever
+the backend, in blocks fixed by their indices, so results are identical for every backend,
+number of jobs and interruption; a stack size of its own may change a trial's numbers by a
+rounding that a restart decision amplifies.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
 import os
 import re
 import warnings
@@ -61,8 +62,11 @@ class Execution:
     """Show a progress bar over trials."""
     stack: int = 4
     """Most trials a worker fits side by side as one batched computation, in experiments that
-    can (Table 1, sweeps, sample complexity, Section 6, action-inclusive): faster per trial,
-    and the results do not depend on it."""
+    can (Table 1, sweeps, sample complexity, Section 6, action-inclusive): trials 0 to N - 1
+    together, then the next N, ...; faster per trial. A trial's numbers agree with its fit
+    alone up to floating-point rounding, which a restart decision can amplify (a point of
+    accuracy on some trials): give the same stack to reproduce a run exactly (jobs, backend
+    and resuming do not change them)."""
 
     def workers(self) -> int:
         """The number of workers run at once."""
@@ -162,8 +166,11 @@ def run_trials(trial: Trial | StackedTrials, n_trials: int, root_seed: int,
     """Run trials ``0..n_trials-1`` (skipping those recorded in ``folder``); all rows, by trial.
 
     Trial ``i`` gets ``seeds[i]``, by default the i-th seed sequence spawned from
-    ``root_seed``, whatever runs it. ``StackedTrials`` run in groups of at most
-    ``execution.stack``, sized so that every worker gets as many groups.
+    ``root_seed``, whatever runs it. ``StackedTrials`` run in fixed blocks of
+    ``execution.stack`` trials by index (trials 0 to stack - 1, then the next stack, ...):
+    a block runs whole when one of its trials is not recorded, so the results depend on the
+    stack size (up to floating-point rounding, which a restart decision can amplify) and on
+    nothing else: not the backend, the jobs, nor an interruption and resumption.
     """
     check_choice("backend", execution.backend, BACKENDS)
     seeds = seeds or spawn_seeds(root_seed, n_trials)
@@ -174,7 +181,15 @@ def run_trials(trial: Trial | StackedTrials, n_trials: int, root_seed: int,
             rows = record.load(index)
             if rows is not None:
                 results[index] = rows
-    todo = [i for i in range(n_trials) if i not in results]
+    # StackedTrials run in fixed blocks of execution.stack trials by index (0-3, 4-7, ...),
+    # whatever the jobs and whatever an earlier run recorded: a block with a trial to run
+    # runs whole, so that a resumed run gives the numbers of an uninterrupted one
+    size = execution.stack if isinstance(trial, StackedTrials) else 1
+    blocks = [list(range(start, min(start + size, n_trials)))
+              for start in range(0, n_trials, size)]
+    groups = [(block, [seeds[j] for j in block]) for block in blocks
+              if any(j not in results for j in block)]
+    todo = [j for block, _ in groups for j in block]
     bar = progress(range(len(todo)), description, execution.show_progress, total=len(todo))
 
     def finished(done: list[tuple[int, list[dict]]]) -> None:
@@ -185,15 +200,8 @@ def run_trials(trial: Trial | StackedTrials, n_trials: int, root_seed: int,
             next(bar, None)
 
     if todo:
-        stacked = isinstance(trial, StackedTrials)
         trials = trial if isinstance(trial, StackedTrials) else StackedTrials(_OneByOne(trial))
         workers = execution.workers()
-        size = 1
-        if stacked:  # at most execution.stack per group, and as many groups per worker
-            per_worker = math.ceil(len(todo) / (workers * execution.stack))
-            size = math.ceil(len(todo) / (workers * per_worker))
-        groups = [(todo[i:i + size], [seeds[j] for j in todo[i:i + size]])
-                  for i in range(0, len(todo), size)]
         if execution.backend == "ray":
             _run_ray(trials, groups, execution, finished)
         elif workers == 1 or len(groups) == 1:
