@@ -22,6 +22,21 @@ def test_bad_grids_are_explained(item, words, capsys):
     assert len(err.splitlines()) == 1 and words in err
 
 
+def test_a_value_or_a_setting_given_twice_is_refused(capsys, tmp_path):
+    """lr=0.01,0.01 ran one point twice and reported it as 2 trials; --set lr twice kept the
+    last; --samples 300,300 of the sample-complexity experiment ran one size twice."""
+    cases = [(["sweep", "--set", "lr=0.01,0.01"], "lr lists a value twice (0.01,0.01)"),
+             (["sweep", "--set", "lr=0.01", "--set", "lr=0.02"],
+              "--set lr is given twice; give its values once, comma-separated (lr=V1,V2)"),
+             (["reproduce", "sample-complexity", "--samples", "300,300"],
+              "--samples lists a value twice (300,300); give each once")]
+    for argv, words in cases:
+        assert main([*argv, "--dataset", "digits", "--out", str(tmp_path / "x")]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and words in err, err
+    assert not (tmp_path / "x").exists()
+
+
 def test_sweep_cli_writes_one_tidy_table_with_common_seeds(tmp_path):
     out = tmp_path / "sweep"
     assert main(["sweep", "--set", "lr=0.01,0.03", "--dataset", "digits", "--samples", "800",

@@ -11,6 +11,7 @@ from typing import Any
 
 from iglearn.cli.paths import check_paths
 from iglearn.cli.settings import add_settings, build_settings, value_parser
+from iglearn.errors import IGLearnError
 from iglearn.experiments.runner import Execution
 from iglearn.progress import printable
 
@@ -166,14 +167,23 @@ def _grid_item(text: str) -> tuple[str, list]:
                                          f"{', '.join(SWEEPABLE)}")
     parse = value_parser(Table1Config, name)
     try:
-        return name, [parse(value) for value in values.split(",")]
+        parsed = [parse(value) for value in values.split(",")]
     except argparse.ArgumentTypeError as e:
         raise argparse.ArgumentTypeError(f"{name}: {e}") from e
+    if len(set(parsed)) != len(parsed):
+        raise argparse.ArgumentTypeError(f"{name} lists a value twice ({values}); give each "
+                                         f"once")
+    return name, parsed
 
 
 def _sweep(args: argparse.Namespace) -> int:
     from iglearn.experiments.sweep import reproduce_sweep
 
+    names = [name for name, _ in args.set]
+    twice = next((name for name in names if names.count(name) > 1), None)
+    if twice is not None:
+        raise IGLearnError(f"--set {twice.replace('_', '-')} is given twice; give its values "
+                           f"once, comma-separated ({twice}=V1,V2)")
     base = build_settings(args, sweep_defaults(), CONFIG)
     _check_out(base, args.out)
     print(reproduce_sweep(base, dict(args.set), args.out,

@@ -69,6 +69,11 @@ class SampleComplexityConfig:
     policy: str = "linear"
     """Policy class of all three learners."""
 
+    def __post_init__(self) -> None:
+        if len(set(self.samples)) != len(self.samples):
+            raise IGLearnError(f"--samples lists a value twice "
+                               f"({','.join(map(str, self.samples))}); give each once")
+
 
 # Section 6, unsupervised decoding (:mod:`iglearn.experiments.unsupervised`).
 @dataclass
