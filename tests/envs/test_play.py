@@ -111,3 +111,17 @@ def test_a_learner_that_has_played_goes_on_and_bad_arguments_are_explained(env):
         play(learner, env, 200, np.random.default_rng(0), learns_from="labels")
     with pytest.raises(IGLearnError, match="rounds must be positive"):
         play(learner, env, 0, np.random.default_rng(0))
+
+
+def test_a_learner_whose_act_batch_counts_nothing_is_refused_not_played_forever(env):
+    """A learner of one's own that acts without adding to interactions_ (the loop reads
+    contexts by it and stops at a round) made play loop forever; it is refused at once."""
+
+    class Forgetful(Recorder):
+        def act_batch(self, contexts):
+            return np.zeros(len(contexts), dtype=np.int64), np.full(len(contexts), 0.1)
+
+    with pytest.raises(IGLearnError, match=r"Forgetful.act_batch acted on 7 contexts but its "
+                                           r"counters went from round_ 0, interactions_ 0 to "
+                                           r"0, 0: act_batch must add"):
+        play(Forgetful(), env, 20, np.random.default_rng(0))

@@ -75,6 +75,20 @@ class ContextStream:
         return Contexts(whole.features[start:start + count], whole.label[start:start + count])
 
 
+def check_counted(learner: Player, before: tuple[int, int], n: int) -> None:
+    """Refuse a learner whose ``act_batch`` on ``n`` contexts did not add them to its
+    ``interactions_`` (or turned its ``round_`` back; ``before``: both before it): the play
+    loop reads the contexts by ``interactions_`` and stops at a round, so it would run
+    forever. Every online learner's ``act_batch`` counts what it acted on."""
+    if learner.interactions_ != before[1] + n or learner.round_ < before[0]:
+        raise IGLearnError(
+            f"{type(learner).__name__}.act_batch acted on {n} contexts but its counters went "
+            f"from round_ {before[0]}, interactions_ {before[1]} to {learner.round_}, "
+            f"{learner.interactions_}: act_batch must add the contexts it acted on to "
+            f"interactions_ and the rounds it began to round_ (one per context for a learner "
+            f"that does not explore in rounds), as OnlineLearner's subclasses do")
+
+
 def play(learner: Player, env: Environment, rounds: int, rng: np.random.Generator, *,
          learns_from: str = "feedback", contexts: ContextStream | None = None,
          checkpoints: Iterable[int] = (),
@@ -114,7 +128,9 @@ def play(learner: Player, env: Environment, rounds: int, rng: np.random.Generato
         block = learner.block_size(stops[0])
         shown = (env.contexts(block, rng) if contexts is None
                  else contexts.read(learner.interactions_, block))
+        before = learner.round_, learner.interactions_
         actions, probabilities = learner.act_batch(shown.features)
+        check_counted(learner, before, len(shown.features))
         reward = env.reward(shown, actions)
         total += float(reward.sum())
         flags = None
