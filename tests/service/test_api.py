@@ -130,6 +130,15 @@ def test_an_event_id_stored_with_another_context_is_refused(service):
                                               "event_id": "reused"})
         assert other.status_code == 409 and other.json()["field"] == "event_id", other.text
         assert "event id reused is already stored with another context" in other.text
+        excluded = [a for a in range(K) if a != first["action"]]
+        narrowed = http.post("/v1/decide", json={"context": [37.5, 38, 36.25, 40],
+                                                 "event_id": "reused", "actions": excluded})
+        assert narrowed.status_code == 409 and "which this request's actions exclude" in \
+            narrowed.text, narrowed.text
+        twice = http.post("/v1/decide", json={"contexts": [[1, 2, 3, 4]] * 3,
+                                              "event_ids": ["d1", "d2", "d1"]})
+        assert twice.status_code == 422 and twice.json()["field"] == "event_ids[2]"
+        assert "event id d1 appears twice (at 0 and 2)" in twice.text
         batch = {"contexts": [[1, 2, 3, 4], [9, 9, 9, 9]], "event_ids": ["fresh-1", "reused"]}
         refused = http.post("/v1/decide", json=batch)
         assert refused.status_code == 409 and refused.json()["field"] == "event_ids[1]"
@@ -183,6 +192,9 @@ def test_refit_rollback_export_import_and_log(service, tmp_path):
         back = admin.post("/v1/model/rollback", json={})
         assert back.status_code == 200 and back.json()["version"] == v1
         assert http.get("/v1/model").json()["version"] == v1
+        assert admin.post("/v1/model/rollback", json={"version": v2}).status_code == 200
+        bare = admin.post("/v1/model/rollback")  # no body: its fields are all optional
+        assert bare.status_code == 200 and bare.json()["version"] == v1, bare.text
         exported = admin.get("/v1/model/export")
         assert exported.status_code == 200
         learner = load_archive(exported.content)

@@ -14,6 +14,7 @@ import pytest
 
 import iglearn
 from iglearn.cli import main
+from iglearn.errors import IGLearnError
 from iglearn.service.keys import digest
 from iglearn.service.process import write_config
 from iglearn.service.storage import SQLiteStorage
@@ -295,3 +296,59 @@ def test_a_database_of_another_shape_is_refused_at_start_naming_the_setting(
     storage = SQLiteStorage(tmp_path / "old.db")
     assert storage.state("shape") is None  # a refused start records nothing
     storage.close()
+
+
+def test_the_actions_names_of_a_database_keep_their_indices(tmp_path):
+    """A database whose decisions were made under named actions is refused under the same
+    names in another order (each stored decision and model would read as another action);
+    new names for the same indices are recorded, and no names keep the record."""
+    from iglearn.service.app import Service
+    from iglearn.service.config import load_config
+
+    def service(names):
+        model = tables()["model"] | ({} if names is None else {"actions": names})
+        config = write_config(tmp_path / "s.toml", tables(model=model))
+        return Service(load_config(config), insecure_no_auth=True)
+
+    def recorded():
+        storage = SQLiteStorage(tmp_path / "service.db")
+        names = storage.state("shape")["actions"]
+        storage.close()
+        return names
+
+    service(["up", "down", "rest"]).storage.close()
+    service(["up", "down", "rest"]).storage.close()  # the same: started again
+    with pytest.raises(IGLearnError) as refused:
+        service(["down", "up", "rest"])
+    message = str(refused.value)
+    assert ("[model] actions are ['down', 'up', 'rest'] but the database" in message
+            and 'configure actions = ["up", "down", "rest"], or start with a new database'
+            in message), message
+    assert recorded() == ["up", "down", "rest"]
+    service(["rise", "fall", "rest"]).storage.close()  # renamed, the same indices
+    assert recorded() == ["rise", "fall", "rest"]
+    service(None).storage.close()  # no names: the indices, the record kept
+    assert recorded() == ["rise", "fall", "rest"]
+
+
+def test_a_database_of_another_algorithm_is_refused_with_the_services_fix(tmp_path):
+    """Its models were fitted by the configured algorithm: another one is told as a setting
+    of the configuration (it named BatchIGL.load and the Python API)."""
+    from iglearn.models.archive import pack_model
+    from iglearn.service.app import Service
+    from iglearn.service.config import load_config
+
+    from .test_api import small_model
+
+    small_model(tmp_path / "model")
+    storage = SQLiteStorage(tmp_path / "service.db")
+    storage.add_model("igl", 0, 0.0, {"source": "import"}, pack_model(tmp_path / "model"))
+    storage.close()
+    model = tables()["model"] | {"algorithm": "ai-igl"}
+    model.pop("learner")
+    config = write_config(tmp_path / "s.toml", tables(model=model))
+    with pytest.raises(IGLearnError, match=r"^model version 1 is a model of algorithm 'igl' "
+                                           r"but \[model\] algorithm is 'ai-igl'; configure "
+                                           r"algorithm = \"igl\", or start with a new "
+                                           r"database$"):
+        Service(load_config(config), insecure_no_auth=True)

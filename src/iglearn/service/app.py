@@ -209,7 +209,10 @@ def check_stored_shape(storage: Storage, config: ServiceConfig) -> bool:
     other widths than the configuration's [model] (every decision would fail, or the log
     would mix widths and no re-fit could read it), naming the setting and both values;
     whether the database records its shape (:meth:`Service.__init__` records it in one that
-    does not, once the start is not refused)."""
+    does not, once the start is not refused). Likewise the actions' names: a database
+    whose interactions were decided under names is refused with one of them at another index
+    (every stored decision and model would read as another action); new names for the same
+    indices are recorded."""
     stored = storage.state("shape")
     if not isinstance(stored, dict):
         return False
@@ -220,7 +223,32 @@ def check_stored_shape(storage: Storage, config: ServiceConfig) -> bool:
                                f"holds interactions and models of {key} = {stored[key]}; "
                                f"configure {key} = {stored[key]}, or start with a new "
                                f"database")
-    return True
+    names, have = list(config.model.actions or ()), stored.get("actions")
+    moved = [] if not names or have is None else [
+        name for i, name in enumerate(names) if name in have and have.index(name) != i]
+    if moved:  # new names for the same indices are fine; a name moved to another index is not
+        raise IGLearnError(f"[model] actions are {shown(names)} but the database "
+                           f"{config.db_shown} holds interactions and models of the actions "
+                           f"{shown(have)} (in index order: each name would be another "
+                           f"action's); configure actions = {json.dumps(have)}, or start "
+                           f"with a new database")
+    return all(key in stored for key in RECORDED) and (not names or names == have)
+
+
+RECORDED = (*SHAPE, "actions")
+"""What a database records of the [model] it was served with: its shape, and the actions'
+names (None: indices), which a later start must keep."""
+
+
+def recorded_shape(config: ServiceConfig, storage: Storage) -> dict[str, Any]:
+    """The record of :data:`RECORDED` to keep: the configuration's, the names it does not
+    give kept from the database's record."""
+    stored = storage.state("shape")
+    record = {key: getattr(config.model, key) for key in SHAPE}
+    names = config.model.actions
+    kept = stored.get("actions") if isinstance(stored, dict) else None
+    record["actions"] = list(names) if names is not None else kept
+    return record
 
 
 class Service:
@@ -254,8 +282,7 @@ class Service:
             recorded = check_stored_shape(self.storage, config)
             self.load_served()
             if not recorded:
-                self.storage.set_state("shape", {key: getattr(config.model, key)
-                                                 for key in SHAPE})
+                self.storage.set_state("shape", recorded_shape(config, self.storage))
             explored = int(self.storage.state("explored_rounds") or 0)
             self.explorer = Explorer(config.exploration, config.model.n_actions, explored,
                                      config.exploration.make_rng(explored))
@@ -286,8 +313,15 @@ class Service:
                 return False
             from iglearn.models.archive import load_archive
 
-            learner = load_archive(storage.model_archive(version),
-                                   self.config.model.algorithm, f"model version {version}")
+            algorithm = self.config.model.algorithm
+            if record.algorithm != algorithm:
+                raise IGLearnError(f"model version {version} is a model of algorithm "
+                                   f"{record.algorithm!r} but [model] algorithm is "
+                                   f"{algorithm!r}; configure algorithm = "
+                                   f"{json.dumps(record.algorithm)}, or start with a new "
+                                   f"database")
+            learner = load_archive(storage.model_archive(version), algorithm,
+                                   f"model version {version}")
             differs = shape_mismatch(getattr(learner, "metadata_", {}), self.config)
             if differs is not None:
                 key, have, value = differs
@@ -630,12 +664,16 @@ async def discard_body(request: Request, seconds: float) -> None:
                 return
 
 
-async def read_json(request: Request, limit: int, allowed: tuple[str, ...]) -> dict[str, Any]:
+async def read_json(request: Request, limit: int, allowed: tuple[str, ...],
+                    empty_ok: bool = False) -> dict[str, Any]:
     """The body as a JSON object with only the ``allowed`` keys (422 otherwise), read by the
     one strict JSON parser (:func:`iglearn.data.safejson.parse`: finite numbers, integers
     bounded before conversion; a refused value's top-level key is the field, its message names
-    the place: ``contexts[0][3]``)."""
+    the place: ``contexts[0][3]``); ``empty_ok``: no body at all is ``{}`` (an endpoint whose
+    fields are all optional)."""
     body = await read_body(request, limit)
+    if empty_ok and not body.strip():
+        return {}
     try:
         value = safejson.parse(body, "the body", "send a JSON object of finite numbers, lists "
                                "and strings")
@@ -823,18 +861,25 @@ class ServiceApp(Starlette):
         await super().__call__(scope, receive, send)
 
 
-def check_retries(stored: Sequence[Decision], contexts: np.ndarray, field: str) -> None:
-    """Refuse (409) a decision whose event id was stored before with another context: a
-    retry (which gets the stored decision back) sends the context it sent first, so another
-    context under a stored id is a second decision, which would be answered with the first
-    one's action and joined to the first one's context. The other decisions of a batch are
-    stored: sent again with that id changed, they come back as stored."""
+def check_retries(stored: Sequence[Decision], contexts: np.ndarray, allowed: np.ndarray,
+                  field: str) -> None:
+    """Refuse (409) a decision whose event id was stored before with another context, or
+    whose stored action the request's allowed actions (``allowed``, (K,)) exclude: a retry
+    (which gets the stored decision back) sends what it sent first, so another request under
+    a stored id is a second decision, which would be answered with the first one's action
+    and joined to the first one's context. The other decisions of a batch are stored: sent
+    again with that id changed, they come back as stored."""
     for i, (decision, context) in enumerate(zip(stored, contexts, strict=True)):
+        where = field if field == "event_id" else f"{field}[{i}]"
         if not np.array_equal(decision.context, context.astype(np.float32)):
-            where = field if field == "event_id" else f"{field}[{i}]"
             raise Rejected(409, f"event id {decision.event_id} is already stored with another "
                                 f"context (a retry sends the same context); give this "
                                 f"decision a new event id", where)
+        if not allowed[decision.action]:
+            raise Rejected(409, f"event id {decision.event_id} is already stored with action "
+                                f"{decision.action}, which this request's actions exclude (a "
+                                f"retry sends the same actions); give this decision a new "
+                                f"event id", where)
 
 
 def build_app(service: Service, start_worker: bool = True,
@@ -855,7 +900,7 @@ def build_app(service: Service, start_worker: bool = True,
                           field: str) -> list[dict]:
         allowed = np.repeat(mask[None], len(contexts), 0)
         stored = await group.decide(contexts, ids, allowed)
-        check_retries(stored, contexts, field)
+        check_retries(stored, contexts, mask, field)
         return [{"event_id": d.event_id, "action": d.action,
                  **({} if model.actions is None else {"action_name": model.actions[d.action]}),
                  "probability": d.probability, "probabilities": d.probabilities.tolist(),
@@ -882,8 +927,11 @@ def build_app(service: Service, start_worker: bool = True,
                                "event_ids")
             ids = [event_id(None if given is None else given[i], f"event_ids[{i}]",
                             server.event_id_max_length) for i in range(len(contexts))]
-            if len(set(ids)) != len(ids):
-                raise Rejected(422, "an event id appears twice", "event_ids")
+            twice = next((i for i, eid in enumerate(ids) if eid in ids[:i]), None)
+            if twice is not None:
+                raise Rejected(422, f"event id {ids[twice]} appears twice (at "
+                                    f"{ids.index(ids[twice])} and {twice}); give each decision "
+                                    f"its own", f"event_ids[{twice}]")
             return json_response({"decisions": await decide_rows(array, ids, mask,
                                                                  "event_ids")})
         if "event_ids" in body:
@@ -959,7 +1007,7 @@ def build_app(service: Service, start_worker: bool = True,
         return json_response({"status": "requested", "requested_at": requested}, 202)
 
     async def rollback(request: Request) -> Response:
-        body = await read_json(request, server.max_body_bytes, ("version",))
+        body = await read_json(request, server.max_body_bytes, ("version",), empty_ok=True)
         models = storage.models()
         versions = [m.version for m in models]
         current = service.served.version if service.served is not None else 0
