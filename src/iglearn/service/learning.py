@@ -101,11 +101,14 @@ def held_back(learner: Any, config: ServiceConfig, log: InteractionLog | None = 
     """Why a re-fit is stored but not served, or None to serve it. Given the ``served``
     model and the ``log``, the two are first compared by how often the log contradicts their
     readings of the feedback (:func:`contradicted_reading`): the one contradicted less wins.
-    Otherwise the re-fit is held back when its indicator does not pass the learner's
-    adaptive restart test (:func:`~iglearn.learners.settings.restart_passes`, the test of
-    the learner's ``IdentifiabilityWarning``) while the served model's indicator on the same
-    ``log`` is at least the re-fit's and above the threshold (a served model which the newer
-    interactions no longer bear out is no bar). Never with ``[learning]
+    Otherwise the re-fit is held back when its indicator is below the served model's on the
+    same ``log`` by more than the restart's confidence times its standard error (a fit
+    clearly worse than the one it would replace: the re-fit's indicator is measured on the
+    log it was fitted on, so it is no less favourable), or when it does not pass the
+    learner's adaptive restart test (:func:`~iglearn.learners.settings.restart_passes`, the
+    test of the learner's ``IdentifiabilityWarning``) while the served model's indicator on
+    the same ``log`` is at least the re-fit's and above the threshold (a served model which
+    the newer interactions no longer bear out is no bar). Never with ``[learning]
     serve_unidentified``, and never for a learner that reports no indicator and
     threshold."""
     report = getattr(learner, "report_", None)
@@ -119,15 +122,19 @@ def held_back(learner: Any, config: ServiceConfig, log: InteractionLog | None = 
             return verdict or None
     confidence = getattr(report, "restart_confidence", 0.0)
     error = getattr(report, "indicator_error", 0.0)
-    if math.isfinite(indicator) and restart_passes(indicator, error, confidence, threshold):
-        return None
     margin = confidence * error
+    current = None if served is None or log is None else float(served.indicator(log))
+    if math.isfinite(indicator) and restart_passes(indicator, error, confidence, threshold):
+        if current is not None and math.isfinite(current) and indicator < current - margin:
+            return (f"worse than the served model: indicator {indicator:.4f} is below the "
+                    f"served model's {current:.4f} on the same interactions by more than "
+                    f"{margin:.4f} (the restart's confidence)")
+        return None
     reason = (f"not identified: indicator {indicator:.4f} is not above the restart threshold "
               f"{threshold:.4f}" + (f" by {margin:.4f} (the restart's confidence)"
                                     if margin else ""))
-    if served is None or log is None:
+    if current is None:
         return reason
-    current = float(served.indicator(log))
     if math.isfinite(indicator) and not (indicator <= current
                                          and restart_passes(current, 0.0, 0.0, threshold)):
         return None  # above the served model's, or the log no longer bears that one out
