@@ -476,8 +476,11 @@ def test_an_action_named_but_never_logged_is_warned_of_by_its_name():
 
 def test_a_row_index_written_with_the_table_is_left_unread(tmp_path):
     """pandas' ``to_csv`` writes the index as a first column without a name (read back as
-    ``Unnamed: 0``), R's ``write.csv`` its row names from 1: such a column of row numbers is
-    no field and no error; an unnamed column of anything else is."""
+    ``Unnamed: 0``), R's ``write.csv`` its row names from 1, a filtered frame's index numbers
+    its rows with gaps, ``to_parquet`` keeps it as ``__index_level_0__`` or its levels' names
+    (in its pandas metadata): such columns are no field and no error (the filtered ones were
+    "column '' is read by no field", with no option to ignore a column without a name); an
+    unnamed column of anything else, not first, is."""
     from iglearn.data.formats import open_table
 
     frame = named_frame().drop(columns="correct")
@@ -486,7 +489,12 @@ def test_a_row_index_written_with_the_table_is_left_unread(tmp_path):
     plain = InteractionLog.from_frame(frame, **mapping, actions=names)
     frame.to_csv(tmp_path / "pandas.csv")                  # index 0, 1, ...
     frame.set_axis(range(1, len(frame) + 1)).to_csv(tmp_path / "r.csv", index_label="")
-    for path in (tmp_path / "pandas.csv", tmp_path / "r.csv"):
+    gaps = frame.set_axis(range(3, 3 * len(frame) + 3, 3))  # as a filter leaves it
+    gaps.to_csv(tmp_path / "filtered.csv")
+    gaps.to_parquet(tmp_path / "filtered.parquet")
+    gaps.rename_axis("row").set_index("p", append=True).to_parquet(tmp_path / "levels.parquet")
+    for path in (tmp_path / "pandas.csv", tmp_path / "r.csv", tmp_path / "filtered.csv",
+                 tmp_path / "filtered.parquet", tmp_path / "levels.parquet"):
         reader = open_table(path, columns=ColumnMapping(
             context=("x",), feedback=("latency",), action="arm", probability="p",
             actions=tuple(names)))
@@ -496,9 +504,9 @@ def test_a_row_index_written_with_the_table_is_left_unread(tmp_path):
     indexed = pd.read_csv(tmp_path / "pandas.csv")
     assert indexed.columns[0] == "Unnamed: 0"
     assert len(InteractionLog.from_frame(indexed, **mapping, actions=names)) == len(frame)
+    last = indexed[[*indexed.columns[1:], "Unnamed: 0"]]
     with pytest.raises(IGLearnError, match="column 'Unnamed: 0' is read by no field"):
-        InteractionLog.from_frame(indexed.assign(**{"Unnamed: 0": 7}), **mapping,
-                                  actions=names)
+        InteractionLog.from_frame(last.assign(**{"Unnamed: 0": 7}), **mapping, actions=names)
 
 
 def test_missing_drop_leaves_out_the_rows_with_a_missing_value_and_names_them():

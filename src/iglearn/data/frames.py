@@ -71,7 +71,7 @@ PREFIX = "*"
 MISSING = ("refuse", "drop")
 """What :attr:`ColumnMapping.missing` may do with a row that has a missing value."""
 _POSITION = re.compile(r"(context|feedback)_(0|[1-9][0-9]{0,8})")
-_UNNAMED = re.compile(r"|Unnamed: 0")
+_UNNAMED = re.compile(r"|Unnamed: 0|__index_level_\d+__")
 """The name of a table's row index column: none, or pandas' name for an unnamed first
 column."""
 _SHOWN_COLUMNS = 8
@@ -589,17 +589,22 @@ class _Selection:
             return f"{field}={','.join(entries)}"
         return f"a column {shown(getattr(self.mapping, field))}"
 
-    def unread(self, k_column: str | None, row_numbers: Callable[[str], bool]) -> None:
+    def unread(self, k_column: str | None, row_numbers: Callable[[str], bool],
+               index: Collection[str] = ()) -> None:
         """An error naming the columns no field reads and ``ignore`` does not list, but for
-        a row index: a column without a name (or named as pandas names one, ``Unnamed: 0``)
-        that holds the row numbers (``row_numbers``), as pandas' ``to_csv`` and R's
-        ``write.csv`` write unless told not to."""
+        a row index: a column without a name (or named as pandas names one, ``Unnamed: 0``,
+        ``__index_level_0__``) that comes first or holds the row numbers (``row_numbers``),
+        as pandas' ``to_csv`` and R's ``write.csv`` write unless told not to (a filtered
+        frame's index numbers its rows with gaps), and the ``index`` columns (a DataFrame's
+        named index levels, as ``to_parquet`` stores them)."""
         ignored = {name for entry in self.mapping.ignore or ()
                    for name in (self.expand(entry, "ignore") if entry.endswith(PREFIX)
                                 or entry in self.names else [])}
         left = [name for name in self.names
                 if name not in self.used and name != k_column and name not in ignored
-                and not (_UNNAMED.fullmatch(name) and row_numbers(name))]
+                and name not in index
+                and not (_UNNAMED.fullmatch(name)
+                         and (name == self.names[0] or row_numbers(name)))]
         if not left:
             return
         what, it = ((f"column {shown(left[0])} is", "it") if len(left) == 1
@@ -613,7 +618,8 @@ class _Selection:
 
 def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
                  mapping: ColumnMapping, source: str, default_n_actions: int | None = None,
-                 places: Places = ROWS, wanted: Collection[str] | None = None
+                 places: Places = ROWS, wanted: Collection[str] | None = None,
+                 index: Collection[str] = ()
                  ) -> tuple[dict[str, np.ndarray], int, FeatureSchema | None]:
     """The fields (context, action, ...), K and the feature schema of a table whose columns
     are ``names`` (``whole(name)`` gives one column's values), read as ``mapping`` says.
@@ -631,7 +637,8 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
     (:func:`_kept_rows`), and the messages still number the rows as the table does.
     ``wanted``: the fields to read (the context and labels, to predict on a log): the
     columns of the others are mapped and checked as ever, their values not read, so a
-    missing or bad value there is no error.
+    missing or bad value there is no error. ``index``: columns that held a DataFrame's index
+    (a Parquet file's pandas metadata says which), left unread unless the mapping reads them.
     """
     from iglearn.data.formats.base import FeatureSchema
 
@@ -729,7 +736,7 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
                            f"{uniform}{'; ' + near if near else ''}); an interaction log "
                            f"needs context, action, probability and feedback, a context set "
                            f"the context only")
-    table.unread(k_column, lambda name: _row_numbers(np.asarray(whole(name))))
+    table.unread(k_column, lambda name: _row_numbers(np.asarray(whole(name))), index)
     schema = None
     if mapping.renames:  # a model's mapping answers every row: predict drops none
         schema = FeatureSchema(tuple(positions["context"]), tuple(positions.get("feedback", ())),

@@ -40,6 +40,7 @@ class NamedColumnsReader(TableReader):
     def __init__(self, table: pa.Table, source: str, columns: ColumnMapping | None = None,
                  n_actions: int | None = None, places: Places = ROWS,
                  wanted: Collection[str] | None = None):
+        index = index_columns(table)
         def column(name: str) -> np.ndarray:
             values = table.column(name)
             if values.null_count:  # None or NaN: read_columns names the row, or drops it
@@ -51,7 +52,7 @@ class NamedColumnsReader(TableReader):
             return numpy_of(values)
 
         fields, k, schema = read_columns(table.column_names, column, columns or ColumnMapping(),
-                                         source, n_actions, places, wanted)
+                                         source, n_actions, places, wanted, index)
         present = required_fields(set(fields), source)
         self._fields = fields
         dims = {name: int(fields[name].shape[1]) for name in MATRIX_FIELDS if name in fields}
@@ -79,6 +80,17 @@ class MappedParquetReader(NamedColumnsReader):
             raise IGLearnError(f"{source}: the {'shards have' if path.is_dir() else 'file has'} "
                                f"no rows; a log needs at least one interaction")
         super().__init__(table, source, columns, n_actions, wanted=wanted)
+
+
+def index_columns(table: pa.Table) -> tuple[str, ...]:
+    """The columns of ``table`` that held a pandas DataFrame's index (its ``to_parquet``
+    metadata's ``index_columns``; a RangeIndex is stored as no column)."""
+    try:
+        metadata = table.schema.pandas_metadata or {}
+    except (ValueError, TypeError):  # metadata that is not pandas' JSON: no index known
+        return ()
+    names = metadata.get("index_columns", []) if isinstance(metadata, dict) else []
+    return tuple(name for name in names if isinstance(name, str))
 
 
 def _parquet_table(path: Path) -> pa.Table:
