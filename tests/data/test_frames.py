@@ -581,3 +581,19 @@ def test_a_wide_fresh_table_indexed_by_its_action_reads_without_pandas_warnings(
     np.testing.assert_array_equal(log.action, plain.action)
     np.testing.assert_allclose(log.feedback, plain.feedback)
     assert log.feedback.shape[1] == 130
+
+
+def test_a_model_fitted_on_named_actions_measures_labels_given_as_those_names():
+    """model.accuracy(frame, labels) with the labels written as the model's action names
+    (it said "dtype '<U5'; expected real numbers"); a name the model lacks is refused
+    naming it."""
+    from iglearn import Supervised
+
+    frame = named_frame(120)
+    log = InteractionLog.from_frame(frame, **NAMED, actions=["right", "left", "middle"])
+    model = Supervised(seed=0).fit(log)
+    by_index = model.accuracy(frame, log.label)
+    assert model.accuracy(frame, frame["correct"]) == by_index
+    assert model.accuracy(frame, frame["correct"].to_numpy(dtype=object)) == by_index
+    with pytest.raises(IGLearnError, match="holds 'up' at row 0, none of the actions"):
+        model.accuracy(frame, np.array(["up"] * len(frame)))

@@ -212,9 +212,17 @@ class PolicyLearner:
     def accuracy(self, context: np.ndarray | pd.DataFrame | InteractionLog | ContextSet,
                  label: np.ndarray) -> float:
         """Fraction of contexts whose greedy action equals the label (one integer action per
-        context, checked as a log's labels are)."""
+        context, checked as a log's labels are; a model fitted on named actions also takes
+        the labels as those names)."""
         probabilities = self.predict_proba(context)
-        return label_accuracy(probabilities.argmax(1), label, probabilities.shape[1])
+        schema = getattr(self, "schema_", None)
+        names = None if schema is None else schema.action_names
+        values = np.asarray(label)
+        if names is not None and values.dtype.kind in "USO":
+            from iglearn.data.frames import action_indices
+
+            values = action_indices("label", values, tuple(names), "labels")
+        return label_accuracy(probabilities.argmax(1), values, probabilities.shape[1])
 
 
 class StackableLearner(PolicyLearner):
