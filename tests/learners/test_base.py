@@ -314,3 +314,22 @@ def test_a_file_read_without_the_models_feature_names_is_refused_not_misread(tmp
     np.testing.assert_array_equal(model.predict(aligned), model.predict(log.context))
     np.testing.assert_array_equal(model.predict(read_log(tmp_path / "train.dsjson")),
                                   model.predict(log.context))
+
+
+@pytest.mark.parametrize("make", [BatchIGL, AIIGL, IGLP, Supervised])
+def test_a_log_of_read_only_arrays_fits_and_predicts_without_torchs_warning(logs, make):
+    """pandas' arrays under copy-on-write are read-only (``frame.to_numpy()``); torch warned
+    about each ("The given NumPy array is not writable"), shown as if from the user's code."""
+    log = logs[0]
+    fields = {name: np.array(getattr(log, name)) for name in
+              ("context", "action", "probability", "feedback", "label")}
+    for array in fields.values():
+        array.flags.writeable = False
+    frozen = InteractionLog(**fields, n_actions=log.n_actions)
+    quick = Optimisation(max_steps=20)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = make(seed=0, optimisation=quick).fit(frozen)
+        model.predict(fields["context"])
+        model.accuracy(fields["context"], fields["label"])
+    assert not [w for w in caught if "not writable" in str(w.message)]

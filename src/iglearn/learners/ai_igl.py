@@ -99,6 +99,7 @@ from iglearn.learners.trials import (
     Source,
     Trials,
     as_tensor,
+    field_tensor,
     fixed_signal,
     reducer_of,
     side_by_side,
@@ -380,7 +381,7 @@ class AIIGL(AIIGLSettings, StackableLearner):
                                f"{len(feedback)} feedback vectors")
         with torch.no_grad(), torch_threads(self.threads, libraries=False):
             return decoded(decoders, as_tensor(self.standardised_feedback(feedback)),
-                           torch.from_numpy(actions)).numpy()
+                           field_tensor(actions)).numpy()
 
     def indicator(self, log: AnyLog) -> float:
         """The indicator sum_a Cov_a(pi(a|x), psi_a(y)) of the fitted models on ``log`` (in
@@ -838,4 +839,4 @@ class OnlineAIIGL(EpochGreedy):
         if self.standardiser_ is not None:
             feedback = self.standardiser_.apply_feedback(feedback)
         return decoded(self.decoders_, as_tensor(feedback),
-                       torch.from_numpy(np.asarray(actions))).numpy()
+                       field_tensor(np.asarray(actions))).numpy()

@@ -371,5 +371,5 @@ class OnlineRegressionCB(OnlineRegression):
 
     def model_values(self, contexts: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            return self.policy_.scores(torch.from_numpy(np.asarray(contexts, np.float32))
+            return self.policy_.scores(as_tensor(contexts)
                                     ).double().numpy()

@@ -17,6 +17,7 @@ A fit reads its data through the :class:`Source` interface: shuffled mini-batche
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -32,7 +33,7 @@ from iglearn.models.stacked import stack, unstack_into
 
 def as_tensor(array: np.ndarray) -> torch.Tensor:
     """A float32 torch view of a numpy array (no copy when already float32)."""
-    return torch.from_numpy(np.ascontiguousarray(array, dtype=np.float32))
+    return tensor_view(np.ascontiguousarray(array, dtype=np.float32))
 
 
 def field_tensor(array: np.ndarray) -> torch.Tensor:
@@ -40,7 +41,19 @@ def field_tensor(array: np.ndarray) -> torch.Tensor:
     are."""
     if np.issubdtype(array.dtype, np.floating):
         return as_tensor(array)
-    return torch.from_numpy(np.ascontiguousarray(array))
+    return tensor_view(np.ascontiguousarray(array))
+
+
+def tensor_view(array: np.ndarray) -> torch.Tensor:
+    """``torch.from_numpy`` of a contiguous array, read-only ones included (pandas' arrays
+    under copy-on-write, a memory-mapped ``.npz`` member), without a copy: a fit never writes
+    into its log's tensors, so torch's warning about non-writable arrays (shown to the user
+    as if from their own code) is not raised."""
+    if array.flags.writeable:
+        return torch.from_numpy(array)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+        return torch.from_numpy(array)
 
 
 class Batch(NamedTuple):
