@@ -141,7 +141,8 @@ to paste; more are given as an expression."""
 
 def _numbered_from_one(array: np.ndarray, n_actions: int) -> str | None:
     """The hint for actions outside [0, K) that run from 1 to K: numbered from 1 (as R,
-    MATLAB and Julia number them), or None."""
+    MATLAB and Julia number them); or that are K codes with gaps (0, 2, 5): to be named by
+    them; or None."""
     if array.min() == 1 and array.max() == n_actions:
         named = (f"actions=[{', '.join(repr(str(a)) for a in range(1, n_actions + 1))}], "
                  f"--actions {','.join(str(a) for a in range(1, n_actions + 1))}"
@@ -151,6 +152,14 @@ def _numbered_from_one(array: np.ndarray, n_actions: int) -> str | None:
         return (f"the values run from 1 to {n_actions}, as if the actions were numbered from "
                 f"1; iglearn numbers them from 0 to K - 1: subtract 1 from every value, or "
                 f"read a table's column with the actions named ({named})")
+    codes = np.unique(array)
+    if len(codes) == n_actions <= NAMES_WRITTEN_OUT and codes.min() >= 0:
+        # K codes with gaps (0, 2, 5): names, as the 1-based actions are
+        names = [str(int(code)) for code in codes]
+        return (f"the values are {len(codes)} codes ({', '.join(names)}), not the indices 0 to "
+                f"K - 1; read a table's column with the actions named by their codes, in "
+                f"the order of their indices (actions=[{', '.join(map(repr, names))}], "
+                f"--actions {','.join(names)}), or number them from 0 to K - 1 first")
     return None
 
 
