@@ -121,7 +121,7 @@ def test_a_learner_whose_act_batch_counts_nothing_is_refused_not_played_forever(
         def act_batch(self, contexts):
             return np.zeros(len(contexts), dtype=np.int64), np.full(len(contexts), 0.1)
 
-    with pytest.raises(IGLearnError, match=r"Forgetful.act_batch acted on 7 contexts but its "
-                                           r"counters went from round_ 0, interactions_ 0 to "
-                                           r"0, 0: act_batch must add"):
+    with pytest.raises(IGLearnError, match=r"Forgetful acted on and learned from 7 contexts but "
+                                           r"its counters went from round_ 0, interactions_ 0 "
+                                           r"to 0, 0: its act_batch \(or learn_batch\) must"):
         play(Forgetful(), env, 20, np.random.default_rng(0))

@@ -70,7 +70,7 @@ DECIDE_BAD = [
     (b'{"contexts": [[0, 0, 0, 0], [0, 0, 0]]}', "contexts[1]"),
     (b'{"contexts": []}', "contexts"),
     (b'{"contexts": [[0, 0, 0, 0]], "event_ids": ["a", "b"]}', "event_ids"),
-    (b'{"contexts": [[0, 0, 0, 0], [1, 1, 1, 1]], "event_ids": ["a", "a"]}', "event_ids"),
+    (b'{"contexts": [[0, 0, 0, 0], [1, 1, 1, 1]], "event_ids": ["a", "a"]}', "event_ids[1]"),
 ]
 FEEDBACK_BAD = [
     (b'{"feedback": [0, 0, 0]}', "event_id"),

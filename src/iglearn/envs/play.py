@@ -76,17 +76,19 @@ class ContextStream:
 
 
 def check_counted(learner: Player, before: tuple[int, int], n: int) -> None:
-    """Refuse a learner whose ``act_batch`` on ``n`` contexts did not add them to its
-    ``interactions_`` (or turned its ``round_`` back; ``before``: both before it): the play
-    loop reads the contexts by ``interactions_`` and stops at a round, so it would run
-    forever. Every online learner's ``act_batch`` counts what it acted on."""
+    """Refuse a learner that acted on and learned from ``n`` contexts without adding them to
+    its ``interactions_`` (or turned its ``round_`` back; ``before``: both before it): the
+    play loop reads the contexts by ``interactions_`` and stops at a round, so it would run
+    forever. Every online learner counts what it acted on (in ``act_batch`` or
+    ``learn_batch``)."""
     if learner.interactions_ != before[1] + n or learner.round_ < before[0]:
         raise IGLearnError(
-            f"{type(learner).__name__}.act_batch acted on {n} contexts but its counters went "
-            f"from round_ {before[0]}, interactions_ {before[1]} to {learner.round_}, "
-            f"{learner.interactions_}: act_batch must add the contexts it acted on to "
-            f"interactions_ and the rounds it began to round_ (one per context for a learner "
-            f"that does not explore in rounds), as OnlineLearner's subclasses do")
+            f"{type(learner).__name__} acted on and learned from {n} contexts but its counters "
+            f"went from round_ {before[0]}, interactions_ {before[1]} to {learner.round_}, "
+            f"{learner.interactions_}: its act_batch (or learn_batch) must add the contexts "
+            f"it acted on to interactions_ and the rounds it began to round_ (one per context "
+            f"for a learner that does not explore in rounds), as OnlineLearner's subclasses "
+            f"do")
 
 
 def play(learner: Player, env: Environment, rounds: int, rng: np.random.Generator, *,
@@ -130,7 +132,6 @@ def play(learner: Player, env: Environment, rounds: int, rng: np.random.Generato
                  else contexts.read(learner.interactions_, block))
         before = learner.round_, learner.interactions_
         actions, probabilities = learner.act_batch(shown.features)
-        check_counted(learner, before, len(shown.features))
         reward = env.reward(shown, actions)
         total += float(reward.sum())
         flags = None
@@ -143,6 +144,7 @@ def play(learner: Player, env: Environment, rounds: int, rng: np.random.Generato
                                 definitely_bad=flags)  # type: ignore[call-arg]
         else:
             learner.learn_batch(shown.features, actions, probabilities, signal)
+        check_counted(learner, before, len(shown.features))
         if learner.round_ >= stops[0]:
             stops = [c for c in stops if c > learner.round_]
             played = learner.interactions_ - first

@@ -43,8 +43,9 @@ class OnlineLearner(ABC):
     @abstractmethod
     def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Actions for consecutive contexts (n, d) and the probability each was drawn with.
-        It adds n to ``interactions_`` and the rounds it began to ``round_`` (n for a
-        learner that does not explore in rounds): the play loop plays to a round."""
+        It (or :meth:`learn_batch` after it) adds n to ``interactions_`` and the rounds it
+        began to ``round_`` (n for a learner that does not explore in rounds): the play loop
+        plays to a round."""
 
     @abstractmethod
     def learn_batch(self, contexts: np.ndarray, actions: np.ndarray,
