@@ -213,6 +213,14 @@ MAPPING_ERRORS = {
                          ["column 'age' is read as context and ignored; keep one"]),
     "prefix in another case": (dict(MAPPING, feedback="EMG_*"),
                                ["(feedback 'EMG_*'; did you mean 'emg_*'?)"]),
+    # it suggested the prefix itself ("did you mean 'p_*'?")
+    "probability per action": (dict(MAPPING, probability="p_*"),
+                               ["probability is 'p_*', a prefix; probability reads one column",
+                                "the logged action's picked out"]),
+    "a numbered column": (dict(MAPPING, context=[0, "clicks"]),
+                          ["context holds the number 0; name each column as text ('0'"]),
+    "actions as numbers": (dict(MAPPING, actions=[0, 1, 2]),
+                           ["actions holds the number 0; name each action as text"]),
 }
 
 

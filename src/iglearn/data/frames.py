@@ -132,6 +132,10 @@ class ColumnMapping:
                 raise IGLearnError(f"column mapping: {name} selects no column; name at least "
                                    f"one, or leave it out for the default")
             for entry in entries:
+                if isinstance(entry, int | np.integer) and not isinstance(entry, bool):
+                    raise IGLearnError(f"column mapping: {name} holds the number {entry}; name "
+                                       f"each column as text ('{entry}': a DataFrame's "
+                                       f"numbered columns are read by their numbers as text)")
                 if not isinstance(entry, str) or entry.rstrip(PREFIX) == "":
                     raise IGLearnError(f"column mapping: {name} holds {shown(entry)}; each "
                                        f"entry is a column name, or NAME{PREFIX} for every "
@@ -142,6 +146,23 @@ class ColumnMapping:
             if not isinstance(value, str) or not value:
                 raise IGLearnError(f"column mapping: {name} is {shown(value)}; give the name "
                                    f"of the column that holds it")
+            if value.endswith(PREFIX):
+                what = ("the logged action's probability (a table of one probability per "
+                        "action needs the logged action's picked out into one column "
+                        "first)" if name == "probability" else "one value per row")
+                raise IGLearnError(f"column mapping: {name} is {shown(value)}, a prefix; "
+                                   f"{name} reads one column, {what}")
+        if self.actions is not None and not isinstance(self.actions, str):
+            # numbers or numpy strings: the names as text, as a table's column shows them
+            for action in self.actions:
+                if isinstance(action, int | float | np.integer | np.floating) \
+                        and not isinstance(action, bool):
+                    raise IGLearnError(f"column mapping: actions holds the number "
+                                       f"{action!r}; name each action as text, as the column "
+                                       f"writes it ('{action}')")
+            object.__setattr__(self, "actions", tuple(
+                str(action) if isinstance(action, np.str_) else action
+                for action in self.actions))
         if self.n_actions is not None:
             object.__setattr__(self, "n_actions", check_n_actions(self.n_actions,
                                                                   "column mapping"))
