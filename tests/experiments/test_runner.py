@@ -103,7 +103,8 @@ def test_recorded_trials_are_skipped_and_fresh_starts_over(tmp_path):
     run_trials(counting, 4, 0, Execution(jobs=1, show_progress=False, fresh=True), tmp_path,
                {"a": 1})
     assert calls == [0, 1, 2, 3, 0, 1, 2, 3]
-    with pytest.raises(IGLearnError, match="different configuration; pass --fresh"):
+    with pytest.raises(IGLearnError, match=r"different configuration \(--a: 1 recorded, 2 "
+                                           r"now\); pass --fresh"):
         run_trials(counting, 4, 0, execution, tmp_path, {"a": 2})
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from iglearn.data import safejson
-from iglearn.errors import IGLearnError, check_choice
+from iglearn.errors import IGLearnError, check_choice, shown
 from iglearn.files import write_text
 from iglearn.processes import end_with_parent, ray_instance
 from iglearn.progress import one_line_warnings, progress
@@ -112,8 +112,9 @@ class TrialRecord:
             self.forget()
         if manifest.exists() and manifest.read_text().strip() != text:
             raise IGLearnError(
-                f"{folder} holds trials of a different configuration; pass --fresh to start "
-                f"over there, or choose another --out")
+                f"{folder} holds trials of a different configuration"
+                f"{_difference(manifest, fingerprint)}; pass --fresh to start over there, or "
+                f"choose another --out")
         self.folder.mkdir(parents=True, exist_ok=True)
         if not manifest.exists():
             write_text(manifest, text + "\n")
@@ -149,6 +150,24 @@ class TrialRecord:
                 path.unlink()
         with contextlib.suppress(OSError):
             self.folder.rmdir()
+
+
+def _difference(manifest: Path, fingerprint: dict) -> str:
+    """Where a recorded run's fingerprint (``manifest``) first differs from ``fingerprint``,
+    for the message refusing to resume it: " (--lr: 0.01 recorded, 0.02 now)"; "" when the
+    record cannot be read."""
+    try:
+        recorded = safejson.parse(manifest.read_bytes(), str(manifest), "")
+    except (OSError, IGLearnError):
+        return ""
+    if not isinstance(recorded, dict):
+        return ""
+    for key in sorted(set(recorded) | set(fingerprint)):
+        was, now = recorded.get(key), fingerprint.get(key)
+        if was != now and safejson.dumps(was) != safejson.dumps(now):
+            name = "the result schema" if key == "schema" else f"--{key.replace('_', '-')}"
+            return f" ({name}: {shown(was)} recorded, {shown(now)} now)"
+    return ""
 
 
 _RECORD = re.compile(r"run\.json|trial-\d{5}\.json|\.(run|trial-\d{5})\.json\.\w+\.part")
