@@ -203,3 +203,23 @@ def test_an_iglp_flag_model_must_name_its_policys_factory(log, tmp_path):
     meta_path.write_text(json.dumps(other))
     with pytest.raises(IGLearnError, match="builds no flags from a factory"):
         IGLP.load(folder, import_factories=True)
+
+
+def test_a_factory_changed_since_the_save_is_named_not_called_corrupt(log, tmp_path,
+                                                                      monkeypatch):
+    """A factory that now builds other weights (a narrower layer) than the saved ones: the
+    message names the factory and the change (it said the weights were corrupt)."""
+    import sys
+
+    learner = fit(log, policy=two_layer)
+    folder = learner.save(tmp_path / "m")
+
+    def narrower(in_dim: int, out_dim: int, generator: torch.Generator) -> nn.Module:
+        return nn.Sequential(nn.Linear(in_dim, 8), nn.Tanh(), nn.Linear(8, out_dim))
+
+    monkeypatch.setattr(sys.modules[__name__], "two_layer", narrower)
+    with pytest.raises(IGLearnError, match=rf"the factory '{__name__}:two_layer' builds other "
+                                           r"weights than those saved \(changed since the "
+                                           r"model was fitted\?\), or the weights are corrupt: "
+                                           r"restore the factory as it was, or fit again"):
+        BatchIGL.load(folder, import_factories=True)

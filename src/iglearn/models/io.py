@@ -779,11 +779,15 @@ def read_model(folder: str | Path, learners: Learners, algorithm: str | None = N
         raise IGLearnError(f"{weights_path}: missing; the model is incomplete, fit again")
     k, d_x, d_y = metadata["n_actions"], metadata["context_dim"], metadata["feedback_dim"]
     parts, expected_states, most = _expected_weights(metadata, kind, factories)
+    # a custom module's expected weights are what its factory builds now
+    corrupt = ("the weights are corrupt, fit again" if not factories else
+               f"the factory {shown(factory_records(metadata)[0][1])} builds other weights "
+               f"than those saved (changed since the model was fitted?), or the weights are "
+               f"corrupt: restore the factory as it was, or fit again")
     size = input_file(path, "model weights file")
     if size > most:
         raise IGLearnError(f"{weights_path}: {size} bytes, more than the {most} bytes the "
-                           f"tensors {METADATA} describes take; the weights are corrupt, fit "
-                           f"again")
+                           f"tensors {METADATA} describes take; {corrupt}")
     try:
         tensors = load_file(str(path))
     except (SafetensorError, OSError, ValueError, RuntimeError) as e:
@@ -805,14 +809,13 @@ def read_model(folder: str | Path, learners: Learners, algorithm: str | None = N
         if set(state) != set(expected):
             raise IGLearnError(f"{weights_path}: the {prefix} weights {shown(sorted(state))} "
                                f"do not match a {metadata[name]['class']} {name} "
-                               f"({sorted(expected)}); the model is corrupt, fit again")
+                               f"({sorted(expected)}); {corrupt}")
         for key, value in state.items():
             if value.shape != expected[key].shape or value.dtype != expected[key].dtype:
                 raise IGLearnError(
                     f"{weights_path}: {prefix} weight '{key}' is {value.dtype} of shape "
                     f"{tuple(value.shape)}, but the {name} model.json describes has "
-                    f"{expected[key].dtype} of shape {tuple(expected[key].shape)}; the model "
-                    f"is corrupt, fit again")
+                    f"{expected[key].dtype} of shape {tuple(expected[key].shape)}; {corrupt}")
             if value.is_floating_point() and not bool(torch.isfinite(value).all()):
                 raise IGLearnError(f"{weights_path}: {prefix} weight '{key}' holds NaN or "
                                    f"infinite values; the model is corrupt, fit again")
