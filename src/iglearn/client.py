@@ -35,6 +35,11 @@ class ServiceError(IGLearnError):
         self.status, self.field = status, field
 
 
+def _actions(actions: Sequence[int | str]) -> list[int | str]:
+    """The allowed actions as the service reads them: indices as integers, names as text."""
+    return [a if isinstance(a, str) else int(a) for a in actions]
+
+
 def _numbers(values: Any, field: str) -> list[float]:
     """``values`` as a flat list of finite numbers for the JSON body; ``field`` names them in
     the error raised, before anything is sent, for a value that is not a finite number."""
@@ -109,18 +114,21 @@ class Client:
         raise AssertionError("unreachable")
 
     def decide(self, context: Sequence[float] | np.ndarray, event_id: str | None = None,
-               actions: Sequence[int] | None = None) -> dict[str, Any]:
+               actions: Sequence[int | str] | None = None) -> dict[str, Any]:
         """A decision for one context: event_id, action, probability, probabilities,
-        model_version, explored. ``actions`` restricts it to some actions."""
+        model_version, explored. ``actions`` restricts it to some actions (indices, or the
+        names of the service's ``[model] actions``)."""
         body: dict[str, Any] = {"context": _numbers(context, "context"),
                                 "event_id": event_id or new_event_id()}
         if actions is not None:
-            body["actions"] = [int(a) for a in actions]
+            body["actions"] = _actions(actions)
         return self._request("POST", "/v1/decide", body).json()
 
     def decide_batch(self, contexts: np.ndarray | Sequence[Sequence[float]],
-                     event_ids: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        """Decisions for many contexts in one request, one context a row."""
+                     event_ids: Sequence[str] | None = None,
+                     actions: Sequence[int | str] | None = None) -> list[dict[str, Any]]:
+        """Decisions for many contexts in one request, one context a row; ``actions``
+        restricts every one of them to some actions, as :meth:`decide`'s does."""
         if np.ndim(contexts) < 2 and not (isinstance(contexts, Sequence) and len(contexts)
                                           and isinstance(contexts[0], Sequence | np.ndarray)):
             raise IGLearnError(f"contexts: one vector (shape {np.shape(contexts)}); "
@@ -128,8 +136,10 @@ class Client:
                                f"of vectors); decide takes a single context")
         rows = [_numbers(c, f"contexts[{i}]") for i, c in enumerate(contexts)]
         ids = list(event_ids) if event_ids is not None else [new_event_id() for _ in rows]
-        response = self._request("POST", "/v1/decide", {"contexts": rows, "event_ids": ids})
-        return response.json()["decisions"]
+        body: dict[str, Any] = {"contexts": rows, "event_ids": ids}
+        if actions is not None:
+            body["actions"] = _actions(actions)
+        return self._request("POST", "/v1/decide", body).json()["decisions"]
 
     def feedback(self, event_id: str, feedback: Sequence[float] | np.ndarray,
                  definitely_bad: bool = False) -> str:

@@ -95,6 +95,9 @@ def test_retries_after_a_lost_answer_are_idempotent(service):
             assert error.value.status == 422 and error.value.field == "context"
             batch = client.decide_batch(np.zeros((3, D_X)))
             assert len(batch) == 3 and client.model()["algorithm"] == "igl"
+            only = client.decide_batch(np.ones((20, D_X)), actions=[1])  # as decide takes
+            assert {d["action"] for d in only} == {1}
+            assert client.decide(np.ones(D_X), actions=np.array([2]))["action"] == 2
     finally:
         proxy.close()
 
