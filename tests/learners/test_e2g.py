@@ -146,3 +146,27 @@ def test_a_decoder_that_follows_the_action_certifies_nothing():
     assert passing and all(f["action_explained"] > ACTION_EXPLAINED for f in passing)
     assert not learner.certified_ and learner.exploited_ == 0
 
+
+
+def test_a_pickled_learner_goes_on_as_one_never_stopped(env):
+    """An online learner has no model folder; it is saved mid-stream with pickle (its models,
+    exploration set and generator included) and, restored, acts and learns on as the one
+    that was never stopped, the same seed given."""
+    import pickle
+
+    from iglearn.envs.play import play
+
+    def make():
+        return E2G(10, env.context_dim, env.feedback_dim,
+                   PaperSchedule(iota=10.0, warmup_rounds=300), optimisation=QUICK,
+                   max_restarts=0, seed=0)
+
+    whole, rng = make(), np.random.default_rng(5)
+    play(whole, env, 700, rng, checkpoints=[450])  # the same blocks, the same draws
+    half, rng = make(), np.random.default_rng(5)
+    play(half, env, 450, rng)
+    restored = pickle.loads(pickle.dumps(half))
+    play(restored, env, 700, rng)
+    assert restored.interactions_ == whole.interactions_ and len(restored.fits_) > 1
+    x, _ = env.test_set()
+    np.testing.assert_array_equal(restored.predict(x), whole.predict(x))
