@@ -137,3 +137,15 @@ def test_a_refit_waited_for_is_answered_when_its_worker_dies_and_taken_up_again(
                                                  (1, "exit status 1"), (None, "ended")])
 def test_how_a_worker_ended_in_words(exitcode, words):
     assert how_it_ended(exitcode) == words
+
+
+def test_a_sigterm_to_the_whole_group_is_no_worker_death(running):
+    """systemd, docker and ``timeout`` signal the process group: the worker ends by SIGTERM
+    as the service stops, and the log said the worker died and would be restarted."""
+    worker = the_worker(running)
+    os.kill(worker, signal.SIGTERM)  # the worker first, as a group signal may reach it
+    os.kill(running.process.process.pid, signal.SIGTERM)
+    running.process.process.wait(30)
+    log = running.process.log.read_text()
+    assert "died (pid" not in log and "starting another" not in log, log[-2000:]
+    assert wait_gone([worker], 5) == []

@@ -29,6 +29,10 @@ MAX_BACKOFF_SECONDS = 60.0
 """Longest wait before a restart (workers that keep dying at start)."""
 STABLE_SECONDS = 60.0
 """A worker that ran this long before it died is restarted after the first back-off again."""
+STOP_GRACE_SECONDS = 2.0
+"""A worker ended by SIGTERM or SIGINT is counted dead only once the service has gone on this
+long without stopping: such a signal to the whole process group (systemd, docker, ``timeout``,
+Ctrl-C) stops the service too, and its worker's end is no crash."""
 
 
 def start_learning_worker(config: ServiceConfig) -> Any:
@@ -83,6 +87,8 @@ class WorkerSupervisor:
         """When the last worker died and how, while no worker runs (else None)."""
         self.restart_at = 0.0
         self.stopped = True
+        self._signalled: float | None = None
+        """When the check first found the worker ended by SIGTERM or SIGINT (None: not)."""
         self._lock = threading.Lock()
 
     @property
@@ -134,6 +140,11 @@ class WorkerSupervisor:
             now = time.monotonic()
             process = self.process
             if process is not None and not process.is_alive():
+                if process.exitcode in (-signal.SIGTERM, -signal.SIGINT):
+                    self._signalled = self._signalled or now
+                    if now - self._signalled < STOP_GRACE_SECONDS:
+                        return  # the service's group is stopping, most likely: wait and see
+                self._signalled = None
                 pid = process.pid
                 process.join(0)
                 self.process = None
