@@ -352,3 +352,23 @@ def test_a_database_of_another_algorithm_is_refused_with_the_services_fix(tmp_pa
                                            r"algorithm = \"igl\", or start with a new "
                                            r"database$"):
         Service(load_config(config), insecure_no_auth=True)
+
+
+def test_the_version_a_start_loads_is_told_as_served_not_swapped(tmp_path, capsys):
+    """At start the stored version is loaded: "serving model version 1" (it said "now
+    serving model version 1 (was 0)", a swap from a version never served)."""
+    from iglearn.models.archive import pack_model
+    from iglearn.service.app import Service
+    from iglearn.service.config import load_config
+
+    from .test_api import small_model
+
+    small_model(tmp_path / "model")
+    storage = SQLiteStorage(tmp_path / "service.db")
+    storage.add_model("igl", 0, 0.0, {"source": "import"}, pack_model(tmp_path / "model"))
+    storage.close()
+    config = write_config(tmp_path / "s.toml", tables())
+    capsys.readouterr()
+    Service(load_config(config), insecure_no_auth=True).storage.close()
+    err = capsys.readouterr().err
+    assert "serving model version 1, stored" in err and "(was" not in err, err

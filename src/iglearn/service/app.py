@@ -280,7 +280,10 @@ class Service:
             self._pickup_error: tuple[int, str] | None = None
             self._attempt = 0
             recorded = check_stored_shape(self.storage, config)
+            self.started = False
             self.load_served()
+            self.started = True
+            """Whether the service has loaded what the database serves at its start."""
             if not recorded:
                 self.storage.set_state("shape", recorded_shape(config, self.storage))
             explored = int(self.storage.state("explored_rounds") or 0)
@@ -332,10 +335,13 @@ class Service:
             self._pickup_error = None
         previous = 0 if current is None else current.version
         lag = time.time() - record.created_at
+        # at start, the stored version is loaded, not swapped for one served before
+        what = (f"now serving model version {version} (was {previous})"
+                if getattr(self, "started", True) else f"serving model version {version}")
         log_event(self.config.server.log_format, "swap",
-                  f"now serving model version {version} (was {previous}), stored "
-                  f"{lag:.2f} s ago", version=version, previous=previous,
-                  seconds_since_stored=lag, interactions=record.interactions)
+                  f"{what}, stored {lag:.2f} s ago",
+                  version=version, previous=previous, seconds_since_stored=lag,
+                  interactions=record.interactions)
         return True
 
     def pickup(self, storage: Storage, stop: threading.Event) -> None:
