@@ -41,12 +41,19 @@ def test_a_digits_run_shows_no_paper_figures_and_says_why(frame):
 
 
 def test_an_mnist_run_shows_the_paper_figures_beside_its_own(frame):
+    """Beside the paper's figures, a run of fewer samples says they are not comparable, one of
+    fewer trials that its spread is rougher; the paper's setting says neither."""
     config = table1.Table1Config(trials=2, samples=500)
     text = table1.markdown(table1.summary(frame, "mnist"), config)
     assert "paper accuracy (%)" in text
     assert all(figure in text for figure in paper_figures())
     header, rule = text.splitlines()[2:4]
     assert header.count("|") == rule.count("|")
+    assert "fitted 500 samples, not the paper's 60000: its figures are not comparable" in text
+    few = table1.markdown(table1.summary(frame, "mnist"), table1.Table1Config(trials=2))
+    assert "not comparable" not in few and "2 trials: its mean and spread are rougher" in few
+    paper = table1.markdown(table1.summary(frame, "mnist"), table1.Table1Config())
+    assert "not comparable" not in paper and "rougher" not in paper
 
 
 @pytest.mark.parametrize("dataset, name, paper", [("digits", "digits", False),

@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 
 PAPER_TRIALS = 16
 """The trials behind the paper's Table 1."""
+PAPER_SAMPLES = 60000
+"""The uniform samples of each log behind the paper's Table 1."""
 PAPER_DATASET = "mnist"
 """The dataset of the paper's Table 1: its figures are shown beside a run on this one only."""
 
@@ -119,6 +121,13 @@ def markdown(table: pd.DataFrame, config: Table1Config) -> str:
     if paper:
         note = (f"The paper's columns are its reported Table 1, over {PAPER_TRIALS} "
                 f"trials.")
+        if config.samples != PAPER_SAMPLES:
+            note += (f" This run fitted {config.samples} samples, not the paper's "
+                     f"{PAPER_SAMPLES}: its figures are not comparable with the paper's (run "
+                     f"with --samples {PAPER_SAMPLES} to compare).")
+        elif config.trials < PAPER_TRIALS:
+            note += (f" This run has {trials_text(config.trials)}: its mean and spread "
+                     f"are rougher than the paper's.")
     else:
         note = (f"The paper's Table 1 is on MNIST, not {config.dataset}: its figures are not "
                 f"comparable and are not shown (run with --dataset mnist to compare).")
