@@ -605,3 +605,23 @@ def test_a_model_fitted_on_named_actions_measures_labels_given_as_those_names():
     assert model.accuracy(frame, frame["correct"].to_numpy(dtype=object)) == by_index
     with pytest.raises(IGLearnError, match="holds 'up' at row 0, none of the actions"):
         model.accuracy(frame, np.array(["up"] * len(frame)))
+
+
+def test_action_codes_with_leading_zeros_read_as_numbers_match_their_names(tmp_path):
+    """A CSV column of codes 01, 02, 03 is parsed as the numbers 1, 2, 3: named
+    actions=('01', '02', '03') they are read by value (it said "holds '1', none of the
+    actions ('01', '02', '03')"), while a column read as text matches them as written."""
+    from iglearn.data.formats import open_table
+
+    frame = named_frame()
+    codes = frame.assign(arm=frame["arm"].map({"left": "01", "middle": "02", "right": "03"}))
+    codes.drop(columns="correct").to_csv(tmp_path / "codes.csv", index=False)
+    mapping = ColumnMapping(context=("x",), feedback=("latency",), action="arm",
+                            probability="p", actions=("01", "02", "03"))
+    read = open_table(tmp_path / "codes.csv", columns=mapping).arrays()
+    as_text = InteractionLog.from_frame(codes.drop(columns="correct"), context="x",
+                                        feedback="latency", action="arm", probability="p",
+                                        actions=["01", "02", "03"])
+    np.testing.assert_array_equal(read["action"], as_text.action)
+    np.testing.assert_array_equal(read["action"],
+                                  frame["arm"].map({"left": 0, "middle": 1, "right": 2}))

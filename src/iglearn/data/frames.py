@@ -460,6 +460,11 @@ def action_indices(name: str, values: np.ndarray, actions: Sequence[str], source
     the fix."""
     names, inverse = np.unique(_action_names(values), return_inverse=True)
     index = {action: i for i, action in enumerate(actions)}
+    if values.dtype.kind in "biuf" and all(re.fullmatch(r"0*[0-9]+", a) for a in actions):
+        # codes with leading zeros (01, 02) that a CSV reader read as numbers: by value
+        by_value = {str(int(action)): i for i, action in enumerate(actions)}
+        if len(by_value) == len(actions):
+            index = by_value | index
     unknown = [i for i, action in enumerate(names.tolist()) if action not in index]
     if unknown:
         row = int(np.flatnonzero(np.isin(inverse, unknown))[0])
