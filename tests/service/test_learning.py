@@ -406,18 +406,24 @@ def test_a_served_model_reading_the_feedbacks_opposite_gives_way_to_a_refit():
     assert reversed_model.report_.indicator > reversed_model.report_.threshold
 
 
+def largest_coordinate_log(n: int, rng: np.random.Generator) -> InteractionLog:
+    """A uniformly logged log whose feedback says whether the action was the context's
+    largest coordinate (among the first K), one-hot and noiseless."""
+    x = rng.normal(size=(n, D_X)).astype(np.float32)
+    a = rng.integers(0, K, n)
+    right = a == x[:, :K].argmax(1)
+    y = np.where(right[:, None], np.eye(D_Y)[0], np.eye(D_Y)[1]).astype(np.float32)
+    return InteractionLog(x, a, np.full(n, 1 / K), y, K)
+
+
 def test_a_refit_below_the_threshold_and_the_served_model_is_held_back():
     """A re-fit whose indicator is not above the restart threshold (a fit on feedback that
     says nothing), on a log that the served model's reading still bears out (its indicator
     there above the threshold and the re-fit's), is held back."""
     config = parse_config(tables(learning={"serve_unidentified": False}), "s.toml")
     rng = np.random.default_rng(2)
-    x = rng.normal(size=(300, D_X)).astype(np.float32)
-    a = rng.integers(0, K, 300)
-    right = a == x[:, :K].argmax(1)
-    y = np.where(right[:, None], np.eye(D_Y)[0], np.eye(D_Y)[1]).astype(np.float32)
-    log = InteractionLog(x, a, np.full(300, 1 / K), y, K)
-    silent = InteractionLog(x, a, log.probability,
+    log = largest_coordinate_log(300, rng)
+    silent = InteractionLog(log.context, log.action, log.probability,
                             rng.normal(size=(300, D_Y)).astype(np.float32), K)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -434,12 +440,7 @@ def test_a_refit_clearly_worse_than_the_served_model_is_held_back():
     standard error is held back (a re-fit seed gave 77 % after 98 %); one as good is
     served."""
     config = parse_config(tables(learning={"serve_unidentified": False}), "s.toml")
-    rng = np.random.default_rng(2)
-    x = rng.normal(size=(600, D_X)).astype(np.float32)
-    a = rng.integers(0, K, 600)
-    right = a == x[:, :K].argmax(1)
-    y = np.where(right[:, None], np.eye(D_Y)[0], np.eye(D_Y)[1]).astype(np.float32)
-    log = InteractionLog(x, a, np.full(600, 1 / K), y, K)
+    log = largest_coordinate_log(600, np.random.default_rng(2))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         served = BatchIGL(seed=0).fit(log)
