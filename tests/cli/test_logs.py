@@ -613,3 +613,21 @@ def test_evaluate_reads_a_column_the_model_ignored_when_told_to(capsys, tmp_path
     code, _, err = run(capsys, "evaluate", tmp_path / "m", tmp_path / "log.csv",
                        "--reward", "liked", "--ignore", "liked")
     assert code == 2 and "column 'liked' is read as reward and ignored" in err
+
+
+def test_a_model_on_a_custom_module_says_the_command_line_does_not_load_it(workspace, capsys,
+                                                                           tmp_path):
+    """The message named Python calls only; a command-line user is told that the command line
+    imports no factory."""
+    from tests.models.test_custom import two_layer
+
+    from iglearn.learners import Optimisation
+
+    log = read_log(workspace / "log.npz")
+    learner = BatchIGL(policy=two_layer, optimisation=Optimisation(max_steps=20),
+                       max_restarts=0, seed=0).fit(log)
+    learner.save(tmp_path / "custom")
+    code, _, err = run(capsys, "predict", tmp_path / "custom", workspace / "log.npz", "--out",
+                       tmp_path / "p.csv")
+    assert code == 2 and "in Python (the command line imports no factory)" in err, err
+    assert not (tmp_path / "p.csv").exists()

@@ -922,9 +922,10 @@ def _factories(metadata: dict, path: str | Path, allowed: bool, kind: Algorithm,
         more = f" (and {len(records) - 1} more records)" if len(records) > 1 else ""
         raise IGLearnError(f"{path}: the {where} record{more} names the factory {shown(factory)} "
                            f"of a custom module; loading it imports and runs that code, so it "
-                           f"loads only when asked: load_model(folder, import_factories=True) "
-                           f"(or {cls.__name__}.load(folder, import_factories=True)) "
-                           f"if you trust it")
+                           f"loads only when asked, in Python (the command line imports no "
+                           f"factory): load_model(folder, import_factories=True) (or "
+                           f"{cls.__name__}.load(folder, import_factories=True)) if you trust "
+                           f"it")
     modules = {name for _, name, _ in _parts(metadata, kind)}
     settings = set(_setting_names(cls))
     custom = {}
