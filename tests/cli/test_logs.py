@@ -619,9 +619,8 @@ def test_a_model_on_a_custom_module_says_the_command_line_does_not_load_it(works
                                                                            tmp_path):
     """The message named Python calls only; a command-line user is told that the command line
     imports no factory."""
-    from tests.models.test_custom import two_layer
-
     from iglearn.learners import Optimisation
+    from tests.models.test_custom import two_layer
 
     log = read_log(workspace / "log.npz")
     learner = BatchIGL(policy=two_layer, optimisation=Optimisation(max_steps=20),
