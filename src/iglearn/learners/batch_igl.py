@@ -160,8 +160,8 @@ def share_warning(statistic: float, n_actions: int, attempts: int) -> str:
             f"attempt{'' if attempts == 1 else 's'}, more than the "
             f"{reward_share_bound(n_actions):.1%} plausible when one of {n_actions} actions is "
             f"right ({1 / n_actions:.1%} under uniform play): the policy may not follow the "
-            f"reward; log more interactions, or turn the test off (--no-share-test) if several "
-            f"actions are right on a context")
+            f"reward; log more interactions, or turn the test off (share_test=False; iglearn "
+            f"fit --no-share-test) if several actions are right on a context")
 
 
 def action_warning(explained: float, algorithm: str) -> list[str]:
