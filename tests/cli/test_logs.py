@@ -159,6 +159,23 @@ def test_predict_writes_actions_and_probabilities(workspace, capsys, tmp_path, s
     assert list(frame.columns) == ["action", "probability"] and len(frame) == 539
     assert frame["action"].between(0, 9).all() and frame["probability"].between(0, 1).all()
     assert sum(json.loads(out)["action_counts"]) == 539
+    # every action's probability, beside the chosen one's
+    every_file = tmp_path / f"every{suffix}"
+    code, _, err = run(capsys, "predict", workspace / "model", workspace / "test.parquet",
+                       "--out", every_file, "--all-probabilities")
+    assert code == 0, err
+    if suffix == ".npz":
+        every = np.load(every_file)["probabilities"]
+    else:
+        table = pd.read_csv(every_file) if suffix == ".csv" else pd.read_parquet(every_file)
+        names = [f"probability_{a}" for a in range(10)]
+        assert list(table.columns) == ["action", "probability", *names]
+        every = table[names].to_numpy()
+    assert every.shape == (539, 10)
+    np.testing.assert_allclose(every.sum(1), 1, atol=1e-6)
+    np.testing.assert_array_equal(every.argmax(1), frame["action"])
+    np.testing.assert_allclose(every[np.arange(539), frame["action"]], frame["probability"],
+                               rtol=1e-6)
 
 
 def test_sampled_predictions_are_seeded(workspace, capsys, tmp_path):

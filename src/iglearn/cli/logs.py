@@ -446,7 +446,7 @@ def _predict(args: argparse.Namespace) -> int:
     table = cast("ContextSet | InteractionLog", table)  # contexts only: never streamed
     args.outputs.claim([out])
     rng = as_generator(args.seed)
-    actions, probabilities = [], []
+    actions, probabilities, every = [], [], []
     with torch_threads(build_settings(args, Placement(), PLACEMENT).threads):
         for start in range(0, len(table), 65536):
             pi = learner.predict_proba(table.context[start:start + 65536]).astype(np.float64)
@@ -457,12 +457,19 @@ def _predict(args: argparse.Namespace) -> int:
                 action = pi.argmax(1)
             actions.append(action)
             probabilities.append(pi[np.arange(len(pi)), action])
+            if args.all_probabilities:
+                every.append(pi)
     action, probability = np.concatenate(actions), np.concatenate(probabilities)
     schema = learner.schema_
     names = None if schema is None else schema.action_names
     written = action if names is None else np.array(names)[action]  # as the log named them
+    columns = None
+    if args.all_probabilities:
+        labels = names if names is not None else [str(a) for a in range(table.n_actions)]
+        columns = ([f"probability_{label}" for label in labels],
+                   np.concatenate(every) if every else np.zeros((0, table.n_actions)))
     write_files_atomic([(out, lambda tmp: _write_predictions(out.suffix.lower(), tmp, written,
-                                                             probability))])
+                                                             probability, columns))])
     record = {"model": str(args.model), "contexts": str(args.contexts), "out": str(out),
               "rows": len(action), "sampled": args.sample,
               "action_counts": np.bincount(action, minlength=table.n_actions).tolist()}
@@ -470,13 +477,17 @@ def _predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_predictions(suffix: str, tmp: Path, action: np.ndarray,
-                       probability: np.ndarray) -> None:
+def _write_predictions(suffix: str, tmp: Path, action: np.ndarray, probability: np.ndarray,
+                       every: tuple[list[str], np.ndarray] | None = None) -> None:
     """The predictions file: ``action`` (indices, or the names a model's column mapping
-    gives the actions) and ``probability`` per row."""
+    gives the actions) and ``probability`` per row; with ``every``, the column names and
+    values (n, K) of every action's probability too."""
     if suffix == ".npz":
+        arrays = {"action": action, "probability": probability}
+        if every is not None:
+            arrays["probabilities"] = every[1]
         with open(tmp, "wb") as f:
-            np.savez(f, action=action, probability=probability)
+            np.savez(f, **arrays)  # type: ignore[arg-type]
     elif suffix == ".parquet":
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -484,16 +495,21 @@ def _write_predictions(suffix: str, tmp: Path, action: np.ndarray,
         from iglearn.data.formats.arrow import arrow_array
 
         actions = pa.array(action.tolist()) if action.dtype.kind == "U" else arrow_array(action)
-        pq.write_table(pa.table({"action": actions,
-                                 "probability": arrow_array(probability)}), tmp)
+        columns = {"action": actions, "probability": arrow_array(probability)}
+        if every is not None:
+            columns |= {name: arrow_array(np.ascontiguousarray(every[1][:, k]))
+                        for k, name in enumerate(every[0])}
+        pq.write_table(pa.table(columns), tmp)
     else:
         import csv
 
         with open(tmp, "w", newline="") as f:
             rows = csv.writer(f, lineterminator="\n")
-            rows.writerow(("action", "probability"))
-            rows.writerows((a, f"{p:.9g}") for a, p in zip(action.tolist(), probability,
-                                                            strict=True))
+            rows.writerow(("action", "probability", *(every[0] if every else ())))
+            values = probability[:, None] if every is None else np.column_stack(
+                [probability, every[1]])
+            rows.writerows((a, *(f"{p:.9g}" for p in row))
+                           for a, row in zip(action.tolist(), values, strict=True))
 
 
 def skewed_policy(context_dim: int, n_actions: int, seed: int
@@ -790,6 +806,10 @@ def _predict_options(predict: argparse.ArgumentParser) -> None:
     predict.add_argument("--sample", action="store_true",
                          help="draw actions from pi instead of taking the most likely one")
     predict.add_argument("--seed", type=number(int), default=0, help="seed of --sample")
+    predict.add_argument("--all-probabilities", action="store_true",
+                         help="also write every action's probability: columns "
+                              "probability_<action> (the action's name, else its index); "
+                              "in .npz an array probabilities of one row per context")
     add_settings(predict, Placement(), PLACEMENT, "where the model computes")
     _add_columns(predict, "Which columns of a .csv or .parquet CONTEXTS hold which field "
                           "(default: the column mapping the model was fitted with, else iglearn's "
