@@ -579,7 +579,8 @@ def test_fit_and_evaluate_drop_rows_with_missing_values_only_when_told(capsys, t
     assert code == 2 and err == ("iglearn: error: " + str(tmp_path / "labelled.csv") + ": "
                                  "column 'truth' holds a missing value at line 12; a fit reads "
                                  "no label: leave the column unread to fit (ignore=['truth'], "
-                                 "--ignore truth), and evaluate on the labelled rows "
+                                 "not as label; --ignore truth without --label), and evaluate "
+                                 "on the labelled rows "
                                  "(missing='drop', --missing drop)\n")
     code, _, err = run(capsys, "fit", tmp_path / "labelled.csv", "--out", tmp_path / "l",
                        *options, "--ignore", "truth")
@@ -647,3 +648,38 @@ def test_a_model_on_a_custom_module_says_the_command_line_does_not_load_it(works
                        tmp_path / "p.csv")
     assert code == 2 and "in Python (the command line imports no factory)" in err, err
     assert not (tmp_path / "p.csv").exists()
+
+
+def test_the_fit_options_given_again_to_predict_read_as_the_model_reads(capsys, tmp_path):
+    """The column options a model was fitted with, prefixes and an ignore prefix included,
+    given again to predict (a prefix before a name was refused as a name at another
+    position), and a table of the contexts alone (an ignore prefix matching nothing was
+    refused); a missing label or feedback value is no concern of a prediction, in Python
+    too."""
+    frame, _ = user_frame(600)
+    frame = frame.assign(score=1.5, truth=np.nan)
+    frame.to_csv(tmp_path / "log.csv", index=False)
+    options = ("--context", "emg_*,age", "--feedback", "clicks", "--action", "arm",
+               "--probability", "p", "--n-actions", "3", "--ignore", "sc*,truth")
+    code, _, err = run(capsys, "fit", tmp_path / "log.csv", "--out", tmp_path / "model",
+                       *options, *FAST)
+    assert code == 0, err
+    outputs = []
+    for data, given in ((tmp_path / "log.csv", ()), (tmp_path / "log.csv", options[:2])):
+        outputs.append(tmp_path / f"p{len(outputs)}.csv")
+        code, _, err = run(capsys, "predict", tmp_path / "model", data, *given, "--out",
+                           outputs[-1])
+        assert code == 0, err
+    frame[["age", "emg_0", "emg_1", "emg_2", "emg_10"]].to_csv(tmp_path / "contexts.csv",
+                                                                index=False)
+    outputs.append(tmp_path / "p2.csv")
+    code, _, err = run(capsys, "predict", tmp_path / "model", tmp_path / "contexts.csv",
+                       "--out", outputs[-1])
+    assert code == 0, err
+    first = pd.read_csv(outputs[0])["action"]
+    for path in outputs[1:]:
+        assert (pd.read_csv(path)["action"] == first).all()
+    from iglearn.learners.registry import load_model
+
+    model = load_model(tmp_path / "model")
+    np.testing.assert_array_equal(model.predict(frame.assign(label=np.nan)), first)

@@ -253,6 +253,9 @@ def test_dsjson_lines_marked_skip_learn_are_not_read(tmp_path):
     with pytest.warns(UserWarning, match=r"2 of 4 lines have \"_skipLearn\": true"):
         log = read_log(path)
     np.testing.assert_array_equal(log.feedback[:, 0], [1.0, 1.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # contexts to predict on: every line, one row each
+        assert len(read_contexts(path)) == 4
     skipped = [line for i, line in enumerate(lines) if i in (1, 3)]
     path.write_text("\n".join(skipped) + "\n")
     with pytest.raises(IGLearnError, match="every line has \"_skipLearn\": true"):

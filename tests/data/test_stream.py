@@ -179,7 +179,7 @@ def test_memory_or_stream_by_size_with_an_override(stored, tmp_path):
         assert isinstance(open_log(stored / "log.parquet"), InteractionLog)  # 2500 rows: small
     # a log no larger than the shuffle buffer is read whole: streaming it saves nothing, and
     # a warning says the limit is not kept
-    with pytest.warns(UserWarning, match=r"log.parquet: read into memory, the fit takes about "
+    with pytest.warns(UserWarning, match=r"log.parquet: read into memory, the process takes about "
                                          r"\d\.\d\d GB, above memory_limit_gb 0 "):
         log = open_log(stored / "log.parquet", StreamSettings(memory_limit_gb=0.0))
     assert isinstance(log, InteractionLog)

@@ -45,3 +45,18 @@ def test_settings_still_copy_pickle_and_replace():
                  replace(learner, seed=4)):
         assert made.optimisation.max_steps == 40
     assert replace(learner, seed=4).seed == 4
+
+
+def test_a_subclass_with_an_init_of_its_own_takes_its_own_keywords():
+    """The check reads a dataclass's fields; a subclass whose ``__init__`` takes other
+    keywords is built as it says (it was refused: "MyIGL has no setting 'extra'")."""
+
+    class MyIGL(BatchIGL):
+        def __init__(self, extra: int = 1, **settings):
+            super().__init__(**settings)
+            self.extra = extra
+
+    made = MyIGL(extra=2, seed=3)
+    assert made.extra == 2 and made.seed == 3
+    with pytest.raises(TypeError, match="'lr'"):
+        MyIGL(lr=0.1)  # what its own __init__ passes on is Python's to refuse

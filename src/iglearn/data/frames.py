@@ -266,6 +266,8 @@ def in_model_order(model: ColumnMapping, mapping: ColumnMapping, given: Collecti
         ours, theirs = getattr(model, field), getattr(mapping, field)
         if field not in given or ours is None or theirs is None or theirs == ours:
             continue
+        if any(entry.endswith(PREFIX) for entry in (*ours, *theirs)):
+            continue  # a prefix stands for several columns: positions do not compare
         if sorted(theirs) == sorted(ours):
             changed[field] = ours
             continue
@@ -324,9 +326,11 @@ def _missing(name: str, values: np.ndarray, source: str, places: Places = ROWS,
         return
     where = f"{source}: column {shown(name)} holds a missing value at {places.row(int(bad[0]))}"
     if field == "label":  # a partly labelled log
+        unmap = "" if name == "label" else ", not as label"
         raise IGLearnError(f"{where}; a fit reads no label: leave the column unread to fit "
-                           f"(ignore=[{name!r}], --ignore {name}), and evaluate on the "
-                           f"labelled rows (missing='drop', --missing drop)")
+                           f"(ignore=[{name!r}]{unmap}; --ignore {name}"
+                           f"{'' if name == 'label' else ' without --label'}), and evaluate "
+                           f"on the labelled rows (missing='drop', --missing drop)")
     raise IGLearnError(f"{where}; remove or impute those rows (a fit or an evaluation may "
                        f"drop them: missing='drop', --missing drop)")
 
@@ -518,7 +522,7 @@ def near_name(wanted: str, names: Sequence[str]) -> str:
     candidates = sorted({name[:len(stem)] if prefix else name for name in names})
     same = [name for name in candidates if name.lower() == stem.lower()]
     close = same or difflib.get_close_matches(stem, candidates, n=1, cutoff=0.6)
-    if not close:
+    if not close or close[0] == stem:  # the name itself is no suggestion
         return ""
     return f"did you mean {shown(close[0] + (PREFIX if prefix else ''))}?"
 
@@ -624,8 +628,7 @@ class _Selection:
         frame's index numbers its rows with gaps), and the ``index`` columns (a DataFrame's
         named index levels, as ``to_parquet`` stores them)."""
         ignored = {name for entry in self.mapping.ignore or ()
-                   for name in (self.expand(entry, "ignore") if entry.endswith(PREFIX)
-                                or entry in self.names else [])}
+                   for name in self.names if selects(entry, name)}  # none: ignores nothing
         left = [name for name in self.names
                 if name not in self.used and name != k_column and name not in ignored
                 and name not in index
@@ -758,6 +761,8 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
                    f"were played uniformly at random" if name == "probability" else "")
         given = getattr(mapping, name)
         near = near_name(given, table.names) if isinstance(given, str) else ""
+        if given in table.names:  # named as its field and ignored: left unread
+            near = f"ignore lists {shown(given)}: drop it from ignore"
         raise IGLearnError(f"{source}: no column for field '{name}' ({table.layout(name)}"
                            f"{uniform}{'; ' + near if near else ''}); an interaction log "
                            f"needs context, action, probability and feedback, a context set "

@@ -449,13 +449,16 @@ class InteractionLog:
             n_actions: K; else a column ``n_actions`` or ``frame.attrs['n_actions']``.
             source: a name for error messages.
             schema: a feature schema whose column mapping to start from (a loaded model's
-                ``schema_``, say); the keywords given replace its entries.
+                ``schema_``, say; the label and reward columns its fit left unread by name
+                are read, to evaluate it); the keywords given replace its entries.
 
         The log's ``schema`` holds the mapping (with the column names resolved) when it
         renames a field, so that ``learner.save(folder, schema=log.schema)`` keeps it.
         """
+        from iglearn.data.formats import model_mapping
         from iglearn.data.frames import from_frame, mapping_of
-        mapping = mapping_of(schema.columns if schema is not None else None,
+        # a model's mapping reads its log's label and reward again (model_mapping)
+        mapping = mapping_of(model_mapping(schema),
                              context=context, feedback=feedback, action=action,
                              probability=probability, reward=reward, label=label,
                              definitely_bad=definitely_bad, n_actions=n_actions, ignore=ignore,

@@ -222,8 +222,8 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
         return LogStream(reader, settings)
     peak = in_memory_bytes(info, held)
     if settings.stream == "auto" and peak > settings.memory_limit_gb * 2**30:
-        warn_caller(f"{info.source}: read into memory, the fit takes about {peak / 2**30:.2f} "
-                    f"GB, above memory_limit_gb {settings.memory_limit_gb:g} "
+        warn_caller(f"{info.source}: read into memory, the process takes about "
+                    f"{peak / 2**30:.2f} GB, above memory_limit_gb {settings.memory_limit_gb:g} "
                     f"(--memory-limit-gb), since streaming this small a log would take no "
                     f"less; raise the limit to that")
     log = check(info, reader.arrays(), info.source)

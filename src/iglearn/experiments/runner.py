@@ -193,6 +193,8 @@ def run_trials(trial: Trial | StackedTrials, n_trials: int, root_seed: int,
     """
     check_choice("backend", execution.backend, BACKENDS)
     seeds = seeds or spawn_seeds(root_seed, n_trials)
+    if isinstance(trial, StackedTrials):  # the blocks' size, which a trial's rounding knows
+        fingerprint = {**(fingerprint or {}), "stack": execution.stack}
     record = TrialRecord(folder, fingerprint or {}, execution.fresh) if folder else None
     results: dict[int, list[dict]] = {}
     if record:

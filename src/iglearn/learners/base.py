@@ -155,8 +155,14 @@ class PolicyLearner:
                 f"order) or in iglearn's layout ({layout}); a model fitted on a log read "
                 f"with a column mapping (InteractionLog.from_frame(frame, context=...)) reads "
                 f"a frame by its names")
-        return ContextSet.from_frame(context, self._fitted("n_actions"), "data frame",
-                                     schema=schema).context
+        from iglearn.data.frames import frame_columns, mapping_of
+
+        mapping = mapping_of(None if schema is None else schema.columns,
+                             n_actions=self._fitted("n_actions"))
+        # the contexts alone: a missing label or feedback value is no concern of a prediction
+        fields, _, _ = frame_columns(cast("pd.DataFrame", context), mapping, "data frame",
+                                     ("context",))
+        return fields["context"]
 
     def _fitted(self, key: str) -> Any:
         """What the fit knew of its log: ``n_actions``, ``context_dim`` or ``feedback_dim``

@@ -84,9 +84,16 @@ class NamedSettings:
     runs."""
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:
-        if kwargs:
+        if kwargs and _generated_init(cls):
             check_setting_names(cls, kwargs, {item.name for item in fields(cls)})  # type: ignore[arg-type]
         return super().__new__(cls)
+
+
+def _generated_init(cls: type) -> bool:
+    """Whether ``cls``' ``__init__`` is a dataclass's, which takes its fields and nothing
+    else (a subclass may write its own, taking other keywords)."""
+    owner = next(c for c in cls.__mro__ if "__init__" in c.__dict__)
+    return "__dataclass_fields__" in owner.__dict__
 
 
 @dataclass(frozen=True)

@@ -110,9 +110,11 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
             field (Parquet so read is read whole, :mod:`iglearn.data.formats.columns`; an
             error for other formats, whose fields have fixed names).
         n_actions: with a column mapping: K when neither the mapping nor a column gives it.
-        wanted: with a column mapping: the fields to read (the context and labels, to
-            predict on a log): the columns of the others are not read, so a missing value
-            there is no error. Other readers read fields when asked (``arrays(fields)``).
+        wanted: the fields to read (the context and labels, to predict on a log), or None
+            for the whole log: with a column mapping, the columns of the others are not
+            read, so a missing value there is no error; DSJSON then reads every line, those
+            not to learn from too (one prediction per line). Other readers read fields when
+            asked (``arrays(fields)``).
     """
     path = Path(path)
     shards = path.is_dir() and path.suffix.lower() not in (".npz", ".csv", ".dsjson")
@@ -154,7 +156,7 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
             columns = model_mapping(schema, wanted)
         return CsvReader(path, columns, n_actions, wanted)
     from iglearn.data.formats.dsjson import DsjsonReader
-    return DsjsonReader(path, schema)
+    return DsjsonReader(path, schema, skip_learn=wanted is None)
 
 
 def read_table(path: str | Path, schema: FeatureSchema | None = None

@@ -87,8 +87,11 @@ class CsvReader(NamedColumnsReader):
         input_file(path)
         try:
             delimiter, decimal = dialect(path)
+            # an empty cell is a missing value in a column of text too (an unlabelled row of
+            # named actions), as in a column of numbers
             table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=delimiter),
-                                   convert_options=pacsv.ConvertOptions(decimal_point=decimal))
+                                   convert_options=pacsv.ConvertOptions(
+                                       decimal_point=decimal, strings_can_be_null=True))
         except PermissionError:
             raise IGLearnError(f"{source}: cannot read the file (permission denied); check its "
                                f"permissions") from None

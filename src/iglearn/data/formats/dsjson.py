@@ -26,8 +26,9 @@
 - the keys ``EventId`` and ``ActionTaken`` of an object of ``o`` (VW's joined outcome
   events) are not feedback and are not read (:data:`OUTCOME_BOOKKEEPING`);
 - a line with ``"_skipLearn": true`` (an event VW's joiner marks unfit to learn from, such as
-  a deferred action that was never activated) is not read, as VW does not learn from it; the
-  reader warns once with their count (:attr:`DsjsonReader.skipped`);
+  a deferred action that was never activated) is not read into a log, as VW does not learn
+  from it; the reader warns once with their count (:attr:`DsjsonReader.skipped`). Contexts
+  to predict on are read from every line;
 - ``_iglearn`` holds the latent reward and the correct action, for evaluation only (VW
   ignores it).
 
@@ -76,10 +77,15 @@ class DsjsonReader(TableReader):
     Args:
         path: the file.
         schema: feature positions to use (a model's, say); else the sidecar, else inferred.
+        skip_learn: leave out the lines marked ``"_skipLearn": true`` (reading a log to
+            learn from or evaluate); False reads them too (contexts to predict on: one
+            prediction per line).
     """
 
-    def __init__(self, path: Path, schema: FeatureSchema | None = None):
+    def __init__(self, path: Path, schema: FeatureSchema | None = None,
+                 skip_learn: bool = True):
         self.path = path
+        self._skip_learn = skip_learn
         source = str(path)
         sidecar = schema_path(path)
         size = input_file(path)
@@ -191,7 +197,7 @@ class DsjsonReader(TableReader):
                     if not isinstance(record, dict) or not isinstance(record.get("c"), dict):
                         raise IGLearnError(f"{self.path}, line {line_no}: missing field 'c' "
                                            f"(the context features); every line needs one")
-                    if _skip_learn(record, str(self.path), line_no):
+                    if _skip_learn(record, str(self.path), line_no) and self._skip_learn:
                         self.skipped += 1
                         continue
                     yield line_no, record
