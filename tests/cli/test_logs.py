@@ -79,6 +79,13 @@ def test_feedback_that_shows_the_action_is_warned_and_certifies_nothing(capsys, 
     assert any("logged action explains" in line for line in told)
     assert summary["lemma5"]["applies"] is False
     assert summary["lemma5"]["value_lower_bound"] is None
+    # evaluating the model says its fit's warnings again, in the record and on stderr
+    code, out, err = run(capsys, "evaluate", tmp_path / "m", tmp_path / "bci.npz")
+    measures = json.loads(out)
+    assert code == 0 and measures["fit_warnings"] == summary["identifiability_warnings"]
+    assert any(line.startswith("iglearn: warning: the model's fit warned: ") and
+               "logged action explains" in line for line in err.splitlines()), err
+    assert measures["value_ips_error"] > 0 and len(measures["weight_means"]) == 3
 
 
 def test_fit_options_reach_the_learner_and_the_model(workspace, capsys, tmp_path):

@@ -422,6 +422,11 @@ def _evaluate(args: argparse.Namespace) -> int:
               "algorithm": algorithm_of(learner), "in_sample": in_sample, **measures}
     if in_sample:
         record["note"] = IN_SAMPLE_NOTE
+    told = [str(note) for note in training.get("warnings") or []]
+    if told:  # what the fit warned of still holds of the model: said again where it is judged
+        record["fit_warnings"] = told
+        for note in told:
+            warnings.warn(f"the model's fit warned: {note}", UserWarning, stacklevel=1)
     _print(record)
     return 0
 

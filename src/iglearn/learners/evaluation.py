@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Iterator
 from typing import Any, cast
@@ -12,7 +13,7 @@ import torch
 from iglearn.data.contexts import ContextSet
 from iglearn.data.logs import InteractionLog
 from iglearn.data.stream import Block, LogStream
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.objective import indicator
 from iglearn.learners.trials import as_tensor
@@ -61,7 +62,46 @@ def blocks(table: Table) -> Iterator[Block]:
         yield {name: value[start:start + _CHUNK] for name, value in present.items()}
 
 
-def evaluate(learner: PolicyLearner, table: Table) -> dict[str, float]:
+def standard_error(total: float, squares: float, n: int) -> float:
+    """The standard error of the mean of n values from their sum and their sum of squares
+    (the sample variance over n - 1; 0 for a single value)."""
+    if n < 2:
+        return 0.0
+    variance = max(squares - total * total / n, 0.0) / (n - 1)
+    return math.sqrt(variance / n)
+
+
+WEIGHT_SIGMAS = 4.0
+"""How many standard errors from 1 an action's mean importance weight 1{A = a} / p may lie
+before :func:`weight_warning` warns (with :data:`WEIGHT_SLACK` besides)."""
+WEIGHT_SLACK = 0.1
+"""How far from 1 an action's mean importance weight may lie besides its standard errors."""
+
+
+def weight_warning(weights: np.ndarray, n: int, source: str) -> None:
+    """Warn when the logged probabilities do not fit the logged actions: for any logging
+    policy that gives every action a positive probability, the mean over a log of
+    1{A = a} / p(A | x) is 1 for every action a (its expectation), so an action's mean far
+    from 1 (beyond :data:`WEIGHT_SIGMAS` standard errors and :data:`WEIGHT_SLACK`) says the
+    probability column is not the logged action's probability (another action's, a
+    constant, a typo), or, below 1 only, that the policy never played the action in some
+    contexts; the IPS values are biased either way. ``weights``: per action, the sums of
+    1{A = a} / p and of its square."""
+    means = weights[0] / n
+    errors = np.array([standard_error(t, q, n) for t, q in zip(*weights, strict=True)])
+    off = np.abs(means - 1.0) > WEIGHT_SIGMAS * errors + WEIGHT_SLACK
+    if not off.any() or n < 2:
+        return
+    shown_means = ", ".join(f"{m:.2f}" for m in means)
+    warn_caller(f"{source}: the logged probabilities do not fit the logged actions: the mean "
+                f"of 1/p over each action's rows, per interaction, is [{shown_means}], where "
+                f"a logging policy that gives every action a chance gives about 1 each; check "
+                f"that the probability column is the logged action's probability (below 1 "
+                f"can also mean the policy never played the action in some contexts): the "
+                f"IPS values are biased")
+
+
+def evaluate(learner: PolicyLearner, table: Table) -> dict[str, Any]:
     """Measures of the fitted softmax policy pi on ``table`` (in memory or streamed), as sums
     over its blocks (:func:`blocks`).
 
@@ -82,7 +122,10 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, float]:
       reward in [-1, 1] and there is no indicator.
 
     Rewards may lie anywhere in [-1, 1], so ``value_ips`` of a log of personalised feedback
-    is the value of the three-state reward.
+    is the value of the three-state reward. Each mean over the log has its standard error
+    (``value_ips_error``, ``greedy_value_ips_error``, ``decoded_value_error``); a log's
+    ``weight_means`` are the means of 1{A = a} / p per action, about 1 each when the
+    probabilities are the logged actions' (:func:`weight_warning`).
     """
     n = len(table)
     k = table.n_actions
@@ -96,7 +139,10 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, float]:
     decoder = getattr(learner, "decoder_", None)  # BatchIGL's and VIIGL's psi
     decoding = is_log and (per_action or three_state or decoder is not None)
     fitted = cast(Any, learner)
-    sums = {"correct": 0.0, "ips": 0.0, "greedy": 0.0, "decoded": 0.0, "indicator": 0.0}
+    sums = {"correct": 0.0, "ips": 0.0, "greedy": 0.0, "decoded": 0.0, "indicator": 0.0,
+            "ips2": 0.0, "greedy2": 0.0, "decoded2": 0.0}
+    # per action a: sums over the rows of 1{A = a} / p and its square (the weights' check)
+    weights = np.zeros((2, k))
     # per action a: sums over its rows of 1/p, pi/p, psi/p and pi psi/p (AI-IGL's indicator)
     moments = np.zeros((4, k))
     for block in blocks(table):
@@ -108,10 +154,15 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, float]:
             continue
         action, p = block["action"], np.asarray(block["probability"], np.float64)
         pi_logged = pi[np.arange(len(action)), action]
+        weights[0] += np.bincount(action, 1.0 / p, minlength=k)
+        weights[1] += np.bincount(action, 1.0 / p ** 2, minlength=k)
         if has_reward:
             weight = block["reward"] / p
-            sums["ips"] += float((pi_logged * weight).sum())
-            sums["greedy"] += float(((greedy == action) * weight).sum())
+            ips, greedy_ips = pi_logged * weight, (greedy == action) * weight
+            sums["ips"] += float(ips.sum())
+            sums["greedy"] += float(greedy_ips.sum())
+            sums["ips2"] += float((ips ** 2).sum())
+            sums["greedy2"] += float((greedy_ips ** 2).sum())
         if not decoding:
             continue
         if three_state:
@@ -129,15 +180,23 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, float]:
             sums["indicator"] += float(indicator(
                 torch.from_numpy(pi_logged), torch.from_numpy(psi), torch.from_numpy(p),
                 k)) * len(action)
-        sums["decoded"] += float((pi_logged * psi / p).sum())
-    out: dict[str, float] = {"samples": n}
+        decoded = pi_logged * psi / p
+        sums["decoded"] += float(decoded.sum())
+        sums["decoded2"] += float((decoded ** 2).sum())
+    out: dict[str, Any] = {"samples": n}
     if has_label:
         out["accuracy"] = sums["correct"] / n
     if has_reward:
         out["value_ips"] = sums["ips"] / n
+        out["value_ips_error"] = standard_error(sums["ips"], sums["ips2"], n)
         out["greedy_value_ips"] = sums["greedy"] / n
+        out["greedy_value_ips_error"] = standard_error(sums["greedy"], sums["greedy2"], n)
+    if is_log and n:
+        out["weight_means"] = (weights[0] / n).tolist()
+        weight_warning(weights, n, table.source)
     if decoding:
         out["decoded_value"] = sums["decoded"] / n
+        out["decoded_value_error"] = standard_error(sums["decoded"], sums["decoded2"], n)
         if per_action:
             seen = moments[0] > 0
             mean = moments[1:, seen] / moments[0, seen]
