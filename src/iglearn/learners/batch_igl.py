@@ -307,8 +307,12 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
             if not first.passes(value, error, k):
                 notes.append(f"no initialisation passed the restart threshold (indicator "
                              f"{value:.3f} ± {error:.3f}, needs more than {threshold:.3f} + "
-                             f"{first.restart_confidence:g} standard errors): the policy may "
-                             f"be no better than uniform play")
+                             f"{first.restart_confidence:g} standard errors): the decoder is "
+                             f"not certified and the policy may be no better than uniform "
+                             f"play; a task whose best policy is right less than about "
+                             f"{min(1.0, 2 * threshold):.0%} of the time cannot pass it (the "
+                             f"indicator is the decoded value above uniform play's): measure "
+                             f"the model on labelled data if you have some")
             if abs(statistic - 0.5) < AMBIGUITY_MARGIN:
                 notes.append(f"the decoded sign is ambiguous: {statistic:.1%} of feedback "
                              f"decodes as reward, close to one half")
