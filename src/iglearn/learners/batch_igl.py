@@ -164,6 +164,16 @@ def share_warning(statistic: float, n_actions: int, attempts: int) -> str:
             f"fit --no-share-test) if several actions are right on a context")
 
 
+def ambiguity_warning(share: float) -> str:
+    """The warning of a fit whose decoded reward covers about half of the feedback
+    (``share``, within :data:`AMBIGUITY_MARGIN` of one half, weighted to uniform play): the
+    symmetry choice, which reads the rarer decoded value as the reward, had little to go
+    on."""
+    return (f"the decoded sign is ambiguous: {share:.1%} of feedback decodes as reward, "
+            f"close to one half, so the choice of which decoded value is the reward (the rarer "
+            f"one) may be wrong; check the model on a few labelled interactions, or log more")
+
+
 def action_warning(explained: float, algorithm: str) -> list[str]:
     """The warning of a fit whose decoded reward the logged action explains (a share
     ``explained`` of its variance above :data:`~iglearn.theory.ACTION_EXPLAINED`,
@@ -314,8 +324,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                              f"indicator is the decoded value above uniform play's): measure "
                              f"the model on labelled data if you have some")
             if abs(statistic - 0.5) < AMBIGUITY_MARGIN:
-                notes.append(f"the decoded sign is ambiguous: {statistic:.1%} of feedback "
-                             f"decodes as reward, close to one half")
+                notes.append(ambiguity_warning(statistic))
             elif beyond > 0.0:
                 notes.append(share_warning(statistic, k, len(tried)))
             notes += action_warning(action_share, "2021 IGL")

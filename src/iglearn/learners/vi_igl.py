@@ -83,6 +83,7 @@ from iglearn.learners.batch_igl import (
     AMBIGUITY_MARGIN,
     IdentifiabilityWarning,
     action_warning,
+    ambiguity_warning,
 )
 from iglearn.learners.corrector import decoded_shares
 from iglearn.learners.monitor import ShortReport
@@ -844,8 +845,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
                              f"the reward; log more interactions")
             share = float(orientation.share[t])
             if abs(share - 0.5) < AMBIGUITY_MARGIN:
-                notes.append(f"the decoded sign is ambiguous: {share:.1%} of feedback decodes "
-                             f"as reward, close to one half")
+                notes.append(ambiguity_warning(share))
             explained = float(orientation.explained[t])
             notes += action_warning(explained, "VI-IGL")
             for note in notes:
