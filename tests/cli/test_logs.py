@@ -10,6 +10,7 @@ import pytest
 
 from iglearn.cli import main
 from iglearn.data.formats import read_log, write_table
+from iglearn.data.logs import InteractionLog
 from iglearn.learners import BatchIGL
 from iglearn.models import io
 from iglearn.theory import lemma5_value_lower_bound
@@ -483,6 +484,16 @@ def test_evaluate_on_the_training_log_says_it_is_in_sample(workspace, capsys, tm
     copied.write_bytes((workspace / "log.npz").read_bytes())
     code, out, _ = run(capsys, "evaluate", workspace / "model", copied)
     assert code == 0 and json.loads(out)["in_sample"] is True
+    # the same interactions saved again in another format and order: in sample too (it said
+    # false, which asserts held-out data)
+    log = read_log(workspace / "log.npz")
+    order = np.random.default_rng(0).permutation(len(log))
+    shuffled = InteractionLog(log.context[order], log.action[order], log.probability[order],
+                              log.feedback[order], log.n_actions, reward=log.reward[order],
+                              label=log.label[order])
+    write_table(shuffled, tmp_path / "shuffled.parquet")
+    code, out, _ = run(capsys, "evaluate", workspace / "model", tmp_path / "shuffled.parquet")
+    assert code == 0 and json.loads(out)["in_sample"] is True
     for data in (workspace / "test.parquet", tmp_path / "other.npz"):
         if data.suffix == ".npz":   # another log of the same size and shape
             assert run(capsys, "simulate", "digits", "--samples", "3000", "--out", data,
@@ -501,7 +512,7 @@ def test_evaluate_with_a_model_that_does_not_name_its_log_says_null(workspace, c
     for name in (io.WEIGHTS, io.METADATA):
         (model / name).write_bytes((workspace / "model" / name).read_bytes())
     meta = json.loads((model / io.METADATA).read_text())
-    del meta["training"]["log_fingerprint"]
+    del meta["training"]["log_fingerprint"], meta["training"]["rows_fingerprint"]
     (model / io.METADATA).write_text(json.dumps(meta))
     code, out, _ = run(capsys, "evaluate", model, workspace / "log.npz")
     assert code == 0 and json.loads(out)["in_sample"] is None

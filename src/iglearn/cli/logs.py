@@ -23,7 +23,7 @@ from iglearn.cli.paths import check_model_output, check_paths, with_sidecar
 from iglearn.cli.settings import add_settings, build_settings, flag, number
 from iglearn.data import safejson
 from iglearn.data.frames import ColumnMapping, given_fields_read, in_model_order
-from iglearn.data.logs import InteractionLog
+from iglearn.data.logs import InteractionLog, rows_fingerprint
 from iglearn.data.stream import LogStream, StreamSettings
 from iglearn.errors import IGLearnError
 from iglearn.learners.distributed import RayTrain
@@ -229,6 +229,8 @@ def _fit(args: argparse.Namespace) -> int:
     save_model(learner, out,  # with the log's feature schema, which the learner keeps
                extra={"log": str(args.log), "samples": len(log),
                       "log_fingerprint": fingerprint(args.log), "settings": settings,
+                      "rows_fingerprint": (rows_fingerprint(log)
+                                           if isinstance(log, InteractionLog) else None),
                       **extra})  # save_model writes it with safejson (non-finite: null)
     if history is not None:
         records = cast(BatchIGL, learner).report_.history
@@ -418,6 +420,9 @@ def _evaluate(args: argparse.Namespace) -> int:
                            f"or feedback")
     training = learner.metadata_.get("training") or {}
     in_sample = same_content(args.data, training.get("log_fingerprint"))
+    if not in_sample and isinstance(table, InteractionLog) and training.get("rows_fingerprint"):
+        # the same interactions saved again (another format, another order) are no new data
+        in_sample = rows_fingerprint(table) == training["rows_fingerprint"] or in_sample
     record = {"model": str(args.model), "data": str(args.data),
               "algorithm": algorithm_of(learner), "in_sample": in_sample, **measures}
     if in_sample:

@@ -480,3 +480,18 @@ class InteractionLog:
             value = getattr(self, f.name)
             values[f.name] = value[index] if isinstance(value, np.ndarray) else value
         return InteractionLog(**values)
+
+
+def rows_fingerprint(log: InteractionLog) -> str:
+    """What identifies the interactions of ``log`` whatever their order and the file they
+    were read from (a log saved again as Parquet, or its rows shuffled): the SHA-256 of its
+    rows (context, action, probability, feedback, each as float32) sorted by their bytes,
+    after their number. ``evaluate`` compares it with the one the fit recorded, to say
+    whether its data are the training log."""
+    import hashlib
+
+    columns = [log.context, log.action[:, None], log.probability[:, None], log.feedback]
+    rows = np.ascontiguousarray(np.hstack([np.asarray(c, np.float32) for c in columns]) + 0.0,
+                                dtype=np.float32)  # + 0.0: -0.0 is 0.0
+    whole = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
+    return f"{len(log)}:{hashlib.sha256(np.sort(whole).tobytes()).hexdigest()}"
