@@ -8,6 +8,7 @@ import uuid
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from iglearn.data.formats import read_log
@@ -226,6 +227,10 @@ def test_refit_rollback_export_import_and_log(service, tmp_path):
             log = read_log(path)
             assert log.n_actions == K and log.feedback_dim == D_Y
             assert len(log) >= len(ids)
+        # the Parquet log carries what joins it to the application's records
+        table = pd.read_parquet(tmp_path / "log.parquet")
+        assert set(ids) <= set(table["event_id"]) and table["decided_at"].is_monotonic_increasing
+        assert (table["model_version"] >= 0).all() and len(table) == len(log)
         empty = admin.get("/v1/log", params={"until": "2000-01-01T00:00:00"})
         assert empty.status_code == 404
         assert admin.get("/v1/log?format=csv").json()["field"] == "format"

@@ -50,6 +50,7 @@ from iglearn.service.storage import (
     Decision,
     Feedback,
     FeedbackOutcome,
+    Interactions,
     ModelRecord,
     Storage,
     is_new_database,
@@ -1180,7 +1181,24 @@ def write_log(service: Service, since: float | None, until: float | None, fmt: s
     with tempfile.TemporaryDirectory(prefix="iglearn-log-") as tmp:
         path = Path(tmp) / f"log.{fmt}"
         write_table(log, path)
+        if fmt == "parquet":
+            add_bookkeeping(path, data)
         return path.read_bytes()
+
+
+def add_bookkeeping(path: Path, data: Interactions) -> None:
+    """The Parquet log ``path`` with each interaction's ``event_id``, ``decided_at`` (Unix
+    seconds) and ``model_version`` beside its fields, to join it to an application's own
+    records; iglearn's readers read the fields and leave these columns alone."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(path)
+    for name, values in (("event_id", pa.array(data.event_id, pa.string())),
+                         ("decided_at", pa.array(data.decided_at, pa.float64())),
+                         ("model_version", pa.array(data.model_version, pa.int64()))):
+        table = table.append_column(name, values)
+    pq.write_table(table, path)
 
 
 async def watch_models(service: Service) -> None:
