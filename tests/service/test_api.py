@@ -76,9 +76,10 @@ def test_named_actions_are_answered_and_allowed_by_name(tmp_path):
         running.stop()
 
 
-def _named_model(folder, names: list[str] | None) -> bytes:
+def _named_model(folder, names: list[str] | None, context: list[str] | None = None) -> bytes:
     """The archive of a 2021 IGL model of the services' shape fitted on a small random log,
-    its feature schema naming the actions ``names`` (None: indices only)."""
+    its feature schema naming the actions ``names`` (None: indices only) and the context
+    columns ``context`` (None: not named)."""
     from iglearn.data.formats.base import FeatureSchema
     from iglearn.data.frames import ColumnMapping
     from iglearn.data.logs import InteractionLog
@@ -92,12 +93,37 @@ def _named_model(folder, names: list[str] | None) -> bytes:
     with warnings.catch_warnings():  # a random log: nothing to identify
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         learner = BatchIGL(seed=0).fit(log)
+    mapping = None
+    if names is not None or context is not None:
+        mapping = ColumnMapping(actions=None if names is None else tuple(names),
+                                context=None if context is None else tuple(context))
     schema = FeatureSchema(tuple(f"x{i}" for i in range(D_X)),
-                           tuple(f"y{i}" for i in range(D_Y)),
-                           None if names is None else ColumnMapping(actions=tuple(names)))
-    path = folder / f"model-{'-'.join(names or ['indices'])}"
+                           tuple(f"y{i}" for i in range(D_Y)), mapping)
+    path = folder / f"model-{'-'.join(names or ['indices'])}-{'-'.join(context or ['x'])}"
     save_model(learner, path, schema)
     return pack_model(path)
+
+
+def test_an_imported_model_must_read_the_context_in_the_services_order(tmp_path):
+    """With ``[model] context_names``, a model fitted offline on named context columns in
+    another order (or other names) is refused (it decided every context as if its entries
+    were other features); in the same order, or unnamed, it is served."""
+    from .conftest import start_service
+
+    names = ["temp_c", "ms", "count", "amp"]
+    running = start_service(tmp_path, model={"context_names": names})
+    try:
+        with running.http("admin") as admin:
+            other = admin.put("/v1/model", content=_named_model(tmp_path, None, names[::-1]))
+            assert other.status_code == 422 and other.json()["field"] == "context_names"
+            assert "in another order than this service's" in other.json()["error"]
+            assert "--context temp_c,ms,count,amp" in other.json()["error"]
+            same = admin.put("/v1/model", content=_named_model(tmp_path, None, names))
+            assert same.status_code == 201, same.text
+            unnamed = admin.put("/v1/model", content=_named_model(tmp_path, None))
+            assert unnamed.status_code == 201, unnamed.text
+    finally:
+        running.stop()
 
 
 def test_batch_and_idempotent_event_ids(service):

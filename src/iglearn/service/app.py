@@ -755,6 +755,22 @@ def check_action_names(schema: FeatureSchema | None, names: tuple[str, ...] | No
                         f"configuration as the model does", "actions")
 
 
+def check_context_names(schema: FeatureSchema | None, names: tuple[str, ...] | None) -> None:
+    """Refuse (422, field ``context_names``) an imported model fitted on named context
+    columns (its feature ``schema``'s column mapping) that are not the service's ``[model]
+    context_names`` in the same order: it would read each entry of a decision's context as
+    another feature. A model fitted on arrays, or a service without names, is not checked."""
+    columns = None if schema is None or schema.columns is None else schema.columns.context
+    if columns is None or names is None or tuple(columns) == tuple(names):
+        return
+    how = ("in another order" if sorted(columns) == sorted(names) else "of other names")
+    raise Rejected(422, f"the model was fitted on the context columns {shown(list(columns))}, "
+                        f"{how} than this service's [model] context_names "
+                        f"{shown(list(names))}: it would read each entry as another feature; "
+                        f"fit it with the context columns in the service's order (--context "
+                        f"{option_list(names)})", "context_names")
+
+
 def allowed_actions(value: object, n_actions: int,
                     names: Sequence[str] | None = None) -> np.ndarray:
     """The allowed-actions mask (K,) from a list of distinct actions: indices, or with the
@@ -1078,6 +1094,7 @@ def build_app(service: Service, start_worker: bool = True,
             raise Rejected(422, f"the model's {key} is {have!r}; this service needs {value!r}",
                            key)
         check_action_names(getattr(learner, "schema_", None), model.actions)
+        check_context_names(getattr(learner, "schema_", None), model.context_names)
         report = getattr(learner, "report_", None)
         indicator = getattr(report, "indicator", None)
         summary = {"source": "import", "indicator": indicator, "certified": False}

@@ -66,6 +66,11 @@ class ModelSettings:
     """The actions' names, in the order of their indices (n_actions of them): each decision
     then gives its action's name (``action_name``) beside its index, and a decision's allowed
     ``actions`` may be named (none: actions are indices only)."""
+    context_names: tuple[str, ...] | None = None
+    """The names of the context vector's entries, in order (context_dim of them; the column
+    names of the table a model was fitted on offline): an imported model fitted on named
+    columns in another order, or on other names, is refused (it would read each value as
+    another feature); none: a model's names are not checked."""
     learner: dict[str, Any] = field(default_factory=dict)
     """More constructor settings of the learner (``[model.learner]``: any setting ``iglearn
     fit`` takes, e.g. ``max_restarts = 2`` or ``optimisation = {epochs = 4}``)."""
@@ -387,6 +392,11 @@ def _check(config: ServiceConfig, path: str, learner: bool = True) -> None:
                                   or len(set(m.actions)) != len(m.actions)):
         raise _bad(path, "model", "actions", list(m.actions),
                    f"{m.n_actions} distinct names, one per action (n_actions)")
+    names = m.context_names
+    if names is not None and (len(names) != m.context_dim or not all(names)
+                              or len(set(names)) != len(names)):
+        raise _bad(path, "model", "context_names", list(names),
+                   f"{m.context_dim} distinct names, one per context entry (context_dim)")
     if e.seed is not None and e.seed < 0:
         raise _bad(path, "exploration", "seed", e.seed, "an integer >= 0")
     if not 0 < e.epsilon <= 1:
