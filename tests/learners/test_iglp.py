@@ -715,3 +715,21 @@ def test_the_default_steps_are_100_on_small_logs_and_200_with_per_user_grounding
             learner.fit(log)
     assert [settings.cap(400)[0] for settings in used] == [100, 200, 30]
     assert [settings.cap(5000)[0] for settings in used] == [200, 200, 200]
+
+
+def test_feedback_that_shows_the_action_is_warned_of():
+    """On action-inclusive digits nearly every interaction is extreme (the logged action is
+    told from the feedback) and the decoded reward says nothing (0.5 % accuracy): warned,
+    naming AI-IGL; on digits, where IGL-P learns, no such warning."""
+    from iglearn.envs import action_inclusive_environment, digits_environment
+    from iglearn.learners import IdentifiabilityWarning
+
+    with pytest.warns(IdentifiabilityWarning, match=r"IGL-P reads 9\d% of the interactions "
+                                                    r"as extreme.*--algorithm ai-igl"):
+        shown = IGLP(seed=0).fit(action_inclusive_environment("digits").log(500, seed=0))
+    assert shown.report_.extreme > 0.9
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        learnt = IGLP(seed=0).fit(digits_environment().log(500, seed=0))
+    assert learnt.report_.extreme < 0.3
+    assert not [w for w in caught if "as extreme" in str(w.message)]
