@@ -233,6 +233,15 @@ def test_vw_outcome_event_bookkeeping_is_not_feedback(tmp_path):
     log = read_log(tmp_path / "joined.dsjson")
     assert log.schema is not None and log.schema.feedback == ("^v",)
     np.testing.assert_array_equal(log.feedback[:, 0], [1.0, 0.0, 1.0])
+    # several outcome events of one decision: a feature's values add up, as VW adds them
+    # (the last event's was kept)
+    record = json.loads(VW_LINE)
+    record["o"] = [{"v": 1.0, "EventId": "e1"}, {"v": 0.5, "EventId": "e2"},
+                   {"w": {"click": 1}}]
+    (tmp_path / "events.dsjson").write_text(json.dumps(record) + "\n")
+    events = read_log(tmp_path / "events.dsjson")
+    assert dict(zip(events.schema.feedback, events.feedback[0].tolist(), strict=True)) == {
+        "^v": 1.5, "w^click": 1.0}
 
 
 def test_dsjson_lines_marked_skip_learn_are_not_read(tmp_path):
@@ -265,6 +274,33 @@ def test_dsjson_lines_marked_skip_learn_are_not_read(tmp_path):
     path.write_text(json.dumps(record) + "\n")
     with pytest.raises(IGLearnError, match=r"line 1: \"_skipLearn\" is 'yes'; write true or"):
         read_log(path)
+
+
+def test_dsjson_costs_of_a_contextual_bandit_log_read_as_the_reward(tmp_path):
+    """A VW contextual-bandit log's _label_cost is the logged action's cost: read as the
+    latent reward (its negative, for evaluation), so a conversion keeps it (it was dropped);
+    an IGL log's costs, all 0, are no reward; costs beyond [-1, 1] are not read, said."""
+    path = tmp_path / "cb.dsjson"
+
+    def write(costs):
+        lines = []
+        for cost in costs:
+            record = json.loads(VW_LINE)
+            record["_label_cost"] = cost
+            lines.append(json.dumps(record))
+        path.write_text("\n".join(lines) + "\n")
+
+    write([-1, 0, -1, 0.5])
+    log = read_log(path)
+    assert log.reward is not None and log.reward.tolist() == [1.0, 0.0, 1.0, -0.5]
+    assert not np.signbit(log.reward[1])  # a cost of 0 is a reward of 0, not -0
+    convert(path, tmp_path / "cb.npz")
+    assert read_log(tmp_path / "cb.npz").reward.tolist() == [1.0, 0.0, 1.0, -0.5]
+    write([0, 0, 0, 0])
+    assert read_log(path).reward is None
+    write([0, 3, 0, 0])
+    with pytest.warns(UserWarning, match="_label_cost reaches 3, so it is not read"):
+        assert read_log(path).reward is None
 
 
 def test_dsjson_writes_labels_and_feedback_before_context(tmp_path):

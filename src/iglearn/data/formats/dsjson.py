@@ -12,8 +12,10 @@
   the two disagree is refused, since the actions are read as positions of ``c._multi`` in the
   same order on every line;
 - context features are the namespaces of ``c`` other than ``_multi``; feedback features the
-  namespaces of the objects in ``o``. A feature ``{"ns": {"name": value}}`` is called
-  ``ns^name``; a string value ``{"ns": {"name": "text"}}`` is the feature ``ns^nametext``
+  namespaces of the objects in ``o`` (a feature in several objects, several outcome events
+  of one decision, is their sum, as VW adds a feature given twice). A feature
+  ``{"ns": {"name": value}}`` is called ``ns^name``; a string value
+  ``{"ns": {"name": "text"}}`` is the feature ``ns^nametext``
   with value 1, as in VW. Absent features are 0;
 - K is the length of ``c._multi``, and an action its position there: every line lists the
   same actions in the same order (a line that reorders them, or whose action features
@@ -29,6 +31,10 @@
   a deferred action that was never activated) is not read into a log, as VW does not learn
   from it; the reader warns once with their count (:attr:`DsjsonReader.skipped`). Contexts
   to predict on are read from every line;
+- a contextual-bandit log's ``_label_cost`` (VW's cost of the logged action) is read as the
+  latent reward, its negative, for evaluation only (``value_ips``), when some line's cost is
+  not 0, all lie in [-1, 1] and no line has ``_iglearn``'s reward; an IGL log leaves it 0,
+  the reward hidden, and iglearn writes 0;
 - ``_iglearn`` holds the latent reward and the correct action, for evaluation only (VW
   ignores it).
 
@@ -106,11 +112,13 @@ class DsjsonReader(TableReader):
         names: dict[str, dict[str, None]] = {"context": {}, "feedback": {}}
         seen: set[str] = set()
         flags = False  # some line has '_definitely_bad' (optional: absent is false)
+        costs = 0.0  # the largest |_label_cost| (a contextual-bandit log's costs)
         n = 0
         first_actions: tuple[int, list] | None = None  # the first line's c._multi
         for line_no, record in self._records():
             present = _present(record)
             flags = flags or _has_flag(record)
+            costs = max(costs, abs(_cost(record)))
             if n and present != seen:
                 gone = sorted(seen - present)
                 if gone:
@@ -160,6 +168,15 @@ class DsjsonReader(TableReader):
             missing = next(x for x in ("action", "probability", "feedback") if x not in seen)
             raise IGLearnError(f"{source}: no line has {_describe(missing)}; every line of a "
                                f"log needs the label, its probability and the feedback 'o'")
+        self._costs = False  # the reward is read from _label_cost (its negative)
+        if costs and "reward" not in seen and "action" in seen:
+            if costs <= 1.0:
+                self._costs = True
+                seen.add("reward")
+            else:
+                warn_caller(f"{source}: _label_cost reaches {costs:g}, so it is not read as "
+                            f"the (latent) reward, which lies in [-1, 1]: scale the costs "
+                            f"into [-1, 1] to evaluate on them")
         if flags and "feedback" in seen:
             seen.add("definitely_bad")
         fields = required_fields(seen, source)
@@ -247,8 +264,9 @@ class DsjsonReader(TableReader):
                 out["definitely_bad"][row] = _definitely_bad(record, info.source, line_no)
             extra = record.get("_iglearn", {})
             if "reward" in out:
-                out["reward"][row] = _number(extra, "reward", info.source, line_no,
-                                             where="_iglearn.")
+                out["reward"][row] = (0.0 - _cost(record) if self._costs else
+                                      _number(extra, "reward", info.source, line_no,
+                                              where="_iglearn."))
             if "label" in out:
                 value = _number(extra, "label", info.source, line_no, where="_iglearn.")
                 out["label"][row] = _action(value, 0, "_iglearn.label", info.n_actions,
@@ -289,6 +307,15 @@ def _skip_learn(record: dict, source: str, line_no: int) -> bool:
         raise IGLearnError(f"{source}, line {line_no}: \"_skipLearn\" is {shown(value)}; write "
                            f"true or false (true: the line is not learnt from)")
     return value
+
+
+def _cost(record: dict) -> float:
+    """A line's ``_label_cost`` (0 when absent or not a number: IGL logs leave it 0, the
+    reward hidden)."""
+    value = record.get("_label_cost", 0)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        return 0.0
+    return float(value)
 
 
 def _present(record: dict) -> set[str]:
@@ -411,7 +438,8 @@ def _feedback_features(record: dict, source: str, line_no: int) -> dict[str, flo
         if isinstance(observation, dict) and OUTCOME_BOOKKEEPING & observation.keys():
             observation = {key: value for key, value in observation.items()
                            if key not in OUTCOME_BOOKKEEPING}
-        out.update(_features(observation, "o", source, line_no))
+        for key, value in _features(observation, "o", source, line_no).items():
+            out[key] = out.get(key, 0.0) + value  # several events of one feature add up
     return out
 
 
