@@ -328,7 +328,8 @@ def test_auto_reads_users_and_words_in_the_order_they_appear():
     assert learner.feedback_vector((5,)).tolist() == [1, 0, 0]
     assert learner.ids == {"users": {7: 0, 2: 1}, "words": {5: 0}}
     learner.context_vector((0, 1.0))
-    with pytest.raises(IGLearnError, match="more than 3 distinct user ids; raise slots"):
+    with pytest.raises(IGLearnError, match=r"more than 3 distinct user ids, the most "
+                                           r"users=\"auto\" one-hot encodes; give users=N"):
         learner.context_vector((1, 1.0))
     with pytest.raises(IGLearnError, match="not a whole number"):
         learner.context_vector((0.5, 1.0))

@@ -143,7 +143,10 @@ class CobaLearner(Learner):
             slot = seen.setdefault(int(number), len(seen))
             if slot >= size:
                 del seen[int(number)]
-                raise IGLearnError(f"more than {size} distinct {what[:-1]} ids; raise slots")
+                raise IGLearnError(f"more than {size} distinct {what[:-1]} ids, the most "
+                                   f"{what}=\"auto\" one-hot encodes; give {what}=N, the "
+                                   f"number of {what[:-1]} ids (numbered 0 to N - 1), or raise "
+                                   f"CobaLearner's slots")
         else:
             slot = int(number)
             if not 0 <= slot < size:
