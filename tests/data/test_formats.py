@@ -216,7 +216,9 @@ def test_reads_vw_igl_dsjson_and_builds_the_schema(tmp_path):
                                              "context": ["User^user=Tom"],
                                              "feedback": ["v^v=click", "v^v=none"]}))
     with pytest.raises(IGLearnError, match=r"line 1: context feature 'User\^timeafternoon' "
-                                           r"is not in the feature schema"):
+                                           r"is not in the feature schema beside the file "
+                                           r"\(.*\.dsjson\.schema\.json\), which is another "
+                                           r"log's: delete it"):
         read_log(path)
 
 

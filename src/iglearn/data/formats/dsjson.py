@@ -287,8 +287,9 @@ class DsjsonReader(TableReader):
                 if not self._given:  # the file's own sidecar disagrees with it
                     raise IGLearnError(
                         f"{self.path}, line {line_no}: {name} feature {shown(key)} is not in "
-                        f"the feature schema; use the schema the model or log was made "
-                        f"with, or refit with this feature")
+                        f"the feature schema beside the file ({schema_path(self.path).name}), "
+                        f"which is another log's: delete it to read the file's own features "
+                        f"(or restore the one written with this log)")
                 if not self._told:
                     self._told = True
                     warn_caller(f"{self.path}, line {line_no}: {name} feature {shown(key)} "
