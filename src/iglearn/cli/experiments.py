@@ -156,7 +156,7 @@ def _run(experiment: Experiment, args: argparse.Namespace) -> int:
 
 def _grid_item(text: str) -> tuple[str, list]:
     """argparse type of --set: ``NAME=V1,V2,...``, each value read as option --NAME reads it."""
-    from iglearn.experiments.configs import SWEEPABLE, Table1Config
+    from iglearn.experiments.configs import SWEEPABLE, Table1Config, repeated
 
     name, sep, values = text.partition("=")
     name = name.strip().replace("-", "_")
@@ -170,9 +170,9 @@ def _grid_item(text: str) -> tuple[str, list]:
         parsed = [parse(value) for value in values.split(",")]
     except argparse.ArgumentTypeError as e:
         raise argparse.ArgumentTypeError(f"{name}: {e}") from e
-    if len(set(parsed)) != len(parsed):
-        raise argparse.ArgumentTypeError(f"{name} lists a value twice ({values}); give each "
-                                         f"once")
+    problem = repeated(name, parsed)
+    if problem is not None:
+        raise argparse.ArgumentTypeError(problem.removeprefix("--"))
     return name, parsed
 
 

@@ -21,8 +21,7 @@ import numpy as np
 import pandas as pd
 
 from iglearn.envs.named import named_environment
-from iglearn.errors import IGLearnError
-from iglearn.experiments.configs import ActionInclusiveConfig
+from iglearn.experiments.configs import ActionInclusiveConfig, check_distinct
 from iglearn.experiments.results import (
     accuracy_summary,
     fit_scored,
@@ -220,11 +219,7 @@ def plot(frame: pd.DataFrame, path: Path) -> None:
 
 def check(config: ActionInclusiveConfig) -> None:
     """Refuse settings that would run a task or a method twice."""
-    for name in ("noise", "methods"):
-        values = getattr(config, name)
-        if len(set(values)) != len(values):
-            raise IGLearnError(f"--{name} lists a value twice ({','.join(map(str, values))}); "
-                               f"give each once")
+    check_distinct(config, ("noise", "methods"))
 
 
 def reproduce(config: ActionInclusiveConfig, out: str | Path,

@@ -6,11 +6,29 @@ experiment's module imports its settings from here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from iglearn.errors import IGLearnError
 from iglearn.learners.schedules import make_schedule
+
+
+def repeated(name: str, values: Sequence[object]) -> str | None:
+    """The message refusing option ``--name``'s comma-separated ``values`` when one is given
+    twice (which would run a setting twice and count it as two trials), or None."""
+    if len(set(values)) == len(values):
+        return None
+    return f"--{name} lists a value twice ({','.join(map(str, values))}); give each once"
+
+
+def check_distinct(config: object, names: Sequence[str]) -> None:
+    """Refuse ``config``'s settings ``names`` (lists of values) that give a value twice."""
+    for name in names:
+        problem = repeated(name, getattr(config, name))
+        if problem is not None:
+            raise IGLearnError(problem)
+
 
 # Table 1 (:mod:`iglearn.experiments.table1`).
 PAPER = {"SUP": (0.9062, 0.0102), "CB": (0.8558, 0.0450), "IGL": (0.8221, 0.0433)}
@@ -70,9 +88,7 @@ class SampleComplexityConfig:
     """Policy class of all three learners."""
 
     def __post_init__(self) -> None:
-        if len(set(self.samples)) != len(self.samples):
-            raise IGLearnError(f"--samples lists a value twice "
-                               f"({','.join(map(str, self.samples))}); give each once")
+        check_distinct(self, ("samples",))
 
 
 # Section 6, unsupervised decoding (:mod:`iglearn.experiments.unsupervised`).
@@ -249,10 +265,7 @@ class PersonalizedConfig:
             raise IGLearnError(f"--epsilon must be in [0, 1], got {self.epsilon}")
         if not self.gamma0 > 0:
             raise IGLearnError(f"--gamma0 must be positive, got {self.gamma0}")
-        for name in ("tasks", "methods"):
-            values = getattr(self, name)
-            if len(set(values)) != len(values):
-                raise IGLearnError(f"--{name} lists a value twice; give each once")
+        check_distinct(self, ("tasks", "methods"))
 
     def rounds_of(self, task: str) -> int:
         """Interactions played on ``task``."""
@@ -302,11 +315,7 @@ class FamilyConfig:
         for name in ("trials", "samples", "personalised_samples"):
             if getattr(self, name) < 1:
                 raise IGLearnError(f"--{name.replace('_', '-')} must be at least 1")
-        for name in ("families", "methods"):
-            values = getattr(self, name)
-            if len(set(values)) != len(values):
-                raise IGLearnError(f"--{name} lists a value twice ({','.join(values)}); "
-                                   f"give each once")
+        check_distinct(self, ("families", "methods"))
 
     def environment_name(self, family: str) -> str:
         """The named environment of ``family``."""
@@ -368,10 +377,6 @@ class NoisyFeedbackConfig:
                 raise IGLearnError(f"--{name.replace('_', '-')} must be at least 1")
         if any(not 0.0 <= p <= 1.0 for p in self.p):
             raise IGLearnError(f"--p values must lie in [0, 1], got {','.join(map(str, self.p))}")
-        for name in ("p", "kinds", "methods"):
-            values = getattr(self, name)
-            if len(set(values)) != len(values):
-                raise IGLearnError(f"--{name} lists a value twice "
-                                   f"({','.join(map(str, values))}); give each once")
+        check_distinct(self, ("p", "kinds", "methods"))
         if not self.kinds:
             raise IGLearnError("--kinds names no noise kind; give at least one")
