@@ -141,10 +141,11 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, Any]:
     fitted = cast(Any, learner)
     sums = {"correct": 0.0, "ips": 0.0, "greedy": 0.0, "decoded": 0.0, "indicator": 0.0,
             "ips2": 0.0, "greedy2": 0.0, "decoded2": 0.0}
-    # per action a: sums over the rows of 1{A = a} / p and its square (the weights' check)
+    # per action a: sums over its rows of 1/p (the weights' check, and the count AI-IGL's
+    # indicator normalises by) and of 1/p²
     weights = np.zeros((2, k))
-    # per action a: sums over its rows of 1/p, pi/p, psi/p and pi psi/p (AI-IGL's indicator)
-    moments = np.zeros((4, k))
+    # per action a: sums over its rows of pi/p, psi/p and pi psi/p (AI-IGL's indicator)
+    moments = np.zeros((3, k))
     for block in blocks(table):
         pi = learner.predict_proba(block["context"]).astype(np.float64)
         greedy = pi.argmax(1)
@@ -169,9 +170,8 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, Any]:
             psi = fitted.decode(block["context"], action, block["feedback"])
         elif per_action:
             psi = fitted.decode(block["feedback"], action).astype(np.float64)
-            for m, value in enumerate((1.0, pi_logged, psi, pi_logged * psi)):
-                moments[m] += np.bincount(action, np.broadcast_to(value, p.shape) / p,
-                                          minlength=k)
+            for m, value in enumerate((pi_logged, psi, pi_logged * psi)):
+                moments[m] += np.bincount(action, value / p, minlength=k)
         else:  # a BatchIGL's or a VIIGL's decoder, on the feedback as it reads it
             with torch.no_grad():
                 assert decoder is not None  # decoding without per-action decoders
@@ -198,8 +198,8 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, Any]:
         out["decoded_value"] = sums["decoded"] / n
         out["decoded_value_error"] = standard_error(sums["decoded"], sums["decoded2"], n)
         if per_action:
-            seen = moments[0] > 0
-            mean = moments[1:, seen] / moments[0, seen]
+            seen = weights[0] > 0
+            mean = moments[:, seen] / weights[0, seen]
             out["indicator"] = float((mean[2] - mean[0] * mean[1]).sum())
         elif not three_state:
             out["indicator"] = sums["indicator"] / n
