@@ -876,14 +876,14 @@ def from_frame(frame: pd.DataFrame, mapping: ColumnMapping | None = None,
 
 
 def contexts_from_frame(frame: pd.DataFrame, mapping: ColumnMapping | None = None,
-                        source: str = "data frame") -> ContextSet:
+                        source: str = "data frame",
+                        wanted: Collection[str] = ("context", "label")) -> ContextSet:
     """The contexts (and labels, if any) of a DataFrame holding a context set or a log, its
     columns read as ``mapping`` says (no other field's values are read: a missing feedback
-    value is no error)."""
+    value is no error; ``wanted`` ("context",): not the labels either)."""
     from iglearn.data.contexts import ContextSet
 
-    fields_, k, _ = frame_columns(frame, mapping or ColumnMapping(), source,
-                                  ("context", "label"))
+    fields_, k, _ = frame_columns(frame, mapping or ColumnMapping(), source, wanted)
     return ContextSet(fields_["context"], k, fields_.get("label"), source)
 
 

@@ -155,14 +155,13 @@ class PolicyLearner:
                 f"order) or in iglearn's layout ({layout}); a model fitted on a log read "
                 f"with a column mapping (InteractionLog.from_frame(frame, context=...)) reads "
                 f"a frame by its names")
-        from iglearn.data.frames import frame_columns, mapping_of
+        from iglearn.data.frames import contexts_from_frame, mapping_of
 
         mapping = mapping_of(None if schema is None else schema.columns,
                              n_actions=self._fitted("n_actions"))
         # the contexts alone: a missing label or feedback value is no concern of a prediction
-        fields, _, _ = frame_columns(cast("pd.DataFrame", context), mapping, "data frame",
-                                     ("context",))
-        return fields["context"]
+        return contexts_from_frame(cast("pd.DataFrame", context), mapping, "data frame",
+                                   ("context",)).context
 
     def _fitted(self, key: str) -> Any:
         """What the fit knew of its log: ``n_actions``, ``context_dim`` or ``feedback_dim``
