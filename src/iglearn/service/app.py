@@ -282,9 +282,10 @@ class Service:
             self._attempt = 0
             recorded = check_stored_shape(self.storage, config)
             self.started = False
+            """Whether the service has loaded what the database serves at its start (that
+            load is no swap)."""
             self.load_served()
             self.started = True
-            """Whether the service has loaded what the database serves at its start."""
             if not recorded:
                 self.storage.set_state("shape", recorded_shape(config, self.storage))
             explored = int(self.storage.state("explored_rounds") or 0)
@@ -338,7 +339,7 @@ class Service:
         lag = time.time() - record.created_at
         # at start, the stored version is loaded, not swapped for one served before
         what = (f"now serving model version {version} (was {previous})"
-                if getattr(self, "started", True) else f"serving model version {version}")
+                if self.started else f"serving model version {version}")
         log_event(self.config.server.log_format, "swap",
                   f"{what}, stored {lag:.2f} s ago",
                   version=version, previous=previous, seconds_since_stored=lag,
