@@ -100,7 +100,8 @@ def held_back(learner: Any, config: ServiceConfig, log: InteractionLog | None = 
               served: Any = None) -> str | None:
     """Why a re-fit is stored but not served, or None to serve it. Given the ``served``
     model and the ``log``, the two are first compared by how often the log contradicts their
-    readings of the feedback (:func:`contradicted_reading`): the one contradicted less wins.
+    readings of the feedback (:func:`contradicted_reading`): the one contradicted clearly less
+    (:func:`clearly_fewer`) wins.
     Otherwise the re-fit is held back when its indicator is below the served model's on the
     same ``log`` by more than the restart's confidence times its standard error (a fit
     clearly worse than the one it would replace: the re-fit's indicator is measured on the
@@ -172,9 +173,24 @@ def contradiction_counts(readings: np.ndarray, log: InteractionLog) -> np.ndarra
     return np.maximum(per_stratum - 1, 0).sum(1) + split
 
 
+CONTRADICTION_CONFIDENCE = 1.5
+"""How many standard deviations of a sign test the gap between two readings' contradiction
+counts must exceed before it decides between them (:func:`clearly_fewer`)."""
+
+
+def clearly_fewer(fewer: int, more: int) -> bool:
+    """Whether a reading contradicted ``fewer`` times is clearly better borne out than one
+    contradicted ``more`` times: the gap exceeds :data:`CONTRADICTION_CONFIDENCE` times the
+    square root of their sum (a sign test: were both readings as good, each contradiction
+    would fall on either side alike). A gap of one or two contradictions (a noisy user's
+    repeated context seen with two rewarded-looking actions) decides nothing; the
+    indicators do."""
+    return more - fewer > CONTRADICTION_CONFIDENCE * math.sqrt(fewer + more)
+
+
 def less_contradicted_opposite(learner: Any, log: InteractionLog) -> Any:
     """A copy of the fitted IGL ``learner`` with its decoder flipped when ``log`` contradicts
-    the opposite of its reading of the feedback less often than its own
+    the opposite of its reading of the feedback clearly less often than its own
     (:func:`contradictions`; e.g. a context seen with two actions decoded as rewarded), else
     None. :func:`refit` then fits again with that copy as the reference and an unbounded
     ``reference_confidence``, so that Appendix B's corrector keeps the opposite reading
@@ -189,7 +205,7 @@ def less_contradicted_opposite(learner: Any, log: InteractionLog) -> Any:
         return None
     reward = learner.decode(log.feedback) > 0.5
     own, opposite_reading = contradiction_counts(np.stack([reward, ~reward]), log)
-    if opposite_reading >= own:
+    if not clearly_fewer(int(opposite_reading), int(own)):
         return None
     opposite = copy.deepcopy(learner)
     with torch.no_grad():
@@ -200,7 +216,8 @@ def less_contradicted_opposite(learner: Any, log: InteractionLog) -> Any:
 def contradicted_reading(learner: Any, served: Any, log: InteractionLog) -> str | None:
     """Whether the re-fit ``learner`` or the ``served`` model reads ``log``'s feedback the
     way the log contradicts less (:func:`contradictions`): '' to serve the re-fit, why it is
-    held back, or None when both are contradicted equally often (or a model has no decoder)
+    held back, or None when neither is contradicted clearly less (:func:`clearly_fewer`; or a
+    model has no decoder)
     and the indicators decide (:func:`held_back`). On a log gathered by a served model that
     reads the feedback's opposite, its own reading scores its own choices as rewarded and
     its indicator stays high; repeated contexts refute it outright."""
@@ -208,10 +225,10 @@ def contradicted_reading(learner: Any, served: Any, log: InteractionLog) -> str 
         return None
     mine, theirs = contradiction_counts(
         np.stack([model.decode(log.feedback) > 0.5 for model in (learner, served)]), log)
-    if mine == theirs:
-        return None
-    if mine < theirs:
+    if clearly_fewer(int(mine), int(theirs)):
         return ""
+    if not clearly_fewer(int(theirs), int(mine)):
+        return None
     return (f"the log contradicts its reading of the feedback more often than the served "
             f"model's ({mine} against {theirs} times: a context seen with more than one "
             f"rewarded action, or one action of a context read both ways)")
