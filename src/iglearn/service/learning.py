@@ -217,10 +217,9 @@ def contradicted_reading(learner: Any, served: Any, log: InteractionLog) -> str 
     """Whether the re-fit ``learner`` or the ``served`` model reads ``log``'s feedback the
     way the log contradicts less (:func:`contradictions`): '' to serve the re-fit, why it is
     held back, or None when neither is contradicted clearly less (:func:`clearly_fewer`; or a
-    model has no decoder)
-    and the indicators decide (:func:`held_back`). On a log gathered by a served model that
-    reads the feedback's opposite, its own reading scores its own choices as rewarded and
-    its indicator stays high; repeated contexts refute it outright."""
+    model has no decoder) and the indicators decide (:func:`held_back`). On a log gathered by
+    a served model that reads the feedback's opposite, its own reading scores its own choices
+    as rewarded and its indicator stays high; repeated contexts refute it outright."""
     if not all(hasattr(m, "decode") for m in (learner, served)):
         return None
     mine, theirs = contradiction_counts(
