@@ -279,6 +279,40 @@ def test_every_learner_that_decodes_the_feedback_warns_of_an_action_the_log_neve
     assert note in learner.report_.warnings
 
 
+@pytest.mark.parametrize("make", [
+    lambda: BatchIGL(seed=0, optimisation=QUICK, max_restarts=0),
+    lambda: AIIGL(seed=0, optimisation=QUICK, max_restarts=0),
+    lambda: VIIGL(seed=0, optimisation=QUICK, max_restarts=0),
+    lambda: IGLP(seed=0),
+], ids=["IGL", "AI-IGL", "VI-IGL", "IGL-P"])
+def test_every_learner_that_reads_the_probabilities_warns_when_they_do_not_fit_the_actions(
+        make, logs, tmp_path):
+    """A probability column that is not the logged action's probability (here 0.5 for every
+    row of a uniform K = 10 log) is warned at the fit, as ``evaluate`` warns it, in memory and
+    streamed, and a log whose column is right is not."""
+    from iglearn import open_log
+    from iglearn.data.formats import write_table
+    from iglearn.data.stream import StreamSettings
+
+    wrong = dataclasses.replace(logs[0], probability=np.full(len(logs[0]), 0.5))
+    write_table(wrong, tmp_path / "wrong.npz")
+    stream = open_log(tmp_path / "wrong.npz", StreamSettings(stream="on"))
+    if isinstance(make(), IGLP):  # IGL-P fits in memory only, and says so
+        with pytest.raises(IGLearnError, match="IGL-P fits a log in memory, not a stream"):
+            make().fit(stream)
+    for log in (wrong,) if isinstance(make(), IGLP) else (wrong, stream):
+        with pytest.warns(IdentifiabilityWarning) as caught:
+            learner = make().fit(log)
+        notes = [str(each.message) for each in caught]
+        (note,) = [n for n in notes if "probabilities do not fit the logged actions" in n]
+        assert note.startswith(f"{log.source}: ") and "per interaction, is [0.2" in note
+        assert note in learner.report_.warnings
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        learner = make().fit(logs[0])
+    assert not [w for w in caught if "probabilities do not fit" in str(w.message)]
+
+
 def test_a_file_read_without_the_models_feature_names_is_refused_not_misread(tmp_path):
     """A DSJSON file names its features in its own order of first appearance: one written by
     another program (VW's tooling) in another order, read without the model's schema, holds

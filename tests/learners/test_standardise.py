@@ -231,6 +231,25 @@ def test_a_constant_context_column_fits(task):
     assert np.isfinite(learner.predict_proba(test)).all()
 
 
+@pytest.mark.parametrize(("scale", "offset"), [(0.05, 1e5), (200.0, 3e8)])
+def test_columns_far_from_zero_varying_by_a_few_float32_steps_are_scaled(scale, offset, task):
+    """Columns around 1e5 varying by hundredths (a few float32 steps of their size) or around
+    3e8 by hundreds are columns, not constants: each is divided by its spread, and the fit
+    gives the actions of the log shifted and scaled by a modest amount."""
+    log, test = task
+    far = InteractionLog((log.context.astype(np.float64) * scale + offset).astype(np.float32),
+                         log.action, log.probability, log.feedback, log.n_actions, log.reward,
+                         log.label)
+    learner = quietly(ContextualBandit(optimisation=QUICK, seed=1), far)
+    reference = quietly(ContextualBandit(optimisation=QUICK, seed=1), raw(log))
+    varying = far.context.astype(np.float64).std(0) > 1.2 * np.finfo(np.float32).eps * offset
+    assert varying.sum() >= 20
+    assert (learner.standardiser_.context_scale[varying] != 1.0).all()
+    accuracy = (learner.predict((test.astype(np.float64) * scale + offset).astype(np.float32))
+                == reference.predict(test * SCALE + SHIFT)).mean()
+    assert accuracy >= 0.85, f"{accuracy:.1%} of the actions agree"
+
+
 @pytest.mark.parametrize("make", [
     lambda d: OnlineRegressionCB(10, d, refit_every=300, seed=0),
     lambda d: OnlineIGLP(10, d, d, refit_every=300, seed=0),

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -343,6 +343,61 @@ def label_accuracy(actions: np.ndarray, labels: object, n_actions: int) -> float
         raise IGLearnError("labels: there are no contexts to measure accuracy on; give at "
                            "least one")
     return float((actions == labels).mean())
+
+
+def standard_error(total: Any, squares: Any, n: int) -> Any:
+    """The standard error of the mean of n values from their sum and their sum of squares
+    (the sample variance over n - 1; 0 for a single value), of one sum or of an array of
+    them."""
+    total = np.asarray(total, np.float64)
+    if n < 2:
+        error = np.zeros_like(total)
+    else:
+        variance = np.maximum(np.asarray(squares, np.float64) - total * total / n, 0.0) / (n - 1)
+        error = np.sqrt(variance / n)
+    return float(error) if error.ndim == 0 else error
+
+
+def importance_weight_sums(action: np.ndarray, probability: np.ndarray, n_actions: int
+                           ) -> np.ndarray:
+    """Per action a, the sums over rows of the importance weight 1{A = a} / p and of its
+    square, shape (2, K): what :func:`probability_warning` reads, added up a block of rows
+    at a time."""
+    p = np.asarray(probability, np.float64)
+    return np.stack([np.bincount(action, 1.0 / p, minlength=n_actions),
+                     np.bincount(action, 1.0 / p ** 2, minlength=n_actions)])
+
+
+WEIGHT_SIGMAS = 4.0
+"""How many standard errors from 1 an action's mean importance weight 1{A = a} / p may lie
+before :func:`probability_warning` warns (with :data:`WEIGHT_SLACK` besides)."""
+WEIGHT_SLACK = 0.1
+"""How far from 1 an action's mean importance weight may lie besides its standard errors."""
+
+
+def probability_warning(sums: np.ndarray, n: int, source: str) -> str | None:
+    """The warning of a log whose logged probabilities do not fit its logged actions, or
+    None: for any logging policy that gives every action a positive probability, the mean
+    over a log of 1{A = a} / p(A | x) is 1 for every action a (its expectation), so an
+    action's mean far from 1 (beyond :data:`WEIGHT_SIGMAS` standard errors and
+    :data:`WEIGHT_SLACK`) says the probability column is not the logged action's probability
+    (another action's, a constant, a typo), or, below 1 only, that the policy never played
+    the action in some contexts: importance-weighted fits and IPS values are biased either
+    way. ``sums``: :func:`importance_weight_sums` of the ``n`` rows. Every fit that reads
+    the probabilities and ``evaluate`` warn it."""
+    if n < 2:
+        return None
+    means = sums[0] / n
+    off = np.abs(means - 1.0) > WEIGHT_SIGMAS * standard_error(sums[0], sums[1], n) + WEIGHT_SLACK
+    if not off.any():
+        return None
+    shown_means = ", ".join(f"{m:.2f}" for m in means)
+    return (f"{source}: the logged probabilities do not fit the logged actions: the mean of "
+            f"1/p over each action's rows, per interaction, is [{shown_means}], where a "
+            f"logging policy that gives every action a chance gives about 1 each; check that "
+            f"the probability column is the logged action's probability (below 1 can also "
+            f"mean the policy never played the action in some contexts): importance-weighted "
+            f"fits and IPS values are biased")
 
 
 def _check_rows(name: str, array: np.ndarray, n: int, source: str,

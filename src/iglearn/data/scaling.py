@@ -37,8 +37,9 @@ The statistics of a standardised block:
 - feedback: mean and standard deviation weighted by the importance weight 1/p of each row, so
   that they describe the feedback of uniform play, whatever policy logged the log (under
   uniform logging every row weighs the same);
-- a column whose standard deviation is 0 (a constant column; below 1e-6 of its mean's size, or
-  1e-12, which is rounding) has scale 1: it is centred, never divided by zero;
+- a column whose standard deviation is 0 (a constant column; below float32's resolution, 2^-23
+  of its mean's size, or 1e-12, which is rounding) has scale 1: it is centred, never divided
+  by zero;
 - every other column, a near-constant one (a pixel lit in a few images) included, is divided
   by its own standard deviation and multiplied by ROW_SPREAD / √d, as z-scoring by hand and
   then narrowing does: a raw log then fits as the same log z-scored by hand would (which
@@ -255,9 +256,14 @@ Z_STD = (0.75, 1.25)
 z-scored by hand; its feedback's importance-weighted moments drift from 0 and 1 under a
 non-uniform logging policy)."""
 
-_CONSTANT = 1e-6
+_CONSTANT = float(np.finfo(np.float32).eps)
 """A column whose standard deviation is at most this fraction of its mean's size (or 1e-12)
-is constant: its scale is 1."""
+is constant: its scale is 1. The fraction is float32's resolution (2^-23, one step between
+neighbouring float32 values at the mean's size; logs hold float32 values): a column that only
+rounding moves, its values one or two float32 steps apart, is constant, and one that moves by
+a few steps, values around 1e5 varying by a few hundredths, is not. (A fraction of 1e-6 took
+such columns for constant and left their few hundredths unscaled beside unit z-scores:
+digits contexts times 0.05 plus 1e5 fitted 1,000 interactions to 23 % against 87 %.)"""
 
 
 CHUNK_ROWS = 2048

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import numpy as np
 
 from iglearn.data.formats.base import DTYPES, FeatureSchema, TableInfo, TableReader
-from iglearn.data.logs import InteractionLog
+from iglearn.data.logs import InteractionLog, importance_weight_sums
 from iglearn.errors import IGLearnError, warn_caller
 
 if TYPE_CHECKING:
@@ -398,7 +398,7 @@ class LogStream:
                                f"rows but its metadata says {info.n_rows}; the file is "
                                f"corrupt, write it again")
         self.settings = replace(self.settings, shuffle_rows=shuffle, block_rows=block)
-        self._counts, self.min_probability = self._scan(reader)
+        self._counts, self._weights, self.min_probability = self._scan(reader)
         self._buffer: Block = {}   # the shuffle buffer, kept from one epoch to the next
         self._ray: _RayDataset | None = None
         if self.settings.reader == "ray":
@@ -408,15 +408,19 @@ class LogStream:
                                    f"or use reader local")
             self._ray = _RayDataset(self._pieces.paths, self.settings)
 
-    def _scan(self, reader: TableReader) -> tuple[np.ndarray, float]:
-        """Check every row as an in-memory log is checked; count each action's interactions
-        and find the smallest logged probability."""
+    def _scan(self, reader: TableReader) -> tuple[np.ndarray, np.ndarray, float]:
+        """Check every row as an in-memory log is checked; count each action's interactions,
+        sum its importance weights 1/p and their squares, and find the smallest logged
+        probability."""
         counts = np.zeros(self.n_actions, dtype=np.int64)
+        weights = np.zeros((2, self.n_actions))
         smallest = math.inf
         for _, batch in reader.validated_batches(self.settings.block_rows):
-            counts += np.bincount(batch["action"], minlength=self.n_actions)
-            smallest = min(smallest, float(batch["probability"].min()))
-        return counts, smallest
+            action, probability = batch["action"], batch["probability"]
+            counts += np.bincount(action, minlength=self.n_actions)
+            weights += importance_weight_sums(action, probability, self.n_actions)
+            smallest = min(smallest, float(probability.min()))
+        return counts, weights, smallest
 
     @property
     def n_actions(self) -> int:
@@ -455,6 +459,11 @@ class LogStream:
     def action_counts(self) -> np.ndarray:
         """Interactions of each action, shape (K,)."""
         return self._counts.copy()
+
+    def weight_sums(self) -> np.ndarray:
+        """Per action, the sums of the importance weights 1{A = a} / p and of their squares,
+        shape (2, K) (:func:`~iglearn.data.logs.importance_weight_sums`)."""
+        return self._weights.copy()
 
     def chunks(self, fields: Sequence[str] | None = None) -> Iterator[Block]:
         """Every row once, in file order, in blocks of at most ``block_rows`` rows (a Parquet

@@ -82,7 +82,7 @@ from iglearn.data.limits import check_igl_logs
 from iglearn.data.scaling import Mode, SameUnit, standardised_feedback
 from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
-from iglearn.learners.base import StackableLearner, check_finite_fit, unseen_action_warnings
+from iglearn.learners.base import StackableLearner, check_finite_fit, log_warnings
 from iglearn.learners.baselines import reward_stages
 from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
 from iglearn.learners.e2g import EpochGreedy
@@ -413,15 +413,16 @@ def flat(decoders: Sequence[Sequence[Decoder]]) -> list[Decoder]:
 
 
 def action_warnings(log: AnyLog, min_interactions: int) -> list[str]:
-    """Warnings that hold before fitting: K = 2, actions the log never shows
-    (:func:`~iglearn.learners.base.unseen_action_warnings`), and actions with too few
-    interactions to ground their decoders."""
+    """Warnings that hold before fitting: K = 2, the log's own
+    (:func:`~iglearn.learners.base.log_warnings`: actions it never shows, probabilities that
+    do not fit its actions), and actions with too few interactions to ground their
+    decoders."""
     notes = []
     if log.n_actions == 2:
         notes.append("K = 2: the reward need not be the rarer event for each action, so the "
                      "sign of each decoded reward is not identified; expect arbitrary "
                      "directions")
-    notes += unseen_action_warnings(log)
+    notes += log_warnings(log)
     seen = action_counts(log)
     few = np.flatnonzero((seen > 0) & (seen < min_interactions)).tolist()
     if few:

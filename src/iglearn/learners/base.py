@@ -13,7 +13,7 @@ import torch
 
 from iglearn.data.contexts import ContextSet
 from iglearn.data.limits import check_log_types
-from iglearn.data.logs import InteractionLog, label_accuracy, model_rows
+from iglearn.data.logs import InteractionLog, label_accuracy, model_rows, probability_warning
 from iglearn.data.scaling import (
     DEFAULT_ORIGINS,
     ROW_SPREAD,
@@ -26,7 +26,7 @@ from iglearn.data.scaling import (
 from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
 from iglearn.errors import IGLearnError, shown
-from iglearn.learners.stream import action_counts, min_probability
+from iglearn.learners.stream import action_counts, min_probability, weight_sums
 from iglearn.learners.trials import as_tensor
 from iglearn.models import Policy
 from iglearn.seeding import SeedLike
@@ -331,10 +331,20 @@ def check_finite_fit(log: InteractionLog | LogStream,
             f"near-zero probabilities, or lower the learning rate")
 
 
+def log_warnings(log: InteractionLog | LogStream) -> list[str]:
+    """The warnings of a log itself, before any fit: actions it never shows
+    (:func:`unseen_action_warnings`) and logged probabilities that do not fit its logged
+    actions (:func:`~iglearn.data.logs.probability_warning`, the check ``evaluate`` makes).
+    Every learner that reads the logged probabilities (2021 IGL, AI-IGL, IGL-P, VI-IGL, the
+    contextual bandit) warns them before its own warnings, so that a fit on a wrong
+    probability column says so instead of blaming the task."""
+    warning = probability_warning(weight_sums(log), len(log), log.source)
+    return unseen_action_warnings(log) + ([] if warning is None else [warning])
+
+
 def unseen_action_warnings(log: InteractionLog | LogStream) -> list[str]:
     """The warning of a log that never shows some of its K actions (by their names, where its
-    feature schema names them), or none. Every learner that decodes the feedback (2021 IGL,
-    AI-IGL, IGL-P, VI-IGL) warns it before its own warnings."""
+    feature schema names them), or none."""
     k = log.n_actions
     missing = np.flatnonzero(action_counts(log) == 0).tolist()
     if not missing:

@@ -38,7 +38,7 @@ from iglearn.data.scaling import Standardiser
 from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
-from iglearn.learners.base import StackableLearner, check_finite_fit, unseen_action_warnings
+from iglearn.learners.base import StackableLearner, check_finite_fit, log_warnings
 from iglearn.learners.corrector import (
     Correction,
     corrector_statistics,
@@ -191,13 +191,14 @@ def action_warning(explained: float, algorithm: str) -> list[str]:
 
 
 def identifiability_warnings(log: AnyLog) -> list[str]:
-    """Warnings that hold before fitting: K = 2, and actions the log never shows
-    (:func:`~iglearn.learners.base.unseen_action_warnings`)."""
+    """Warnings that hold before fitting: K = 2, and the log's own
+    (:func:`~iglearn.learners.base.log_warnings`: actions it never shows, probabilities that
+    do not fit its actions)."""
     notes = []
     if log.n_actions == 2:
         notes.append("K = 2: uniform play is never 'sufficiently bad' (Section 3), so the sign "
                      "of the decoded reward is not identified; expect an arbitrary direction")
-    return notes + unseen_action_warnings(log)
+    return notes + log_warnings(log)
 
 
 @dataclass(eq=False)

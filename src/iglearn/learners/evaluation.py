@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import sys
 from collections.abc import Iterator
 from typing import Any, cast
@@ -11,7 +10,12 @@ import numpy as np
 import torch
 
 from iglearn.data.contexts import ContextSet
-from iglearn.data.logs import InteractionLog
+from iglearn.data.logs import (
+    InteractionLog,
+    importance_weight_sums,
+    probability_warning,
+    standard_error,
+)
 from iglearn.data.stream import Block, LogStream
 from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners.base import PolicyLearner
@@ -62,45 +66,6 @@ def blocks(table: Table) -> Iterator[Block]:
         yield {name: value[start:start + _CHUNK] for name, value in present.items()}
 
 
-def standard_error(total: float, squares: float, n: int) -> float:
-    """The standard error of the mean of n values from their sum and their sum of squares
-    (the sample variance over n - 1; 0 for a single value)."""
-    if n < 2:
-        return 0.0
-    variance = max(squares - total * total / n, 0.0) / (n - 1)
-    return math.sqrt(variance / n)
-
-
-WEIGHT_SIGMAS = 4.0
-"""How many standard errors from 1 an action's mean importance weight 1{A = a} / p may lie
-before :func:`weight_warning` warns (with :data:`WEIGHT_SLACK` besides)."""
-WEIGHT_SLACK = 0.1
-"""How far from 1 an action's mean importance weight may lie besides its standard errors."""
-
-
-def weight_warning(weights: np.ndarray, n: int, source: str) -> None:
-    """Warn when the logged probabilities do not fit the logged actions: for any logging
-    policy that gives every action a positive probability, the mean over a log of
-    1{A = a} / p(A | x) is 1 for every action a (its expectation), so an action's mean far
-    from 1 (beyond :data:`WEIGHT_SIGMAS` standard errors and :data:`WEIGHT_SLACK`) says the
-    probability column is not the logged action's probability (another action's, a
-    constant, a typo), or, below 1 only, that the policy never played the action in some
-    contexts; the IPS values are biased either way. ``weights``: per action, the sums of
-    1{A = a} / p and of its square."""
-    means = weights[0] / n
-    errors = np.array([standard_error(t, q, n) for t, q in zip(*weights, strict=True)])
-    off = np.abs(means - 1.0) > WEIGHT_SIGMAS * errors + WEIGHT_SLACK
-    if not off.any() or n < 2:
-        return
-    shown_means = ", ".join(f"{m:.2f}" for m in means)
-    warn_caller(f"{source}: the logged probabilities do not fit the logged actions: the mean "
-                f"of 1/p over each action's rows, per interaction, is [{shown_means}], where "
-                f"a logging policy that gives every action a chance gives about 1 each; check "
-                f"that the probability column is the logged action's probability (below 1 "
-                f"can also mean the policy never played the action in some contexts): the "
-                f"IPS values are biased")
-
-
 def evaluate(learner: PolicyLearner, table: Table) -> dict[str, Any]:
     """Measures of the fitted softmax policy pi on ``table`` (in memory or streamed), as sums
     over its blocks (:func:`blocks`).
@@ -125,7 +90,7 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, Any]:
     is the value of the three-state reward. Each mean over the log has its standard error
     (``value_ips_error``, ``greedy_value_ips_error``, ``decoded_value_error``); a log's
     ``weight_means`` are the means of 1{A = a} / p per action, about 1 each when the
-    probabilities are the logged actions' (:func:`weight_warning`).
+    probabilities are the logged actions' (:func:`~iglearn.data.logs.probability_warning`).
     """
     n = len(table)
     k = table.n_actions
@@ -155,8 +120,7 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, Any]:
             continue
         action, p = block["action"], np.asarray(block["probability"], np.float64)
         pi_logged = pi[np.arange(len(action)), action]
-        weights[0] += np.bincount(action, 1.0 / p, minlength=k)
-        weights[1] += np.bincount(action, 1.0 / p ** 2, minlength=k)
+        weights += importance_weight_sums(action, p, k)
         if has_reward:
             weight = block["reward"] / p
             ips, greedy_ips = pi_logged * weight, (greedy == action) * weight
@@ -193,7 +157,9 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, Any]:
         out["greedy_value_ips_error"] = standard_error(sums["greedy"], sums["greedy2"], n)
     if is_log and n:
         out["weight_means"] = (weights[0] / n).tolist()
-        weight_warning(weights, n, table.source)
+        warning = probability_warning(weights, n, table.source)
+        if warning is not None:
+            warn_caller(warning)
     if decoding:
         out["decoded_value"] = sums["decoded"] / n
         out["decoded_value_error"] = standard_error(sums["decoded"], sums["decoded2"], n)

@@ -73,8 +73,9 @@ from iglearn.data.contexts import row_groups
 from iglearn.data.limits import check_igl_logs
 from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Mode, Origins, SameUnit, check_users_unit
+from iglearn.data.stream import LogStream
 from iglearn.errors import IGLearnError, check_choice, warn_caller
-from iglearn.learners.base import PolicyLearner, check_finite_fit, unseen_action_warnings
+from iglearn.learners.base import PolicyLearner, check_finite_fit, log_warnings
 from iglearn.learners.batch_igl import IdentifiabilityWarning
 from iglearn.learners.monitor import ShortReport
 from iglearn.learners.objective import at_action
@@ -626,8 +627,13 @@ class IGLP(IGLPSettings, PolicyLearner):
         check_users_unit(self.same_unit, self.users)
 
     def fit(self, log: InteractionLog) -> Self:
-        """Fit the three models on ``log``. Warns (:class:`IdentifiabilityWarning`) when an
-        action never occurs in the log."""
+        """Fit the three models on ``log``, a log in memory (a stream is refused: read the
+        file with :func:`~iglearn.data.formats.read_log`). Warns
+        (:class:`IdentifiabilityWarning`) the log's own warnings
+        (:func:`~iglearn.learners.base.log_warnings`) and extreme fits."""
+        if isinstance(log, LogStream):
+            raise IGLearnError(f"{log.source}: IGL-P fits a log in memory, not a stream; read "
+                               f"the file whole with iglearn.data.formats.read_log(path)")
         check_igl_logs([log])
         check_user_columns(log.context, self.users, log.source)
         start = time.perf_counter()
@@ -649,7 +655,7 @@ class IGLP(IGLPSettings, PolicyLearner):
                 vars(self).pop(attribute, None)
             raise
         self.report_.seconds = time.perf_counter() - start
-        self.report_.warnings = unseen_action_warnings(log) + extreme_warning(
+        self.report_.warnings = log_warnings(log) + extreme_warning(
             self.report_.extreme)
         for note in self.report_.warnings:
             warn_caller(note, IdentifiabilityWarning)

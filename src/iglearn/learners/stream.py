@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import torch
 
-from iglearn.data.logs import InteractionLog
+from iglearn.data.logs import InteractionLog, importance_weight_sums
 from iglearn.data.scaling import Standardiser
 from iglearn.data.stream import Block, LogStream
 from iglearn.errors import IGLearnError
@@ -125,6 +125,14 @@ def action_counts(log: AnyLog) -> np.ndarray:
     if isinstance(log, LogStream):
         return log.action_counts()
     return np.bincount(np.asarray(log.action), minlength=log.n_actions)
+
+
+def weight_sums(log: AnyLog) -> np.ndarray:
+    """Per action, the sums of the importance weights 1{A = a} / p of ``log`` and of their
+    squares, shape (2, K) (:func:`~iglearn.data.logs.importance_weight_sums`)."""
+    if isinstance(log, LogStream):
+        return log.weight_sums()
+    return importance_weight_sums(np.asarray(log.action), log.probability, log.n_actions)
 
 
 def min_probability(log: AnyLog) -> float:

@@ -77,7 +77,7 @@ from iglearn.data.limits import check_igl_logs
 from iglearn.data.scaling import Origins, standardised_feedback
 from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
-from iglearn.learners.base import StackableLearner, check_finite_fit, unseen_action_warnings
+from iglearn.learners.base import StackableLearner, check_finite_fit, log_warnings
 from iglearn.learners.baselines import reward_stages
 from iglearn.learners.batch_igl import (
     AMBIGUITY_MARGIN,
@@ -836,7 +836,7 @@ class VIIGL(VIIGLSettings, StackableLearner):
             if k == 2:
                 notes.append("K = 2: the reward need not be the rarer event of the log, so the "
                              "symmetry choice may pick the wrong sign")
-            notes += unseen_action_warnings(logs[t])
+            notes += log_warnings(logs[t])
             if marginal <= first.restart_bound:
                 notes.append(f"the decoded reward tells almost nothing about the context and "
                              f"action in any of {len(bounds)} attempts (marginal bound "
