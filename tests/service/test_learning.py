@@ -526,3 +526,38 @@ def test_a_refit_takes_the_reading_the_log_contradicts_less(tmp_path):
     assert ((served.decode(log.feedback) > 0.5) == right).all()
     contexts = np.eye(D_X, dtype=np.float32)[:K]
     assert (served.predict(contexts) == np.arange(K)).all()
+
+
+def test_a_refit_warns_once_of_a_stored_column_that_float32_rounds_away(tmp_path, capsys):
+    """The service stores contexts as float32, as every log is held: a column of values
+    around 1e8 varying by a few tens (a raw time stamp) keeps few of its differences. The
+    re-fit says so, naming the configured column, in its summary and in one line of the
+    operator's log, which a later re-fit giving the same warning does not repeat; a log of
+    ordinary values gives no such warning."""
+    config = parse_config(tables(model={"context_names": ["a", "stamp", "c", "d"]}),
+                          str(tmp_path / "s.toml"))
+    plain = SQLiteStorage(tmp_path / "plain.db")
+    rng = np.random.default_rng(0)
+    fill(plain, 60, rng)
+    assert run_once(plain, config)["stored_precision"] == []
+    storage = SQLiteStorage(tmp_path / "service.db")
+    data = plain.joined()
+    stamped = data.context.astype(np.float64)
+    stamped[:, 1] = 1e8 + rng.integers(0, 50, 60)
+    now = time.time()
+    storage.add_decisions([Decision(f"t{i}", stamped[i].astype(np.float32),
+                                    int(data.action[i]), 1 / K, np.full(K, 1 / K), 0, True,
+                                    True, now) for i in range(60)])
+    storage.add_feedback([Feedback(f"t{i}", data.feedback[i], False, now) for i in range(60)],
+                         600.0)
+    capsys.readouterr()
+    for _ in range(2):
+        storage.set_state("refit_requested_at", time.time())
+        run_once(storage, config)
+    lines = [line for line in capsys.readouterr().err.splitlines() if "float32" in line]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("iglearn serve: re-fit version 1 warns: the service's stored "
+                               "interactions: column 'stamp' (context): its values lie "
+                               "around 1e+08")
+    assert "subtract a fixed offset from it before sending it" in lines[0]
+    assert any("column 'stamp'" in w for w in storage.models()[-1].summary["warnings"])

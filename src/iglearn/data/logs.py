@@ -250,37 +250,43 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
         require(lambda a: (a >= -bound) & (a <= bound),
                 f", beyond ±{bound:g}; {limits.TOO_LARGE_FIX}")
         if array.ndim == 2 and array.dtype.itemsize >= (8 if floating else 4):
-            _warn_lost_digits(name, array, source, places)
+            warning = lost_digits_warning(name, array, source, places)
+            if warning is not None:
+                warn_caller(warning)
     return array.astype(DTYPES[name], copy=False)
 
 
 LOST_DIGITS_ROWS = 4096
-""":func:`_warn_lost_digits` reads at most this many rows (the first)."""
+""":func:`lost_digits_warning` reads at most this many rows (the first)."""
+
+LOST_DIGITS_FIX = "subtract an offset (the column's first value or mean) before building the log"
+"""What :func:`lost_digits_warning` tells a reader of a log to do."""
 
 
-def _warn_lost_digits(name: str, array: np.ndarray, source: str, places: Places = ROWS
-                      ) -> None:
-    """Warn when a column of float64 or wide integer values varies by less than 2^-14 of its
-    size: held as float32 (about 7 significant digits, 2^-24 of a value's size) its values
-    keep fewer than 1,024 steps of their spread, and a column of timestamps in milliseconds
-    or of values around 1e8 that vary in their last digits loses what it tells. Read on the
-    first :data:`LOST_DIGITS_ROWS` rows."""
+def lost_digits_warning(name: str, array: np.ndarray, source: str, places: Places = ROWS,
+                        fix: str = LOST_DIGITS_FIX) -> str | None:
+    """The warning of a column that varies by less than 2^-14 of its size, or None: held as
+    float32 (about 7 significant digits, 2^-24 of a value's size) its values keep fewer than
+    1,024 steps of their spread, and a column of timestamps in milliseconds or of values
+    around 1e8 that vary in their last digits loses what it tells. Read on the first
+    :data:`LOST_DIGITS_ROWS` rows of ``array`` (any float or integer type: the reader checks
+    the values given, the service its stored float32 ones). ``fix``: what the user should
+    do."""
     sample = array[:LOST_DIGITS_ROWS].astype(np.float64, copy=False)
     if not len(sample):
-        return
+        return None
     low, high = sample.min(0), sample.max(0)
     spread, size = high - low, np.maximum(np.abs(low), np.abs(high))
     lost = np.flatnonzero((spread > 0) & (spread < size * 2.0 ** -14))
-    if len(lost):
-        j = int(lost[0])
-        more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
-        column = (places.value(name, j) if name in places.columns
-                  else f"field '{name}' column {j}")
-        warn_caller(f"{source}: {column}{more}: its values lie around "
-                    f"{size[j]:.4g} and vary by only {spread[j]:.3g}; iglearn holds them as "
-                    f"float32 (about 7 significant digits), which keeps few of their "
-                    f"differences: subtract an offset (the column's first value or mean) "
-                    f"before building the log")
+    if not len(lost):
+        return None
+    j = int(lost[0])
+    more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
+    column = (places.value(name, j) if name in places.columns
+              else f"field '{name}' column {j}")
+    return (f"{source}: {column}{more}: its values lie around {size[j]:.4g} and vary by only "
+            f"{spread[j]:.3g}; iglearn holds them as float32 (about 7 significant digits), "
+            f"which keeps few of their differences: {fix}")
 
 
 def _shaped(name: str, value: object, source: str) -> np.ndarray:

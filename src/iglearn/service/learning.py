@@ -62,6 +62,28 @@ def learnable_log(storage: Storage, config: ServiceConfig) -> InteractionLog | N
                           source="the service's joined interactions")
 
 
+STORED_PRECISION_FIX = ("subtract a fixed offset from it before sending it (a time stamp: "
+                        "the time since a start of your choosing), and fit a new model")
+"""What a re-fit's warning of a stored column that lost its differences tells the client."""
+
+
+def stored_precision_warnings(log: InteractionLog, config: ServiceConfig) -> list[str]:
+    """The warnings of stored context or feedback columns that vary by less than 2^-14 of
+    their size (:func:`~iglearn.data.logs.lost_digits_warning`): the service stores vectors
+    as float32, about 7 significant digits, as every log is held, so a raw time stamp in
+    milliseconds or a value around 1e8 varying in its last digits keeps few of its
+    differences, and values that differ by less than float32's resolution are stored as
+    one (and a re-sent event id compares its context at that precision)."""
+    from iglearn.data.logs import Places, lost_digits_warning
+
+    names = config.model.context_names
+    places = Places(columns={"context": list(names)} if names else {})
+    source = "the service's stored interactions"
+    found = [lost_digits_warning("context", log.context, source, places, STORED_PRECISION_FIX),
+             lost_digits_warning("feedback", log.feedback, source, fix=STORED_PRECISION_FIX)]
+    return [warning for warning in found if warning is not None]
+
+
 def fit_summary(learner: Any, log: InteractionLog, config: ServiceConfig) -> dict[str, Any]:
     """What a re-fit reports: the learner's indicator (None for a learner that reports
     none), the share of its decoded reward the logged action explains (2021 IGL and
@@ -288,7 +310,10 @@ def refit(storage: Storage, config: ServiceConfig, reason: str,
             learner.reference_confidence = confidence  # the model keeps its own setting
     seconds = time.perf_counter() - start
     withheld = held_back(learner, config, log, None if reference is None else reference[1])
-    summary = fit_summary(learner, log, config) | {
+    summary = fit_summary(learner, log, config)
+    summary["stored_precision"] = stored_precision_warnings(log, config)
+    summary["warnings"] = summary["stored_precision"] + summary["warnings"]
+    summary |= {
         "reason": reason, "learnable": learnable,
         "reference_version": None if reference is None else reference[0],
         "held_back": withheld}
@@ -329,7 +354,10 @@ def run_once(storage: Storage, config: ServiceConfig,
     """One look for work: re-fit if due, and record the outcome in the shared state
     ``last_refit`` ({at, reason, learnable, by: the replica's host:port, version or
     error, held_back: why the version is stored but not served, or None});
-    ``refit_running`` holds {at, reason} while it runs. ``serving``: see :func:`refit`."""
+    ``refit_running`` holds {at, reason} while it runs. ``serving``: see :func:`refit`.
+    The operator's log gets the re-fit's line, then one line for each of its warnings of
+    stored columns that float32 rounds away (:func:`stored_precision_warnings`) that the
+    previous re-fit did not give (``last_refit``'s ``stored_precision``)."""
     reason = due(storage, config, time.time())
     if reason is None:
         return None
@@ -339,11 +367,13 @@ def run_once(storage: Storage, config: ServiceConfig,
                                "by": f"{socket.gethostname()}:{config.server.port}"}
     storage.set_state("refit_running", {"at": at, "reason": reason})
     record = None
+    previous = (storage.state("last_refit") or {}).get("stored_precision") or []
     try:
         minimum = config.model.n_actions if reason == "requested" else None
         record = refit(storage, config, reason, minimum, serving)
         outcome |= {"version": record.version, "seconds": record.fit_seconds, "error": None,
-                    "held_back": record.held_back}
+                    "held_back": record.held_back,
+                    "stored_precision": list(record.summary.get("stored_precision", []))}
     except IGLearnError as e:
         outcome |= {"version": None, "error": str(e)}
     finally:
@@ -361,6 +391,11 @@ def run_once(storage: Storage, config: ServiceConfig,
               indicator=indicator, seconds=seconds,
               outcome="failed" if record is None else "held_back" if withheld else "served",
               error=outcome["error"], held_back=withheld, served_version=served)
+    for warning in outcome.get("stored_precision", []):
+        if warning not in previous:
+            log_event(config.server.log_format, "refit_warning",
+                      f"re-fit version {outcome['version']} warns: {warning}",
+                      version=outcome["version"], warning=warning)
     return outcome
 
 
