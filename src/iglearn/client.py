@@ -12,8 +12,9 @@ answered 409, which the client takes as done.
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -40,19 +41,64 @@ def _actions(actions: Sequence[int | str]) -> list[int | str]:
     return [a if isinstance(a, str) else int(a) for a in actions]
 
 
-def _numbers(values: Any, field: str) -> list[float]:
-    """``values`` as a flat list of finite numbers for the JSON body; ``field`` names them in
-    the error raised, before anything is sent, for a value that is not a finite number."""
-    given = np.asarray(values, dtype=object).ravel()
-    text = [i for i, value in enumerate(given) if isinstance(value, str | bytes)]
-    if text:  # the service refuses text; told here, before anything is sent
-        raise IGLearnError(f"{field}[{text[0]}] is text ({given[text[0]]!r}); the service takes "
-                           f"numbers: convert the values (float(...)) before sending")
+ONE_CONTEXT = ("decide takes one context, a flat vector of numbers: pass the row itself, or "
+               "call decide_batch for rows of contexts")
+"""What a nested context given to :meth:`Client.decide` is told to do."""
+ONE_ROW = "each row of decide_batch is one context, a flat vector of numbers"
+"""What a nested row given to :meth:`Client.decide_batch` is told to do."""
+ONE_VECTOR = "send a sequence of numbers"
+"""What any other nested vector is told to do."""
+
+
+def _shape(values: Any) -> str:
+    """``values``' shape as numpy reads it, for a message ("ragged" when rows differ)."""
     try:
-        array = np.asarray(values, dtype=np.float64).ravel()
-    except (TypeError, ValueError) as e:
-        raise IGLearnError(f"{field}: not a vector of numbers ({e}); send a sequence of "
-                           f"numbers") from None
+        return str(np.shape(values))
+    except ValueError:  # rows of different lengths
+        return "ragged"
+
+
+def _items(values: Any) -> list[Any]:
+    """The top-level entries of ``values`` (a scalar or a text: itself, as one entry)."""
+    if isinstance(values, np.ndarray):
+        return list(values) if values.ndim else [values.item()]
+    if isinstance(values, str | bytes) or not isinstance(values, Iterable):
+        return [values]
+    return list(values)
+
+
+def _numbers(values: Any, field: str, nested: str = ONE_VECTOR) -> list[float]:
+    """``values`` as a flat list of finite numbers for the JSON body; ``field`` names them in
+    the error raised, before anything is sent, for a value that is not a finite number, and
+    ``nested`` says what to send instead of a vector of vectors."""
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":  # numbers only
+        if values.ndim > 1:
+            raise IGLearnError(f"{field}: not a vector of numbers (shape {values.shape}: "
+                               f"{field}[0] is itself {values.shape[1]} values); {nested}")
+        array = values.astype(np.float64).ravel()
+    else:
+        items = _items(values)
+        for i, value in enumerate(items):
+            if isinstance(value, str | bytes):  # the service refuses text: told here
+                raise IGLearnError(f"{field}[{i}] is text ({value!r}); the service takes "
+                                   f"numbers: convert the values (float(...)) before sending")
+            if value is None:
+                raise IGLearnError(f"{field}[{i}] is None, not a number; the service takes "
+                                   f"finite numbers only: replace or drop it before sending")
+            try:
+                inner = np.ndim(value)
+            except ValueError:  # itself ragged
+                inner = 1
+            if inner:
+                raise IGLearnError(f"{field}: not a vector of numbers ({field}[{i}] is itself "
+                                   f"a sequence, shape {_shape(value)}); {nested}")
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                raise IGLearnError(f"{field}[{i}] is not a number ({type(value).__name__} "
+                                   f"{value!r}); the service takes finite numbers only: "
+                                   f"convert or drop it before sending") from None
+        array = np.asarray(items, dtype=np.float64).ravel()
     bad = np.flatnonzero(~np.isfinite(array))
     if len(bad):
         value = array[bad[0]]
@@ -60,6 +106,37 @@ def _numbers(values: Any, field: str) -> list[float]:
         raise IGLearnError(f"{field}[{bad[0]}] is {what}; the service takes finite numbers "
                            f"only: replace or drop it before sending")
     return array.tolist()
+
+
+def _rows(contexts: Any) -> list[list[float]]:
+    """The rows of ``decide_batch``'s ``contexts`` as lists of finite numbers, all of the
+    same length (the first row's), or an :class:`IGLearnError` naming the row at fault."""
+    if not isinstance(contexts, np.ndarray | Sequence):  # a data frame, a tensor
+        with contextlib.suppress(TypeError, ValueError):
+            contexts = np.asarray(contexts)
+    if isinstance(contexts, np.ndarray):
+        rows = list(contexts) if contexts.ndim >= 2 else []
+    else:
+        rows = _items(contexts) if isinstance(contexts, Sequence) else []
+        first = rows[0] if rows else None
+        if isinstance(first, str | bytes) or not np.iterable(first):
+            rows = []
+    if not rows:
+        shape = _shape(contexts)
+        if shape.startswith("(0,"):
+            raise IGLearnError(f"contexts: no rows (shape {shape}); decide_batch takes one "
+                               f"context a row, at least one")
+        raise IGLearnError(f"contexts: one vector (shape {shape}); decide_batch takes one "
+                           f"context a row (a 2-D array or a list of vectors); decide takes "
+                           f"a single context")
+    numbers = [_numbers(c, f"contexts[{i}]", ONE_ROW) for i, c in enumerate(rows)]
+    width = len(numbers[0])
+    for i, row in enumerate(numbers):
+        if len(row) != width:
+            raise IGLearnError(f"contexts[{i}] has {len(row)} values but contexts[0] has "
+                               f"{width}; every row of decide_batch is one context of the "
+                               f"same length: fix or drop row {i}")
+    return numbers
 
 
 class Client:
@@ -118,7 +195,7 @@ class Client:
         """A decision for one context: event_id, action, probability, probabilities,
         model_version, explored. ``actions`` restricts it to some actions (indices, or the
         names of the service's ``[model] actions``)."""
-        body: dict[str, Any] = {"context": _numbers(context, "context"),
+        body: dict[str, Any] = {"context": _numbers(context, "context", ONE_CONTEXT),
                                 "event_id": event_id or new_event_id()}
         if actions is not None:
             body["actions"] = _actions(actions)
@@ -129,12 +206,7 @@ class Client:
                      actions: Sequence[int | str] | None = None) -> list[dict[str, Any]]:
         """Decisions for many contexts in one request, one context a row; ``actions``
         restricts every one of them to some actions, as :meth:`decide`'s does."""
-        if np.ndim(contexts) < 2 and not (isinstance(contexts, Sequence) and len(contexts)
-                                          and isinstance(contexts[0], Sequence | np.ndarray)):
-            raise IGLearnError(f"contexts: one vector (shape {np.shape(contexts)}); "
-                               f"decide_batch takes one context a row (a 2-D array or a list "
-                               f"of vectors); decide takes a single context")
-        rows = [_numbers(c, f"contexts[{i}]") for i, c in enumerate(contexts)]
+        rows = _rows(contexts)
         ids = list(event_ids) if event_ids is not None else [new_event_id() for _ in rows]
         body: dict[str, Any] = {"contexts": rows, "event_ids": ids}
         if actions is not None:

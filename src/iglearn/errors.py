@@ -27,6 +27,11 @@ class DataNotFoundError(IGLearnError):
     """A data set could not be found locally nor downloaded."""
 
 
+class DriftWarning(UserWarning):
+    """Rows a fitted model reads lie mostly outside the range of its training log in some
+    column (:func:`iglearn.data.scaling.drift_warning`): another unit or origin."""
+
+
 def warn_caller(message: str, category: type[Warning] = UserWarning) -> None:
     """Warn with ``message``, attributed to the line outside iglearn that led to it (a user's
     ``fit``, ``from_frame`` or ``InteractionLog(...)``), however deep in iglearn it arises,

@@ -463,6 +463,10 @@ def test_bad_column_options_are_one_line(capsys, tmp_path, small):
          "argument --context: given twice; give it once, its values comma-separated (a,b)"),
         ([small / "log.npz", "--action", "arm"],
          "reads .csv and .parquet files and folders of .parquet shards only"),
+        # K alone: said as such (it called --n-actions "a column mapping")
+        ([small / "log.npz", "--n-actions", "10"],
+         "log.npz: --n-actions (n_actions) gives K to a .csv or .parquet table that has no "
+         "column 'n_actions'; a .npz file holds K itself: drop --n-actions"),
         # the file's own problem first: a mapping would not help it
         ([tab, *COLUMN_OPTIONS], "unknown file extension '.tsv'; use one of .npz, .parquet, "
                                  ".csv, .dsjson (a tab- or semicolon-separated table reads as "
@@ -472,6 +476,34 @@ def test_bad_column_options_are_one_line(capsys, tmp_path, small):
     for argv, words in cases:
         code, _, err = run(capsys, "fit", *argv, "--out", tmp_path / "m")
         assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_word_in_a_csv_action_column_is_named_at_its_line_with_the_fix(capsys, tmp_path):
+    """A word among the action indices of a CSV file names its line (the header is line 1)
+    and says to correct the row; a column of words names its first line and asks for the
+    names in the order of their indices. It named the first row's valid index and suggested
+    --actions with the indices and the word, or the words sorted as if that were their
+    order."""
+    frame, _ = user_frame(50)
+    arm = frame["arm"].astype(object)
+    arm.iloc[7] = "two"
+    frame.assign(arm=arm).to_csv(tmp_path / "stray.csv", index=False)
+    code, _, err = run(capsys, "fit", tmp_path / "stray.csv", "--out", tmp_path / "m",
+                       *COLUMN_OPTIONS)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "stray.csv: column 'arm' holds a word among action indices ('two' at line 9); " \
+           "correct or remove the rows that hold words, line 9 (1 row)" in err, err
+    assert "--actions 0" not in err
+    words = np.array(["one", "two", "three"])[frame["arm"]]
+    frame.assign(arm=words).to_csv(tmp_path / "words.csv", index=False)
+    code, _, err = run(capsys, "fit", tmp_path / "words.csv", "--out", tmp_path / "m",
+                       *COLUMN_OPTIONS)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"names the actions in words ('{words[0]}' at line 2)" in err, err
+    assert "give the names in the order of their indices" in err
+    assert "--actions one,three,two, sorted here: reorder them so that the first is " \
+           "action 0" in err
     assert not (tmp_path / "m").exists()
 
 

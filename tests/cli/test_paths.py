@@ -176,6 +176,49 @@ def test_an_output_over_an_input_or_not_iglearns_is_refused_and_nothing_changes(
     assert listing(tmp_path) == before
 
 
+URL_CASES = [
+    (["load", "http://example.com/model.tar.gz", "--out", "m"],
+     ["ARCHIVE http://example.com/model.tar.gz: a URL; iglearn reads local files and folders "
+      "only: download it first", "/v1/model/export"]),
+    (["evaluate", "https://example.com/m.tar.gz", "{small}/test.npz"],
+     ["MODEL https://example.com/m.tar.gz: a URL"]),
+    (["fit", "s3://bucket/log.parquet", "--out", "m"],
+     ["LOG s3://bucket/log.parquet: a URL", "and give the local path"]),
+    (["predict", "{small}/model", "HTTPS://example.com/c.csv", "--out", "p.csv"],
+     ["CONTEXTS HTTPS://example.com/c.csv: a URL"]),
+    (["fit", "{small}/log.npz", "--out", "s3://bucket/model"],
+     ["--out s3://bucket/model: a URL; iglearn writes local files and folders only"]),
+    (["convert", "{small}/log.npz", "ftp://host/log.csv"], ["OUT ftp://host/log.csv: a URL"]),
+    (["simulate", "digits", "--samples", "5", "--out", "log.npz", "--data-dir",
+      "https://example.com/mnist"], ["--data-dir https://example.com/mnist: a URL"]),
+    (["fit", "file://{small}/log.npz", "--out", "m"],
+     ["a file:// URL; give the local path itself ({small}/log.npz)"]),
+]
+
+
+@pytest.mark.parametrize(("argv", "words"), URL_CASES,
+                         ids=[f"{argv[0]} {next(a for a in argv if '://' in a)}"
+                              for argv, _ in URL_CASES])
+def test_a_url_given_as_a_path_is_refused_in_one_line_and_nothing_is_written(
+        small, tmp_path, capsys, monkeypatch, argv, words):
+    """A URL where a path is read or written is refused naming the argument and the fix (it
+    was taken as a path, 'http:/example.com/model.tar.gz: no such model archive', and an
+    output URL would have made a folder 'http:')."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, *[a.format(small=small) for a in argv])
+    _one_line_refusal(code, out, err, *[w.format(small=small) for w in words])
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_path_that_only_looks_like_a_url_is_a_path(small, tmp_path, capsys, monkeypatch):
+    """A Windows drive (C://) and a colon without // are paths, not URLs."""
+    monkeypatch.chdir(tmp_path)
+    for path in ("C://log.npz", "http:log.npz"):
+        code, out, err = run(capsys, "fit", path, "--out", "m")
+        _one_line_refusal(code, out, err, "no such file")
+        assert "a URL" not in err
+
+
 def test_fit_replaces_a_model_iglearn_wrote_and_fills_an_empty_folder(small, tmp_path, capsys):
     model = copy(small / "model", tmp_path)
     (tmp_path / "empty").mkdir()

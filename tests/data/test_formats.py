@@ -106,6 +106,10 @@ def messy_csv(path, bad_record, cell):
     (("age", "old"), "('old' at line {line})"),
     (("p", "1.5"), "column 'p' (probability) holds 1.5 at line {line}, outside (0, 1]"),
     (("arm", "3"), "column 'arm' (action) holds 3 at line {line}, outside [0, 3)"),
+    # a word among the indices: its own line and the fix (it named '0' at line 2, and
+    # suggested --actions 0,1,2,two)
+    (("arm", "two"), "column 'arm' holds a word among action indices ('two' at line {line}); "
+                     "correct or remove the rows that hold words, line {line} (1 row)"),
     (("p", "1e-9"), "column 'p' (probability) is below 1e-06 at line {line} (1 row)"),
     (("age", "1764666000"), "column 'age' (context) holds 1764666000.0 at line {line}, "
                             "beyond ±1e+09; subtract an origin or change the unit (a time "

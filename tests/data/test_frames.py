@@ -445,6 +445,59 @@ def test_actions_in_words_without_their_names_are_refused_with_the_option_to_giv
     assert "--actions left,middle,right" in message
 
 
+def test_a_word_among_action_indices_is_named_at_its_row_as_a_value_to_correct():
+    """A stray word among integers (a pandas column of objects, or of texts as a CSV reader
+    gives it) names its own row and says to correct it; it named the first row's valid
+    index and suggested --actions with the indices and the word."""
+    frame = named_frame().drop(columns="correct")
+    indices = frame["arm"].map({"left": 0, "middle": 1, "right": 2})
+    for column in (indices.astype(object), indices.astype(str)):
+        column = column.copy()
+        column.iloc[7] = "two"
+        with pytest.raises(IGLearnError) as error:
+            InteractionLog.from_frame(frame.assign(arm=column), 3, **dict(NAMED, label=None))
+        message = str(error.value)
+        assert "column 'arm' holds a word among action indices ('two' at row 7)" in message
+        assert "correct or remove the rows that hold words, row 7 (1 row)" in message
+        assert "--actions 0" not in message
+
+
+def test_actions_in_words_are_named_by_the_first_row_and_the_names_to_order():
+    """A column of words names its first row (it named the alphabetically first word's first
+    row) and asks for the names in the order of their indices."""
+    frame = named_frame().drop(columns="correct")
+    frame.loc[0, "arm"] = "right"
+    with pytest.raises(IGLearnError) as error:
+        InteractionLog.from_frame(frame, 3, **dict(NAMED, label=None))
+    message = str(error.value)
+    assert "names the actions in words ('right' at row 0)" in message
+    assert "give the names in the order of their indices" in message
+    assert "reorder them so that the first is action 0" in message
+
+
+def test_a_name_outside_the_actions_given_is_the_one_at_the_row_named():
+    """With --actions, the value an error shows is the one at the row it names (it showed
+    the alphabetically first unknown name, at another name's row)."""
+    frame = named_frame().drop(columns="correct")
+    frame.loc[2, "arm"], frame.loc[5, "arm"] = "zigzag", "aside"
+    with pytest.raises(IGLearnError, match="column 'arm' holds 'zigzag' at row 2, none of"):
+        InteractionLog.from_frame(frame, **dict(NAMED, label=None),
+                                  actions=["left", "middle", "right"])
+
+
+def test_an_empty_ignore_list_ignores_nothing():
+    """ignore=[] (an empty list, as a program builds it) reads as no ignore; it was refused
+    as "ignore selects no column"."""
+    frame, _ = user_frame(20)
+    log = InteractionLog.from_frame(frame, **MAPPING, ignore=[])
+    assert_same(log, InteractionLog.from_frame(frame, **MAPPING), FIELDS)
+    assert ColumnMapping(ignore=()).ignore is None
+    with pytest.raises(IGLearnError, match="column 'user' is read by no field"):
+        InteractionLog.from_frame(frame.assign(user=1), **MAPPING, ignore=[])
+    with pytest.raises(IGLearnError, match="context selects no column"):
+        ColumnMapping(context=())
+
+
 def test_a_mapping_without_named_actions_records_none():
     from iglearn.data.frames import ColumnMapping
 

@@ -313,6 +313,18 @@ def test_every_learner_that_reads_the_probabilities_warns_when_they_do_not_fit_t
     assert not [w for w in caught if "probabilities do not fit" in str(w.message)]
 
 
+def test_the_contextual_bandit_warns_when_the_probabilities_do_not_fit_the_actions(logs):
+    """CB weighs its rows by 1/p as the IGL learners do, so it warns the same; SUP, which
+    reads the labels only, does not."""
+    wrong = dataclasses.replace(logs[0], probability=np.full(len(logs[0]), 0.5))
+    with pytest.warns(UserWarning, match="probabilities do not fit the logged actions"):
+        ContextualBandit(seed=0, optimisation=QUICK).fit(wrong)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        Supervised(seed=0, optimisation=QUICK).fit(wrong)
+        ContextualBandit(seed=0, optimisation=QUICK).fit(logs[0])
+
+
 def test_a_file_read_without_the_models_feature_names_is_refused_not_misread(tmp_path):
     """A DSJSON file names its features in its own order of first appearance: one written by
     another program (VW's tooling) in another order, read without the model's schema, holds

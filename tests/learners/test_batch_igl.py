@@ -172,6 +172,31 @@ def test_two_actions_warn_about_identifiability():
     assert any("K = 2" in note for note in learner.report_.warnings)
 
 
+def test_a_two_action_fit_that_beats_uniform_play_passes_the_restart_test(env):
+    """For K = 2 the default restart threshold is 0, not 1/K (which only a policy right every
+    time could pass): a fit of a learnable 2-action log (digit parity, feedback shifted when
+    rewarded) passes at its first initialisation and gives no restart warning, and the
+    restart warning's accuracy bound reads the threshold plus 1/K."""
+    base = env.log(500, np.random.default_rng(5))
+    rng = np.random.default_rng(0)
+    label, action = base.label % 2, rng.integers(0, 2, len(base))
+    reward = action == label
+    feedback = rng.normal(size=(len(base), 4)) + reward[:, None] * np.array([1.5, 1.0, 0, 0])
+    log = InteractionLog(base.context, action, np.full(len(base), 0.5),
+                         feedback.astype(np.float32), 2, reward.astype(np.float32), label)
+    assert BatchIGL().threshold(2) == 0.0 and BatchIGL().threshold(3) == pytest.approx(1 / 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        learner = BatchIGL(seed=0).fit(log)
+    assert learner.report_.restarts == 0
+    assert not [w for w in caught if "restart threshold" in str(w.message)]
+    test_x, test_y = env.test_set()
+    accuracy = learner.accuracy(test_x, test_y % 2)
+    assert max(accuracy, 1 - accuracy) > 0.8  # the split is learnt; its sign is not identified
+    with pytest.warns(IdentifiabilityWarning, match=r"right less than about 90% of the time"):
+        BatchIGL(seed=0, max_restarts=0, restart_threshold=0.4).fit(log)
+
+
 def test_baselines_learn_and_need_their_fields(env, uniform_log):
     test_x, test_y = env.test_set()
     assert Supervised(seed=0).fit(uniform_log).accuracy(test_x, test_y) > 0.85

@@ -216,3 +216,21 @@ def test_a_fitted_online_learner_checks_what_it_predicts_on_and_its_labels(env):
             learner.accuracy(np.nan_to_num(x), np.zeros(4, int))
         with pytest.raises(IGLearnError, match="'label' holds 10 at row 0"):
             learner.accuracy(np.nan_to_num(x), np.full(5, 10))
+
+
+def test_uniform_play_has_the_accuracy_of_pi_bad_and_no_greedy_action():
+    """UniformLearner.accuracy is 1/K, the expected accuracy of uniform play, after the
+    checks every learner's accuracy makes (it raised a bare NotImplementedError from
+    predict); predict is one line naming what to use instead."""
+    learner = UniformLearner(4, seed=0)
+    contexts = np.zeros((5, 3))
+    assert learner.accuracy(contexts, np.array([0, 1, 2, 3, 0])) == 0.25
+    with pytest.raises(IGLearnError, match="'label' has 4 rows but 'context' has 5"):
+        learner.accuracy(contexts, np.zeros(4, int))
+    with pytest.raises(IGLearnError, match="'label' holds 7 at row 0"):
+        learner.accuracy(contexts, np.full(5, 7))
+    with pytest.raises(IGLearnError, match="'context' holds nan at row 0"):
+        learner.accuracy(np.full((5, 3), np.nan), np.zeros(5, int))
+    with pytest.raises(IGLearnError, match="no greedy action to predict; draw actions with "
+                                           "act_batch"):
+        learner.predict(contexts)

@@ -4,6 +4,7 @@ off the unit scale only), keeps them in the model and applies them wherever it r
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import warnings
 
@@ -248,6 +249,37 @@ def test_columns_far_from_zero_varying_by_a_few_float32_steps_are_scaled(scale, 
     accuracy = (learner.predict((test.astype(np.float64) * scale + offset).astype(np.float32))
                 == reference.predict(test * SCALE + SHIFT)).mean()
     assert accuracy >= 0.85, f"{accuracy:.1%} of the actions agree"
+
+
+@pytest.mark.parametrize("name", sorted(LEARNERS))
+def test_a_column_sent_in_another_unit_is_warned_naming_it(name, task, inclusive):
+    """Contexts whose column lies mostly beyond the range the model reads (a temperature in
+    degrees Fahrenheit where the training log had Celsius) are warned, naming the column by
+    the model's feature names; the training log's own contexts, fitted, predicted on and
+    evaluated, and held-out contexts of its kind are not."""
+    from iglearn.data.formats import FeatureSchema
+    from iglearn.errors import DriftWarning
+    from iglearn.learners.evaluation import evaluate
+
+    log, test = inclusive if name == "ai-igl" else task
+    names = tuple(f"voxel{i}" for i in range(log.context_dim))
+    named = dataclasses.replace(raw(log), schema=FeatureSchema(names))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DriftWarning)
+        learner = quietly(LEARNERS[name](seed=1), named)
+        learner.predict(raw(log).context)
+        learner.predict(test * SCALE + SHIFT)
+        evaluate(learner, named)
+    fahrenheit = test * SCALE + SHIFT
+    busy = int(np.argmax(test.std(0)))
+    fahrenheit[:, busy] = fahrenheit[:, busy] * 1.8 + 32
+    with pytest.warns(DriftWarning, match=rf"contexts: context column 'voxel{busy}': 100% of "
+                                          rf"its values lie outside \[.*\], the range of the "
+                                          rf"model's training log it reads.*Fahrenheit"):
+        learner.predict(fahrenheit)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DriftWarning)
+        learner.predict(fahrenheit[:10])  # too few rows to judge
 
 
 @pytest.mark.parametrize("make", [

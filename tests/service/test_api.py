@@ -413,3 +413,76 @@ def test_a_service_learns_from_raw_measurements_with_far_values(database, tmp_pa
     accuracy = np.mean(learner.predict((35 + 0.05 * x).astype(np.float32))
                        == np.argmax(x[:, :K], axis=1))
     assert accuracy > 0.85, accuracy
+
+
+def test_a_refused_context_value_is_named_by_its_configured_column(tmp_path):
+    """With ``[model] context_names``, a 422 for a context value names the column (the JSON
+    field stays the error's field); a length names the columns expected."""
+    from .conftest import start_service
+
+    names = ["age", "temp_c", "ms", "count"]
+    running = start_service(tmp_path, model={"context_names": names})
+    try:
+        with running.http() as http:
+            for body, field, says in [
+                    ({"context": [1, "x", 3, 4]}, "context",
+                     "context value 'temp_c' (entry 1) is not a number"),
+                    ({"contexts": [[1, 2, 3, 4], [1, 2, None, 4]]}, "contexts[1]",
+                     "context value 'ms' (entry 2) is not a number"),
+                    ({"context": [1, 2, 3, 2e9]}, "context",
+                     "context value 'count' (entry 3) is 2e+09, which exceeds ±1e+09"),
+                    ({"context": [1, 2, 3]}, "context",
+                     "has 3 values; the service expects 4 ('age', 'temp_c', 'ms', 'count')")]:
+                refused = http.post("/v1/decide", json=body)
+                assert refused.status_code == 422 and refused.json()["field"] == field
+                assert refused.json()["error"].startswith(says), refused.text
+            for raw, field in [(b'{"context": [NaN, 1, 2, 3]}', "context"),
+                               (b'{"contexts": [[0, 1, 2, 3], [1e400, 1, 2, 3]]}', "contexts")]:
+                refused = http.post("/v1/decide", content=raw)
+                assert refused.status_code == 422 and refused.json()["field"] == field
+                assert "(context value 'age') holds" in refused.json()["error"], refused.text
+            fine = http.post("/v1/decide", json={"context": [1, 2, 3, 4]})
+            assert fine.status_code == 200, fine.text
+    finally:
+        running.stop()
+
+
+def test_context_and_contexts_together_are_refused_naming_both(service):
+    with service.http() as http:
+        both = http.post("/v1/decide", json={"context": [0, 0, 0, 1],
+                                             "contexts": [[0, 0, 0, 1]]})
+        assert both.status_code == 422 and both.json()["field"] == "context"
+        assert both.json()["error"] == ("the body has both context and contexts; send one of "
+                                        "the two: context for one decision, contexts for a "
+                                        "batch")
+        single_id = http.post("/v1/decide", json={"contexts": [[0, 0, 0, 1]], "event_id": "e"})
+        assert single_id.status_code == 422 and single_id.json()["field"] == "event_id"
+        assert "takes event_ids, one per context" in single_id.json()["error"]
+
+
+def metric_values(admin, *names: str) -> list[float]:
+    """The values of unlabelled metrics, read from GET /metrics."""
+    samples = dict(line.split(" ") for line in admin.get("/metrics").text.splitlines()
+                   if not line.startswith("#"))
+    return [float(samples[name]) for name in names]
+
+
+def test_idempotent_retries_are_not_counted_as_decisions(service):
+    """A decide sent again under a stored event id is answered with the stored decision:
+    counted in iglearn_decision_retries_total, not in iglearn_decisions_total (nor its
+    exploration); the new decisions of a batch holding a retry are counted."""
+    names = ("iglearn_decisions_total", "iglearn_decision_retries_total",
+             "iglearn_decisions_explored_total")
+    same, fresh = f"retry-{uuid.uuid4().hex}", f"fresh-{uuid.uuid4().hex}"
+    with service.http() as http, service.http("admin") as admin:
+        before = metric_values(admin, *names)
+        for _ in range(3):
+            answer = http.post("/v1/decide", json={"context": [1, 1, 1, 1], "event_id": same})
+            assert answer.status_code == 200, answer.text
+        batch = http.post("/v1/decide", json={"contexts": [[1, 1, 1, 1], [2, 2, 2, 2]],
+                                              "event_ids": [same, fresh]})
+        assert batch.status_code == 200, batch.text
+        after = metric_values(admin, *names)
+    decisions, retries, explored = (a - b for a, b in zip(after, before, strict=True))
+    assert (decisions, retries) == (2, 3)
+    assert 0 <= explored <= 2

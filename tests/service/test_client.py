@@ -139,3 +139,53 @@ def test_a_value_json_cannot_carry_is_named_before_anything_is_sent(value, what)
             client.decide_batch(np.zeros(D_X))
         assert client.decide(np.zeros(D_X)) == {}   # a finite context is sent
     assert len(sent) == 1
+
+
+def unreachable() -> Client:
+    """A client of a port nothing listens on, without retries: a request that got as far as
+    being sent fails with 'cannot reach', so a refusal naming the value was made before."""
+    return Client(f"http://127.0.0.1:{free_port()}", "iglk_x", retries=0)
+
+
+def test_ragged_rows_are_refused_naming_the_row_and_the_length():
+    with unreachable() as client:
+        with pytest.raises(IGLearnError, match=r"^contexts\[1\] has 2 values but contexts\[0\] "
+                                               r"has 4; every row of decide_batch is one "
+                                               r"context of the same length: fix or drop row "
+                                               r"1$"):
+            client.decide_batch([[1.0, 2.0, 3.0, 4.0], [1.0, 2.0]])
+        with pytest.raises(IGLearnError, match=r"^contexts\[2\] has 5 values but contexts\[0\] "
+                                               r"has 4"):
+            client.decide_batch([np.zeros(D_X), np.ones(D_X), np.ones(D_X + 1)])
+        with pytest.raises(IGLearnError, match=r"^contexts\[1\]: not a vector of numbers "
+                                               r"\(contexts\[1\]\[1\] is itself a sequence"):
+            client.decide_batch([[1.0, 2.0], [1.0, [2.0, 3.0]]])
+        with pytest.raises(IGLearnError, match=r"^contexts: no rows"):
+            client.decide_batch([])
+
+
+def test_none_is_named_as_not_a_number_and_a_row_list_points_at_decide_batch():
+    with unreachable() as client:
+        with pytest.raises(IGLearnError, match=r"^context\[2\] is None, not a number; the "
+                                               r"service takes finite numbers only"):
+            client.decide([0.0, 1.0, None, 3.0])
+        with pytest.raises(IGLearnError, match=r"^contexts\[0\]\[0\] is None, not a number"):
+            client.decide_batch([[None, 1.0, 2.0, 3.0]])
+        with pytest.raises(IGLearnError, match=r"^context\[1\] is not a number \(object "):
+            client.decide([0.0, object()])
+        for row in ([[0.0] * D_X], np.zeros((1, D_X))):  # a list holding one row
+            with pytest.raises(IGLearnError, match=r"^context: not a vector of numbers .*; "
+                                                   r"decide takes one context, a flat vector "
+                                                   r"of numbers: pass the row itself, or call "
+                                                   r"decide_batch for rows of contexts$"):
+                client.decide(row)
+
+
+def test_well_formed_rows_of_any_kind_reach_the_service(service):
+    import pandas as pd
+
+    with Client(service.url, service.client_key) as client:
+        for contexts in ([(1, 2, 3, 4), (4, 3, 2, 1)], [np.ones(D_X), [0.5] * D_X],
+                         pd.DataFrame(np.ones((2, D_X)))):
+            assert len(client.decide_batch(contexts)) == 2
+        assert client.decide(pd.Series([0.0, 1.0, 2.0, 3.0]))["action"] in range(3)

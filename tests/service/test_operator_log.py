@@ -10,11 +10,13 @@ import pytest
 
 from iglearn.cli import build_parser
 from iglearn.errors import IGLearnError
+from iglearn.models.archive import pack_model
 from iglearn.service.config import load_config
-from iglearn.service.operator_log import log_event, refit_message
+from iglearn.service.operator_log import import_message, log_event, refit_message, stop_message
 from iglearn.service.process import write_config
 
-from .conftest import tables
+from .conftest import start_service, tables
+from .test_api import small_model
 
 
 def test_text_and_json_lines(capsys):
@@ -55,3 +57,95 @@ def test_log_format_from_the_file_and_the_command_line(tmp_path):
         load_config(write_config(tmp_path / "bad.toml", tables(server={"log_format": "xml"})))
     with pytest.raises(SystemExit):
         build_parser().parse_args(["serve", "--config", str(path), "--log-format", "xml"])
+
+
+def test_import_and_stop_messages():
+    assert import_message(3, 2, 0.41234) == (
+        "imported a model (PUT /v1/model): stored as version 3, indicator 0.4123, served in "
+        "place of version 2")
+    assert import_message(1, 0, None).endswith("indicator none, served in place of the "
+                                               "warm-up exploration")
+    assert stop_message(4, 120, 100, 61.2) == (
+        "stopped (graceful shutdown, SIGTERM or Ctrl-C) after 61 s: served model version 4; "
+        "stored 120 decisions and the feedback of 100 since the start; the learning worker "
+        "stopped and the exploration's round saved")
+
+
+@pytest.mark.parametrize("log_format", ["text", "json"])
+def test_an_imported_model_and_a_shutdown_each_get_a_line(tmp_path, log_format):
+    """PUT /v1/model writes an ``import`` line naming the version stored; SIGTERM (a
+    graceful shutdown) writes a ``stop`` line once the service has wound down."""
+    small_model(tmp_path / "m")
+    running = start_service(tmp_path, server={"log_format": log_format})
+    try:
+        with running.http() as http, running.http("admin") as admin:
+            assert http.post("/v1/decide", json={"context": [0, 0, 0, 1]}).status_code == 200
+            imported = admin.put("/v1/model", content=pack_model(tmp_path / "m"))
+            assert imported.status_code == 201, imported.text
+            version = imported.json()["version"]
+    finally:
+        running.stop()
+    lines = running.process.log.read_text().splitlines()
+    if log_format == "text":
+        imports = [line for line in lines if "imported a model (PUT /v1/model)" in line]
+        assert len(imports) == 1, lines
+        assert imports[0].startswith(f"iglearn serve: imported a model (PUT /v1/model): stored "
+                                     f"as version {version}, indicator "), imports
+        assert imports[0].endswith("served in place of the warm-up exploration"), imports
+        assert lines[-1].startswith("iglearn serve: stopped (graceful shutdown, SIGTERM or "
+                                    "Ctrl-C) after "), lines
+        assert f"served model version {version}; stored 1 decision and the feedback of 0 " \
+               f"since the start" in lines[-1]
+        return
+    events = [json.loads(line) for line in lines if line.startswith("{")]
+    imports = [e for e in events if e["event"] == "import"]
+    assert len(imports) == 1 and imports[0]["version"] == version
+    assert imports[0]["previous"] == 0 and imports[0]["bytes"] > 0
+    assert events[-1]["event"] == "stop" and events[-1]["version"] == version
+    assert events[-1]["decisions"] == 1 and events[-1]["feedback"] == 0
+
+
+def test_contexts_outside_the_served_models_range_get_one_drift_line(tmp_path):
+    """A model fitted on a temperature in degrees Celsius (around 20) served to a client that
+    sends Fahrenheit (around 68): after its first 200 decisions the operator's log says once
+    that the configured column lies mostly outside the range the model reads; contexts of
+    the model's own kind give no such line."""
+    import numpy as np
+
+    from iglearn.data.logs import InteractionLog
+    from iglearn.learners import BatchIGL
+    from iglearn.learners.registry import save_model
+    from iglearn.learners.training import Optimisation
+
+    from .conftest import D_X, D_Y, K
+
+    rng = np.random.default_rng(0)
+    celsius = rng.normal(size=(300, D_X)) + np.array([20.0, 0, 0, 0])
+    log = InteractionLog(celsius, rng.integers(0, K, 300), np.full(300, 1 / K),
+                         rng.normal(size=(300, D_Y)), K)
+    settings = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, max_steps=1)
+    with pytest.warns(UserWarning):
+        learner = BatchIGL(seed=0, max_restarts=0, optimisation=settings).fit(log)
+    assert learner.standardiser_.context_rule == "auto: off scale"
+    save_model(learner, tmp_path / "m")
+    running = start_service(tmp_path, model={"context_names": ["temp", "b", "c", "d"]})
+    try:
+        with running.http("admin") as admin, running.http() as http:
+            assert admin.put("/v1/model", content=pack_model(tmp_path / "m")).status_code == 201
+            fahrenheit = celsius[:200] * np.array([1.8, 1, 1, 1]) + [32, 0, 0, 0]
+            for rows in (celsius[:200], fahrenheit, fahrenheit):
+                for start in range(0, 200, 50):
+                    answer = http.post("/v1/decide",
+                                       json={"contexts": rows[start:start + 50].tolist()})
+                    assert answer.status_code == 200, answer.text
+                if rows is not fahrenheit:  # a new version's tally starts afresh
+                    assert admin.put("/v1/model",
+                                     content=pack_model(tmp_path / "m")).status_code == 201
+    finally:
+        running.stop()
+    lines = [line for line in running.process.log.read_text().splitlines()
+             if "range of the model's training log" in line]
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("iglearn serve: the first 200 contexts model version 2 "
+                               "decided for: context column 'temp': 100% of its values lie "
+                               "outside ["), lines

@@ -67,3 +67,20 @@ def test_vector_accepts_the_limit_itself():
     # values each within the limit whose squares sum beyond the limit's square
     many = vector([-0.9 * limits.MAX_ABS_VALUE] * 64, "feedback", 64)
     assert (many == np.float32(-0.9 * limits.MAX_ABS_VALUE)).all()
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ([0.0, float("nan"), 1.0], "context value 'temp_c' (entry 1) is not finite (NaN or "
+                               "infinite)"),
+    ([0.0, 1.0, -2 * limits.MAX_ABS_VALUE],
+     f"context value 'ms' (entry 2) is -2e+09, which exceeds ±{limits.MAX_ABS_VALUE:g}, the "
+     f"most a log may hold; {SERVED_UNITS_FIX}"),
+    ([0.0, "1", 1.0], "context value 'temp_c' (entry 1) is not a number"),
+    ([0.0, 1.0], "has 2 values; the service expects 3 ('age', 'temp_c', 'ms')"),
+    ("x", "must be a list of 3 ('age', 'temp_c', 'ms') numbers"),
+])
+def test_vector_names_a_named_contexts_column(values, message):
+    with pytest.raises(Rejected) as raised:
+        vector(values, "context", 3, ("age", "temp_c", "ms"))
+    assert (raised.value.status, raised.value.message, raised.value.field) == (
+        422, message, "context")

@@ -34,7 +34,7 @@ from typing import Any, NoReturn, cast
 
 import iglearn
 from iglearn.cli import experiments, logs, serve
-from iglearn.cli.paths import Outputs
+from iglearn.cli.paths import Outputs, check_local
 from iglearn.cli.settings import HelpFormatter
 from iglearn.errors import IGLearnError
 from iglearn.heap import pad_heap
@@ -219,6 +219,7 @@ def _main(argv: Sequence[str] | None) -> int:
         one_line_warnings()
     args.outputs = Outputs()
     try:
+        check_local(args)  # a URL given as a path: one line, before any work
         code = args.run(args)
         sys.stdout.flush()  # what it printed reaches its reader now, or fails as its own
         return code

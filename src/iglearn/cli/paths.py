@@ -8,6 +8,8 @@ what iglearn did not write, and the clean-up of what killed runs left behind.
 - ``fit --out DIR`` replaces DIR only when it is missing, empty, or holds exactly a model
   iglearn wrote: ``model.json`` (whose ``format`` says so, read by
   :func:`iglearn.models.io.read_metadata`) and ``weights.safetensors``, plain files both.
+- A path given as a URL (``https://...``, ``s3://...``, ``file://...``) is refused before any
+  work (:func:`check_local`): a command reads and writes local files and folders only.
 - Each command locks the folders it writes in (:class:`Outputs`) and, when no other iglearn
   command writes there, removes the temporaries of its targets that killed runs left
   (:func:`iglearn.files.remove_stale_temporaries`).
@@ -15,8 +17,10 @@ what iglearn did not write, and the clean-up of what killed runs left behind.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
+import re
 import time
 import warnings
 from collections.abc import Sequence
@@ -32,6 +36,49 @@ except ImportError:  # Windows: no locks, so no clean-up
 
 Named = tuple[str, str | Path]
 """A path and how the command line names it (``--out``, ``LOG``)."""
+
+URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]+://")
+"""The start of a URL (``https://``, ``s3://``, ``file://``); a scheme of two letters at
+least, so that a Windows drive (``C://``) is a path."""
+POSITIONAL = {"log": "LOG", "model": "MODEL", "data": "DATA", "contexts": "CONTEXTS",
+              "archive": "ARCHIVE", "input": "IN", "output": "OUT"}
+"""How the command line names the path arguments that are no option, by destination."""
+OUTPUTS = ("out", "test_out", "history", "output", "folder")
+"""The destinations of the arguments that name a path a command writes (inputs: the
+command's ``reads``)."""
+MODELS = ("model", "archive")
+"""The destinations of the arguments that read a model (a folder, or an archive such as the
+decision service exports)."""
+
+
+def argument_name(dest: str) -> str:
+    """How the command line names the argument of destination ``dest``: ``LOG``, ``--out``,
+    ``--data-dir`` (``config.data_dir``)."""
+    name = dest.rpartition(".")[2]
+    return POSITIONAL.get(name) or "--" + name.replace("_", "-")
+
+
+def check_local(args: argparse.Namespace) -> None:
+    """Raise IGLearnError when a path the command reads (its ``reads``) or writes
+    (:data:`OUTPUTS`) is a URL: iglearn reads and writes local files and folders only, and a
+    URL taken as a path (``http:/host/file``) would name a missing file, or create a folder
+    ``http:``. The message names the argument, the URL and the fix."""
+    for dest in (*args.reads, *OUTPUTS):
+        value = getattr(args, dest, None)
+        if not isinstance(value, str) or not URL.match(value):
+            continue
+        name = argument_name(dest)
+        if value.lower().startswith("file://"):
+            raise IGLearnError(f"{name} {value}: a file:// URL; give the local path itself "
+                               f"({value[len('file://'):] or '/'})")
+        if dest in OUTPUTS:
+            raise IGLearnError(f"{name} {value}: a URL; iglearn writes local files and folders "
+                               f"only: write to a local path, then upload it")
+        service = ("; the decision service's model: curl -fL -H 'Authorization: Bearer "
+                   "KEY' -o model.tar.gz HOST/v1/model/export" if dest in MODELS else "")
+        raise IGLearnError(f"{name} {value}: a URL; iglearn reads local files and folders "
+                           f"only: download it first (curl -fLO URL, say{service}) and give "
+                           f"the local path")
 
 
 def with_sidecar(name: str, path: str | Path) -> list[Named]:

@@ -128,6 +128,9 @@ class ColumnMapping:
             if isinstance(entries, str):
                 entries = (entries,)
             entries = tuple(entries)
+            if not entries and name == "ignore":  # an empty list ignores nothing
+                object.__setattr__(self, name, None)
+                continue
             if not entries:
                 raise IGLearnError(f"column mapping: {name} selects no column; name at least "
                                    f"one, or leave it out for the default")
@@ -471,9 +474,9 @@ def action_indices(name: str, values: np.ndarray, actions: Sequence[str], source
             index = by_value | index
     unknown = [i for i, action in enumerate(names.tolist()) if action not in index]
     if unknown:
-        row = int(np.flatnonzero(np.isin(inverse, unknown))[0])
+        row = int(np.flatnonzero(np.isin(inverse, unknown))[0])  # the first such row
         raise IGLearnError(f"{source}: column {shown(name)} holds "
-                           f"{shown(str(names[unknown[0]]))} at {places.row(row)}, none of the "
+                           f"{shown(str(names[inverse[row]]))} at {places.row(row)}, none of the "
                            f"actions ({_listing(actions)}); name every action, in the order of "
                            f"their indices (actions=[...], --actions)")
     return np.array([index[action] for action in names.tolist()], dtype=np.int64)[inverse]
@@ -481,20 +484,34 @@ def action_indices(name: str, values: np.ndarray, actions: Sequence[str], source
 
 def _check_not_named(name: str, field: str, values: np.ndarray, source: str,
                      places: Places = ROWS) -> None:
-    """An error when the action (or label) column ``name`` names its actions in words,
-    suggesting the mapping that reads them (the words it holds, sorted)."""
+    """An error when the action (or label) column ``name`` holds words, naming the first row
+    that holds one: a few words among indices are told as values to correct (naming their
+    rows); a column of words as actions to name, suggesting the mapping that reads them (the
+    words it holds, sorted, to be put in the order of their indices)."""
     if values.dtype.kind not in "OUS":
         return
-    texts = [str(v) if isinstance(v, str | bytes) else None for v in values.tolist()]
-    words = sorted({text for text in texts if text is not None})
-    if words and not all(_reads_as_number(word) for word in words):
-        suggested = option_list(words[:_SHOWN_ACTIONS]) + (
-            ",..." if len(words) > _SHOWN_ACTIONS else "")
-        raise IGLearnError(f"{source}: column {shown(name)} names the actions in words "
-                           f"({shown(words[0])} at {places.row(texts.index(words[0]))}); "
-                           f"{field} columns hold indices 0 to K - 1 unless the actions are "
-                           f"named in the order of their indices: actions=[...] (--actions "
-                           f"{suggested})")
+    cells = values.tolist()
+    words = np.array([isinstance(cell, str | bytes) and not _reads_as_number(cell)
+                      for cell in cells], dtype=bool)
+    if not words.any():
+        return
+    first = int(np.flatnonzero(words)[0])
+    where = f"{shown(cells[first])} at {places.row(first)}"
+    count = int(words.sum())
+    if count < len(cells) - count:  # a few words among indices: values to correct
+        raise IGLearnError(f"{source}: column {shown(name)} holds a word among action "
+                           f"indices ({where}); correct or remove the rows that hold words, "
+                           f"{rows_failing(words, np.logical_not, 0, places)}, or, if every "
+                           f"action has a name, name them all in the order of their indices "
+                           f"(actions=[...], --actions)")
+    names = sorted({str(cell) for cell in cells if isinstance(cell, str | bytes)})
+    suggested = option_list(names[:_SHOWN_ACTIONS]) + (
+        ",..." if len(names) > _SHOWN_ACTIONS else "")
+    raise IGLearnError(f"{source}: column {shown(name)} names the actions in words ({where}); "
+                       f"{field} columns hold indices 0 to K - 1 unless the actions are named: "
+                       f"give the names in the order of their indices, actions=[...] "
+                       f"(--actions {suggested}, sorted here: reorder them so that the first "
+                       f"is action 0)")
 
 
 def _row_numbers(values: np.ndarray) -> bool:

@@ -1023,6 +1023,82 @@ def _scaled(rows: np.ndarray, mean: np.ndarray, factors: Factors | None,
     return out
 
 
+DRIFT_SHARE = 0.5
+"""A column of the rows a model reads has drifted (:func:`drift_warning`) when more than this
+share of its values lie beyond the range the model reads (its clip limits). On the training
+log itself, a column scaled by its standard deviation holds at most 1/9 of its values
+beyond ±3 of them (Chebyshev), and an outlying column, scaled by its quartiles, a few per
+cent."""
+
+DRIFT_ROWS = 20
+"""Fewest rows :func:`drift_warning` judges: a handful of contexts can all lie far out by
+chance."""
+
+
+def beyond_limits(standardiser: Standardiser, rows: np.ndarray, block: str
+                  ) -> np.ndarray | None:
+    """How many of ``rows`` (raw, of ``block`` "context" or "feedback") lie beyond the
+    block's clip limits in each column, by more than a hundredth of the limit (past
+    rounding): values the model reads as the limit; 0 for a constant column of the log, whose
+    values it centres in their own units. None for a block that is not judged: left as it
+    is (no limits), or standardised with one scale (a column may then spread past the limits
+    in its own log)."""
+    factors = standardiser._context if block == "context" else standardiser._feedback  # type: ignore[attr-defined]
+    rule = standardiser.context_rule if block == "context" else standardiser.feedback_rule
+    if factors is None or factors[4] is None or rule.endswith(ONE_SCALE):
+        return None
+    high, low, inverse, lower, upper, _ = factors
+    z = (np.asarray(rows, np.float32).reshape(-1, len(high)) - high - low) * inverse
+    margin = 0.01 * upper
+    beyond = ((z > upper + margin) | (z < lower - margin)).sum(0)
+    scale = standardiser.context_scale if block == "context" else standardiser.feedback_scale
+    beyond[scale == 1.0] = 0  # a constant column (scale 1): its log gives no range to leave
+    return beyond
+
+
+def drift_message(standardiser: Standardiser, beyond: np.ndarray, rows: int, block: str,
+                  source: str, names: tuple[str, ...] | None = None) -> str | None:
+    """The warning of ``rows`` rows of ``block`` a model read, ``beyond`` of each column's
+    values beyond its limits (:func:`beyond_limits`), when a column lies mostly outside the
+    range of the model's training log, or None: more than :data:`DRIFT_SHARE` of its values,
+    in at least :data:`DRIFT_ROWS` rows. The model reads every such value as the limit, so
+    it tells nothing, and a column sent in another unit or from another origin than the
+    training log's (degrees Fahrenheit for Celsius, milliseconds for seconds, a raw time
+    stamp for a shifted one) turns a model to chance without an error. ``names``: the
+    block's column names (a model's feature schema), else columns are named by position."""
+    if rows < DRIFT_ROWS:
+        return None
+    share = beyond / rows
+    drifted = np.flatnonzero(share > DRIFT_SHARE)
+    if not len(drifted):
+        return None
+    j = int(drifted[0])
+    factors = standardiser._context if block == "context" else standardiser._feedback  # type: ignore[attr-defined]
+    mean = standardiser.context_mean if block == "context" else standardiser.feedback_mean
+    scale = standardiser.context_scale if block == "context" else standardiser.feedback_scale
+    least = mean[j] + float(np.broadcast_to(factors[3], mean.shape)[j]) * scale[j]
+    most = mean[j] + float(factors[4]) * scale[j]
+    column = (f"column {shown(names[j])}" if names is not None and j < len(names)
+              else f"column {j}")
+    more = f" (and {len(drifted) - 1} more)" if len(drifted) > 1 else ""
+    return (f"{source}: {block} {column}{more}: {share[j]:.0%} of its values lie outside "
+            f"[{least:.4g}, {most:.4g}], the range of the model's training log it reads, and "
+            f"are read as that range's ends; check that it has the training log's unit and "
+            f"origin (degrees Fahrenheit for Celsius, milliseconds for seconds, a raw time "
+            f"stamp for a shifted one)")
+
+
+def drift_warning(standardiser: Standardiser, rows: np.ndarray, block: str, source: str,
+                  names: tuple[str, ...] | None = None) -> str | None:
+    """:func:`drift_message` of ``rows`` (raw, of ``block``), or None (too few rows, or a
+    block not judged)."""
+    if len(rows) < DRIFT_ROWS:
+        return None
+    beyond = beyond_limits(standardiser, rows, block)
+    return None if beyond is None else drift_message(standardiser, beyond, len(rows), block,
+                                                     source, names)
+
+
 def standardised_feedback(standardiser: Standardiser | None) -> bool:
     """Whether a learner with this standardiser (None: ``standardise`` off) reads its
     feedback standardised (its rule "on" or "auto: off scale", with one scale or not), on

@@ -20,12 +20,13 @@ from iglearn.data.scaling import (
     Origins,
     Standardiser,
     check_mode,
+    drift_warning,
     standardised_feedback,
     standardiser_of,
 )
 from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
-from iglearn.errors import IGLearnError, shown
+from iglearn.errors import DriftWarning, IGLearnError, shown, warn_caller
 from iglearn.learners.stream import action_counts, min_probability, weight_sums
 from iglearn.learners.trials import as_tensor
 from iglearn.models import Policy
@@ -183,7 +184,21 @@ class PolicyLearner:
                              self._fitted("context_dim"), "contexts")
         if self.standardiser_ is None:
             return context
+        self._warn_drift(context, "context", "contexts")
         return self.standardiser_.apply(context)
+
+    def _warn_drift(self, rows: np.ndarray, block: str, source: str) -> None:
+        """Warn (:class:`~iglearn.errors.DriftWarning`) if a column of ``rows`` of ``block``
+        lies mostly outside the range of the training log
+        (:func:`~iglearn.data.scaling.drift_warning`; columns named by the model's feature
+        schema)."""
+        schema = getattr(self, "schema_", None)
+        names = None if schema is None else (schema.context if block == "context"
+                                             else schema.feedback) or None
+        assert self.standardiser_ is not None
+        warning = drift_warning(self.standardiser_, rows, block, source, names)
+        if warning is not None:
+            warn_caller(warning, DriftWarning)
 
     def standardised_feedback(self, feedback: np.ndarray) -> np.ndarray:
         """Feedback vectors (n, d_y) as the fitted decoders read them, checked (see
@@ -191,6 +206,7 @@ class PolicyLearner:
         feedback = model_rows("feedback", feedback, self._fitted("feedback_dim"), "feedback")
         if self.standardiser_ is None:
             return feedback
+        self._warn_drift(feedback, "feedback", "feedback")
         return self.standardiser_.apply_feedback(feedback)
 
     def predict_proba(self, context: np.ndarray | pd.DataFrame | InteractionLog | ContextSet

@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, ClassVar, Self
 import torch
 
 from iglearn.data.limits import check_fit_size
-from iglearn.errors import IGLearnError
+from iglearn.data.logs import probability_warning
+from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
 from iglearn.learners.base import StackableLearner, check_finite_fit
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
 from iglearn.learners.settings import FitSettings, Optimisation
-from iglearn.learners.stream import AnyLog, has_field, training_data
+from iglearn.learners.stream import AnyLog, has_field, training_data, weight_sums
 from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Source, side_by_side
 from iglearn.models import Policy, make_policy
@@ -74,6 +75,11 @@ class _Baseline(FitSettings, StackableLearner):
                                    f"'{cls.needs}', which this log does not have (a table's "
                                    f"{cls.needs} column is read when named: "
                                    f"InteractionLog.from_frame(..., {cls.needs}='column'))")
+        if cls.needs == "reward":  # the contextual bandit weighs each row by 1/p
+            for each in logs:
+                warning = probability_warning(weight_sums(each), len(each), each.source)
+                if warning is not None:
+                    warn_caller(warning)
         start = time.perf_counter()
         first, log = learners[0], logs[0]
         generators = [torch_generator(as_generator(learner.seed)) for learner in learners]

@@ -321,7 +321,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                              f"{first.restart_confidence:g} standard errors): the decoder is "
                              f"not certified and the policy may be no better than uniform "
                              f"play; a task whose best policy is right less than about "
-                             f"{min(1.0, 2 * threshold):.0%} of the time cannot pass it (the "
+                             f"{min(1.0, threshold + 1 / k):.0%} of the time cannot pass it (the "
                              f"indicator is the decoded value above uniform play's): measure "
                              f"the model on labelled data if you have some")
             if abs(statistic - 0.5) < AMBIGUITY_MARGIN:
@@ -502,8 +502,15 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
                        else [0.0] * len(decoders))
 
     def threshold(self, n_actions: int) -> float:
-        """The adaptive restart's indicator threshold (1/K unless set)."""
-        return 1.0 / n_actions if self.restart_threshold is None else self.restart_threshold
+        """The adaptive restart's indicator threshold: ``restart_threshold`` if set, else
+        1/K, V(pi_bad) of a classification task (Appendix B), for K >= 3, and 0 for K = 2.
+        The indicator of a perfect decoder is the policy's accuracy less 1/K, so 1/K asks for
+        a policy right twice as often as uniform play, which for K = 2 is every time: every
+        2-action fit made all its restarts and warned. With 0, a 2-action fit passes when
+        its decoded policy beats uniform play by ``restart_confidence`` standard errors."""
+        if self.restart_threshold is not None:
+            return self.restart_threshold
+        return 0.0 if n_actions == 2 else 1.0 / n_actions
 
     def passes(self, value: float, error: float, n_actions: int) -> bool:
         """Whether an indicator ``value`` with standard error ``error`` passes the adaptive

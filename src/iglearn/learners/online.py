@@ -173,6 +173,22 @@ class UniformLearner(OnlineLearner):
         """Uniform over the K actions for every context."""
         return np.full((len(contexts), self.n_actions), 1.0 / self.n_actions)
 
+    def predict(self, contexts: np.ndarray) -> np.ndarray:
+        """Refused with one line: uniform play has no greedy action to predict."""
+        raise IGLearnError(f"{type(self).__name__} plays every action with probability "
+                           f"1/{self.n_actions} and has no greedy action to predict; draw "
+                           f"actions with act_batch(contexts), or read probabilities(contexts)")
+
+    def accuracy(self, contexts: np.ndarray, labels: np.ndarray) -> float:
+        """The expected share of ``contexts`` whose action equals the label: 1/K whatever the
+        labels, since each action is drawn with probability 1/K (V(pi_bad) of the paper, the
+        value the other learners' greedy accuracy is compared with). Nothing is drawn; the
+        contexts and labels are checked as every learner checks them (one line naming a NaN,
+        a label outside [0, K), a count that differs from the contexts', no contexts)."""
+        contexts = self.checked_contexts(contexts, "accuracy")
+        label_accuracy(np.zeros(len(contexts), np.int64), labels, self.n_actions)  # the checks
+        return 1.0 / self.n_actions
+
     def learn_batch(self, contexts: np.ndarray, actions: np.ndarray,
                     probabilities: np.ndarray, feedback: np.ndarray) -> None:
         """Uniform play learns nothing."""

@@ -339,7 +339,7 @@ class BatchIGLSettings(FitSettings):
     """Most restarts of the adaptive restart (Appendix B); 0 disables it."""
     restart_threshold: float | None = None
     """Indicator threshold of the adaptive restart; None means 1/K, V(pi_bad) for
-    classification."""
+    classification, for K >= 3, and 0 (beating uniform play) for K = 2."""
     starts: int | None = None
     """Initialisations judged before the fit (:meth:`~iglearn.learners.BatchIGL.judge_starts`,
     iglearn's addition): each is fitted briefly on the log less a held-out fifth and scored by

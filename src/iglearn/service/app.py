@@ -39,13 +39,14 @@ from starlette.types import Receive, Scope, Send
 
 import iglearn
 from iglearn.data import limits, safejson
+from iglearn.data.scaling import beyond_limits, drift_message
 from iglearn.errors import SHOWN_CHARACTERS, IGLearnError, option_list, shown
 from iglearn.service.config import SHAPE_RANGES, ServiceConfig, is_loopback
 from iglearn.service.exploration import Explorer
 from iglearn.service.ids import new_event_id
 from iglearn.service.keys import KeyRing, sync_keys, watch_keys
 from iglearn.service.metrics import Metrics
-from iglearn.service.operator_log import log_event
+from iglearn.service.operator_log import import_message, log_event, stop_message
 from iglearn.service.storage import (
     Decision,
     Feedback,
@@ -134,6 +135,55 @@ def policy_function(learner: Any) -> PolicyFunction:
     return probabilities
 
 
+DRIFT_DECISIONS = 200
+"""How many of a served version's first decisions :class:`DriftTally` judges."""
+
+
+class DriftTally:
+    """Whether the contexts a served version decides for lie in the range of its training
+    log: over its first :data:`DRIFT_DECISIONS` decisions in this process, how many values
+    of each context column lie beyond the limits the model reads
+    (:func:`~iglearn.data.scaling.beyond_limits`); then the operator's log says once (event
+    ``drift``) when a column lies mostly beyond them
+    (:func:`~iglearn.data.scaling.drift_message`): contexts sent in another unit or from
+    another origin than the model's log (degrees Fahrenheit to a model fitted on Celsius)
+    are read as the range's ends, and the model decides at chance without an error."""
+
+    def __init__(self, learner: Any, names: Sequence[str] | None):
+        self.standardiser = getattr(learner, "standardiser_", None)
+        schema = getattr(learner, "schema_", None)
+        self.names = tuple(names) if names else (None if schema is None
+                                                 else tuple(schema.context) or None)
+        self.rows = 0
+        self.beyond: np.ndarray | None = None
+        self.done = self.standardiser is None
+        self._lock = threading.Lock()
+
+    def add(self, contexts: np.ndarray, version: int, log_format: str) -> None:
+        """Count ``contexts`` (n, d_x), decided by ``version``; once enough are counted,
+        log the drift, if any, and stop counting."""
+        standardiser = self.standardiser
+        if self.done or standardiser is None:
+            return
+        beyond = beyond_limits(standardiser, contexts, "context")
+        with self._lock:
+            if self.done:
+                return
+            if beyond is None:
+                self.done = True
+                return
+            self.beyond = beyond if self.beyond is None else self.beyond + beyond
+            self.rows += len(contexts)
+            if self.rows < DRIFT_DECISIONS:
+                return
+            self.done = True
+            message = drift_message(standardiser, self.beyond, self.rows, "context",
+                                    f"the first {self.rows} contexts model version {version} "
+                                    f"decided for", self.names)
+        if message is not None:
+            log_event(log_format, "drift", message, version=version, decisions=self.rows)
+
+
 @dataclass(frozen=True)
 class Served:
     """The model being served: one reference the service replaces atomically."""
@@ -143,6 +193,8 @@ class Served:
     record: ModelRecord
     policy: PolicyFunction
     """pi(. | x) of ``learner`` (:func:`policy_function`)."""
+    drift: DriftTally
+    """Whether its first decisions' contexts lie in its training log's range."""
 
     @property
     def certified(self) -> bool:
@@ -333,7 +385,8 @@ class Service:
                 raise IGLearnError(f"model version {version} has {key} {have!r} but [model] "
                                    f"{key} is {value!r}; configure {key} = {have!r}, or "
                                    f"serve a model of this shape")
-            self.served = Served(version, learner, record, policy_function(learner))  # swap
+            self.served = Served(version, learner, record, policy_function(learner),  # swap
+                                 DriftTally(learner, self.config.model.context_names))
             self._pickup_error = None
         previous = 0 if current is None else current.version
         lag = time.time() - record.created_at
@@ -419,6 +472,8 @@ class Service:
         yet stored; and how many of them explored."""
         served = self.served
         policy = None if served is None else served.policy(contexts)
+        if served is not None:
+            served.drift.add(contexts, served.version, self.config.server.log_format)
         actions, dist, explored, learnable = self.explorer.draw(
             policy, allowed, served.certified if served is not None else False)
         now = time.time()
@@ -434,9 +489,9 @@ class Service:
                ) -> list[Decision]:
         """Decide for contexts (n, d_x) with their event ids and allowed actions (n, K), and
         store the decisions (a stored event id gives back its stored decision)."""
-        decisions, explored = self.draw(contexts, ids, allowed)
+        decisions, _ = self.draw(contexts, ids, allowed)
         stored = self.storage.add_decisions(decisions)
-        self.metrics.decided(len(stored), explored)
+        count_decided(self.metrics, decisions, stored)
         return stored
 
     def add_feedback(self, feedback: list[Feedback]) -> list[FeedbackOutcome]:
@@ -465,6 +520,21 @@ class Service:
         self.keys_used[found[0]] = time.time()  # written by keys.watch_keys
         if role == "admin" and found[1] != "admin":
             raise Rejected(403, "this endpoint needs an admin key")
+
+
+def count_decided(metrics: Metrics, made: Sequence[Decision], stored: Sequence[Decision]
+                  ) -> None:
+    """Count in ``metrics`` the decisions the storage stored anew of those ``made`` (drawn),
+    position by position against what it returned (``stored``): a decision whose event id
+    was stored before comes back as the stored one (another decision time), an idempotent
+    retry, counted as such and not as a decision (nor its exploration); two requests of one
+    group under one new event id store one decision."""
+    if all(s is d for s, d in zip(stored, made, strict=True)):  # nothing stored before
+        metrics.decided(len(made), sum(d.explored for d in made))
+        return
+    new = {d.event_id: d for s, d in zip(stored, made, strict=True)
+           if s is d or s.decided_at == d.decided_at}
+    metrics.decided(len(new), sum(d.explored for d in new.values()), len(made) - len(new))
 
 
 GATHER_TURNS = 2
@@ -531,12 +601,11 @@ class GroupCommit:
             return
         service = self.service
         made: list[Decision] = []
-        explored = 0
         if decisions:
             try:
-                made, explored = service.draw(np.concatenate([d[0] for d in decisions]),
-                                              [i for d in decisions for i in d[1]],
-                                              np.concatenate([d[2] for d in decisions]))
+                made, _ = service.draw(np.concatenate([d[0] for d in decisions]),
+                                       [i for d in decisions for i in d[1]],
+                                       np.concatenate([d[2] for d in decisions]))
             except Exception as e:
                 for *_, future in decisions:
                     if not future.done():
@@ -551,7 +620,7 @@ class GroupCommit:
                     future.set_exception(e)
             return
         if decisions:
-            service.metrics.decided(len(stored), explored)
+            count_decided(service.metrics, made, stored)
         start = 0
         for contexts, _, _, future in decisions:
             if not future.done():
@@ -586,16 +655,16 @@ class GroupCommit:
         if decisions:
             futures = [d[3] for d in decisions]
             try:
-                made, explored = service.draw(np.concatenate([d[0] for d in decisions]),
-                                              [i for d in decisions for i in d[1]],
-                                              np.concatenate([d[2] for d in decisions]))
+                made, _ = service.draw(np.concatenate([d[0] for d in decisions]),
+                                       [i for d in decisions for i in d[1]],
+                                       np.concatenate([d[2] for d in decisions]))
             except Exception as e:
                 for future in futures:
                     if not future.done():
                         future.set_exception(e)
             else:
                 def split(stored: list[Decision]) -> list[Any]:
-                    service.metrics.decided(len(stored), explored)
+                    count_decided(service.metrics, made, stored)
                     bounds = np.cumsum([0] + [len(d[0]) for d in decisions])
                     return [stored[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
@@ -672,23 +741,45 @@ async def discard_body(request: Request, seconds: float) -> None:
                 return
 
 
+BODY_FIX = "send a JSON object of finite numbers, lists and strings"
+"""What a 422 for a body the JSON parser refuses tells the client."""
+
+
+def context_entry(parts: tuple[str | int, ...], names: Sequence[str] | None) -> str | None:
+    """The name, of the ``[model] context_names`` (``names``), of the context entry that the
+    place ``parts`` of a refused JSON value is (``("context", 2)``, ``("contexts", 0, 2)``),
+    as a message shows it; None when the place is no entry of a context, or the contexts
+    have no names."""
+    if names is None or not parts:
+        return None
+    at = {"context": 1, "contexts": 2}.get(str(parts[0]))
+    if at is None or len(parts) != at + 1 or type(parts[at]) is not int:
+        return None
+    i = int(parts[at])
+    return shown(names[i]) if 0 <= i < len(names) else None
+
+
 async def read_json(request: Request, limit: int, allowed: tuple[str, ...],
-                    empty_ok: bool = False) -> dict[str, Any]:
+                    empty_ok: bool = False, context_names: Sequence[str] | None = None
+                    ) -> dict[str, Any]:
     """The body as a JSON object with only the ``allowed`` keys (422 otherwise), read by the
     one strict JSON parser (:func:`iglearn.data.safejson.parse`: finite numbers, integers
     bounded before conversion; a refused value's top-level key is the field, its message names
-    the place: ``contexts[0][3]``); ``empty_ok``: no body at all is ``{}`` (an endpoint whose
-    fields are all optional)."""
+    the place: ``contexts[0][3]``, and with ``context_names`` (``[model] context_names``) a
+    context's entry by its name too); ``empty_ok``: no body at all is ``{}`` (an endpoint
+    whose fields are all optional)."""
     body = await read_body(request, limit)
     if empty_ok and not body.strip():
         return {}
     try:
-        value = safejson.parse(body, "the body", "send a JSON object of finite numbers, lists "
-                               "and strings")
+        value = safejson.parse(body, "the body", BODY_FIX)
     except safejson.Refused as e:  # the field: the top-level key where the value is
         field = e.parts[0] if e.parts and isinstance(e.parts[0], str) and e.parts[0] \
             else "body"
-        raise Rejected(422, str(e), field) from None
+        named = context_entry(e.parts, context_names)
+        message = str(e) if named is None else (f"the body: {e.where} (context value {named}) "
+                                                f"{e.problem}; {BODY_FIX}")
+        raise Rejected(422, message, field) from None
     if not isinstance(value, dict):
         raise Rejected(422, "the body must be a JSON object", "body")
     for key in value:
@@ -705,24 +796,42 @@ the client is sending a raw time stamp or counter that the model's log had shift
 rescaled."""
 
 
-def vector(value: object, name: str, dim: int) -> np.ndarray:
+def entry(i: int, names: Sequence[str] | None) -> str:
+    """How a message names entry ``i`` of a vector: ``value 2``, or with the context's
+    ``names`` (``[model] context_names``) ``context value 'age' (entry 2)``."""
+    if names is None or not 0 <= i < len(names):
+        return f"value {i}"
+    return f"context value {shown(names[i])} (entry {i})"
+
+
+def expected(dim: int, names: Sequence[str] | None) -> str:
+    """The ``dim`` values a vector holds, as a message says it, naming the context's
+    ``names`` (``[model] context_names``) if it has them."""
+    return f"{dim}" if names is None else f"{dim} ({', '.join(map(shown, names))})"
+
+
+def vector(value: object, name: str, dim: int, names: Sequence[str] | None = None
+           ) -> np.ndarray:
     """A list of ``dim`` finite numbers within the value limit, as float32 (422 naming
-    ``name`` otherwise)."""
+    ``name``, the JSON field, otherwise; with ``names``, the context's ``[model]
+    context_names``, the message names the entry by its column name)."""
     if not isinstance(value, list):
-        raise Rejected(422, f"must be a list of {dim} numbers", name)
+        raise Rejected(422, f"must be a list of {expected(dim, names)} numbers", name)
     if len(value) != dim:
-        raise Rejected(422, f"has {len(value)} values; the service expects {dim}", name)
+        raise Rejected(422, f"has {len(value)} values; the service expects "
+                            f"{expected(dim, names)}", name)
     if not set(map(type, value)) <= _NUMBER_TYPES:
         i = next(i for i, v in enumerate(value) if type(v) not in _NUMBER_TYPES)
-        raise Rejected(422, f"value {i} is not a number", name)
+        raise Rejected(422, f"{entry(i, names)} is not a number", name)
     array = np.asarray(value, dtype=np.float64)
     if not (np.abs(array) <= limits.MAX_ABS_VALUE).all():  # one check for the usual case
         bad = ~np.isfinite(array)
         if bad.any():
-            raise Rejected(422, f"value {int(np.argmax(bad))} is not finite (NaN or infinite)",
-                           name)
+            raise Rejected(422, f"{entry(int(np.argmax(bad)), names)} is not finite (NaN or "
+                                f"infinite)", name)
         i = int(np.argmax(np.abs(array) > limits.MAX_ABS_VALUE))
-        raise Rejected(422, f"value {i} ({array[i]:g}) exceeds ±{limits.MAX_ABS_VALUE:g}, "
+        value_is = f"({array[i]:g})" if names is None else f"is {array[i]:g}, which"
+        raise Rejected(422, f"{entry(i, names)} {value_is} exceeds ±{limits.MAX_ABS_VALUE:g}, "
                             f"the most a log may hold; {SERVED_UNITS_FIX}", name)
     return array.astype(np.float32)
 
@@ -913,6 +1022,7 @@ def build_app(service: Service, start_worker: bool = True,
     config, storage = service.config, service.storage
     model, server = config.model, config.server
     k = model.n_actions
+    names = model.context_names
 
     def guarded(name: str, role: str | None, handler: Handler) -> Handler:
         return endpoint(service, name, role, handler)
@@ -932,17 +1042,22 @@ def build_app(service: Service, start_worker: bool = True,
 
     async def decide(request: Request) -> Response:
         body = await read_json(request, server.max_body_bytes,
-                               ("context", "event_id", "actions", "contexts", "event_ids"))
+                               ("context", "event_id", "actions", "contexts", "event_ids"),
+                               context_names=names)
         mask = allowed_actions(body.get("actions"), k, model.actions)
         if "contexts" in body:
-            for key in ("context", "event_id"):
-                if key in body:
-                    raise Rejected(422, "a batch decision takes contexts and event_ids", key)
+            if "context" in body:
+                raise Rejected(422, "the body has both context and contexts; send one of the "
+                                    "two: context for one decision, contexts for a batch",
+                               "context")
+            if "event_id" in body:
+                raise Rejected(422, "a batch decision (contexts) takes event_ids, one per "
+                                    "context, not event_id", "event_id")
             contexts = body["contexts"]
             if not isinstance(contexts, list) or not 0 < len(contexts) <= server.max_batch:
                 raise Rejected(422, f"must be a list of 1 to {server.max_batch} contexts",
                                "contexts")
-            array = np.stack([vector(c, f"contexts[{i}]", model.context_dim)
+            array = np.stack([vector(c, f"contexts[{i}]", model.context_dim, names)
                               for i, c in enumerate(contexts)])
             given = body.get("event_ids")
             if given is not None and (not isinstance(given, list)
@@ -962,7 +1077,7 @@ def build_app(service: Service, start_worker: bool = True,
             raise Rejected(422, "event_ids goes with contexts (a batch)", "event_ids")
         if "context" not in body:
             raise Rejected(422, "missing: send context (or contexts for a batch)", "context")
-        array = vector(body["context"], "context", model.context_dim)[None]
+        array = vector(body["context"], "context", model.context_dim, names)[None]
         ids = [event_id(body.get("event_id"), "event_id", server.event_id_max_length)]
         return json_response((await decide_rows(array, ids, mask, "event_id"))[0])
 
@@ -1099,7 +1214,12 @@ def build_app(service: Service, start_worker: bool = True,
         report = getattr(learner, "report_", None)
         indicator = getattr(report, "indicator", None)
         summary = {"source": "import", "indicator": indicator, "certified": False}
-        storage.add_model(model.algorithm, 0, 0.0, summary, data)
+        previous = service.served.version if service.served is not None else 0
+        record = storage.add_model(model.algorithm, 0, 0.0, summary, data)
+        log_event(server.log_format, "import",
+                  import_message(record.version, previous, indicator),
+                  version=record.version, previous=previous, indicator=indicator,
+                  bytes=len(data))
         await anyio.to_thread.run_sync(service.load_served)  # may wait on a pickup
         return json_response(service.model_info(), 201)
 
@@ -1166,6 +1286,7 @@ def build_app(service: Service, start_worker: bool = True,
             tasks.append(asyncio.create_task(supervise(service.worker)))
         tasks.append(asyncio.create_task(watch_keys(service)))
         stop_pickup = service.start_pickup()
+        started = time.monotonic()
         try:
             yield
         finally:
@@ -1176,6 +1297,13 @@ def build_app(service: Service, start_worker: bool = True,
             storage.set_state("explored_rounds", service.explorer.round)
             if service.worker is not None:
                 service.worker.stop()
+            version = 0 if service.served is None else service.served.version
+            decisions = service.metrics.decisions
+            feedback = sum(service.metrics.feedbacks.get(o, 0) for o in ("joined", "late"))
+            seconds = time.monotonic() - started
+            log_event(server.log_format, "stop",
+                      stop_message(version, decisions, feedback, seconds), version=version,
+                      decisions=decisions, feedback=feedback, seconds=seconds)
 
     app = ServiceApp(routes=routes, lifespan=lifespan)
     app.hot = hot

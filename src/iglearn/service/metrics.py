@@ -1,8 +1,9 @@
-"""The service's metrics in Prometheus' text exposition format (``GET /metrics``): decisions,
-feedback by outcome and the join rate, request latency histograms by endpoint, the served
-model's version and indicator, the newest stored version and how long the served one has
-been behind it, and the re-fits' durations. Counters are this process's since
-it started; the model figures come from the storage."""
+"""The service's metrics in Prometheus' text exposition format (``GET /metrics``): decisions
+(and the idempotent retries answered with a stored one), feedback by outcome and the join
+rate, request latency histograms by endpoint, the served model's version and indicator, the
+newest stored version and how long the served one has been behind it, and the re-fits'
+durations. Counters are this process's since it started; the model figures come from the
+storage."""
 
 from __future__ import annotations
 
@@ -21,15 +22,19 @@ class Metrics:
     def __init__(self) -> None:
         self.decisions = 0
         self.explored = 0
+        self.retries = 0
         self.feedbacks: dict[str, int] = defaultdict(int)
         self.requests: dict[tuple[str, int], int] = defaultdict(int)
         self.buckets: dict[str, list[int]] = {}
         self.sums: dict[str, float] = defaultdict(float)
 
-    def decided(self, n: int, explored: int) -> None:
-        """Count ``n`` decisions, ``explored`` of them exploring."""
+    def decided(self, n: int, explored: int, retried: int = 0) -> None:
+        """Count ``n`` decisions stored anew, ``explored`` of them exploring, and ``retried``
+        decisions answered with the one stored before under their event id (idempotent
+        retries, not counted as decisions)."""
         self.decisions += n
         self.explored += explored
+        self.retries += retried
 
     def feedback(self, outcome: str) -> None:
         """Count one feedback by its outcome (joined, late, unknown, duplicate)."""
@@ -52,8 +57,13 @@ class Metrics:
             lines.extend([f"# HELP {name} {doc}", f"# TYPE {name} {kind}"])
             lines.extend(f"{name}{labels} {_number(value)}" for labels, value in samples)
 
-        metric("iglearn_decisions_total", "counter", "Decisions served.",
-               [("", self.decisions)])
+        metric("iglearn_decisions_total", "counter",
+               "Decisions made and stored (a retry answered with its stored decision is "
+               "counted in iglearn_decision_retries_total instead).", [("", self.decisions)])
+        metric("iglearn_decision_retries_total", "counter",
+               "Decisions asked again under a stored event id (idempotent retries), answered "
+               "with the stored decision and not counted as decisions.",
+               [("", self.retries)])
         metric("iglearn_decisions_explored_total", "counter", "Decisions that explored.",
                [("", self.explored)])
         metric("iglearn_feedback_total", "counter", "Feedback received, by outcome.",

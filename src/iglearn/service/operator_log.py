@@ -1,11 +1,13 @@
 """The operator's log of a running service: one line on standard error per event (the
 service started, a re-fit ended, a serving process swapped in another model version, an
-admin rolled back, a stored version could not be loaded), as plain text for a terminal or,
+admin rolled back or imported a model, a stored version could not be loaded, the service
+stopped), as plain text for a terminal or,
 with ``[server] log_format = "json"`` (``iglearn serve --log-format json``), as one JSON
 object per line for log collectors.
 
 A JSON line holds ``time`` (Unix seconds), ``event`` (``start``, ``refit``, ``swap``,
-``rollback``, ``pickup_error``, ``worker_died``, ``worker_restarted``, ``worker_error``),
+``rollback``, ``import``, ``pickup_error``, ``worker_died``, ``worker_restarted``,
+``worker_error``, ``stop``),
 ``message`` (the text line's words) and the event's fields (a ``refit`` line's
 ``outcome`` is ``served``, ``held_back`` or ``failed``) (numbers, strings, booleans or
 null; a non-finite number is written as null)."""
@@ -49,3 +51,22 @@ def refit_message(reason: str, version: int | None, interactions: int,
         f"{f'version {served}' if served else 'the warm-up exploration'}")
     return (f"re-fit ({reason}): version {version} on {interactions} interactions, "
             f"indicator {shown}, {seconds:.2f} s, {outcome}")
+
+
+def import_message(version: int, previous: int, indicator: float | None) -> str:
+    """The text of the line of a model imported through ``PUT /v1/model``: the version it
+    was stored as (and is served as), the one served before (0: none) and its indicator."""
+    shown = "none" if indicator is None else f"{indicator:.4f}"
+    was = f"version {previous}" if previous else "the warm-up exploration"
+    return (f"imported a model (PUT /v1/model): stored as version {version}, indicator "
+            f"{shown}, served in place of {was}")
+
+
+def stop_message(version: int, decisions: int, feedback: int, seconds: float) -> str:
+    """The text of the line of a graceful shutdown (SIGTERM, or Ctrl-C): the version served
+    last (0: none), the decisions and feedback stored since the start, and how long it ran."""
+    served = f"model version {version}" if version else "the warm-up exploration"
+    return (f"stopped (graceful shutdown, SIGTERM or Ctrl-C) after {seconds:.0f} s: served "
+            f"{served}; stored {decisions} decision{'' if decisions == 1 else 's'} and the "
+            f"feedback of {feedback} since the start; the learning worker stopped and the "
+            f"exploration's round saved")

@@ -95,6 +95,34 @@ def model_mapping(schema: FeatureSchema | None, wanted: Collection[str] | None =
     return given_fields_read(schema.columns, EVALUATION_FIELDS)
 
 
+SHOWN_OPTIONS = 3
+"""The most options of a column mapping that :func:`_unmapped` names one by one."""
+
+
+def _unmapped(path: Path, columns: ColumnMapping) -> str:
+    """Why ``columns`` cannot read ``path``, a file of a format that names its fields itself
+    (``.npz``, ``.dsjson``): the options given (the entries that differ from the default
+    layout, as the command line names them), and the fix. K alone (``--n-actions``) is told
+    as such: those formats hold K themselves."""
+    from dataclasses import fields
+
+    default = ColumnMapping()
+    given = [f.name for f in fields(ColumnMapping)
+             if getattr(columns, f.name) != getattr(default, f.name)]
+    if "actions" in given and "n_actions" in given:  # the names' number, not given apart
+        given.remove("n_actions")
+    suffix = path.suffix.lower()
+    kind = f"a {suffix} file" if suffix in SUFFIXES else "this format"
+    if given == ["n_actions"]:
+        return (f"{path}: --n-actions (n_actions) gives K to a .csv or .parquet table that has "
+                f"no column 'n_actions'; {kind} holds K itself: drop --n-actions")
+    options = ("--context, --action, ..." if not given or len(given) > SHOWN_OPTIONS
+               else ", ".join("--" + name.replace("_", "-") for name in given))
+    return (f"{path}: a column mapping ({options}) reads .csv and .parquet files and folders "
+            f"of .parquet shards only; {kind} names its fields itself: drop "
+            f"{'that option' if len(given) == 1 else 'those options'}")
+
+
 def open_table(path: str | Path, schema: FeatureSchema | None = None,
                columns: ColumnMapping | None = None, n_actions: int | None = None,
                wanted: Collection[str] | None = None) -> TableReader:
@@ -122,9 +150,7 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
         if not path.is_dir():  # an unknown extension, then a missing file, told first
             _suffix(path)
             input_file(path)
-        raise IGLearnError(f"{path}: a column mapping (--context, --action, ...) reads .csv "
-                           f"and .parquet files and folders of .parquet shards only; the "
-                           f"other formats name their fields themselves: drop those options")
+        raise IGLearnError(_unmapped(path, columns))
     if shards:
         from iglearn.data.formats.shards import ShardedReader, shard_files
         if columns is None and schema is not None:
