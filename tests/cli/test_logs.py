@@ -537,6 +537,33 @@ def test_evaluate_on_the_training_log_says_it_is_in_sample(workspace, capsys, tm
         assert measures["in_sample"] is False and "note" not in measures
 
 
+def test_evaluate_on_part_of_the_training_log_says_how_much(workspace, capsys, tmp_path):
+    """Rows of the training log only (a fifth of it, reordered) are in sample; half training
+    rows and half new ones are not, with the share of training rows (estimated from the
+    fit's row sketch) and a note saying the measures mix the two; new rows share none."""
+    log = read_log(workspace / "log.npz")
+    assert run(capsys, "simulate", "digits", "--samples", "600", "--out", tmp_path / "new.npz",
+               "--seed", "11")[0] == 0
+    new = read_log(tmp_path / "new.npz")
+    part = log.subset(np.random.default_rng(0).permutation(len(log))[:600])
+    mixed = InteractionLog(*(np.concatenate([getattr(part, f)[:300], getattr(new, f)[:300]])
+                             for f in ("context", "action", "probability", "feedback")),
+                           log.n_actions)
+    for name, data, in_sample in (("part", part, True), ("mixed", mixed, False)):
+        write_table(data, tmp_path / f"{name}.npz")
+        code, out, _ = run(capsys, "evaluate", workspace / "model", tmp_path / f"{name}.npz")
+        assert code == 0
+        measures = json.loads(out)
+        assert measures["in_sample"] is in_sample, name
+        if in_sample:
+            assert measures["training_rows_share"] == 1.0 and "in-sample" in measures["note"]
+        else:
+            assert 0.3 < measures["training_rows_share"] < 0.7
+            assert measures["note"].startswith(f"about {measures['training_rows_share']:.0%} "
+                                               f"of these rows are rows of the log the model "
+                                               f"was fitted on")
+
+
 def test_evaluate_with_a_model_that_does_not_name_its_log_says_null(workspace, capsys,
                                                                     tmp_path):
     model = tmp_path / "model"
@@ -545,6 +572,7 @@ def test_evaluate_with_a_model_that_does_not_name_its_log_says_null(workspace, c
         (model / name).write_bytes((workspace / "model" / name).read_bytes())
     meta = json.loads((model / io.METADATA).read_text())
     del meta["training"]["log_fingerprint"], meta["training"]["rows_fingerprint"]
+    del meta["training"]["rows_sketch"]
     (model / io.METADATA).write_text(json.dumps(meta))
     code, out, _ = run(capsys, "evaluate", model, workspace / "log.npz")
     assert code == 0 and json.loads(out)["in_sample"] is None

@@ -23,7 +23,7 @@ from iglearn.cli.paths import check_model_output, check_paths, with_sidecar
 from iglearn.cli.settings import add_settings, build_settings, flag, number
 from iglearn.data import safejson
 from iglearn.data.frames import ColumnMapping, given_fields_read, in_model_order
-from iglearn.data.logs import InteractionLog, rows_fingerprint
+from iglearn.data.logs import InteractionLog, rows_fingerprint, rows_sketch, training_share
 from iglearn.data.stream import LogStream, StreamSettings
 from iglearn.errors import IGLearnError
 from iglearn.learners.distributed import RayTrain
@@ -231,6 +231,8 @@ def _fit(args: argparse.Namespace) -> int:
                       "log_fingerprint": fingerprint(args.log), "settings": settings,
                       "rows_fingerprint": (rows_fingerprint(log)
                                            if isinstance(log, InteractionLog) else None),
+                      "rows_sketch": (rows_sketch(log)
+                                      if isinstance(log, InteractionLog) else None),
                       **extra})  # save_model writes it with safejson (non-finite: null)
     if history is not None:
         records = cast(BatchIGL, learner).report_.history
@@ -404,6 +406,17 @@ IN_SAMPLE_NOTE = ("the data are the log the model was fitted on: these measures 
                   "held-out data for that")
 """What ``evaluate`` adds when the data are the model's training log."""
 
+IN_SAMPLE_SHARE = 0.99
+"""Data whose rows are at least this share training rows (by the fit's row sketch,
+:func:`~iglearn.data.logs.training_share`: exact for a training log of fewer than 1,024
+rows, estimated for a larger one) are in sample: a part of the training log."""
+OVERLAP_SHARE = 0.05
+"""Data whose rows are at least this share training rows get :data:`OVERLAP_NOTE`."""
+OVERLAP_NOTE = ("about {share:.0%} of these rows are rows of the log the model was fitted "
+                "on: the measures mix in-sample and held-out data and overestimate how the "
+                "model does on new data; evaluate on rows the fit did not see for that")
+"""What ``evaluate`` adds when the data overlap the training log in part."""
+
 
 def _evaluate(args: argparse.Namespace) -> int:
     learner, table = _model_and_table(args.model, args.data, contexts_only=False, args=args,
@@ -423,10 +436,18 @@ def _evaluate(args: argparse.Namespace) -> int:
     if not in_sample and isinstance(table, InteractionLog) and training.get("rows_fingerprint"):
         # the same interactions saved again (another format, another order) are no new data
         in_sample = rows_fingerprint(table) == training["rows_fingerprint"] or in_sample
+    share = (training_share(training.get("rows_sketch"), table)
+             if not in_sample and isinstance(table, InteractionLog) else None)
+    if share is not None and share >= IN_SAMPLE_SHARE:  # rows of the training log only
+        in_sample = True
     record = {"model": str(args.model), "data": str(args.data),
               "algorithm": algorithm_of(learner), "in_sample": in_sample, **measures}
+    if share is not None:
+        record["training_rows_share"] = share
     if in_sample:
         record["note"] = IN_SAMPLE_NOTE
+    elif share is not None and share >= OVERLAP_SHARE:
+        record["note"] = OVERLAP_NOTE.format(share=share)
     told = [str(note) for note in training.get("warnings") or []]
     if told:  # what the fit warned of still holds of the model: said again where it is judged
         record["fit_warnings"] = told

@@ -543,6 +543,14 @@ class InteractionLog:
         return InteractionLog(**values)
 
 
+def _row_matrix(log: InteractionLog) -> np.ndarray:
+    """The rows of ``log`` (context, action, probability, feedback, each as float32) as one
+    contiguous float32 matrix, -0.0 made 0.0: what identifies an interaction."""
+    columns = [log.context, log.action[:, None], log.probability[:, None], log.feedback]
+    return np.ascontiguousarray(np.hstack([np.asarray(c, np.float32) for c in columns]) + 0.0,
+                                dtype=np.float32)  # + 0.0: -0.0 is 0.0
+
+
 def rows_fingerprint(log: InteractionLog) -> str:
     """What identifies the interactions of ``log`` whatever their order and the file they
     were read from (a log saved again as Parquet, or its rows shuffled): the SHA-256 of its
@@ -551,8 +559,64 @@ def rows_fingerprint(log: InteractionLog) -> str:
     whether its data are the training log."""
     import hashlib
 
-    columns = [log.context, log.action[:, None], log.probability[:, None], log.feedback]
-    rows = np.ascontiguousarray(np.hstack([np.asarray(c, np.float32) for c in columns]) + 0.0,
-                                dtype=np.float32)  # + 0.0: -0.0 is 0.0
+    rows = _row_matrix(log)
     whole = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
     return f"{len(log)}:{hashlib.sha256(np.sort(whole).tobytes()).hexdigest()}"
+
+
+SKETCH_ROWS = 1024
+"""How many row hashes :func:`rows_sketch` keeps: the smallest."""
+
+_HASH_ROWS = 4096
+"""Rows :func:`row_hashes` hashes at a time."""
+
+
+def row_hashes(log: InteractionLog) -> np.ndarray:
+    """A 64-bit hash of each row of ``log`` (its float32 interaction, as
+    :func:`rows_fingerprint` reads it), uint64 (n,): the row's 32-bit words times fixed odd
+    multipliers, summed modulo 2^64, then mixed by splitmix64's finaliser so that every bit
+    depends on every word. Equal rows hash alike in any order and file format."""
+    rows = _row_matrix(log).view(np.uint32)
+    multipliers = np.random.default_rng(20211).integers(
+        0, 2 ** 63, rows.shape[1], dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+    out = np.empty(len(rows), np.uint64)
+    with np.errstate(over="ignore"):
+        for start in range(0, len(rows), _HASH_ROWS):
+            h = rows[start:start + _HASH_ROWS].astype(np.uint64) @ multipliers
+            h ^= h >> np.uint64(30)
+            h *= np.uint64(0xBF58476D1CE4E5B9)
+            h ^= h >> np.uint64(27)
+            h *= np.uint64(0x94D049BB133111EB)
+            h ^= h >> np.uint64(31)
+            out[start:start + _HASH_ROWS] = h
+    return out
+
+
+def rows_sketch(log: InteractionLog) -> list[str]:
+    """The :data:`SKETCH_ROWS` smallest distinct row hashes of ``log`` (:func:`row_hashes`),
+    as 16-digit hexadecimal strings, ascending (a bottom-k sketch): all of them for a log of
+    at most that many distinct rows. The fit records it so that ``evaluate`` can tell which
+    share of its rows are training rows (:func:`training_share`)."""
+    kept = np.unique(row_hashes(log))[:SKETCH_ROWS]
+    return [f"{int(h):016x}" for h in kept]
+
+
+def training_share(sketch: object, log: InteractionLog) -> float | None:
+    """The share of the rows of ``log`` that are rows of the training log whose
+    :func:`rows_sketch` is ``sketch``, or None when it cannot be told (no sketch, a damaged
+    one, or no row of ``log`` among those the sketch describes). A training log of fewer
+    than :data:`SKETCH_ROWS` distinct rows is held whole, and the share is exact; of more,
+    the sketch holds every training row whose hash is at most its largest, and the rows of
+    ``log`` whose hash lies there, a uniform sample of its rows, estimate the share."""
+    if not (isinstance(sketch, list) and sketch and all(isinstance(h, str) for h in sketch)):
+        return None
+    try:
+        known = np.array([int(h, 16) for h in sketch], np.uint64)
+    except (ValueError, OverflowError):
+        return None
+    hashes = row_hashes(log)
+    if len(known) >= SKETCH_ROWS:  # a sample: the rows whose hash the sketch covers
+        hashes = hashes[hashes <= known.max()]
+    if not len(hashes):
+        return None
+    return float(np.isin(hashes, known).mean())
