@@ -21,6 +21,7 @@ from iglearn.data.stream import (
     STREAM_COST,
     LogStream,
     StreamSettings,
+    batch_sizes,
     fits_in_memory,
     open_log,
     process_bytes,
@@ -78,11 +79,24 @@ def test_shuffle_buffer_is_bounded_and_mixes_blocks():
     assert emitted == 10_000 and np.mean(spread) > 8   # a batch draws on many blocks
 
 
-def test_last_batch_is_short_and_small_logs_shuffle_whole():
+def test_the_last_two_batches_share_the_rows_left_and_small_logs_shuffle_whole():
     batches = list(shuffled_batches(rows(130, 1000), 50, 4096, np.random.default_rng(0)))
-    assert [len(b["id"]) for b in batches] == [50, 50, 30]
+    assert [len(b["id"]) for b in batches] == [50, 40, 40]
     np.testing.assert_array_equal(np.sort(np.concatenate([b["id"] for b in batches])),
                                   np.arange(130))
+    assert batch_sizes(1501, 500) == [500, 500, 251, 250]
+    assert batch_sizes(1500, 500) == [500] * 3 and batch_sizes(499, 500) == [499]
+    assert batch_sizes(0, 500) == []
+
+
+@pytest.mark.parametrize("block", [1, 7, 64, 2000])
+def test_no_streamed_batch_holds_fewer_than_half_a_batch(block):
+    """Whatever the blocks and the buffer, an epoch of 1,001 rows in batches of 50 has
+    ceil(1001 / 50) batches, none of fewer than 25 rows (one row left over would weigh as
+    much in its step as a whole batch)."""
+    batches = list(shuffled_batches(rows(1001, block), 50, 120, np.random.default_rng(0)))
+    sizes = [len(b["id"]) for b in batches]
+    assert len(sizes) == 21 and min(sizes) >= 25 and sum(sizes) == 1001
 
 
 @pytest.fixture(scope="module")

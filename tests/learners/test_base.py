@@ -379,3 +379,30 @@ def test_a_log_of_read_only_arrays_fits_and_predicts_without_torchs_warning(logs
         model.predict(fields["context"])
         model.accuracy(fields["context"], fields["label"])
     assert not [w for w in caught if "not writable" in str(w.message)]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Supervised(seed=0, optimisation=QUICK),
+    lambda: ContextualBandit(seed=0, optimisation=QUICK),
+], ids=["SUP", "CB"])
+def test_the_baselines_report_their_fit_as_the_igl_learners_do(make, logs):
+    """``report_.seconds`` and ``report_.warnings`` read alike on every learner; a baseline's
+    ``seconds_`` stays, equal to its report's."""
+    learner = make().fit(logs[0])
+    report = learner.report_
+    assert report.seconds == learner.seconds_ > 0 and report.warnings == []
+    assert str(report).splitlines() == [type(report).__name__, f"  seconds: {report.seconds:.4g}",
+                                        "  warnings: none"]
+    together = type(learner).fit_many([make(), make()], logs[:2])
+    assert [each.report_.seconds for each in together] == [each.seconds_ for each in together]
+
+
+def test_the_contextual_bandit_records_the_probability_warning_it_warns(logs):
+    """Each fit of ``fit_many`` records its own log's warning, and still warns it."""
+    wrong = dataclasses.replace(logs[0], probability=np.full(len(logs[0]), 0.5))
+    with pytest.warns(UserWarning, match="probabilities do not fit the logged actions") as caught:
+        bad, good = ContextualBandit.fit_many(
+            [ContextualBandit(seed=0, optimisation=QUICK) for _ in range(2)], [wrong, logs[1]])
+    (note,) = [str(w.message) for w in caught if "probabilities do not fit" in str(w.message)]
+    assert bad.report_.warnings == [note] and good.report_.warnings == []
+    assert Supervised(seed=0, optimisation=QUICK).fit(wrong).report_.warnings == []

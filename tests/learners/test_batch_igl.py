@@ -156,6 +156,9 @@ def test_an_indicator_within_its_confidence_of_the_threshold_does_not_pass():
     assert BatchIGL(restart_confidence=0).passes(0.113, 0.04, 10)
     with pytest.raises(IGLearnError, match="restart_confidence"):
         BatchIGL(restart_confidence=-1)
+    for bad in (-1, 1.5, True):
+        with pytest.raises(IGLearnError, match="max_restarts must be a whole number >= 0"):
+            BatchIGL(max_restarts=bad)
 
 
 def test_two_actions_warn_about_identifiability():

@@ -477,9 +477,9 @@ class LogStream:
 
     def epoch(self, batch_size: int, rng: np.random.Generator,
               fields: Sequence[str] | None = None) -> Iterator[Block]:
-        """Every row once, in mini-batches of ``batch_size`` rows (the last may hold fewer),
-        shuffled with ``rng``: the pieces in a random order, their rows through the shuffle
-        buffer (:func:`shuffled_batches`)."""
+        """Every row once, in mini-batches of ``batch_size`` rows (the last two sized by
+        :func:`batch_sizes`), shuffled with ``rng``: the pieces in a random order, their
+        rows through the shuffle buffer (:func:`shuffled_batches`)."""
         wanted = self._wanted(fields)
         order = rng.permutation(len(self._pieces.rows))
         blocks: Iterable[Block] = (block for piece in order
@@ -499,26 +499,43 @@ class LogStream:
         return tuple(fields)
 
 
+def batch_sizes(n: int, batch_size: int) -> list[int]:
+    """The sizes of the mini-batches of an epoch of ``n`` rows: ``batch_size`` each, but the
+    last two share the rows of the last batch and the remainder evenly, so that no
+    mini-batch holds fewer than half of ``batch_size`` rows (one of fewer rows, a few
+    left over past a multiple of ``batch_size``, weighs as much in its step as a whole
+    one: a digits log of 1,501 interactions, its last mini-batch one row, fitted 2021 IGL
+    to 55 to 83 % against 90 % at 1,500). As many mini-batches as ``batch_size`` at a time
+    gives, ceil(n / batch_size)."""
+    if n <= batch_size:
+        return [n] if n else []
+    whole, rest = divmod(n, batch_size)
+    if not rest:
+        return [batch_size] * whole
+    last = batch_size + rest
+    return [batch_size] * (whole - 1) + [last - last // 2, last // 2]
+
+
 def shuffled_batches(blocks: Iterable[Block], batch_size: int, capacity: int,
                      rng: np.random.Generator, buffer: Block | None = None) -> Iterator[Block]:
-    """Mini-batches of ``batch_size`` rows (the last may hold fewer) holding every row of
-    ``blocks`` once, in an order shuffled with ``rng`` through a buffer of ``capacity`` rows
-    (raised to the largest block and to ``batch_size``): the buffer fills with whole blocks
-    in their order (the caller shuffles the order of the pieces they come from); when the
-    next block does not fit, the rows in the buffer are permuted and emitted as consecutive
-    mini-batches, and the rows short of a whole mini-batch stay in front of the next fill.
-    When the blocks end, the rows left are permuted and emitted. Memory: the buffer and one
-    block; each row is copied into the buffer once and out of it once. ``buffer`` (a dict,
-    empty or from an earlier call) holds the buffer's arrays, so that later calls reuse
-    them."""
-    capacity = max(capacity, batch_size)
+    """Mini-batches of ``batch_size`` rows (the last two of the rows left at the end sized
+    by :func:`batch_sizes`) holding every row of ``blocks`` once, in an order shuffled with
+    ``rng`` through a buffer of ``capacity`` rows (raised to the largest block and to twice
+    ``batch_size``): the buffer fills with whole blocks in their order (the caller shuffles
+    the order of the pieces they come from); when the next block does not fit, the rows in
+    the buffer are permuted and emitted as consecutive mini-batches, and the last whole one
+    and the rows short of a whole one stay in front of the next fill. When the blocks end,
+    the rows left are permuted and emitted. Memory: the buffer and one block; each row is
+    copied into the buffer once and out of it once. ``buffer`` (a dict, empty or from an
+    earlier call) holds the buffer's arrays, so that later calls reuse them."""
+    capacity = max(capacity, 2 * batch_size)
     buffer = {} if buffer is None else buffer
     filled = 0
     for block in blocks:
         n = len(next(iter(block.values())))
-        if filled and filled + n > capacity:
+        if filled >= 2 * batch_size and filled + n > capacity:
             yield from _emit(buffer, filled, batch_size, rng, whole_only=True)
-            filled %= batch_size
+            filled = batch_size + filled % batch_size
         if set(buffer) != set(block) or n > len(next(iter(buffer.values()))) - filled:
             buffer.update(_grown(buffer, max(capacity, filled + n), block, filled))
         for name, value in block.items():
@@ -529,13 +546,18 @@ def shuffled_batches(blocks: Iterable[Block], batch_size: int, capacity: int,
 
 def _emit(buffer: Block, filled: int, batch_size: int, rng: np.random.Generator,
           whole_only: bool) -> Iterator[Block]:
-    """The first ``filled`` rows of ``buffer`` in a random order, as mini-batches; with
-    ``whole_only``, the rows short of a whole mini-batch are not emitted but moved to the
-    front of the buffer."""
+    """The first ``filled`` rows of ``buffer`` in a random order, as mini-batches (the last
+    two sized by :func:`batch_sizes`); with ``whole_only``, whole mini-batches but the last,
+    and the rows of the last and those short of a whole one are not emitted but moved to the
+    front of the buffer, so that the rows left at the end are never fewer than a
+    mini-batch."""
     order = rng.permutation(filled)
-    end = filled - filled % batch_size if whole_only else filled
-    for start in range(0, end, batch_size):
-        rows = order[start:start + batch_size]
+    end = filled - filled % batch_size - batch_size if whole_only else filled
+    start = 0
+    for size in (batch_sizes(end, batch_size) if not whole_only
+                 else [batch_size] * (end // batch_size)):
+        rows = order[start:start + size]
+        start += size
         yield {name: value[rows] for name, value in buffer.items()}
     rest = order[end:]
     for value in buffer.values():

@@ -4,6 +4,8 @@ and what the learners trained by gradient share: fitting many trials as one comp
 from __future__ import annotations
 
 import copy
+import dataclasses
+import inspect
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
@@ -27,6 +29,7 @@ from iglearn.data.scaling import (
 from iglearn.data.stream import LogStream
 from iglearn.devices import resolve_device
 from iglearn.errors import DriftWarning, IGLearnError, shown, warn_caller
+from iglearn.learners.settings import UnknownSettingError
 from iglearn.learners.stream import action_counts, min_probability, weight_sums
 from iglearn.learners.trials import as_tensor
 from iglearn.models import Policy
@@ -101,6 +104,92 @@ class PolicyLearner:
         """A loaded model's ``model.json`` (set by :func:`iglearn.learners.registry.load_model`)."""
         schema_: FeatureSchema | None
         """The feature schema a model was fitted with, if any."""
+
+    @classmethod
+    def _param_names(cls) -> list[str]:
+        """The names of the learner's settings: the fields its dataclass ``__init__`` takes
+        (``dataclasses.fields`` with ``init``), or the named parameters of an ``__init__`` of
+        its own; never a fitted attribute (a name ending in ``_``)."""
+        owner = next(c for c in cls.__mro__ if "__init__" in c.__dict__)
+        if "__dataclass_fields__" in owner.__dict__:
+            names = [f.name for f in dataclasses.fields(cast(Any, cls)) if f.init]
+        else:
+            kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+            init = inspect.signature(owner.__dict__["__init__"])
+            names = [p.name for p in list(init.parameters.values())[1:] if p.kind in kinds]
+        return [name for name in names if not name.endswith("_")]
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The learner's settings by name, as scikit-learn's ``get_params`` gives an
+        estimator's (so that ``sklearn.base.clone`` and parameter searches take a learner;
+        scikit-learn itself is not needed): the values its constructor took, never the fitted
+        attributes (names ending in ``_``). With ``deep``, a setting that is itself a
+        dataclass of settings (``optimisation``) also gives each of its own, by
+        scikit-learn's convention ``optimisation__lr``.
+
+        The values are the learner's own objects, not copies: a numpy Generator ``seed`` is
+        the one the fits draw from. ``sklearn.base.clone`` deep-copies each value, so a clone
+        of a learner seeded with a Generator draws from a copy of it in the state it had when
+        cloned: a clone of a learner not yet fitted fits as the learner would, and the two
+        never share one Generator (which :meth:`fit_many` refuses)."""
+        params = {name: getattr(self, name) for name in self._param_names()}
+        if deep:
+            for name, value in list(params.items()):
+                params.update({f"{name}__{inner}": getattr(value, inner)
+                               for inner in _nested_names(value)})
+        return params
+
+    def set_params(self, **params: Any) -> Self:
+        """Change settings by name, as scikit-learn's ``set_params`` does, and return the
+        learner. A nested setting is named ``optimisation__lr`` (the learner's optimisation
+        with that one value replaced, its other values kept); a whole ``optimisation=...``
+        given too is replaced first. The new settings are checked as the constructor checks
+        them (``type(learner)(**settings)``, defaults filled in as it fills them), and a name
+        the learner does not take or a value it refuses is an error that leaves the learner
+        as it was, nothing half-set. A fitted learner keeps its fitted attributes (fit again
+        to apply the new settings)."""
+        if not params:
+            return self
+        current = self.get_params(deep=False)
+        whole: dict[str, Any] = {}
+        nested: dict[str, dict[str, Any]] = {}
+        for key, value in params.items():
+            name, nests, inner = key.partition("__")
+            if name not in current:
+                raise UnknownSettingError(self._unknown_setting(key, current))
+            if nests:
+                nested.setdefault(name, {})[inner] = value
+            else:
+                whole[name] = value
+        settings = {**current, **whole}
+        for name, changes in nested.items():
+            value = settings[name]
+            names = _nested_names(value)
+            if not names:
+                raise UnknownSettingError(
+                    f"{type(self).__name__}'s setting {name!r} is {shown(value)}, which has no "
+                    f"settings of its own to set by {name}__NAME; pass {name}=... whole")
+            unknown = [inner for inner in changes if inner not in names]
+            if unknown:
+                raise UnknownSettingError(
+                    f"{type(self).__name__}'s {name} has no setting {unknown[0]!r}; its "
+                    f"settings: {', '.join(names)}")
+            settings[name] = dataclasses.replace(value, **changes)
+        checked = type(self)(**settings)  # checked as construction checks, or refused here
+        for name in current:
+            setattr(self, name, getattr(checked, name))
+        return self
+
+    def _unknown_setting(self, key: str, current: Mapping[str, Any]) -> str:
+        """The one-line message refusing ``key``, a name ``set_params`` does not take."""
+        title = type(self).__name__
+        for name, value in current.items():
+            if key in _nested_names(value):
+                return (f"{title} has no setting {key!r}: it is a setting of its {name}; "
+                        f"pass {name}__{key}=...")
+        nested = [f"{name}__NAME" for name, value in current.items() if _nested_names(value)]
+        return (f"{title} has no setting {key!r}; its settings: "
+                f"{', '.join(list(current) + nested)}")
 
     def _fitted_policy(self) -> Policy:
         policy = getattr(self, "policy_", None)
@@ -351,9 +440,9 @@ def log_warnings(log: InteractionLog | LogStream) -> list[str]:
     """The warnings of a log itself, before any fit: actions it never shows
     (:func:`unseen_action_warnings`) and logged probabilities that do not fit its logged
     actions (:func:`~iglearn.data.logs.probability_warning`, the check ``evaluate`` makes).
-    Every learner that reads the logged probabilities (2021 IGL, AI-IGL, IGL-P, VI-IGL, the
-    contextual bandit) warns them before its own warnings, so that a fit on a wrong
-    probability column says so instead of blaming the task."""
+    Every learner that decodes the feedback (2021 IGL, AI-IGL, IGL-P, VI-IGL) warns them
+    before its own warnings, so that a fit on a wrong probability column says so instead of
+    blaming the task; the contextual bandit warns the probabilities' alone."""
     warning = probability_warning(weight_sums(log), len(log), log.source)
     return unseen_action_warnings(log) + ([] if warning is None else [warning])
 
@@ -383,3 +472,12 @@ def _shape(log: InteractionLog | LogStream) -> tuple[int, ...]:
 
 def _settings(learner: object) -> dict:
     return {k: v for k, v in vars(learner).items() if k != "seed" and not k.endswith("_")}
+
+
+def _nested_names(value: object) -> list[str]:
+    """The settings of ``value`` when it is a dataclass instance of settings (an
+    :class:`~iglearn.learners.settings.Optimisation`), which ``get_params(deep=True)`` and
+    ``set_params`` name as ``setting__name``; none otherwise."""
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return []
+    return [f.name for f in dataclasses.fields(value) if f.init]

@@ -15,6 +15,7 @@ from iglearn.data.logs import probability_warning
 from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
 from iglearn.learners.base import StackableLearner, check_finite_fit
+from iglearn.learners.monitor import ShortReport
 from iglearn.learners.objective import BASELINE, at_action, igl_objective, policy_minorant
 from iglearn.learners.settings import FitSettings, Optimisation
 from iglearn.learners.stream import AnyLog, has_field, training_data, weight_sums
@@ -31,9 +32,25 @@ if TYPE_CHECKING:
     from iglearn.models.custom import ModelFactory
 
 
+@dataclass(repr=False)
+class BaselineReport(ShortReport):
+    """What a baseline's fit (:class:`ContextualBandit`, :class:`Supervised`) measured about
+    itself, as the IGL learners' reports do: its wall time and its warnings."""
+
+    seconds: float = 0.0
+    """Wall time of the fit (with ``fit_many``, an equal share of the whole); also the
+    learner's ``seconds_``."""
+    warnings: list[str] = field(default_factory=list)
+    """The warnings the fit raised (the contextual bandit's: logged probabilities that do
+    not fit the logged actions, :func:`~iglearn.data.logs.probability_warning`)."""
+
+
 @dataclass(eq=False)
 class _Baseline(FitSettings, StackableLearner):
     """A policy learner that reads one field of the log besides the interactions."""
+
+    if TYPE_CHECKING:  # set by fit; declared for the type checker, not as settings
+        report_: BaselineReport = field(init=False)
 
     needs: ClassVar[str] = ""
     row_spread: ClassVar[float | None] = None
@@ -75,11 +92,13 @@ class _Baseline(FitSettings, StackableLearner):
                                    f"'{cls.needs}', which this log does not have (a table's "
                                    f"{cls.needs} column is read when named: "
                                    f"InteractionLog.from_frame(..., {cls.needs}='column'))")
+        notes: list[list[str]] = [[] for _ in logs]
         if cls.needs == "reward":  # the contextual bandit weighs each row by 1/p
-            for each in logs:
+            for each, own in zip(logs, notes, strict=True):
                 warning = probability_warning(weight_sums(each), len(each), each.source)
                 if warning is not None:
                     warn_caller(warning)
+                    own.append(warning)
         start = time.perf_counter()
         first, log = learners[0], logs[0]
         generators = [torch_generator(as_generator(learner.seed)) for learner in learners]
@@ -91,8 +110,9 @@ class _Baseline(FitSettings, StackableLearner):
         seconds = (time.perf_counter() - start) / len(learners)
         for log, policy in zip(logs, policies, strict=True):  # all, or none kept
             check_finite_fit(log, {"policy": policy})
-        for learner, policy in zip(learners, policies, strict=True):
+        for learner, policy, own in zip(learners, policies, notes, strict=True):
             learner.policy_, learner.seconds_ = policy, seconds
+            learner.report_ = BaselineReport(seconds, own)
 
     def fit_models(self, policies: Sequence[Policy], data: Source,
                    generators: Sequence[torch.Generator],

@@ -28,6 +28,7 @@ import torch
 from torch import nn
 
 from iglearn.data.logs import InteractionLog
+from iglearn.data.stream import batch_sizes
 from iglearn.models.stacked import stack, unstack_into
 
 
@@ -95,9 +96,9 @@ class Source(Protocol):
         ...
 
     def epoch(self, batch_size: int, generators: Sequence[torch.Generator]) -> Iterator[Batch]:
-        """One pass over every trial's rows in mini-batches of ``batch_size`` (the last may
-        hold fewer), trial t shuffled with ``generators[t]``; fields of shape
-        (T, batch, ...)."""
+        """One pass over every trial's rows in mini-batches of ``batch_size`` (the last two
+        sized by :func:`~iglearn.data.stream.batch_sizes`), trial t shuffled with
+        ``generators[t]``; fields of shape (T, batch, ...)."""
         ...
 
     def chunks(self, size: int = 65536, context: bool = True) -> Iterator[Batch]:
@@ -203,11 +204,12 @@ class Trials:
         return Batch(*(take(tensors, index) for tensors in self._fields()))
 
     def epoch(self, batch_size: int, generators: Sequence[torch.Generator]) -> Iterator[Batch]:
-        """One pass in mini-batches of ``batch_size`` rows, trial t in the order of a random
-        permutation drawn from ``generators[t]``."""
+        """One pass in mini-batches of ``batch_size`` rows (the last two sized by
+        :func:`~iglearn.data.stream.batch_sizes`, never fewer than half of it), trial t in
+        the order of a random permutation drawn from ``generators[t]``."""
         orders = torch.stack([torch.randperm(self.n, generator=g) for g in generators])
         orders = orders.to(self.context[0].device)  # gathered where the logs are
-        for index in orders.split(batch_size, dim=1):
+        for index in orders.split(batch_sizes(self.n, batch_size), dim=1):
             yield self.batch(index)
 
     def chunks(self, size: int = 65536, context: bool = True) -> Iterator[Batch]:
