@@ -13,8 +13,10 @@ answered 409, which the client takes as done.
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -232,6 +234,72 @@ class Client:
     def refit(self, wait: float = 0.0) -> dict[str, Any]:
         """Ask for a re-fit (admin); with ``wait``, wait up to that many seconds for it."""
         return self._request("POST", f"/v1/model/refit?wait={wait}").json()
+
+    def health(self) -> dict[str, Any]:
+        """The service's health (GET /healthz, no key needed): ``status`` (``"ok"``, or
+        ``"degraded"`` with a ``problem`` while its learning worker is dead), ``iglearn`` (its
+        version) and ``model_version`` (the served version, 0 before the first)."""
+        return self._request("GET", "/healthz").json()
+
+    def export_model(self) -> tuple[int, bytes]:
+        """The served model (admin; GET /v1/model/export): its version and its archive (a
+        ``.tar.gz`` that :func:`iglearn.models.archive.read_model` and ``iglearn load`` read).
+        A service that has no model yet answers 404 (:class:`ServiceError`)."""
+        response = self._request("GET", "/v1/model/export")
+        name = response.headers.get("content-disposition", "")
+        found = re.search(r"iglearn-model-v(\d+)\.tar\.gz", name)
+        return (int(found.group(1)) if found else 0), response.content
+
+    def import_model(self, model: bytes | str | Path) -> dict[str, Any]:
+        """Store a model as the service's next version and serve it at once (admin; PUT
+        /v1/model); the served model's description, as :meth:`model` gives it.
+
+        ``model`` is an archive's bytes, the path of an archive (``.tar.gz`` or ``.tgz``, as
+        :meth:`export_model` and ``iglearn pack`` give it) or the path of a model folder
+        (``iglearn fit``'s ``--out``, packed with :func:`iglearn.models.archive.pack_model`).
+        The service checks it as ``load_model`` does, and against its K, dimensions and
+        algorithm (else 422, :class:`ServiceError`). An import is not idempotent, so it is
+        sent again only after a connection that was never made; an answer lost after the
+        upload raises an :class:`IGLearnError` that says so (see :meth:`model` for whether
+        the version was stored)."""
+        if isinstance(model, str | Path):
+            from iglearn.models.archive import MAX_ARCHIVE_BYTES, is_archive, pack_model
+
+            if is_archive(model):
+                from iglearn.files import input_file
+
+                if input_file(model, "model archive") > MAX_ARCHIVE_BYTES:
+                    raise IGLearnError(f"{model}: more than {MAX_ARCHIVE_BYTES} bytes "
+                                       f"(iglearn.models.archive.MAX_ARCHIVE_BYTES); it is "
+                                       f"not an iglearn model archive")
+                data = Path(model).read_bytes()
+            else:
+                data = pack_model(model)
+        else:
+            data = bytes(model)
+        path = "/v1/model"
+        for attempt in range(self.retries + 1):
+            try:
+                response = self._http.put(path, content=data,
+                                          headers={"content-type": "application/gzip"})
+            except httpx.ConnectError as e:  # nothing was sent: safe to send again
+                if attempt == self.retries:
+                    raise IGLearnError(
+                        f"{self._http.base_url}{path}: cannot reach the decision service "
+                        f"after {attempt + 1} attempt{'s' if attempt else ''} "
+                        f"({type(e).__name__}: {e}); check that it is running and the "
+                        f"URL and port") from e
+                time.sleep(self.backoff * 2**attempt)
+                continue
+            except httpx.TransportError as e:
+                raise IGLearnError(
+                    f"{self._http.base_url}{path}: the connection failed during the import "
+                    f"({type(e).__name__}: {e}); the service may have stored the model: "
+                    f"check the served version (GET /v1/model) before sending it again") from e
+            if response.status_code >= 400:
+                _raise(response)
+            return response.json()
+        raise AssertionError("unreachable")
 
 
 def _raise(response: httpx.Response) -> None:

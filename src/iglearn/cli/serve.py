@@ -1,20 +1,31 @@
 """``iglearn serve``: run the decision service (:mod:`iglearn.service`); ``iglearn serve
 keys add|list|revoke``: create, list and revoke API keys; ``iglearn serve db upgrade``: create
-or migrate the database's schema; ``iglearn demo``: the service with the gesture demo."""
+or migrate the database's schema; ``iglearn serve status|export|import|refit``: talk to a
+running service over HTTP (:class:`iglearn.client.Client`); ``iglearn demo``: the service with
+the gesture demo."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ipaddress
+import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from iglearn.cli.settings import number
+from iglearn.errors import IGLearnError
+
+if TYPE_CHECKING:
+    from iglearn.client import Client
 
 
 def run_serve(args: argparse.Namespace) -> int:
     """Run the service until interrupted."""
-    from iglearn.errors import SERVE_MODULES, IGLearnError, require_extra
+    from iglearn.errors import SERVE_MODULES, require_extra
 
     require_extra("serve", SERVE_MODULES, "iglearn serve")
     from iglearn.service.app import serve
@@ -127,6 +138,301 @@ def run_db_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+DEFAULT_URL = "http://127.0.0.1:8700"
+"""The service a remote command talks to without ``--url`` or ``--config``: the address
+``[server]`` defaults to."""
+KEY_VARIABLE = "IGLEARN_API_KEY"
+"""The environment variable a remote command reads its API key from without ``--key-file``."""
+REMOTE_TIMEOUT = 30.0
+"""Seconds a remote command waits for each step of an answer (``refit``: plus ``--wait``)."""
+MAX_WAIT = 600.0
+"""The longest ``refit --wait`` (the service's own limit of ``POST /v1/model/refit?wait=``)."""
+SERVE_OPTIONS = ("host", "port", "db", "log_format", "insecure_no_auth", "demo")
+"""The destinations of ``iglearn serve``'s options that start a service: refused before a
+remote command (``iglearn serve --port 8701 status``), which would otherwise ignore them."""
+MAX_KEY_FILE_BYTES = 4096
+"""The largest key file read (a key is 48 characters)."""
+KEY_FIX = (f"give a key from 'iglearn serve keys add' in a file (--key-file FILE) or in "
+           f"${KEY_VARIABLE}")
+
+
+def service_url(args: argparse.Namespace) -> str:
+    """The base URL of the service a remote command talks to: ``--url``; else the ``[server]``
+    host and port of ``--config`` (a host that listens on every address, 0.0.0.0 or ::, is
+    reached on loopback); else :data:`DEFAULT_URL`."""
+    from iglearn.errors import require_extra
+
+    require_extra("serve", ("httpx",), f"iglearn serve {args.serve_command}")
+    import httpx
+
+    given = [f"--{name.replace('_', '-')}" for name in SERVE_OPTIONS
+             if getattr(args, name, None) not in (None, False)]
+    if given:
+        raise IGLearnError(f"{' and '.join(given)}: an option of 'iglearn serve' itself, which "
+                           f"runs a service; 'iglearn serve {args.serve_command}' talks to a "
+                           f"running one: give it --url http://HOST:PORT (or --config)")
+    if args.url is None and args.config is not None:
+        from iglearn.service.config import load_config
+
+        server = load_config(args.config, learner=False).server
+        host = {"0.0.0.0": "127.0.0.1", "::": "::1"}.get(server.host, server.host)
+        with contextlib.suppress(ValueError):
+            if ipaddress.ip_address(host).version == 6:
+                host = f"[{host}]"
+        return f"http://{host}:{server.port}"
+    url = args.url if args.url is not None else DEFAULT_URL
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, ValueError, TypeError):
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.host \
+            or parsed.query or parsed.fragment:
+        raise IGLearnError(f"--url {url}: not the base URL of a decision service; give "
+                           f"http://HOST:PORT (https:// behind a proxy), {DEFAULT_URL} say")
+    return url.rstrip("/")
+
+
+def api_key(args: argparse.Namespace) -> tuple[str | None, str]:
+    """The API key a remote command sends, and where it came from (for messages, never the
+    key): ``--key-file`` (the key alone, as ``iglearn serve keys add ... > FILE`` writes it),
+    else ``$IGLEARN_API_KEY``, else none (a service run with ``--insecure-no-auth``)."""
+    from iglearn.files import input_file
+
+    if args.key_file is not None:
+        source = f"the key in --key-file {args.key_file}"
+        if input_file(args.key_file, "key file") > MAX_KEY_FILE_BYTES:
+            raise IGLearnError(f"--key-file {args.key_file}: more than {MAX_KEY_FILE_BYTES} "
+                               f"bytes, not a key file; it holds the key alone ('iglearn "
+                               f"serve keys add ... > FILE' writes one)")
+        try:
+            lines = Path(args.key_file).read_text(encoding="utf-8").split()
+        except UnicodeDecodeError:
+            lines = []
+        if len(lines) != 1:
+            raise IGLearnError(f"--key-file {args.key_file}: holds {len(lines) or 'no'} "
+                               f"words, not one key; it holds the key alone ('iglearn serve "
+                               f"keys add ... > FILE' writes one)")
+        key: str | None = lines[0]
+    else:
+        source = f"the key in ${KEY_VARIABLE}"
+        key = os.environ.get(KEY_VARIABLE, "").strip() or None
+    if key is None:
+        return None, "no key (neither --key-file nor $" + KEY_VARIABLE + " gives one)"
+    if not key.isascii() or not key.isprintable() or any(c.isspace() for c in key):
+        raise IGLearnError(f"{source}: not an API key (it holds a character that is not "
+                           f"printable ASCII); {KEY_FIX}")
+    return key, source
+
+
+def _problem(error: Exception, url: str, source: str, action: str, target: str) -> str:
+    """The line that says what went wrong talking to the service at ``url`` and the fix;
+    ``action`` says what the command did, ``target`` the model file of ``import``."""
+    import httpx
+
+    from iglearn.client import ServiceError
+    from iglearn.progress import one_line
+
+    if not isinstance(error, ServiceError):
+        cause = error.__cause__
+        if isinstance(cause, httpx.ConnectError):
+            return (f"{url}: no decision service answers ({type(cause).__name__}: "
+                    f"{one_line(cause)}); start it ('iglearn serve --config FILE'), or give "
+                    f"the --url (or --config) of the one running")
+        if isinstance(cause, httpx.TimeoutException):
+            stored = ("; it may have stored the model: see 'iglearn serve status' before "
+                      "importing again" if target else "")
+            return (f"{url}: no answer while {action} ({type(cause).__name__}); the service "
+                    f"is busy or hung: see its log, or try again{stored}")
+        return str(error)  # the client's own line (an import's answer lost, say)
+    message = one_line(str(error).partition(": ")[2] or error)[:500]
+    status = error.status
+    if status == 401:
+        return (f"{url}: the service refused {source} (401: {message}); {KEY_FIX}" if
+                not source.startswith("no key") else
+                f"{url}: the service needs an API key (401); {KEY_FIX}")
+    if status == 403:
+        return (f"{url}: {action} needs an admin key, and {source} is a client key (403); "
+                f"give an admin key ('iglearn serve keys add --role admin') with --key-file "
+                f"or ${KEY_VARIABLE}")
+    if status == 404 and "no model" in message:
+        return (f"{url}: the service has no model yet (404: {message}); ask for a re-fit "
+                f"once it has joined interactions ('iglearn serve refit --wait 60') or "
+                f"import a model ('iglearn serve import MODEL')")
+    if status == 404:
+        return (f"{url}: not found (404) while {action}; --url must be the decision "
+                f"service's base URL, http://HOST:PORT with no path")
+    if status == 409:
+        return (f"{url}: {message} (409); 'iglearn serve status' shows it as last_refit, "
+                f"and the service goes on serving its model")
+    if status == 413:
+        return (f"{url}: {target} is larger than the service takes (413: {message}); raise "
+                f"its [server] max_body_bytes")
+    if status == 422 and target:
+        return (f"{url}: the service refused {target} (422: {message}); import a model of "
+                f"its n_actions, context_dim, feedback_dim and algorithm ('iglearn serve "
+                f"status' shows them)")
+    if status == 503:
+        return f"{url}: the service cannot do it now (503: {message})"
+    return f"{url}: HTTP {status} while {action}: {message}"
+
+
+@contextlib.contextmanager
+def remote(args: argparse.Namespace, url: str, action: str, target: str = "",
+           wait: float = 0.0) -> Iterator[Client]:
+    """A client of the service at ``url`` with the command's key (:func:`api_key`); every
+    error talking to it becomes one :class:`IGLearnError` line that names the URL and the fix
+    (``action``: what the command does; ``target``: the model ``import`` sends)."""
+    from iglearn.client import Client, ServiceError
+
+    key, source = api_key(args)
+    try:
+        with Client(url, key, timeout=REMOTE_TIMEOUT + wait, retries=1) as client:
+            yield client
+    except ServiceError as e:
+        raise IGLearnError(_problem(e, url, source, action, target)) from e
+    except IGLearnError as e:
+        if e.__cause__ is None:  # said before anything was sent
+            raise
+        raise IGLearnError(_problem(e, url, source, action, target)) from e
+    except ValueError as e:  # an answer that is not JSON: not the decision service
+        raise IGLearnError(f"{url}: the answer while {action} is not a decision service's "
+                           f"(not JSON); check --url") from e
+
+
+def _print_json(record: dict[str, Any]) -> None:
+    from iglearn.data import safejson
+
+    print(safejson.dumps(record, indent=2))
+
+
+def run_status(args: argparse.Namespace) -> int:
+    """Print the running service's health (GET /healthz) and model (GET /v1/model) as JSON."""
+    url = service_url(args)
+    with remote(args, url, "reading its status") as client:
+        health, model = client.health(), client.model()
+    _print_json({"url": url, "health": health, "model": model})
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """Write the served model's archive to ``--out`` atomically, checked first as ``iglearn
+    load`` checks one (nothing is written for an archive that does not load)."""
+    from iglearn.cli.paths import check_paths
+    from iglearn.files import write_atomic
+    from iglearn.models.archive import ARCHIVE_SUFFIXES, load_archive
+
+    out = Path(args.out)
+    if not out.name.lower().endswith(ARCHIVE_SUFFIXES):
+        raise IGLearnError(f"--out {out}: a model archive's name ends with "
+                           f"{' or '.join(ARCHIVE_SUFFIXES)} (model.tar.gz, say)")
+    check_paths([(name, path) for name, path in (("--config", args.config),
+                                                 ("--key-file", args.key_file)) if path],
+                [("--out", out)])
+    args.outputs.claim([out])
+    url = service_url(args)
+    with remote(args, url, "exporting the model (GET /v1/model/export)") as client:
+        version, archive = client.export_model()
+    meta = load_archive(archive, None, f"{url}/v1/model/export").metadata_
+    write_atomic(out, lambda tmp: tmp.write_bytes(archive))
+    _print_json({"url": url, "archive": str(out), "version": version, "bytes": len(archive),
+                 "algorithm": meta["algorithm"], "n_actions": meta["n_actions"],
+                 "context_dim": meta["context_dim"], "feedback_dim": meta["feedback_dim"]})
+    return 0
+
+
+def run_import(args: argparse.Namespace) -> int:
+    """Send a model archive, or a model folder packed as one, to the service (PUT
+    /v1/model), checked first as ``iglearn evaluate`` reads a model; the service stores it as
+    its next version and serves it at once."""
+    from iglearn.models.archive import read_model
+
+    read_model(args.model)  # a damaged model is named here, before anything is sent
+    url = service_url(args)
+    with remote(args, url, "importing the model (PUT /v1/model)", str(args.model)) as client:
+        previous = client.model()["version"]
+        info = client.import_model(args.model)
+    _print_json({"url": url, "model": str(args.model), "version": info["version"],
+                 "previous": previous, "algorithm": info["algorithm"],
+                 "n_actions": info["n_actions"], "context_dim": info["context_dim"],
+                 "feedback_dim": info["feedback_dim"]})
+    return 0
+
+
+def run_refit(args: argparse.Namespace) -> int:
+    """Ask the service for a re-fit (POST /v1/model/refit); with ``--wait``, wait for it and
+    print the model then served (a re-fit held back says why in ``last_refit``)."""
+    if args.wait > MAX_WAIT:
+        raise IGLearnError(f"--wait {args.wait:g}: at most {MAX_WAIT:g} seconds (the "
+                           f"service's limit); check 'iglearn serve status' for a longer "
+                           f"re-fit")
+    url = service_url(args)
+    with remote(args, url, "asking for a re-fit (POST /v1/model/refit)",
+                wait=args.wait) as client:
+        answer = client.refit(args.wait)
+    if args.wait > 0 and answer.get("status") == "requested":
+        raise IGLearnError(f"{url}: the re-fit did not finish within --wait {args.wait:g} s; "
+                           f"it goes on in the service: see 'iglearn serve status' (its "
+                           f"last_refit and refit_running), or wait longer")
+    _print_json({"url": url} | answer)
+    return 0
+
+
+def remote_command(actions: argparse._SubParsersAction, name: str,
+                   run: Callable[[argparse.Namespace], int], help: str, description: str,
+                   reads: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+    """A command that talks to a running service over HTTP: its parser, with ``--url``,
+    ``--config`` and ``--key-file``."""
+    parser = actions.add_parser(name, help=help, description=description)
+    parser.add_argument("--url", default=None,
+                        help=f"the service's base URL (default: the [server] host and port "
+                             f"of --config, 0.0.0.0 and :: as loopback; without --config "
+                             f"{DEFAULT_URL})")
+    parser.add_argument("--config", default=argparse.SUPPRESS,  # or before the command
+                        help="the service's TOML configuration, read for its [server] host "
+                             "and port when --url is not given (default: none)")
+    parser.add_argument("--key-file", default=None, metavar="FILE",
+                        help=f"a file holding the API key alone, as 'iglearn serve keys add "
+                             f"... > FILE' writes it (default: ${KEY_VARIABLE}, else no key)")
+    parser.set_defaults(run=run, reads=("config", "key_file", *reads))
+    return parser
+
+
+def add_remote_commands(actions: argparse._SubParsersAction) -> None:
+    """Add ``serve status``, ``export``, ``import`` and ``refit``: a running service's
+    endpoints as commands."""
+    remote_command(actions, "status", run_status,
+                   "print a running service's health and model as JSON (any key)",
+                   "Print the health (GET /healthz) and the model (GET /v1/model: the served "
+                   "version, its indicator, every stored version, the last re-fit) of a "
+                   "running decision service as JSON. Any key will do, a client key too.")
+    export = remote_command(
+        actions, "export", run_export,
+        "write a running service's model as an archive (admin key)",
+        "Download the served model (GET /v1/model/export), check it as 'iglearn load' does, "
+        "and write it to --out atomically (a .tar.gz that evaluate, predict and load read); "
+        "prints what it is as JSON. Needs an admin key.")
+    export.add_argument("--out", required=True, metavar="ARCHIVE",
+                        help="the model archive to write (.tar.gz or .tgz)")
+    imported = remote_command(
+        actions, "import", run_import,
+        "serve a model archive or folder on a running service (admin key)",
+        "Check MODEL (a model archive, as export or 'iglearn pack' write it, or a model "
+        "folder, packed here) as 'iglearn evaluate' reads a model, and send it to the "
+        "service (PUT /v1/model), which stores it as its next version and serves it at "
+        "once; prints the version as JSON. Needs an admin key.", reads=("model",))
+    imported.add_argument("model", metavar="MODEL",
+                          help="a model archive (.tar.gz, .tgz) or a model folder")
+    refit = remote_command(
+        actions, "refit", run_refit, "ask a running service for a re-fit now (admin key)",
+        "Ask the service's learning worker for a re-fit now (POST /v1/model/refit) and "
+        "print the answer as JSON; with --wait S, wait up to S seconds for it and print the "
+        "model then served (exit code 2 if it failed or did not finish in time). Needs an "
+        "admin key.")
+    refit.add_argument("--wait", type=number(float), default=0.0, metavar="S",
+                       help=f"seconds to wait for the re-fit, at most {MAX_WAIT:g} (default: "
+                            f"0, ask and return)")
+
+
 def add_database_arguments(parser: argparse.ArgumentParser, required: bool = True) -> None:
     """``--config`` and ``--db``, which every serve command takes (``serve`` itself checks
     for ``--config`` once it knows no subcommand was given: ``required`` False)."""
@@ -197,6 +503,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          help="add iglearn's tables to an SQLite file that holds another "
                               "application's tables (refused without it)")
     upgrade.set_defaults(run=run_db_upgrade, reads=("config",))
+    add_remote_commands(actions)
     add_demo_command(commands)
 
 
