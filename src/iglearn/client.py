@@ -169,12 +169,14 @@ class Client:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _request(self, method: str, path: str, json: Any = None, retried_ok: int | None = None
-                 ) -> httpx.Response:
-        """Send, retrying; ``retried_ok``: a status that counts as success on a retry."""
+    def _request(self, method: str, path: str, json: Any = None, retried_ok: int | None = None,
+                 timeout: float | None = None) -> httpx.Response:
+        """Send, retrying; ``retried_ok``: a status that counts as success on a retry;
+        ``timeout``: this request's seconds to wait for its answer (default the client's)."""
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         for attempt in range(self.retries + 1):
             try:
-                response = self._http.request(method, path, json=json)
+                response = self._http.request(method, path, json=json, **extra)
             except httpx.TransportError as e:
                 if attempt == self.retries:
                     raise IGLearnError(
@@ -232,8 +234,13 @@ class Client:
         return self._request("GET", "/v1/model").json()
 
     def refit(self, wait: float = 0.0) -> dict[str, Any]:
-        """Ask for a re-fit (admin); with ``wait``, wait up to that many seconds for it."""
-        return self._request("POST", f"/v1/model/refit?wait={wait}").json()
+        """Ask for a re-fit (admin); with ``wait``, wait up to that many seconds for it (the
+        request's own timeout is the client's plus ``wait``, so that a long wait is not cut
+        short and sent again as further re-fit requests)."""
+        timeout = self._http.timeout.read
+        return self._request("POST", f"/v1/model/refit?wait={wait}",
+                             timeout=None if not wait else (timeout or 10.0) + float(wait)
+                             ).json()
 
     def health(self) -> dict[str, Any]:
         """The service's health (GET /healthz, no key needed): ``status`` (``"ok"``, or

@@ -179,7 +179,7 @@ def test_an_output_over_an_input_or_not_iglearns_is_refused_and_nothing_changes(
 URL_CASES = [
     (["load", "http://example.com/model.tar.gz", "--out", "m"],
      ["ARCHIVE http://example.com/model.tar.gz: a URL; iglearn reads local files and folders "
-      "only: download it first", "/v1/model/export"]),
+      "only: download it first", "iglearn serve export --url HOST --out model.tar.gz"]),
     (["evaluate", "https://example.com/m.tar.gz", "{small}/test.npz"],
      ["MODEL https://example.com/m.tar.gz: a URL"]),
     (["fit", "s3://bucket/log.parquet", "--out", "m"],

@@ -189,3 +189,21 @@ def test_well_formed_rows_of_any_kind_reach_the_service(service):
                          pd.DataFrame(np.ones((2, D_X)))):
             assert len(client.decide_batch(contexts)) == 2
         assert client.decide(pd.Series([0.0, 1.0, 2.0, 3.0]))["action"] in range(3)
+
+
+def test_a_refit_waited_for_longer_than_the_clients_timeout_is_answered_once(tmp_path):
+    """``refit(wait=S)`` waits up to S seconds for the re-fit's answer whatever the client's
+    timeout: with a timeout far shorter than the re-fit it had timed out (and, with retries,
+    asked for the re-fit again); now it returns the new model, and one re-fit ran."""
+    from .conftest import play, start_service
+
+    running = start_service(tmp_path, learning={"min_interactions": 100000})
+    try:
+        with running.http() as http:
+            play(http, 60, np.random.default_rng(0))
+        with Client(running.url, running.admin_key, timeout=0.01, retries=0) as client:
+            answer = client.refit(wait=60)
+            assert answer["version"] == 1
+            assert [m["version"] for m in client.model()["versions"]] == [1]
+    finally:
+        running.stop()

@@ -74,8 +74,8 @@ def check_local(args: argparse.Namespace) -> None:
         if dest in OUTPUTS:
             raise IGLearnError(f"{name} {value}: a URL; iglearn writes local files and folders "
                                f"only: write to a local path, then upload it")
-        service = ("; the decision service's model: curl -fL -H 'Authorization: Bearer "
-                   "KEY' -o model.tar.gz HOST/v1/model/export" if dest in MODELS else "")
+        service = ("; the decision service's model: iglearn serve export --url HOST "
+                   "--out model.tar.gz" if dest in MODELS else "")
         raise IGLearnError(f"{name} {value}: a URL; iglearn reads local files and folders "
                            f"only: download it first (curl -fLO URL, say{service}) and give "
                            f"the local path")
