@@ -170,14 +170,27 @@ class Client:
         self.close()
 
     def _request(self, method: str, path: str, json: Any = None, retried_ok: int | None = None,
-                 timeout: float | None = None) -> httpx.Response:
+                 timeout: float | None = None, content: bytes | None = None,
+                 headers: dict[str, str] | None = None, repeatable: bool = True,
+                 what: str = "the request") -> httpx.Response:
         """Send, retrying; ``retried_ok``: a status that counts as success on a retry;
-        ``timeout``: this request's seconds to wait for its answer (default the client's)."""
+        ``timeout``: this request's seconds to wait for its answer (default the client's).
+        A request that is not ``repeatable`` (an import stores a new version each time) is
+        sent again only after a connection that was never made, never after a 5xx answer,
+        and an answer lost after it was sent is an error saying that ``what`` may have been
+        done."""
         extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
         for attempt in range(self.retries + 1):
             try:
-                response = self._http.request(method, path, json=json, **extra)
+                response = self._http.request(method, path, json=json, content=content,
+                                              headers=headers, **extra)
             except httpx.TransportError as e:
+                if not repeatable and not isinstance(e, httpx.ConnectError):
+                    raise IGLearnError(
+                        f"{self._http.base_url}{path}: the connection failed during "
+                        f"{what} ({type(e).__name__}: {e}); the service may have done it: "
+                        f"check the served version (GET /v1/model) before sending it "
+                        f"again") from e
                 if attempt == self.retries:
                     raise IGLearnError(
                         f"{self._http.base_url}{path}: cannot reach the decision service "
@@ -189,7 +202,8 @@ class Client:
                     return response
                 if attempt > 0 and response.status_code == retried_ok:
                     return response
-                if response.status_code not in RETRY_STATUSES or attempt == self.retries:
+                if (response.status_code not in RETRY_STATUSES or attempt == self.retries
+                        or not repeatable):
                     _raise(response)
             time.sleep(self.backoff * 2**attempt)
         raise AssertionError("unreachable")
@@ -284,29 +298,9 @@ class Client:
                 data = pack_model(model)
         else:
             data = bytes(model)
-        path = "/v1/model"
-        for attempt in range(self.retries + 1):
-            try:
-                response = self._http.put(path, content=data,
-                                          headers={"content-type": "application/gzip"})
-            except httpx.ConnectError as e:  # nothing was sent: safe to send again
-                if attempt == self.retries:
-                    raise IGLearnError(
-                        f"{self._http.base_url}{path}: cannot reach the decision service "
-                        f"after {attempt + 1} attempt{'s' if attempt else ''} "
-                        f"({type(e).__name__}: {e}); check that it is running and the "
-                        f"URL and port") from e
-                time.sleep(self.backoff * 2**attempt)
-                continue
-            except httpx.TransportError as e:
-                raise IGLearnError(
-                    f"{self._http.base_url}{path}: the connection failed during the import "
-                    f"({type(e).__name__}: {e}); the service may have stored the model: "
-                    f"check the served version (GET /v1/model) before sending it again") from e
-            if response.status_code >= 400:
-                _raise(response)
-            return response.json()
-        raise AssertionError("unreachable")
+        return self._request("PUT", "/v1/model", content=data,
+                             headers={"content-type": "application/gzip"}, repeatable=False,
+                             what="the import").json()
 
 
 def _raise(response: httpx.Response) -> None:

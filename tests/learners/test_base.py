@@ -262,12 +262,16 @@ def test_a_fitted_model_checks_the_contexts_and_feedback_it_is_given(logs, tmp_p
         assert decode(raw.feedback[:3]).shape[0] == 3, name
 
 
-@pytest.mark.parametrize("make", [
+DECODING = [
     lambda: BatchIGL(seed=0, optimisation=QUICK, max_restarts=0),
     lambda: AIIGL(seed=0, optimisation=QUICK, max_restarts=0),
     lambda: VIIGL(seed=0, optimisation=QUICK, max_restarts=0),
     lambda: IGLP(seed=0),
-], ids=["IGL", "AI-IGL", "VI-IGL", "IGL-P"])
+]
+"""Quick learners of every algorithm that decodes the feedback."""
+
+
+@pytest.mark.parametrize("make", DECODING, ids=["IGL", "AI-IGL", "VI-IGL", "IGL-P"])
 def test_every_learner_that_decodes_the_feedback_warns_of_an_action_the_log_never_shows(
         make, logs):
     log = dataclasses.replace(logs[0], n_actions=11)  # the digits show actions 0 to 9
@@ -279,12 +283,7 @@ def test_every_learner_that_decodes_the_feedback_warns_of_an_action_the_log_neve
     assert note in learner.report_.warnings
 
 
-@pytest.mark.parametrize("make", [
-    lambda: BatchIGL(seed=0, optimisation=QUICK, max_restarts=0),
-    lambda: AIIGL(seed=0, optimisation=QUICK, max_restarts=0),
-    lambda: VIIGL(seed=0, optimisation=QUICK, max_restarts=0),
-    lambda: IGLP(seed=0),
-], ids=["IGL", "AI-IGL", "VI-IGL", "IGL-P"])
+@pytest.mark.parametrize("make", DECODING, ids=["IGL", "AI-IGL", "VI-IGL", "IGL-P"])
 def test_every_learner_that_reads_the_probabilities_warns_when_they_do_not_fit_the_actions(
         make, logs, tmp_path):
     """A probability column that is not the logged action's probability (here 0.5 for every

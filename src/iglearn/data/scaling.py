@@ -995,6 +995,15 @@ def _factors(mean: np.ndarray, scale: np.ndarray, rule: str, limit: float | None
             lower, upper, np.asarray(offset, np.float32) if per_column else np.float32(offset))
 
 
+def _unclipped(rows: np.ndarray, factors: Factors) -> np.ndarray:
+    """Rows (float32) less the mean, in its two float32 steps (:func:`_scaled`), times
+    1 / scale: the standardised values before clipping and shifting."""
+    out = rows - factors[0]
+    out -= factors[1]
+    out *= factors[2]
+    return out
+
+
 def _scaled(rows: np.ndarray, mean: np.ndarray, factors: Factors | None,
             name: str) -> np.ndarray:
     """Rows (float32) less the mean, times 1 / scale, clipped and shifted as ``factors``
@@ -1012,9 +1021,7 @@ def _scaled(rows: np.ndarray, mean: np.ndarray, factors: Factors | None,
                            f"the fitted dimension")
     if factors is None:
         return rows
-    out = rows - factors[0]
-    out -= factors[1]
-    out *= factors[2]
+    out = _unclipped(rows, factors)
     lower, upper, offset = factors[3:]
     if lower is not None or upper is not None:
         np.clip(out, lower, upper, out=out)
@@ -1035,6 +1042,17 @@ DRIFT_ROWS = 20
 chance."""
 
 
+def _block(standardiser: Standardiser, block: str
+           ) -> tuple[np.ndarray, np.ndarray, str, Factors | None]:
+    """The mean, scale, rule and float32 :data:`Factors` of ``block`` ("context" or
+    "feedback")."""
+    if block == "context":
+        return (standardiser.context_mean, standardiser.context_scale,
+                standardiser.context_rule, standardiser._context)  # type: ignore[attr-defined]
+    return (standardiser.feedback_mean, standardiser.feedback_scale,
+            standardiser.feedback_rule, standardiser._feedback)  # type: ignore[attr-defined]
+
+
 def beyond_limits(standardiser: Standardiser, rows: np.ndarray, block: str
                   ) -> np.ndarray | None:
     """How many of ``rows`` (raw, of ``block`` "context" or "feedback") lie beyond the
@@ -1043,15 +1061,15 @@ def beyond_limits(standardiser: Standardiser, rows: np.ndarray, block: str
     values it centres in their own units. None for a block that is not judged: left as it
     is (no limits), or standardised with one scale (a column may then spread past the limits
     in its own log)."""
-    factors = standardiser._context if block == "context" else standardiser._feedback  # type: ignore[attr-defined]
-    rule = standardiser.context_rule if block == "context" else standardiser.feedback_rule
-    if factors is None or factors[4] is None or rule.endswith(ONE_SCALE):
+    _, scale, rule, factors = _block(standardiser, block)
+    if factors is None or rule.endswith(ONE_SCALE):
         return None
-    high, low, inverse, lower, upper, _ = factors
-    z = (np.asarray(rows, np.float32).reshape(-1, len(high)) - high - low) * inverse
+    lower, upper = factors[3], factors[4]
+    if lower is None or upper is None:
+        return None
+    z = _unclipped(np.asarray(rows, np.float32).reshape(-1, len(scale)), factors)
     margin = 0.01 * upper
     beyond = ((z > upper + margin) | (z < lower - margin)).sum(0)
-    scale = standardiser.context_scale if block == "context" else standardiser.feedback_scale
     beyond[scale == 1.0] = 0  # a constant column (scale 1): its log gives no range to leave
     return beyond
 
@@ -1073,11 +1091,12 @@ def drift_message(standardiser: Standardiser, beyond: np.ndarray, rows: int, blo
     if not len(drifted):
         return None
     j = int(drifted[0])
-    factors = standardiser._context if block == "context" else standardiser._feedback  # type: ignore[attr-defined]
-    mean = standardiser.context_mean if block == "context" else standardiser.feedback_mean
-    scale = standardiser.context_scale if block == "context" else standardiser.feedback_scale
-    least = mean[j] + float(np.broadcast_to(factors[3], mean.shape)[j]) * scale[j]
-    most = mean[j] + float(factors[4]) * scale[j]
+    mean, scale, _, factors = _block(standardiser, block)
+    assert factors is not None  # beyond_limits judged the block: it has limits
+    lower, upper = factors[3], factors[4]
+    assert lower is not None and upper is not None
+    least = mean[j] + float(np.broadcast_to(lower, mean.shape)[j]) * scale[j]
+    most = mean[j] + float(upper) * scale[j]
     column = (f"column {shown(names[j])}" if names is not None and j < len(names)
               else f"column {j}")
     more = f" (and {len(drifted) - 1} more)" if len(drifted) > 1 else ""

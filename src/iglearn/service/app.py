@@ -467,9 +467,9 @@ class Service:
 
     # -- decisions and feedback ---------------------------------------------------------------
     def draw(self, contexts: np.ndarray, ids: list[str], allowed: np.ndarray
-             ) -> tuple[list[Decision], int]:
+             ) -> list[Decision]:
         """Decide for contexts (n, d_x) with their event ids and allowed actions (n, K), not
-        yet stored; and how many of them explored."""
+        yet stored."""
         served = self.served
         policy = None if served is None else served.policy(contexts)
         if served is not None:
@@ -483,13 +483,13 @@ class Service:
                      for i, (a, p, e, learn) in enumerate(zip(
                          actions.tolist(), chosen.tolist(), explored.tolist(),
                          learnable.tolist(), strict=True))]
-        return decisions, int(explored.sum())
+        return decisions
 
     def decide(self, contexts: np.ndarray, ids: list[str], allowed: np.ndarray
                ) -> list[Decision]:
         """Decide for contexts (n, d_x) with their event ids and allowed actions (n, K), and
         store the decisions (a stored event id gives back its stored decision)."""
-        decisions, _ = self.draw(contexts, ids, allowed)
+        decisions = self.draw(contexts, ids, allowed)
         stored = self.storage.add_decisions(decisions)
         count_decided(self.metrics, decisions, stored)
         return stored
@@ -603,9 +603,9 @@ class GroupCommit:
         made: list[Decision] = []
         if decisions:
             try:
-                made, _ = service.draw(np.concatenate([d[0] for d in decisions]),
-                                       [i for d in decisions for i in d[1]],
-                                       np.concatenate([d[2] for d in decisions]))
+                made = service.draw(np.concatenate([d[0] for d in decisions]),
+                                    [i for d in decisions for i in d[1]],
+                                    np.concatenate([d[2] for d in decisions]))
             except Exception as e:
                 for *_, future in decisions:
                     if not future.done():
@@ -655,9 +655,9 @@ class GroupCommit:
         if decisions:
             futures = [d[3] for d in decisions]
             try:
-                made, _ = service.draw(np.concatenate([d[0] for d in decisions]),
-                                       [i for d in decisions for i in d[1]],
-                                       np.concatenate([d[2] for d in decisions]))
+                made = service.draw(np.concatenate([d[0] for d in decisions]),
+                                    [i for d in decisions for i in d[1]],
+                                    np.concatenate([d[2] for d in decisions]))
             except Exception as e:
                 for future in futures:
                     if not future.done():
