@@ -77,6 +77,9 @@ def test_demo_api_decides_stores_gestures_and_resets(demo_service, tmp_path):
     rng = np.random.default_rng(1)
     with httpx.Client(base_url=demo_service.url, timeout=30) as http:
         assert http.get("/demo", follow_redirects=True).text.startswith("<!doctype html>")
+        for asked, location in (("/demo", "/demo/"), ("/demo?seed=3", "/demo/?seed=3")):
+            moved = http.get(asked)  # the page's seed survives the redirect
+            assert moved.status_code == 307 and moved.headers["location"] == location
         assert http.get("/demo/nothing.js").status_code == 404
         d = http.post("/demo/api/decide", json={"colour": 1, "shape": 2}).json()
         assert d["word"] in ("red", "green", "blue") and d["model_version"] == 0
@@ -153,7 +156,8 @@ def test_the_status_the_page_waits_on_serves_a_stored_refit_at_once(tmp_path):
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGTERM, 128 + signal.SIGTERM),
-                                              (signal.SIGINT, 128 + signal.SIGINT)])
+                                              (signal.SIGINT, 128 + signal.SIGINT),
+                                              (signal.SIGHUP, 128 + signal.SIGHUP)])
 def test_demo_deletes_its_temporary_folder_when_stopped(tmp_path, signum, code):
     scratch = tmp_path / "tmp"
     scratch.mkdir()
@@ -180,6 +184,17 @@ def test_demo_deletes_its_temporary_folder_when_stopped(tmp_path, signum, code):
         process.kill()
         process.wait()
     assert list(scratch.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", [["demo"], ["serve", "--insecure-no-auth"]])
+@pytest.mark.parametrize("port", ["70000", "-1", "http"])
+def test_a_port_out_of_range_is_refused_by_its_option(tmp_path, capsys, command, port):
+    code = main([*command, "--port", port])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert f"argument --port: must be a port, an integer in [0, 65535] (0: any free one), " \
+           f"got '{port}'" in err
+    assert "demo.toml" not in err  # not the temporary configuration the user never wrote
 
 
 def test_demo_never_replaces_files_it_did_not_write(tmp_path, capsys):

@@ -105,3 +105,37 @@ def test_a_person_grounds_the_learner_in_the_browser(tmp_path):
                                                         ("event_id", "stroke")}
     assert np.mean(right[-20:]) >= 0.8, curve
     assert all(p.stat().st_size > 0 for p in shots)
+
+
+def test_a_tab_whose_word_a_reset_forgot_begins_a_new_round(tmp_path):
+    """A reset in one tab forgets the decision another tab is waiting to send a gesture for:
+    that tab says so and begins a new round, whose gesture is stored."""
+    from playwright.sync_api import sync_playwright
+
+    config = write_config(tmp_path / "demo.toml", demo_tables(seed=0))
+    rng = np.random.default_rng(3)
+    ready = "document.body.dataset.state === 'ready' && document.body.dataset.round === '1'"
+    with ServiceProcess(config, free_port(), insecure_no_auth=True, demo=True) as service, \
+            sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS,
+                                             headless=True)
+        first, second = (browser.new_page(viewport={"width": 1150, "height": 900})
+                         for _ in range(2))
+        for page in (first, second):
+            page.goto(service.url + "/demo?seed=1")
+            page.wait_for_function(ready, timeout=60000)
+        first.click("#reset")
+        first.wait_for_function(
+            "document.getElementById('status').textContent.includes('forgot everything')",
+            timeout=60000)
+        draw(second, simulated_stroke("tick", rng, size=320, points=24))
+        second.click("#send")
+        second.wait_for_function(
+            "document.getElementById('status').textContent.includes('reset elsewhere')",
+            timeout=60000)
+        second.wait_for_function(ready, timeout=60000)
+        draw(second, simulated_stroke("tick", rng, size=320, points=24))
+        second.click("#send")
+        second.wait_for_function("document.getElementById('rounds').textContent === '1'",
+                                 timeout=60000)
+        browser.close()

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from iglearn.cli.settings import number
+from iglearn.cli.settings import number, port_number
 from iglearn.errors import IGLearnError
 
 if TYPE_CHECKING:
@@ -46,8 +46,8 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def run_demo(args: argparse.Namespace) -> int:
     """Write the demo's configuration to a folder and serve it, with the page, on loopback
-    without keys, until interrupted (Ctrl+C, SIGINT or SIGTERM; the temporary folder, when
-    no --folder is given, is deleted whichever)."""
+    without keys, until interrupted (Ctrl+C, SIGINT, SIGTERM, or SIGHUP when its terminal
+    closes; the temporary folder, when no --folder is given, is deleted whichever)."""
     import signal
     import tempfile
     from pathlib import Path
@@ -60,14 +60,25 @@ def run_demo(args: argparse.Namespace) -> int:
     from iglearn.service.config import load_config
     from iglearn.service.demo import write_demo_config
 
+    hung_up: list[int] = []
+
     def stop(signum: int, frame: object) -> None:
         # the server ends gracefully on SIGTERM or SIGINT (Ctrl+C), then raises it again:
         # unwind from here, so that the temporary folder is deleted, and end as the signal
-        # ends a process (143, 130) whatever asyncio's own SIGINT handling would have made of it
-        raise SystemExit(128 + signum)
+        # ends a process (143, 130; 129 for SIGHUP) whatever asyncio's own SIGINT handling
+        # would have made of it
+        raise SystemExit(128 + (hung_up[0] if hung_up else signum))
+
+    def hang_up(signum: int, frame: object) -> None:
+        # a closed terminal: stop as SIGTERM stops the server (gracefully), where SIGHUP's
+        # default would end the process at once and leave the temporary folder behind
+        hung_up.append(signum)
+        os.kill(os.getpid(), signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, hang_up)
     with tempfile.TemporaryDirectory(prefix="iglearn-demo-") as scratch:
         folder = Path(args.folder) if args.folder is not None else Path(scratch)
         created = [*reversed(folder.absolute().parents), folder, folder / "demo.toml"]
@@ -464,7 +475,7 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
     add_database_arguments(serve, required=False)
     serve.add_argument("--host", default=None,
                        help="address to listen on (default: the file's [server] host)")
-    serve.add_argument("--port", type=number(int), default=None,
+    serve.add_argument("--port", type=port_number, default=None,
                        help="port to listen on (default: the file's [server] port)")
     serve.add_argument("--log-format", choices=("text", "json"), default=None,
                        help="the operator's log on standard error: text (a terminal) or "
@@ -514,7 +525,7 @@ def add_demo_command(commands: argparse._SubParsersAction) -> None:
         description="Start a decision service with the demo's configuration on 127.0.0.1 "
                     "(no keys) and serve a page at /demo where you ground the learner live "
                     "with your own gestures. See docs/guides/demo.md.")
-    demo.add_argument("--port", type=number(int), default=8700,
+    demo.add_argument("--port", type=port_number, default=8700,
                       help="port to listen on (default: 8700)")
     demo.add_argument("--folder", default=None,
                       help="folder for the configuration and the database, kept to resume "

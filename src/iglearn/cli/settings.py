@@ -178,6 +178,22 @@ def number(kind: type[int] | type[float], positive: bool = False) -> Callable[[s
     return parse
 
 
+PORTS = 65535
+"""The largest TCP port."""
+
+
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, an integer in [0, :data:`PORTS`] (0: any free port)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if not 0 <= value <= PORTS:
+        raise argparse.ArgumentTypeError(f"must be a port, an integer in [0, {PORTS}] (0: any "
+                                         f"free one), got {text!r}")
+    return value
+
+
 def value_parser(cls: type, name: str) -> Callable[[str], object]:
     """Read one command-line value of field ``name`` of dataclass ``cls``, as its option does;
     raises ``argparse.ArgumentTypeError`` naming what the value must be."""

@@ -358,7 +358,9 @@ def demo_routes(service: Service) -> list[Route]:
         return json_response(status())
 
     async def redirect(request: Request) -> Response:
-        return RedirectResponse("/demo/", 307)
+        # keep the query: /demo?seed=3 is the page's seeded shapes, as /demo/?seed=3
+        query = request.url.query
+        return RedirectResponse("/demo/" + (f"?{query}" if query else ""), 307)
 
     return [Route("/demo", guarded(None, redirect), methods=["GET"]),
             Route("/demo/", guarded(None, page), methods=["GET"]),

@@ -45,7 +45,9 @@ async function api(path, body) {
   const response = await fetch("/demo/api/" + path, options);
   const value = await response.json();
   if (!response.ok) {
-    throw new Error(value.error + (value.field ? " (" + value.field + ")" : ""));
+    const error = new Error(value.error + (value.field ? " (" + value.field + ")" : ""));
+    error.status = response.status;
+    throw error;
   }
   return value;
 }
@@ -242,6 +244,16 @@ async function send() {
     showStatus(result, result.decoded_reward);
     state.decision = null;
   } catch (e) {
+    if (e.status === 404) {
+      // the service no longer knows this word's decision (the learner was reset, from
+      // another tab or by its operator): sending again could never succeed, so start over
+      state.decision = null;
+      await newRound();
+      if (state.decision) {
+        say("The learner was reset elsewhere and forgot that word; this is a new round.");
+      }
+      return;
+    }
     say("The gesture was not stored: " + e.message);
     setBusy(false);
     return;
