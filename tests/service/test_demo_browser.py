@@ -10,7 +10,10 @@ The run is reproducible on one machine: the page draws its shapes from a seeded 
 (``?seed=``), the service's exploration has a seed, the strokes come from a seeded
 generator, and the page waits for each due re-fit before asking for the next word (re-fits
 are due by count only here). How often a run grounds the code across seeds is what
-``benchmarks/demo_rounds.py`` measures."""
+``benchmarks/demo_rounds.py`` measures.
+
+Two shorter tests: a tab whose pending word a reset in another tab forgot begins a new round,
+and a re-fit held back is not announced as the model that answers."""
 
 from __future__ import annotations
 
@@ -139,3 +142,31 @@ def test_a_tab_whose_word_a_reset_forgot_begins_a_new_round(tmp_path):
         second.wait_for_function("document.getElementById('rounds').textContent === '1'",
                                  timeout=60000)
         browser.close()
+
+
+def test_the_page_says_a_held_back_refit_is_not_the_model_answering(tmp_path):
+    """A re-fit stored but held back (``last_refit.held_back``) is not called the fitted
+    model: the page names the version that still answers, or says the words stay random."""
+    from playwright.sync_api import sync_playwright
+
+    config = write_config(tmp_path / "demo.toml", demo_tables(seed=0))
+    reason = "not identified: indicator 0.1000 is not above the restart threshold 0.4500"
+    with ServiceProcess(config, free_port(), insecure_no_auth=True, demo=True) as service, \
+            sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS,
+                                             headless=True)
+        page = browser.new_page()
+        page.goto(service.url + "/demo/?seed=1")
+        page.wait_for_function("document.body.dataset.state === 'ready'", timeout=60000)
+        said = {}
+        for served in (2, 0):
+            status = page.evaluate("fetch('/demo/api/status').then((r) => r.json())")
+            status |= {"model_version": served, "refit_pending": False,
+                       "last_refit": {"version": 3, "learnable": 20, "seconds": 0.2,
+                                      "error": None, "held_back": reason}}
+            page.evaluate("(s) => showStatus(s)", status)
+            said[served] = page.locator("#status").inner_text()
+        browser.close()
+    assert said[2] == (f"Model version 3, fitted on 20 rounds, is held back ({reason}); "
+                       f"version 2 still answers.")
+    assert said[0].endswith("the words stay random tries until a fit is served.")

@@ -210,6 +210,12 @@ function showStatus(s, reward) {
         " rounds, in the background…");
   } else if (last.error) {
     say("Waiting for data: " + last.error);
+  } else if (last.version && last.held_back) {
+    // stored, not served: say which model answers instead, and why
+    say("Model version " + last.version + ", fitted on " + last.learnable +
+        " rounds, is held back (" + last.held_back + "); " +
+        (s.model_version ? "version " + s.model_version + " still answers."
+                         : "the words stay random tries until a fit is served."));
   } else if (last.version) {
     say("Model version " + last.version + " was fitted on " + last.learnable +
         " rounds in " + (last.seconds || 0).toFixed(1) + " s.");
