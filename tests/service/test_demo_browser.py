@@ -12,8 +12,9 @@ generator, and the page waits for each due re-fit before asking for the next wor
 are due by count only here). How often a run grounds the code across seeds is what
 ``benchmarks/demo_rounds.py`` measures.
 
-Two shorter tests: a tab whose pending word a reset in another tab forgot begins a new round,
-and a re-fit held back is not announced as the model that answers."""
+Shorter tests: a tab whose pending word a reset in another tab forgot begins a new round; a
+re-fit held back is not announced as the model that answers; a tap is not sent as a gesture
+and a drawing of thousands of points is thinned before it is sent."""
 
 from __future__ import annotations
 
@@ -170,3 +171,36 @@ def test_the_page_says_a_held_back_refit_is_not_the_model_answering(tmp_path):
     assert said[2] == (f"Model version 3, fitted on 20 rounds, is held back ({reason}); "
                        f"version 2 still answers.")
     assert said[0].endswith("the words stay random tries until a fit is served.")
+
+
+def test_a_tap_is_not_sent_and_a_long_drawing_is_thinned(tmp_path):
+    """A tap (a drawing a few pixels across) is not sent as a gesture; a drawing of more
+    points than the service takes is thinned to at most 2,000 before it is sent, and stored."""
+    from playwright.sync_api import sync_playwright
+
+    config = write_config(tmp_path / "demo.toml", demo_tables(seed=0))
+    strokes: list[list] = []
+    with ServiceProcess(config, free_port(), insecure_no_auth=True, demo=True) as service, \
+            sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS,
+                                             headless=True)
+        page = browser.new_page(viewport={"width": 1150, "height": 900})
+        page.on("request", lambda r: strokes.append(json.loads(r.post_data)["stroke"])
+                if r.url.endswith("/demo/api/feedback") else None)
+        page.goto(service.url + "/demo/?seed=1")
+        page.wait_for_function("document.body.dataset.state === 'ready'", timeout=60000)
+        draw(page, np.array([[100.0, 100.0], [101.0, 100.0], [101.0, 101.0]]))
+        page.click("#send")
+        said = page.locator("#status").inner_text()
+        # a pen that reports 8,000 points along a long scribble
+        t = np.linspace(0, 40 * np.pi, 8000)
+        scribble = np.stack([160 + 120 * np.sin(t), 160 + 120 * np.cos(1.1 * t)], 1)
+        page.evaluate("(points) => { state.strokes = [points]; return send(); }",
+                      scribble.tolist())
+        page.wait_for_function("document.getElementById('rounds').textContent === '1'",
+                               timeout=60000)
+        browser.close()
+    assert "tap" in said and len(strokes) == 1
+    (sent,) = strokes
+    assert 2 <= len(sent) <= 2000
+    assert np.allclose(sent[0], scribble[0]) and np.allclose(sent[-1], scribble[-1])

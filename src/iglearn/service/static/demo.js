@@ -5,6 +5,9 @@
 const COLOURS = {red: "#c62828", green: "#2e7d32", blue: "#1565c0"};
 const WINDOW = 20;  // rounds in the "recently right" share
 const REFIT_WAIT_MS = 10000;  // longest wait for a re-fit under way before the next word
+const MIN_EXTENT = 8;  // canvas pixels: a smaller drawing is a tap, not a gesture
+const MAX_POINTS = 2000;  // a longer drawing is thinned to this many points before it is sent
+                          // (the service takes at most 5000; it resamples to 16 anyway)
 
 // The shapes' random draws: Math.random, or with ?seed=N in the page's address a seeded
 // generator (mulberry32), so that the page shows the same sequence of shapes every time.
@@ -235,11 +238,29 @@ function addHistory(right, word) {
   while (list.children.length > 40) list.removeChild(list.firstChild);
 }
 
+// The larger side of the box around a drawing's points, in canvas pixels.
+function extent(points) {
+  const xs = points.map((p) => p[0]), ys = points.map((p) => p[1]);
+  return Math.max(Math.max(...xs) - Math.min(...xs), Math.max(...ys) - Math.min(...ys));
+}
+
+// At most MAX_POINTS of a drawing's points, evenly spaced in drawing order, both ends kept.
+function thinned(points) {
+  if (points.length <= MAX_POINTS) return points;
+  const step = (points.length - 1) / (MAX_POINTS - 1);
+  return Array.from({length: MAX_POINTS}, (_, i) => points[Math.round(i * step)]);
+}
+
 async function send() {
   if (state.busy || !state.decision) return;
-  const stroke = [].concat(...state.strokes);
+  const stroke = thinned([].concat(...state.strokes));
   if (stroke.length < 2) {
     say("Draw a gesture first (or press Y or N on the canvas).");
+    return;
+  }
+  if (extent(stroke) < MIN_EXTENT) {
+    clearCanvas();
+    say("That was a tap, too small to read as a gesture: draw it larger.");
     return;
   }
   setBusy(true);
