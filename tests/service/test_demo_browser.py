@@ -14,7 +14,8 @@ are due by count only here). How often a run grounds the code across seeds is wh
 
 Shorter tests: a tab whose pending word a reset in another tab forgot begins a new round; a
 re-fit held back is not announced as the model that answers; a tap is not sent as a gesture
-and a drawing of thousands of points is thinned before it is sent."""
+and a drawing of thousands of points is thinned before it is sent; a reload keeps the tab's
+score until a reset."""
 
 from __future__ import annotations
 
@@ -204,3 +205,43 @@ def test_a_tap_is_not_sent_and_a_long_drawing_is_thinned(tmp_path):
     (sent,) = strokes
     assert 2 <= len(sent) <= 2000
     assert np.allclose(sent[0], scribble[0]) and np.allclose(sent[-1], scribble[-1])
+
+
+def test_a_reload_keeps_the_tabs_score_until_a_reset(tmp_path):
+    """The page's score of its rounds (the ✓ / ✗ list, the share recently right, the round
+    number) survives a reload of the tab, and a reset clears it."""
+    from playwright.sync_api import sync_playwright
+
+    config = write_config(tmp_path / "demo.toml", demo_tables(seed=0))
+    rng = np.random.default_rng(5)
+
+    def score(page) -> tuple[str, int, str]:
+        return (page.locator("#accuracy").inner_text(),
+                page.locator("#history li").count(), page.locator("#round").inner_text())
+
+    with ServiceProcess(config, free_port(), insecure_no_auth=True, demo=True) as service, \
+            sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS,
+                                             headless=True)
+        page = browser.new_page(viewport={"width": 1150, "height": 900})
+        page.goto(service.url + "/demo/?seed=1")
+        for r in (1, 2, 3):
+            page.wait_for_function(f"document.body.dataset.state === 'ready' && "
+                                   f"document.body.dataset.round === '{r}'", timeout=60000)
+            if r < 3:
+                draw(page, simulated_stroke("tick" if r == 1 else "cross", rng, size=320,
+                                            points=24))
+                page.click("#send")
+        before = score(page)
+        page.reload()
+        page.wait_for_function("document.body.dataset.state === 'ready' && "
+                               "document.body.dataset.round === '3'", timeout=60000)
+        after = score(page)
+        page.click("#reset")
+        page.wait_for_function("document.body.dataset.state === 'ready' && "
+                               "document.body.dataset.round === '1'", timeout=60000)
+        cleared = score(page)
+        browser.close()
+    assert before[1] == 2 and before[2] == "3" and before[0] != "–"
+    assert after == before
+    assert cleared[1] == 0 and cleared[0] == "–"

@@ -227,15 +227,47 @@ function showStatus(s, reward) {
   }
 }
 
-function addHistory(right, word) {
-  state.history.push({right: right});
+// The score of this tab's rounds, kept in the tab's session storage so that a reload keeps
+// it (as long as the service has at least that many rounds: a reset elsewhere drops it).
+const SAVED_HISTORY = "iglearn-demo-history";
+
+function showHistoryItem(round, right, word) {
   const item = document.createElement("li");
   item.className = right ? "right" : "wrong";
   item.textContent = right ? "✓" : "✗";
-  item.title = "round " + state.history.length + ": " + word + (right ? ", right" : ", wrong");
+  item.title = "round " + round + ": " + word + (right ? ", right" : ", wrong");
   const list = $("history");
   list.appendChild(item);
   while (list.children.length > 40) list.removeChild(list.firstChild);
+}
+
+function saveHistory() {
+  try {
+    sessionStorage.setItem(SAVED_HISTORY, JSON.stringify(state.history));
+  } catch (e) {
+    // no session storage (a private window's quota): the score lasts until a reload
+  }
+}
+
+function restoreHistory(interactions) {
+  let saved = [];
+  try {
+    saved = JSON.parse(sessionStorage.getItem(SAVED_HISTORY) || "[]");
+  } catch (e) {
+    saved = [];
+  }
+  const valid = Array.isArray(saved) && saved.length <= interactions &&
+    saved.every((r) => r && typeof r.right === "boolean" && typeof r.word === "string");
+  state.history = valid ? saved : [];
+  $("history").innerHTML = "";
+  state.history.forEach((r, i) => showHistoryItem(i + 1, r.right, r.word));
+  saveHistory();
+}
+
+function addHistory(right, word) {
+  state.history.push({right: right, word: word});
+  showHistoryItem(state.history.length, right, word);
+  saveHistory();
 }
 
 // The larger side of the box around a drawing's points, in canvas pixels.
@@ -294,6 +326,7 @@ async function reset() {
   try {
     const s = await api("reset", {});
     state.history = [];
+    saveHistory();
     $("history").innerHTML = "";
     showStatus(s, null);
     $("reward").textContent = "–";
@@ -325,6 +358,7 @@ $("reset").addEventListener("click", reset);
     const s = await api("status");
     state.colours = s.colours;
     state.shapes = s.shapes;
+    restoreHistory(s.interactions);
     showStatus(s);
   } catch (e) {
     say("The service did not answer: " + e.message);
