@@ -165,3 +165,58 @@ def test_share_excess_orients_and_spares_decoders_that_follow_the_action():
     assert share_excess(shares, 2) == [0.0] * 4
     with pytest.raises(ValueError, match="by action"):
         share_excess(shares._replace(explained=None), 10)
+
+
+def _right_action(log: InteractionLog) -> np.ndarray:
+    return log.context[:, :2].argmax(1)  # the rewarded action of two_action_log's contexts
+
+
+@pytest.mark.parametrize("name", ["igl", "vi-igl"])
+def test_orient_chooses_a_two_action_fits_direction_from_known_rewards(tmp_path, name):
+    from dataclasses import replace
+
+    from iglearn.learners.vi_igl import VIIGL
+
+    cls = {"igl": BatchIGL, "vi-igl": VIIGL}[name]
+    log, test = two_action_log(600, 0), two_action_log(2000, 2)
+    labelled = replace(two_action_log(40, 1), reward=None)
+    labelled = replace(labelled, label=_right_action(labelled))  # the label alone will do
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # K = 2: the sign is not identified, as it warns
+        learner = cls(seed=0).fit(log)
+
+    def accuracy() -> float:
+        return float(np.mean(learner.predict(test.context) == _right_action(test)))
+
+    split = max(accuracy(), 1 - accuracy())
+    assert split > 0.9  # the split is learnt, in one direction or the other
+    first = learner.orient(labelled)
+    assert first.rows == 40 and first.agreement > 0.8 and accuracy() == pytest.approx(split)
+    # turned the wrong way by rewards read backwards, then turned back by the right ones
+    backwards = replace(two_action_log(40, 1), reward=1 - two_action_log(40, 1).reward)
+    assert learner.orient(backwards).flipped and accuracy() == pytest.approx(1 - split)
+    again = learner.orient(labelled)
+    assert again.flipped and again.agreement == pytest.approx(first.agreement)
+    assert accuracy() == pytest.approx(split)
+    assert not learner.orient(labelled).flipped  # already oriented: nothing changes
+    learner.save(tmp_path / name)
+    loaded = cls.load(tmp_path / name)
+    assert np.array_equal(loaded.predict(test.context), learner.predict(test.context))
+
+
+def test_orient_refuses_what_it_cannot_read():
+    from dataclasses import replace
+
+    with pytest.raises(IGLearnError, match="not fitted yet"):
+        BatchIGL().orient(two_action_log(10, 0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        learner = BatchIGL(seed=0, max_restarts=0).fit(two_action_log(200, 0))
+    with pytest.raises(IGLearnError, match="reward is known: a 'reward' column, or a 'label'"):
+        learner.orient(replace(two_action_log(10, 1), reward=None))
+    rng = np.random.default_rng(0)
+    three = InteractionLog(rng.normal(size=(30, 4)).astype(np.float32), rng.integers(0, 3, 30),
+                           np.full(30, 1 / 3), rng.normal(size=(30, 2)).astype(np.float32), 3,
+                           reward=np.zeros(30, np.float32))
+    with pytest.raises(IGLearnError, match="with K = 3 the corrector chooses it"):
+        learner.orient(three)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from iglearn.data.formats.base import FeatureSchema
+    from iglearn.learners.corrector import Oriented
 
 _CHUNK = 65536
 
@@ -481,3 +482,35 @@ def _nested_names(value: object) -> list[str]:
     if not dataclasses.is_dataclass(value) or isinstance(value, type):
         return []
     return [f.name for f in dataclasses.fields(value) if f.init]
+
+
+def orient_two_actions(learner: PolicyLearner, labelled: InteractionLog) -> Oriented:
+    """A fitted two-action learner with one decoder (``BatchIGL``, ``VIIGL``) oriented by the
+    interactions of ``labelled`` whose reward is known: its ``reward``, else its ``label``
+    (the reward is then the logged action being the label); see
+    :func:`~iglearn.learners.corrector.orient_by_rewards`."""
+    from iglearn.learners.corrector import orient_by_rewards
+
+    policy = learner._fitted_policy()
+    decoder = getattr(learner, "decoder_", None)
+    n_actions = learner.n_actions_ or labelled.n_actions
+    if not isinstance(labelled, InteractionLog):
+        raise IGLearnError(f"orient reads an InteractionLog in memory (its actions, feedback "
+                           f"and rewards or labels), got {type(labelled).__name__}")
+    if labelled.n_actions != 2 or n_actions != 2:
+        k = labelled.n_actions if labelled.n_actions != 2 else n_actions
+        raise IGLearnError(f"orient chooses the direction of a two-action fit's decoded "
+                           f"reward; with K = {k} the corrector chooses it from the share of "
+                           f"feedback decoded as reward (Appendix B)")
+    if labelled.reward is not None:
+        reward = np.asarray(labelled.reward)
+    elif labelled.label is not None:
+        reward = (np.asarray(labelled.action) == np.asarray(labelled.label)).astype(np.float32)
+    else:
+        raise IGLearnError(f"{labelled.source}: orient needs interactions whose reward is "
+                           f"known: a 'reward' column, or a 'label' column (the right action)")
+    if len(reward) == 0:
+        raise IGLearnError(f"{labelled.source}: no interaction to orient the decoder by")
+    assert decoder is not None  # a fitted learner with one decoder
+    return orient_by_rewards(policy, decoder, cast(Any, learner).decode(labelled.feedback),
+                             reward)

@@ -38,9 +38,15 @@ from iglearn.data.scaling import Standardiser
 from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
-from iglearn.learners.base import StackableLearner, check_finite_fit, log_warnings
+from iglearn.learners.base import (
+    StackableLearner,
+    check_finite_fit,
+    log_warnings,
+    orient_two_actions,
+)
 from iglearn.learners.corrector import (
     Correction,
+    Oriented,
     corrector_statistics,
     data_driven_corrector,
     decoded_shares,
@@ -197,7 +203,9 @@ def identifiability_warnings(log: AnyLog) -> list[str]:
     notes = []
     if log.n_actions == 2:
         notes.append("K = 2: uniform play is never 'sufficiently bad' (Section 3), so the sign "
-                     "of the decoded reward is not identified; expect an arbitrary direction")
+                     "of the decoded reward is not identified; expect an arbitrary direction, "
+                     "and choose it with orient(log) on a few interactions whose reward or "
+                     "label is known")
     return notes + log_warnings(log)
 
 
@@ -633,6 +641,18 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         self._fitted_policy()
         with torch.no_grad(), torch_threads(self.threads, libraries=False):
             return self.decoder_(as_tensor(self.standardised_feedback(feedback))).numpy()
+
+    def orient(self, labelled: InteractionLog) -> Oriented:
+        """Choose a two-action fit's direction from interactions whose reward is known (a
+        calibration session's trials, whose right answer the person was told): with K = 2
+        the sign of the decoded reward is not identified (the fit warns), and where the
+        decoded reward matches the known one on fewer than half of ``labelled``'s
+        interactions, the decoder is flipped and the policy's scores negated, which for two
+        actions picks each context's other action
+        (:func:`~iglearn.learners.corrector.orient_by_rewards`). ``labelled``: a log with
+        a ``reward`` or a ``label`` column; not fitted on. Returns the rows read, the
+        agreement after the choice and whether it flipped; ``save`` keeps the direction."""
+        return orient_two_actions(self, labelled)
 
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
         """Write the fitted model to ``folder``

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from typing import NamedTuple
 
+import numpy as np
 import torch
 from torch import nn
 
@@ -223,6 +224,17 @@ def data_driven_corrector(policy: nn.Module, decoder: Decoder, data: Source, n_a
     shares = decoded_shares(decoder, data, n_actions, device, reference)
     above, below = shares.above, shares.below
     flip = oriented_flip(shares, confidence)
+    flip_decoders(policy, decoder, flip, negate_policy)
+    # after the flip, the feedback decoded as no reward is what decodes as reward
+    return Correction(flip.cpu(), torch.where(flip.cpu(), below, above))
+
+
+def flip_decoders(policy: nn.Module, decoder: Decoder, flip: torch.Tensor,
+                  negate_policy: bool) -> None:
+    """Flip the stacked ``decoder``'s trials marked in ``flip`` (T,) to 1 - psi (their flag)
+    and, with ``negate_policy``, negate those trials' policy scores (the last linear layer of
+    the stacked ``policy``, or the ``negated`` flag of a policy on a user's module,
+    :mod:`iglearn.models.custom`)."""
     with torch.no_grad():
         flip = flip.to(decoder.flipped.device)
         decoder.flipped.logical_xor_(flip)
@@ -233,5 +245,37 @@ def data_driven_corrector(policy: nn.Module, decoder: Decoder, data: Source, n_a
             for parameter in last_linear(policy).parameters():
                 sign = 1 - 2 * flip.to(parameter.dtype)
                 parameter.mul_(sign.view(-1, *[1] * (parameter.dim() - 1)))
-    # after the flip, the feedback decoded as no reward is what decodes as reward
-    return Correction(flip.cpu(), torch.where(flip.cpu(), below, above))
+
+
+class Oriented(NamedTuple):
+    """What :func:`orient_by_rewards` found and did."""
+
+    rows: int
+    """The interactions whose reward was known."""
+    agreement: float
+    """The share of them on which the decoded reward (psi > 1/2) is the known reward, after
+    the orientation (at least one half)."""
+    flipped: bool
+    """Whether the decoder was flipped and the policy's scores negated."""
+
+
+def orient_by_rewards(policy: nn.Module, decoder: Decoder, decoded: np.ndarray,
+                      reward: np.ndarray) -> Oriented:
+    """The direction of a two-action fit's decoded reward, chosen by interactions whose reward
+    is known (iglearn's addition). With K = 2 uniform play is never "sufficiently bad"
+    (Section 3): half of the feedback is a reward, and no statistic of unlabelled feedback
+    tells the reward from its absence, so the corrector cannot orient the decoder. A few
+    interactions with a known reward can: when the decoded reward (``decoded``, psi of their
+    feedback, > 1/2 read as reward) matches the known ``reward`` (> 0 a reward) on fewer than
+    half of them, the (unstacked) ``decoder`` is flipped to 1 - psi and the ``policy``'s
+    scores negated, which for two actions is the policy of the flipped reward: each context's
+    other action, with the probabilities swapped."""
+    from iglearn.learners.trials import side_by_side
+
+    rows = len(reward)
+    agree = float(np.mean((np.asarray(decoded) > 0.5) == (np.asarray(reward) > 0)))
+    flip = agree < 0.5
+    if flip:
+        with side_by_side([policy]) as stacked_policy, side_by_side([decoder]) as stacked:
+            flip_decoders(stacked_policy, stacked, torch.tensor([True]), negate_policy=True)
+    return Oriented(rows, 1.0 - agree if flip else agree, flip)

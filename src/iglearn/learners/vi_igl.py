@@ -74,10 +74,16 @@ import torch
 from torch import nn
 
 from iglearn.data.limits import check_igl_logs
+from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Origins, standardised_feedback
 from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
-from iglearn.learners.base import StackableLearner, check_finite_fit, log_warnings
+from iglearn.learners.base import (
+    StackableLearner,
+    check_finite_fit,
+    log_warnings,
+    orient_two_actions,
+)
 from iglearn.learners.baselines import reward_stages
 from iglearn.learners.batch_igl import (
     AMBIGUITY_MARGIN,
@@ -85,7 +91,7 @@ from iglearn.learners.batch_igl import (
     action_warning,
     ambiguity_warning,
 )
-from iglearn.learners.corrector import decoded_shares
+from iglearn.learners.corrector import Oriented, decoded_shares
 from iglearn.learners.monitor import ShortReport
 from iglearn.learners.restarts import Attempt, adaptive_restart
 from iglearn.learners.settings import (
@@ -835,7 +841,8 @@ class VIIGL(VIIGLSettings, StackableLearner):
             notes = []
             if k == 2:
                 notes.append("K = 2: the reward need not be the rarer event of the log, so the "
-                             "symmetry choice may pick the wrong sign")
+                             "symmetry choice may pick the wrong sign; choose it with "
+                             "orient(log) on a few interactions whose reward or label is known")
             notes += log_warnings(logs[t])
             if marginal <= first.restart_bound:
                 notes.append(f"the decoded reward tells almost nothing about the context and "
@@ -924,6 +931,18 @@ class VIIGL(VIIGLSettings, StackableLearner):
         self._fitted_policy()
         with torch.no_grad(), torch_threads(self.threads, libraries=False):
             return self.decoder_(as_tensor(self.standardised_feedback(feedback))).numpy()
+
+    def orient(self, labelled: InteractionLog) -> Oriented:
+        """Choose a two-action fit's direction from interactions whose reward is known (a
+        calibration session's trials, whose right answer the person was told): with K = 2
+        the sign of the decoded reward is not identified (the fit warns), and where the
+        decoded reward matches the known one on fewer than half of ``labelled``'s
+        interactions, the decoder is flipped and the policy's scores negated, which for two
+        actions picks each context's other action
+        (:func:`~iglearn.learners.corrector.orient_by_rewards`). ``labelled``: a log with
+        a ``reward`` or a ``label`` column; not fitted on. Returns the rows read, the
+        agreement after the choice and whether it flipped; ``save`` keeps the direction."""
+        return orient_two_actions(self, labelled)
 
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
         """Write the fitted policy and decoder to ``folder`` (see
