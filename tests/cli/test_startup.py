@@ -65,7 +65,7 @@ EXPERIMENTS = ("table1", "sample-complexity", "unsupervised", "figure3", "action
                                   ["reproduce", "--help"], ["simulate", "--help"],
                                   ["convert", "--help"], ["load", "--help"], ["pack", "--help"],
                                   ["demo", "--help"], ["fit", "--help"], ["evaluate", "--help"],
-                                  ["predict", "--help"], ["sweep", "--help"],
+                                  ["predict", "--help"], ["orient", "--help"], ["sweep", "--help"],
                                   *[["reproduce", name, "--help"] for name in EXPERIMENTS]])
 def test_help_and_version_import_no_heavy_library(argv):
     code = ("from iglearn.cli import main\n"

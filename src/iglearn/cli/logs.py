@@ -457,6 +457,37 @@ def _evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _orient(args: argparse.Namespace) -> int:
+    """``iglearn orient``: a two-action igl or vi-igl model's direction chosen from DATA's
+    interactions whose reward or label is known (``BatchIGL.orient``), written to --out with
+    the model's training record."""
+    from iglearn.learners.registry import algorithm_of, save_model
+
+    out = Path(args.out)
+    check_paths([("MODEL", Path(args.model)), ("DATA", Path(args.data))], [("--out", out)])
+    check_model_output(out)
+    learner, table = _model_and_table(args.model, args.data, contexts_only=False, args=args,
+                                      reading=StreamSettings(stream="off"))
+    algorithm = algorithm_of(learner)
+    if algorithm not in ("igl", "vi-igl"):
+        raise IGLearnError(f"{args.model}: an {algorithm} model; orient chooses the direction "
+                           f"of a two-action igl or vi-igl model's decoded reward")
+    if not isinstance(table, InteractionLog):
+        raise IGLearnError(f"{args.data}: holds contexts only; orient reads a log with the "
+                           f"actions, the feedback and a reward or label column")
+    args.outputs.claim([out])
+    oriented = cast("BatchIGL | VIIGL", learner).orient(table)
+    record = {"data": str(args.data), **oriented._asdict()}
+    training = dict(learner.metadata_.get("training") or {})
+    report = getattr(learner, "report_", None)
+    if report is not None:  # the recorded fit, as it was written, and now its orientation
+        training = {key: value for key, value in training.items()
+                    if key not in asdict(report)}
+    save_model(learner, out, extra={**training, "oriented": record})
+    _print({"model": str(args.model), "out": str(out), "algorithm": algorithm, **record})
+    return 0
+
+
 PREDICTION_SUFFIXES = (".npz", ".parquet", ".csv")
 
 
@@ -666,7 +697,7 @@ FORMATS = "format from the extension: .npz, .parquet, .csv or .dsjson"
 
 
 def add_commands(commands: argparse._SubParsersAction) -> None:
-    """Register fit, evaluate, predict, load, pack, simulate and convert on the ``iglearn``
+    """Register fit, evaluate, orient, predict, load, pack, simulate and convert on the ``iglearn``
     parser; each command's options are added when that command is parsed
     (:class:`iglearn.cli.LazySubParsers`)."""
     formats = FORMATS
@@ -691,6 +722,16 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "over actions of Cov_a(pi(a|x), psi_a(y)) for ai-igl; 'in_sample' is "
                     "true (with a note) when DATA holds the very bytes of the log the model "
                     "was fitted on, false when not, null when the model does not say.")
+    commands.add_parser(
+        "orient", help="choose a two-action model's direction from labelled interactions",
+        build=_orient_options,
+        description="With two actions the direction of the decoded reward is not identified "
+                    "(the fit warns): read DATA's interactions whose reward (or label, the "
+                    "right action) is known, a calibration session's, and where the model's "
+                    "decoded reward matches it on fewer than half of them flip the decoder "
+                    "and negate the policy's scores; write the model to --out. For igl and "
+                    "vi-igl models; DATA is not fitted on. Prints the rows read, the "
+                    "agreement after the choice and whether it flipped.")
     commands.add_parser(
         "predict", help="actions and their probabilities for contexts", build=_predict_options,
         description="Greedy (or, with --sample, sampled) actions of the fitted policy and "
@@ -848,6 +889,25 @@ def _predict_options(predict: argparse.ArgumentParser) -> None:
                           "the model's. A row with a missing value is refused: predict answers "
                           "every row.", skip=("missing",))
     predict.set_defaults(run=_predict, reads=("model", "contexts"))
+
+
+def _orient_options(orient: argparse.ArgumentParser) -> None:
+    """The arguments of ``orient``."""
+    orient.add_argument("model", metavar="MODEL",
+                        help="a two-action model folder from iglearn fit (--algorithm igl or "
+                             "vi-igl), or a model archive (.tar.gz)")
+    orient.add_argument("data", metavar="DATA",
+                        help=f"a log whose interactions have a reward or a label column "
+                             f"({FORMATS})")
+    orient.add_argument("--out", required=True, metavar="MODEL_DIR",
+                        help="the model folder to write: a new or empty folder, or one that "
+                             "holds exactly a model iglearn wrote, which is replaced (not "
+                             "MODEL itself)")
+    add_settings(orient, Placement(), PLACEMENT, "where the model computes")
+    _add_columns(orient, "Which columns of a .csv or .parquet DATA hold which field (default: "
+                         "the column mapping the model was fitted with, else iglearn's "
+                         "layout).")
+    orient.set_defaults(run=_orient, reads=("model", "data"))
 
 
 def _load_options(load: argparse.ArgumentParser) -> None:

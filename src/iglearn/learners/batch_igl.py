@@ -204,8 +204,8 @@ def identifiability_warnings(log: AnyLog) -> list[str]:
     if log.n_actions == 2:
         notes.append("K = 2: uniform play is never 'sufficiently bad' (Section 3), so the sign "
                      "of the decoded reward is not identified; expect an arbitrary direction, "
-                     "and choose it with orient(log) on a few interactions whose reward or "
-                     "label is known")
+                     "and choose it from a few interactions whose reward or label is known "
+                     "(orient, iglearn orient)")
     return notes + log_warnings(log)
 
 

@@ -841,8 +841,9 @@ class VIIGL(VIIGLSettings, StackableLearner):
             notes = []
             if k == 2:
                 notes.append("K = 2: the reward need not be the rarer event of the log, so the "
-                             "symmetry choice may pick the wrong sign; choose it with "
-                             "orient(log) on a few interactions whose reward or label is known")
+                             "symmetry choice may pick the wrong sign; choose it from a few "
+                             "interactions whose reward or label is known (orient, iglearn "
+                             "orient)")
             notes += log_warnings(logs[t])
             if marginal <= first.restart_bound:
                 notes.append(f"the decoded reward tells almost nothing about the context and "
