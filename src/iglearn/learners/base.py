@@ -484,6 +484,24 @@ def _nested_names(value: object) -> list[str]:
     return [f.name for f in dataclasses.fields(value) if f.init]
 
 
+class Orientable:
+    """A learner with one decoder (``BatchIGL``, ``VIIGL``) whose two-action fit's direction
+    can be chosen from interactions whose reward is known."""
+
+    def orient(self, labelled: InteractionLog) -> Oriented:
+        """Choose a two-action fit's direction from interactions whose reward is known (a
+        calibration session's trials, whose right answer the person was told): with K = 2
+        the sign of the decoded reward is not identified (the fit warns), and where the
+        decoded reward matches the known one on fewer than half of ``labelled``'s
+        interactions, the decoder is flipped and the policy's scores negated, which for two
+        actions picks each context's other action
+        (:func:`~iglearn.learners.corrector.orient_by_rewards`). ``labelled``: a log with
+        a ``reward`` or a ``label`` column; not fitted on. Returns the rows read, the
+        agreement after the choice and whether it flipped; ``save`` keeps the direction."""
+        return orient_two_actions(cast(PolicyLearner, self), labelled)
+
+
+
 def orient_two_actions(learner: PolicyLearner, labelled: InteractionLog) -> Oriented:
     """A fitted two-action learner with one decoder (``BatchIGL``, ``VIIGL``) oriented by the
     interactions of ``labelled`` whose reward is known: its ``reward``, else its ``label``

@@ -39,14 +39,13 @@ from iglearn.devices import check_device, resolve_device
 from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
 from iglearn.learners.base import (
+    Orientable,
     StackableLearner,
     check_finite_fit,
     log_warnings,
-    orient_two_actions,
 )
 from iglearn.learners.corrector import (
     Correction,
-    Oriented,
     corrector_statistics,
     data_driven_corrector,
     decoded_shares,
@@ -210,7 +209,7 @@ def identifiability_warnings(log: AnyLog) -> list[str]:
 
 
 @dataclass(eq=False)
-class BatchIGL(BatchIGLSettings, StackableLearner):
+class BatchIGL(BatchIGLSettings, StackableLearner, Orientable):
     """Jointly learns a softmax policy pi and a sigmoid reward decoder psi from a log
     (``fit``), or several pairs from several logs as one batched computation (``fit_many``).
 
@@ -641,18 +640,6 @@ class BatchIGL(BatchIGLSettings, StackableLearner):
         self._fitted_policy()
         with torch.no_grad(), torch_threads(self.threads, libraries=False):
             return self.decoder_(as_tensor(self.standardised_feedback(feedback))).numpy()
-
-    def orient(self, labelled: InteractionLog) -> Oriented:
-        """Choose a two-action fit's direction from interactions whose reward is known (a
-        calibration session's trials, whose right answer the person was told): with K = 2
-        the sign of the decoded reward is not identified (the fit warns), and where the
-        decoded reward matches the known one on fewer than half of ``labelled``'s
-        interactions, the decoder is flipped and the policy's scores negated, which for two
-        actions picks each context's other action
-        (:func:`~iglearn.learners.corrector.orient_by_rewards`). ``labelled``: a log with
-        a ``reward`` or a ``label`` column; not fitted on. Returns the rows read, the
-        agreement after the choice and whether it flipped; ``save`` keeps the direction."""
-        return orient_two_actions(self, labelled)
 
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
         """Write the fitted model to ``folder``

@@ -74,15 +74,14 @@ import torch
 from torch import nn
 
 from iglearn.data.limits import check_igl_logs
-from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Origins, standardised_feedback
 from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
 from iglearn.learners.base import (
+    Orientable,
     StackableLearner,
     check_finite_fit,
     log_warnings,
-    orient_two_actions,
 )
 from iglearn.learners.baselines import reward_stages
 from iglearn.learners.batch_igl import (
@@ -91,7 +90,7 @@ from iglearn.learners.batch_igl import (
     action_warning,
     ambiguity_warning,
 )
-from iglearn.learners.corrector import Oriented, decoded_shares
+from iglearn.learners.corrector import decoded_shares
 from iglearn.learners.monitor import ShortReport
 from iglearn.learners.restarts import Attempt, adaptive_restart
 from iglearn.learners.settings import (
@@ -774,7 +773,7 @@ def policy_stages(policy: Policy, target: Callable[[Batch], torch.Tensor],
 
 
 @dataclass(eq=False)
-class VIIGL(VIIGLSettings, StackableLearner):
+class VIIGL(VIIGLSettings, StackableLearner, Orientable):
     """Learns a reward decoder psi by the conditional mutual information objective (see the
     module docstring), then a softmax policy on the decoded reward: ``fit(log)``, or several
     learners on several logs as one batched computation, ``fit_many``.
@@ -932,18 +931,6 @@ class VIIGL(VIIGLSettings, StackableLearner):
         self._fitted_policy()
         with torch.no_grad(), torch_threads(self.threads, libraries=False):
             return self.decoder_(as_tensor(self.standardised_feedback(feedback))).numpy()
-
-    def orient(self, labelled: InteractionLog) -> Oriented:
-        """Choose a two-action fit's direction from interactions whose reward is known (a
-        calibration session's trials, whose right answer the person was told): with K = 2
-        the sign of the decoded reward is not identified (the fit warns), and where the
-        decoded reward matches the known one on fewer than half of ``labelled``'s
-        interactions, the decoder is flipped and the policy's scores negated, which for two
-        actions picks each context's other action
-        (:func:`~iglearn.learners.corrector.orient_by_rewards`). ``labelled``: a log with
-        a ``reward`` or a ``label`` column; not fitted on. Returns the rows read, the
-        agreement after the choice and whether it flipped; ``save`` keeps the direction."""
-        return orient_two_actions(self, labelled)
 
     def save(self, folder: str | Path, schema: FeatureSchema | None = None) -> Path:
         """Write the fitted policy and decoder to ``folder`` (see
