@@ -56,7 +56,8 @@ def test_orient_turns_a_two_action_model_the_right_way_and_keeps_its_record(pari
     training = json.loads((parity / "oriented" / "model.json").read_text())["training"]
     fitted = json.loads((parity / "igl" / "model.json").read_text())["training"]
     assert training["oriented"] == {"data": str(parity / "calibration.csv"), "rows": 30,
-                                    "agreement": said["agreement"], "flipped": said["flipped"]}
+                                    "agreement": said["agreement"], "flipped": said["flipped"],
+                                    "flipped_actions": []}
     assert training["log_fingerprint"] == fitted["log_fingerprint"]
     assert training["indicator"] == fitted["indicator"]
     code, out, _ = run(capsys, "orient", parity / "oriented", parity / "calibration.csv",
@@ -64,15 +65,44 @@ def test_orient_turns_a_two_action_model_the_right_way_and_keeps_its_record(pari
     assert code == 0 and json.loads(out)["flipped"] is False  # already the right way
 
 
-@pytest.mark.parametrize(("model", "data", "out", "message"), [
-    ("ai-igl", "calibration.csv", "x", "an ai-igl model; orient chooses the direction of a "
-                                       "two-action igl or vi-igl model"),
-    ("igl", "unlabelled.csv", "x", "reward is known: a 'reward' column, or a 'label' column"),
-    ("igl", "calibration.csv", "igl", "--out"),
+@pytest.mark.parametrize(("model", "data", "extra", "message"), [
+    ("igl", "calibration.csv", ["--log", "log.npz"],
+     "--log: an igl model is oriented by DATA alone"),
+    ("igl", "unlabelled.csv", [], "reward is known: a 'reward' column, or a 'label' column"),
+    ("igl", "test.npz", ["--out", "igl"], "--out"),
 ])
-def test_orient_refuses_in_one_line_and_writes_nothing(parity, capsys, model, data, out,
+def test_orient_refuses_in_one_line_and_writes_nothing(parity, capsys, model, data, extra,
                                                        message):
     before = sorted(p.name for p in parity.iterdir())
-    code, _, err = run(capsys, "orient", parity / model, parity / data, "--out", parity / out)
+    out = ["--out", parity / "x"] if "--out" not in extra else []
+    extra = [parity / e if i % 2 else e for i, e in enumerate(extra)]
+    code, _, err = run(capsys, "orient", parity / model, parity / data, *out, *extra)
     assert code == 2 and err.count("\n") == 1 and message in err, err
     assert sorted(p.name for p in parity.iterdir()) == before
+
+
+def test_orient_turns_each_action_of_an_ai_igl_model_and_refits_its_policy(tmp_path, capsys):
+    """A binary BCI (two intents), AI-IGL: each action's decoder is oriented on its own, and
+    with --log the policy is fitted again on the training log."""
+    from iglearn.envs.bci import BCIEnvironment
+
+    env = BCIEnvironment(n_symbols=2)
+    write_table(env.log(1000, seed=0), tmp_path / "log.npz")
+    calibration = env.log(30, seed=100)
+    write_table(InteractionLog(calibration.context, calibration.action, calibration.probability,
+                               calibration.feedback, 2, label=calibration.label),
+                tmp_path / "calibration.csv")
+    test_x, test_y = env.test_set()
+    write_table(InteractionLog(test_x, np.zeros(len(test_x), int), np.full(len(test_x), 0.5),
+                               np.zeros((len(test_x), env.feedback_dim), np.float32), 2,
+                               label=test_y), tmp_path / "test.npz")
+    assert main(["fit", str(tmp_path / "log.npz"), "--out", str(tmp_path / "model"),
+                 "--algorithm", "ai-igl"]) == 0
+    capsys.readouterr()
+    code, out, _ = run(capsys, "orient", tmp_path / "model", tmp_path / "calibration.csv",
+                       "--log", tmp_path / "log.npz", "--out", tmp_path / "oriented")
+    assert code == 0
+    said = json.loads(out)
+    assert said["rows"] == 30 and said["log"] == str(tmp_path / "log.npz")
+    assert said["flipped"] == bool(said["flipped_actions"])
+    assert accuracy(capsys, tmp_path / "oriented", tmp_path / "test.npz") > 0.95

@@ -438,3 +438,28 @@ def test_a_log_under_every_attempt_below_an_action_makes_every_attempt_without_a
     report = every.report_
     assert report.restarts == 2
     assert report.indicator == pytest.approx(max(report.attempt_indicators), rel=1e-5)
+
+
+def test_orient_turns_each_action_of_a_two_action_fit_and_refits_the_policy_on_the_log():
+    from iglearn.learners.ai_igl import flip_actions
+
+    env = BCIEnvironment(n_symbols=2)
+    log, calibration = env.log(1000, seed=0), replace(env.log(30, seed=100), reward=None)
+    test_x, test_y = env.test_set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # K = 2: each decoder's sign is open, as it warns
+        learner = AIIGL(seed=0).fit(log)
+        learner.orient(calibration, log)
+    assert learner.accuracy(test_x, test_y) > 0.95
+    assert not learner.orient(calibration, log).flipped  # already the right way
+    # one action's decoder and score turned the wrong way, as symmetry breaking may leave them
+    flip_actions(learner.policy_, learner.decoders_, np.array([False, True]))
+    wrong = learner.accuracy(test_x, test_y)
+    with pytest.warns(UserWarning, match=r"action\(s\) \[1\] but not of the others; pass the "
+                                         r"training log"):
+        found = learner.orient(calibration)
+    assert found.flipped_actions == (1,) and found.rows == 30 and found.agreement > 0.8
+    assert learner.accuracy(test_x, test_y) > wrong  # part of the way back
+    flip_actions(learner.policy_, learner.decoders_, np.array([False, True]))
+    assert learner.orient(calibration, log).flipped_actions == (1,)
+    assert learner.accuracy(test_x, test_y) > 0.95  # the policy fitted again on the log

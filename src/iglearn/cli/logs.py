@@ -461,23 +461,37 @@ def _orient(args: argparse.Namespace) -> int:
     """``iglearn orient``: a two-action igl or vi-igl model's direction chosen from DATA's
     interactions whose reward or label is known (``BatchIGL.orient``), written to --out with
     the model's training record."""
+    from iglearn.data.stream import log_from
     from iglearn.learners.registry import algorithm_of, save_model
 
     out = Path(args.out)
-    check_paths([("MODEL", Path(args.model)), ("DATA", Path(args.data))], [("--out", out)])
+    log_path = None if args.log is None else Path(args.log)
+    check_paths([("MODEL", Path(args.model)), ("DATA", Path(args.data)),
+                 *([("--log", log_path)] if log_path else [])], [("--out", out)])
     check_model_output(out)
+    in_memory = StreamSettings(stream="off")
     learner, table = _model_and_table(args.model, args.data, contexts_only=False, args=args,
-                                      reading=StreamSettings(stream="off"))
+                                      reading=in_memory)
     algorithm = algorithm_of(learner)
-    if algorithm not in ("igl", "vi-igl"):
+    if algorithm not in ("igl", "vi-igl", "ai-igl"):
         raise IGLearnError(f"{args.model}: an {algorithm} model; orient chooses the direction "
-                           f"of a two-action igl or vi-igl model's decoded reward")
+                           f"of a two-action igl, vi-igl or ai-igl model's decoded reward")
     if not isinstance(table, InteractionLog):
         raise IGLearnError(f"{args.data}: holds contexts only; orient reads a log with the "
                            f"actions, the feedback and a reward or label column")
+    if log_path is not None and algorithm != "ai-igl":
+        raise IGLearnError(f"--log: an {algorithm} model is oriented by DATA alone (its one "
+                           f"decoder flips with its policy); drop --log")
     args.outputs.claim([out])
-    oriented = cast("BatchIGL | VIIGL", learner).orient(table)
+    if algorithm == "ai-igl":
+        log = None if log_path is None else log_from(
+            _opened(str(log_path), learner.metadata_, learner.schema_, args)[0], in_memory)
+        oriented = cast("AIIGL", learner).orient(table, log)
+    else:
+        oriented = cast("BatchIGL | VIIGL", learner).orient(table)
     record = {"data": str(args.data), **oriented._asdict()}
+    if log_path is not None:
+        record["log"] = str(log_path)
     training = dict(learner.metadata_.get("training") or {})
     report = getattr(learner, "report_", None)
     if report is not None:  # the recorded fit, as it was written, and now its orientation
@@ -729,9 +743,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "(the fit warns): read DATA's interactions whose reward (or label, the "
                     "right action) is known, a calibration session's, and where the model's "
                     "decoded reward matches it on fewer than half of them flip the decoder "
-                    "and negate the policy's scores; write the model to --out. For igl and "
-                    "vi-igl models; DATA is not fitted on. Prints the rows read, the "
-                    "agreement after the choice and whether it flipped.")
+                    "and negate the policy's scores (ai-igl: each action's decoder and score, "
+                    "and with --log the policy fitted again); write the model to --out. For "
+                    "igl, vi-igl and ai-igl models; DATA is not fitted on. Prints the rows "
+                    "read, the agreement after the choice and whether it flipped.")
     commands.add_parser(
         "predict", help="actions and their probabilities for contexts", build=_predict_options,
         description="Greedy (or, with --sample, sampled) actions of the fitted policy and "
@@ -894,11 +909,15 @@ def _predict_options(predict: argparse.ArgumentParser) -> None:
 def _orient_options(orient: argparse.ArgumentParser) -> None:
     """The arguments of ``orient``."""
     orient.add_argument("model", metavar="MODEL",
-                        help="a two-action model folder from iglearn fit (--algorithm igl or "
-                             "vi-igl), or a model archive (.tar.gz)")
+                        help="a two-action model folder from iglearn fit (--algorithm igl, "
+                             "vi-igl or ai-igl), or a model archive (.tar.gz)")
     orient.add_argument("data", metavar="DATA",
                         help=f"a log whose interactions have a reward or a label column "
                              f"({FORMATS})")
+    orient.add_argument("--log", default=None, metavar="LOG",
+                        help="ai-igl: the log the model was fitted on; where the decoder of "
+                             "one action flips and not the other's, the policy is fitted "
+                             "again on it (without it, orient warns)")
     orient.add_argument("--out", required=True, metavar="MODEL_DIR",
                         help="the model folder to write: a new or empty folder, or one that "
                              "holds exactly a model iglearn wrote, which is replaced (not "

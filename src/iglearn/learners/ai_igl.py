@@ -82,9 +82,15 @@ from iglearn.data.limits import check_igl_logs
 from iglearn.data.scaling import Mode, SameUnit, standardised_feedback
 from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
-from iglearn.learners.base import StackableLearner, check_finite_fit, log_warnings
+from iglearn.learners.base import (
+    StackableLearner,
+    check_finite_fit,
+    known_rewards,
+    log_warnings,
+)
 from iglearn.learners.baselines import reward_stages
 from iglearn.learners.batch_igl import AMBIGUITY_MARGIN, IdentifiabilityWarning
+from iglearn.learners.corrector import Oriented
 from iglearn.learners.e2g import EpochGreedy
 from iglearn.learners.monitor import ShortReport
 from iglearn.learners.objective import at_action
@@ -115,6 +121,7 @@ from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
+    from iglearn.data.logs import InteractionLog
     from iglearn.learners.distributed import RayTrain
 
 _CHUNK = 65536
@@ -383,6 +390,45 @@ class AIIGL(AIIGLSettings, StackableLearner):
             return decoded(decoders, as_tensor(self.standardised_feedback(feedback)),
                            field_tensor(actions)).numpy()
 
+    def orient(self, labelled: InteractionLog, log: AnyLog | None = None) -> Oriented:
+        """Choose a two-action fit's direction, action by action, from interactions whose
+        reward is known (a calibration session's trials, whose right answer the person was
+        told): with K = 2 the reward need not be the rarer event of an action's feedback, so
+        symmetry breaking may leave one decoder or both the wrong way round (the fit warns).
+        Each action a whose decoded reward psi_a matches the known one on fewer than half of
+        ``labelled``'s interactions of a has psi_a flipped and its score s_a negated, as
+        symmetry breaking does (:func:`flip_actions`); an action without such interactions
+        is left as it is. The policy's softmax couples the actions, so where one action's
+        decoder flips and not the other's, negating its score recovers the policy only part
+        of the way: given the training ``log``, the policy stages (:func:`fit_policy`) run
+        again on it with the decoders held, as the fit ran them; without it the method
+        warns. ``labelled``: a log with a ``reward`` or a ``label`` column; not fitted on.
+        Returns the rows read, the agreement after the choice and the actions flipped;
+        ``save`` keeps them."""
+        reward = known_rewards(self, labelled)
+        actions = np.asarray(labelled.action)
+        agree = (self.decode(labelled.feedback, actions) > 0.5) == (reward > 0)
+        decoders = self._fitted_decoders()
+        flip = np.array([bool((actions == a).any()) and float(agree[actions == a].mean()) < 0.5
+                         for a in range(len(decoders))])
+        flip_actions(self.policy_, decoders, flip)
+        flipped = tuple(int(a) for a in np.flatnonzero(flip))
+        if 0 < len(flipped) < len(decoders):
+            if log is None:
+                warn_caller(f"orient flipped the decoder of action(s) {list(flipped)} but not "
+                            f"of the others; pass the training log (log=, iglearn orient "
+                            f"--log) so that the policy is fitted again on the oriented "
+                            f"decoders: negating those scores alone recovers it only part of "
+                            f"the way")
+            else:
+                data = training_data([log], "feedback", [self.standardiser_])
+                with torch_threads(self.threads):
+                    fit_policy([self.policy_], [decoders], data,
+                               [torch_generator(as_generator(self.seed))], self.optimisation,
+                               self.progress_label("policy"))
+        after = np.where(flip[actions], ~agree, agree)
+        return Oriented(len(reward), float(after.mean()), bool(flipped), flipped)
+
     def indicator(self, log: AnyLog) -> float:
         """The indicator sum_a Cov_a(pi(a|x), psi_a(y)) of the fitted models on ``log`` (in
         memory or streamed)."""
@@ -421,7 +467,8 @@ def action_warnings(log: AnyLog, min_interactions: int) -> list[str]:
     if log.n_actions == 2:
         notes.append("K = 2: the reward need not be the rarer event for each action, so the "
                      "sign of each decoded reward is not identified; expect arbitrary "
-                     "directions")
+                     "directions, and choose them from a few interactions whose reward or "
+                     "label is known (orient, iglearn orient)")
     notes += log_warnings(log)
     seen = action_counts(log)
     few = np.flatnonzero((seen > 0) & (seen < min_interactions)).tolist()
@@ -742,13 +789,19 @@ def break_symmetry(policy: Policy, decoders: Sequence[Decoder], data: Source) ->
     flag) and negate the score s_a (row a of the policy network's last layer), so that
     f_a = sigmoid(s_a) becomes 1 - f_a. Returns which actions were flipped, shape (K,)."""
     flip = reward_rates(decoders, data) > 0.5
+    flip_actions(policy, decoders, flip)
+    return flip
+
+
+def flip_actions(policy: Policy, decoders: Sequence[Decoder], flip: np.ndarray) -> None:
+    """Flip psi_a to 1 - psi_a (its corrector flag) and negate the score s_a (row a of the
+    policy network's last layer) of each action a marked in ``flip`` (K,)."""
     last = output_layer(policy.net)
     with torch.no_grad():
         for a in np.flatnonzero(flip):
             decoders[int(a)].flipped.logical_not_()
             last.weight[a].neg_()
             last.bias[a].neg_()
-    return flip
 
 
 FIRST_FIT = replace(DEFAULT_OPTIMISATION, policy_epochs=1, small_log=0)

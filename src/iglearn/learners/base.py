@@ -502,19 +502,15 @@ class Orientable:
 
 
 
-def orient_two_actions(learner: PolicyLearner, labelled: InteractionLog) -> Oriented:
-    """A fitted two-action learner with one decoder (``BatchIGL``, ``VIIGL``) oriented by the
-    interactions of ``labelled`` whose reward is known: its ``reward``, else its ``label``
-    (the reward is then the logged action being the label); see
-    :func:`~iglearn.learners.corrector.orient_by_rewards`."""
-    from iglearn.learners.corrector import orient_by_rewards
-
-    policy = learner._fitted_policy()
-    decoder = getattr(learner, "decoder_", None)
-    n_actions = learner.n_actions_ or labelled.n_actions
+def known_rewards(learner: PolicyLearner, labelled: InteractionLog) -> np.ndarray:
+    """The known reward of each interaction of ``labelled``, by which ``orient`` chooses a
+    fitted two-action ``learner``'s direction: its ``reward``, else its ``label`` (the reward
+    is then the logged action being the label). Refuses another K, and a log with neither."""
+    learner._fitted_policy()
     if not isinstance(labelled, InteractionLog):
         raise IGLearnError(f"orient reads an InteractionLog in memory (its actions, feedback "
                            f"and rewards or labels), got {type(labelled).__name__}")
+    n_actions = learner.n_actions_ or labelled.n_actions
     if labelled.n_actions != 2 or n_actions != 2:
         k = labelled.n_actions if labelled.n_actions != 2 else n_actions
         raise IGLearnError(f"orient chooses the direction of a two-action fit's decoded "
@@ -529,6 +525,17 @@ def orient_two_actions(learner: PolicyLearner, labelled: InteractionLog) -> Orie
                            f"known: a 'reward' column, or a 'label' column (the right action)")
     if len(reward) == 0:
         raise IGLearnError(f"{labelled.source}: no interaction to orient the decoder by")
+    return reward
+
+
+def orient_two_actions(learner: PolicyLearner, labelled: InteractionLog) -> Oriented:
+    """A fitted two-action learner with one decoder (``BatchIGL``, ``VIIGL``) oriented by the
+    interactions of ``labelled`` whose reward is known (:func:`known_rewards`); see
+    :func:`~iglearn.learners.corrector.orient_by_rewards`."""
+    from iglearn.learners.corrector import orient_by_rewards
+
+    reward = known_rewards(learner, labelled)
+    decoder = getattr(learner, "decoder_", None)
     assert decoder is not None  # a fitted learner with one decoder
-    return orient_by_rewards(policy, decoder, cast(Any, learner).decode(labelled.feedback),
-                             reward)
+    return orient_by_rewards(learner._fitted_policy(), decoder,
+                             cast(Any, learner).decode(labelled.feedback), reward)

@@ -256,7 +256,10 @@ class Oriented(NamedTuple):
     """The share of them on which the decoded reward (psi > 1/2) is the known reward, after
     the orientation (at least one half)."""
     flipped: bool
-    """Whether the decoder was flipped and the policy's scores negated."""
+    """Whether a decoder was flipped and the policy's scores negated."""
+    flipped_actions: tuple[int, ...] = ()
+    """AI-IGL, whose decoders are one per action (:meth:`~iglearn.learners.AIIGL.orient`): the
+    actions whose decoder was flipped and score negated; () for a learner of one decoder."""
 
 
 def orient_by_rewards(policy: nn.Module, decoder: Decoder, decoded: np.ndarray,
