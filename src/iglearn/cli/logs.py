@@ -917,7 +917,7 @@ def _orient_options(orient: argparse.ArgumentParser) -> None:
     orient.add_argument("--log", default=None, metavar="LOG",
                         help="ai-igl: the log the model was fitted on; where the decoder of "
                              "one action flips and not the other's, the policy is fitted "
-                             "again on it (without it, orient warns)")
+                             "again on it (default: none; orient then warns)")
     orient.add_argument("--out", required=True, metavar="MODEL_DIR",
                         help="the model folder to write: a new or empty folder, or one that "
                              "holds exactly a model iglearn wrote, which is replaced (not "
