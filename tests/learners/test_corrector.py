@@ -43,6 +43,14 @@ def test_with_a_reference_only_clear_evidence_turns_against_it():
     assert clear.tolist() == [True]
 
 
+def test_with_two_actions_and_a_reference_only_the_agreement_decides():
+    # half of the feedback is a reward either way: the statistic is no evidence at K = 2
+    found = shares([0.6, 0.9, 0.2, 0.4], [400.0] * 4, [0.9, 0.9, 0.1, 0.2])
+    assert oriented_flip(found, confidence=1.0, n_actions=2).tolist() == [False, False, True,
+                                                                           True]
+    assert oriented_flip(found, confidence=1.0).tolist() == [True, True, False, False]
+
+
 def two_action_log(n: int, seed: int) -> InteractionLog:
     """K = 2 classification: under uniform play half of the feedback is a reward, so the
     log cannot tell the decoder's orientation."""
@@ -220,3 +228,22 @@ def test_orient_refuses_what_it_cannot_read():
                            reward=np.zeros(30, np.float32))
     with pytest.raises(IGLearnError, match="with K = 3 the corrector chooses it"):
         learner.orient(three)
+
+
+def test_a_refit_keeps_the_direction_of_its_oriented_reference():
+    """With two actions a fit's direction is open; a re-fit that takes an oriented model as
+    its reference (as the service's re-fits take the served model) reads the reward as the
+    reference does, whichever way that is."""
+    from dataclasses import replace
+
+    log, grown, test = two_action_log(600, 0), two_action_log(900, 3), two_action_log(2000, 2)
+    labelled = two_action_log(40, 1)
+    backwards = replace(labelled, reward=1 - labelled.reward)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for known, right in ((labelled, True), (backwards, False)):
+            reference = BatchIGL(seed=0).fit(log)
+            reference.orient(known)
+            refit = BatchIGL(seed=5).fit(grown, reference=reference)
+            accuracy = float(np.mean(refit.predict(test.context) == _right_action(test)))
+            assert (accuracy > 0.9) if right else (accuracy < 0.1), (right, accuracy)

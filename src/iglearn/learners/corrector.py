@@ -157,15 +157,21 @@ def action_explained(weights: torch.Tensor, sums: torch.Tensor, squares: torch.T
                        torch.zeros_like(spread))
 
 
-def oriented_flip(shares: Shares, confidence: float) -> torch.Tensor:
+def oriented_flip(shares: Shares, confidence: float, n_actions: int = 3) -> torch.Tensor:
     """Which decoders the corrector flips, (T,) boolean. Without a reference (Appendix B):
     those whose statistic exceeds one half. With one: those whose statistic exceeds one half
     by more than ``confidence`` standard errors, 0.5 / sqrt(effective interactions); and,
     where the statistic is within that many standard errors of one half either way (the data
     cannot tell the two orientations apart), those that decode most of the feedback unlike
-    the reference."""
+    the reference. For two actions (``n_actions`` 2) the statistic tells nothing (half of
+    the feedback is a reward under uniform play, whichever way it is read), so with a
+    reference only the agreement decides: a re-fit keeps the direction of the model it
+    replaces (one oriented by known rewards, :func:`orient_by_rewards`), where by the
+    statistic it flipped whenever the statistic strayed from one half by chance."""
     if shares.agreement is None:
         return shares.above > 0.5
+    if n_actions == 2:
+        return shares.agreement < 0.5
     margin = confidence * 0.5 / shares.effective.sqrt()
     evidence = shares.above - 0.5
     unclear = evidence.abs() <= margin
@@ -223,7 +229,7 @@ def data_driven_corrector(policy: nn.Module, decoder: Decoder, data: Source, n_a
     """
     shares = decoded_shares(decoder, data, n_actions, device, reference)
     above, below = shares.above, shares.below
-    flip = oriented_flip(shares, confidence)
+    flip = oriented_flip(shares, confidence, n_actions)
     flip_decoders(policy, decoder, flip, negate_policy)
     # after the flip, the feedback decoded as no reward is what decodes as reward
     return Correction(flip.cpu(), torch.where(flip.cpu(), below, above))
