@@ -29,17 +29,19 @@ def shares(above, effective, agreement=None) -> Shares:
 
 
 def test_without_a_reference_the_corrector_flips_above_one_half():
-    flip = oriented_flip(shares([0.49, 0.51, 0.9], [4.0, 4.0, 4.0]), confidence=1.0)
+    flip = oriented_flip(shares([0.49, 0.51, 0.9], [4.0, 4.0, 4.0]), confidence=1.0,
+                         n_actions=10)
     assert flip.tolist() == [False, True, True]
 
 
 def test_with_a_reference_only_clear_evidence_turns_against_it():
     # standard error 0.5 / sqrt(16) = 0.125: 0.6 is unclear, 0.9 and 0.2 are clear
     flip = oriented_flip(shares([0.6, 0.6, 0.9, 0.2, 0.4], [16.0, 16.0, 16.0, 16.0, 16.0],
-                                [0.1, 0.9, 0.9, 0.1, 0.2]), confidence=1.0)
+                                [0.1, 0.9, 0.9, 0.1, 0.2]), confidence=1.0,
+                         n_actions=10)
     assert flip.tolist() == [True, False, True, False, True]
     # more interactions make the same share clear evidence
-    clear = oriented_flip(shares([0.6], [400.0], [0.9]), confidence=1.0)
+    clear = oriented_flip(shares([0.6], [400.0], [0.9]), confidence=1.0, n_actions=10)
     assert clear.tolist() == [True]
 
 
@@ -48,7 +50,8 @@ def test_with_two_actions_and_a_reference_only_the_agreement_decides():
     found = shares([0.6, 0.9, 0.2, 0.4], [400.0] * 4, [0.9, 0.9, 0.1, 0.2])
     assert oriented_flip(found, confidence=1.0, n_actions=2).tolist() == [False, False, True,
                                                                            True]
-    assert oriented_flip(found, confidence=1.0).tolist() == [True, True, False, False]
+    assert oriented_flip(found, confidence=1.0, n_actions=3).tolist() == [True, True, False,
+                                                                         False]
 
 
 def two_action_log(n: int, seed: int) -> InteractionLog:

@@ -492,11 +492,8 @@ def _orient(args: argparse.Namespace) -> int:
     record = {"data": str(args.data), **oriented._asdict()}
     if log_path is not None:
         record["log"] = str(log_path)
-    training = dict(learner.metadata_.get("training") or {})
-    report = getattr(learner, "report_", None)
-    if report is not None:  # the recorded fit, as it was written, and now its orientation
-        training = {key: value for key, value in training.items()
-                    if key not in asdict(report)}
+    # the recorded fit, as it was written, and now its orientation
+    training = learner.metadata_.get("training") or {}
     save_model(learner, out, extra={**training, "oriented": record})
     _print({"model": str(args.model), "out": str(out), "algorithm": algorithm, **record})
     return 0

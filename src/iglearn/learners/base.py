@@ -501,7 +501,6 @@ class Orientable:
         return orient_two_actions(cast(PolicyLearner, self), labelled)
 
 
-
 def known_rewards(learner: PolicyLearner, labelled: InteractionLog) -> np.ndarray:
     """The known reward of each interaction of ``labelled``, by which ``orient`` chooses a
     fitted two-action ``learner``'s direction: its ``reward``, else its ``label`` (the reward

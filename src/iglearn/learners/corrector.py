@@ -157,7 +157,7 @@ def action_explained(weights: torch.Tensor, sums: torch.Tensor, squares: torch.T
                        torch.zeros_like(spread))
 
 
-def oriented_flip(shares: Shares, confidence: float, n_actions: int = 3) -> torch.Tensor:
+def oriented_flip(shares: Shares, confidence: float, n_actions: int) -> torch.Tensor:
     """Which decoders the corrector flips, (T,) boolean. Without a reference (Appendix B):
     those whose statistic exceeds one half. With one: those whose statistic exceeds one half
     by more than ``confidence`` standard errors, 0.5 / sqrt(effective interactions); and,
