@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
 import signal
 import subprocess
@@ -66,12 +67,61 @@ def end_with_parent(parent: int, code: int = 1) -> None:
     threading.Thread(target=watch, daemon=True, name="iglearn-parent-watch").start()
 
 
-def connect_ray(address: str | None, **options: Any) -> None:
-    """``ray.init`` on the cluster at ``address`` (None: Ray's own choice, the running one or
-    a new local one), a cluster it cannot reach told as one error naming ``--ray-address``
-    (Ray's own says "Failed to connect", which the command line would blame on its input)."""
+RAY_OPTIONS: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
+                                   configure_logging=False)
+"""How iglearn starts or joins Ray: no dashboard, the workers' output kept from this
+process's, Ray's logging left as the process has it."""
+
+TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
+"""The start of the notice Ray prints when it starts a local instance with its default
+(token) authentication, which asks nothing of iglearn's user."""
+
+_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+_RAY_DATA_PROGRESS = "ray.data._internal.progress"
+
+
+class _RayNotices(logging.Filter):
+    """Drops Ray's notices about what iglearn chose for its user: token authentication on
+    (Ray's default, :data:`TOKEN_NOTICE`) and Ray Data's progress bars off (iglearn shows its
+    own progress)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.name.startswith(_RAY_DATA_PROGRESS):
+            return False
+        return not record.getMessage().startswith(TOKEN_NOTICE)
+
+
+def quiet_ray() -> None:
+    """Keep Ray's notices off this process's standard error, so that a command's output is
+    iglearn's: the token notice is dropped, and Ray Data's console prints warnings and errors
+    only (its INFO lines, three per pass over a log, still go to the session's log files under
+    ``/tmp/ray``). Idempotent; Ray Data's console is quieted only once it is imported."""
+    notices = _RayNotices()
+    token = logging.getLogger(_TOKEN_LOGGER)
+    if not any(isinstance(f, _RayNotices) for f in token.filters):
+        token.addFilter(notices)
+    if "ray.data" not in sys.modules:
+        return
+    for handler in logging.getLogger("ray.data").handlers:
+        if isinstance(handler, logging.StreamHandler) and not isinstance(handler,
+                                                                        logging.FileHandler):
+            handler.setLevel(max(handler.level, logging.WARNING))
+            if not any(isinstance(f, _RayNotices) for f in handler.filters):
+                handler.addFilter(notices)
+
+
+def connect_ray(address: str | None, cpus: int | None = None) -> None:
+    """``ray.init`` with :data:`RAY_OPTIONS` on the cluster at ``address`` (None: Ray's own
+    choice, the running one or a new local one of ``cpus`` CPUs, all when None), Ray's
+    notices kept quiet (:func:`quiet_ray`); a cluster it cannot reach told as one error naming
+    ``--ray-address`` (Ray's own says "Failed to connect", which the command line would blame
+    on its input)."""
     import ray
 
+    quiet_ray()
+    options = dict(RAY_OPTIONS)
+    if cpus is not None and not address:
+        options["num_cpus"] = cpus
     try:
         ray.init(address=address, **options)
     except ConnectionError as e:
@@ -84,18 +134,13 @@ def connect_ray(address: str | None, **options: Any) -> None:
 @contextlib.contextmanager
 def ray_instance(address: str | None, cpus: int) -> Iterator[None]:
     """Ray for the block: the instance this process runs already, else the cluster at
-    ``address``, else a local instance of ``cpus`` CPUs (no dashboard, the workers' output
-    kept from this process's); one started here is shut down after the block."""
+    ``address``, else a local instance of ``cpus`` CPUs (:func:`connect_ray`); one started
+    here is shut down after the block."""
     import ray
 
     started = not ray.is_initialized()
     if started:
-        options: dict[str, Any] = dict(include_dashboard=False, log_to_driver=False,
-                                       configure_logging=False)
-        if address:
-            connect_ray(address, **options)
-        else:
-            ray.init(num_cpus=cpus, **options)
+        connect_ray(address, cpus)
     try:
         yield
     finally:

@@ -48,6 +48,10 @@ def test_fit_and_evaluate_igl_p_on_a_simulated_dsjson_log(tmp_path, capsys):
     code, _, err = run(capsys, "fit", tmp_path / "log.npz", "--algorithm", "igl-p", "--out",
                        tmp_path / "streamed", "--stream", "on")
     assert code == 2 and "igl-p fits a log in memory" in err and "use --stream off" in err
+    code, _, err = run(capsys, "fit", tmp_path / "log.npz", "--algorithm", "igl-p", "--out",
+                       tmp_path / "streamed", "--reader", "ray")
+    assert code == 2 and "igl-p fits a log in memory" in err and "drop --reader ray" in err
+    assert not (tmp_path / "streamed").exists()
 
 
 def test_an_option_of_igl_and_ai_igl_is_refused_with_igl_p(tmp_path, capsys):

@@ -3,6 +3,8 @@ and the choice between memory and stream."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -210,6 +212,10 @@ def test_memory_or_stream_by_size_with_an_override(stored, tmp_path):
         open_log(tmp_path / "packed.npz", StreamSettings(stream="on"))
     with pytest.raises(IGLearnError, match="shuffle_rows"):
         StreamSettings(shuffle_rows=0)
+    # Ray reads a stream: with stream off it would read nothing, so the pair is refused
+    with pytest.raises(IGLearnError, match=r"reader ray reads the log as a stream and stream "
+                                           r"off reads it into memory: drop one"):
+        open_log(stored / "log.parquet", StreamSettings(stream="off", reader="ray"))
 
 
 @pytest.mark.slow  # starts Ray
@@ -217,8 +223,10 @@ def test_ray_data_reads_the_shards(stored):
     pytest.importorskip("ray")
     import ray
 
-    stream = open_log(stored / "shards", StreamSettings(stream="on", reader="ray",
-                                                        shuffle_rows=500, block_rows=128))
+    # a log this small is read into memory by stream auto, but Ray reads it as a stream
+    stream = open_log(stored / "shards", StreamSettings(reader="ray", shuffle_rows=500,
+                                                        block_rows=128))
+    assert isinstance(stream, LogStream)
     try:
         ids = np.concatenate([b["context"][:, 0] for b in stream.epoch(100,
                                                                      np.random.default_rng(0))])
@@ -393,3 +401,26 @@ def test_a_model_given_a_streamed_log_to_predict_on_says_what_to_give(tmp_path):
     with pytest.raises(IGLearnError, match=r"log\.parquet: a log streamed from disk is for a "
                                            r"fit; predict on contexts in memory"):
         model.predict(stream)
+
+
+@pytest.mark.slow  # starts Ray
+def test_ray_data_keeps_its_notices_off_standard_error(stored):
+    """Ray's own lines (token authentication, three INFO lines per pass over the log, the
+    progress bars it does not show) would bury a command's output: none reaches stderr."""
+    pytest.importorskip("ray")
+    script = f"""
+import numpy as np
+import ray
+from iglearn.data.stream import StreamSettings, open_log
+stream = open_log({str(stored / "shards")!r}, StreamSettings(reader="ray", shuffle_rows=500,
+                                                              block_rows=128))
+rows = [sum(len(b["context"]) for b in stream.epoch(100, np.random.default_rng(seed)))
+        for seed in range(2)]
+ray.shutdown()
+print(rows)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"[{N}, {N}]"
+    assert done.stderr.strip() == "", done.stderr

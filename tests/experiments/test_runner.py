@@ -16,6 +16,7 @@ from iglearn.errors import IGLearnError
 from iglearn.experiments.results import SCHEMA
 from iglearn.experiments.runner import Execution, StackedTrials, fingerprint, run_trials
 from iglearn.experiments.table1 import Table1Config, run_stacked
+from iglearn.processes import TOKEN_NOTICE
 from tests.process_table import HAS_PROC, alive, cpu_seconds, spawned_children, wait_gone
 
 CONFIG = Table1Config(trials=3, samples=800, dataset="digits", seed=7)
@@ -38,7 +39,7 @@ def drop_timing(rows):
     return frame[frame["metric"] != "seconds"].reset_index(drop=True)
 
 
-def test_same_results_for_any_job_count_and_backend_and_close_for_any_stack(tmp_path):
+def test_same_results_for_any_job_count_and_backend_and_close_for_any_stack(tmp_path, capfd):
     # Identical for any job count and backend (the same kernels run); side by side
     # (--stack) the batched kernels may round differently, so within a tolerance.
     trials = StackedTrials(partial(run_stacked, CONFIG))
@@ -62,6 +63,7 @@ def test_same_results_for_any_job_count_and_backend_and_close_for_any_stack(tmp_
     ray = run_trials(trials, 3, CONFIG.seed,
                      Execution(backend="ray", jobs=2, stack=1, show_progress=False))
     pd.testing.assert_frame_equal(drop_timing(alone), drop_timing(ray), check_exact=True)
+    assert TOKEN_NOTICE not in capfd.readouterr().err   # Ray's notice kept off stderr
 
 
 def blocks_of(indices, seeds):

@@ -173,6 +173,9 @@ def _fit(args: argparse.Namespace) -> int:
         if reading.stream == "on":
             raise IGLearnError("--stream on: --algorithm igl-p fits a log in memory, never "
                                "streamed; use --stream off")
+        if reading.reader == "ray":
+            raise IGLearnError("--reader ray: --algorithm igl-p fits a log in memory, never "
+                               "streamed, so Ray does not read it; drop --reader ray")
         reading = replace(reading, stream="off")
     backend = _backend(args, reading)
     if backend is not None:

@@ -73,7 +73,8 @@ class StreamSettings:
     reader: Literal["local", "ray"] = "local"
     """Who reads the rows of each epoch and full pass: local (pyarrow in this process) or ray
     (Ray Data tasks on a Ray cluster, for Parquet logs on shared storage; needs the ray
-    extra)."""
+    extra). Ray reads a stream, so with ray stream auto streams a log of any size and stream
+    off is refused."""
     ray_address: str | None = None
     """The Ray cluster of reader ray and of a fit with --backend ray (None: the running one,
     else a local instance)."""
@@ -208,7 +209,7 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
              ) -> InteractionLog | LogStream:
     """The log ``reader`` reads: a :class:`LogStream` when ``settings.stream`` is on, or auto
     and a fit in memory would take the process above ``settings.memory_limit_gb``
-    (:func:`fits_in_memory`); else the log in memory."""
+    (:func:`fits_in_memory`), or ``settings.reader`` is ray; else the log in memory."""
     from iglearn.data.formats.base import check
 
     settings = settings or StreamSettings()
@@ -216,6 +217,11 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
     if not info.is_log:
         raise IGLearnError(f"{info.source}: holds contexts only; fitting needs a log with "
                            f"action, probability and feedback")
+    if settings.reader == "ray":  # Ray Data reads a stream: a log in memory would not use it
+        if settings.stream == "off":
+            raise IGLearnError("reader ray reads the log as a stream and stream off reads it "
+                               "into memory: drop one of them (--reader ray, --stream off)")
+        return LogStream(reader, settings)
     held = fit_start_bytes()
     large = not fits_in_memory(info, settings, held)
     if settings.stream == "on" or (settings.stream == "auto" and large):
@@ -308,11 +314,12 @@ class _RayDataset:
             import ray
         except ImportError as e:
             raise IGLearnError("reader ray needs Ray: pip install -e '.[ray]'") from e
+        from iglearn.processes import connect_ray, quiet_ray
+
         if not ray.is_initialized():
-            from iglearn.processes import connect_ray
-            connect_ray(settings.ray_address, include_dashboard=False, log_to_driver=False,
-                        configure_logging=False)
+            connect_ray(settings.ray_address)
         ray.data.DataContext.get_current().enable_progress_bars = False
+        quiet_ray()
         from pyarrow.fs import LocalFileSystem
 
         self.dataset = ray.data.read_parquet([str(path) for path in paths],
