@@ -45,7 +45,9 @@ import copy
 import math
 import pickle
 import shutil
+import signal
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -189,11 +191,17 @@ class RayTrain:
             run_config=RunConfig(name="fit", storage_path=str(run / "ray"),
                                  failure_config=FailureConfig(max_failures=self.max_failures),
                                  checkpoint_config=CheckpointConfig(num_to_keep=2)))
+        interrupt = signal.getsignal(signal.SIGINT)
         try:
             result = trainer.fit()
+        except SystemExit:  # Ray Train's Ctrl-C handler aborts the run, then exits "with 0"
+            raise KeyboardInterrupt from None
         except Exception as e:  # Ray's errors carry the worker's traceback: one line of it
             raise IGLearnError(f"the distributed fit failed ({_first_line(e)}); see the "
                                f"workers' logs of the Ray cluster") from None
+        finally:  # the handler Ray Train set would abort a run that has ended
+            if interrupt is not None and threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGINT, interrupt)
         checkpoint: Checkpoint | None = result.checkpoint
         if result.error is not None or checkpoint is None:
             raise IGLearnError(f"the distributed fit failed ({_first_line(result.error)}); "
