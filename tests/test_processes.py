@@ -1,11 +1,14 @@
 """iglearn.processes: a child that called end_with_parent ends within ~a second of its
 parent's SIGKILL, whatever it is doing: starting, holding the interpreter in one long C call,
-or (without the kernel's help) busy in Python."""
+or (without the kernel's help) busy in Python; a Ray address is checked before Ray is asked
+to connect to it."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -14,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from iglearn.errors import IGLearnError
+from iglearn.processes import RAY_CONNECT_SECONDS, check_reachable, ray_endpoint
 from tests.process_table import HAS_PROC, alive, wait_gone
 
 pytestmark = pytest.mark.skipif(not HAS_PROC, reason="reads the process table in /proc")
@@ -102,3 +107,33 @@ def test_a_measured_child_reports_its_peak_memory_cpu_and_output_however_it_ends
     assert done.peak_rss_kib > 200 * 1024
     assert done.cpu_seconds >= 0.3
     assert done.wall_seconds >= done.cpu_seconds * 0.5
+
+
+@pytest.mark.parametrize("address, endpoint", [
+    ("auto", None), ("local", None), ("ray://head.example:10001", ("head.example", 10001)),
+    ("ray://[::1]:10001", ("::1", 10001)),
+])
+def test_a_ray_address_names_the_host_and_port_it_connects_to(address, endpoint):
+    assert ray_endpoint(address) == endpoint
+
+
+@pytest.mark.parametrize("address", ["head", "head:", ":6379", "head:port", "head:0",
+                                     "head:70000", "ray://head"])
+def test_a_value_that_is_not_a_ray_address_is_refused_naming_the_option(address):
+    with pytest.raises(IGLearnError, match=rf"^--ray-address {re.escape(address)}: not a Ray "
+                                           rf"address; give the head node's host:port"):
+        ray_endpoint(address)
+
+
+def test_an_address_nothing_listens_at_is_refused_at_once_and_one_that_answers_passes():
+    with socket.socket() as listener:  # a port of this machine, open, then closed
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        check_reachable(f"ray://127.0.0.1:{port}")
+    start = time.monotonic()
+    with pytest.raises(IGLearnError, match=rf"^--ray-address ray://127.0.0.1:{port}: cannot "
+                                           rf"reach a Ray cluster there \(.+ at 127.0.0.1:"
+                                           rf"{port}\); check the address"):
+        check_reachable(f"ray://127.0.0.1:{port}")
+    assert time.monotonic() - start < RAY_CONNECT_SECONDS

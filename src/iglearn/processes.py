@@ -16,6 +16,7 @@ import ctypes
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -110,12 +111,57 @@ def quiet_ray() -> None:
                 handler.addFilter(notices)
 
 
+RAY_CONNECT_SECONDS = 5.0
+"""How long :func:`connect_ray` waits for a TCP connection to the cluster at a given address
+before it tells the address cannot be reached (Ray itself retries an unreachable address for
+minutes, printing a warning every few seconds)."""
+
+
+def ray_endpoint(address: str) -> tuple[str, int] | None:
+    """The host and port a Ray address (``host:port``, ``ray://host:port``) connects to, a
+    local host name as Ray resolves it (to this node's address); None for ``auto`` and
+    ``local``, which Ray resolves itself. A value that is not such an address is an error."""
+    if address in ("auto", "local"):
+        return None
+    target = address.removeprefix("ray://")
+    host, colon, port = target.rpartition(":")
+    host = host.strip("[]")  # an IPv6 address in brackets
+    if not (colon and host and port.isdigit() and 0 < int(port) < 65536):
+        raise IGLearnError(f"--ray-address {address}: not a Ray address; give the head node's "
+                           f"host:port (ray start --head prints it), ray://host:port for Ray "
+                           f"Client, or auto for the cluster this machine runs")
+    if not address.startswith("ray://"):
+        with contextlib.suppress(ImportError, AttributeError):  # as ray.init resolves it
+            from ray._private.services import resolve_ip_for_localhost
+            host = resolve_ip_for_localhost(host)
+    return host, int(port)
+
+
+def check_reachable(address: str) -> None:
+    """Refuse, in one line naming ``--ray-address``, a Ray address (:func:`ray_endpoint`)
+    whose host and port take no TCP connection within :data:`RAY_CONNECT_SECONDS`."""
+    endpoint = ray_endpoint(address)
+    if endpoint is None:
+        return
+    try:
+        with socket.create_connection(endpoint, timeout=RAY_CONNECT_SECONDS):
+            return
+    except OSError as e:
+        why = "no answer" if isinstance(e, TimeoutError) else e.strerror or str(e)
+    raise IGLearnError(f"--ray-address {address}: cannot reach a Ray cluster there ({why} at "
+                       f"{endpoint[0]}:{endpoint[1]}); check the address (the head node's "
+                       f"host:port, or 'auto' for the one this machine runs), or leave "
+                       f"--ray-address out for a local Ray")
+
+
 def connect_ray(address: str | None, cpus: int | None = None) -> None:
     """``ray.init`` with :data:`RAY_OPTIONS` on the cluster at ``address`` (None: Ray's own
     choice, the running one or a new local one of ``cpus`` CPUs, all when None), Ray's
     notices kept quiet (:func:`quiet_ray`); a cluster it cannot reach told as one error naming
-    ``--ray-address`` (Ray's own says "Failed to connect", which the command line would blame
-    on its input)."""
+    ``--ray-address``, at once (:func:`check_reachable`) or when Ray finds no cluster there
+    (Ray's own says "Failed to connect", which the command line would blame on its input)."""
+    if address:
+        check_reachable(address)
     import ray
 
     quiet_ray()

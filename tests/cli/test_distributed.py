@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -60,3 +61,21 @@ def test_ctrl_c_stops_a_distributed_fit_as_it_stops_any_command(small, tmp_path)
     assert child.returncode == 130, err
     assert err.strip().splitlines()[-1] == "iglearn: interrupted" and out == ""
     assert not (tmp_path / "model").exists()
+
+
+def test_a_ray_address_nothing_listens_at_is_refused_in_one_line_at_once(small, capsys,
+                                                                         tmp_path):
+    """Ray itself retries such an address for minutes, printing a warning every few
+    seconds."""
+    pytest.importorskip("ray.train.torch")
+    shards = tmp_path / "shards"
+    convert(small / "log.npz", shards, shard_rows=200)
+    with socket.socket() as listener:  # a port of this machine that nothing listens at
+        listener.bind(("", 0))
+        port = listener.getsockname()[1]
+    start = time.monotonic()
+    code, out, err = run(capsys, "fit", shards, "--out", tmp_path / "model", "--backend", "ray",
+                         "--workers", "2", "--ray-address", f"127.0.0.1:{port}")
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"--ray-address 127.0.0.1:{port}: cannot reach a Ray cluster there" in err
+    assert time.monotonic() - start < 60 and not (tmp_path / "model").exists()
