@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import socket
 import subprocess
 import sys
 from contextlib import redirect_stdout
@@ -170,3 +171,22 @@ def test_reproduce_personalised_answers_to_both_spellings(spelling):
 def test_reproduce_help_lists_personalised_with_an_s(capsys):
     assert main(["reproduce", "--help"]) == 0
     assert "personalised (personalized)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", [
+    ["reproduce", "table1", "--dataset", "digits", "--samples", "300", "--trials", "1"],
+    ["sweep", "--dataset", "digits", "--samples", "300", "--trials", "1", "--set",
+     "lr=0.01,0.02"],
+], ids=["reproduce", "sweep"])
+def test_a_ray_cluster_that_cannot_be_reached_is_refused_before_anything_is_written(
+        command, tmp_path, capsys):
+    with socket.socket() as listener:  # a port of this machine that nothing listens at
+        listener.bind(("", 0))
+        port = listener.getsockname()[1]
+    out = tmp_path / "out"
+    code = main([*command, "--backend", "ray", "--ray-address", f"127.0.0.1:{port}",
+                 "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert f"--ray-address 127.0.0.1:{port}: cannot reach a Ray cluster there" in err
+    assert not out.exists()

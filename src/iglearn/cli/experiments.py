@@ -146,10 +146,20 @@ def _check_out(config: object, out: str) -> None:
     check_paths([("--data-dir", data_dir)] if data_dir else [], [("--out", out)])
 
 
+def _execution(args: argparse.Namespace) -> Execution:
+    """The execution options; a Ray cluster that cannot be reached is told before anything
+    is read or written (:func:`~iglearn.processes.check_reachable`)."""
+    execution = build_settings(args, Execution(), EXECUTION)
+    if execution.backend == "ray" and execution.ray_address:
+        from iglearn.processes import check_reachable
+        check_reachable(execution.ray_address)
+    return execution
+
+
 def _run(experiment: Experiment, args: argparse.Namespace) -> int:
     config = build_settings(args, experiment.defaults, CONFIG)
     _check_out(config, args.out)
-    print(experiment.reproduce(config, args.out, build_settings(args, Execution(), EXECUTION)))
+    print(experiment.reproduce(config, args.out, _execution(args)))
     print(f"wrote {printable(args.out)}/{experiment.files}")
     return 0
 
@@ -186,8 +196,7 @@ def _sweep(args: argparse.Namespace) -> int:
                            f"once, comma-separated ({twice}=V1,V2)")
     base = build_settings(args, sweep_defaults(), CONFIG)
     _check_out(base, args.out)
-    print(reproduce_sweep(base, dict(args.set), args.out,
-                          build_settings(args, Execution(), EXECUTION)))
+    print(reproduce_sweep(base, dict(args.set), args.out, _execution(args)))
     print(f"wrote {printable(args.out)}/sweep.csv, sweep.md and config.json")
     return 0
 
