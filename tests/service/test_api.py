@@ -447,6 +447,50 @@ def test_a_refused_context_value_is_named_by_its_configured_column(tmp_path):
         running.stop()
 
 
+def test_a_context_may_be_sent_by_name_in_any_order(tmp_path):
+    """With ``[model] context_names`` a context may be a JSON object keyed by the names, in
+    any order, as a client holding a record of named fields sends it: the decision, and the
+    context stored with it, are those of the list in the names' order; a missing or unknown
+    name is a 422 naming it."""
+    from .conftest import start_service
+
+    names = ["age", "temp_c", "ms", "count"]
+    running = start_service(tmp_path, model={"context_names": names})
+    try:
+        with running.http() as http:
+            listed = [0.5, -1.0, 2.0, 3.0]
+            named = dict(reversed(list(zip(names, listed, strict=True))))
+            by_list = http.post("/v1/decide", json={"context": listed, "event_id": "a"}).json()
+            by_name = http.post("/v1/decide", json={"context": named, "event_id": "a"})
+            assert by_name.status_code == 200, by_name.text  # a retry of the same decision
+            assert by_name.json() == by_list
+            batch = http.post("/v1/decide", json={"contexts": [named, listed],
+                                                  "event_ids": ["b", "c"]}).json()
+            assert [d["probabilities"] for d in batch["decisions"]] == [
+                by_list["probabilities"]] * 2
+            for body, field, says in [
+                    ({"context": {**named, "agee": 1}}, "context",
+                     "unknown context value 'agee'; the context's values are 'age', "
+                     "'temp_c', 'ms', 'count'"),
+                    ({"contexts": [listed, {"age": 1, "ms": 2}]}, "contexts[1]",
+                     "misses 2 of the 4 context values ('temp_c', 'count'); send every one"),
+                    ({"context": {**named, "ms": "x"}}, "context",
+                     "context value 'ms' (entry 2) is not a number")]:
+                refused = http.post("/v1/decide", json=body)
+                assert refused.status_code == 422 and refused.json()["field"] == field
+                assert refused.json()["error"] == says, refused.text
+    finally:
+        running.stop()
+
+
+def test_a_context_by_name_without_configured_names_is_refused_with_the_setting(service):
+    with service.http() as http:
+        refused = http.post("/v1/decide", json={"context": {"a": 0, "b": 0, "c": 0, "d": 1}})
+        assert refused.status_code == 422 and refused.json()["field"] == "context"
+        assert refused.json()["error"] == ("must be a list of 4 numbers; a context by name (a "
+                                           "JSON object) needs [model] context_names")
+
+
 def test_context_and_contexts_together_are_refused_naming_both(service):
     with service.http() as http:
         both = http.post("/v1/decide", json={"context": [0, 0, 0, 1],

@@ -810,13 +810,36 @@ def expected(dim: int, names: Sequence[str] | None) -> str:
     return f"{dim}" if names is None else f"{dim} ({', '.join(map(shown, names))})"
 
 
+def by_name(value: dict, name: str, names: Sequence[str]) -> list:
+    """A context sent as a JSON object keyed by the ``[model] context_names`` (``names``),
+    in any order, as the list of its values in their order; an unknown or missing name is a
+    422 naming it (``name``: the JSON field)."""
+    known = set(names)
+    unknown = next((key for key in value if key not in known), None)
+    if unknown is not None:
+        raise Rejected(422, f"unknown context value {shown(unknown)}; the context's values are "
+                            f"{', '.join(map(shown, names))}", name)
+    missing = [key for key in names if key not in value]
+    if missing:
+        listed = ", ".join(map(shown, missing[:5])) + (", ..." if len(missing) > 5 else "")
+        raise Rejected(422, f"misses {len(missing)} of the {len(names)} context values "
+                            f"({listed}); send every one", name)
+    return [value[key] for key in names]
+
+
 def vector(value: object, name: str, dim: int, names: Sequence[str] | None = None
            ) -> np.ndarray:
     """A list of ``dim`` finite numbers within the value limit, as float32 (422 naming
     ``name``, the JSON field, otherwise; with ``names``, the context's ``[model]
-    context_names``, the message names the entry by its column name)."""
+    context_names``, the message names the entry by its column name, and the context may be
+    a JSON object of its values by those names: :func:`by_name`)."""
+    if isinstance(value, dict) and names is not None:
+        value = by_name(value, name, names)
     if not isinstance(value, list):
-        raise Rejected(422, f"must be a list of {expected(dim, names)} numbers", name)
+        hint = ""
+        if isinstance(value, dict) and name.startswith("context"):
+            hint = "; a context by name (a JSON object) needs [model] context_names"
+        raise Rejected(422, f"must be a list of {expected(dim, names)} numbers{hint}", name)
     if len(value) != dim:
         raise Rejected(422, f"has {len(value)} values; the service expects "
                             f"{expected(dim, names)}", name)
