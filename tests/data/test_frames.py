@@ -165,6 +165,37 @@ def test_a_frame_with_its_own_column_names_fits_and_predicts_through_a_saved_mod
         ContextSet.from_frame(test[["age"]], schema=model.schema_)
 
 
+@pytest.mark.parametrize("library", ["pyarrow", "polars"])
+def test_another_librarys_table_is_read_by_its_column_names(library):
+    """A polars DataFrame or a pyarrow Table reads as the pandas frame of the same columns:
+    a log by the mapping, and contexts to predict on by the model's names (not by position,
+    as an array of its columns would be read)."""
+    from iglearn import BatchIGL
+    from iglearn.learners.training import Optimisation
+
+    module = pytest.importorskip(library)
+    convert = module.Table.from_pandas if library == "pyarrow" else module.from_pandas
+    frame, _ = user_frame()
+    log = InteractionLog.from_frame(frame, **MAPPING)
+    theirs = InteractionLog.from_frame(convert(frame), **MAPPING)
+    for name in ("context", "feedback", "action", "probability"):
+        np.testing.assert_array_equal(getattr(theirs, name), getattr(log, name), name)
+    assert theirs.schema == log.schema
+    quick = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=60)
+    learner = BatchIGL(seed=0, optimisation=quick).fit(log)
+    learner.schema_ = log.schema
+    test, _ = user_frame(300, seed=1)
+    expected = learner.predict(test[["age", "clicks"]].to_numpy())
+    np.testing.assert_array_equal(learner.predict(convert(test[["clicks", "age"]])), expected)
+
+
+def test_what_is_no_table_is_refused_naming_what_it_is():
+    with pytest.raises(IGLearnError, match=r"^data frame: a builtins.dict is not a table "
+                                           r"iglearn reads; pass a pandas DataFrame, or a "
+                                           r"table with to_pandas\(\) \(polars, pyarrow\)$"):
+        InteractionLog.from_frame({"age": [1.0]}, **MAPPING)
+
+
 def test_a_prefix_orders_numbered_columns_by_number_and_others_as_the_frame_does():
     frame, _ = user_frame(20)
     frame = frame.rename(columns={"clicks": "z_b", "age": "z_a"})[

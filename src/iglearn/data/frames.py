@@ -861,11 +861,44 @@ def mapped_index(frame: pd.DataFrame, mapping: ColumnMapping) -> pd.DataFrame:
     return pd.concat([levels_read, rest], axis=1)
 
 
+def is_pandas(value: object) -> bool:
+    """Whether ``value`` is a pandas DataFrame (without importing pandas)."""
+    return any(cls.__name__ == "DataFrame" and cls.__module__.startswith("pandas")
+               for cls in type(value).__mro__)
+
+
+def is_table(value: object) -> bool:
+    """Whether ``value`` is a table of named columns that :func:`as_pandas` reads: a pandas
+    DataFrame, or another library's table with ``to_pandas()`` and named columns (a polars
+    DataFrame, a pyarrow Table)."""
+    if is_pandas(value):
+        return True
+    named = hasattr(value, "columns") or hasattr(value, "column_names")
+    return named and callable(getattr(value, "to_pandas", None))
+
+
+def as_pandas(frame: object, source: str) -> pd.DataFrame:
+    """``frame`` as a pandas DataFrame: itself, or another library's table converted by its
+    own ``to_pandas()`` (polars, pyarrow), which keeps the column names; anything else is
+    refused naming what it is."""
+    if is_pandas(frame):
+        return cast("pd.DataFrame", frame)
+    if is_table(frame):
+        converted = cast(Any, frame).to_pandas()
+        if is_pandas(converted):
+            return cast("pd.DataFrame", converted)
+    raise IGLearnError(f"{source}: a {type(frame).__module__}.{type(frame).__name__} is not a "
+                       f"table iglearn reads; pass a pandas DataFrame, or a table with "
+                       f"to_pandas() (polars, pyarrow)")
+
+
 def frame_columns(frame: pd.DataFrame, mapping: ColumnMapping, source: str,
                   wanted: Collection[str] | None = None
                   ) -> tuple[dict[str, np.ndarray], int, FeatureSchema | None]:
-    """:func:`read_columns` on a DataFrame (:func:`mapped_index` first); K may also be
-    ``frame.attrs['n_actions']``; ``wanted``: the fields to read."""
+    """:func:`read_columns` on a DataFrame (:func:`mapped_index` first), or on another
+    library's table (:func:`as_pandas`); K may also be ``frame.attrs['n_actions']``;
+    ``wanted``: the fields to read."""
+    frame = as_pandas(frame, source)
     attrs = frame.attrs.get(N_ACTIONS)
     frame = mapped_index(frame, mapping)
     names = [str(c) for c in frame.columns]

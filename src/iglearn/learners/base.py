@@ -69,12 +69,6 @@ def check_feature_names(table: InteractionLog | ContextSet,
                        f"schema=model.schema_) or read_contexts(path, schema=model.schema_)")
 
 
-def _is_frame(value: object) -> bool:
-    """Whether ``value`` is a pandas DataFrame (without importing pandas)."""
-    return any(cls.__name__ == "DataFrame" and cls.__module__.startswith("pandas")
-               for cls in type(value).__mro__)
-
-
 class PolicyLearner:
     """Shared behaviour of learners that end with a fitted policy ``policy_``."""
 
@@ -233,8 +227,11 @@ class PolicyLearner:
             raise IGLearnError(f"{context.source}: a log streamed from disk is for a fit; "
                                f"predict on contexts in memory (read_contexts(path), or "
                                f"iglearn predict MODEL FILE --out OUT)")
-        if not _is_frame(context):
+        from iglearn.data.frames import as_pandas, contexts_from_frame, is_table, mapping_of
+
+        if not is_table(context):
             return np.asarray(context)
+        context = as_pandas(context, "data frame")  # a polars or pyarrow table: by its names
         schema = getattr(self, "schema_", None)
         names = {str(name) for name in cast("pd.DataFrame", context).columns}
         if schema is None and not names & {"context", "context_0"}:
@@ -246,8 +243,6 @@ class PolicyLearner:
                 f"order) or in iglearn's layout ({layout}); a model fitted on a log read "
                 f"with a column mapping (InteractionLog.from_frame(frame, context=...)) reads "
                 f"a frame by its names")
-        from iglearn.data.frames import contexts_from_frame, mapping_of
-
         mapping = mapping_of(None if schema is None else schema.columns,
                              n_actions=self._fitted("n_actions"))
         # the contexts alone: a missing label or feedback value is no concern of a prediction
