@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,10 +69,15 @@ def _items(values: Any) -> list[Any]:
     return list(values)
 
 
-def _numbers(values: Any, field: str, nested: str = ONE_VECTOR) -> list[float]:
+def _numbers(values: Any, field: str, nested: str = ONE_VECTOR,
+             names: Sequence[str] | None = None) -> list[float]:
     """``values`` as a flat list of finite numbers for the JSON body; ``field`` names them in
-    the error raised, before anything is sent, for a value that is not a finite number, and
-    ``nested`` says what to send instead of a vector of vectors."""
+    the error raised, before anything is sent, for a value that is not a finite number (entry
+    i as ``field[i]``, or with ``names`` as ``field['name']``), and ``nested`` says what to
+    send instead of a vector of vectors."""
+    def at(i: int) -> str:
+        return f"{field}[{i if names is None else repr(names[i])}]"
+
     if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":  # numbers only
         if values.ndim > 1:
             raise IGLearnError(f"{field}: not a vector of numbers (shape {values.shape}: "
@@ -82,22 +87,22 @@ def _numbers(values: Any, field: str, nested: str = ONE_VECTOR) -> list[float]:
         items = _items(values)
         for i, value in enumerate(items):
             if isinstance(value, str | bytes):  # the service refuses text: told here
-                raise IGLearnError(f"{field}[{i}] is text ({value!r}); the service takes "
+                raise IGLearnError(f"{at(i)} is text ({value!r}); the service takes "
                                    f"numbers: convert the values (float(...)) before sending")
             if value is None:
-                raise IGLearnError(f"{field}[{i}] is None, not a number; the service takes "
+                raise IGLearnError(f"{at(i)} is None, not a number; the service takes "
                                    f"finite numbers only: replace or drop it before sending")
             try:
                 inner = np.ndim(value)
             except ValueError:  # itself ragged
                 inner = 1
             if inner:
-                raise IGLearnError(f"{field}: not a vector of numbers ({field}[{i}] is itself "
+                raise IGLearnError(f"{field}: not a vector of numbers ({at(i)} is itself "
                                    f"a sequence, shape {_shape(value)}); {nested}")
             try:
                 float(value)
             except (TypeError, ValueError):
-                raise IGLearnError(f"{field}[{i}] is not a number ({type(value).__name__} "
+                raise IGLearnError(f"{at(i)} is not a number ({type(value).__name__} "
                                    f"{value!r}); the service takes finite numbers only: "
                                    f"convert or drop it before sending") from None
         array = np.asarray(items, dtype=np.float64).ravel()
@@ -105,12 +110,33 @@ def _numbers(values: Any, field: str, nested: str = ONE_VECTOR) -> list[float]:
     if len(bad):
         value = array[bad[0]]
         what = "NaN" if np.isnan(value) else f"infinite ({value})"
-        raise IGLearnError(f"{field}[{bad[0]}] is {what}; the service takes finite numbers "
+        raise IGLearnError(f"{at(int(bad[0]))} is {what}; the service takes finite numbers "
                            f"only: replace or drop it before sending")
     return array.tolist()
 
 
-def _rows(contexts: Any) -> list[list[float]]:
+def _named(values: Mapping, field: str) -> dict[str, float]:
+    """A context by name (a mapping of the service's ``[model] context_names`` to numbers)
+    for the JSON body, its values checked as :func:`_numbers` checks a vector's; the service
+    checks the names."""
+    names = list(values)
+    odd = next((name for name in names if not isinstance(name, str)), None)
+    if odd is not None:
+        raise IGLearnError(f"{field}: the name {odd!r} is not text; a context by name maps "
+                           f"the service's [model] context_names to numbers")
+    numbers = _numbers([values[name] for name in names], field, ONE_VECTOR, names)
+    return dict(zip(names, numbers, strict=True))
+
+
+def _context(context: Any, field: str, nested: str) -> list[float] | dict[str, float]:
+    """One context for the JSON body: a vector (:func:`_numbers`), or a mapping by name
+    (:func:`_named`)."""
+    if isinstance(context, Mapping):
+        return _named(context, field)
+    return _numbers(context, field, nested)
+
+
+def _rows(contexts: Any) -> list[list[float] | dict[str, float]]:
     """The rows of ``decide_batch``'s ``contexts`` as lists of finite numbers, all of the
     same length (the first row's), or an :class:`IGLearnError` naming the row at fault."""
     if not isinstance(contexts, np.ndarray | Sequence):  # a data frame, a tensor
@@ -131,10 +157,10 @@ def _rows(contexts: Any) -> list[list[float]]:
         raise IGLearnError(f"contexts: one vector (shape {shape}); decide_batch takes one "
                            f"context a row (a 2-D array or a list of vectors); decide takes "
                            f"a single context")
-    numbers = [_numbers(c, f"contexts[{i}]", ONE_ROW) for i, c in enumerate(rows)]
+    numbers = [_context(c, f"contexts[{i}]", ONE_ROW) for i, c in enumerate(rows)]
     width = len(numbers[0])
     for i, row in enumerate(numbers):
-        if len(row) != width:
+        if isinstance(row, list) and len(row) != width:
             raise IGLearnError(f"contexts[{i}] has {len(row)} values but contexts[0] has "
                                f"{width}; every row of decide_batch is one context of the "
                                f"same length: fix or drop row {i}")
@@ -208,22 +234,27 @@ class Client:
             time.sleep(self.backoff * 2**attempt)
         raise AssertionError("unreachable")
 
-    def decide(self, context: Sequence[float] | np.ndarray, event_id: str | None = None,
+    def decide(self, context: Sequence[float] | np.ndarray | Mapping[str, float],
+               event_id: str | None = None,
                actions: Sequence[int | str] | None = None) -> dict[str, Any]:
         """A decision for one context: event_id, action, probability, probabilities,
-        model_version, explored. ``actions`` restricts it to some actions (indices, or the
-        names of the service's ``[model] actions``)."""
-        body: dict[str, Any] = {"context": _numbers(context, "context", ONE_CONTEXT),
+        model_version, explored. The context is a vector, or a mapping of the service's
+        ``[model] context_names`` to their values (``{"age": 31, ...}``, in any order).
+        ``actions`` restricts it to some actions (indices, or the names of the service's
+        ``[model] actions``)."""
+        body: dict[str, Any] = {"context": _context(context, "context", ONE_CONTEXT),
                                 "event_id": event_id or new_event_id()}
         if actions is not None:
             body["actions"] = _actions(actions)
         return self._request("POST", "/v1/decide", body).json()
 
-    def decide_batch(self, contexts: np.ndarray | Sequence[Sequence[float]],
+    def decide_batch(self, contexts: np.ndarray | Sequence[Sequence[float]]
+                     | Sequence[Mapping[str, float]],
                      event_ids: Sequence[str] | None = None,
                      actions: Sequence[int | str] | None = None) -> list[dict[str, Any]]:
-        """Decisions for many contexts in one request, one context a row; ``actions``
-        restricts every one of them to some actions, as :meth:`decide`'s does."""
+        """Decisions for many contexts in one request, one context a row (a vector, or a
+        mapping by name as :meth:`decide` takes); ``actions`` restricts every one of them to
+        some actions, as :meth:`decide`'s does."""
         rows = _rows(contexts)
         ids = list(event_ids) if event_ids is not None else [new_event_id() for _ in rows]
         body: dict[str, Any] = {"contexts": rows, "event_ids": ids}

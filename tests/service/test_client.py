@@ -207,3 +207,32 @@ def test_a_refit_waited_for_longer_than_the_clients_timeout_is_answered_once(tmp
             assert [m["version"] for m in client.model()["versions"]] == [1]
     finally:
         running.stop()
+
+
+def test_a_context_by_name_is_sent_as_the_service_reads_it(tmp_path):
+    """A mapping of the service's ``[model] context_names`` to numbers, in any order, is
+    the decision of the vector in the names' order; a value that is no number is named by its
+    name before anything is sent, and a name the service lacks is its 422."""
+    from .conftest import start_service
+
+    names = ["age", "temp_c", "ms", "count"]
+    running = start_service(tmp_path, model={"context_names": names})
+    try:
+        with Client(running.url, running.client_key, retries=0) as client:
+            vector = [0.5, -1.0, 2.0, 3.0]
+            named = dict(reversed(list(zip(names, vector, strict=True))))
+            first = client.decide(vector, event_id="v")
+            assert client.decide(named, event_id="v") == first   # the same decision, retried
+            batch = client.decide_batch([named, np.asarray(vector)], event_ids=["b", "c"])
+            assert [d["probabilities"] for d in batch] == [first["probabilities"]] * 2
+            with pytest.raises(IGLearnError, match=r"^context\['ms'\] is text \('2'\); the "
+                                                   r"service takes numbers"):
+                client.decide({**named, "ms": "2"})
+            with pytest.raises(IGLearnError, match=r"^contexts\[1\]\['count'\] is NaN"):
+                client.decide_batch([named, {**named, "count": float("nan")}])
+            with pytest.raises(IGLearnError, match=r"^context: the name 3 is not text"):
+                client.decide({**named, 3: 1.0})
+            with pytest.raises(ServiceError, match=r"^HTTP 422: unknown context value 'agee'"):
+                client.decide({**named, "agee": 1.0})
+    finally:
+        running.stop()
