@@ -7,6 +7,11 @@ with SIGKILL included, each must stop at once rather than finish its work for no
 moment its parent ends (``PR_SET_PDEATHSIG``), which no busy interpreter can delay; elsewhere
 (and as a second guard) a thread polls the parent's id and ends the process within
 :data:`WATCH_SECONDS` of its parent's death.
+
+The Ray processes iglearn starts or joins are reached through :func:`connect_ray` (and
+:func:`ray_instance` for a block): an address is checked before Ray is asked to connect
+(:func:`check_reachable`), and Ray's notices are kept off the command's output
+(:func:`quiet_ray`).
 """
 
 from __future__ import annotations

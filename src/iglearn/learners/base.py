@@ -212,7 +212,8 @@ class PolicyLearner:
 
     def contexts_of(self, context: np.ndarray | pd.DataFrame | InteractionLog | ContextSet
                     ) -> np.ndarray:
-        """The context matrix of ``context``: an array as it is; a pandas DataFrame read
+        """The context matrix of ``context``: an array as it is; a pandas DataFrame (or a
+        polars DataFrame, a pyarrow Table: :func:`~iglearn.data.frames.as_pandas`) read
         as :meth:`ContextSet.from_frame <iglearn.data.contexts.ContextSet.from_frame>` reads
         it, by the columns the model was fitted on (``schema_``: a log read with a column
         mapping, by those names; else iglearn's ``context_0``, ... layout or a ``context``
