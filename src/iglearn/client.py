@@ -116,24 +116,26 @@ def _numbers(values: Any, field: str, nested: str = ONE_VECTOR,
 
 
 def _named(values: Mapping, field: str) -> dict[str, float]:
-    """A context by name (a mapping of the service's ``[model] context_names`` to numbers)
-    for the JSON body, its values checked as :func:`_numbers` checks a vector's; the service
-    checks the names."""
+    """A context or a feedback by name (a mapping of the service's ``[model] context_names``
+    or ``feedback_names`` to numbers) for the JSON body, its values checked as
+    :func:`_numbers` checks a vector's; the service checks the names."""
     names = list(values)
     odd = next((name for name in names if not isinstance(name, str)), None)
     if odd is not None:
-        raise IGLearnError(f"{field}: the name {odd!r} is not text; a context by name maps "
-                           f"the service's [model] context_names to numbers")
+        kind = "feedback" if field.startswith("feedback") else "context"
+        raise IGLearnError(f"{field}: the name {odd!r} is not text; a {kind} by name maps "
+                           f"the service's [model] {kind}_names to numbers")
     numbers = _numbers([values[name] for name in names], field, ONE_VECTOR, names)
     return dict(zip(names, numbers, strict=True))
 
 
-def _context(context: Any, field: str, nested: str) -> list[float] | dict[str, float]:
-    """One context for the JSON body: a vector (:func:`_numbers`), or a mapping by name
-    (:func:`_named`)."""
-    if isinstance(context, Mapping):
-        return _named(context, field)
-    return _numbers(context, field, nested)
+def _vector(values: Any, field: str, nested: str = ONE_VECTOR
+            ) -> list[float] | dict[str, float]:
+    """One context or feedback for the JSON body: a vector (:func:`_numbers`), or a mapping
+    by name (:func:`_named`)."""
+    if isinstance(values, Mapping):
+        return _named(values, field)
+    return _numbers(values, field, nested)
 
 
 def _rows(contexts: Any) -> list[list[float] | dict[str, float]]:
@@ -157,7 +159,7 @@ def _rows(contexts: Any) -> list[list[float] | dict[str, float]]:
         raise IGLearnError(f"contexts: one vector (shape {shape}); decide_batch takes one "
                            f"context a row (a 2-D array or a list of vectors); decide takes "
                            f"a single context")
-    numbers = [_context(c, f"contexts[{i}]", ONE_ROW) for i, c in enumerate(rows)]
+    numbers = [_vector(c, f"contexts[{i}]", ONE_ROW) for i, c in enumerate(rows)]
     width = len(numbers[0])
     for i, row in enumerate(numbers):
         if isinstance(row, list) and len(row) != width:
@@ -242,7 +244,7 @@ class Client:
         ``[model] context_names`` to their values (``{"age": 31, ...}``, in any order).
         ``actions`` restricts it to some actions (indices, or the names of the service's
         ``[model] actions``)."""
-        body: dict[str, Any] = {"context": _context(context, "context", ONE_CONTEXT),
+        body: dict[str, Any] = {"context": _vector(context, "context", ONE_CONTEXT),
                                 "event_id": event_id or new_event_id()}
         if actions is not None:
             body["actions"] = _actions(actions)
@@ -262,13 +264,15 @@ class Client:
             body["actions"] = _actions(actions)
         return self._request("POST", "/v1/decide", body).json()["decisions"]
 
-    def feedback(self, event_id: str, feedback: Sequence[float] | np.ndarray,
+    def feedback(self, event_id: str,
+                 feedback: Sequence[float] | np.ndarray | Mapping[str, float],
                  definitely_bad: bool = False) -> str:
-        """Send the feedback vector of a decision; 'joined', 'late' or, when a retry found
-        it already stored, 'stored'."""
+        """Send the feedback vector of a decision (or a mapping of the service's ``[model]
+        feedback_names`` to their values); 'joined', 'late' or, when a retry found it
+        already stored, 'stored'."""
         response = self._request("POST", "/v1/feedback",
                                  {"event_id": event_id,
-                                  "feedback": _numbers(feedback, "feedback"),
+                                  "feedback": _vector(feedback, "feedback"),
                                   "definitely_bad": definitely_bad}, retried_ok=409)
         if response.status_code == 409:
             return "stored"

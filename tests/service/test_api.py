@@ -76,10 +76,11 @@ def test_named_actions_are_answered_and_allowed_by_name(tmp_path):
         running.stop()
 
 
-def _named_model(folder, names: list[str] | None, context: list[str] | None = None) -> bytes:
+def _named_model(folder, names: list[str] | None, context: list[str] | None = None,
+                 feedback: list[str] | None = None) -> bytes:
     """The archive of a 2021 IGL model of the services' shape fitted on a small random log,
-    its feature schema naming the actions ``names`` (None: indices only) and the context
-    columns ``context`` (None: not named)."""
+    its feature schema naming the actions ``names`` (None: indices only), the context
+    columns ``context`` and the feedback columns ``feedback`` (None: not named)."""
     from iglearn.data.formats.base import FeatureSchema
     from iglearn.data.frames import ColumnMapping
     from iglearn.data.logs import InteractionLog
@@ -94,12 +95,14 @@ def _named_model(folder, names: list[str] | None, context: list[str] | None = No
         warnings.simplefilter("ignore", IdentifiabilityWarning)
         learner = BatchIGL(seed=0).fit(log)
     mapping = None
-    if names is not None or context is not None:
+    if names is not None or context is not None or feedback is not None:
         mapping = ColumnMapping(actions=None if names is None else tuple(names),
-                                context=None if context is None else tuple(context))
+                                context=None if context is None else tuple(context),
+                                feedback=None if feedback is None else tuple(feedback))
     schema = FeatureSchema(tuple(f"x{i}" for i in range(D_X)),
                            tuple(f"y{i}" for i in range(D_Y)), mapping)
-    path = folder / f"model-{'-'.join(names or ['indices'])}-{'-'.join(context or ['x'])}"
+    path = folder / (f"model-{'-'.join(names or ['indices'])}-{'-'.join(context or ['x'])}"
+                     f"-{'-'.join(feedback or ['y'])}")
     save_model(learner, path, schema)
     return pack_model(path)
 
@@ -122,6 +125,25 @@ def test_an_imported_model_must_read_the_context_in_the_services_order(tmp_path)
             assert same.status_code == 201, same.text
             unnamed = admin.put("/v1/model", content=_named_model(tmp_path, None))
             assert unnamed.status_code == 201, unnamed.text
+    finally:
+        running.stop()
+
+
+def test_an_imported_model_must_read_the_feedback_in_the_services_order(tmp_path):
+    from .conftest import start_service
+
+    names = ["dwell_ms", "clicked", "scrolled"]
+    running = start_service(tmp_path, model={"feedback_names": names})
+    try:
+        with running.http("admin") as admin:
+            other = admin.put("/v1/model", content=_named_model(tmp_path, None,
+                                                                feedback=names[::-1]))
+            assert other.status_code == 422 and other.json()["field"] == "feedback_names"
+            assert "the feedback columns ['scrolled', 'clicked', 'dwell_ms'], in another " \
+                   "order than this service's [model] feedback_names" in other.json()["error"]
+            assert "--feedback dwell_ms,clicked,scrolled" in other.json()["error"]
+            same = admin.put("/v1/model", content=_named_model(tmp_path, None, feedback=names))
+            assert same.status_code == 201, same.text
     finally:
         running.stop()
 
@@ -479,6 +501,46 @@ def test_a_context_may_be_sent_by_name_in_any_order(tmp_path):
                 refused = http.post("/v1/decide", json=body)
                 assert refused.status_code == 422 and refused.json()["field"] == field
                 assert refused.json()["error"] == says, refused.text
+    finally:
+        running.stop()
+
+
+def test_a_feedback_may_be_sent_by_name_and_is_stored_as_its_vector(tmp_path):
+    """With ``[model] feedback_names`` a feedback may be a JSON object of its values by name,
+    in any order, as a recommender records its implicit signals: it is stored as the vector
+    in the names' order; a refused value is named by its name."""
+    from .conftest import start_service
+
+    names = ["dwell_ms", "clicked", "scrolled"]
+    running = start_service(tmp_path, model={"feedback_names": names})
+    try:
+        with running.http() as http:
+            for eid in ("a", "b", "c"):
+                assert http.post("/v1/decide", json={"context": [0, 0, 0, 1],
+                                                     "event_id": eid}).status_code == 200
+            sent = {"scrolled": 0.0, "dwell_ms": 3400.0, "clicked": 1.0}
+            stored = http.post("/v1/feedback", json={"event_id": "a", "feedback": sent})
+            assert stored.status_code == 204, stored.text
+            assert http.post("/v1/feedback", json={"event_id": "b",
+                                                   "feedback": [3400.0, 1.0, 0.0]}
+                             ).status_code == 204
+            for body, says in [
+                    ({"event_id": "c", "feedback": {**sent, "clicks": 1}},
+                     "unknown feedback value 'clicks'; the feedback's values are 'dwell_ms', "
+                     "'clicked', 'scrolled'"),
+                    ({"event_id": "c", "feedback": {"dwell_ms": 1}},
+                     "misses 2 of the 3 feedback values ('clicked', 'scrolled'); send every "
+                     "one"),
+                    ({"event_id": "c", "feedback": [1, True, 0]},
+                     "feedback value 'clicked' (entry 1) is not a number")]:
+                refused = http.post("/v1/feedback", json=body)
+                assert refused.status_code == 422 and refused.json()["field"] == "feedback"
+                assert refused.json()["error"] == says, refused.text
+            raw = http.post("/v1/feedback", content=b'{"event_id": "c", "feedback": [1, NaN, 0]}')
+            assert raw.status_code == 422 and "(feedback value 'clicked')" in raw.json()["error"]
+        rows = running.storage().joined()
+        by_id = dict(zip(rows.event_id, rows.feedback.tolist(), strict=True))
+        assert by_id["a"] == by_id["b"] == [3400.0, 1.0, 0.0]
     finally:
         running.stop()
 

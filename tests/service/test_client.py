@@ -236,3 +236,22 @@ def test_a_context_by_name_is_sent_as_the_service_reads_it(tmp_path):
                 client.decide({**named, "agee": 1.0})
     finally:
         running.stop()
+
+
+def test_a_feedback_by_name_is_sent_as_the_service_reads_it(tmp_path):
+    from .conftest import start_service
+
+    names = ["dwell_ms", "clicked", "scrolled"]
+    running = start_service(tmp_path, model={"feedback_names": names})
+    try:
+        with Client(running.url, running.client_key, retries=0) as client:
+            decision = client.decide([0.0, 0.0, 0.0, 1.0])
+            with pytest.raises(IGLearnError, match=r"^feedback\['clicked'\] is None"):
+                client.feedback(decision["event_id"], {"dwell_ms": 1.0, "clicked": None,
+                                                       "scrolled": 0.0})
+            assert client.feedback(decision["event_id"], {"scrolled": 0.0, "clicked": 1.0,
+                                                          "dwell_ms": 3400.0}) == "joined"
+        stored = running.storage().joined()
+        assert stored.feedback.tolist() == [[3400.0, 1.0, 0.0]]
+    finally:
+        running.stop()

@@ -49,6 +49,8 @@ MODEL = {"n_actions": 3, "context_dim": 2, "feedback_dim": 2}
     ({"model": MODEL | {"actions": ["up", "up", "down"]}}, ["[model] actions", "distinct"]),
     ({"model": MODEL | {"context_names": ["age"]}},
      ["[model] context_names is ['age']", "distinct names, one per context entry"]),
+    ({"model": MODEL | {"feedback_names": ["a", "a"]}},
+     ["[model] feedback_names is ['a', 'a']", "distinct names, one per feedback entry"]),
     ({"model": MODEL, "exploration": {"mode": "greedy"}}, ["[exploration] mode", "e2g"]),
     ({"model": MODEL, "exploration": {"epsilon": 0.0}}, ["[exploration] epsilon", "(0, 1]"]),
     ({"model": MODEL, "exploration": {"iota": float("nan")}}, ["[exploration] iota"]),

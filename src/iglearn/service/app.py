@@ -745,29 +745,32 @@ BODY_FIX = "send a JSON object of finite numbers, lists and strings"
 """What a 422 for a body the JSON parser refuses tells the client."""
 
 
-def context_entry(parts: tuple[str | int, ...], names: Sequence[str] | None) -> str | None:
-    """The name, of the ``[model] context_names`` (``names``), of the context entry that the
-    place ``parts`` of a refused JSON value is (``("context", 2)``, ``("contexts", 0, 2)``),
-    as a message shows it; None when the place is no entry of a context, or the contexts
-    have no names."""
-    if names is None or not parts:
+def named_entry(parts: tuple[str | int, ...], context_names: Sequence[str] | None,
+                feedback_names: Sequence[str] | None = None) -> str | None:
+    """How a message names the vector entry that the place ``parts`` of a refused JSON value
+    is (``("context", 2)``, ``("contexts", 0, 2)``, ``("feedback", 1)``) by its name in the
+    ``[model] context_names`` or ``feedback_names``: ``context value 'age'``; None when the
+    place is no entry of a vector, or its vectors have no names."""
+    if not parts:
         return None
-    at = {"context": 1, "contexts": 2}.get(str(parts[0]))
-    if at is None or len(parts) != at + 1 or type(parts[at]) is not int:
+    kind, at = {"context": ("context", 1), "contexts": ("context", 2),
+                "feedback": ("feedback", 1)}.get(str(parts[0]), ("", 0))
+    names = {"context": context_names, "feedback": feedback_names}.get(kind)
+    if names is None or len(parts) != at + 1 or type(parts[at]) is not int:
         return None
     i = int(parts[at])
-    return shown(names[i]) if 0 <= i < len(names) else None
+    return f"{kind} value {shown(names[i])}" if 0 <= i < len(names) else None
 
 
 async def read_json(request: Request, limit: int, allowed: tuple[str, ...],
-                    empty_ok: bool = False, context_names: Sequence[str] | None = None
-                    ) -> dict[str, Any]:
+                    empty_ok: bool = False, context_names: Sequence[str] | None = None,
+                    feedback_names: Sequence[str] | None = None) -> dict[str, Any]:
     """The body as a JSON object with only the ``allowed`` keys (422 otherwise), read by the
     one strict JSON parser (:func:`iglearn.data.safejson.parse`: finite numbers, integers
     bounded before conversion; a refused value's top-level key is the field, its message names
-    the place: ``contexts[0][3]``, and with ``context_names`` (``[model] context_names``) a
-    context's entry by its name too); ``empty_ok``: no body at all is ``{}`` (an endpoint
-    whose fields are all optional)."""
+    the place: ``contexts[0][3]``, and with ``context_names`` or ``feedback_names`` (``[model]``)
+    a vector's entry by its name too, :func:`named_entry`); ``empty_ok``: no body at all is
+    ``{}`` (an endpoint whose fields are all optional)."""
     body = await read_body(request, limit)
     if empty_ok and not body.strip():
         return {}
@@ -776,8 +779,8 @@ async def read_json(request: Request, limit: int, allowed: tuple[str, ...],
     except safejson.Refused as e:  # the field: the top-level key where the value is
         field = e.parts[0] if e.parts and isinstance(e.parts[0], str) and e.parts[0] \
             else "body"
-        named = context_entry(e.parts, context_names)
-        message = str(e) if named is None else (f"the body: {e.where} (context value {named}) "
+        named = named_entry(e.parts, context_names, feedback_names)
+        message = str(e) if named is None else (f"the body: {e.where} ({named}) "
                                                 f"{e.problem}; {BODY_FIX}")
         raise Rejected(422, message, field) from None
     if not isinstance(value, dict):
@@ -796,12 +799,13 @@ the client is sending a raw time stamp or counter that the model's log had shift
 rescaled."""
 
 
-def entry(i: int, names: Sequence[str] | None) -> str:
-    """How a message names entry ``i`` of a vector: ``value 2``, or with the context's
-    ``names`` (``[model] context_names``) ``context value 'age' (entry 2)``."""
+def entry(i: int, names: Sequence[str] | None, kind: str = "context") -> str:
+    """How a message names entry ``i`` of a vector: ``value 2``, or with the ``names`` of
+    the ``kind`` of vector (``[model] context_names``, ``feedback_names``) ``context value
+    'age' (entry 2)``."""
     if names is None or not 0 <= i < len(names):
         return f"value {i}"
-    return f"context value {shown(names[i])} (entry {i})"
+    return f"{kind} value {shown(names[i])} (entry {i})"
 
 
 def expected(dim: int, names: Sequence[str] | None) -> str:
@@ -810,52 +814,55 @@ def expected(dim: int, names: Sequence[str] | None) -> str:
     return f"{dim}" if names is None else f"{dim} ({', '.join(map(shown, names))})"
 
 
-def by_name(value: dict, name: str, names: Sequence[str]) -> list:
-    """A context sent as a JSON object keyed by the ``[model] context_names`` (``names``),
-    in any order, as the list of its values in their order; an unknown or missing name is a
-    422 naming it (``name``: the JSON field)."""
+def by_name(value: dict, name: str, names: Sequence[str], kind: str = "context") -> list:
+    """A ``kind`` of vector (context, feedback) sent as a JSON object keyed by its ``[model]
+    context_names`` or ``feedback_names`` (``names``), in any order, as the list of its values
+    in their order; an unknown or missing name is a 422 naming it (``name``: the JSON
+    field)."""
     known = set(names)
     unknown = next((key for key in value if key not in known), None)
     if unknown is not None:
-        raise Rejected(422, f"unknown context value {shown(unknown)}; the context's values are "
+        raise Rejected(422, f"unknown {kind} value {shown(unknown)}; the {kind}'s values are "
                             f"{', '.join(map(shown, names))}", name)
     missing = [key for key in names if key not in value]
     if missing:
         listed = ", ".join(map(shown, missing[:5])) + (", ..." if len(missing) > 5 else "")
-        raise Rejected(422, f"misses {len(missing)} of the {len(names)} context values "
+        raise Rejected(422, f"misses {len(missing)} of the {len(names)} {kind} values "
                             f"({listed}); send every one", name)
     return [value[key] for key in names]
 
 
-def vector(value: object, name: str, dim: int, names: Sequence[str] | None = None
-           ) -> np.ndarray:
+def vector(value: object, name: str, dim: int, names: Sequence[str] | None = None,
+           kind: str = "context") -> np.ndarray:
     """A list of ``dim`` finite numbers within the value limit, as float32 (422 naming
-    ``name``, the JSON field, otherwise; with ``names``, the context's ``[model]
-    context_names``, the message names the entry by its column name, and the context may be
-    a JSON object of its values by those names: :func:`by_name`)."""
+    ``name``, the JSON field, otherwise; with ``names``, the ``[model] context_names`` or
+    ``feedback_names`` of this ``kind`` of vector, the message names the entry by its column
+    name, and the vector may be a JSON object of its values by those names:
+    :func:`by_name`)."""
     if isinstance(value, dict) and names is not None:
-        value = by_name(value, name, names)
+        value = by_name(value, name, names, kind)
     if not isinstance(value, list):
         hint = ""
-        if isinstance(value, dict) and name.startswith("context"):
-            hint = "; a context by name (a JSON object) needs [model] context_names"
+        if isinstance(value, dict):
+            hint = f"; a {kind} by name (a JSON object) needs [model] {kind}_names"
         raise Rejected(422, f"must be a list of {expected(dim, names)} numbers{hint}", name)
     if len(value) != dim:
         raise Rejected(422, f"has {len(value)} values; the service expects "
                             f"{expected(dim, names)}", name)
     if not set(map(type, value)) <= _NUMBER_TYPES:
         i = next(i for i, v in enumerate(value) if type(v) not in _NUMBER_TYPES)
-        raise Rejected(422, f"{entry(i, names)} is not a number", name)
+        raise Rejected(422, f"{entry(i, names, kind)} is not a number", name)
     array = np.asarray(value, dtype=np.float64)
     if not (np.abs(array) <= limits.MAX_ABS_VALUE).all():  # one check for the usual case
         bad = ~np.isfinite(array)
         if bad.any():
-            raise Rejected(422, f"{entry(int(np.argmax(bad)), names)} is not finite (NaN or "
+            raise Rejected(422, f"{entry(int(np.argmax(bad)), names, kind)} is not finite (NaN or "
                                 f"infinite)", name)
         i = int(np.argmax(np.abs(array) > limits.MAX_ABS_VALUE))
         value_is = f"({array[i]:g})" if names is None else f"is {array[i]:g}, which"
-        raise Rejected(422, f"{entry(i, names)} {value_is} exceeds ±{limits.MAX_ABS_VALUE:g}, "
-                            f"the most a log may hold; {SERVED_UNITS_FIX}", name)
+        raise Rejected(422, f"{entry(i, names, kind)} {value_is} exceeds "
+                            f"±{limits.MAX_ABS_VALUE:g}, the most a log may hold; "
+                            f"{SERVED_UNITS_FIX}", name)
     return array.astype(np.float32)
 
 
@@ -888,20 +895,23 @@ def check_action_names(schema: FeatureSchema | None, names: tuple[str, ...] | No
                         f"configuration as the model does", "actions")
 
 
-def check_context_names(schema: FeatureSchema | None, names: tuple[str, ...] | None) -> None:
-    """Refuse (422, field ``context_names``) an imported model fitted on named context
-    columns (its feature ``schema``'s column mapping) that are not the service's ``[model]
-    context_names`` in the same order: it would read each entry of a decision's context as
-    another feature. A model fitted on arrays, or a service without names, is not checked."""
-    columns = None if schema is None or schema.columns is None else schema.columns.context
+def check_column_names(schema: FeatureSchema | None, names: tuple[str, ...] | None,
+                       kind: str = "context") -> None:
+    """Refuse (422, field ``context_names`` or ``feedback_names``) an imported model fitted
+    on named ``kind`` columns (context, feedback: its feature ``schema``'s column mapping)
+    that are not the service's ``[model] context_names`` or ``feedback_names`` in the same
+    order: it would read each entry of a decision's context, or of a feedback, as another
+    feature. A model fitted on arrays, or a service without names, is not checked."""
+    columns = None if schema is None or schema.columns is None else getattr(schema.columns,
+                                                                            kind)
     if columns is None or names is None or tuple(columns) == tuple(names):
         return
     how = ("in another order" if sorted(columns) == sorted(names) else "of other names")
-    raise Rejected(422, f"the model was fitted on the context columns {shown(list(columns))}, "
-                        f"{how} than this service's [model] context_names "
+    raise Rejected(422, f"the model was fitted on the {kind} columns {shown(list(columns))}, "
+                        f"{how} than this service's [model] {kind}_names "
                         f"{shown(list(names))}: it would read each entry as another feature; "
-                        f"fit it with the context columns in the service's order (--context "
-                        f"{option_list(names)})", "context_names")
+                        f"fit it with the {kind} columns in the service's order (--{kind} "
+                        f"{option_list(names)})", f"{kind}_names")
 
 
 def allowed_actions(value: object, n_actions: int,
@@ -1106,13 +1116,15 @@ def build_app(service: Service, start_worker: bool = True,
 
     async def feedback(request: Request) -> Response:
         body = await read_json(request, server.max_body_bytes,
-                               ("event_id", "feedback", "definitely_bad"))
+                               ("event_id", "feedback", "definitely_bad"),
+                               feedback_names=model.feedback_names)
         if "event_id" not in body:
             raise Rejected(422, "missing", "event_id")
         eid = event_id(body["event_id"], "event_id", server.event_id_max_length)
         if "feedback" not in body:
             raise Rejected(422, "missing", "feedback")
-        values = vector(body["feedback"], "feedback", model.feedback_dim)
+        values = vector(body["feedback"], "feedback", model.feedback_dim, model.feedback_names,
+                        "feedback")
         bad = body.get("definitely_bad", False)
         if not isinstance(bad, bool):
             raise Rejected(422, "must be true or false", "definitely_bad")
@@ -1233,7 +1245,8 @@ def build_app(service: Service, start_worker: bool = True,
             raise Rejected(422, f"the model's {key} is {have!r}; this service needs {value!r}",
                            key)
         check_action_names(getattr(learner, "schema_", None), model.actions)
-        check_context_names(getattr(learner, "schema_", None), model.context_names)
+        check_column_names(getattr(learner, "schema_", None), model.context_names)
+        check_column_names(getattr(learner, "schema_", None), model.feedback_names, "feedback")
         report = getattr(learner, "report_", None)
         indicator = getattr(report, "indicator", None)
         summary = {"source": "import", "indicator": indicator, "certified": False}

@@ -71,6 +71,12 @@ class ModelSettings:
     names of the table a model was fitted on offline): an imported model fitted on named
     columns in another order, or on other names, is refused (it would read each value as
     another feature); none: a model's names are not checked."""
+    feedback_names: tuple[str, ...] | None = None
+    """The names of the feedback vector's entries, in order (feedback_dim of them; the
+    column names of the table a model was fitted on offline): a feedback may then be sent as
+    a JSON object of its values by name, messages name its entries, and an imported model
+    fitted on named feedback columns in another order, or on other names, is refused; none:
+    feedback is a list, and a model's names are not checked."""
     learner: dict[str, Any] = field(default_factory=dict)
     """More constructor settings of the learner (``[model.learner]``: any setting ``iglearn
     fit`` takes, e.g. ``max_restarts = 2`` or ``optimisation = {epochs = 4}``)."""
@@ -392,11 +398,12 @@ def _check(config: ServiceConfig, path: str, learner: bool = True) -> None:
                                   or len(set(m.actions)) != len(m.actions)):
         raise _bad(path, "model", "actions", list(m.actions),
                    f"{m.n_actions} distinct names, one per action (n_actions)")
-    names = m.context_names
-    if names is not None and (len(names) != m.context_dim or not all(names)
-                              or len(set(names)) != len(names)):
-        raise _bad(path, "model", "context_names", list(names),
-                   f"{m.context_dim} distinct names, one per context entry (context_dim)")
+    for kind, dim in (("context", m.context_dim), ("feedback", m.feedback_dim)):
+        names = getattr(m, f"{kind}_names")
+        if names is not None and (len(names) != dim or not all(names)
+                                  or len(set(names)) != len(names)):
+            raise _bad(path, "model", f"{kind}_names", list(names),
+                       f"{dim} distinct names, one per {kind} entry ({kind}_dim)")
     if e.seed is not None and e.seed < 0:
         raise _bad(path, "exploration", "seed", e.seed, "an integer >= 0")
     if not 0 < e.epsilon <= 1:

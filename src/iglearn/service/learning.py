@@ -76,11 +76,11 @@ def stored_precision_warnings(log: InteractionLog, config: ServiceConfig) -> lis
     one (and a re-sent event id compares its context at that precision)."""
     from iglearn.data.logs import Places, lost_digits_warning
 
-    names = config.model.context_names
-    places = Places(columns={"context": list(names)} if names else {})
+    named = {"context": config.model.context_names, "feedback": config.model.feedback_names}
+    places = Places(columns={kind: list(names) for kind, names in named.items() if names})
     source = "the service's stored interactions"
-    found = [lost_digits_warning("context", log.context, source, places, STORED_PRECISION_FIX),
-             lost_digits_warning("feedback", log.feedback, source, fix=STORED_PRECISION_FIX)]
+    found = [lost_digits_warning(kind, getattr(log, kind), source, places, STORED_PRECISION_FIX)
+             for kind in ("context", "feedback")]
     return [warning for warning in found if warning is not None]
 
 
