@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 import torch
 
@@ -103,6 +104,8 @@ def test_a_fit_given_something_other_than_a_log_says_how_to_make_one(make, tmp_p
                                 r"iglearn\.InteractionLog\.from_frame"),
                        (str(tmp_path / "log.csv"), r"not a file name \('.*log\.csv'\): read it "
                                                    r"with iglearn\.open_log\(path\)"),
+                       (pa.Table.from_pandas(frame), r"not a Table: read it with "
+                                                     r"iglearn\.InteractionLog\.from_frame"),
                        (frame.to_numpy(), r"not a value of type ndarray: an IGL fit "
                                           r"reads logged interactions")]:
         with pytest.raises(IGLearnError, match="^fit takes an interaction log, " + fix):

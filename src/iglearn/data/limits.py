@@ -69,15 +69,16 @@ def check_log_types(logs: Sequence[object]) -> None:
     it: a DataFrame, a file name, arrays (a scikit-learn habit: ``fit(X, y)``)."""
     from pathlib import Path
 
+    from iglearn.data.frames import is_table
     from iglearn.data.logs import InteractionLog
     from iglearn.data.stream import LogStream
 
     for log in logs:
         if isinstance(log, InteractionLog | LogStream):
             continue
-        if type(log).__name__ == "DataFrame":
-            how = ("a DataFrame: read it with iglearn.InteractionLog.from_frame(frame, "
-                   "context=..., action=..., probability=..., feedback=...)")
+        if is_table(log):  # pandas or polars (a DataFrame), pyarrow (a Table)
+            how = (f"a {type(log).__name__}: read it with iglearn.InteractionLog.from_frame("
+                   f"frame, context=..., action=..., probability=..., feedback=...)")
         elif isinstance(log, str | Path):
             how = (f"a file name ({str(log)!r}): read it with iglearn.open_log(path) (iglearn's "
                    f"layout) or InteractionLog.from_frame(pandas.read_csv(path), context=..., "

@@ -494,7 +494,12 @@ class Orientable:
         (:func:`~iglearn.learners.corrector.orient_by_rewards`). ``labelled``: a log with
         a ``reward`` or a ``label`` column; not fitted on. Returns the rows read, the
         agreement after the choice and whether it flipped; ``save`` keeps the direction."""
-        return orient_two_actions(cast(PolicyLearner, self), labelled)
+        from iglearn.learners.corrector import orient_by_rewards
+
+        learner = cast(Any, self)  # a fitted BatchIGL or VIIGL
+        reward = known_rewards(learner, labelled)
+        return orient_by_rewards(learner._fitted_policy(), learner.decoder_,
+                                 learner.decode(labelled.feedback), reward)
 
 
 def known_rewards(learner: PolicyLearner, labelled: InteractionLog) -> np.ndarray:
@@ -521,16 +526,3 @@ def known_rewards(learner: PolicyLearner, labelled: InteractionLog) -> np.ndarra
     if len(reward) == 0:
         raise IGLearnError(f"{labelled.source}: no interaction to orient the decoder by")
     return reward
-
-
-def orient_two_actions(learner: PolicyLearner, labelled: InteractionLog) -> Oriented:
-    """A fitted two-action learner with one decoder (``BatchIGL``, ``VIIGL``) oriented by the
-    interactions of ``labelled`` whose reward is known (:func:`known_rewards`); see
-    :func:`~iglearn.learners.corrector.orient_by_rewards`."""
-    from iglearn.learners.corrector import orient_by_rewards
-
-    reward = known_rewards(learner, labelled)
-    decoder = getattr(learner, "decoder_", None)
-    assert decoder is not None  # a fitted learner with one decoder
-    return orient_by_rewards(learner._fitted_policy(), decoder,
-                             cast(Any, learner).decode(labelled.feedback), reward)
