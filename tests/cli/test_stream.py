@@ -141,3 +141,14 @@ def test_a_memory_limit_the_command_accepts_bounds_its_peak(small, tmp_path, cap
     assert done.returncode == 0, done.stderr
     peak = int(re.search(r"peak (\d+)", done.stderr).group(1)) * 1024  # KiB on Linux
     assert peak <= (need + 0.01) * 2**30, (peak / 2**30, need)
+
+
+def test_evaluate_refuses_to_stream_a_file_of_contexts(small, tmp_path, capsys):
+    for option in (("--stream", "on"), ("--reader", "ray")):
+        code, out, err = run(capsys, "evaluate", small / "model", small / "test.npz", *option)
+        asked = " ".join(option)
+        assert code == 2 and out == "", err
+        assert err.strip() == (f"iglearn: error: {asked}: {small / 'test.npz'} holds contexts "
+                               f"only, which are read into memory, never streamed; drop {asked}")
+    code, out, err = run(capsys, "evaluate", small / "model", small / "test.npz")
+    assert code == 0 and json.loads(out)["accuracy"] > 0.5, err

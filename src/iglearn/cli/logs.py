@@ -359,6 +359,7 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
         meta = read_metadata(model_dir)
         opened = _opened(data, meta, recorded_schema(meta, Path(model_dir) / METADATA), args,
                          wanted)
+        _check_reading(opened[1], reading)
 
     from iglearn.data.stream import log_from
     from iglearn.devices import resolve_device
@@ -371,6 +372,7 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
     learner.device = device  # type: ignore[union-attr]
     meta = learner.metadata_
     reader, info = opened or _opened(data, meta, learner.schema_, args, wanted)
+    _check_reading(info, reading)
     table: InteractionLog | LogStream | ContextSet
     if contexts_only and info.is_log:
         arrays = reader.arrays(("context", "label"))
@@ -381,6 +383,18 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
         table = check(info, reader.arrays(), info.source)
     check_compatible(table, meta["n_actions"], meta["context_dim"], meta["feedback_dim"])
     return learner, table
+
+
+def _check_reading(info: TableInfo, reading: StreamSettings | None) -> None:
+    """Refuse a way of reading (``--stream on``, ``--reader ray``) that data of contexts only
+    would not use: they are read into memory in one piece."""
+    if reading is None or info.is_log:
+        return
+    asked = ("--reader ray" if reading.reader == "ray"
+             else "--stream on" if reading.stream == "on" else None)
+    if asked is not None:
+        raise IGLearnError(f"{asked}: {info.source} holds contexts only, which are read into "
+                           f"memory, never streamed; drop {asked}")
 
 
 def _opened(data: str, meta: dict, schema: FeatureSchema | None, args: argparse.Namespace,
