@@ -137,3 +137,22 @@ def test_an_address_nothing_listens_at_is_refused_at_once_and_one_that_answers_p
                                            rf"{port}\); check the address"):
         check_reachable(f"ray://127.0.0.1:{port}")
     assert time.monotonic() - start < RAY_CONNECT_SECONDS
+
+
+def test_ray_address_auto_with_no_cluster_on_this_machine_says_so(tmp_path):
+    pytest.importorskip("ray")
+    code = textwrap.dedent("""
+        from iglearn.errors import IGLearnError
+        from iglearn.processes import connect_ray
+        try:
+            connect_ray("auto")
+        except IGLearnError as e:
+            print(e)
+    """)
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["RAY_TMPDIR"] = str(tmp_path)  # where Ray looks for this machine's cluster: none
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.stdout.strip() == ("--ray-address auto: no Ray cluster runs on this machine; "
+                                   "start one (ray start --head) or leave --ray-address out "
+                                   "for a local Ray"), done.stderr

@@ -164,7 +164,9 @@ def connect_ray(address: str | None, cpus: int | None = None) -> None:
     choice, the running one or a new local one of ``cpus`` CPUs, all when None), Ray's
     notices kept quiet (:func:`quiet_ray`); a cluster it cannot reach told as one error naming
     ``--ray-address``, at once (:func:`check_reachable`) or when Ray finds no cluster there
-    (Ray's own says "Failed to connect", which the command line would blame on its input)."""
+    (Ray's own says "Failed to connect", which the command line would blame on its input);
+    ``auto`` with no cluster on this machine is told so, without Ray's advice on its own
+    command line's options."""
     if address:
         check_reachable(address)
     import ray
@@ -176,6 +178,10 @@ def connect_ray(address: str | None, cpus: int | None = None) -> None:
     try:
         ray.init(address=address, **options)
     except ConnectionError as e:
+        if address == "auto":  # Ray's own text advises options of its own command line
+            raise IGLearnError("--ray-address auto: no Ray cluster runs on this machine; start "
+                               "one (ray start --head) or leave --ray-address out for a local "
+                               "Ray") from None
         raise IGLearnError(f"--ray-address {address}: cannot reach a Ray cluster there ({e}); "
                            f"check the address (the head node's host:port, or 'auto' for the "
                            f"one this machine runs), or leave --ray-address out for a local "
