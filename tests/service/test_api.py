@@ -205,11 +205,20 @@ def test_feedback_outcomes(service):
         assert joined.status_code == 204 and joined.headers["iglearn-feedback"] == "joined"
         assert http.post("/v1/feedback", json=body).status_code == 409
         assert http.post("/v1/feedback", json=body | {"event_id": "nope"}).status_code == 404
+        for unnamed in ({"feedback": [1.0, 0.0, 0.0]}, {"event_id": None, "feedback": [1, 0, 0]}):
+            refused = http.post("/v1/feedback", json=unnamed)  # not a decision made up for it
+            assert refused.status_code == 422 and refused.json() == {
+                "error": "missing: the event id of the decision this feedback answers",
+                "field": "event_id"}, refused.text
         late_id = http.post("/v1/decide", json={"context": [0, 1, 0, 1]}).json()["event_id"]
         time.sleep(1.2)   # the module's service has a join window of 1 s
         late = http.post("/v1/feedback", json={"event_id": late_id, "feedback": [0, 1, 0],
                                                "definitely_bad": True})
         assert late.status_code == 204 and late.headers["iglearn-feedback"] == "late"
+        eid = http.post("/v1/decide", json={"context": [0, 1, 0, 0]}).json()["event_id"]
+        unsaid = http.post("/v1/feedback", json={"event_id": eid, "feedback": [0, 0, 1],
+                                                 "definitely_bad": None})  # as if left out
+        assert unsaid.status_code == 204, unsaid.text
     joined_ids = service.storage().joined().event_id
     assert eid in joined_ids and late_id not in joined_ids
     assert service.storage().counts().late >= 1
@@ -287,6 +296,12 @@ def test_refit_rollback_export_import_and_log(service, tmp_path):
         typo = admin.get("/v1/log", params={"sinec": "2100000000"})
         assert typo.status_code == 422 and typo.json()["field"] == "sinec", typo.text
         assert "(it reads since, until, format)" in typo.json()["error"]
+        twice = admin.get("/v1/log?since=0&since=5")
+        assert twice.status_code == 422 and twice.json() == {
+            "error": "is given more than once; give it once", "field": "since"}, twice.text
+        # an offset's + left unencoded arrives as a space: read as the + it was
+        spaced = admin.get("/v1/log?until=2000-01-01T05:00:00+05:00")
+        assert spaced.status_code == 404, spaced.text  # the window is read, and empty
         backwards = admin.get("/v1/log", params={"since": "2000000000", "until": "1000000000"})
         assert backwards.status_code == 422 and backwards.json()["field"] == "until"
         assert "is before since" in backwards.json()["error"]
@@ -306,6 +321,18 @@ def test_health_and_metrics(service):
         assert name in text
     for line in text.splitlines():
         assert line.startswith("#") or len(line.split(" ")) == 2, line
+
+
+def test_every_endpoint_refuses_a_query_parameter_it_does_not_read(service):
+    with service.http("admin") as admin:
+        for method, path in (("POST", "/v1/decide"), ("POST", "/v1/feedback"),
+                             ("POST", "/v1/noop"), ("GET", "/v1/model"),
+                             ("POST", "/v1/model/rollback"), ("GET", "/v1/model/export"),
+                             ("GET", "/healthz"), ("GET", "/readyz"), ("GET", "/metrics")):
+            answer = admin.request(method, f"{path}?wait=3", json={"context": [0, 0, 0, 0]})
+            assert answer.status_code == 422 and answer.json() == {
+                "error": "is not a query parameter of this endpoint (it reads none)",
+                "field": "wait"}, (path, answer.text)
 
 
 def test_the_hot_routes_answer_as_routes_do(service):

@@ -878,6 +878,16 @@ def event_id(value: object, name: str, max_length: int) -> str:
     return value
 
 
+def decision_id(body: Mapping[str, Any], max_length: int) -> str:
+    """The ``event_id`` of a feedback body: the decision it answers, which the body must name
+    (422 when it is absent or null; :func:`event_id` would make up a new one)."""
+    value = body.get("event_id")
+    if value is None:
+        raise Rejected(422, "missing: the event id of the decision this feedback answers",
+                       "event_id")
+    return event_id(value, "event_id", max_length)
+
+
 def check_action_names(schema: FeatureSchema | None, names: tuple[str, ...] | None) -> None:
     """Refuse (422, field ``actions``) an imported model fitted on named actions
     (``--actions``, kept in its feature ``schema``) whose names, in index order, are not the
@@ -943,17 +953,37 @@ MAX_SECONDS = 1e12
 duration a query parameter may give."""
 
 
-def query(request: Request, names: tuple[str, ...]) -> Mapping[str, str]:
-    """The request's query parameters, each of which must be one of ``names`` (422 naming the
-    first that is not: a misspelt ``wait`` or ``since`` would otherwise be ignored, and the
-    request answered as if it had not been given)."""
+def check_query(request: Request, names: tuple[str, ...]) -> None:
+    """Refuse (422 naming it) a query parameter that is not one of ``names``, the ones the
+    endpoint reads (a misspelt ``wait`` or ``since`` would otherwise be ignored, and the
+    request answered as if it had not been given), and one given more than once (which of
+    the values would count?)."""
+    if not request.scope.get("query_string"):  # most requests: nothing to parse
+        return
     params = request.query_params
     for key in params:
         if key not in names:
             reads = ", ".join(names) if names else "none"
             raise Rejected(422, f"is not a query parameter of this endpoint (it reads {reads})",
                            key)
-    return params
+        if len(params.getlist(key)) > 1:
+            raise Rejected(422, "is given more than once; give it once", key)
+
+
+def iso_time(value: str) -> datetime:
+    """An ISO 8601 time, read as a query parameter gives it: an offset's ``+`` left
+    unencoded in a URL arrives as a space (``...T16:00:00 05:00``), read as the ``+``."""
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        offset = _SPACED_OFFSET.fullmatch(value)
+        if offset is None:
+            raise
+        return datetime.fromisoformat(f"{offset[1]}+{offset[2]}")
+
+
+_SPACED_OFFSET = re.compile(r"(.*T.*\d) (\d\d(?::?\d\d)?)")
+"""A time whose UTC offset's ``+`` arrived as a space."""
 
 
 def timestamp(value: str | None, name: str) -> float | None:
@@ -965,7 +995,7 @@ def timestamp(value: str | None, name: str) -> float | None:
         seconds = float(value)
     except ValueError:
         try:
-            seconds = datetime.fromisoformat(value).timestamp()
+            seconds = iso_time(value).timestamp()
         except (ValueError, OverflowError, OSError) as e:  # a date out of range, say
             reason = f" ({e})" if not isinstance(e, ValueError) or "range" in str(e) else ""
             raise Rejected(422, f"must be Unix seconds or an ISO 8601 time{reason}",
@@ -979,15 +1009,20 @@ def timestamp(value: str | None, name: str) -> float | None:
 Handler = Callable[[Request], Awaitable[Response]]
 
 
-def endpoint(service: Service, name: str, role: str | None, handler: Handler) -> Handler:
-    """``handler`` behind the service's checks: the key's role (``None``: no key needed), a
-    refused request answered with its status and the field it names (an iglearn error: 422),
-    and the latency recorded under ``name`` in the metrics."""
+def endpoint(service: Service, name: str, role: str | None, handler: Handler,
+             params: tuple[str, ...] | None = ()) -> Handler:
+    """``handler`` behind the service's checks: the key's role (``None``: no key needed), the
+    query parameters it reads (``params``; any other is refused, :func:`check_query`; None:
+    any is let through, as a page's), a refused request answered with its status and the
+    field it names (an iglearn error: 422), and the latency recorded under ``name`` in the
+    metrics."""
     async def wrapped(request: Request) -> Response:
         start = time.perf_counter()
         try:
             if role is not None:
                 service.authorise(request, role)
+            if params is not None:
+                check_query(request, params)
             response = await handler(request)
         except Rejected as e:
             body: dict[str, Any] = {"error": e.message}
@@ -1057,8 +1092,9 @@ def build_app(service: Service, start_worker: bool = True,
     k = model.n_actions
     names = model.context_names
 
-    def guarded(name: str, role: str | None, handler: Handler) -> Handler:
-        return endpoint(service, name, role, handler)
+    def guarded(name: str, role: str | None, handler: Handler,
+                params: tuple[str, ...] = ()) -> Handler:
+        return endpoint(service, name, role, handler, params)
 
 
     group = GroupCommit(service)
@@ -1118,14 +1154,13 @@ def build_app(service: Service, start_worker: bool = True,
         body = await read_json(request, server.max_body_bytes,
                                ("event_id", "feedback", "definitely_bad"),
                                feedback_names=model.feedback_names)
-        if "event_id" not in body:
-            raise Rejected(422, "missing", "event_id")
-        eid = event_id(body["event_id"], "event_id", server.event_id_max_length)
+        eid = decision_id(body, server.event_id_max_length)
         if "feedback" not in body:
             raise Rejected(422, "missing", "feedback")
         values = vector(body["feedback"], "feedback", model.feedback_dim, model.feedback_names,
                         "feedback")
-        bad = body.get("definitely_bad", False)
+        bad = body.get("definitely_bad")
+        bad = False if bad is None else bad  # null, as the other optional fields: absent
         if not isinstance(bad, bool):
             raise Rejected(422, "must be true or false", "definitely_bad")
         outcome = await group.add_feedback(Feedback(eid, values, bad, time.time()))
@@ -1157,7 +1192,7 @@ def build_app(service: Service, start_worker: bool = True,
             raise Rejected(503, f"{problem}; ask again then", retry_after=worker.retry_after())
 
     async def refit(request: Request) -> Response:
-        asked = query(request, ("wait",)).get("wait")
+        asked = request.query_params.get("wait")
         try:
             wait = 0.0 if asked is None else float(asked)
         except ValueError:
@@ -1260,7 +1295,7 @@ def build_app(service: Service, start_worker: bool = True,
         return json_response(service.model_info(), 201)
 
     async def export_log(request: Request) -> Response:
-        params = query(request, ("since", "until", "format"))
+        params = request.query_params
         since = timestamp(params.get("since"), "since")
         until = timestamp(params.get("until"), "until")
         if since is not None and until is not None and since > until:
@@ -1303,10 +1338,11 @@ def build_app(service: Service, start_worker: bool = True,
         *(Route(path, handler, methods=["POST"]) for path, handler in hot.items()),
         Route("/v1/model", guarded("model", "client", get_model), methods=["GET"]),
         Route("/v1/model", guarded("import", "admin", import_model), methods=["PUT"]),
-        Route("/v1/model/refit", guarded("refit", "admin", refit), methods=["POST"]),
+        Route("/v1/model/refit", guarded("refit", "admin", refit, ("wait",)), methods=["POST"]),
         Route("/v1/model/rollback", guarded("rollback", "admin", rollback), methods=["POST"]),
         Route("/v1/model/export", guarded("export", "admin", export), methods=["GET"]),
-        Route("/v1/log", guarded("log", "admin", export_log), methods=["GET"]),
+        Route("/v1/log", guarded("log", "admin", export_log, ("since", "until", "format")),
+              methods=["GET"]),
         Route("/healthz", guarded("healthz", None, healthz), methods=["GET"]),
         Route("/readyz", guarded("readyz", None, readyz), methods=["GET"]),
         Route("/metrics", guarded("metrics", "admin", metrics), methods=["GET"]),

@@ -273,14 +273,21 @@ def demo_routes(service: Service) -> list[Route]:
     from starlette.responses import RedirectResponse, Response
     from starlette.routing import Route
 
-    from iglearn.service.app import Handler, Rejected, endpoint, event_id, json_response, read_json
+    from iglearn.service.app import (
+        Handler,
+        Rejected,
+        decision_id,
+        endpoint,
+        json_response,
+        read_json,
+    )
     from iglearn.service.learning import due
     from iglearn.service.storage import Feedback, FeedbackOutcome
 
     limit = service.config.server.max_body_bytes
 
-    def guarded(role: str | None, handler: Handler) -> Handler:
-        return endpoint(service, "demo", role, handler)
+    def guarded(role: str | None, handler: Handler, page: bool = False) -> Handler:
+        return endpoint(service, "demo", role, handler, None if page else ())
 
 
     def unserved(last: dict[str, Any]) -> bool:
@@ -334,10 +341,7 @@ def demo_routes(service: Service) -> list[Route]:
 
     async def feedback(request: Request) -> Response:
         body = await read_json(request, limit, ("event_id", "stroke"))
-        if "event_id" not in body:
-            raise Rejected(422, "missing", "event_id")
-        eid = event_id(body["event_id"], "event_id",
-                       service.config.server.event_id_max_length)
+        eid = decision_id(body, service.config.server.event_id_max_length)
         if "stroke" not in body:
             raise Rejected(422, "missing", "stroke")
         y = stroke_features(stroke_points(body["stroke"]))
@@ -362,9 +366,9 @@ def demo_routes(service: Service) -> list[Route]:
         query = request.url.query
         return RedirectResponse("/demo/" + (f"?{query}" if query else ""), 307)
 
-    return [Route("/demo", guarded(None, redirect), methods=["GET"]),
-            Route("/demo/", guarded(None, page), methods=["GET"]),
-            Route("/demo/{name}", guarded(None, page), methods=["GET"]),
+    return [Route("/demo", guarded(None, redirect, page=True), methods=["GET"]),
+            Route("/demo/", guarded(None, page, page=True), methods=["GET"]),
+            Route("/demo/{name}", guarded(None, page, page=True), methods=["GET"]),
             Route("/demo/api/status", guarded("client", get_status), methods=["GET"]),
             Route("/demo/api/decide", guarded("client", decide), methods=["POST"]),
             Route("/demo/api/feedback", guarded("client", feedback), methods=["POST"]),
