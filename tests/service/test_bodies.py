@@ -95,3 +95,57 @@ def test_stalled_body_is_dropped_after_the_timeout(short_timeout_service):
     assert received.startswith(b"HTTP/1.1 200 "), received[:200]
     after = service.storage().counts()
     assert after.decisions == before.decisions + 1
+
+
+@pytest.fixture(scope="module")
+def short_head_service(tmp_path_factory):
+    running = start_service(tmp_path_factory.mktemp("heads"),
+                            server={"header_timeout_seconds": TIMEOUT,
+                                    "max_header_bytes": 8192, "log_format": "json"})
+    yield running
+    running.stop()
+
+
+def test_a_head_that_stalls_or_never_comes_is_cut_off_after_the_timeout(short_head_service):
+    port = short_head_service.process.port
+    # a header line every TIMEOUT / 2 s (a slow client, or one holding connections): 408
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        start = time.monotonic()
+        connection.sendall(b"GET /healthz HTTP/1.1\r\nhost: x\r\n")
+        received = b""
+        for i in range(20):
+            time.sleep(TIMEOUT / 2)
+            try:
+                connection.sendall(f"x-slow-{i}: 1\r\n".encode())
+            except OSError:  # closed by the server
+                break
+        while chunk := connection.recv(65536):
+            received += chunk
+        seconds = time.monotonic() - start
+    assert received.startswith(b"HTTP/1.1 408 "), received[:300]
+    assert b"application/json" in received and b"header_timeout_seconds" in received
+    assert TIMEOUT * 0.9 <= seconds <= TIMEOUT + 5
+    # a connection that sends nothing is closed, with nothing to answer
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        start = time.monotonic()
+        assert connection.recv(65536) == b""
+        assert TIMEOUT * 0.9 <= time.monotonic() - start <= TIMEOUT + 5
+
+
+def test_a_head_over_the_limit_gets_431_and_a_malformed_request_400_in_json(short_head_service):
+    port = short_head_service.process.port
+    big = b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 1_000_000 + b"\r\n\r\n"
+    received, _ = exchange(port, big[:100], big[100:])
+    assert received.startswith(b"HTTP/1.1 431 "), received[:300]
+    assert b"max_header_bytes" in received and b"connection: close" in received
+    received, _ = exchange(port, b"POST /v1/noop HTTP/1.1\r\ncontent-length: -5\r\n\r\n", b"")
+    assert received.startswith(b"HTTP/1.1 400 "), received[:300]
+    assert received.split(b"\r\n\r\n", 1)[1].startswith(b'{"error": "not an HTTP request')
+    # a head within the limit is served as ever
+    with short_head_service.http(None) as anyone:
+        assert anyone.get("/healthz", headers={"x-some": "a" * 4000}).status_code == 200
+    # the server's own warning is a line of the JSON log, as every line there
+    lines = short_head_service.process.log.read_text().splitlines()
+    assert lines and all(line.startswith("{") for line in lines), lines
+    assert any('"event": "server"' in line and "Invalid HTTP request" in line
+               for line in lines), lines

@@ -46,7 +46,12 @@ from iglearn.service.exploration import Explorer
 from iglearn.service.ids import new_event_id
 from iglearn.service.keys import KeyRing, sync_keys, watch_keys
 from iglearn.service.metrics import Metrics
-from iglearn.service.operator_log import import_message, log_event, stop_message
+from iglearn.service.operator_log import (
+    import_message,
+    log_event,
+    route_server_log,
+    stop_message,
+)
 from iglearn.service.storage import (
     Decision,
     Feedback,
@@ -962,6 +967,8 @@ def check_query(request: Request, names: tuple[str, ...]) -> None:
         return
     params = request.query_params
     for key in params:
+        if not key:
+            raise Rejected(422, "a query parameter has no name", "query")
         if key not in names:
             reads = ", ".join(names) if names else "none"
             raise Rejected(422, f"is not a query parameter of this endpoint (it reads {reads})",
@@ -1499,6 +1506,7 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = Fa
     loaded)."""
     import uvicorn
 
+    from iglearn.service.http import guarded_protocol
     from iglearn.service.storage import created_or_removed
 
     check_no_auth(config, insecure_no_auth)
@@ -1526,9 +1534,12 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = Fa
     if listening is not None:
         listening(port)
     settle_collector()
+    route_server_log(config.server.log_format)
     server = uvicorn.Server(uvicorn.Config(
-        app, host=host, port=port, log_level="warning", access_log=False, server_header=False,
-        date_header=False, proxy_headers=False))
+        app, host=host, port=port, log_level="warning", log_config=None, access_log=False,
+        server_header=False, date_header=False, proxy_headers=False,
+        http=guarded_protocol(config.server.header_timeout_seconds,
+                              config.server.max_header_bytes)))
     try:
         server.run(sockets=[sock])
     finally:

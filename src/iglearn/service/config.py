@@ -214,6 +214,14 @@ class ServerSettings:
     stalls is answered 408 and its connection closed, so that slow or stalled clients
     cannot hold the service's connections. (A body over ``max_body_bytes`` is read and
     dropped for at most this long, so that the client, still sending, receives the 413.)"""
+    header_timeout_seconds: float = 10.0
+    """Longest time a request's head (its request line and headers) may take to arrive (at
+    most 3600 seconds): a connection that has not delivered one by then is closed (408 when
+    a request had begun), so that a client sending its headers slowly, or none, cannot
+    hold the service's connections."""
+    max_header_bytes: int = 65536
+    """Largest request head (request line and headers) accepted: 431 above, and the
+    connection closed."""
     log_format: str = "text"
     """The operator's log on standard error (start, re-fits, swaps of the served version,
     rollbacks): 'text' for a terminal, or 'json' (one object per line) for log
@@ -286,6 +294,7 @@ RANGES: dict[tuple[str, str], tuple[float, float]] = {
     ("server", "torch_threads"): (1, MAX_THREADS),
     ("server", "retention_days"): (0.0, MAX_SECONDS / 86400),
     ("server", "body_timeout_seconds"): (0.0, 3600.0),
+    ("server", "header_timeout_seconds"): (0.0, 3600.0),
 }
 """The bounds of the numeric settings that have an upper one (the others: :func:`_check`)."""
 
@@ -467,12 +476,13 @@ def _check_server(s: ServerSettings, path: str) -> None:
     if s.synchronous not in SYNCHRONOUS:
         raise _bad(path, "server", "synchronous", s.synchronous,
                    f"one of {', '.join(SYNCHRONOUS)}")
-    for key in ("max_body_bytes", "max_batch", "event_id_max_length", "pool_size"):
+    for key in ("max_body_bytes", "max_header_bytes", "max_batch", "event_id_max_length",
+                "pool_size"):
         if getattr(s, key) < 1:
             raise _bad(path, "server", key, getattr(s, key), "an integer >= 1")
-    if not s.body_timeout_seconds > 0:
-        raise _bad(path, "server", "body_timeout_seconds", s.body_timeout_seconds,
-                   "a number > 0")
+    for key in ("body_timeout_seconds", "header_timeout_seconds"):
+        if not getattr(s, key) > 0:
+            raise _bad(path, "server", key, getattr(s, key), "a number > 0")
     if s.log_format not in LOG_FORMATS:
         raise _bad(path, "server", "log_format", s.log_format, "text or json")
 

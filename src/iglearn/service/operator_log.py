@@ -7,13 +7,15 @@ object per line for log collectors.
 
 A JSON line holds ``time`` (Unix seconds), ``event`` (``start``, ``refit``, ``swap``,
 ``rollback``, ``import``, ``pickup_error``, ``worker_died``, ``worker_restarted``,
-``worker_error``, ``stop``),
+``worker_error``, ``stop``, and ``server``: a warning or error of the HTTP server,
+uvicorn, such as a request that is not HTTP, :class:`ServerLog`),
 ``message`` (the text line's words) and the event's fields (a ``refit`` line's
 ``outcome`` is ``served``, ``held_back`` or ``failed``) (numbers, strings, booleans or
 null; a non-finite number is written as null)."""
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 from typing import Any
@@ -70,3 +72,32 @@ def stop_message(version: int, decisions: int, feedback: int, seconds: float) ->
             f"{served}; stored {decisions} decision{'' if decisions == 1 else 's'} and the "
             f"feedback of {feedback} since the start; the learning worker stopped and the "
             f"exploration's round saved")
+
+
+class ServerLog(logging.Handler):
+    """The HTTP server's (uvicorn's) warnings and errors as lines of the operator's log
+    (event ``server``, with its ``level``, and an error's ``traceback``), so that every line
+    of a JSON log is an object (uvicorn writes its own in plain text)."""
+
+    def __init__(self, log_format: str):
+        super().__init__(logging.WARNING)
+        self.log_format = log_format
+
+    def emit(self, record: logging.LogRecord) -> None:
+        fields: dict[str, Any] = {"level": record.levelname.lower()}
+        message = record.getMessage()
+        if record.exc_info:
+            trace = logging.Formatter().formatException(record.exc_info)
+            if self.log_format == "json":
+                fields["traceback"] = trace
+            else:
+                message = f"{message}\n{trace}"
+        log_event(self.log_format, "server", message, **fields)
+
+
+def route_server_log(log_format: str) -> None:
+    """Send uvicorn's warnings and errors to the operator's log (:class:`ServerLog`) only."""
+    for name in ("uvicorn", "uvicorn.error"):
+        logger = logging.getLogger(name)
+        logger.handlers = [ServerLog(log_format)] if name == "uvicorn" else []
+        logger.propagate = name != "uvicorn"
