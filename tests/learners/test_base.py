@@ -160,6 +160,41 @@ def test_a_frame_with_its_own_columns_fits_saves_and_predicts_by_name(tmp_path):
         loaded.predict(frame[["age"]])
 
 
+@pytest.mark.parametrize("algorithm", ["igl", "ai-igl", "vi-igl"])
+def test_decode_reads_a_frame_by_its_feedback_column_names(algorithm, tmp_path):
+    from iglearn import AIIGL, BatchIGL, InteractionLog
+    from iglearn.learners.vi_igl import VIIGL
+
+    frame, _ = _own_columns_frame(300)
+    frame = frame.assign(arm=frame["arm"].map({0: "left", 1: "rest", 2: "right"}))
+    log = InteractionLog.from_frame(frame, context=["age", "clicks"], feedback="emg_*",
+                                    action="arm", probability="p",
+                                    actions=["left", "rest", "right"])
+    kind = {"igl": BatchIGL, "ai-igl": AIIGL, "vi-igl": VIIGL}[algorithm]
+    quick = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, small_steps=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        kind(seed=0, optimisation=quick).fit(log).save(tmp_path / "model")
+    learner = kind.load(tmp_path / "model")
+
+    def decode(feedback, *actions):
+        return learner.decode(feedback, *actions)
+
+    given = (log.action,) if algorithm == "ai-igl" else ()
+    expected = decode(log.feedback, *given)
+    assert expected.std() > 0  # the check below can tell columns apart
+    turned = frame[["emg_2", "p", "arm", "emg_0", "emg_1", "age"]]  # another order, more
+    assert np.allclose(decode(turned, *given), expected)
+    assert np.allclose(decode(log, *given), expected)
+    assert np.allclose(decode(frame[["emg_1", "emg_0", "emg_2"]], *given), expected)  # alone
+    if algorithm == "ai-igl":  # the actions from the frame's or the log's own column
+        assert np.allclose(decode(turned), expected) and np.allclose(decode(log), expected)
+        with pytest.raises(IGLearnError, match="^decode needs the action of each feedback"):
+            decode(log.feedback)
+    with pytest.raises(IGLearnError, match="emg_1"):
+        decode(frame[["emg_0", "emg_2", "arm"]], *given)
+
+
 @pytest.mark.parametrize("name, d, model", [("AI-IGL", 784, "policy and decoders"),
                                             ("IGL-P", 128, "inverse-kinematics model")])
 def test_a_fit_that_diverges_is_refused_naming_the_log_and_the_model(name, d, model,

@@ -595,11 +595,17 @@ class _Selection:
             found = [name for _, name in sorted(zip(map(int, rests), found, strict=True))]
         return found
 
-    def vector_columns(self, field: str) -> list[str]:
-        """The columns of a vector field, in order; empty when the table has none of them."""
+    def vector_columns(self, field: str, strict: bool = True) -> list[str]:
+        """The columns of a vector field, in order; empty when the table has none of them.
+        Not ``strict`` (a field whose values are not read), those of them the table has."""
         entries = getattr(self.mapping, field)
         if entries is None:
             return self._default_columns(field)
+        if not strict:
+            return [name for entry in entries
+                    for name in ([n for n in self.names if selects(entry, n)]
+                                 if entry.endswith(PREFIX) else [entry])
+                    if name in self.names]
         columns = [name for entry in entries for name in self.expand(entry, field)]
         absent = [name for name in columns if name not in self.names]
         if absent and (len(absent) < len(columns) or field == "context"):
@@ -711,7 +717,7 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
     positions: dict[str, list[str]] = {}
     resolved_columns: dict[str, tuple[str, ...]] = {}  # each field's column, position by position
     for field in MATRIX_FIELDS:
-        selected = table.vector_columns(field)
+        selected = table.vector_columns(field, strict=not skipped(field))
         if not selected:
             continue
         blocks, positions[field] = [], []
@@ -771,9 +777,12 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
                            f"on every row)")
     if mapping.probability == UNIFORM and UNIFORM not in table.names and "action" in fields_:
         fields_["probability"] = np.full(len(fields_["action"]), 1.0 / n_actions)
-    logged = [name for name in LOGGED if name in fields_]
-    if "context" not in fields_ or 0 < len(logged) < len(LOGGED):
-        name = next(name for name in ("context", *LOGGED) if name not in fields_)
+    read_logged = [name for name in LOGGED if not skipped(name)]
+    logged = [name for name in read_logged if name in fields_]
+    if ("context" not in fields_ and not skipped("context")) \
+            or 0 < len(logged) < len(read_logged):
+        name = next(name for name in ("context", *LOGGED)
+                    if name not in fields_ and not skipped(name))
         uniform = (f", or probability={UNIFORM!r} (--probability {UNIFORM}) if the actions "
                    f"were played uniformly at random" if name == "probability" else "")
         given = getattr(mapping, name)
@@ -787,7 +796,8 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
     table.unread(k_column, lambda name: _row_numbers(np.asarray(whole(name))), index)
     schema = None
     if mapping.renames:  # a model's mapping answers every row: predict drops none
-        schema = FeatureSchema(tuple(positions["context"]), tuple(positions.get("feedback", ())),
+        schema = FeatureSchema(tuple(positions.get("context", ())),
+                               tuple(positions.get("feedback", ())),
                                replace(mapping, **resolved, n_actions=n_actions,
                                        missing="refuse"))
     places = replace(places, columns=resolved_columns)

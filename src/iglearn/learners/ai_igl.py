@@ -79,6 +79,7 @@ import torch
 from torch import nn
 
 from iglearn.data.limits import check_igl_logs
+from iglearn.data.logs import InteractionLog
 from iglearn.data.scaling import Mode, SameUnit, standardised_feedback
 from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
@@ -120,8 +121,9 @@ from iglearn.seeding import SeedLike, as_generator, torch_generator
 from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from iglearn.data.formats.base import FeatureSchema
-    from iglearn.data.logs import InteractionLog
     from iglearn.learners.distributed import RayTrain
 
 _CHUNK = 65536
@@ -377,11 +379,21 @@ class AIIGL(AIIGLSettings, StackableLearner):
         self._fitted_policy()
         return self.decoders_
 
-    def decode(self, feedback: np.ndarray, actions: np.ndarray) -> np.ndarray:
+    def decode(self, feedback: np.ndarray | pd.DataFrame | InteractionLog,
+               actions: np.ndarray | None = None) -> np.ndarray:
         """The decoded reward psi_a(y) of each feedback vector under the action that produced
-        it, shape (n,) (on the learner's ``threads``)."""
+        it, shape (n,) (on the learner's ``threads``): the feedback an array, a DataFrame
+        read by the model's feedback columns or a log (:meth:`feedback_of`); ``actions`` the
+        action of each, or None for the log's or the frame's action column."""
         decoders = self._fitted_decoders()
-        feedback, actions = np.asarray(feedback), np.asarray(actions)
+        if actions is None:
+            from iglearn.data.frames import is_table
+
+            if not isinstance(feedback, InteractionLog) and not is_table(feedback):
+                raise IGLearnError("decode needs the action of each feedback vector: give "
+                                   "actions, or a log or data frame that holds them")
+            actions = self._field_of(feedback, "action")
+        feedback, actions = self.feedback_of(feedback), np.asarray(actions)
         if actions.shape != (len(feedback),) or not np.isin(actions, range(len(decoders))).all():
             raise IGLearnError(f"decode needs one action in 0..{len(decoders) - 1} per feedback "
                                f"vector; got actions of shape {actions.shape} for "

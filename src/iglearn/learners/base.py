@@ -221,34 +221,59 @@ class PolicyLearner:
         file's, read without the model's schema: in its own order of first appearance) must
         be the model's, in its order. A frame that lacks one of those columns is an error
         naming it."""
-        if isinstance(context, InteractionLog | ContextSet):
-            check_feature_names(context, getattr(self, "schema_", None))
-            return context.context
-        if isinstance(context, LogStream):
-            raise IGLearnError(f"{context.source}: a log streamed from disk is for a fit; "
-                               f"predict on contexts in memory (read_contexts(path), or "
-                               f"iglearn predict MODEL FILE --out OUT)")
-        from iglearn.data.frames import as_pandas, contexts_from_frame, is_table, mapping_of
+        return self._field_of(context, "context")
 
-        if not is_table(context):
-            return np.asarray(context)
-        context = as_pandas(context, "data frame")  # a polars or pyarrow table: by its names
+    def feedback_of(self, feedback: np.ndarray | pd.DataFrame | InteractionLog) -> np.ndarray:
+        """The feedback matrix of ``feedback``, as :meth:`contexts_of` reads contexts: an
+        array as it is; a DataFrame (or another library's table) by the feedback columns
+        the model was fitted on (else iglearn's ``feedback_0``, ... layout), whatever their
+        order in the frame; or a log's feedback."""
+        return self._field_of(feedback, "feedback")
+
+    def _field_of(self, value: Any, field: str) -> np.ndarray:
+        """The matrix of ``field`` ('context' or 'feedback') that ``value`` holds
+        (:meth:`contexts_of`, :meth:`feedback_of`)."""
+        if isinstance(value, ContextSet) and field == "feedback":
+            raise IGLearnError(f"{value.source}: a context set holds no feedback; give a log "
+                               f"or the feedback vectors")
+        if isinstance(value, InteractionLog | ContextSet):
+            if field == "context":
+                check_feature_names(value, getattr(self, "schema_", None))
+            return cast(np.ndarray, getattr(value, field))
+        if isinstance(value, LogStream):
+            use = ("predict on contexts in memory (read_contexts(path), or iglearn predict "
+                   "MODEL FILE --out OUT)" if field == "context"
+                   else "decode feedback in memory (read_log(path).feedback)")
+            raise IGLearnError(f"{value.source}: a log streamed from disk is for a fit; {use}")
+        from iglearn.data.frames import as_pandas, frame_columns, is_table, mapping_of
+
+        if not is_table(value):
+            return np.asarray(value)
+        frame = as_pandas(value, "data frame")  # a polars or pyarrow table: by its names
         schema = getattr(self, "schema_", None)
-        names = {str(name) for name in cast("pd.DataFrame", context).columns}
-        if schema is None and not names & {"context", "context_0"}:
-            d = self._fitted("context_dim")
-            layout = "context_0, ..." if d is None else f"context_0, ..., context_{d - 1}"
+        names = {str(name) for name in frame.columns}
+        if schema is None and not names & {field, f"{field}_0"}:
+            d = self._fitted(f"{field}_dim")
+            layout = f"{field}_0, ..." if d is None else f"{field}_0, ..., {field}_{d - 1}"
+            reader = ("InteractionLog.from_frame(frame, context=...)" if field == "context"
+                      else "InteractionLog.from_frame(frame, feedback=...)")
             raise IGLearnError(
                 f"data frame: this model was fitted on a log without column names, so it "
-                f"reads contexts as an array (frame.to_numpy(), the columns in the log's "
+                f"reads {field}s as an array (frame.to_numpy(), the columns in the log's "
                 f"order) or in iglearn's layout ({layout}); a model fitted on a log read "
-                f"with a column mapping (InteractionLog.from_frame(frame, context=...)) reads "
-                f"a frame by its names")
+                f"with a column mapping ({reader}) reads a frame by its names")
         mapping = mapping_of(None if schema is None else schema.columns,
                              n_actions=self._fitted("n_actions"))
-        # the contexts alone: a missing label or feedback value is no concern of a prediction
-        return contexts_from_frame(cast("pd.DataFrame", context), mapping, "data frame",
-                                   ("context",)).context
+        # the field alone: a missing value of another field is no concern here
+        found = frame_columns(frame, mapping, "data frame", (field,))[0]
+        if field not in found:
+            entries = getattr(mapping, field)
+            where = (f"the column {shown(entries)}" if isinstance(entries, str)
+                     else f"the columns {', '.join(map(shown, entries))}" if entries
+                     else f"iglearn's layout {field}_0, ... or a column {field!r} of lists")
+            raise IGLearnError(f"data frame: no column for field {field!r}; the model reads "
+                               f"it from {where}")
+        return found[field]
 
     def _fitted(self, key: str) -> Any:
         """What the fit knew of its log: ``n_actions``, ``context_dim`` or ``feedback_dim``
@@ -286,10 +311,12 @@ class PolicyLearner:
         if warning is not None:
             warn_caller(warning, DriftWarning)
 
-    def standardised_feedback(self, feedback: np.ndarray) -> np.ndarray:
-        """Feedback vectors (n, d_y) as the fitted decoders read them, checked (see
-        :meth:`standardised`)."""
-        feedback = model_rows("feedback", feedback, self._fitted("feedback_dim"), "feedback")
+    def standardised_feedback(self, feedback: np.ndarray | pd.DataFrame | InteractionLog
+                              ) -> np.ndarray:
+        """Feedback vectors (an array (n, d_y), a DataFrame or a log: :meth:`feedback_of`)
+        as the fitted decoders read them, checked (see :meth:`standardised`)."""
+        feedback = model_rows("feedback", self.feedback_of(feedback),
+                              self._fitted("feedback_dim"), "feedback")
         if self.standardiser_ is None:
             return feedback
         self._warn_drift(feedback, "feedback", "feedback")

@@ -94,6 +94,8 @@ from iglearn.theory import action_led
 from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from iglearn.data.formats.base import FeatureSchema
     from iglearn.learners.distributed import RayTrain
 
@@ -634,9 +636,10 @@ class BatchIGL(BatchIGLSettings, StackableLearner, Orientable):
         return [replace(stage, closed_form=form)
                 for stage, form in zip(stages, forms, strict=True)]
 
-    def decode(self, feedback: np.ndarray) -> np.ndarray:
-        """The decoded reward psi(y) of each (raw) feedback vector (on the learner's
-        ``threads``)."""
+    def decode(self, feedback: np.ndarray | pd.DataFrame | InteractionLog) -> np.ndarray:
+        """The decoded reward psi(y) of each (raw) feedback vector (an array, a DataFrame
+        read by the model's feedback columns, or a log: :meth:`feedback_of`) (on the
+        learner's ``threads``)."""
         self._fitted_policy()
         with torch.no_grad(), torch_threads(self.threads, libraries=False):
             return self.decoder_(as_tensor(self.standardised_feedback(feedback))).numpy()

@@ -732,14 +732,16 @@ class IGLP(IGLPSettings, PolicyLearner):
 
     def decode(self, context: np.ndarray, action: np.ndarray, feedback: np.ndarray,
                definitely_bad: np.ndarray | None = None) -> np.ndarray:
-        """The three-state decoded reward of each interaction, in [-1, 1]; the flag model
-        decides which (x, a) are negative, so ``definitely_bad`` is not needed (it is
-        accepted, and ignored, for symmetry with the logs)."""
+        """The three-state decoded reward of each interaction, in [-1, 1] (contexts and
+        feedback as arrays, or DataFrames read by the model's columns: :meth:`contexts_of`,
+        :meth:`feedback_of`); the flag model decides which (x, a) are negative, so
+        ``definitely_bad`` is not needed (it is accepted, and ignored, for symmetry with the
+        logs)."""
         ik = getattr(self, "ik_", None)
         if ik is None:
             raise IGLearnError("IGLP is not fitted yet; call fit(log) first")
-        k = self.policy_.scores(as_tensor(context[:1])).shape[-1]
         context, feedback = self.standardised(context), self.standardised_feedback(feedback)
+        k = self.policy_.scores(as_tensor(context[:1])).shape[-1]
         with torch.no_grad():
             rows, dims = ik_rows(ik, context, feedback), (context.shape[1], feedback.shape[1])
             h = at_action(kernels.softmax(ik_scores(ik, as_tensor(rows), dims)),

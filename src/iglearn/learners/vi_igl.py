@@ -109,7 +109,10 @@ from iglearn.seeding import as_generator, torch_generator
 from iglearn.threads import torch_threads
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from iglearn.data.formats.base import FeatureSchema
+    from iglearn.data.logs import InteractionLog
 
 STANDARDISED_DECAY = 3.0
 """The multiple of the data-scaled weight decay that VI-IGL's decoder gets on standardised
@@ -925,9 +928,10 @@ class VIIGL(VIIGLSettings, StackableLearner, Orientable):
             optimise(policy_stages(pi, target, settings), rewards, settings, generators,
                      self.progress_label("policy"))
 
-    def decode(self, feedback: np.ndarray) -> np.ndarray:
-        """The decoded reward psi(y) of each (raw) feedback vector, after the symmetry
-        choice (on the learner's ``threads``)."""
+    def decode(self, feedback: np.ndarray | pd.DataFrame | InteractionLog) -> np.ndarray:
+        """The decoded reward psi(y) of each (raw) feedback vector (an array, a DataFrame
+        read by the model's feedback columns, or a log: :meth:`feedback_of`), after the
+        symmetry choice (on the learner's ``threads``)."""
         self._fitted_policy()
         with torch.no_grad(), torch_threads(self.threads, libraries=False):
             return self.decoder_(as_tensor(self.standardised_feedback(feedback))).numpy()
