@@ -761,3 +761,23 @@ def test_the_fit_options_given_again_to_predict_read_as_the_model_reads(capsys, 
 
     model = load_model(tmp_path / "model")
     np.testing.assert_array_equal(model.predict(frame.assign(label=np.nan)), first)
+
+
+def test_predict_warns_of_a_drifted_column_by_its_name_and_the_file(tmp_path, capsys):
+    rng = np.random.default_rng(0)
+    n = 400
+    eeg = 37 + rng.normal(0, 0.5, (n, 3))
+    frame = pd.DataFrame({**{f"eeg_{i}": eeg[:, i] for i in range(3)},
+                          "chosen": rng.integers(0, 3, n), "prop": 1 / 3,
+                          "fb_rt": rng.normal(800, 100, n)})
+    frame.to_csv(tmp_path / "eeg.csv", index=False)
+    code, _, err = run(capsys, "fit", tmp_path / "eeg.csv", "--out", tmp_path / "model",
+                       "--context", "eeg_*", "--feedback", "fb_*", "--action", "chosen",
+                       "--probability", "prop", "--n-actions", 3, *FAST)
+    assert code == 0, err
+    frame["eeg_1"] *= 1000  # sent in another unit
+    frame.to_csv(tmp_path / "new.csv", index=False)
+    code, _, err = run(capsys, "predict", tmp_path / "model", tmp_path / "new.csv", "--out",
+                       tmp_path / "actions.csv")
+    assert code == 0, err
+    assert f"warning: {tmp_path / 'new.csv'}: context column 'eeg_1': 100% of its values" in err

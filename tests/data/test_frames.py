@@ -250,8 +250,9 @@ MAPPING_ERRORS = {
                                 "the logged action's picked out"]),
     "a numbered column": (dict(MAPPING, context=[0, "clicks"]),
                           ["context holds the number 0; name each column as text ('0'"]),
-    "actions as numbers": (dict(MAPPING, actions=[0, 1, 2]),
-                           ["actions holds the number 0; name each action as text"]),
+    "actions as fractions": (dict(MAPPING, actions=[0.0, 1.0, 2.0]),
+                             ["actions holds the number 0.0; name each action as text, or as "
+                              "a whole number"]),
 }
 
 
@@ -448,9 +449,11 @@ def test_actions_numbered_from_one_are_named_by_their_numbers():
     numbers = {"left": 1, "middle": 2, "right": 3}
     for written in (frame["arm"].map(numbers), frame["arm"].map(numbers).astype(float),
                     frame["arm"].map(numbers).astype(str)):
-        log = InteractionLog.from_frame(frame.assign(arm=written), **dict(NAMED, label=None),
-                                        actions=["1", "2", "3"])
-        np.testing.assert_array_equal(log.action, frame["arm"].map(numbers) - 1)
+        for actions in (["1", "2", "3"], [1, 2, 3], np.arange(1, 4)):  # as text or numbers
+            log = InteractionLog.from_frame(frame.assign(arm=written),
+                                            **dict(NAMED, label=None), actions=actions)
+            np.testing.assert_array_equal(log.action, frame["arm"].map(numbers) - 1)
+            assert log.schema is not None and log.schema.action_names == ("1", "2", "3")
 
 
 @pytest.mark.parametrize(("actions", "n_actions", "words"), [

@@ -520,6 +520,7 @@ PREDICTION_SUFFIXES = (".npz", ".parquet", ".csv")
 
 
 def _predict(args: argparse.Namespace) -> int:
+    from iglearn.data.contexts import ContextSet
     from iglearn.files import output_folder, write_files_atomic
     from iglearn.sampling import sample_actions
     from iglearn.seeding import as_generator
@@ -539,7 +540,9 @@ def _predict(args: argparse.Namespace) -> int:
     actions, probabilities, every = [], [], []
     with torch_threads(build_settings(args, Placement(), PLACEMENT).threads):
         for start in range(0, len(table), 65536):
-            pi = learner.predict_proba(table.context[start:start + 65536]).astype(np.float64)
+            rows = ContextSet(table.context[start:start + 65536], table.n_actions,
+                              source=table.source)  # a warning names the file
+            pi = learner.predict_proba(rows).astype(np.float64)
             if args.sample:
                 pi /= pi.sum(1, keepdims=True)
                 action = sample_actions(pi, rng)

@@ -156,15 +156,17 @@ class ColumnMapping:
                 raise IGLearnError(f"column mapping: {name} is {shown(value)}, a prefix; "
                                    f"{name} reads one column, {what}")
         if self.actions is not None and not isinstance(self.actions, str):
-            # numbers or numpy strings: the names as text, as a table's column shows them
+            # whole numbers (actions numbered 1..K) or numpy strings: the names as text, as a
+            # table's column shows them
             for action in self.actions:
-                if isinstance(action, int | float | np.integer | np.floating) \
-                        and not isinstance(action, bool):
+                if isinstance(action, float | np.floating):
                     raise IGLearnError(f"column mapping: actions holds the number "
-                                       f"{action!r}; name each action as text, as the column "
-                                       f"writes it ('{action}')")
+                                       f"{float(action)!r}; name each action as text, or as "
+                                       f"a whole number, as the column writes it")
             object.__setattr__(self, "actions", tuple(
-                str(action) if isinstance(action, np.str_) else action
+                str(int(action)) if isinstance(action, int | np.integer)
+                and not isinstance(action, bool | np.bool_)
+                else str(action) if isinstance(action, np.str_) else action
                 for action in self.actions))
         if self.n_actions is not None:
             object.__setattr__(self, "n_actions", check_n_actions(self.n_actions,

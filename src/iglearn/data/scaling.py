@@ -1097,8 +1097,8 @@ def drift_message(standardiser: Standardiser, beyond: np.ndarray, rows: int, blo
     assert lower is not None and upper is not None
     least = mean[j] + float(np.broadcast_to(lower, mean.shape)[j]) * scale[j]
     most = mean[j] + float(upper) * scale[j]
-    column = (f"column {shown(names[j])}" if names is not None and j < len(names)
-              else f"column {j}")
+    column = (f"column {shown(names[j].removeprefix('^'))}"  # a table's column as named
+              if names is not None and j < len(names) else f"column {j}")
     more = f" (and {len(drifted) - 1} more)" if len(drifted) > 1 else ""
     return (f"{source}: {block} {column}{more}: {share[j]:.0%} of its values lie outside "
             f"[{least:.4g}, {most:.4g}], the range of the model's training log it reads, and "

@@ -291,11 +291,12 @@ class PolicyLearner:
         fitted models read them, checked as a log's are (:func:`~iglearn.data.logs.
         model_rows`: NaN, a wrong width or a single vector is an error naming it):
         standardised with ``standardiser_`` (float32), or as given when there is none."""
+        source = getattr(context, "source", None) or "contexts"  # a log's or set's file
         context = model_rows("context", self.contexts_of(context),
                              self._fitted("context_dim"), "contexts")
         if self.standardiser_ is None:
             return context
-        self._warn_drift(context, "context", "contexts")
+        self._warn_drift(context, "context", source)
         return self.standardiser_.apply(context)
 
     def _warn_drift(self, rows: np.ndarray, block: str, source: str) -> None:
@@ -315,11 +316,12 @@ class PolicyLearner:
                               ) -> np.ndarray:
         """Feedback vectors (an array (n, d_y), a DataFrame or a log: :meth:`feedback_of`)
         as the fitted decoders read them, checked (see :meth:`standardised`)."""
+        source = getattr(feedback, "source", None) or "feedback"
         feedback = model_rows("feedback", self.feedback_of(feedback),
                               self._fitted("feedback_dim"), "feedback")
         if self.standardiser_ is None:
             return feedback
-        self._warn_drift(feedback, "feedback", "feedback")
+        self._warn_drift(feedback, "feedback", source)
         return self.standardiser_.apply_feedback(feedback)
 
     def predict_proba(self, context: np.ndarray | pd.DataFrame | InteractionLog | ContextSet
