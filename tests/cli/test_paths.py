@@ -102,12 +102,12 @@ def _predict_over_a_hard_link(small, tmp):
 def _simulate_two_equal_outputs(small, tmp):
     (tmp / "sub").mkdir()
     return (["simulate", "digits", "--samples", "50", "--out", tmp / "a.npz", "--test-out",
-             tmp / "sub" / ".." / "a.npz"], ["is the output file --out"])
+             tmp / "sub" / ".." / "a.npz"], ["is the output path --out"])
 
 
 def _simulate_dsjson_twice(small, tmp):
     return (["simulate", "digits", "--samples", "50", "--out", tmp / "a.dsjson", "--test-out",
-             tmp / "a.dsjson"], ["is the output file --out"])
+             tmp / "a.dsjson"], ["is the output path --out"])
 
 
 def _simulate_into_the_data_folder(small, tmp):
@@ -149,6 +149,11 @@ def _sweep_around_the_data_folder(small, tmp):
             ["holds the input folder --data-dir"])
 
 
+def _history_inside_the_model(small, tmp):
+    return (["fit", small / "log.npz", "--out", tmp / "hy", "--history", tmp / "hy" / "h.jsonl"],
+            ["--history", "lies inside the output path --out"])
+
+
 def run_quiet(*argv) -> int:
     from iglearn.cli import main
 
@@ -162,7 +167,8 @@ REFUSED = [_model_with_log_inside, _folder_holding_the_log, _model_with_another_
            _simulate_two_equal_outputs, _simulate_dsjson_twice, _simulate_into_the_data_folder,
            _convert_onto_itself, _convert_onto_a_link_to_the_input,
            _convert_onto_the_input_schema, _convert_whose_schema_is_the_input,
-           _reproduce_into_the_data_folder, _sweep_around_the_data_folder]
+           _reproduce_into_the_data_folder, _sweep_around_the_data_folder,
+           _history_inside_the_model]
 
 
 @pytest.mark.parametrize("case", REFUSED, ids=[case.__name__.strip("_") for case in REFUSED])

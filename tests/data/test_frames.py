@@ -33,7 +33,8 @@ def test_k_comes_from_the_argument_a_column_or_the_attrs():
         InteractionLog.from_frame(plain)
     assert InteractionLog.from_frame(plain, n_actions=6).n_actions == 6
     assert InteractionLog.from_frame(plain.assign(n_actions=4)).n_actions == 4
-    with pytest.raises(IGLearnError, match="n_actions=5 but column 'n_actions' says 4"):
+    with pytest.raises(IGLearnError, match=r"column 'n_actions' says K = 4, but K = 5 is given "
+                                           r"\(n_actions=, --n-actions, or the model's K"):
         InteractionLog.from_frame(plain.assign(n_actions=4), n_actions=5)
     mixed = plain.assign(n_actions=4)
     mixed.loc[0, "n_actions"] = 3

@@ -56,6 +56,13 @@ def test_one_dimensional_feedback_becomes_a_column():
     (dict(probability=np.array([50, 25, 25, 50, 100, 20])),
      ["'probability'", "the values run from 20 to 100", "percentages"]),
     (dict(probability=np.full(6, 150.0)), ["'probability'", "outside (0, 1]; it must be"]),
+    # importance weights 1/p (they were told to divide by 100: p = 0.03)
+    (dict(probability=np.full(6, 3.0)), ["every value is 3, as if they were importance "
+                                         "weights 1/p (take 1 / value): uniform play's over "
+                                         "K = 3 actions"]),
+    (dict(probability=np.array([2.0, 4, 4, 2, 2, 4])),
+     ["the values run from 2 to 4, as if they were percentages (divide every value by 100) "
+      "or importance weights 1/p (take 1 / value)"]),
     # a typing error among probabilities is not a scale
     (dict(probability=np.array([1 / 3, 1 / 3, 1.0000001, 1 / 3, 1 / 3, 1 / 3])),
      ["'probability'", "holds 1.0000001 at row 2, outside (0, 1]; it must be"]),

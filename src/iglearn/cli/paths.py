@@ -121,7 +121,8 @@ def check_paths(inputs: Sequence[Named], outputs: Sequence[Named]) -> None:
                 if relation is not None:
                     rule = ("an output may not be, lie inside or hold an input" if kind == "input"
                             else "two outputs may not overlap")
-                    noun = "folder" if Path(other).is_dir() else "file"
+                    noun = ("folder" if Path(other).is_dir() else "file" if Path(other).exists()
+                            else "path")  # an output not written yet: a file or a folder
                     raise IGLearnError(f"{name} {output}: {relation} the {kind} {noun} "
                                        f"{other_name} {other}; {rule}: choose another path "
                                        f"for {name}")

@@ -768,8 +768,10 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
                                f"values; it must hold K, the same on every row")
         from_column = check_n_actions(values[0], source)
         if n_actions is not None and n_actions != from_column:
-            raise IGLearnError(f"{source}: n_actions={n_actions} but column 'n_actions' says "
-                               f"{from_column}; give one")
+            raise IGLearnError(f"{source}: column 'n_actions' says K = {from_column}, but "
+                               f"K = {n_actions} is given (n_actions=, --n-actions, or the "
+                               f"model's K when it reads the table); they must agree: drop "
+                               f"or correct one, or use the model's actions")
         n_actions = from_column
     if n_actions is None:
         n_actions = default_n_actions

@@ -163,17 +163,27 @@ def _numbered_from_one(array: np.ndarray, n_actions: int) -> str | None:
     return None
 
 
-def _percentages(array: np.ndarray) -> str | None:
+def _percentages(array: np.ndarray, n_actions: int | None = None) -> str | None:
     """The hint for probabilities that all lie in (0, 100], most of them above 1:
-    percentages, or None (a few values above 1 among probabilities are typing errors, not a
+    percentages, or importance weights 1/p (all at least 1; every value K: uniform play's
+    weight), or None (a few values above 1 among probabilities are typing errors, not a
     scale)."""
     low, high = float(array.min()), float(array.max())
-    if low > 0 and 1 < high <= 100 and np.mean(array > 1) > 0.5:
-        values = (f"every value is {low:.3g}" if low == high else
-                  f"the values run from {low:.3g} to {high:.3g}")
-        return (f"{values}, as if they were percentages; a probability lies in (0, 1]: "
-                f"divide every value by 100")
-    return None
+    if not (low > 0 and 1 < high <= 100 and np.mean(array > 1) > 0.5):
+        return None
+    values = (f"every value is {low:.3g}" if low == high else
+              f"the values run from {low:.3g} to {high:.3g}")
+    percent = "percentages (divide every value by 100)"
+    weights = "importance weights 1/p (take 1 / value)"
+    if low < 1:  # below 1: no weight 1/p
+        told = percent
+    elif low == high and n_actions is not None and low == n_actions:
+        told = f"{weights}: uniform play's over K = {n_actions} actions"
+    elif low == high and n_actions is not None and abs(low * n_actions - 100) < n_actions:
+        told = f"{percent}: uniform play's over K = {n_actions} actions"
+    else:
+        told = f"{percent} or {weights}"
+    return f"{values}, as if they were {told}; a probability lies in (0, 1]"
 
 
 def field_values(name: str, value: object, source: str, n_actions: int | None = None,
@@ -224,7 +234,8 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
                 f", outside [0, {n_actions})")
     elif name == "probability":
         require(lambda a: (a > 0) & (a <= 1), ", outside (0, 1]; it must be the logging "
-                "policy's probability of the logged action", _percentages, ", outside (0, 1]")
+                "policy's probability of the logged action",
+                partial(_percentages, n_actions=n_actions), ", outside (0, 1]")
         floor = limits.PROBABILITY_FLOOR
         if _first_bad(array, lambda a: a >= floor) is not None:
             raise IGLearnError(
