@@ -514,3 +514,35 @@ def test_judged_starts_keep_every_small_log_fit_grounded(env):
     accuracies = [BatchIGL(seed=seed).fit(env.log(500, np.random.default_rng([seed, 500])))
                   .accuracy(*test) for seed in (3, 5, 13)]
     assert min(accuracies) > 0.7, accuracies
+
+
+def _sparse_wide_log(n: int, seed: int) -> tuple[InteractionLog, np.ndarray]:
+    """n interactions of 64 raw context columns (around 37), 3 of them informative, K = 3,
+    uniform logging; feedback a response time and a click count; and the best actions."""
+    rng = np.random.default_rng(seed)
+    best, chosen = rng.integers(0, 3, n), rng.integers(0, 3, n)
+    hit = chosen == best
+    context = 37.0 + 0.5 * rng.normal(size=(n, 64))
+    context[:, :3] += np.eye(3)[best]
+    feedback = np.column_stack([2000 + 1500 * hit + rng.normal(0, 300, n),
+                                rng.poisson(1 + 3 * hit)])
+    return InteractionLog(context, chosen, np.full(n, 1 / 3), feedback, n_actions=3), best
+
+
+def test_an_uncertified_fit_of_a_wide_log_points_to_a_weaker_weight_decay():
+    from iglearn.learners.batch_igl import decay_advice
+
+    log, _ = _sparse_wide_log(400, 0)
+    with pytest.warns(IdentifiabilityWarning, match=r"no initialisation passed.*with 400 "
+                                                    r"interactions for 64 context columns the "
+                                                    r"data-scaled weight decay \(8 x 64 / 400 "
+                                                    r"= 1.3\) is strong.*--weight-decay-scale"):
+        BatchIGL(seed=0).fit(log)
+    test, best = _sparse_wide_log(2000, 5)
+    weaker = BatchIGL(seed=0, optimisation=Optimisation(weight_decay_scale=0.25))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", IdentifiabilityWarning)  # certified, as advised
+        weaker.fit(log)
+    assert weaker.accuracy(test.context, best) > 0.55  # chance is 1/3
+    assert decay_advice(640, 64, Optimisation()) == ""  # ten interactions a column: not wide
+    assert decay_advice(100, 64, Optimisation(weight_decay_scale=0)) == ""
