@@ -372,3 +372,27 @@ def test_the_version_a_start_loads_is_told_as_served_not_swapped(tmp_path, capsy
     Service(load_config(config), insecure_no_auth=True).storage.close()
     err = capsys.readouterr().err
     assert "serving model version 1, stored" in err and "(was" not in err, err
+
+
+@pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_signal_stops_the_service_gracefully_with_its_status_and_the_database_closed(
+        tmp_path, signum):
+    import signal
+
+    from .conftest import start_service
+
+    running = start_service(tmp_path)
+    with running.http() as http:
+        assert http.post("/v1/decide", json={"context": [0, 1, 0, 1]}).status_code == 200
+    process = running.process.process
+    assert process is not None
+    process.send_signal(getattr(signal, signum))
+    code = process.wait(30)
+    log = running.process.log.read_text()
+    assert code == 128 + getattr(signal, signum), log
+    assert "iglearn serve: stopped (graceful shutdown" in log and "interrupted" not in log, log
+    # closed, not killed: SQLite's write-ahead log is folded into the database and removed
+    assert not (tmp_path / "service.db-wal").exists(), sorted(p.name for p in tmp_path.iterdir())
+    storage = SQLiteStorage(tmp_path / "service.db")
+    assert storage.counts().decisions == 1
+    storage.close()

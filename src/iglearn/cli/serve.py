@@ -40,15 +40,39 @@ def run_serve(args: argparse.Namespace) -> int:
         from iglearn.service.demo import check_demo_config
 
         check_demo_config(config, args.insecure_no_auth)
+    exit_on_signals()
     serve(config, args.insecure_no_auth, demo=args.demo)
     return 0
+
+
+def exit_on_signals() -> None:
+    """End the process as SIGTERM, SIGINT (Ctrl+C) or SIGHUP (its terminal closed) ends a
+    process, with status 128 + the signal (143, 130, 129), once the server has stopped
+    gracefully on it: the server stops on SIGTERM or SIGINT, then raises it again, which
+    unwinds from here as SystemExit, so that every ``finally`` runs (the database closed,
+    a temporary folder deleted), with no "interrupted" line after the operator's "stopped";
+    SIGHUP is turned into SIGTERM, where its default would end the process at once."""
+    import signal
+
+    hung_up: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        raise SystemExit(128 + (hung_up[0] if hung_up else signum))
+
+    def hang_up(signum: int, frame: object) -> None:
+        hung_up.append(signum)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, hang_up)
 
 
 def run_demo(args: argparse.Namespace) -> int:
     """Write the demo's configuration to a folder and serve it, with the page, on loopback
     without keys, until interrupted (Ctrl+C, SIGINT, SIGTERM, or SIGHUP when its terminal
     closes; the temporary folder, when no --folder is given, is deleted whichever)."""
-    import signal
     import tempfile
     from pathlib import Path
 
@@ -60,25 +84,7 @@ def run_demo(args: argparse.Namespace) -> int:
     from iglearn.service.config import load_config
     from iglearn.service.demo import write_demo_config
 
-    hung_up: list[int] = []
-
-    def stop(signum: int, frame: object) -> None:
-        # the server ends gracefully on SIGTERM or SIGINT (Ctrl+C), then raises it again:
-        # unwind from here, so that the temporary folder is deleted, and end as the signal
-        # ends a process (143, 130; 129 for SIGHUP) whatever asyncio's own SIGINT handling
-        # would have made of it
-        raise SystemExit(128 + (hung_up[0] if hung_up else signum))
-
-    def hang_up(signum: int, frame: object) -> None:
-        # a closed terminal: stop as SIGTERM stops the server (gracefully), where SIGHUP's
-        # default would end the process at once and leave the temporary folder behind
-        hung_up.append(signum)
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-    if hasattr(signal, "SIGHUP"):
-        signal.signal(signal.SIGHUP, hang_up)
+    exit_on_signals()  # the temporary folder is deleted whichever stops it
     with tempfile.TemporaryDirectory(prefix="iglearn-demo-") as scratch:
         folder = Path(args.folder) if args.folder is not None else Path(scratch)
         created = [*reversed(folder.absolute().parents), folder, folder / "demo.toml"]
