@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import re
 import time
 import warnings
@@ -15,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 
+from iglearn.cli import main
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.learners import BatchIGL
@@ -210,7 +212,7 @@ def test_a_worker_whose_service_has_ended_stores_nothing(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_refit_not_identified_is_stored_but_not_served(database, tmp_path):
+def test_a_refit_not_identified_is_stored_but_not_served(database, tmp_path, capsys):
     """A real service: a re-fit on feedback that says nothing (it alternates whatever the
     action; its indicator is not above the restart threshold) is stored and logged as held
     back, and neither this process nor
@@ -221,13 +223,13 @@ def test_a_refit_not_identified_is_stored_but_not_served(database, tmp_path):
                                                "optimisation": {"max_steps": 120}}})
     try:
         with running.http() as client, running.http("admin") as admin:
-            check_held_back_then_served(running, client, admin)
+            check_held_back_then_served(running, client, admin, capsys)
     finally:
         running.stop()
 
 
 def check_held_back_then_served(running: Running, client: httpx.Client,
-                                admin: httpx.Client) -> None:
+                                admin: httpx.Client, capsys: pytest.CaptureFixture) -> None:
     # each re-fit runs up to four attempts: on a busy machine that takes far longer than the
     # client's default timeout, so the re-fit requests wait and read for up to 4 minutes
     rng = np.random.default_rng(3)
@@ -236,7 +238,17 @@ def check_held_back_then_served(running: Running, client: httpx.Client,
         assert client.post("/v1/feedback", json={
             "event_id": decision.json()["event_id"],
             "feedback": [0.5] * (D_Y - 1) + [0.5 + 0.1 * (i % 2)]}).status_code == 204
-    info = admin.post("/v1/model/refit", params={"wait": 240}, timeout=250).json()
+    # asked from the command line, which says that the re-fit was held back
+    key_file = running.folder / "admin.key"
+    key_file.write_text(running.admin_key + "\n")
+    capsys.readouterr()
+    code = main(["serve", "refit", "--url", running.url, "--key-file", str(key_file),
+                 "--wait", "240"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert re.search(r"warning: the re-fit stored version 1 and held it back \(not identified: "
+                     r".*\); version 0 goes on serving", err), err
+    info = json.loads(out)
     assert info["version"] == 0 and info["last_refit"]["version"] == 1
     assert "not identified" in info["last_refit"]["held_back"]
     assert [v["version"] for v in info["versions"]] == [1]

@@ -390,6 +390,13 @@ def run_refit(args: argparse.Namespace) -> int:
         raise IGLearnError(f"{url}: the re-fit did not finish within --wait {args.wait:g} s; "
                            f"it goes on in the service: see 'iglearn serve status' (its "
                            f"last_refit and refit_running), or wait longer")
+    last = answer.get("last_refit") or {}
+    if args.wait > 0 and last.get("held_back"):
+        import warnings
+
+        warnings.warn(f"the re-fit stored version {last.get('version')} and held it back "
+                      f"({last['held_back']}); version {answer.get('version')} goes on "
+                      f"serving", UserWarning, stacklevel=1)
     _print_json({"url": url} | answer)
     return 0
 
