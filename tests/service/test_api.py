@@ -480,6 +480,11 @@ def test_a_refused_context_value_is_named_by_its_configured_column(tmp_path):
                      "context value 'ms' (entry 2) is not a number"),
                     ({"context": [1, 2, 3, 2e9]}, "context",
                      "context value 'count' (entry 3) is 2e+09, which exceeds ±1e+09"),
+                    ({"context": [1, 2, 3, 1000000000.00001]}, "context",  # not "1e+09"
+                     "context value 'count' (entry 3) is 1000000000.00001, which exceeds"),
+                    ({"context": [[1, 2, 3, 4]]}, "context",
+                     "holds lists, not numbers; it must be one list of 4 ('age', 'temp_c', 'ms', "
+                     "'count') numbers; several contexts go in 'contexts'"),
                     ({"context": [1, 2, 3]}, "context",
                      "has 3 values; the service expects 4 ('age', 'temp_c', 'ms', 'count')")]:
                 refused = http.post("/v1/decide", json=body)

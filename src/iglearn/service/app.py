@@ -851,6 +851,11 @@ def vector(value: object, name: str, dim: int, names: Sequence[str] | None = Non
         if isinstance(value, dict):
             hint = f"; a {kind} by name (a JSON object) needs [model] {kind}_names"
         raise Rejected(422, f"must be a list of {expected(dim, names)} numbers{hint}", name)
+    if value and all(isinstance(v, list) for v in value):
+        batch = ("; several contexts go in 'contexts'" if name == "context"
+                 else "; send one vector")
+        raise Rejected(422, f"holds lists, not numbers; it must be one list of "
+                            f"{expected(dim, names)} numbers{batch}", name)
     if len(value) != dim:
         raise Rejected(422, f"has {len(value)} values; the service expects "
                             f"{expected(dim, names)}", name)
@@ -864,7 +869,10 @@ def vector(value: object, name: str, dim: int, names: Sequence[str] | None = Non
             raise Rejected(422, f"{entry(int(np.argmax(bad)), names, kind)} is not finite (NaN or "
                                 f"infinite)", name)
         i = int(np.argmax(np.abs(array) > limits.MAX_ABS_VALUE))
-        value_is = f"({array[i]:g})" if names is None else f"is {array[i]:g}, which"
+        sent = f"{array[i]:g}"
+        if abs(float(sent)) <= limits.MAX_ABS_VALUE:  # rounded into the limit: as sent
+            sent = repr(float(array[i]))
+        value_is = f"({sent})" if names is None else f"is {sent}, which"
         raise Rejected(422, f"{entry(i, names, kind)} {value_is} exceeds "
                             f"±{limits.MAX_ABS_VALUE:g}, the most a log may hold; "
                             f"{SERVED_UNITS_FIX}", name)
