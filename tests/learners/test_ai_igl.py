@@ -463,3 +463,18 @@ def test_orient_turns_each_action_of_a_two_action_fit_and_refits_the_policy_on_t
     flip_actions(learner.policy_, learner.decoders_, np.array([False, True]))
     assert learner.orient(calibration, log).flipped_actions == (1,)
     assert learner.accuracy(test_x, test_y) > 0.95  # the policy fitted again on the log
+
+
+def test_a_fit_whose_every_decoder_settled_is_warned_as_uniform_play():
+    from tests.learners.test_batch_igl import _sparse_wide_log
+
+    log, _ = _sparse_wide_log(400, 0)  # feedback in milliseconds and counts
+    with pytest.warns(IdentifiabilityWarning, match=r"^no attempt of 3 grounded any action "
+                                                    r"\(indicator 0: .*no better than uniform "
+                                                    r"play.*standardise is off"):
+        AIIGL(seed=0, standardise="off").fit(log)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fitted = AIIGL(seed=0).fit(log)
+    assert fitted.report_.indicator > 0
+    assert not [w for w in caught if "grounded any action" in str(w.message)]

@@ -305,6 +305,8 @@ class AIIGL(AIIGLSettings, StackableLearner):
                   f"reward, close to one half, so the sign of its decoded reward is "
                   f"ambiguous; log more interactions of it"
                   for a, rate in enumerate(rates) if abs(rate - 0.5) < AMBIGUITY_MARGIN]
+        notes += degenerate_warning(covariance, self.max_restarts + 1,
+                                    self.standardiser_ is None)
         return AIIGLReport(
             indicator=float(covariance.sum()), covariance=covariance.tolist(),
             reward_rate=rates.tolist(), flipped=[bool(d.flipped) for d in self.decoders_],
@@ -772,6 +774,21 @@ def _means(moments: torch.Tensor) -> torch.Tensor:
 def reward_rates(decoders: Sequence[Decoder], data: Source) -> np.ndarray:
     """The E_a-weighted mean of psi_a over the rows of each action a, shape (K,)."""
     return _means(action_moments(None, decoders, data))[1].numpy()
+
+
+def degenerate_warning(terms: np.ndarray, attempts: int, raw: bool) -> list[str]:
+    """The warning of a fit whose every covariance term is at most 0 (``terms``, the kept
+    attempt's of ``attempts``): no decoded reward depends on the policy's choice, so the
+    policy is uniform play's (every decoder settled at a constant, or the fit diverged to
+    one); ``raw``: the fit read its inputs unstandardised. Empty otherwise."""
+    if (terms > 0).any():
+        return []
+    hint = ("; standardise is off: raw values far from the unit scale can stop every "
+            "decoder, so leave it at auto" if raw else "")
+    return [f"no attempt of {attempts} grounded any action (indicator {terms.sum():.3g}: no "
+            f"decoded reward depends on the policy's choice), so the policy is no better "
+            f"than uniform play; check that the feedback depends on the reward and the "
+            f"settings (a learning rate too high settles every decoder){hint}"]
 
 
 def grounded(terms: np.ndarray, fraction: float) -> bool:
