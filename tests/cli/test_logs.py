@@ -564,6 +564,33 @@ def test_evaluate_on_part_of_the_training_log_says_how_much(workspace, capsys, t
                                                f"was fitted on")
 
 
+def test_evaluate_on_the_training_logs_contexts_with_labels_says_it_is_in_sample(
+        workspace, capsys, tmp_path):
+    """The training log's contexts as a labelled context set (no action or feedback) are in
+    sample (it said false); half of them among new contexts are told as a share."""
+    from iglearn.data.contexts import ContextSet
+    from iglearn.data.formats import read_contexts
+
+    log = read_log(workspace / "log.npz")
+    new = read_contexts(workspace / "test.parquet")
+    for name, context, label, in_sample in (
+            ("same", log.context[::-1], log.label[::-1], True),
+            ("mixed", np.concatenate([log.context[:300], new.context[:300]]),
+             np.concatenate([log.label[:300], new.label[:300]]), False)):
+        write_table(ContextSet(context, log.n_actions, label), tmp_path / f"{name}.npz")
+        code, out, err = run(capsys, "evaluate", workspace / "model", tmp_path / f"{name}.npz")
+        assert code == 0, err
+        measures = json.loads(out)
+        assert measures["in_sample"] is in_sample and "accuracy" in measures, name
+        if in_sample:
+            assert measures["note"].startswith("the data are the contexts of the log the "
+                                               "model was fitted on: these measures are "
+                                               "in-sample")
+        else:
+            assert 0.3 < measures["training_rows_share"] < 0.7
+            assert " of these contexts are contexts of the log" in measures["note"]
+
+
 def test_evaluate_with_a_model_that_does_not_name_its_log_says_null(workspace, capsys,
                                                                     tmp_path):
     model = tmp_path / "model"

@@ -22,6 +22,7 @@ import numpy as np
 from iglearn.cli.paths import check_model_output, check_paths, with_sidecar
 from iglearn.cli.settings import add_settings, build_settings, flag, number
 from iglearn.data import safejson
+from iglearn.data.contexts import ContextSet
 from iglearn.data.frames import ColumnMapping, given_fields_read, in_model_order
 from iglearn.data.logs import InteractionLog, rows_fingerprint, rows_sketch, training_share
 from iglearn.data.stream import LogStream, StreamSettings
@@ -30,7 +31,6 @@ from iglearn.learners.distributed import RayTrain
 from iglearn.theory import DEFAULT_IOTA
 
 if TYPE_CHECKING:
-    from iglearn.data.contexts import ContextSet
     from iglearn.data.formats.base import FeatureSchema, TableInfo, TableReader
     from iglearn.data.scaling import Standardiser
     from iglearn.learners.ai_igl import AIIGL
@@ -236,6 +236,8 @@ def _fit(args: argparse.Namespace) -> int:
                                            if isinstance(log, InteractionLog) else None),
                       "rows_sketch": (rows_sketch(log)
                                       if isinstance(log, InteractionLog) else None),
+                      "contexts_sketch": (rows_sketch(ContextSet(log.context, log.n_actions))
+                                          if isinstance(log, InteractionLog) else None),
                       **extra})  # save_model writes it with safejson (non-finite: null)
     if history is not None:
         records = cast(BatchIGL, learner).report_.history
@@ -348,7 +350,6 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
     if not Path(data).is_dir():  # a missing or unreadable file: told before torch is imported
         input_file(data)
 
-    from iglearn.data.contexts import ContextSet
     from iglearn.data.formats.base import check
 
     wanted = ("context",) if contexts_only else None  # predict reads no label
@@ -422,6 +423,8 @@ IN_SAMPLE_NOTE = ("the data are the log the model was fitted on: these measures 
                   "in-sample and overestimate how the model does on new data; evaluate on "
                   "held-out data for that")
 """What ``evaluate`` adds when the data are the model's training log."""
+IN_SAMPLE_CONTEXTS_NOTE = IN_SAMPLE_NOTE.replace("are the log", "are the contexts of the log")
+"""What ``evaluate`` adds when the data are the training log's contexts (with labels)."""
 
 IN_SAMPLE_SHARE = 0.99
 """Data whose rows are at least this share training rows (by the fit's row sketch,
@@ -429,7 +432,7 @@ IN_SAMPLE_SHARE = 0.99
 rows, estimated for a larger one) are in sample: a part of the training log."""
 OVERLAP_SHARE = 0.05
 """Data whose rows are at least this share training rows get :data:`OVERLAP_NOTE`."""
-OVERLAP_NOTE = ("about {share:.0%} of these rows are rows of the log the model was fitted "
+OVERLAP_NOTE = ("about {share:.0%} of these {rows} are {rows} of the log the model was fitted "
                 "on: the measures mix in-sample and held-out data and overestimate how the "
                 "model does on new data; evaluate on rows the fit did not see for that")
 """What ``evaluate`` adds when the data overlap the training log in part."""
@@ -453,8 +456,9 @@ def _evaluate(args: argparse.Namespace) -> int:
     if not in_sample and isinstance(table, InteractionLog) and training.get("rows_fingerprint"):
         # the same interactions saved again (another format, another order) are no new data
         in_sample = rows_fingerprint(table) == training["rows_fingerprint"] or in_sample
-    share = (training_share(training.get("rows_sketch"), table)
-             if not in_sample and isinstance(table, InteractionLog) else None)
+    contexts = isinstance(table, ContextSet)  # labelled contexts: by the contexts' sketch
+    share = None if in_sample or isinstance(table, LogStream) else training_share(
+        training.get("contexts_sketch" if contexts else "rows_sketch"), table)
     if share is not None and share >= IN_SAMPLE_SHARE:  # rows of the training log only
         in_sample = True
     record = {"model": str(args.model), "data": str(args.data),
@@ -462,9 +466,10 @@ def _evaluate(args: argparse.Namespace) -> int:
     if share is not None:
         record["training_rows_share"] = share
     if in_sample:
-        record["note"] = IN_SAMPLE_NOTE
+        record["note"] = IN_SAMPLE_CONTEXTS_NOTE if contexts else IN_SAMPLE_NOTE
     elif share is not None and share >= OVERLAP_SHARE:
-        record["note"] = OVERLAP_NOTE.format(share=share)
+        record["note"] = OVERLAP_NOTE.format(share=share, rows="contexts" if contexts
+                                             else "rows")
     told = [str(note) for note in training.get("warnings") or []]
     if told:  # what the fit warned of still holds of the model: said again where it is judged
         record["fit_warnings"] = told
@@ -520,7 +525,6 @@ PREDICTION_SUFFIXES = (".npz", ".parquet", ".csv")
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from iglearn.data.contexts import ContextSet
     from iglearn.files import output_folder, write_files_atomic
     from iglearn.sampling import sample_actions
     from iglearn.seeding import as_generator

@@ -27,6 +27,7 @@ from iglearn.errors import IGLearnError, shown, warn_caller
 if TYPE_CHECKING:
     import pandas as pd
 
+    from iglearn.data.contexts import ContextSet
     from iglearn.data.formats.base import FeatureSchema
 
 DTYPES = {"context": np.float32, "feedback": np.float32, "action": np.int64,
@@ -554,10 +555,12 @@ class InteractionLog:
         return InteractionLog(**values)
 
 
-def _row_matrix(log: InteractionLog) -> np.ndarray:
-    """The rows of ``log`` (context, action, probability, feedback, each as float32) as one
-    contiguous float32 matrix, -0.0 made 0.0: what identifies an interaction."""
-    columns = [log.context, log.action[:, None], log.probability[:, None], log.feedback]
+def _row_matrix(log: InteractionLog | ContextSet) -> np.ndarray:
+    """The rows of ``log`` (context, action, probability, feedback, each as float32; a
+    context set's contexts) as one contiguous float32 matrix, -0.0 made 0.0: what identifies
+    an interaction (a context)."""
+    columns = ([log.context, log.action[:, None], log.probability[:, None], log.feedback]
+               if isinstance(log, InteractionLog) else [log.context])
     return np.ascontiguousarray(np.hstack([np.asarray(c, np.float32) for c in columns]) + 0.0,
                                 dtype=np.float32)  # + 0.0: -0.0 is 0.0
 
@@ -582,11 +585,12 @@ _HASH_ROWS = 4096
 """Rows :func:`row_hashes` hashes at a time."""
 
 
-def row_hashes(log: InteractionLog) -> np.ndarray:
+def row_hashes(log: InteractionLog | ContextSet) -> np.ndarray:
     """A 64-bit hash of each row of ``log`` (its float32 interaction, as
-    :func:`rows_fingerprint` reads it), uint64 (n,): the row's 32-bit words times fixed odd
-    multipliers, summed modulo 2^64, then mixed by splitmix64's finaliser so that every bit
-    depends on every word. Equal rows hash alike in any order and file format."""
+    :func:`rows_fingerprint` reads it; a context set's contexts), uint64 (n,): the row's
+    32-bit words times fixed odd multipliers, summed modulo 2^64, then mixed by splitmix64's
+    finaliser so that every bit depends on every word. Equal rows hash alike in any order
+    and file format."""
     rows = _row_matrix(log).view(np.uint32)
     multipliers = np.random.default_rng(20211).integers(
         0, 2 ** 63, rows.shape[1], dtype=np.uint64) * np.uint64(2) + np.uint64(1)
@@ -603,16 +607,17 @@ def row_hashes(log: InteractionLog) -> np.ndarray:
     return out
 
 
-def rows_sketch(log: InteractionLog) -> list[str]:
+def rows_sketch(log: InteractionLog | ContextSet) -> list[str]:
     """The :data:`SKETCH_ROWS` smallest distinct row hashes of ``log`` (:func:`row_hashes`),
     as 16-digit hexadecimal strings, ascending (a bottom-k sketch): all of them for a log of
-    at most that many distinct rows. The fit records it so that ``evaluate`` can tell which
-    share of its rows are training rows (:func:`training_share`)."""
+    at most that many distinct rows. The fit records it, and that of its contexts, so that
+    ``evaluate`` can tell which share of its rows (of a context set's contexts) are
+    training rows (:func:`training_share`)."""
     kept = np.unique(row_hashes(log))[:SKETCH_ROWS]
     return [f"{int(h):016x}" for h in kept]
 
 
-def training_share(sketch: object, log: InteractionLog) -> float | None:
+def training_share(sketch: object, log: InteractionLog | ContextSet) -> float | None:
     """The share of the rows of ``log`` that are rows of the training log whose
     :func:`rows_sketch` is ``sketch``, or None when it cannot be told (no sketch, a damaged
     one, or no row of ``log`` among those the sketch describes). A training log of fewer
