@@ -106,8 +106,9 @@ def test_verdict_words_follow_the_thresholds():
     assert unstable.words == "unstable: works in 2, fails in 1 of 3 trials"
     assert (unstable.works, unstable.fails, unstable.worst) == (2, 1, 0.1)
     assert verdict(np.array([0.5, 0.5]), 0.1, cb).words.startswith("partly: 50 %")
-    assert verdict(np.array([0.5]), 0.1, 0.1).words.startswith("no reference")
-    assert verdict(np.array([0.5]), 0.1, None).words.startswith("no reference")
+    assert verdict(np.array([0.5]), 0.1, 0.1).words == "no reference (CB not above chance)"
+    assert verdict(np.array([0.5]), 0.1, None).words == ("no reference (CB not run: add CB "
+                                                         "to --methods)")
 
 
 def test_refuses_a_family_given_twice(tmp_path, capsys):

@@ -29,7 +29,12 @@ def test_a_value_or_a_setting_given_twice_is_refused(capsys, tmp_path):
              (["sweep", "--set", "lr=0.01", "--set", "lr=0.02"],
               "--set lr is given twice; give its values once, comma-separated (lr=V1,V2)"),
              (["reproduce", "sample-complexity", "--samples", "300,300"],
-              "--samples lists a value twice (300,300); give each once")]
+              "--samples lists a value twice (300,300); give each once"),
+             # the option was dropped without a word, and config.json recorded it as used
+             (["sweep", "--set", "lr=0.01,0.02", "--lr", "0.05"],
+              "--lr is swept by --set lr, which gives its values; drop one of them"),
+             (["sweep", "--set", "samples=300,600", "--samples", "500"],
+              "--samples is swept by --set samples")]
     for argv, words in cases:
         assert main([*argv, "--dataset", "digits", "--out", str(tmp_path / "x")]) == 2
         err = capsys.readouterr().err.strip()

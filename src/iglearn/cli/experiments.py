@@ -194,6 +194,11 @@ def _sweep(args: argparse.Namespace) -> int:
     if twice is not None:
         raise IGLearnError(f"--set {twice.replace('_', '-')} is given twice; give its values "
                            f"once, comma-separated ({twice}=V1,V2)")
+    both = next((name for name in names if f"{CONFIG}.{name}" in vars(args)), None)
+    if both is not None:
+        option = "--" + both.replace("_", "-")
+        raise IGLearnError(f"{option} is swept by --set {both.replace('_', '-')}, which gives "
+                           f"its values; drop one of them")
     base = build_settings(args, sweep_defaults(), CONFIG)
     _check_out(base, args.out)
     print(reproduce_sweep(base, dict(args.set), args.out, _execution(args)))

@@ -193,7 +193,10 @@ def verdict(values: np.ndarray, chance: float, reference: float | None) -> Verdi
     values = np.asarray(values, dtype=np.float64)
     std = float(values.std(ddof=1)) if len(values) > 1 else float("nan")
     mean, worst, n = float(values.mean()), float(values.min()), len(values)
-    if reference is None or reference <= chance + 1e-9:
+    if reference is None:
+        return Verdict(mean, std, worst, n, 0, 0, "no reference (CB not run: add CB to "
+                                                  "--methods)")
+    if reference <= chance + 1e-9:
         return Verdict(mean, std, worst, n, 0, 0, "no reference (CB not above chance)")
     gain = (values - chance) / (reference - chance)
     works, fails = int((gain >= WORKS).sum()), int((gain <= FAILS).sum())
