@@ -4,6 +4,7 @@ as one line each, and text from files made printable."""
 from __future__ import annotations
 
 import sys
+import time
 import unicodedata
 import warnings
 from collections.abc import Iterable, Iterator
@@ -40,15 +41,96 @@ def one_line(text: object) -> str:
     return printable(" ".join(str(text).split()))
 
 
+LINE_SECONDS = 30.0
+"""Most seconds between two lines of :class:`ProgressLines` while work goes on."""
+
+
+class ProgressLines:
+    """Progress on a standard error that is no terminal (a file, a pipe, a CI log): plain
+    lines, ``DESCRIPTION: N/TOTAL (P %), S s``, one at the start, one each time a tenth more
+    of the total is done or :data:`LINE_SECONDS` have passed, and one when it closes
+    (``... done in S s``),
+    where a bar redrawn with carriage returns would leave one unreadable line, erased at the
+    end. The calls of a tqdm bar that iglearn makes: iteration, ``update``, ``set_postfix``,
+    ``refresh``, ``close``, ``n`` and ``total``."""
+
+    def __init__(self, items: Iterable[Any] | None, total: int | None, description: str,
+                 enabled: bool):
+        self.items, self.description, self.enabled = items, description, enabled
+        self.total = total if total is not None or items is None else (
+            len(items) if hasattr(items, "__len__") else None)  # type: ignore[arg-type]
+        self.n, self.postfix, self.closed = 0, "", False
+        self.start = self.last = time.monotonic()
+        self.shown = 0  # the tenths of the total told so far
+        if self.total:
+            self._line(f"{self._count()}, starting")
+
+    def __iter__(self) -> Iterator[Any]:
+        assert self.items is not None
+        for item in self.items:
+            yield item
+            self.update(1)
+        self.close()
+
+    def update(self, n: float = 1) -> None:
+        """Count ``n`` more units done; a line when a tenth more is done or time has passed."""
+        self.n += int(n)
+        now = time.monotonic()
+        tenths = int(10 * self.n / self.total) if self.total else 0
+        if tenths > self.shown or now - self.last >= LINE_SECONDS:
+            self.shown = max(self.shown, tenths)
+            if self.total is None or self.n < self.total:  # the end is told by close
+                self._line(f"{self._count()}, {now - self.start:.0f} s")
+
+    def set_postfix(self, **values: Any) -> None:
+        """Figures to add to the next lines (``name=value``)."""
+        self.postfix = ", ".join(f"{name}={value}" for name, value in values.items())
+
+    def refresh(self) -> None:
+        """Nothing: a line is written when it is due."""
+
+    def close(self) -> None:
+        """The last line, once: done, or where it stopped short of the total."""
+        if not self.closed:
+            self.closed = True
+            how = "done in" if not self.total or self.n >= self.total else "stopped after"
+            self._line(f"{self._count()} {how} {time.monotonic() - self.start:.0f} s")
+
+    def _count(self) -> str:
+        if not self.total:
+            return f"{self.n}"
+        return f"{self.n}/{self.total} ({100 * self.n / self.total:.0f} %)"
+
+    def _line(self, text: str) -> None:
+        if self.enabled:
+            extra = f", {self.postfix}" if self.postfix else ""
+            print(f"{self.description}: {text}{extra}", file=sys.stderr, flush=True)
+            self.last = time.monotonic()
+
+
 def progress_bar(total: int | None, description: str, items: Iterable[T] | None = None,
                  enabled: bool = True) -> Any:
     """A progress bar on stderr over ``total`` units (``tqdm.auto``: a text bar on a terminal,
     a widget in a notebook), cleared when closed: over ``items`` when given, or advanced by
-    the caller (``update``) and closed by it (``close``); drawn only when ``enabled``."""
+    the caller (``update``) and closed by it (``close``); drawn only when ``enabled``. On a
+    standard error that is neither (a file, a pipe), plain lines instead
+    (:class:`ProgressLines`)."""
+    if not _drawn_on_terminal():
+        return ProgressLines(items, total, description, enabled)
     from tqdm.auto import tqdm  # on first use: tqdm.auto imports asyncio
 
     return tqdm(items, desc=description, disable=not enabled, total=total,
                 dynamic_ncols=True, leave=False)
+
+
+def _drawn_on_terminal() -> bool:
+    """Whether a bar is drawn: standard error is a terminal, or a notebook shows widgets."""
+    try:
+        if sys.stderr.isatty():
+            return True
+    except (AttributeError, ValueError):  # replaced by an object without it, or closed
+        return False
+    return "ipykernel" in sys.modules
 
 
 def progress(items: Iterable[T], description: str, enabled: bool = True,

@@ -30,7 +30,7 @@ from iglearn.data import safejson
 from iglearn.errors import IGLearnError, check_choice, shown
 from iglearn.files import write_text
 from iglearn.processes import end_with_parent, ray_instance
-from iglearn.progress import one_line_warnings, progress
+from iglearn.progress import one_line_warnings, progress_bar
 from iglearn.seeding import spawn_seeds
 from iglearn.threads import one_thread
 
@@ -211,14 +211,14 @@ def run_trials(trial: Trial | StackedTrials, n_trials: int, root_seed: int,
     groups = [(block, [seeds[j] for j in block]) for block in blocks
               if any(j not in results for j in block)]
     todo = [j for block, _ in groups for j in block]
-    bar = progress(range(len(todo)), description, execution.show_progress, total=len(todo))
+    bar = progress_bar(len(todo), description, enabled=execution.show_progress)
 
     def finished(done: list[tuple[int, list[dict]]]) -> None:
         for index, rows in done:
             results[index] = rows
             if record:
                 record.save(index, rows)
-            next(bar, None)
+            bar.update(1)
 
     if todo:
         trials = trial if isinstance(trial, StackedTrials) else StackedTrials(_OneByOne(trial))
@@ -230,6 +230,7 @@ def run_trials(trial: Trial | StackedTrials, n_trials: int, root_seed: int,
                 finished(call_trials(trials, indices, group_seeds))
         else:
             _run_pool(trials, groups, workers, finished)
+    bar.close()  # only when every trial has finished: an error leaves it as it stood
     return [row for index in range(n_trials) for row in results[index]]
 
 

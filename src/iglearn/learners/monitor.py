@@ -173,6 +173,7 @@ class FitMonitor:
 
     def _close_bar(self) -> None:
         if self._bar is not None:
+            self._bar.total = self._bar.n  # the epochs the attempt ran, fewer than its most
             self._bar.close()
             self._bar = None
 
