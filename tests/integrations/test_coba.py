@@ -145,6 +145,25 @@ def test_iglp_decodes_from_the_feedback_with_zhangs_ramp_from_four_actions(actio
         IGLPLearner(decode_from="word")
 
 
+def test_iglp_takes_a_fixed_gamma_or_its_growing_gamma0():
+    """gamma was ignored under IGW (OnlineIGLP's growing gamma0 took its place), while
+    coba's table reported it; now a gamma given is IGW's fixed gamma, and gamma0 is a
+    setting of its own."""
+    for learner, gamma, gamma0 in [(IGLPLearner(seed=0), 100.0, 2.0),
+                                   (IGLPLearner(seed=0, gamma=1000.0), 1000.0, None),
+                                   (IGLPLearner(seed=0, gamma0=4.0), 100.0, 4.0)]:
+        learner.predict((0, 0.5, 0.25), [0, 1, 2])
+        online = learner.learner
+        assert isinstance(online, OnlineIGLP)
+        assert (online.gamma, online.gamma0) == (gamma, gamma0)
+        assert learner.params["gamma0"] == gamma0
+        assert learner.params["gamma"] == (gamma if gamma0 is None else "growing")
+    with pytest.raises(IGLearnError, match="gamma0=None asks for IGW's fixed gamma"):
+        IGLPLearner(gamma0=None)
+    with pytest.raises(IGLearnError, match="gamma0 must be a positive number"):
+        IGLPLearner(gamma0=-1.0)
+
+
 def test_the_true_reward_cb_learns_through_coba():
     """The scalar reward reaches OnlineRegressionCB as a scalar: it learns (before, a
     1-element vector became an (n, 1) signal whose error broadcast to n x n)."""
@@ -273,7 +292,8 @@ def test_registered_learners_take_the_scaling_settings_by_name():
 
 def test_learners_refuse_a_column_of_rewards():
     learner = OnlineRegressionCB(3, 5, seed=0)
-    with pytest.raises(IGLearnError, match=r"shape \(1, 1\) where one number per interaction"):
+    with pytest.raises(IGLearnError, match=r"shape \(1, 1\) where shape \(1,\) is meant; pass one "
+                                           r"number per interaction"):
         learner.learn(np.zeros(5), 0, 1 / 3, np.array([1.0]))
     with pytest.raises(IGLearnError, match=r"shape \(4, 1\)"):
         learner.learn_batch(np.zeros((4, 5)), np.zeros(4, int), np.full(4, 1 / 3),
@@ -331,11 +351,35 @@ def test_auto_reads_users_and_words_in_the_order_they_appear():
     with pytest.raises(IGLearnError, match=r"more than 3 distinct user ids, the most "
                                            r"users=\"auto\" one-hot encodes; give users=N"):
         learner.context_vector((1, 1.0))
-    with pytest.raises(IGLearnError, match="not a whole number"):
+    with pytest.raises(IGLearnError, match="user id 0.5 is neither; user ids are whole "
+                                           "numbers"):
         learner.context_vector((0.5, 1.0))
     with pytest.raises(IGLearnError, match="users must be"):
         CobaLearner(e2g(), users="all")
     assert len(IGLPLearner().context_vector((0, 0.5))) == 32 + 1   # default slots
+    # ids by name, as Vowpal Wabbit's simulator writes them ("Tom", "click"), and numpy
+    # features beside the user id: it said "'Tom' is not a whole number; set users to None"
+    named = CobaLearner(e2g(), users="auto", words="auto", slots=3)
+    assert named.context_vector(("Tom", np.array([0.5, 2.0]))).tolist() == [1, 0, 0, 0.5, 2]
+    assert named.context_vector(["Anna", 0.5, 2.0]).tolist() == [0, 1, 0, 0.5, 2]
+    assert named.feedback_vector("click").tolist() == [1, 0, 0]
+    assert named.feedback_vector("like").tolist() == [0, 1, 0]
+    assert named.ids == {"users": {"Tom": 0, "Anna": 1}, "words": {"click": 0, "like": 1}}
+    numbered = CobaLearner(e2g(), users=2, words=None)
+    with pytest.raises(IGLearnError, match="user ids are whole numbers 0 to 2 - 1 \\(or names, "
+                                           "with users='auto'\\)"):
+        numbered.context_vector(("Tom", 0.5))
+
+
+def test_numpy_text_and_missing_contexts_are_read_or_refused_in_one_line():
+    learner = RegressionCBLearner()
+    assert learner.context_vector(np.array([0.1, 0.2])).tolist() == pytest.approx([0.1, 0.2])
+    assert learner.context_vector([[0.1], (0.2,)]).tolist() == pytest.approx([0.1, 0.2])
+    with pytest.raises(IGLearnError, match=r"^this context is text \('abc'\); iglearn's coba "
+                                           r"learners read numbers"):
+        learner.context_vector("abc")
+    with pytest.raises(IGLearnError, match="have no context \\(None\\)"):
+        learner.context_vector(None)
 
 
 def test_registered_through_the_entry_point():

@@ -234,3 +234,23 @@ def test_uniform_play_has_the_accuracy_of_pi_bad_and_no_greedy_action():
     with pytest.raises(IGLearnError, match="no greedy action to predict; draw actions with "
                                            "act_batch"):
         learner.predict(contexts)
+
+
+def test_one_feedback_number_may_be_a_scalar_and_a_wrong_shape_is_told_how_to_give_it():
+    from iglearn.learners import E2G
+
+    learner = E2G(3, 2, 1, seed=0)
+    x = np.array([0.1, 0.2])
+    action, probability = learner.act(x)
+    learner.learn(x, action, probability, 1.0)  # feedback_dim 1: a scalar is that number
+    assert learner.interactions_ == 1
+    action, probability = learner.act(x)
+    with pytest.raises(IGLearnError, match=r"where shape \(1, 1\) is meant; pass 1 numbers per "
+                                           r"interaction: a vector of 1 to learn"):
+        learner.learn(x, action, probability, [1.0, 0.0])
+    wide = E2G(3, 2, 2, seed=0)
+    action, probability = wide.act(x)
+    with pytest.raises(IGLearnError, match=r"where shape \(1, 2\) is meant; pass 2 numbers per "
+                                           r"interaction: a vector of 2 to learn, an array of "
+                                           r"shape \(n, 2\) to learn_batch"):
+        wide.learn(x, action, probability, 1.0)

@@ -247,8 +247,9 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
                 f"if the logging policy did play them this rarely")
     elif name == "reward":
         require(lambda a: (a >= -1) & (a <= 1),
-                ", outside [-1, 1]; the latent reward is 1 (liked), 0 (ignored) or -1 "
-                "(disliked), or a value between")
+                ", outside [-1, 1]; iglearn's rewards lie in [-1, 1] (1 rewarded, 0 not; "
+                "IGL-P's -1 disliked): rescale them into it, e.g. divide by their largest "
+                "magnitude")
     elif name == "definitely_bad":
         require(lambda a: (a == 0) | (a == 1),
                 ", not a boolean; definitely_bad is true (1) or false (0) per interaction")

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 from coba import Learner
@@ -42,7 +42,7 @@ from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit, ch
 from iglearn.errors import IGLearnError
 from iglearn.learners.ai_igl import OnlineAIIGL
 from iglearn.learners.e2g import E2G, check_update_every
-from iglearn.learners.iglp import OnlineIGLP, check_decode_from, check_estimator
+from iglearn.learners.iglp import GAMMA0, OnlineIGLP, check_decode_from, check_estimator
 from iglearn.learners.online import OnlineLearner, UniformLearner
 from iglearn.learners.regression import OnlineRegressionCB, check_exploration
 from iglearn.learners.schedules import PaperSchedule
@@ -132,23 +132,28 @@ class CobaLearner(Learner):
     def _onehot(self, what: str, value: Any) -> np.ndarray:
         """The one-hot features of a user id (``what`` "users") or word id ("words")."""
         setting = self._users if what == "users" else self._words
-        number = float(value) if isinstance(value, int | float | np.number) else None
-        if number is None or not number.is_integer():
-            raise IGLearnError(f"{what[:-1]} id {value!r} is not a whole number; set {what} "
-                               f"to None when the {'context' if what == 'users' else 'feedback'}"
-                               f" holds no {what[:-1]} id")
+        number = (float(value) if isinstance(value, int | float | np.number)
+                  and not isinstance(value, bool) else None)
+        named = setting == AUTO and isinstance(value, str)  # "Tom", "click": ids by name
+        if not named and (number is None or not number.is_integer()):
+            how = ("whole numbers (0 to N - 1) or names" if setting == AUTO
+                   else f"whole numbers 0 to {setting} - 1 (or names, with {what}='auto')")
+            raise IGLearnError(f"{what[:-1]} id {value!r} is neither; {what[:-1]} ids are "
+                               f"{how}; set {what} to None when the "
+                               f"{'context' if what == 'users' else 'feedback'} holds no "
+                               f"{what[:-1]} id")
         size = self._slots if setting == AUTO else int(setting)  # type: ignore[arg-type]
         if setting == AUTO:
             seen = self.ids[what]
-            slot = seen.setdefault(int(number), len(seen))
+            key = value if named else int(cast(float, number))
+            slot = seen.setdefault(key, len(seen))
             if slot >= size:
-                del seen[int(number)]
+                del seen[key]
                 raise IGLearnError(f"more than {size} distinct {what[:-1]} ids, the most "
                                    f"{what}=\"auto\" one-hot encodes; give {what}=N, the "
-                                   f"number of {what[:-1]} ids (numbered 0 to N - 1), or raise "
-                                   f"CobaLearner's slots")
+                                   f"number of {what[:-1]} ids (numbered 0 to N - 1)")
         else:
-            slot = int(number)
+            slot = int(cast(float, number))
             if not 0 <= slot < size:
                 raise IGLearnError(f"{what[:-1]} id {value!r} is outside [0, {size}); set "
                                    f"{what} to the environment's n_{what} (or 'auto')")
@@ -160,19 +165,29 @@ class CobaLearner(Learner):
         """A coba context as iglearn's dense float32 context vector."""
         if isinstance(context, Mapping):
             raise IGLearnError("iglearn's coba learners read dense contexts; this environment "
-                               "has sparse (dict) contexts: add .dense() or .repr() to it")
-        values = list(context) if isinstance(context, Sequence) else [context]
+                               "has sparse (dict) contexts: make them dense first (coba's "
+                               ".dense(n_feats, method))")
+        if context is None:
+            raise IGLearnError("this environment's interactions have no context (None); "
+                               "iglearn's coba learners read a dense context vector: give "
+                               "the environment contexts")
         if self._users is None:
-            return np.asarray(values, np.float32)
-        rest = np.asarray(values[1:], np.float32)
+            return np.asarray(flat_values(context), np.float32)
+        if isinstance(context, np.ndarray):
+            context = list(context.ravel())
+        parts = list(context) if isinstance(context, Sequence) and not isinstance(
+            context, str | bytes) else [context]
+        rest = np.asarray(flat_values(parts[1:]), np.float32)  # the user id first, any kind
         if self._users == 0:
             return rest
-        return np.concatenate([self._onehot("users", values[0]), rest])
+        return np.concatenate([self._onehot("users", parts[0]), rest])
 
     def feedback_vector(self, feedback: Any, action: Any = None) -> np.ndarray:
         """coba's feedback (SequentialIGL's ``reward`` argument), of any shape
         (:func:`feedback_values`), as the learner reads it: a one-hot word, a float32 vector
         of ``feedback_dim`` numbers, or a float32 scalar (``feedback_dim`` 0)."""
+        if self._words is not None and isinstance(feedback, str):  # a word by name
+            return self._onehot("words", feedback)
         values = feedback_values(feedback, action)
         if self._words is not None:
             if len(values) != 1:
@@ -269,6 +284,24 @@ def _online_iglp(n_actions: int, context_dim: int, feedback_dim: int,
         estimator = "zhang" if n_actions >= ZHANG_FROM_ACTIONS else "lipschitz"
     return OnlineIGLP(n_actions, context_dim, feedback_dim, estimator=estimator,  # type: ignore[arg-type]
                       **settings)
+
+
+FIXED_GAMMA = 100.0
+"""OnlineIGLP's fixed IGW gamma where none is given (unused while gamma0 grows it)."""
+
+
+def flat_values(context: Any) -> list[Any]:
+    """A coba context's values in order, nested sequences and numpy arrays flattened (a
+    numpy context, or SequentialIGL's (user id, features) with numpy features); text is
+    refused, naming it."""
+    if isinstance(context, str | bytes):
+        raise IGLearnError(f"this context is text ({context!r}); iglearn's coba learners read "
+                           f"numbers")
+    if isinstance(context, np.ndarray):
+        return list(context.ravel())
+    if not isinstance(context, Sequence):
+        return [context]
+    return [value for part in context for value in flat_values(part)]
 
 
 def iglp(exploration: str = "epsilon", seed: int = 0, **settings: Any) -> Maker:
@@ -369,7 +402,9 @@ class IGLPLearner(CobaLearner):
             'epsilon', the better measured of the two for each on coba's grounded tasks
             (``benchmarks/coba_grounded.md``).
         epsilon: epsilon-greedy's exploration probability.
-        gamma: IGW's parameter.
+        gamma: IGW's fixed parameter; given, it replaces the growing gamma (``gamma0``).
+        gamma0: IGW's growing gamma, sqrt(1 + t) / gamma0 (OnlineIGLP's ``gamma0``,
+            :data:`~iglearn.learners.iglp.GAMMA0` by default), used unless ``gamma`` is given.
         seed: the learner's seed.
         personal: ground each word's meaning per user (the default; OnlineIGLP's ``users``
             set to the user id's one-hot width, :class:`~iglearn.models.personal.PersonalIK`),
@@ -401,7 +436,8 @@ class IGLPLearner(CobaLearner):
     """
 
     def __init__(self, users: Ids = AUTO, words: Ids = AUTO, exploration: str | None = None,
-                 epsilon: float = 0.2, gamma: float = 100.0, seed: int = 0,
+                 epsilon: float = 0.2, gamma: float | None = None,
+                 gamma0: float | None = GAMMA0, seed: int = 0,
                  personal: bool = True, estimator: str = "auto",
                  decode_from: str = "feedback", standardise: Mode = "auto",
                  same_unit: SameUnit = "none", feedback_dim: int = 1):
@@ -409,14 +445,22 @@ class IGLPLearner(CobaLearner):
         width = 0 if not personal or not users else SLOTS if users == AUTO else int(users)
         if exploration is None:
             exploration = "igw" if width else "epsilon"
-        check_exploration(exploration, epsilon, gamma)  # here, not at the first interaction
+        if gamma is not None:  # a fixed gamma (it was ignored beside the growing one)
+            gamma0 = None
+        elif gamma0 is None:
+            raise IGLearnError("gamma0=None asks for IGW's fixed gamma: give gamma too")
+        gamma = FIXED_GAMMA if gamma is None else gamma
+        check_exploration(exploration, epsilon, gamma, gamma0)  # here, not at the first
+        #                                                        interaction
         if estimator != "auto":
             check_estimator(estimator)  # refused here, not at coba's first interaction
         check_decode_from(decode_from)
-        super().__init__(iglp(exploration, seed, epsilon=epsilon, gamma=gamma, users=width,
-                              estimator=estimator, decode_from=decode_from, **scaling),
+        super().__init__(iglp(exploration, seed, epsilon=epsilon, gamma=gamma, gamma0=gamma0,
+                              users=width, estimator=estimator, decode_from=decode_from,
+                              **scaling),
                          users, words, "iglearn.IGLP",
-                         {"exploration": exploration, "epsilon": epsilon, "gamma": gamma,
+                         {"exploration": exploration, "epsilon": epsilon,
+                          "gamma": "growing" if gamma0 is not None else gamma, "gamma0": gamma0,
                           "seed": seed, "personal": bool(width), "estimator": estimator,
                           "decode_from": decode_from, **scaling}, feedback_dim=feedback_dim)
 

@@ -152,11 +152,15 @@ def checked_signal(feedback: np.ndarray | float, n: int, dim: int) -> np.ndarray
     expected = (n, dim) if dim else (n,)
     if dim and signal.ndim > 2 and signal.size == n * dim:  # e.g. images: flattened
         signal = signal.reshape(expected)
+    if dim == 1 and signal.ndim <= 1 and signal.size == n:  # one number each: no doubt
+        signal = signal.reshape(expected)
     if signal.shape != expected:
-        meant = f"{dim} numbers per interaction" if dim else "one number per interaction"
-        raise IGLearnError(f"learn received feedback of shape {signal.shape} where {meant} is "
-                           f"meant, shape {expected}: pass a scalar or a flat vector, not a "
-                           f"column")
+        how = (f"{dim} numbers per interaction: a vector of {dim} to learn, an array of "
+               f"shape (n, {dim}) to learn_batch" if dim else
+               "one number per interaction: a scalar to learn, a flat vector of n to "
+               "learn_batch, not a column")
+        raise IGLearnError(f"learn received feedback of shape {signal.shape} where shape "
+                           f"{expected} is meant; pass {how}")
     return signal
 
 
