@@ -755,8 +755,10 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "(reward; evaluation only), and the decoded-reward value and the "
                     "indicator of the model's algorithm (feedback): Eq. 9 for igl, the sum "
                     "over actions of Cov_a(pi(a|x), psi_a(y)) for ai-igl; 'in_sample' is "
-                    "true (with a note) when DATA holds the very bytes of the log the model "
-                    "was fitted on, false when not, null when the model does not say.")
+                    "true (with a note) when DATA is the log the model was fitted on, in any "
+                    "format or order, a part of it, or its contexts with labels; false when "
+                    "not (with 'training_rows_share' and a note when some of its rows are "
+                    "the log's); null when the model does not say.")
     commands.add_parser(
         "orient", help="choose a two-action model's direction from labelled interactions",
         build=_orient_options,

@@ -52,18 +52,19 @@ Block = dict[str, np.ndarray]
 
 @dataclass(frozen=True)
 class StreamSettings:
-    """How a log is read for a fit: into memory, or streamed from disk."""
+    """How a log is read for a fit (or an evaluation): into memory, or streamed from disk."""
 
     stream: Literal["auto", "on", "off"] = "auto"
     """on: stream the log from disk (memory independent of its size); off: read it into
-    memory; auto: stream when a fit in memory would take the process above memory_limit_gb
-    (and streaming would take less)."""
+    memory; auto: stream when reading it into memory would take the process above
+    memory_limit_gb (and streaming would take less)."""
     memory_limit_gb: float = 2.0
-    """Most memory (GB of resident memory) the whole process may take at its peak during a
-    fit that streams: what it already holds when the log is opened plus the stream's buffers,
-    whose sizes (shuffle_rows, block_rows) are lowered to fit; a limit the process cannot keep
-    is refused before any reading. With stream auto, a log is read into memory only when the
-    process would stay below it (what it holds plus IN_MEMORY_COST times the log's fields)."""
+    """Most memory (GB of resident memory) the whole process may take at its peak while it
+    streams the log: what it already holds when the log is opened plus the stream's buffers,
+    whose sizes (a fit's shuffle_rows, block_rows) are lowered to fit; a limit the process
+    cannot keep is refused before any reading. With stream auto, a log is read into memory
+    only when the process would stay below it (what it holds plus IN_MEMORY_COST times the
+    log's fields)."""
     shuffle_rows: int = 65536
     """Most rows of the shuffle buffer each streamed mini-batch is drawn from (fewer when
     memory_limit_gb needs it)."""
