@@ -167,6 +167,21 @@ def test_usage_errors_are_one_line_naming_the_option(capsys):
     assert "--trials" in err and "iglearn reproduce table1 --help" in err
 
 
+@pytest.mark.parametrize("argv, said", [
+    # the command's own help, not iglearn's (it said "see 'iglearn --help'")
+    (["fit", "log.npz", "--out", "m", "--learning-rate", "0.1"],
+     "unrecognized arguments: --learning-rate 0.1; see 'iglearn fit --help'"),
+    # a misspelt option, not the option it stood for (it said "required: --out")
+    (["fit", "log.npz", "--otu", "m"], "unrecognized arguments: --otu; see 'iglearn fit --help'"),
+    (["fit", "--out", "m"], "the following arguments are required: LOG; see 'iglearn fit --help'"),
+    (["serve", "keys", "add", "--bogus"],
+     "unrecognized arguments: --bogus; see 'iglearn serve keys add --help'"),
+])
+def test_an_unknown_option_is_told_by_its_command(capsys, argv, said):
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"iglearn: error: {said}\n"
+
+
 def test_an_internal_error_is_one_line_asking_for_verbose(monkeypatch, capsys, tmp_path):
     def broken(args):
         raise RuntimeError("a bug")

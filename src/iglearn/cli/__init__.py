@@ -99,6 +99,16 @@ class LazySubParsers(argparse._SubParsersAction):
         super().__init__(*args, **kwargs)
         self._name_parser_map = self.choices = _Parsers()
 
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        """Parse the command's arguments; one it does not know is told by the command's own
+        parser, so that the message points to ``iglearn COMMAND --help``."""
+        super().__call__(parser, namespace, values, option_string)
+        unknown = vars(namespace).pop(argparse._UNRECOGNIZED_ARGS_ATTR, None)
+        if unknown:
+            self._name_parser_map[values[0]].error(
+                f"unrecognized arguments: {' '.join(unknown)}")
+
     def add_parser(self, name: str, *, build: Build | None = None,
                    **kwargs: Any) -> argparse.ArgumentParser:
         """A new subcommand ``name``; ``build``: adds its arguments when first needed."""
@@ -119,9 +129,28 @@ class Parser(argparse.ArgumentParser):
         self.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
                           help="show the traceback of an error")
 
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None
+                         ) -> tuple[argparse.Namespace, list[str]]:
+        self._given = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str) -> NoReturn:
-        """Print ``message`` on one line with where to find the options; exit with code 2."""
+        """Print ``message`` on one line with where to find the options; exit with code 2. A
+        required argument missing beside an option the command does not know (``--otu`` for
+        ``--out``) is told as that option: the likelier mistake."""
+        if message.startswith("the following arguments are required"):
+            unknown = self._unknown_options()
+            if unknown:
+                message = f"unrecognized arguments: {unknown[0]}"
         self.exit(2, f"iglearn: error: {printable(message)}; see '{self.prog} --help'\n")
+
+    def _unknown_options(self) -> list[str]:
+        """The options given to this parser that none of its options is (or begins with)."""
+        known = list(self._option_string_actions)
+        return [text for text in getattr(self, "_given", [])
+                if text.startswith("-") and len(text) > 1 and not text[1:2].isdigit()
+                and not any(option.startswith(text.split("=", 1)[0]) for option in known)]
 
 
 class PrintVersion(argparse.Action):
