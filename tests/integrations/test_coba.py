@@ -402,3 +402,23 @@ def test_a_bad_context_is_named_by_its_column_not_by_a_row():
                                                rf"1; NaN or infinite") as caught:
             call([0.5, float("nan"), -1.0])
         assert "row" not in str(caught.value).split(";")[0]
+
+
+def test_numpy_actions_are_compared_by_their_values():
+    learner = RegressionCBLearner(seed=0)
+    offered = [np.array([1, 0]), np.array([0, 1])]
+    for _ in range(2):  # the second call compared the arrays with == (ambiguous truth value)
+        action, probability = learner.predict([0.1, 0.2], [a.copy() for a in offered])[
+            "action_prob"]
+    learner.learn([0.1, 0.2], np.array([0, 1]), 1.0, probability)
+    assert learner.learner is not None and learner.learner.interactions_ == 2
+    with pytest.raises(IGLearnError, match=r"action array\(\[1, 1\]\) is not one the learner "
+                                           r"was offered"):
+        learner.learn([0.1, 0.2], np.array([1, 1]), 1.0, 0.5)
+
+
+def test_zhangs_ramp_below_four_actions_is_refused_at_the_first_decision():
+    learner = IGLPLearner(estimator="zhang")
+    with pytest.raises(IGLearnError, match=r"^estimator 'zhang' needs at least 4 actions .*"
+                                           r"offers 2: use estimator='auto' or 'lipschitz'"):
+        learner.predict((0, 0.5, 0.25), ["a", "b"])

@@ -205,16 +205,18 @@ class CobaLearner(Learner):
         return self._slots if self._words == AUTO else int(self._words)
 
     def _index(self, action: Any) -> int:
-        try:
-            return self._actions.index(action)
-        except ValueError:
-            raise IGLearnError(f"action {action!r} is not one the learner was offered") from None
+        found = next((i for i, offered in enumerate(self._actions)
+                      if same_action(offered, action)), None)
+        if found is None:
+            raise IGLearnError(f"action {action!r} is not one the learner was offered")
+        return found
 
     def _built(self, context: np.ndarray, actions: Sequence[Any]) -> OnlineLearner:
         if self.learner is None:
             self._actions = list(actions)
             self.learner = self._make(len(self._actions), len(context), self._feedback_width())
-        elif list(actions) != self._actions:
+        elif len(actions) != len(self._actions) or not all(
+                same_action(a, b) for a, b in zip(actions, self._actions, strict=True)):
             raise IGLearnError("iglearn's online learners need the same actions, in the same "
                                "order, at every interaction")
         return self.learner
@@ -282,12 +284,24 @@ def _online_iglp(n_actions: int, context_dim: int, feedback_dim: int,
                  estimator: str = "lipschitz", **settings: Any) -> OnlineLearner:
     if estimator == "auto":
         estimator = "zhang" if n_actions >= ZHANG_FROM_ACTIONS else "lipschitz"
+    elif estimator == "zhang" and n_actions < ZHANG_FROM_ACTIONS:  # told at the first decision
+        raise IGLearnError(f"estimator 'zhang' needs at least {ZHANG_FROM_ACTIONS} actions (its "
+                           f"ramp starts above 1/K); this environment offers {n_actions}: use "
+                           f"estimator='auto' or 'lipschitz'")
     return OnlineIGLP(n_actions, context_dim, feedback_dim, estimator=estimator,  # type: ignore[arg-type]
                       **settings)
 
 
 FIXED_GAMMA = 100.0
 """OnlineIGLP's fixed IGW gamma where none is given (unused while gamma0 grows it)."""
+
+
+def same_action(first: Any, second: Any) -> bool:
+    """Whether two of coba's actions are the same: equal, or numpy arrays (one-hot actions)
+    holding the same values, whose ``==`` is elementwise."""
+    if isinstance(first, np.ndarray) or isinstance(second, np.ndarray):
+        return bool(np.array_equal(np.asarray(first), np.asarray(second)))
+    return bool(first == second)
 
 
 def flat_values(context: Any) -> list[Any]:
