@@ -84,7 +84,8 @@ def reproduce_sweep(base: Table1Config, grid: dict[str, list], out: str | Path,
     folder = prepare_output(out)
     frame = run_sweep(base, grid, execution, folder)
     table = summary(frame, list(grid))
-    text = (f"# Sweep over {', '.join(grid)} ({base.dataset}, {base.trials} trials per point)"
+    trials = f"{base.trials} trial{'s' if base.trials != 1 else ''}"
+    text = (f"# Sweep over {', '.join(grid)} ({base.dataset}, {trials} per point)"
             f"\n\n{markdown_table(table, exact=tuple(grid))}\n\nstd is the standard deviation "
             f"over the trials (ddof=1; n/a for one trial).\n")
     return write_outputs(folder, "sweep", frame, text, {"base": asdict(base), "grid": grid})
