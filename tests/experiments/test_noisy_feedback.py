@@ -99,6 +99,9 @@ def test_markdown_says_where_igl_beats_vi_igl():
             for method, mean in (("VI-IGL", 0.80), ("IGL", 0.85), ("CB", 0.9))]
     text = markdown(pd.DataFrame(rows), NoisyFeedbackConfig(trials=2))
     assert "independent p = 0.1 (85.0 % against 80.0 %)" in text
+    # the methods run, not every method (it named E2G and its rounds when E2G was not run)
+    assert text.startswith("# Noisy feedback: VI-IGL, 2021 IGL and CB\n")
+    assert "E2G plays online" not in text
     row = "| independent | 0.1 | 80.00 ± 1.00 | 85.00 ± 1.00 | 90.00 ± 1.00 | IGL | 71.0 | 25.0 |"
     assert row in text
     frame = pd.DataFrame([{"experiment": "noisy_feedback", "method": "CB", "trial": 0,
