@@ -195,6 +195,23 @@ def test_decode_reads_a_frame_by_its_feedback_column_names(algorithm, tmp_path):
         decode(frame[["emg_0", "emg_2", "arm"]], *given)
 
 
+def test_a_frame_with_a_column_named_source_is_read_as_any_other(tmp_path):
+    """A column 'source' is an attribute of a pandas frame: it is no name of its rows (it
+    was taken as one, and its values' truth was asked)."""
+    from iglearn import BatchIGL, InteractionLog
+
+    frame, _ = _own_columns_frame(300)
+    frame = frame.rename(columns={"clicks": "source"})
+    log = InteractionLog.from_frame(frame, context=["age", "source"], feedback="emg_*",
+                                    action="arm", probability="p", n_actions=3)
+    quick = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, small_steps=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        learner = BatchIGL(seed=0, optimisation=quick).fit(log)
+    assert np.array_equal(learner.predict(frame), learner.predict(log.context))
+    assert np.allclose(learner.decode(frame), learner.decode(log.feedback))
+
+
 @pytest.mark.parametrize("name, d, model", [("AI-IGL", 784, "policy and decoders"),
                                             ("IGL-P", 128, "inverse-kinematics model")])
 def test_a_fit_that_diverges_is_refused_naming_the_log_and_the_model(name, d, model,

@@ -69,6 +69,12 @@ def check_feature_names(table: InteractionLog | ContextSet,
                        f"schema=model.schema_) or read_contexts(path, schema=model.schema_)")
 
 
+def _source_of(value: object, default: str) -> str:
+    """What a warning about ``value``'s rows calls them: a log's or a context set's source
+    (its file), else ``default`` (an array, or a frame, whose column ``source`` is no name)."""
+    return value.source if isinstance(value, InteractionLog | ContextSet) else default
+
+
 class PolicyLearner:
     """Shared behaviour of learners that end with a fitted policy ``policy_``."""
 
@@ -291,7 +297,7 @@ class PolicyLearner:
         fitted models read them, checked as a log's are (:func:`~iglearn.data.logs.
         model_rows`: NaN, a wrong width or a single vector is an error naming it):
         standardised with ``standardiser_`` (float32), or as given when there is none."""
-        source = getattr(context, "source", None) or "contexts"  # a log's or set's file
+        source = _source_of(context, "contexts")
         context = model_rows("context", self.contexts_of(context),
                              self._fitted("context_dim"), "contexts")
         if self.standardiser_ is None:
@@ -316,7 +322,7 @@ class PolicyLearner:
                               ) -> np.ndarray:
         """Feedback vectors (an array (n, d_y), a DataFrame or a log: :meth:`feedback_of`)
         as the fitted decoders read them, checked (see :meth:`standardised`)."""
-        source = getattr(feedback, "source", None) or "feedback"
+        source = _source_of(feedback, "feedback")
         feedback = model_rows("feedback", self.feedback_of(feedback),
                               self._fitted("feedback_dim"), "feedback")
         if self.standardiser_ is None:
