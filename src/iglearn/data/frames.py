@@ -582,18 +582,26 @@ class _Selection:
         self.used[column] = field
 
     def expand(self, entry: str, field: str) -> list[str]:
-        """The columns a mapping entry names: itself, or every column it is a prefix of."""
+        """The columns a mapping entry names: itself, or every column it is a prefix of (a
+        prefix no column starts with is an error naming it)."""
+        found = self._matching(entry)
+        if not found:
+            near = near_name(entry, self.names)
+            raise IGLearnError(f"{self.source}: no column starts with "
+                               f"{shown(entry.rstrip(PREFIX))} ({field} {shown(entry)}"
+                               f"{'; ' + near if near else ''}); the columns are "
+                               f"{_listing(self.names)}")
+        return found
+
+    def _matching(self, entry: str) -> list[str]:
+        """:meth:`expand`'s columns, none when a prefix starts no column: numbered ones in
+        the order of their numbers."""
         if not entry.endswith(PREFIX):
             return [entry]
         prefix = entry.rstrip(PREFIX)
         found = [name for name in self.names if selects(entry, name)]
-        if not found:
-            near = near_name(entry, self.names)
-            raise IGLearnError(f"{self.source}: no column starts with {shown(prefix)} "
-                               f"({field} {shown(entry)}{'; ' + near if near else ''}); the "
-                               f"columns are {_listing(self.names)}")
         rests = [name[len(prefix):] for name in found]
-        if all(rest.isdigit() for rest in rests):
+        if found and all(rest.isdigit() for rest in rests):
             found = [name for _, name in sorted(zip(map(int, rests), found, strict=True))]
         return found
 
@@ -604,9 +612,7 @@ class _Selection:
         if entries is None:
             return self._default_columns(field)
         if not strict:
-            return [name for entry in entries
-                    for name in ([n for n in self.names if selects(entry, n)]
-                                 if entry.endswith(PREFIX) else [entry])
+            return [name for entry in entries for name in self._matching(entry)
                     if name in self.names]
         columns = [name for entry in entries for name in self.expand(entry, field)]
         absent = [name for name in columns if name not in self.names]
