@@ -7,10 +7,7 @@ import sys
 import time
 import unicodedata
 import warnings
-from collections.abc import Iterable, Iterator
-from typing import Any, TextIO, TypeVar
-
-T = TypeVar("T")
+from typing import Any, TextIO
 
 # Characters that move the cursor or reorder text without being control characters.
 _INVISIBLE_LAYOUT = frozenset("\u2028\u2029\u202a\u202b\u202c\u202d\u202e"
@@ -51,26 +48,16 @@ class ProgressLines:
     of the total is done or :data:`LINE_SECONDS` have passed, and one when it closes
     (``... done in S s``),
     where a bar redrawn with carriage returns would leave one unreadable line, erased at the
-    end. The calls of a tqdm bar that iglearn makes: iteration, ``update``, ``set_postfix``,
+    end. The calls of a tqdm bar that iglearn makes: ``update``, ``set_postfix``,
     ``refresh``, ``close``, ``n`` and ``total``."""
 
-    def __init__(self, items: Iterable[Any] | None, total: int | None, description: str,
-                 enabled: bool):
-        self.items, self.description, self.enabled = items, description, enabled
-        self.total = total if total is not None or items is None else (
-            len(items) if hasattr(items, "__len__") else None)  # type: ignore[arg-type]
+    def __init__(self, total: int | None, description: str, enabled: bool):
+        self.total, self.description, self.enabled = total, description, enabled
         self.n, self.postfix, self.closed = 0, "", False
         self.start = self.last = time.monotonic()
         self.shown = 0  # the tenths of the total told so far
         if self.total:
             self._line(f"{self._count()}, starting")
-
-    def __iter__(self) -> Iterator[Any]:
-        assert self.items is not None
-        for item in self.items:
-            yield item
-            self.update(1)
-        self.close()
 
     def update(self, n: float = 1) -> None:
         """Count ``n`` more units done; a line when a tenth more is done or time has passed."""
@@ -108,19 +95,17 @@ class ProgressLines:
             self.last = time.monotonic()
 
 
-def progress_bar(total: int | None, description: str, items: Iterable[T] | None = None,
-                 enabled: bool = True) -> Any:
+def progress_bar(total: int | None, description: str, enabled: bool = True) -> Any:
     """A progress bar on stderr over ``total`` units (``tqdm.auto``: a text bar on a terminal,
-    a widget in a notebook), cleared when closed: over ``items`` when given, or advanced by
-    the caller (``update``) and closed by it (``close``); drawn only when ``enabled``. On a
-    standard error that is neither (a file, a pipe), plain lines instead
-    (:class:`ProgressLines`)."""
+    a widget in a notebook), cleared when closed, advanced by the caller (``update``) and
+    closed by it (``close``); drawn only when ``enabled``. On a standard error that is
+    neither (a file, a pipe), plain lines instead (:class:`ProgressLines`)."""
     if not _drawn_on_terminal():
-        return ProgressLines(items, total, description, enabled)
+        return ProgressLines(total, description, enabled)
     from tqdm.auto import tqdm  # on first use: tqdm.auto imports asyncio
 
-    return tqdm(items, desc=description, disable=not enabled, total=total,
-                dynamic_ncols=True, leave=False)
+    return tqdm(desc=description, disable=not enabled, total=total, dynamic_ncols=True,
+                leave=False)
 
 
 def _drawn_on_terminal() -> bool:
@@ -131,12 +116,6 @@ def _drawn_on_terminal() -> bool:
     except (AttributeError, ValueError):  # replaced by an object without it, or closed
         return False
     return "ipykernel" in sys.modules
-
-
-def progress(items: Iterable[T], description: str, enabled: bool = True,
-             total: int | None = None) -> Iterator[T]:
-    """Iterate over ``items`` with a progress bar (shown only when ``enabled``)."""
-    return iter(progress_bar(total, description, items, enabled))
 
 
 def end_progress() -> None:
