@@ -372,8 +372,10 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
     learner = read_model(model_dir)
     learner.device = device  # type: ignore[union-attr]
     meta = learner.metadata_
-    reader, info = opened or _opened(data, meta, learner.schema_, args, wanted)
-    _check_reading(info, reading)
+    if opened is None:  # an archive: its data are checked now
+        opened = _opened(data, meta, learner.schema_, args, wanted)
+        _check_reading(opened[1], reading)
+    reader, info = opened
     table: InteractionLog | LogStream | ContextSet
     if contexts_only and info.is_log:
         arrays = reader.arrays(("context", "label"))
