@@ -371,6 +371,24 @@ def test_auto_reads_users_and_words_in_the_order_they_appear():
         numbered.context_vector(("Tom", 0.5))
 
 
+
+def test_a_dropped_user_id_must_be_an_id():
+    """``users=0`` drops SequentialIGL's user id, a whole number or a name; a first context
+    value that is neither (SequentialCB's contexts, which carry no user id) is refused, where
+    before it was dropped as an id without a word."""
+    learner = E2GLearner(words=None, feedback_dim=2)
+    assert learner.context_vector((3, 0.5, 2.0)).tolist() == [0.5, 2.0]
+    assert learner.context_vector(("Tom", 0.5, 2.0)).tolist() == [0.5, 2.0]
+    assert learner.context_vector((np.float64(4.0), 0.5)).tolist() == [0.5]
+    with pytest.raises(IGLearnError, match=r"user id 0.37 is neither; user ids are whole "
+                                           r"numbers \(0 to N - 1\) or names \(users=0 drops "
+                                           r"the first context value as SequentialIGL's user "
+                                           r"id\); set users to None when the context holds no "
+                                           r"user id"):
+        learner.predict((0.37, 0.5, 2.0), [0, 1, 2])
+    assert E2GLearner(users=None).context_vector((0.37, 0.5)).tolist() == pytest.approx(
+        [0.37, 0.5])
+
 def test_numpy_text_and_missing_contexts_are_read_or_refused_in_one_line():
     learner = RegressionCBLearner()
     assert learner.context_vector(np.array([0.1, 0.2])).tolist() == pytest.approx([0.1, 0.2])

@@ -89,7 +89,8 @@ class CobaLearner(Learner):
             ``functools.partial``).
         users: the user id SequentialIGL puts first in each context: "auto" one-hot encodes
             the ids in the order they first appear, into ``slots`` features; n >= 1 one-hot
-            encodes ids in [0, n); 0 drops the user id; None: contexts carry no user id.
+            encodes ids in [0, n); 0 drops the user id (a first context value that is
+            neither a whole number nor a name is refused); None: contexts carry no user id.
         words: the feedback is a word id (coba's grounded environments): "auto" one-hot
             encodes the ids in the order they first appear, into ``slots`` features; n >= 1
             ids in [0, n); None: the feedback is ``feedback_dim`` numbers, used as they are.
@@ -129,23 +130,33 @@ class CobaLearner(Learner):
                 **self._params}
 
     # -- encoding -----------------------------------------------------------------------
-    def _onehot(self, what: str, value: Any) -> np.ndarray:
-        """The one-hot features of a user id (``what`` "users") or word id ("words")."""
+    def _id_key(self, what: str, value: Any) -> int | str:
+        """A user id (``what`` "users") or word id ("words") as iglearn reads it: a whole
+        number, or a name where the setting is "auto" (or 0, which drops the id); any other
+        value is refused, since it is not an id (the context or feedback holds none)."""
         setting = self._users if what == "users" else self._words
         number = (float(value) if isinstance(value, int | float | np.number)
                   and not isinstance(value, bool) else None)
-        named = setting == AUTO and isinstance(value, str)  # "Tom", "click": ids by name
-        if not named and (number is None or not number.is_integer()):
-            how = ("whole numbers (0 to N - 1) or names" if setting == AUTO
+        if setting in (AUTO, 0) and isinstance(value, str):  # "Tom", "click": ids by name
+            return value
+        if number is None or not number.is_integer():
+            how = ("whole numbers (0 to N - 1) or names" if setting in (AUTO, 0)
                    else f"whole numbers 0 to {setting} - 1 (or names, with {what}='auto')")
+            dropped = (" (users=0 drops the first context value as SequentialIGL's user id)"
+                       if setting == 0 else "")
             raise IGLearnError(f"{what[:-1]} id {value!r} is neither; {what[:-1]} ids are "
-                               f"{how}; set {what} to None when the "
+                               f"{how}{dropped}; set {what} to None when the "
                                f"{'context' if what == 'users' else 'feedback'} holds no "
                                f"{what[:-1]} id")
+        return int(number)
+
+    def _onehot(self, what: str, value: Any) -> np.ndarray:
+        """The one-hot features of a user id (``what`` "users") or word id ("words")."""
+        setting = self._users if what == "users" else self._words
+        key = self._id_key(what, value)
         size = self._slots if setting == AUTO else int(setting)  # type: ignore[arg-type]
         if setting == AUTO:
             seen = self.ids[what]
-            key = value if named else int(cast(float, number))
             slot = seen.setdefault(key, len(seen))
             if slot >= size:
                 del seen[key]
@@ -153,7 +164,7 @@ class CobaLearner(Learner):
                                    f"{what}=\"auto\" one-hot encodes; give {what}=N, the "
                                    f"number of {what[:-1]} ids (numbered 0 to N - 1)")
         else:
-            slot = int(cast(float, number))
+            slot = cast(int, key)
             if not 0 <= slot < size:
                 raise IGLearnError(f"{what[:-1]} id {value!r} is outside [0, {size}); set "
                                    f"{what} to the environment's n_{what} (or 'auto')")
@@ -179,6 +190,7 @@ class CobaLearner(Learner):
             context, str | bytes) else [context]
         rest = np.asarray(flat_values(parts[1:]), np.float32)  # the user id first, any kind
         if self._users == 0:
+            self._id_key("users", parts[0])  # dropped, but an id: not a measurement
             return rest
         return np.concatenate([self._onehot("users", parts[0]), rest])
 
