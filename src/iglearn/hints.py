@@ -13,11 +13,16 @@ is an instance of: ``str | nn.Module | ModelFactory`` reads as ``str | Unresolve
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
+import math
+import numbers
 import sys
-from collections.abc import Mapping
+import types
+import typing
+from collections.abc import Collection, Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import Any, cast
 
 
 class _Opaque(type):
@@ -64,3 +69,81 @@ def settings_hints(cls: type) -> Mapping[str, Any]:
                 annotation = eval(annotation, namespace, _Names(namespace))  # noqa: S307
             hints[name] = annotation
     return MappingProxyType(hints)
+
+
+SCALARS = (bool, int, float, str, type(None))
+"""The types of the settings :func:`check_fields` checks by their annotation."""
+
+
+def scalar_kinds(hint: Any) -> tuple[type, ...] | None:
+    """The types of an annotation made of :data:`SCALARS` only (``int``, ``float | None``),
+    or None for any other (a literal, a module or a factory, a seed): those a field's own
+    check reads."""
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    kinds = typing.get_args(hint) if union else (hint,)
+    return kinds if kinds and all(kind in SCALARS for kind in kinds) else None
+
+
+class _Wrong(Exception):
+    """A value of no type that a scalar annotation admits."""
+
+
+def _scalar(value: object, kinds: tuple[type, ...]) -> object:
+    """``value`` as the first of ``kinds`` it is: a bool only from a bool (numpy's too), a
+    whole number from any integral number but a bool, a float from any finite real number but a
+    bool; else :class:`_Wrong`."""
+    flag = isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b"
+    if value is None and type(None) in kinds:
+        return None
+    if flag:
+        if bool in kinds:
+            return bool(value)
+        raise _Wrong
+    if int in kinds and isinstance(value, numbers.Integral):
+        return int(value)
+    if float in kinds and isinstance(value, numbers.Real) and math.isfinite(value):
+        return float(value)
+    if str in kinds and isinstance(value, str):
+        return value
+    raise _Wrong
+
+
+def _wanted(kinds: tuple[type, ...], bound: str) -> str:
+    """What a field of ``kinds`` takes, in words (``bound``: " >= 1", " > 0" or "")."""
+    words = {bool: "True or False", int: f"a whole number{bound}",
+             float: f"a finite number{bound}", str: "text", type(None): "None"}
+    named = [words[kind] for kind in kinds if not (kind is float and int in kinds)]
+    return " or ".join(named)
+
+
+def check_fields(settings: object, positive: Collection[str] = (),
+                 non_negative: Collection[str] = ()) -> None:
+    """Refuse a field of the dataclass ``settings`` whose value its annotation does not admit,
+    for the annotations made of :data:`SCALARS` (``corrector="no"``, ``lr=True``, NaN), or
+    out of range (``positive``: the names that must be above 0, ``non_negative``: at least 0),
+    in one line naming the field; a numpy number or bool is stored as the Python one it is
+    (``update_every=np.int64(100)`` is a whole number). The one check of every settings class
+    (the learners', their optimisation's, a stream's, a schedule's)."""
+    from iglearn.errors import IGLearnError
+
+    hints = settings_hints(cast(type, type(settings)))
+    for item in dataclasses.fields(settings):  # type: ignore[arg-type]
+        kinds = scalar_kinds(hints.get(item.name)) if item.init else None
+        if kinds is None:
+            continue
+        value = getattr(settings, item.name)
+        least = 1 if int in kinds and float not in kinds else 0
+        bound = ((f" >= {least}" if least else " > 0") if item.name in positive
+                 else " >= 0" if item.name in non_negative else "")
+        try:
+            read = _scalar(value, kinds)
+        except _Wrong:
+            raise IGLearnError(f"{item.name} must be {_wanted(kinds, bound)}, got "
+                               f"{value!r}") from None
+        if isinstance(read, int | float) and not isinstance(read, bool) and (
+                (item.name in positive and not read > 0)
+                or (item.name in non_negative and not read >= 0)):
+            raise IGLearnError(f"{item.name} must be {_wanted(kinds, bound)}, got {value!r}")
+        if read is not value:
+            object.__setattr__(settings, item.name, read)  # frozen dataclasses too
+

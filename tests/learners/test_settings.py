@@ -4,10 +4,14 @@ import copy
 import pickle
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from iglearn import AIIGL, BatchIGL, ContextualBandit
+from iglearn.data.stream import StreamSettings
+from iglearn.errors import IGLearnError
 from iglearn.learners.iglp import IGLP
+from iglearn.learners.schedules import PaperSchedule, TheorySchedule
 from iglearn.learners.settings import Optimisation, UnknownSettingError
 from iglearn.learners.vi_igl import VIIGL
 
@@ -60,3 +64,42 @@ def test_a_subclass_with_an_init_of_its_own_takes_its_own_keywords():
     assert made.extra == 2 and made.seed == 3
     with pytest.raises(TypeError, match="'lr'"):
         MyIGL(lr=0.1)  # what its own __init__ passes on is Python's to refuse
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: BatchIGL(decoder_temperature=-0.1),
+     "decoder_temperature must be a finite number > 0, got -0.1"),
+    (lambda: BatchIGL(restart_threshold=float("nan")),
+     "restart_threshold must be a finite number or None, got nan"),
+    (lambda: BatchIGL(restart_threshold="0.1"), "restart_threshold must be a finite number"),
+    (lambda: BatchIGL(corrector="no"), "corrector must be True or False, got 'no'"),
+    (lambda: BatchIGL(flip_policy=0), "flip_policy must be True or False, got 0"),
+    (lambda: BatchIGL(starts=0), r"starts must be a whole number >= 1 or None, got 0"),
+    (lambda: Optimisation(lr=True), "lr must be a finite number > 0, got True"),
+    (lambda: Optimisation(batch_size=True), "batch_size must be a whole number >= 1, got True"),
+    (lambda: Optimisation(small_log=-1), "small_log must be a whole number >= 0, got -1"),
+    (lambda: VIIGL(beta=0), "beta must be a finite number > 0, got 0"),
+    (lambda: AIIGL(restart_fraction=-0.1), "restart_fraction must be a finite number >= 0"),
+    (lambda: IGLP(threshold="x"), "threshold must be a finite number, got 'x'"),
+    (lambda: StreamSettings(block_rows=1.5), "block_rows must be a whole number >= 1, got 1.5"),
+    (lambda: PaperSchedule(warmup_rounds="5"), "warmup must be a whole number >= 1, got '5'"),
+    (lambda: TheorySchedule(iota=float("nan")), "iota must be a finite number > 0, got nan"),
+])
+def test_every_setting_is_checked_by_its_type_when_the_learner_is_made(make, message):
+    """A value a setting's annotation does not admit is refused when the learner is made, in
+    the words of its type; before, BatchIGL fitted and saved such values (a temperature of
+    -0.1 at 60 % accuracy, "no" read as True) and its own model folder then failed to load."""
+    with pytest.raises(IGLearnError, match=f"^{message}"):
+        make()
+
+
+def test_numpy_numbers_are_the_numbers_they_hold():
+    """``np.int64(100)`` from ``np.arange`` is a whole number, stored as Python's; a bool is
+    not a count."""
+    optimisation = Optimisation(batch_size=np.int64(100), lr=np.float32(0.5))
+    assert type(optimisation.batch_size) is int and optimisation.batch_size == 100
+    assert type(optimisation.lr) is float and optimisation.lr == 0.5
+    learner = BatchIGL(max_restarts=np.int64(2), corrector=np.bool_(False))
+    assert type(learner.max_restarts) is int and learner.corrector is False
+    assert Optimisation(lr=1).lr == 1.0
+    assert StreamSettings(shuffle_rows=np.int32(8)).shuffle_rows == 8

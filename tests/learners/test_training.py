@@ -156,7 +156,7 @@ def test_a_small_log_caps_its_extended_stages_and_raises_their_learning_rate():
 
 def test_small_log_settings_are_checked():
     for bad in (0.0, -1.0, float("nan"), float("inf")):
-        with pytest.raises(IGLearnError, match="small_lr_scale must be a positive"):
+        with pytest.raises(IGLearnError, match="small_lr_scale must be a finite number > 0"):
             Optimisation(small_lr_scale=bad)
     with pytest.raises(IGLearnError, match="small_steps must be a whole number >= 1"):
         Optimisation(small_steps=0)

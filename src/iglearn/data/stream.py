@@ -42,6 +42,7 @@ import numpy as np
 from iglearn.data.formats.base import DTYPES, FeatureSchema, TableInfo, TableReader
 from iglearn.data.logs import InteractionLog, importance_weight_sums
 from iglearn.errors import IGLearnError, warn_caller
+from iglearn.hints import check_fields
 
 if TYPE_CHECKING:
     from iglearn.data.frames import ColumnMapping
@@ -85,13 +86,8 @@ class StreamSettings:
             raise IGLearnError(f"stream must be auto, on or off, got {self.stream!r}")
         if self.reader not in ("local", "ray"):
             raise IGLearnError(f"reader must be local or ray, got {self.reader!r}")
-        if not (math.isfinite(self.memory_limit_gb) and self.memory_limit_gb >= 0):
-            raise IGLearnError(f"memory_limit_gb must be a finite number >= 0, got "
-                               f"{self.memory_limit_gb!r}")
-        for name in ("shuffle_rows", "block_rows"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise IGLearnError(f"{name} must be a whole number >= 1, got {value!r}")
+        check_fields(self, positive=("shuffle_rows", "block_rows"),
+                     non_negative=("memory_limit_gb",))
 
 
 def row_bytes(info: TableInfo) -> int:

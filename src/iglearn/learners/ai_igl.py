@@ -187,17 +187,9 @@ class AIIGL(AIIGLSettings, StackableLearner):
         if self.optimisation is None:  # accepted for convenience: the default settings
             self.optimisation = DEFAULT_OPTIMISATION
         check_specs(self)
-        for name in ("temperature", "decoder_temperature"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value > 0):
-                raise IGLearnError(f"{name} must be a positive number, got {value!r}")
-        if not (np.isfinite(self.restart_fraction) and 0 <= self.restart_fraction < 1):
+        if not self.restart_fraction < 1:
             raise IGLearnError(f"restart_fraction must be in [0, 1), got "
                                f"{self.restart_fraction!r}")
-        for name in ("refinements", "min_interactions", "every_attempt_below", "max_restarts"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 0:
-                raise IGLearnError(f"{name} must be a whole number >= 0, got {value!r}")
 
     def fit(self, log: AnyLog, *, backend: RayTrain | None = None) -> Self:
         """Fit the policy and the decoders on ``log``, in memory or streamed (reads context,

@@ -255,19 +255,6 @@ class BatchIGL(BatchIGLSettings, StackableLearner, Orientable):
             self.optimisation = Optimisation()
         check_specs(self)
         check_device(self.device)
-        if not (isinstance(self.restart_confidence, int | float)
-                and np.isfinite(self.restart_confidence) and self.restart_confidence >= 0):
-            raise IGLearnError(f"restart_confidence must be a finite number >= 0, got "
-                               f"{self.restart_confidence!r}")
-        if (isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int)
-                or self.max_restarts < 0):
-            raise IGLearnError(f"max_restarts must be a whole number >= 0, got "
-                               f"{self.max_restarts!r}")
-        if self.starts is not None and not (isinstance(self.starts, int)
-                                            and not isinstance(self.starts, bool)
-                                            and self.starts >= 1):
-            raise IGLearnError(f"starts must be a whole number >= 1 or None (auto), got "
-                               f"{self.starts!r}")
 
     @classmethod
     def paper(cls, **settings: object) -> BatchIGL:

@@ -8,10 +8,12 @@ warm-up is over; they differ in when the warm-up ends.
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 
 from iglearn import theory
 from iglearn.errors import IGLearnError
+from iglearn.hints import check_fields
 
 
 @dataclass(frozen=True)
@@ -22,8 +24,7 @@ class Schedule:
     """Complexity term iota (Appendix B uses n_i = sqrt(i / (100 K)), i.e. iota = 100)."""
 
     def __post_init__(self) -> None:
-        if not self.iota > 0:
-            raise IGLearnError(f"iota must be positive, got {self.iota}")
+        check_fields(self, positive=("iota", "warmup_rounds", "eta"))
 
     def warmup(self, n_actions: int) -> int | None:
         """The last pure-exploration round, or None when the warm-up ends on a data test."""
@@ -52,9 +53,11 @@ class PaperSchedule(Schedule):
     warmup_rounds: int = 4000
 
     def __post_init__(self) -> None:
+        rounds = self.warmup_rounds  # given as warmup (make_schedule, --warmup, coba)
+        if isinstance(rounds, bool) or not (isinstance(rounds, numbers.Integral) and rounds >= 1):
+            raise IGLearnError(f"warmup must be a whole number >= 1, got {rounds!r}")
         super().__post_init__()
-        if self.warmup_rounds < 1:
-            raise IGLearnError(f"warmup must be at least 1, got {self.warmup_rounds}")
+
 
     def warmup(self, n_actions: int) -> int:
         return self.warmup_rounds

@@ -13,13 +13,13 @@ Annotations that name torch types are written for the type checker only (``TYPE_
 from __future__ import annotations
 
 import difflib
-import math
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit
 from iglearn.errors import IGLearnError
+from iglearn.hints import check_fields
 from iglearn.seeding import SeedLike, check_seed
 from iglearn.threads import check_threads
 
@@ -42,6 +42,14 @@ count of at least 1 or a positive scale; every other must be at least 0 (some ha
 bound of their own, such as IGL-P's ``threshold`` > 1). The command line's options
 (:data:`iglearn.cli.settings.POSITIVE`) and a model folder's recorded settings are checked
 against it."""
+NON_NEGATIVE_SETTINGS = frozenset({
+    "every_attempt_below", "epochs", "grounding_epochs", "max_restarts", "max_steps",
+    "min_interactions", "patience", "policy_epochs", "reference_confidence", "refinements",
+    "restart_confidence", "restart_fraction", "small_log", "tolerance", "weight_decay",
+    "weight_decay_scale",
+})
+"""The numeric settings that must be at least 0, checked as :data:`POSITIVE_SETTINGS` is
+(:func:`~iglearn.hints.check_fields`)."""
 EXPLOIT = ("greedy", "softmax")
 """How E2G exploits (:mod:`iglearn.learners.e2g`)."""
 METHODS = ("gmm", "kmeans")
@@ -164,26 +172,7 @@ class Optimisation(NamedSettings):
     learning rate), however many inputs a few interactions have."""
 
     def __post_init__(self) -> None:
-        counts = {"grounding_epochs": self.grounding_epochs,
-                  "policy_epochs": self.policy_epochs, "epochs": self.epochs,
-                  "max_steps": self.max_steps, "patience": self.patience,
-                  "small_log": self.small_log}
-        for name, value in counts.items():
-            if not isinstance(value, int) or value < 0:
-                raise IGLearnError(f"{name} must be a whole number >= 0, got {value!r}")
-        for name in ("batch_size", "window", "small_steps"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise IGLearnError(f"{name} must be a whole number >= 1, got {value!r}")
-        if not (math.isfinite(self.lr) and self.lr > 0):
-            raise IGLearnError(f"lr must be a positive finite number, got {self.lr!r}")
-        if not (math.isfinite(self.small_lr_scale) and self.small_lr_scale > 0):
-            raise IGLearnError(f"small_lr_scale must be a positive finite number, got "
-                               f"{self.small_lr_scale!r}")
-        for name in ("weight_decay", "weight_decay_scale", "tolerance"):
-            value = getattr(self, name)
-            if not (math.isfinite(value) and value >= 0):
-                raise IGLearnError(f"{name} must be a finite number >= 0, got {value!r}")
+        check_fields(self, POSITIVE_SETTINGS, NON_NEGATIVE_SETTINGS)
 
     def cap(self, n: int) -> tuple[int, float]:
         """The most steps of a stage that a log of ``n`` interactions extends, and the
@@ -247,6 +236,7 @@ class FitSettings(NamedSettings):
         check_threads(self.threads)
         check_mode(self.standardise)
         check_same_unit(self.same_unit)
+        check_fields(self, POSITIVE_SETTINGS, NON_NEGATIVE_SETTINGS)
 
 
 JUDGED_STARTS = 2

@@ -801,21 +801,6 @@ class VIIGL(VIIGLSettings, StackableLearner, Orientable):
             self.optimisation = VIIGL_OPTIMISATION
         check_specs(self)
         split_divergence(self.divergence)
-        for name in ("beta", "critic_clip", "decoder_temperature"):
-            value = getattr(self, name)
-            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
-                raise IGLearnError(f"{name} must be a positive number, got {value!r}")
-        for name in ("critic_hidden", "critic_width", "critic_pairs"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise IGLearnError(f"{name} must be a whole number >= 1, got {value!r}")
-        if not isinstance(self.max_restarts, int) or self.max_restarts < 0:
-            raise IGLearnError(f"max_restarts must be a whole number >= 0, got "
-                               f"{self.max_restarts!r}")
-        if not (isinstance(self.restart_bound, int | float)
-                and math.isfinite(self.restart_bound)):
-            raise IGLearnError(f"restart_bound must be a finite number, got "
-                               f"{self.restart_bound!r}")
 
     @classmethod
     def _fit_stacked(cls, learners: list[VIIGL], logs: list[AnyLog]) -> None:

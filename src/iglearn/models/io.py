@@ -62,7 +62,11 @@ from iglearn.files import (
     temporary_folder,
 )
 from iglearn.hints import settings_hints
-from iglearn.learners.settings import ALGORITHM_SETTINGS, POSITIVE_SETTINGS
+from iglearn.learners.settings import (
+    ALGORITHM_SETTINGS,
+    NON_NEGATIVE_SETTINGS,
+    POSITIVE_SETTINGS,
+)
 from iglearn.models.kinds import (
     CUSTOM,
     DECODER_KINDS,
@@ -87,11 +91,6 @@ METADATA, WEIGHTS = MODEL_FILES
 
 _FACTORY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 """An importable factory path, ``module:function``."""
-_NON_NEGATIVE = frozenset({"max_restarts", "grounding_epochs", "policy_epochs", "epochs",
-                           "max_steps", "patience", "tolerance", "weight_decay",
-                           "weight_decay_scale", "refinements", "min_interactions",
-                           "every_attempt_below"})
-"""Settings that must be >= 0 in a saved model."""
 RUNTIME = frozenset({"seed", "device", "threads", "progress", "logdir"})
 """Learner settings a model folder does not record: the seed, and where and how visibly a fit
 runs (the device, the torch threads, the progress bar, the TensorBoard folder)."""
@@ -323,12 +322,12 @@ def _expected(hint: Any) -> str:
 def _checked(name: str, value: Any, hint: Any) -> Any:
     """:func:`_typed`, plus the range of the settings in
     :data:`~iglearn.learners.settings.POSITIVE_SETTINGS` (None where the setting may be
-    None) and ``_NON_NEGATIVE``."""
+    None) and ``NON_NEGATIVE_SETTINGS``."""
     value = _typed(value, hint)
     number = isinstance(value, int | float) and not isinstance(value, bool)
     if name in POSITIVE_SETTINGS and value is not None and not (number and value > 0):
         raise _Invalid("a number > 0", value)
-    if name in _NON_NEGATIVE and not (number and value >= 0):
+    if name in NON_NEGATIVE_SETTINGS and not (number and value >= 0):
         raise _Invalid("a number >= 0", value)
     return value
 
