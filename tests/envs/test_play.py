@@ -125,3 +125,29 @@ def test_a_learner_whose_act_batch_counts_nothing_is_refused_not_played_forever(
                                            r"its counters went from round_ 0, interactions_ 0 "
                                            r"to 0, 0: its act_batch \(or learn_batch\) must"):
         play(Forgetful(), env, 20, np.random.default_rng(0))
+
+
+class _Unchecked(UniformLearner):
+    """A learner of one's own whose act_batch returns an action outside [0, K) or a
+    probability of 0."""
+
+    def __init__(self, action: int, probability: float):
+        super().__init__(10, seed=0)
+        self.action, self.probability = action, probability
+
+    def act_batch(self, contexts):
+        super().act_batch(contexts)
+        n = len(contexts)
+        return np.full(n, self.action), np.full(n, self.probability)
+
+
+@pytest.mark.parametrize(("action", "probability", "message"), [
+    (100, 0.1, r"_Unchecked.act_batch: field 'action' holds 100 at row 0, outside \[0, 10\)"),
+    (0, 0.0, r"_Unchecked.act_batch: field 'probability'"),
+])
+def test_play_checks_what_a_learner_of_ones_own_returns(action, probability, message):
+    """What a learner logs must stay valid for off-policy learning; before, such a learner
+    played on without a word and reported an average reward of 0."""
+    with pytest.raises(IGLearnError, match=message):
+        play(_Unchecked(action, probability), digits_environment(), 50,
+             np.random.default_rng(0))

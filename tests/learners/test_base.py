@@ -86,6 +86,10 @@ def test_fit_many_rejects_what_cannot_run_together(logs):
     with pytest.raises(IGLearnError, match="logs of one shape"):
         BatchIGL.fit_many([BatchIGL(seed=0), BatchIGL(seed=1)],
                           [logs[0], logs[1].subset(np.arange(1000))])
+    learner = BatchIGL(seed=0)  # the first log's fit was lost: the same object came back twice
+    with pytest.raises(IGLearnError, match=r"one learner is listed more than once.*not "
+                                           r"\[learner\] \* n"):
+        BatchIGL.fit_many([learner] * 2, logs[:2])
     rng = np.random.default_rng(0)
     with pytest.raises(IGLearnError, match="share one numpy Generator"):
         BatchIGL.fit_many([BatchIGL(seed=rng), BatchIGL(seed=rng)], logs[:2])

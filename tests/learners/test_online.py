@@ -6,7 +6,7 @@ import pytest
 from iglearn import IGLearnError
 from iglearn.envs import digits_environment
 from iglearn.envs.play import play
-from iglearn.learners import OnlineContextualBandit, UniformLearner
+from iglearn.learners import E2G, OnlineAIIGL, OnlineContextualBandit, UniformLearner
 from iglearn.learners.schedules import (
     DataDrivenSchedule,
     PaperSchedule,
@@ -198,7 +198,7 @@ def test_acting_and_building_check_their_inputs(env):
         E2G(2.5, 64, 64)
     with pytest.raises(IGLearnError, match="context_dim must be a whole number from 1"):
         E2G(10, 0, 64)
-    with pytest.raises(IGLearnError, match="feedback_dim must be a whole number from 0"):
+    with pytest.raises(IGLearnError, match="feedback_dim must be a whole number from 1"):
         E2G(10, 64, -1)
 
 
@@ -254,3 +254,41 @@ def test_one_feedback_number_may_be_a_scalar_and_a_wrong_shape_is_told_how_to_gi
                                            r"interaction: a vector of 2 to learn, an array of "
                                            r"shape \(n, 2\) to learn_batch"):
         wide.learn(x, action, probability, 1.0)
+
+
+@pytest.mark.parametrize(("make", "message"), [
+    (lambda: E2G(10, 64, 64, holdout_every=1), r"holdout_every must be 0 \(none held out\) or "
+                                               r"a whole number >= 2 .*got 1"),
+    (lambda: E2G(10, 64, 64, holdout_every=-1), "holdout_every must be 0 .*got -1"),
+    (lambda: OnlineAIIGL(10, 64, 64, holdout_every=1.5), "holdout_every must be 0 .*got 1.5"),
+    (lambda: E2G(10, 5, 0), "feedback_dim must be a whole number from 1 to"),
+    (lambda: E2G(10, 5, 3, schedule="paper"),
+     r"schedule must be a Schedule, got 'paper'; build one by name with "
+     r"iglearn.learners.make_schedule\('paper'\)"),
+    (lambda: E2G(10, 5, 3, update_every=True), "update_every must be a whole number >= 1"),
+])
+def test_the_online_learners_refuse_settings_they_cannot_run_when_made(make, message):
+    """Each failed only at the first re-fit, after the whole warm-up had been played: a
+    negative holdout read unfilled memory, 1 held out every sample (division by zero), a
+    feedback width of 0 broke the decoder, a schedule by name had no exploit_steps."""
+    with pytest.raises(IGLearnError, match=message):
+        make()
+
+
+def test_one_context_may_be_a_row_and_probabilities_check_their_contexts():
+    """act takes one context as its d values or as one row (1, d) (before, the row became
+    (1, 1, d), refused naming a shape never passed); probabilities checks its contexts while
+    the next step explores too (one context of 64 values gave 64 rows, NaN was accepted)."""
+    learner = E2G(10, 64, 64, seed=0, update_every=np.int64(5))
+    assert learner.update_every == 5
+    action, probability = learner.act(np.zeros((1, 64)))
+    assert 0 <= action < 10 and probability == pytest.approx(0.1)
+    learner.learn(np.zeros((1, 64)), action, probability, np.zeros(64))
+    assert learner.interactions_ == 1
+    for contexts, message in ((np.zeros(64), r"field 'context' has shape \(64,\)"),
+                              (np.zeros((3, 5)), "have 5 values but the model was fitted on 64"),
+                              (np.full((3, 64), np.nan), "field 'context' holds nan")):
+        with pytest.raises(IGLearnError, match=f"^probabilities: .*{message}"):
+            learner.probabilities(contexts)
+    with pytest.raises(IGLearnError, match="probabilities: field 'context'"):
+        UniformLearner(10, seed=0).probabilities(np.full((2, 3), np.nan))

@@ -75,6 +75,19 @@ class ContextStream:
         return Contexts(whole.features[start:start + count], whole.label[start:start + count])
 
 
+def checked_actions(learner: Player, actions: object, probabilities: object, n: int,
+                    n_actions: int) -> tuple[np.ndarray, np.ndarray]:
+    """What ``learner.act_batch`` returned for ``n`` contexts, checked as a log's fields are
+    (one integer action in [0, ``n_actions``) and one probability in (0, 1] each), so that
+    what a learner of one's own logs stays valid for off-policy learning; else one line
+    naming it."""
+    from iglearn.data.logs import row_values
+
+    source = f"{type(learner).__name__}.act_batch"
+    return (row_values("action", actions, n, source, n_actions),
+            row_values("probability", probabilities, n, source))
+
+
 def check_counted(learner: Player, before: tuple[int, int], n: int) -> None:
     """Refuse a learner that acted on and learned from ``n`` contexts without adding them to
     its ``interactions_`` (or turned its ``round_`` back; ``before``: both before it): the
@@ -131,7 +144,8 @@ def play(learner: Player, env: Environment, rounds: int, rng: np.random.Generato
         shown = (env.contexts(block, rng) if contexts is None
                  else contexts.read(learner.interactions_, block))
         before = learner.round_, learner.interactions_
-        actions, probabilities = learner.act_batch(shown.features)
+        actions, probabilities = checked_actions(learner, *learner.act_batch(shown.features),
+                                                 len(shown.features), env.n_actions)
         reward = env.reward(shown, actions)
         total += float(reward.sum())
         flags = None

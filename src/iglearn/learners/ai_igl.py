@@ -112,7 +112,7 @@ from iglearn.learners.trials import (
     side_by_side,
 )
 from iglearn.models import Decoder, Policy, make_decoder, make_policy
-from iglearn.models.custom import check_specs
+from iglearn.models.custom import ModelSpec, check_specs
 from iglearn.models.decoders import LinearDecoder, logistic
 from iglearn.models.init import output_layer
 from iglearn.models.kernels import number
@@ -872,7 +872,8 @@ class OnlineAIIGL(EpochGreedy):
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
                  schedule: Schedule | None = None, update_every: int = 100,
-                 exploit: str = "greedy", policy: str = "linear", decoder: str = "linear",
+                 exploit: str = "greedy", policy: ModelSpec = "linear",
+                 decoder: ModelSpec = "linear",
                  optimisation: Optimisation = FIRST_FIT,
                  refit_optimisation: Optimisation = REFIT, holdout_every: int = 10,
                  seed: SeedLike = None, standardise: Mode = "auto",

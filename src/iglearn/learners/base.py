@@ -409,6 +409,10 @@ class StackableLearner(PolicyLearner):
                 raise IGLearnError(f"{log.source}: fit_many needs logs of one shape "
                                    f"(interactions, context and feedback dimensions, "
                                    f"actions); got {_shape(log)}, expected {shape}")
+        if len({id(learner) for learner in learners}) < len(learners):
+            raise IGLearnError("fit_many: one learner is listed more than once, and each fit "
+                               "would replace the one before; give each log a learner of its "
+                               "own ([BatchIGL(seed=s) for s in seeds], not [learner] * n)")
         shared = [learner.seed for learner in learners
                   if isinstance(learner.seed, np.random.Generator)]
         if len({id(generator) for generator in shared}) < len(shared):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from abc import abstractmethod
-from typing import Any, cast
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import torch
@@ -46,6 +46,7 @@ from iglearn.learners.settings import EXPLOIT as EXPLOIT
 from iglearn.learners.settings import Optimisation
 from iglearn.learners.trials import Batch, Trials, as_tensor
 from iglearn.models import Decoder, Policy, make_policy
+from iglearn.models.custom import ModelSpec
 from iglearn.models.stacked import stack
 from iglearn.sampling import sample_actions
 from iglearn.seeding import SeedLike, torch_generator
@@ -66,7 +67,8 @@ REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, max_steps=6,
 def check_update_every(update_every: int) -> None:
     """Refuse a re-fit interval below one round, naming it (also where coba's learners are
     configured, before the learner is made)."""
-    if not isinstance(update_every, int) or update_every < 1:
+    if isinstance(update_every, bool) or not (isinstance(update_every, int | np.integer)
+                                              and update_every >= 1):
         raise IGLearnError(f"update_every must be a whole number >= 1, got {update_every!r}")
 
 
@@ -102,6 +104,8 @@ class EpochGreedy(OnlineLearner):
     """
 
     context_dim: int
+    least_signal: ClassVar[int] = 1
+    """The fewest numbers ``learn`` receives per interaction (0: a scalar reward)."""
     _batch: PolicyLearner
     """The batch learner each re-fit runs (set by the subclass); the warm-up's statistics
     follow its row spread and origins, as its own fit's would."""
@@ -116,11 +120,22 @@ class EpochGreedy(OnlineLearner):
         self.same_unit = check_same_unit(same_unit)
         self.standardiser_: Standardiser | None = None
         """The warm-up's statistics, set at the first fit (None before, or when off)."""
-        self._signal_dim = check_width("feedback_dim", signal_dim, least=0)
+        self._signal_dim = check_width("feedback_dim", signal_dim,
+                                       least=self.least_signal)
         check_choice("exploit mode", exploit, EXPLOIT)
         check_update_every(update_every)
+        if isinstance(holdout_every, bool) or not (
+                isinstance(holdout_every, int | np.integer)
+                and (holdout_every == 0 or holdout_every >= 2)):
+            raise IGLearnError(f"holdout_every must be 0 (none held out) or a whole number >= 2 "
+                               f"(one exploration sample in every that many held out), got "
+                               f"{holdout_every!r}")
+        if schedule is not None and not isinstance(schedule, Schedule):
+            raise IGLearnError(f"schedule must be a Schedule, got {schedule!r}; build one by "
+                               f"name with iglearn.learners.make_schedule("
+                               f"{schedule if isinstance(schedule, str) else 'paper'!r})")
         self.schedule = schedule or PaperSchedule()
-        self.update_every = update_every
+        self.update_every = int(update_every)
         self.exploit = exploit
         self.policy_: Policy | None = None
         self.explored_ = 0
@@ -135,7 +150,7 @@ class EpochGreedy(OnlineLearner):
         the corrector's flip and ``action_explained``)."""
         self._exploit_left = 0
         self._pending: list[np.ndarray] = []
-        self.holdout_every = holdout_every
+        self.holdout_every = int(holdout_every)
         self._store = ExplorationSet(context_dim, signal_dim)
         self._holdout = ExplorationSet(context_dim, signal_dim)
 
@@ -183,8 +198,9 @@ class EpochGreedy(OnlineLearner):
     def probabilities(self, contexts: np.ndarray) -> np.ndarray:
         """Uniform when the next step explores (line 2), else the exploitation distribution
         (line 5)."""
+        contexts = self.checked_contexts(contexts, "probabilities")
         if self._exploit_left > 0 and self.policy_ is not None:
-            return self.exploit_distribution(self.checked_contexts(contexts, "probabilities"))
+            return self.exploit_distribution(contexts)
         return np.full((len(contexts), self.n_actions), 1.0 / self.n_actions)
 
     def _exploit(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -344,7 +360,8 @@ class E2G(EpochGreedy):
 
     def __init__(self, n_actions: int, context_dim: int, feedback_dim: int,
                  schedule: Schedule | None = None, update_every: int = 100,
-                 exploit: str = "greedy", policy: str = "linear", decoder: str = "linear",
+                 exploit: str = "greedy", policy: ModelSpec = "linear",
+                 decoder: ModelSpec = "linear",
                  optimisation: Optimisation | None = FIRST_FIT,
                  refit_optimisation: Optimisation | None = REFIT, max_restarts: int = 4,
                  restart_threshold: float | None = None, holdout_every: int = 10,
@@ -409,10 +426,12 @@ class OnlineContextualBandit(EpochGreedy):
             :class:`EpochGreedy`).
     """
 
+    least_signal: ClassVar[int] = 0
+
     _batch: ContextualBandit
 
     def __init__(self, n_actions: int, context_dim: int, schedule: Schedule | None = None,
-                 update_every: int = 100, exploit: str = "greedy", policy: str = "linear",
+                 update_every: int = 100, exploit: str = "greedy", policy: ModelSpec = "linear",
                  optimisation: Optimisation | None = FIRST_FIT,
                  refit_optimisation: Optimisation | None = REFIT, seed: SeedLike = None,
                  standardise: Mode = "auto", same_unit: SameUnit = "none"):

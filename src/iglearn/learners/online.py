@@ -96,16 +96,24 @@ class OnlineLearner(ABC):
                   else row_values("reward", signal, n, "learn"))
         return contexts, actions, probabilities, signal
 
+    def one_context(self, context: np.ndarray, source: str = "act") -> np.ndarray:
+        """One context handed to :meth:`act` or :meth:`learn` (a vector of d values, or one
+        row of shape (1, d)) as the block of one row the learner reads, checked."""
+        row = np.asarray(context)
+        if row.ndim == 2 and len(row) == 1:
+            row = row[0]
+        return self.checked_contexts(row[None], source, single=True)
+
     def act(self, context: np.ndarray) -> tuple[int, float]:
-        """One action for one context, and the probability it was drawn with."""
-        contexts = self.checked_contexts(np.asarray(context)[None], single=True)
+        """One action for one context (d values), and the probability it was drawn with."""
+        contexts = self.one_context(context)
         actions, probabilities = self.act_batch(contexts)
         return int(actions[0]), float(probabilities[0])
 
     def learn(self, context: np.ndarray, action: int, probability: float,
               feedback: np.ndarray | float) -> None:
         """Learn from one interaction."""
-        contexts = self.checked_contexts(np.asarray(context)[None], "learn", single=True)
+        contexts = self.one_context(context, "learn")
         self.learn_batch(contexts, np.array([action]),
                          np.array([probability]), np.asarray(feedback)[None])
 
@@ -174,7 +182,8 @@ class UniformLearner(OnlineLearner):
         return self.rng.integers(0, self.n_actions, n), np.full(n, 1.0 / self.n_actions)
 
     def probabilities(self, contexts: np.ndarray) -> np.ndarray:
-        """Uniform over the K actions for every context."""
+        """Uniform over the K actions for every context (checked as :meth:`act`'s are)."""
+        contexts = self.checked_contexts(contexts, "probabilities")
         return np.full((len(contexts), self.n_actions), 1.0 / self.n_actions)
 
     def predict(self, contexts: np.ndarray) -> np.ndarray:

@@ -34,6 +34,7 @@ from iglearn.learners.settings import Optimisation
 from iglearn.learners.training import Stage, optimise
 from iglearn.learners.trials import Batch, Trials, as_tensor, side_by_side
 from iglearn.models import Policy, make_policy
+from iglearn.models.custom import ModelSpec
 from iglearn.models.kernels import number
 from iglearn.models.policies import LinearPolicy
 from iglearn.sampling import sample_actions
@@ -347,7 +348,7 @@ class OnlineRegressionCB(OnlineRegression):
     """
 
     def __init__(self, n_actions: int, context_dim: int, exploration: str = "epsilon",
-                 epsilon: float = 0.2, gamma: float = 100.0, policy: str = "linear",
+                 epsilon: float = 0.2, gamma: float = 100.0, policy: ModelSpec = "linear",
                  refit_every: int = 50, refit_growth: float = REFIT_GROWTH,
                  first_fit: Optimisation | None = None, refit: Optimisation | None = None,
                  seed: SeedLike = None, standardise: Mode = "auto",

@@ -56,6 +56,9 @@ from iglearn.models.policies import POLICIES, Policy
 
 ModelFactory: TypeAlias = Callable[[int, int, torch.Generator], nn.Module]
 """``factory(in_dim, out_dim, generator) -> torch.nn.Module``."""
+ModelSpec: TypeAlias = str | nn.Module | ModelFactory
+"""A policy or a decoder as a learner takes it: a built-in class's name, a module (a
+template) or a factory."""
 """The class name model.json records for a module built by a factory."""
 
 
