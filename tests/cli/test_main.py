@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import subprocess
 import sys
+import time
 import types
 import typing
 from dataclasses import fields, is_dataclass
@@ -214,3 +216,31 @@ def test_an_error_during_a_progress_bar_starts_on_its_own_line(monkeypatch, caps
     err = capsys.readouterr().err
     assert "Table 1 trials" in err   # the bar was drawn
     assert line in err.split("\n"), repr(err)
+
+
+@pytest.mark.parametrize(("signum", "code", "name"), [(signal.SIGTERM, 143, "SIGTERM"),
+                                                      (signal.SIGHUP, 129, "SIGHUP")])
+def test_sigterm_ends_a_command_as_ctrl_c_does_with_nothing_half_written(tmp_path, signum, code,
+                                                                        name):
+    """``kill`` (a scheduler's time limit, ``timeout``) or a closed terminal ended a command at
+    once and left its part file behind; now it unwinds as Ctrl+C does: one line, status 128 +
+    the signal, the part file removed and no output."""
+    child = subprocess.Popen(
+        [sys.executable, "-m", "iglearn", "simulate", "digits", "--samples", "2000000",
+         "--out", str(tmp_path / "big.csv")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(tmp_path.glob(".big.csv.*.part")) and child.poll() is None:
+            assert time.monotonic() < deadline, "no part file in 120 s"
+            time.sleep(0.02)
+        assert child.poll() is None, child.communicate()
+        child.send_signal(signum)
+        out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == code, err
+    assert err.strip().splitlines() == [f"iglearn: terminated ({name})"] and out == ""
+    assert list(tmp_path.iterdir()) == []

@@ -24,6 +24,7 @@ import errno
 import gc
 import json
 import os
+import signal
 import sys
 import threading
 import traceback
@@ -247,6 +248,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if not args.verbose:
         one_line_warnings()
     args.outputs = Outputs()
+    restore = end_as_interrupted()
     try:
         check_local(args)  # a URL given as a path: one line, before any work
         code = args.run(args)
@@ -260,6 +262,10 @@ def _main(argv: Sequence[str] | None) -> int:
         end_progress()
         print(printable(f"iglearn: error: {e}"), file=sys.stderr)
         return 2
+    except Terminated as e:
+        end_progress()
+        print(f"iglearn: terminated ({e.name})", file=sys.stderr)
+        return 128 + e.signum
     except KeyboardInterrupt:
         end_progress()
         print("iglearn: interrupted", file=sys.stderr)
@@ -273,7 +279,40 @@ def _main(argv: Sequence[str] | None) -> int:
         print(printable(line), file=sys.stderr)
         return code
     finally:
+        restore()
         args.outputs.close()
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a scheduler's time limit) or SIGHUP (the terminal closed) ending a
+    command: it unwinds as Ctrl+C does, so that what the command was writing is removed
+    (:func:`~iglearn.files.atomic_path`'s part files) and nothing half-written is left."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+        self.name = "SIGTERM" if signum == signal.SIGTERM else "SIGHUP"
+
+
+def end_as_interrupted() -> Callable[[], None]:
+    """Make SIGTERM and SIGHUP end the command as Ctrl+C does (:class:`Terminated`, status
+    128 + the signal: 143, 129), where their default would end the process at once and leave
+    part files behind; the function that restores the handlers before (the command ``serve``
+    sets its own). Only the main thread can set them: elsewhere nothing is changed."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def stop(signum: int, frame: object) -> None:
+        raise Terminated(signum)
+
+    ends = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    before = {signum: signal.signal(signum, stop) for signum in ends}
+
+    def restore() -> None:
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
+
+    return restore
 
 
 COMMAND_GC_THRESHOLD = 200_000
