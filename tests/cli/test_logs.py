@@ -511,7 +511,9 @@ def test_evaluate_on_the_training_log_says_it_is_in_sample(workspace, capsys, tm
     code, out, _ = run(capsys, "evaluate", workspace / "model", workspace / "log.npz")
     assert code == 0
     measures = json.loads(out)
-    assert measures["in_sample"] is True and "in-sample" in measures["note"]
+    assert measures["in_sample"] is True and measures["note"].startswith(
+        "the data are rows of the log the model was fitted on (all of it or a part): these "
+        "measures are in-sample")
     copied = tmp_path / "same.npz"   # the same bytes under another name
     copied.write_bytes((workspace / "log.npz").read_bytes())
     code, out, _ = run(capsys, "evaluate", workspace / "model", copied)
@@ -583,9 +585,9 @@ def test_evaluate_on_the_training_logs_contexts_with_labels_says_it_is_in_sample
         measures = json.loads(out)
         assert measures["in_sample"] is in_sample and "accuracy" in measures, name
         if in_sample:
-            assert measures["note"].startswith("the data are the contexts of the log the "
-                                               "model was fitted on: these measures are "
-                                               "in-sample")
+            assert measures["note"].startswith("the data are contexts of the log the "
+                                               "model was fitted on (all of it or a part): "
+                                               "these measures are in-sample")
         else:
             assert 0.3 < measures["training_rows_share"] < 0.7
             assert " of these contexts are contexts of the log" in measures["note"]

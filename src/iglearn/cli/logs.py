@@ -421,11 +421,13 @@ def _opened(data: str, meta: dict, schema: FeatureSchema | None, args: argparse.
     return reader, info
 
 
-IN_SAMPLE_NOTE = ("the data are the log the model was fitted on: these measures are "
+IN_SAMPLE_NOTE = ("the data are rows of the log the model was fitted on (all of it or a "
+                  "part): these measures are "
                   "in-sample and overestimate how the model does on new data; evaluate on "
                   "held-out data for that")
 """What ``evaluate`` adds when the data are the model's training log."""
-IN_SAMPLE_CONTEXTS_NOTE = IN_SAMPLE_NOTE.replace("are the log", "are the contexts of the log")
+IN_SAMPLE_CONTEXTS_NOTE = IN_SAMPLE_NOTE.replace("are rows of the log",
+                                                 "are contexts of the log")
 """What ``evaluate`` adds when the data are the training log's contexts (with labels)."""
 
 IN_SAMPLE_SHARE = 0.99
