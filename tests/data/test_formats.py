@@ -144,6 +144,38 @@ def test_a_clean_messy_csv_reads_every_row(tmp_path):
     np.testing.assert_allclose(reader.arrays()["feedback"][:, 0], 1000 + 37 * np.arange(12))
 
 
+def own_csv(path, arms, rows=None):
+    """A CSV log of the user's own columns x, f0, f1, arm and p (the actions as ``arms``
+    writes them, row by row, or ``rows``: the lines as written); returns its mapping."""
+    from iglearn.data.frames import ColumnMapping
+    lines = rows or ["x,f0,f1,arm,p"] + [f"{i / 10},{i % 2},{i % 3},{arm},0.5"
+                                         for i, arm in enumerate(arms)]
+    path.write_text("\n".join(lines) + "\n")
+    return ColumnMapping(context=("x",), feedback=("f*",), action="arm", probability="p")
+
+
+def test_actions_named_as_null_texts_are_names_and_a_number_column_keeps_them_missing(
+        tmp_path):
+    """Actions named NA (a region), null or N/A are actions, not missing values (NA read as
+    missing, every such row was refused, or dropped with missing='drop'); an empty cell is
+    missing in every column, and NA or NaN in a column of numbers (R writes NA) too."""
+    from dataclasses import replace
+    names = ("NA", "EU", "null", "N/A", "nan")
+    arms = [names[i % 5] for i in range(20)]
+    mapping = replace(own_csv(tmp_path / "log.csv", arms), actions=names)
+    action = open_table(tmp_path / "log.csv", columns=mapping).arrays()["action"]
+    np.testing.assert_array_equal(action, np.arange(20) % 5)
+    own_csv(tmp_path / "empty.csv", ["EU"] + [""] + arms[2:])
+    with pytest.raises(IGLearnError, match="column 'arm' holds a missing value at line 3"):
+        open_table(tmp_path / "empty.csv", columns=mapping)
+    for missing in ("NA", "NaN", ""):
+        lines = ["x,f0,f1,arm,p"] + [f"{missing if i == 4 else i},0,1,NA,0.5"
+                                     for i in range(6)]
+        own_csv(tmp_path / "numbers.csv", [], lines)
+        with pytest.raises(IGLearnError, match="column 'x' holds a missing value at line 6"):
+            open_table(tmp_path / "numbers.csv", columns=mapping)
+
+
 @pytest.mark.parametrize("suffix", [".npz", ".parquet", ".dsjson"])
 def test_context_set_round_trip_and_contexts_of_a_log(tmp_path, suffix):
     contexts = ContextSet(np.eye(3, dtype=np.float32) * 2, 5, np.array([0, 4, 2]), "c")

@@ -12,6 +12,9 @@ Its values may be separated by commas, semicolons or tabs, as its header line sh
 semicolons or tabs, numbers may be written with a decimal comma (``35,2``). iglearn writes
 commas and decimal points.
 
+An empty cell is a missing value; in a column of numbers, so are ``NA``, ``NaN``, ``null``
+and Arrow's other null texts, which in a column of text are text (:func:`read_table`).
+
 Messages about a value name the column it is in and the line of the file its row begins on
 (:class:`RecordLines`), as a text editor numbers lines (the header is line 1).
 
@@ -87,11 +90,7 @@ class CsvReader(NamedColumnsReader):
         input_file(path)
         try:
             delimiter, decimal = dialect(path)
-            # an empty cell is a missing value in a column of text too (an unlabelled row of
-            # named actions), as in a column of numbers
-            table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=delimiter),
-                                   convert_options=pacsv.ConvertOptions(
-                                       decimal_point=decimal, strings_can_be_null=True))
+            table = read_table(path, delimiter, decimal)
         except PermissionError:
             raise IGLearnError(f"{source}: cannot read the file (permission denied); check its "
                                f"permissions") from None
@@ -112,6 +111,30 @@ class CsvReader(NamedColumnsReader):
                                f"one interaction")
         super().__init__(table, source, columns, n_actions,
                          Places("line", RecordLines(path, delimiter)), wanted)
+
+
+def read_table(path: Path, delimiter: str, decimal: str) -> pa.Table:
+    """The CSV file ``path`` as an Arrow table. An empty cell is a missing value in every
+    column (an unlabelled row of named actions, say); a column of numbers also reads
+    Arrow's null texts (``NA``, ``NaN``, ``null``, ``N/A``, ...) as missing, as R and other
+    tools write a missing number, while a column of text keeps them as text: actions or
+    labels named ``NA`` (a region) or ``null`` are names."""
+    parse = pacsv.ParseOptions(delimiter=delimiter)
+    table = pacsv.read_csv(path, parse_options=parse, convert_options=pacsv.ConvertOptions(
+        decimal_point=decimal, null_values=[""], strings_can_be_null=True))
+    names = table.column_names
+    text = [name for i, name in enumerate(names)  # (a name given twice is refused later)
+            if pa.types.is_string(table.schema.field(i).type) and names.count(name) == 1]
+    if not text:
+        return table
+    # the columns of text again, Arrow's null texts missing: those that are numbers so
+    numbers = pacsv.read_csv(path, parse_options=parse, convert_options=pacsv.ConvertOptions(
+        decimal_point=decimal, include_columns=text))
+    for name in text:
+        column = numbers.column(name)
+        if not (pa.types.is_string(column.type) or pa.types.is_null(column.type)):
+            table = table.set_column(names.index(name), name, column)
+    return table
 
 
 class RecordLines:
