@@ -176,6 +176,30 @@ def test_actions_named_as_null_texts_are_names_and_a_number_column_keeps_them_mi
             open_table(tmp_path / "numbers.csv", columns=mapping)
 
 
+def test_a_separator_ending_every_csv_line_is_no_column_and_a_nameless_one_is_told(
+        tmp_path):
+    """Spreadsheets export a separator at the end of every line: the empty column of no name
+    it makes is left out (it was "column '' is read by no field ... ignore=[...]", and no
+    ignore entry can name it); a column of no name holding values is told by its position,
+    with a fix that reads."""
+    from dataclasses import replace
+    arms = [i % 2 for i in range(8)]
+    mapping = replace(own_csv(tmp_path / "plain.csv", arms), n_actions=2)
+    lines = (tmp_path / "plain.csv").read_text().splitlines()
+    own_csv(tmp_path / "ends.csv", [], [line + "," for line in lines])
+    own_csv(tmp_path / "twice.csv", [], [line + ";;" for line in
+                                         (line.replace(",", ";") for line in lines)])
+    plain = open_table(tmp_path / "plain.csv", columns=mapping).arrays()
+    for name in ("ends.csv", "twice.csv"):
+        read = open_table(tmp_path / name, columns=mapping).arrays()
+        for field in ("context", "action", "probability", "feedback"):
+            np.testing.assert_array_equal(read[field], plain[field])
+    own_csv(tmp_path / "held.csv", [], [lines[0] + ","] + [line + ",7" for line in lines[1:]])
+    with pytest.raises(IGLearnError, match=r"column 6 has no name but holds values; give it "
+                                           r"a name in the header"):
+        open_table(tmp_path / "held.csv", columns=mapping)
+
+
 @pytest.mark.parametrize("suffix", [".npz", ".parquet", ".dsjson"])
 def test_context_set_round_trip_and_contexts_of_a_log(tmp_path, suffix):
     contexts = ContextSet(np.eye(3, dtype=np.float32) * 2, 5, np.array([0, 4, 2]), "c")

@@ -667,6 +667,11 @@ class _Selection:
                          and (name == self.names[0] or row_numbers(name)))]
         if not left:
             return
+        if "" in left:  # no name, so no entry of ignore reads it
+            raise IGLearnError(
+                f"{self.source}: column {self.names.index('') + 1} has no name but holds "
+                f"values; give it a name in the header (then map it to a field or ignore it), "
+                f"or remove it")
         what, it = ((f"column {shown(left[0])} is", "it") if len(left) == 1
                     else (f"columns {_listing(left)} are", "them"))
         raise IGLearnError(

@@ -118,10 +118,14 @@ def read_table(path: Path, delimiter: str, decimal: str) -> pa.Table:
     column (an unlabelled row of named actions, say); a column of numbers also reads
     Arrow's null texts (``NA``, ``NaN``, ``null``, ``N/A``, ...) as missing, as R and other
     tools write a missing number, while a column of text keeps them as text: actions or
-    labels named ``NA`` (a region) or ``null`` are names."""
+    labels named ``NA`` (a region) or ``null`` are names. A column of no name and no value
+    (a separator ending every line) is left out."""
     parse = pacsv.ParseOptions(delimiter=delimiter)
     table = pacsv.read_csv(path, parse_options=parse, convert_options=pacsv.ConvertOptions(
         decimal_point=decimal, null_values=[""], strings_can_be_null=True))
+    # a separator ending every line (as spreadsheets export): an empty column of no name
+    table = table.select([i for i, name in enumerate(table.column_names)
+                          if name.strip() or table.column(i).null_count < table.num_rows])
     names = table.column_names
     text = [name for i, name in enumerate(names)  # (a name given twice is refused later)
             if pa.types.is_string(table.schema.field(i).type) and names.count(name) == 1]
