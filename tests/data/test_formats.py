@@ -80,6 +80,26 @@ def test_a_csv_file_separated_by_semicolons_or_tabs_reads_as_one_with_commas(
     assert_same(read_log(tmp_path / "commas.csv"), read_log(other))
 
 
+@pytest.mark.parametrize(("header", "name", "sep"), [
+    ("temp, C;f0;f1;arm;p", "temp, C", ";"), ('"temp, C";f0;f1;arm;p', "temp, C", ";"),
+    ("temp, C\tf0\tf1\tarm\tp", "temp, C", "\t"), ('"t;x, y",f0,f1,arm,p', "t;x, y", ",")])
+def test_a_csv_separator_is_the_one_that_splits_every_line_alike(tmp_path, header, name, sep):
+    """A column name holding another separator (a comma in a file of semicolons, quoted or
+    not) does not decide the separator: it was the comma whenever the header held one, so a
+    file of semicolons whose header read "temp, C" was refused ("1 field where the header
+    names 2 columns"). Values quoted with a decimal comma are told as such."""
+    from iglearn.data.formats.csv import dialect
+    from iglearn.data.frames import ColumnMapping
+    rows = [sep.join([f'"{i},5"' if sep != "," else str(i), "0", "1", str(i % 2),
+                      '"0,5"' if sep != "," else "0.5"]) for i in range(6)]
+    (tmp_path / "log.csv").write_text("\n".join([header, *rows]) + "\n")
+    assert dialect(tmp_path / "log.csv") == (sep, "," if sep != "," else ".")
+    reader = open_table(tmp_path / "log.csv", columns=ColumnMapping(
+        context=(name,), feedback=("f0", "f1"), action="arm", probability="p", n_actions=2))
+    context = reader.arrays()["context"][:, 0]
+    np.testing.assert_allclose(context, np.arange(6) + (0.5 if sep != "," else 0))
+
+
 def messy_csv(path, bad_record, cell):
     """A log in the user's own column names with empty lines, Windows line ends and a quoted
     note spanning two lines; ``cell`` (column, value) written into record ``bad_record``

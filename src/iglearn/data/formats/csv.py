@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import re
 from array import array
 from collections.abc import Collection
@@ -45,7 +46,7 @@ from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
 
 DELIMITERS = (",", ";", "\t")
-"""The separators a ``.csv`` file may use, told by its header line."""
+"""The separators a ``.csv`` file may use, told by its first lines (:func:`dialect`)."""
 
 _DECIMAL = {mark: re.compile(rb"^\s*[-+]?\d+" + re.escape(mark.encode()) + rb"\d+\s*$")
             for mark in ".,"}
@@ -56,21 +57,39 @@ SNIFFED_LINES = 64
 
 
 def dialect(path: Path) -> tuple[str, str]:
-    """The separator and decimal mark of the CSV file ``path``: the separator of
-    :data:`DELIMITERS` its header line holds (a comma unless the header holds none and holds
-    semicolons or tabs); with another separator than the comma, the decimal mark is a comma
-    when a value of its first :data:`SNIFFED_LINES` data lines is written with one and none
-    with a decimal point (both: the values that do not read are named as text)."""
+    """The separator and decimal mark of the CSV file ``path``. The separator is the one of
+    :data:`DELIMITERS` (outside quotes) that splits the header line into the most columns and
+    its first :data:`SNIFFED_LINES` data lines into as many each (a header ``temp, C;f0;f1``
+    is separated by semicolons); when none splits every line alike, the one that splits the
+    header into the most (a comma on a tie; a row of another count is then named). With
+    another separator than the comma, the decimal mark is a comma when a value of those
+    lines is written with one and none with a decimal point (both: the values that do not
+    read are named as text)."""
     with open(path, "rb") as file:  # a line is read up to 1 MiB (a hostile file: one line)
         header = file.readline(2**20)
         lines = [file.readline(2**20) for _ in range(SNIFFED_LINES)]
-    counts = {d: header.count(d.encode()) for d in DELIMITERS}
-    delimiter = "," if counts[","] else max(DELIMITERS, key=lambda d: counts[d])
-    if not counts[delimiter]:
-        delimiter = ","  # one column: nothing to tell
-    values = [value for line in lines for value in line.split(delimiter.encode())]
+        whole = not file.read(1)
+    text = b"".join([header, *lines]).decode("utf-8", errors="replace")
+    delimiter = max(DELIMITERS, key=lambda d: _split(text, d, whole))
+    values = [value.strip().strip(b'"') for line in lines
+              for value in line.split(delimiter.encode())]
     marks = {mark for mark, number in _DECIMAL.items() if any(map(number.match, values))}
     return delimiter, "," if delimiter != "," and marks == {","} else "."
+
+
+def _split(text: str, delimiter: str, whole: bool) -> tuple[bool, int]:
+    """How well ``delimiter`` splits ``text``, the first lines of a CSV file (``whole``: the
+    file entire, else its last row may be cut): whether it splits the header into several
+    columns and every row into as many, and the header's number of columns."""
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+                if row]
+    except csv.Error:  # a field beyond the csv module's limit: no telling
+        return False, 0
+    if not rows:
+        return False, 0
+    header, data = rows[0], rows[1:] if whole else rows[1:-1]
+    return len(header) > 1 and all(len(row) == len(header) for row in data), len(header)
 
 
 class CsvReader(NamedColumnsReader):
