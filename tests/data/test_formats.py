@@ -753,7 +753,7 @@ BAD = {
                                lambda p: _parquet(p, {"n_actions": "4\n\x1b[31mred"}),
                                ["'n_actions'", "\\n\\x1b[31mred"]),
     "parquet duplicate column": ("x.parquet", _parquet_duplicate_column,
-                                 ["two columns named 'context'"]),
+                                 ["2 columns are named 'context'"]),
     "parquet zero-width context": ("x.parquet", lambda p: _parquet(
         p, context=pa.array([[]] * 40, pa.list_(pa.float32(), 0))),
         ["'context'", "0 values per row"]),

@@ -412,6 +412,32 @@ def test_a_parquet_file_of_its_own_column_names_reads_through_a_mapping(tmp_path
     assert len(LogStream(open_table(tmp_path / "ours.parquet"))) == 200
 
 
+def test_a_column_name_twice_in_a_parquet_file_is_told_as_in_a_csv_file(tmp_path):
+    """A Parquet file with a column name given twice (which pyarrow writes) is told as a
+    CSV file or a DataFrame tells it: it was "not a readable Parquet file (... Multiple
+    matches for FieldRef.Name(x) ...); the file is truncated or corrupt"; iglearn's own
+    layout says the same."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from iglearn.data.formats import open_table
+    from iglearn.data.frames import ColumnMapping
+
+    columns = [pa.array([0.5, 1.5]), pa.array([1.0, 2.0]), pa.array([0, 1]),
+               pa.array([0.5, 0.5])]
+    pq.write_table(pa.Table.from_arrays(columns, names=["x", "x", "arm", "p"]),
+                   tmp_path / "own.parquet")
+    (tmp_path / "own.csv").write_text("x,x,arm,p\n0.5,1.0,0,0.5\n1.5,2.0,1,0.5\n")
+    ours = pa.Table.from_arrays(columns, names=["context", "feedback", "action", "action"])
+    pq.write_table(ours.replace_schema_metadata({"n_actions": "2"}), tmp_path / "ours.parquet")
+    mapping = ColumnMapping(context=("x",), feedback=("x",), action="arm", probability="p",
+                            n_actions=2)
+    for name, twice in (("own.parquet", "x"), ("own.csv", "x"), ("ours.parquet", "action")):
+        with pytest.raises(IGLearnError, match=f"{name}: 2 columns are named '{twice}'; give "
+                                               f"each column its own name$"):
+            open_table(tmp_path / name, columns=None if name == "ours.parquet" else mapping)
+
+
 # Named actions: the action and label columns write the actions their own way.
 
 def named_frame(n: int = 60) -> pd.DataFrame:

@@ -552,6 +552,14 @@ def selects(entry: str, name: str) -> bool:
     return name.startswith(entry.rstrip(PREFIX)) if entry.endswith(PREFIX) else name == entry
 
 
+def check_unique_names(names: Sequence[str], source: str) -> None:
+    """An error naming a column name that ``names`` (a table's columns) holds twice."""
+    twice = [name for name, count in Counter(names).items() if count > 1]
+    if twice:
+        raise IGLearnError(f"{source}: {list(names).count(twice[0])} columns are named "
+                           f"{shown(twice[0])}; give each column its own name")
+
+
 class _Selection:
     """The columns of one table that a :class:`ColumnMapping` reads, resolved and checked."""
 
@@ -560,10 +568,7 @@ class _Selection:
         self.mapping = mapping
         self.source = source
         self.used: dict[str, str] = {}
-        twice = [name for name, count in Counter(self.names).items() if count > 1]
-        if twice:
-            raise IGLearnError(f"{source}: {self.names.count(twice[0])} columns are named "
-                               f"{shown(twice[0])}; give each column its own name")
+        check_unique_names(self.names, source)
 
     def use(self, column: str, field: str) -> None:
         """Record that ``field`` reads ``column``; an error if another field (or this one)
