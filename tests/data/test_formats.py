@@ -100,6 +100,22 @@ def test_a_csv_separator_is_the_one_that_splits_every_line_alike(tmp_path, heade
     np.testing.assert_allclose(context, np.arange(6) + (0.5 if sep != "," else 0))
 
 
+@pytest.mark.parametrize(("encoding", "words"), [
+    ("utf-16", "the file is UTF-16 text (its byte-order mark says so); save it as UTF-8"),
+    ("utf-16-le", "the file holds NUL bytes, as UTF-16 text does; save it as UTF-8"),
+    ("utf-32", "the file is UTF-32 text (its byte-order mark says so); save it as UTF-8"),
+    ("latin-1", "the file is not UTF-8 text (its header line holds the byte 0xe9: Latin-1 "
+                "or Windows-1252 text, perhaps); save it as UTF-8")])
+def test_a_csv_file_not_in_utf8_is_one_line_saying_so(tmp_path, encoding, words):
+    """Excel's "Unicode text" (UTF-16) was "line 302: 1 field ('\\x00') where the header
+    names 5 columns", a Latin-1 header "cannot be read (UnicodeDecodeError ...)"."""
+    path = tmp_path / "log.csv"
+    path.write_bytes("temp\u00e9,f0,arm,p\n1.5,0,1,0.5\n2.5,1,0,0.5\n".encode(encoding))
+    with pytest.raises(IGLearnError) as error:
+        open_table(path, columns=own_csv(tmp_path / "other.csv", [0]))
+    assert str(error.value) == f"{path}: {words} (in Excel: Save As, CSV UTF-8)"
+
+
 def messy_csv(path, bad_record, cell):
     """A log in the user's own column names with empty lines, Windows line ends and a quoted
     note spanning two lines; ``cell`` (column, value) written into record ``bad_record``

@@ -24,6 +24,7 @@ memory for its rows; use Parquet for logs larger than memory. Written batch by b
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
 import io
@@ -54,6 +55,34 @@ _DECIMAL = {mark: re.compile(rb"^\s*[-+]?\d+" + re.escape(mark.encode()) + rb"\d
 
 SNIFFED_LINES = 64
 """The data lines :func:`dialect` reads for a decimal comma."""
+
+
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+         (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+"""The byte-order marks of text that is not UTF-8, and their encodings."""
+
+
+def check_utf8(path: Path, source: str) -> None:
+    """An error naming the fix when the header line of the CSV file ``path`` (named
+    ``source``) is not UTF-8 text: UTF-16 or UTF-32 (its byte-order mark says so, as in
+    Excel's "Unicode text"; NUL bytes without one), or bytes UTF-8 does not read (Latin-1,
+    Windows-1252)."""
+    with open(path, "rb") as file:
+        header = file.readline(2**20)
+    encoding = next((name for bom, name in _BOMS if header.startswith(bom)), None)
+    if encoding is not None:
+        problem = f"is {encoding} text (its byte-order mark says so)"
+    elif b"\x00" in header:
+        problem = "holds NUL bytes, as UTF-16 text does"
+    else:
+        try:  # (incremental: a header cut at 1 MiB may end within a character)
+            codecs.getincrementaldecoder("utf-8")().decode(header)
+            return
+        except UnicodeDecodeError as e:
+            problem = (f"is not UTF-8 text (its header line holds the byte "
+                       f"0x{header[e.start]:02x}: Latin-1 or Windows-1252 text, perhaps)")
+    raise IGLearnError(f"{source}: the file {problem}; save it as UTF-8 (in Excel: Save As, "
+                       f"CSV UTF-8)")
 
 
 def dialect(path: Path) -> tuple[str, str]:
@@ -107,6 +136,7 @@ class CsvReader(NamedColumnsReader):
         self.path = path
         source = str(path)
         input_file(path)
+        check_utf8(path, source)
         try:
             delimiter, decimal = dialect(path)
             table = read_table(path, delimiter, decimal)
