@@ -42,6 +42,25 @@ def test_k_comes_from_the_argument_a_column_or_the_attrs():
         InteractionLog.from_frame(mixed)
 
 
+def test_k_written_as_a_whole_float_is_k_and_a_bad_k_column_is_named(tmp_path):
+    """pandas writes a column of integers with a missing value as floats (K as 3.0), as it
+    writes float actions 1.0, 2.0, which read: K 3.0 reads as 3 (it was "n_actions is 3.0;
+    it must be an integer", naming no column), in a file and as an argument alike."""
+    from iglearn.data.formats import open_table
+
+    plain = pd.DataFrame(small_log(k=4).to_frame())
+    plain.attrs = {}
+    floats = plain.assign(n_actions=4.0)
+    assert InteractionLog.from_frame(floats).n_actions == 4
+    assert InteractionLog.from_frame(plain, n_actions=4.0).n_actions == 4
+    floats.to_csv(tmp_path / "log.csv", index=False)
+    assert "4.0" in (tmp_path / "log.csv").read_text().splitlines()[1]
+    assert open_table(tmp_path / "log.csv").info.n_actions == 4
+    with pytest.raises(IGLearnError, match=r"data frame: column 'n_actions' is 4.5; it must be "
+                                           r"an integer >= 2"):
+        InteractionLog.from_frame(plain.assign(n_actions=4.5))
+
+
 def bad(frame: pd.DataFrame, change) -> pd.DataFrame:
     frame = frame.copy()
     change(frame)

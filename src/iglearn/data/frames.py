@@ -782,7 +782,7 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
         if len(values) != 1:
             raise IGLearnError(f"{source}: column 'n_actions' holds {len(values)} different "
                                f"values; it must hold K, the same on every row")
-        from_column = check_n_actions(values[0], source)
+        from_column = check_n_actions(values[0], source, "column 'n_actions'")
         if n_actions is not None and n_actions != from_column:
             raise IGLearnError(f"{source}: column 'n_actions' says K = {from_column}, but "
                                f"K = {n_actions} is given (n_actions=, --n-actions, or the "
