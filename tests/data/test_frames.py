@@ -61,6 +61,19 @@ def test_k_written_as_a_whole_float_is_k_and_a_bad_k_column_is_named(tmp_path):
         InteractionLog.from_frame(plain.assign(n_actions=4.5))
 
 
+@pytest.mark.parametrize(("field", "text", "fix"), [
+    ("probability", "33%", "write each as a number in (0, 1] (0.33, not 33%)"),
+    ("definitely_bad", "yes", "write each flag as true or false (or 1 or 0)")])
+def test_text_in_a_probability_or_flag_column_gets_the_fix_of_its_field(field, text, fix):
+    """A probability or a flag written as text got the advice for categories ("map it to
+    numbers first (codes, or one column per category) or leave the column unread"), which
+    fits neither: the fix names how the field is written."""
+    frame = pd.DataFrame(small_log(k=4).to_frame()).assign(**{field: text})
+    with pytest.raises(IGLearnError) as error:
+        InteractionLog.from_frame(frame, definitely_bad="definitely_bad")
+    assert str(error.value).endswith(f"{field} columns hold numbers: {fix}")
+
+
 def bad(frame: pd.DataFrame, change) -> pd.DataFrame:
     frame = frame.copy()
     change(frame)

@@ -411,6 +411,11 @@ def _what(kind: str, example: object = None) -> tuple[str, str]:
     return what, "give numbers, or leave the column unread (ignore=[...], --ignore)"
 
 
+_TEXT_FIXES = {"probability": "write each as a number in (0, 1] (0.33, not 33%)",
+               "definitely_bad": "write each flag as true or false (or 1 or 0)"}
+"""How to write a field whose column holds text, where mapping it to codes does not fit."""
+
+
 def _numbers(name: str, field: str, values: np.ndarray, source: str, places: Places = ROWS
              ) -> np.ndarray:
     """The values of column ``name`` (read by ``field``) as a real-number array: an object
@@ -430,12 +435,15 @@ def _numbers(name: str, field: str, values: np.ndarray, source: str, places: Pla
             problem = _text_problem(flat, bad) if isinstance(flat[bad], str) else None
             if problem is not None:
                 bad, what, fix = problem
+            elif what == "text":
+                fix = _TEXT_FIXES.get(field, fix)
             row = bad // max(1, flat.size // max(1, len(values)))
             raise IGLearnError(f"{source}: column {shown(name)} holds {what} "
                                f"({shown(flat[bad])} at {places.row(row)}); {field} columns hold "
                                f"numbers: {fix}")
     if values.dtype.kind not in "biuf":
         what, fix = _what(values.dtype.kind)
+        fix = _TEXT_FIXES.get(field, fix) if what == "text" else fix
         raise IGLearnError(f"{source}: column {shown(name)} holds {what} "
                            f"({shown(str(values.dtype))}); {field} columns hold numbers: {fix}")
     return values
