@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import shlex
 import sys
 import warnings
@@ -60,12 +58,18 @@ def shown(value: object) -> str:
 
 def option_list(items: Iterable[str]) -> str:
     """``items`` as a message writes one list option's value for a shell (``--actions
-    left,middle,right``): comma-separated, an item holding a comma or a quote quoted as the
-    option reads it (:func:`iglearn.cli.settings.items`), and the whole quoted for the
-    shell when it needs it (``'"right, far",left'``)."""
-    row = io.StringIO()
-    csv.writer(row, lineterminator="").writerow(items)
-    return shlex.quote(row.getvalue())
+    left,middle,right``): comma-separated, an item holding a comma, a quote or spaces at its
+    ends quoted as the option reads it (:func:`iglearn.cli.settings.items`), and the whole
+    quoted for the shell when it needs it (``'"right, far",left'``)."""
+    return shlex.quote(",".join(map(_option_item, items)))
+
+
+def _option_item(item: str) -> str:
+    """One item of :func:`option_list`, quoted (a quote inside doubled) when it holds a
+    comma, a quote or a line break, or has spaces at its ends."""
+    if item == item.strip() and not any(mark in item for mark in ',"\r\n'):
+        return item
+    return '"' + item.replace('"', '""') + '"'
 
 
 def check_choice(what: str, value: Choice, choices: Iterable[object]) -> Choice:

@@ -124,14 +124,29 @@ def test_bad_values_name_what_the_value_must_be(name, text, words):
     (" a , b", ("a", "b")),
     ('"left, slow",right', ("left, slow", "right")),
     ('"say ""hi""",x', ('say "hi"', "x")),
+    # a quoted item keeps its spaces (a column ' x' could not be named: it read 'x')
+    ('" x", "y " , z ', (" x", "y ", "z")),
+    ('" x"', (" x",)),
 ])
 def test_a_list_option_reads_its_items_as_one_csv_row(text, items):
-    """A list option's items are separated by commas; an item that holds a comma is quoted
-    (a quote inside doubled), as ``errors.option_list`` writes them."""
+    """A list option's items are separated by commas; an item that holds a comma or has
+    spaces at its ends is quoted (a quote inside doubled), as ``errors.option_list`` writes
+    them."""
     from iglearn.errors import option_list
 
     assert value_parser(Toy, "names")(text) == items
     assert value_parser(Toy, "names")(shlex.split(option_list(items))[0]) == items
+
+
+def test_a_quoted_text_option_keeps_its_spaces():
+    """A text option quoted whole reads its text between the quotes, spaces kept (a column
+    ' arm' could not be named); not quoted, it is read without the spaces around it."""
+    parse = value_parser(Toy, "folder")
+    assert parse('" arm "') == " arm "
+    assert parse(" arm ") == "arm"
+    assert parse('a "b"') == 'a "b"'
+    with pytest.raises(argparse.ArgumentTypeError, match="as one quoted value"):
+        parse('"a","b"')
 
 
 @dataclass

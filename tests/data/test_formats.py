@@ -80,6 +80,42 @@ def test_a_csv_file_separated_by_semicolons_or_tabs_reads_as_one_with_commas(
     assert_same(read_log(tmp_path / "commas.csv"), read_log(other))
 
 
+@pytest.mark.parametrize(("header", "name", "sep"), [
+    ("temp, C;f0;f1;arm;p", "temp, C", ";"), ('"temp, C";f0;f1;arm;p', "temp, C", ";"),
+    ("temp, C\tf0\tf1\tarm\tp", "temp, C", "\t"), ('"t;x, y",f0,f1,arm,p', "t;x, y", ",")])
+def test_a_csv_separator_is_the_one_that_splits_every_line_alike(tmp_path, header, name, sep):
+    """A column name holding another separator (a comma in a file of semicolons, quoted or
+    not) does not decide the separator: it was the comma whenever the header held one, so a
+    file of semicolons whose header read "temp, C" was refused ("1 field where the header
+    names 2 columns"). Values quoted with a decimal comma are told as such."""
+    from iglearn.data.formats.csv import dialect
+    from iglearn.data.frames import ColumnMapping
+    rows = [sep.join([f'"{i},5"' if sep != "," else str(i), "0", "1", str(i % 2),
+                      '"0,5"' if sep != "," else "0.5"]) for i in range(6)]
+    (tmp_path / "log.csv").write_text("\n".join([header, *rows]) + "\n")
+    assert dialect(tmp_path / "log.csv") == (sep, "," if sep != "," else ".")
+    reader = open_table(tmp_path / "log.csv", columns=ColumnMapping(
+        context=(name,), feedback=("f0", "f1"), action="arm", probability="p", n_actions=2))
+    context = reader.arrays()["context"][:, 0]
+    np.testing.assert_allclose(context, np.arange(6) + (0.5 if sep != "," else 0))
+
+
+@pytest.mark.parametrize(("encoding", "words"), [
+    ("utf-16", "the file is UTF-16 text (its byte-order mark says so); save it as UTF-8"),
+    ("utf-16-le", "the file holds NUL bytes, as UTF-16 text does; save it as UTF-8"),
+    ("utf-32", "the file is UTF-32 text (its byte-order mark says so); save it as UTF-8"),
+    ("latin-1", "the file is not UTF-8 text (its header line holds the byte 0xe9: Latin-1 "
+                "or Windows-1252 text, perhaps); save it as UTF-8")])
+def test_a_csv_file_not_in_utf8_is_one_line_saying_so(tmp_path, encoding, words):
+    """Excel's "Unicode text" (UTF-16) was "line 302: 1 field ('\\x00') where the header
+    names 5 columns", a Latin-1 header "cannot be read (UnicodeDecodeError ...)"."""
+    path = tmp_path / "log.csv"
+    path.write_bytes("temp\u00e9,f0,arm,p\n1.5,0,1,0.5\n2.5,1,0,0.5\n".encode(encoding))
+    with pytest.raises(IGLearnError) as error:
+        open_table(path, columns=own_csv(tmp_path / "other.csv", [0]))
+    assert str(error.value) == f"{path}: {words} (in Excel: Save As, CSV UTF-8)"
+
+
 def messy_csv(path, bad_record, cell):
     """A log in the user's own column names with empty lines, Windows line ends and a quoted
     note spanning two lines; ``cell`` (column, value) written into record ``bad_record``
@@ -142,6 +178,62 @@ def test_a_clean_messy_csv_reads_every_row(tmp_path):
     reader = read_log_of(path)
     assert reader.info.n_rows == 12
     np.testing.assert_allclose(reader.arrays()["feedback"][:, 0], 1000 + 37 * np.arange(12))
+
+
+def own_csv(path, arms, rows=None):
+    """A CSV log of the user's own columns x, f0, f1, arm and p (the actions as ``arms``
+    writes them, row by row, or ``rows``: the lines as written); returns its mapping."""
+    from iglearn.data.frames import ColumnMapping
+    lines = rows or ["x,f0,f1,arm,p"] + [f"{i / 10},{i % 2},{i % 3},{arm},0.5"
+                                         for i, arm in enumerate(arms)]
+    path.write_text("\n".join(lines) + "\n")
+    return ColumnMapping(context=("x",), feedback=("f*",), action="arm", probability="p")
+
+
+def test_actions_named_as_null_texts_are_names_and_a_number_column_keeps_them_missing(
+        tmp_path):
+    """Actions named NA (a region), null or N/A are actions, not missing values (NA read as
+    missing, every such row was refused, or dropped with missing='drop'); an empty cell is
+    missing in every column, and NA or NaN in a column of numbers (R writes NA) too."""
+    from dataclasses import replace
+    names = ("NA", "EU", "null", "N/A", "nan")
+    arms = [names[i % 5] for i in range(20)]
+    mapping = replace(own_csv(tmp_path / "log.csv", arms), actions=names)
+    action = open_table(tmp_path / "log.csv", columns=mapping).arrays()["action"]
+    np.testing.assert_array_equal(action, np.arange(20) % 5)
+    own_csv(tmp_path / "empty.csv", ["EU"] + [""] + arms[2:])
+    with pytest.raises(IGLearnError, match="column 'arm' holds a missing value at line 3"):
+        open_table(tmp_path / "empty.csv", columns=mapping)
+    for missing in ("NA", "NaN", ""):
+        lines = ["x,f0,f1,arm,p"] + [f"{missing if i == 4 else i},0,1,NA,0.5"
+                                     for i in range(6)]
+        own_csv(tmp_path / "numbers.csv", [], lines)
+        with pytest.raises(IGLearnError, match="column 'x' holds a missing value at line 6"):
+            open_table(tmp_path / "numbers.csv", columns=mapping)
+
+
+def test_a_separator_ending_every_csv_line_is_no_column_and_a_nameless_one_is_told(
+        tmp_path):
+    """Spreadsheets export a separator at the end of every line: the empty column of no name
+    it makes is left out (it was "column '' is read by no field ... ignore=[...]", and no
+    ignore entry can name it); a column of no name holding values is told by its position,
+    with a fix that reads."""
+    from dataclasses import replace
+    arms = [i % 2 for i in range(8)]
+    mapping = replace(own_csv(tmp_path / "plain.csv", arms), n_actions=2)
+    lines = (tmp_path / "plain.csv").read_text().splitlines()
+    own_csv(tmp_path / "ends.csv", [], [line + "," for line in lines])
+    own_csv(tmp_path / "twice.csv", [], [line + ";;" for line in
+                                         (line.replace(",", ";") for line in lines)])
+    plain = open_table(tmp_path / "plain.csv", columns=mapping).arrays()
+    for name in ("ends.csv", "twice.csv"):
+        read = open_table(tmp_path / name, columns=mapping).arrays()
+        for field in ("context", "action", "probability", "feedback"):
+            np.testing.assert_array_equal(read[field], plain[field])
+    own_csv(tmp_path / "held.csv", [], [lines[0] + ","] + [line + ",7" for line in lines[1:]])
+    with pytest.raises(IGLearnError, match=r"column 6 has no name but holds values; give it "
+                                           r"a name in the header"):
+        open_table(tmp_path / "held.csv", columns=mapping)
 
 
 @pytest.mark.parametrize("suffix", [".npz", ".parquet", ".dsjson"])
@@ -677,7 +769,7 @@ BAD = {
                                lambda p: _parquet(p, {"n_actions": "4\n\x1b[31mred"}),
                                ["'n_actions'", "\\n\\x1b[31mred"]),
     "parquet duplicate column": ("x.parquet", _parquet_duplicate_column,
-                                 ["two columns named 'context'"]),
+                                 ["2 columns are named 'context'"]),
     "parquet zero-width context": ("x.parquet", lambda p: _parquet(
         p, context=pa.array([[]] * 40, pa.list_(pa.float32(), 0))),
         ["'context'", "0 values per row"]),

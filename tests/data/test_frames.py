@@ -42,6 +42,38 @@ def test_k_comes_from_the_argument_a_column_or_the_attrs():
         InteractionLog.from_frame(mixed)
 
 
+def test_k_written_as_a_whole_float_is_k_and_a_bad_k_column_is_named(tmp_path):
+    """pandas writes a column of integers with a missing value as floats (K as 3.0), as it
+    writes float actions 1.0, 2.0, which read: K 3.0 reads as 3 (it was "n_actions is 3.0;
+    it must be an integer", naming no column), in a file and as an argument alike."""
+    from iglearn.data.formats import open_table
+
+    plain = pd.DataFrame(small_log(k=4).to_frame())
+    plain.attrs = {}
+    floats = plain.assign(n_actions=4.0)
+    assert InteractionLog.from_frame(floats).n_actions == 4
+    assert InteractionLog.from_frame(plain, n_actions=4.0).n_actions == 4
+    floats.to_csv(tmp_path / "log.csv", index=False)
+    assert "4.0" in (tmp_path / "log.csv").read_text().splitlines()[1]
+    assert open_table(tmp_path / "log.csv").info.n_actions == 4
+    with pytest.raises(IGLearnError, match=r"data frame: column 'n_actions' is 4.5; it must be "
+                                           r"an integer >= 2"):
+        InteractionLog.from_frame(plain.assign(n_actions=4.5))
+
+
+@pytest.mark.parametrize(("field", "text", "fix"), [
+    ("probability", "33%", "write each as a number in (0, 1] (0.33, not 33%)"),
+    ("definitely_bad", "yes", "write each flag as true or false (or 1 or 0)")])
+def test_text_in_a_probability_or_flag_column_gets_the_fix_of_its_field(field, text, fix):
+    """A probability or a flag written as text got the advice for categories ("map it to
+    numbers first (codes, or one column per category) or leave the column unread"), which
+    fits neither: the fix names how the field is written."""
+    frame = pd.DataFrame(small_log(k=4).to_frame()).assign(**{field: text})
+    with pytest.raises(IGLearnError) as error:
+        InteractionLog.from_frame(frame, definitely_bad="definitely_bad")
+    assert str(error.value).endswith(f"{field} columns hold numbers: {fix}")
+
+
 def bad(frame: pd.DataFrame, change) -> pd.DataFrame:
     frame = frame.copy()
     change(frame)
@@ -410,6 +442,32 @@ def test_a_parquet_file_of_its_own_column_names_reads_through_a_mapping(tmp_path
                                            "memory, not streamed; convert it"):
         LogStream(readers[0])  # streamed only once converted
     assert len(LogStream(open_table(tmp_path / "ours.parquet"))) == 200
+
+
+def test_a_column_name_twice_in_a_parquet_file_is_told_as_in_a_csv_file(tmp_path):
+    """A Parquet file with a column name given twice (which pyarrow writes) is told as a
+    CSV file or a DataFrame tells it: it was "not a readable Parquet file (... Multiple
+    matches for FieldRef.Name(x) ...); the file is truncated or corrupt"; iglearn's own
+    layout says the same."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from iglearn.data.formats import open_table
+    from iglearn.data.frames import ColumnMapping
+
+    columns = [pa.array([0.5, 1.5]), pa.array([1.0, 2.0]), pa.array([0, 1]),
+               pa.array([0.5, 0.5])]
+    pq.write_table(pa.Table.from_arrays(columns, names=["x", "x", "arm", "p"]),
+                   tmp_path / "own.parquet")
+    (tmp_path / "own.csv").write_text("x,x,arm,p\n0.5,1.0,0,0.5\n1.5,2.0,1,0.5\n")
+    ours = pa.Table.from_arrays(columns, names=["context", "feedback", "action", "action"])
+    pq.write_table(ours.replace_schema_metadata({"n_actions": "2"}), tmp_path / "ours.parquet")
+    mapping = ColumnMapping(context=("x",), feedback=("x",), action="arm", probability="p",
+                            n_actions=2)
+    for name, twice in (("own.parquet", "x"), ("own.csv", "x"), ("ours.parquet", "action")):
+        with pytest.raises(IGLearnError, match=f"{name}: 2 columns are named '{twice}'; give "
+                                               f"each column its own name$"):
+            open_table(tmp_path / name, columns=None if name == "ours.parquet" else mapping)
 
 
 # Named actions: the action and label columns write the actions their own way.

@@ -97,7 +97,7 @@ def test_one_dimensional_feedback_becomes_a_column():
                                                                 "-9223372036854775808"]),
     (dict(reward=np.full(6, np.nan)), ["'reward'", "nan at row 0", "[-1, 1]"]),
     (dict(n_actions=10**12), ["n_actions", "MAX_ACTIONS"]),
-    (dict(n_actions=np.float64(3.0)), ["n_actions", "3.0"]),
+    (dict(n_actions=np.float64(3.5)), ["n_actions", "3.5"]),  # (a whole 3.0 is K)
 ])
 def test_every_validation_error_names_the_field(changes, words):
     with pytest.raises(IGLearnError) as error:

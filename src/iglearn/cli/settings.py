@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import csv
 import importlib
 import inspect
 import math
@@ -211,22 +210,38 @@ def value_parser(cls: type, name: str) -> Callable[[str], object]:
         if kind.optional and kind.type is not str and text.lower() == NONE:
             return None
         if kind.sequence:
-            return tuple(one(item.strip()) for item in items(text))
+            return tuple(one(item) for item in items(text))
+        if kind.type is str and len(text) > 1 and text[0] == text[-1] == '"':
+            quoted = items(text)  # a quoted value keeps its spaces: '" arm"'
+            if len(quoted) != 1:
+                raise argparse.ArgumentTypeError(f"cannot read {text!r} as one quoted value; "
+                                                 f"quote the whole value: '\" arm\"'")
+            return one(quoted[0])
         return one(text)
     return parse
 
 
+_ITEM = re.compile(r'\s*(?:"((?:[^"]|"")*)"\s*|([^",]*))(,|\Z)')
+"""One item of a list option's value and the comma after it (none at the end): quoted,
+its text between the quotes, or not, its text up to the comma."""
+
+
 def items(text: str) -> list[str]:
     """The comma-separated items of a list option's value, read as one CSV row: an item
-    holding a comma is quoted (``--actions '"left, slow",right'``), a quote inside quotes
-    doubled."""
-    try:
-        return next(csv.reader([text], skipinitialspace=True, strict=True), None) or [""]
-    except csv.Error as e:
-        raise argparse.ArgumentTypeError(
-            f"cannot read {text!r} as comma-separated items: {e}; quote an item that holds a "
-            f"comma or starts with a quote, for the shell too: '\"left, slow\",right'"
-        ) from None
+    holding a comma, a quote or spaces at its ends is quoted (``--actions '"left, slow",
+    right'``, ``--context '" x"'``), a quote inside quotes doubled; an item not quoted is
+    read without the spaces around it."""
+    found, start = [], 0
+    while (match := _ITEM.match(text, start)) is not None:
+        quoted, plain, comma = match.groups()
+        found.append(quoted.replace('""', '"') if quoted is not None else plain.strip())
+        if not comma:
+            return found
+        start = match.end()
+    raise argparse.ArgumentTypeError(
+        f"cannot read {text!r} as comma-separated items: a quote opens no quoted item or is "
+        f"never closed; quote an item that holds a comma or starts with a quote, for the "
+        f"shell too: '\"left, slow\",right'")
 
 
 class SettingRefused(ValueError):

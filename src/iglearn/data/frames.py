@@ -411,6 +411,11 @@ def _what(kind: str, example: object = None) -> tuple[str, str]:
     return what, "give numbers, or leave the column unread (ignore=[...], --ignore)"
 
 
+_TEXT_FIXES = {"probability": "write each as a number in (0, 1] (0.33, not 33%)",
+               "definitely_bad": "write each flag as true or false (or 1 or 0)"}
+"""How to write a field whose column holds text, where mapping it to codes does not fit."""
+
+
 def _numbers(name: str, field: str, values: np.ndarray, source: str, places: Places = ROWS
              ) -> np.ndarray:
     """The values of column ``name`` (read by ``field``) as a real-number array: an object
@@ -430,12 +435,15 @@ def _numbers(name: str, field: str, values: np.ndarray, source: str, places: Pla
             problem = _text_problem(flat, bad) if isinstance(flat[bad], str) else None
             if problem is not None:
                 bad, what, fix = problem
+            elif what == "text":
+                fix = _TEXT_FIXES.get(field, fix)
             row = bad // max(1, flat.size // max(1, len(values)))
             raise IGLearnError(f"{source}: column {shown(name)} holds {what} "
                                f"({shown(flat[bad])} at {places.row(row)}); {field} columns hold "
                                f"numbers: {fix}")
     if values.dtype.kind not in "biuf":
         what, fix = _what(values.dtype.kind)
+        fix = _TEXT_FIXES.get(field, fix) if what == "text" else fix
         raise IGLearnError(f"{source}: column {shown(name)} holds {what} "
                            f"({shown(str(values.dtype))}); {field} columns hold numbers: {fix}")
     return values
@@ -552,6 +560,14 @@ def selects(entry: str, name: str) -> bool:
     return name.startswith(entry.rstrip(PREFIX)) if entry.endswith(PREFIX) else name == entry
 
 
+def check_unique_names(names: Sequence[str], source: str) -> None:
+    """An error naming a column name that ``names`` (a table's columns) holds twice."""
+    twice = [name for name, count in Counter(names).items() if count > 1]
+    if twice:
+        raise IGLearnError(f"{source}: {list(names).count(twice[0])} columns are named "
+                           f"{shown(twice[0])}; give each column its own name")
+
+
 class _Selection:
     """The columns of one table that a :class:`ColumnMapping` reads, resolved and checked."""
 
@@ -560,10 +576,7 @@ class _Selection:
         self.mapping = mapping
         self.source = source
         self.used: dict[str, str] = {}
-        twice = [name for name, count in Counter(self.names).items() if count > 1]
-        if twice:
-            raise IGLearnError(f"{source}: {self.names.count(twice[0])} columns are named "
-                               f"{shown(twice[0])}; give each column its own name")
+        check_unique_names(self.names, source)
 
     def use(self, column: str, field: str) -> None:
         """Record that ``field`` reads ``column``; an error if another field (or this one)
@@ -667,6 +680,11 @@ class _Selection:
                          and (name == self.names[0] or row_numbers(name)))]
         if not left:
             return
+        if "" in left:  # no name, so no entry of ignore reads it
+            raise IGLearnError(
+                f"{self.source}: column {self.names.index('') + 1} has no name but holds "
+                f"values; give it a name in the header (then map it to a field or ignore it), "
+                f"or remove it")
         what, it = ((f"column {shown(left[0])} is", "it") if len(left) == 1
                     else (f"columns {_listing(left)} are", "them"))
         raise IGLearnError(
@@ -772,7 +790,7 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
         if len(values) != 1:
             raise IGLearnError(f"{source}: column 'n_actions' holds {len(values)} different "
                                f"values; it must hold K, the same on every row")
-        from_column = check_n_actions(values[0], source)
+        from_column = check_n_actions(values[0], source, "column 'n_actions'")
         if n_actions is not None and n_actions != from_column:
             raise IGLearnError(f"{source}: column 'n_actions' says K = {from_column}, but "
                                f"K = {n_actions} is given (n_actions=, --n-actions, or the "

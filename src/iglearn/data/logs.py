@@ -82,8 +82,11 @@ ROWS = Places()
 """Rows counted from 0, fields by name: how the messages of a table without names speak."""
 
 
-def check_n_actions(value: object, source: str) -> int:
-    """The number of actions K as an int in [2, MAX_ACTIONS], or an error naming the fix."""
+def check_n_actions(value: object, source: str, name: str = "n_actions") -> int:
+    """The number of actions K as an int in [2, MAX_ACTIONS], or an error naming the fix and
+    ``name``, where K was given (a column of a table: "column 'n_actions'"). A float holding
+    a whole number is one (3.0: pandas writes a column of integers with a missing value as
+    floats)."""
     if isinstance(value, np.ndarray):
         if value.size != 1:
             raise IGLearnError(f"{source}: field 'n_actions' must be one integer, got shape "
@@ -91,9 +94,11 @@ def check_n_actions(value: object, source: str) -> int:
         value = value.reshape(()).item()
     if isinstance(value, np.generic):   # datetime64[ns].item() would be an int: not K
         value = value.item() if value.dtype.kind in "iuf" else str(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
     if isinstance(value, bool) or not isinstance(value, int) or not (
             2 <= value <= limits.MAX_ACTIONS):
-        raise IGLearnError(f"{source}: n_actions is {shown(value)}; it must be an integer >= 2 "
+        raise IGLearnError(f"{source}: {name} is {shown(value)}; it must be an integer >= 2 "
                            f"and <= {limits.MAX_ACTIONS} (the number of actions K; "
                            f"iglearn.data.limits.MAX_ACTIONS)")
     return value

@@ -101,7 +101,9 @@ def _parquet_table(path: Path) -> pa.Table:
 
     input_file(path)
     with reading(str(path)):
-        return pq.read_table(path)
+        # the file's reader, not read_table's dataset, which refuses a column name given
+        # twice as a corrupt file ("Multiple matches for FieldRef"): the mapping names it
+        return pq.ParquetFile(path).read()
 
 
 def _shards_table(folder: Path) -> pa.Table:

@@ -12,6 +12,9 @@ Its values may be separated by commas, semicolons or tabs, as its header line sh
 semicolons or tabs, numbers may be written with a decimal comma (``35,2``). iglearn writes
 commas and decimal points.
 
+An empty cell is a missing value; in a column of numbers, so are ``NA``, ``NaN``, ``null``
+and Arrow's other null texts, which in a column of text are text (:func:`read_table`).
+
 Messages about a value name the column it is in and the line of the file its row begins on
 (:class:`RecordLines`), as a text editor numbers lines (the header is line 1).
 
@@ -21,8 +24,10 @@ memory for its rows; use Parquet for logs larger than memory. Written batch by b
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import csv
+import io
 import re
 from array import array
 from collections.abc import Collection
@@ -42,7 +47,7 @@ from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
 
 DELIMITERS = (",", ";", "\t")
-"""The separators a ``.csv`` file may use, told by its header line."""
+"""The separators a ``.csv`` file may use, told by its first lines (:func:`dialect`)."""
 
 _DECIMAL = {mark: re.compile(rb"^\s*[-+]?\d+" + re.escape(mark.encode()) + rb"\d+\s*$")
             for mark in ".,"}
@@ -52,22 +57,68 @@ SNIFFED_LINES = 64
 """The data lines :func:`dialect` reads for a decimal comma."""
 
 
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+         (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+"""The byte-order marks of text that is not UTF-8, and their encodings."""
+
+
+def check_utf8(path: Path, source: str) -> None:
+    """An error naming the fix when the header line of the CSV file ``path`` (named
+    ``source``) is not UTF-8 text: UTF-16 or UTF-32 (its byte-order mark says so, as in
+    Excel's "Unicode text"; NUL bytes without one), or bytes UTF-8 does not read (Latin-1,
+    Windows-1252)."""
+    with open(path, "rb") as file:
+        header = file.readline(2**20)
+    encoding = next((name for bom, name in _BOMS if header.startswith(bom)), None)
+    if encoding is not None:
+        problem = f"is {encoding} text (its byte-order mark says so)"
+    elif b"\x00" in header:
+        problem = "holds NUL bytes, as UTF-16 text does"
+    else:
+        try:  # (incremental: a header cut at 1 MiB may end within a character)
+            codecs.getincrementaldecoder("utf-8")().decode(header)
+            return
+        except UnicodeDecodeError as e:
+            problem = (f"is not UTF-8 text (its header line holds the byte "
+                       f"0x{header[e.start]:02x}: Latin-1 or Windows-1252 text, perhaps)")
+    raise IGLearnError(f"{source}: the file {problem}; save it as UTF-8 (in Excel: Save As, "
+                       f"CSV UTF-8)")
+
+
 def dialect(path: Path) -> tuple[str, str]:
-    """The separator and decimal mark of the CSV file ``path``: the separator of
-    :data:`DELIMITERS` its header line holds (a comma unless the header holds none and holds
-    semicolons or tabs); with another separator than the comma, the decimal mark is a comma
-    when a value of its first :data:`SNIFFED_LINES` data lines is written with one and none
-    with a decimal point (both: the values that do not read are named as text)."""
+    """The separator and decimal mark of the CSV file ``path``. The separator is the one of
+    :data:`DELIMITERS` (outside quotes) that splits the header line into the most columns and
+    its first :data:`SNIFFED_LINES` data lines into as many each (a header ``temp, C;f0;f1``
+    is separated by semicolons); when none splits every line alike, the one that splits the
+    header into the most (a comma on a tie; a row of another count is then named). With
+    another separator than the comma, the decimal mark is a comma when a value of those
+    lines is written with one and none with a decimal point (both: the values that do not
+    read are named as text)."""
     with open(path, "rb") as file:  # a line is read up to 1 MiB (a hostile file: one line)
         header = file.readline(2**20)
         lines = [file.readline(2**20) for _ in range(SNIFFED_LINES)]
-    counts = {d: header.count(d.encode()) for d in DELIMITERS}
-    delimiter = "," if counts[","] else max(DELIMITERS, key=lambda d: counts[d])
-    if not counts[delimiter]:
-        delimiter = ","  # one column: nothing to tell
-    values = [value for line in lines for value in line.split(delimiter.encode())]
+        whole = not file.read(1)
+    text = b"".join([header, *lines]).decode("utf-8", errors="replace")
+    delimiter = max(DELIMITERS, key=lambda d: _split(text, d, whole))
+    values = [value.strip().strip(b'"') for line in lines
+              for value in line.split(delimiter.encode())]
     marks = {mark for mark, number in _DECIMAL.items() if any(map(number.match, values))}
     return delimiter, "," if delimiter != "," and marks == {","} else "."
+
+
+def _split(text: str, delimiter: str, whole: bool) -> tuple[bool, int]:
+    """How well ``delimiter`` splits ``text``, the first lines of a CSV file (``whole``: the
+    file entire, else its last row may be cut): whether it splits the header into several
+    columns and every row into as many, and the header's number of columns."""
+    try:
+        rows = [row for row in csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+                if row]
+    except csv.Error:  # a field beyond the csv module's limit: no telling
+        return False, 0
+    if not rows:
+        return False, 0
+    header, data = rows[0], rows[1:] if whole else rows[1:-1]
+    return len(header) > 1 and all(len(row) == len(header) for row in data), len(header)
 
 
 class CsvReader(NamedColumnsReader):
@@ -85,13 +136,10 @@ class CsvReader(NamedColumnsReader):
         self.path = path
         source = str(path)
         input_file(path)
+        check_utf8(path, source)
         try:
             delimiter, decimal = dialect(path)
-            # an empty cell is a missing value in a column of text too (an unlabelled row of
-            # named actions), as in a column of numbers
-            table = pacsv.read_csv(path, parse_options=pacsv.ParseOptions(delimiter=delimiter),
-                                   convert_options=pacsv.ConvertOptions(
-                                       decimal_point=decimal, strings_can_be_null=True))
+            table = read_table(path, delimiter, decimal)
         except PermissionError:
             raise IGLearnError(f"{source}: cannot read the file (permission denied); check its "
                                f"permissions") from None
@@ -112,6 +160,34 @@ class CsvReader(NamedColumnsReader):
                                f"one interaction")
         super().__init__(table, source, columns, n_actions,
                          Places("line", RecordLines(path, delimiter)), wanted)
+
+
+def read_table(path: Path, delimiter: str, decimal: str) -> pa.Table:
+    """The CSV file ``path`` as an Arrow table. An empty cell is a missing value in every
+    column (an unlabelled row of named actions, say); a column of numbers also reads
+    Arrow's null texts (``NA``, ``NaN``, ``null``, ``N/A``, ...) as missing, as R and other
+    tools write a missing number, while a column of text keeps them as text: actions or
+    labels named ``NA`` (a region) or ``null`` are names. A column of no name and no value
+    (a separator ending every line) is left out."""
+    parse = pacsv.ParseOptions(delimiter=delimiter)
+    table = pacsv.read_csv(path, parse_options=parse, convert_options=pacsv.ConvertOptions(
+        decimal_point=decimal, null_values=[""], strings_can_be_null=True))
+    # a separator ending every line (as spreadsheets export): an empty column of no name
+    table = table.select([i for i, name in enumerate(table.column_names)
+                          if name.strip() or table.column(i).null_count < table.num_rows])
+    names = table.column_names
+    text = [name for i, name in enumerate(names)  # (a name given twice is refused later)
+            if pa.types.is_string(table.schema.field(i).type) and names.count(name) == 1]
+    if not text:
+        return table
+    # the columns of text again, Arrow's null texts missing: those that are numbers so
+    numbers = pacsv.read_csv(path, parse_options=parse, convert_options=pacsv.ConvertOptions(
+        decimal_point=decimal, include_columns=text))
+    for name in text:
+        column = numbers.column(name)
+        if not (pa.types.is_string(column.type) or pa.types.is_null(column.type)):
+            table = table.set_column(names.index(name), name, column)
+    return table
 
 
 class RecordLines:

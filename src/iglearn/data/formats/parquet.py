@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,6 +27,7 @@ from iglearn.data.formats.base import (
     check_table_size,
     required_fields,
 )
+from iglearn.data.frames import check_unique_names
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file
 
@@ -73,10 +73,7 @@ class ParquetReader(TableReader):
             self._file = pq.ParquetFile(path, pre_buffer=False)
             metadata = self._file.metadata
             schema = self._file.schema_arrow
-        twice = [name for name, count in Counter(schema.names).items() if count > 1]
-        if twice:
-            raise IGLearnError(f"{source}: has two columns named {shown(twice[0])}; give each "
-                               f"field one column")
+        check_unique_names(schema.names, source)
         meta = schema.metadata or {}
         if b"n_actions" not in meta:
             raise IGLearnError(f"{source}: missing 'n_actions' in the schema metadata (the "
