@@ -921,13 +921,36 @@ def check_action_names(schema: FeatureSchema | None, names: tuple[str, ...] | No
 def check_column_names(schema: FeatureSchema | None, names: tuple[str, ...] | None,
                        kind: str = "context") -> None:
     """Refuse (422, field ``context_names`` or ``feedback_names``) an imported model fitted
-    on named ``kind`` columns (context, feedback: its feature ``schema``'s column mapping)
-    that are not the service's ``[model] context_names`` or ``feedback_names`` in the same
+    on ``kind`` columns (context, feedback) other than those this service serves, in its
     order: it would read each entry of a decision's context, or of a feedback, as another
-    feature. A model fitted on arrays, or a service without names, is not checked."""
-    columns = None if schema is None or schema.columns is None else getattr(schema.columns,
-                                                                            kind)
-    if columns is None or names is None or tuple(columns) == tuple(names):
+    feature. With ``[model] context_names`` or ``feedback_names`` a model fitted on named
+    columns (its feature ``schema``'s column mapping) must have those names in that order;
+    without them the service serves positions, and a model whose features are positional
+    names (``x^x0``, ``x^x1``, ...: one fitted on the service's DSJSON export) must have
+    them in position order. A model fitted on arrays, or on columns of other names for a
+    service without names, is not checked."""
+    if schema is None:
+        return
+    if names is None:
+        from iglearn.data.formats.base import FeatureSchema
+
+        features = tuple(getattr(schema, kind))
+        positional = FeatureSchema.default(len(features), len(features))
+        expected = getattr(positional, kind)
+        prefix = expected[0][:-1] if expected else ""
+        if features == expected or not all(
+                name.startswith(prefix) and name[len(prefix):].isdigit() for name in features):
+            return
+        at = next(i for i, (a, b) in enumerate(zip(features, expected, strict=True)) if a != b)
+        raise Rejected(422, f"the model was fitted on the {kind} columns "
+                            f"{shown(list(features))}, not in the order this service serves "
+                            f"them (its column {at} is {features[at]!r}, the service's "
+                            f"{expected[at]!r}): it would read each entry as another "
+                            f"feature; fit it on the log with its columns in order (the "
+                            f".npz or .parquet export, or a DSJSON export iglearn wrote)",
+                       f"{kind}_names")
+    columns = None if schema.columns is None else getattr(schema.columns, kind)
+    if columns is None or tuple(columns) == tuple(names):
         return
     how = ("in another order" if sorted(columns) == sorted(names) else "of other names")
     raise Rejected(422, f"the model was fitted on the {kind} columns {shown(list(columns))}, "
