@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import numpy as np
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -1094,10 +1095,39 @@ class ServiceApp(Starlette):
             handler = self.hot.get(scope["path"])
             if handler is not None:
                 scope["app"] = self
-                response = await handler(Request(scope, receive, send))
+                request = Request(scope, receive, send)
+                try:
+                    response = await handler(request)
+                except Exception as e:  # answered as Starlette's way would, and re-raised
+                    await (await internal_error(request, e))(scope, receive, send)
+                    raise
                 await response(scope, receive, send)
                 return
         await super().__call__(scope, receive, send)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """The router's 404 (no such endpoint) and 405 (a method the endpoint does not take,
+    its ``Allow`` header kept) in the service's JSON, naming the path or the method."""
+    assert isinstance(exc, HTTPException)
+    path, method = request.url.path, request.method
+    if exc.status_code == 404:
+        body = {"error": f"no endpoint {path}; the endpoints are under /v1, /healthz, "
+                         f"/readyz and /metrics", "field": "path"}
+    elif exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        body = {"error": f"{path} does not take {method}; it takes {allowed}",
+                "field": "method"}
+    else:
+        body = {"error": str(exc.detail)}
+    return json_response(body, exc.status_code, dict(exc.headers or {}) or None)
+
+
+async def internal_error(request: Request, exc: Exception) -> Response:
+    """An uncaught error's 500 in the service's JSON (the error and its traceback go to the
+    service's log)."""
+    return json_response({"error": f"internal error ({type(exc).__name__}); see the "
+                                   f"service's log"}, 500, {"connection": "close"})
 
 
 def check_retries(stored: Sequence[Decision], contexts: np.ndarray, allowed: np.ndarray,
@@ -1415,7 +1445,8 @@ def build_app(service: Service, start_worker: bool = True,
                       stop_message(version, decisions, feedback, seconds), version=version,
                       decisions=decisions, feedback=feedback, seconds=seconds)
 
-    app = ServiceApp(routes=routes, lifespan=lifespan)
+    app = ServiceApp(routes=routes, lifespan=lifespan,
+                     exception_handlers={HTTPException: http_error, Exception: internal_error})
     app.hot = hot
     app.state.body_timeout_seconds = server.body_timeout_seconds
     return app
