@@ -404,7 +404,10 @@ def test_a_signal_stops_the_service_gracefully_with_its_status_and_the_database_
     code = process.wait(30)
     log = running.process.log.read_text()
     assert code == 128 + getattr(signal, signum), log
-    assert "iglearn serve: stopped (graceful shutdown" in log and "interrupted" not in log, log
+    named = {"SIGTERM": "SIGTERM", "SIGINT": "SIGINT, Ctrl-C",
+             "SIGHUP": "SIGHUP, its terminal closed"}[signum]
+    assert f"iglearn serve: stopped (graceful shutdown on {named}) after" in log, log
+    assert "interrupted" not in log, log
     # closed, not killed: SQLite's write-ahead log is folded into the database and removed
     assert not (tmp_path / "service.db-wal").exists(), sorted(p.name for p in tmp_path.iterdir())
     storage = SQLiteStorage(tmp_path / "service.db")

@@ -1441,15 +1441,27 @@ def build_app(service: Service, start_worker: bool = True,
             decisions = service.metrics.decisions
             feedback = sum(service.metrics.feedbacks.get(o, 0) for o in ("joined", "late"))
             seconds = time.monotonic() - started
+            stopped_by = stop_signal(app)
             log_event(server.log_format, "stop",
-                      stop_message(version, decisions, feedback, seconds), version=version,
-                      decisions=decisions, feedback=feedback, seconds=seconds)
+                      stop_message(version, decisions, feedback, seconds, stopped_by),
+                      version=version, decisions=decisions, feedback=feedback,
+                      seconds=seconds, signal=stopped_by)
 
     app = ServiceApp(routes=routes, lifespan=lifespan,
                      exception_handlers={HTTPException: http_error, Exception: internal_error})
     app.hot = hot
     app.state.body_timeout_seconds = server.body_timeout_seconds
     return app
+
+
+def stop_signal(app: Starlette) -> str | None:
+    """The name of the first signal that stopped the uvicorn server :func:`serve` runs
+    ``app`` in (``SIGTERM``, ``SIGINT``, ``SIGHUP``), or None (none caught, or not run by
+    :func:`serve`)."""
+    import signal
+
+    caught = getattr(app.state, "stop_signals", None) or []
+    return signal.Signals(caught[0]).name if caught else None
 
 
 def write_log(service: Service, since: float | None, until: float | None, fmt: str
@@ -1602,6 +1614,7 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = Fa
         server_header=False, date_header=False, proxy_headers=False,
         http=guarded_protocol(config.server.header_timeout_seconds,
                               config.server.max_header_bytes)))
+    app.state.stop_signals = getattr(server, "_captured_signals", None)  # uvicorn's own list
     try:
         server.run(sockets=[sock])
     finally:
