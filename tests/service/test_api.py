@@ -17,7 +17,7 @@ from iglearn.learners.registry import save_model
 from iglearn.models.archive import load_archive, pack_model, unpack_model
 from iglearn.service.storage import FeedbackOutcome
 
-from .conftest import D_X, D_Y, K, play
+from .conftest import D_X, D_Y, K, play, start_service
 
 
 def test_decide_logs_exact_probabilities(service):
@@ -624,3 +624,29 @@ def test_idempotent_retries_are_not_counted_as_decisions(service):
     decisions, retries, explored = (a - b for a, b in zip(after, before, strict=True))
     assert (decisions, retries) == (2, 3)
     assert 0 <= explored <= 2
+
+
+def test_unknown_paths_wrong_methods_and_internal_errors_answer_in_json(tmp_path):
+    import sqlite3
+
+    running = start_service(tmp_path)
+    try:
+        with running.http() as client:
+            wrong = client.get("/v1/decide")
+            assert wrong.status_code == 405 and wrong.headers["allow"] == "POST"
+            assert wrong.headers["content-type"] == "application/json"
+            assert wrong.json()["field"] == "method" and "POST" in wrong.json()["error"]
+            missing = client.post("/v1/nothing", json={})
+            assert missing.status_code == 404 and missing.json()["field"] == "path"
+            assert "/v1/nothing" in missing.json()["error"]
+            # an error the service does not expect (its table dropped under it): a 500 in
+            # JSON, on the direct way of decisions and on Starlette's way alike
+            with sqlite3.connect(tmp_path / "service.db") as db:
+                db.execute("DROP TABLE interactions")
+            for answer in (client.post("/v1/decide", json={"context": [0.1] * D_X}),
+                           running.http("admin").get("/v1/log")):
+                assert answer.status_code == 500, answer.text
+                assert answer.headers["content-type"] == "application/json"
+                assert "internal error" in answer.json()["error"], answer.text
+    finally:
+        running.stop()

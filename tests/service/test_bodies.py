@@ -149,3 +149,34 @@ def test_a_head_over_the_limit_gets_431_and_a_malformed_request_400_in_json(shor
     assert lines and all(line.startswith("{") for line in lines), lines
     assert any('"event": "server"' in line and "Invalid HTTP request" in line
                for line in lines), lines
+
+
+def sized_head(size: int) -> bytes:
+    """A GET /healthz head of exactly ``size`` bytes (padded by one header's value)."""
+    start, end = b"GET /healthz HTTP/1.1\r\nhost: x\r\nconnection: close\r\nx-big: ", b"\r\n\r\n"
+    return start + b"a" * (size - len(start) - len(end)) + end
+
+
+@pytest.mark.parametrize("reads", [1, 3])
+def test_the_head_limit_holds_whether_the_head_arrives_in_one_read_or_several(
+        short_head_service, reads):
+    port, limit = short_head_service.process.port, 8192
+    for size, status in ((limit, b"200"), (limit + 1, b"431"), (2 * limit, b"431")):
+        head = sized_head(size)
+        with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+            for i in range(reads):  # each part a read of its own
+                connection.sendall(head[i * len(head) // reads:(i + 1) * len(head) // reads])
+                time.sleep(0.05 if i < reads - 1 else 0)
+            received = b""
+            while chunk := connection.recv(65536):
+                received += chunk
+        assert received.startswith(b"HTTP/1.1 " + status), (size, reads, received[:300])
+        if status == b"431":
+            assert b'"error"' in received and b"max_header_bytes" in received
+    # a head within the limit and its body in one read: only the head counts
+    body = b'{"context": [0.1, 0.2, 0.3, 0.4]' + b" " * 20000 + b"}"
+    head = (f"POST /v1/noop HTTP/1.1\r\nhost: x\r\nconnection: close\r\nauthorization: Bearer "
+            f"{short_head_service.client_key}\r\ncontent-type: application/json\r\n"
+            f"content-length: {len(body)}\r\n\r\n").encode()
+    received, _ = exchange(port, head + body, b"")
+    assert received.startswith(b"HTTP/1.1 200 "), received[:300]

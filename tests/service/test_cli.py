@@ -121,6 +121,20 @@ def test_refused_starts_leave_no_file_they_created(tmp_path, capsys):
     assert code == 2 and "does not exist" in err and files(tmp_path) == before
 
 
+def test_a_folder_given_as_the_database_is_one_line_naming_it(tmp_path, capsys):
+    folder = tmp_path / "data"
+    folder.mkdir()
+    config = write_config(tmp_path / "s.toml", tables(server={"db": str(folder)}))
+    for argv in (["serve", "--config", config, "--port", "0", "--insecure-no-auth"],
+                 ["serve", "keys", "add", "--config", config, "--role", "admin"],
+                 ["serve", "db", "upgrade", "--config", config]):
+        code, _, err = run(capsys, *argv)
+        assert code == 2, (argv, err)
+        assert err.count("\n") == 1 and "Traceback" not in err, err
+        assert f"{folder} is a folder" in err and "[server] db" in err, err
+        assert files(folder) == []
+
+
 def sqlite_file(path: Path, rows: int = 200) -> bytes:
     """The bytes of a small SQLite database of another application."""
     with contextlib.closing(sqlite3.connect(path)) as db:
@@ -390,7 +404,10 @@ def test_a_signal_stops_the_service_gracefully_with_its_status_and_the_database_
     code = process.wait(30)
     log = running.process.log.read_text()
     assert code == 128 + getattr(signal, signum), log
-    assert "iglearn serve: stopped (graceful shutdown" in log and "interrupted" not in log, log
+    named = {"SIGTERM": "SIGTERM", "SIGINT": "SIGINT, Ctrl-C",
+             "SIGHUP": "SIGHUP, its terminal closed"}[signum]
+    assert f"iglearn serve: stopped (graceful shutdown on {named}) after" in log, log
+    assert "interrupted" not in log, log
     # closed, not killed: SQLite's write-ahead log is folded into the database and removed
     assert not (tmp_path / "service.db-wal").exists(), sorted(p.name for p in tmp_path.iterdir())
     storage = SQLiteStorage(tmp_path / "service.db")

@@ -60,7 +60,7 @@ MODEL = {"n_actions": 3, "context_dim": 2, "feedback_dim": 2}
                                       "epsilon_final": 0.2}}, ["epsilon_final", "0.1]"]),
     ({"model": MODEL, "exploration": {"seed": -1}}, ["[exploration] seed", ">= 0"]),
     ({"model": MODEL, "exploration": {"seed": 1.5}}, ["[exploration] seed", "an integer"]),
-    ({"model": MODEL, "learning": {"refit_every": 0}}, ["[learning] refit_every", "> 0"]),
+    ({"model": MODEL, "learning": {"refit_every": 0}}, ["[learning] refit_every", ">= 1"]),
     ({"model": MODEL, "server": {"port": 70000}}, ["[server] port"]),
     ({"model": MODEL, "server": {"synchronous": "off"}}, ["[server] synchronous"]),
     ({"model": MODEL | {"learner": {"epochs": 2}}}, ["[model.learner] epochs"]),
@@ -157,7 +157,7 @@ SETTINGS_BAD = [  # every numeric setting with a bound a value can cross
     ("learning", "worker_threads", 2**31, "[1, 1024]"),
     ("server", "torch_threads", 2**31, "[1, 1024]"),
     ("server", "retention_days", 1e300, "[0, "),
-    ("learning", "max_interactions", 2**63, "an integer >= 0"),
+    ("learning", "max_interactions", 2**63, "an integer >= 1"),
     ("learning", "refit_every", "500", "an integer"),
     ("learning", "join_window", "600", "a finite number"),
     ("exploration", "warmup", 10.5, "an integer"),
@@ -172,6 +172,20 @@ def test_numeric_settings_out_of_their_range_are_named(table, key, value, expect
         parse_config({"model": MODEL, table: {key: value}}, "svc.toml")
     message = str(error.value)
     assert message.startswith(f"svc.toml: [{table}] {key} is ") and expected in message
+
+
+@pytest.mark.parametrize(("table", "key", "expected"), [
+    ("learning", "refit_every", "an integer >= 1"),
+    ("learning", "keep_versions", "an integer >= 1"),
+    ("exploration", "warmup", "an integer >= 1"), ("server", "max_batch", "an integer >= 1"),
+    ("learning", "refit_seconds", "a finite number > 0"),
+    ("server", "header_timeout_seconds", "a finite number > 0")])
+def test_a_setting_above_zero_says_so_alike_for_a_negative_value_and_zero(table, key,
+                                                                        expected):
+    for value in (-1, 0):
+        with pytest.raises(IGLearnError) as error:
+            parse_config({"model": MODEL, table: {key: value}}, "svc.toml")
+        assert str(error.value).endswith(f"; expected {expected}"), (value, str(error.value))
 
 
 TOML_BAD = [  # a line of [model.learner] or [learning], and the place named

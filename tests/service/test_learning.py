@@ -573,3 +573,43 @@ def test_a_refit_warns_once_of_a_stored_column_that_float32_rounds_away(tmp_path
                                "around 1e+08")
     assert "subtract a fixed offset from it before sending it" in lines[0]
     assert any("column 'stamp'" in w for w in storage.models()[-1].summary["warnings"])
+
+
+def test_a_count_refit_waits_for_refit_every_interactions_beyond_those_fitted(tmp_path):
+    """The first re-fit spends seconds starting (importing its learner) while traffic goes
+    on; a 'count' re-fit then comes only once ``refit_every`` interactions have arrived
+    beyond those the first one read, not at once on the same interactions."""
+    running = start_service(tmp_path, exploration={"mode": "epsilon"},
+                            learning={"min_interactions": 100, "refit_every": 100})
+    rng = np.random.default_rng(0)
+    storage = running.storage()
+
+    def send(n: int) -> None:
+        contexts = rng.normal(size=(n, D_X))
+        decisions = client.post("/v1/decide", json={"contexts": contexts.tolist()}).json()
+        for decision in decisions["decisions"]:
+            assert client.post("/v1/feedback", json={
+                "event_id": decision["event_id"],
+                "feedback": rng.normal(size=D_Y).tolist()}).status_code == 204
+
+    try:
+        with running.http() as client:
+            send(100)
+            deadline = time.monotonic() + 60
+            while storage.state("refit_running") is None and not storage.models():
+                assert time.monotonic() < deadline, "no re-fit began within 60 s"
+                time.sleep(0.02)
+            send(200)  # while the first re-fit starts
+        while not storage.models():
+            assert time.monotonic() < deadline, "no re-fit within 60 s"
+            time.sleep(0.1)
+        time.sleep(3)  # many polls of the worker after the first re-fit
+        models = storage.models()
+        assert models, "no re-fit within 60 s"
+        assert models[0].summary["reason"] == "first"
+        for before, after in zip(models, models[1:], strict=False):
+            assert after.summary["reason"] != "count" or (
+                after.interactions - before.interactions >= 100), [
+                (m.version, m.summary["reason"], m.interactions) for m in models]
+    finally:
+        running.stop()

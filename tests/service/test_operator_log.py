@@ -65,8 +65,9 @@ def test_import_and_stop_messages():
         "place of version 2")
     assert import_message(1, 0, None).endswith("indicator none, served in place of the "
                                                "warm-up exploration")
-    assert stop_message(4, 120, 100, 61.2) == (
-        "stopped (graceful shutdown, SIGTERM or Ctrl-C) after 61 s: served model version 4; "
+    assert stop_message(4, 120, 100, 61.2, "SIGHUP") == (
+        "stopped (graceful shutdown on SIGHUP, its terminal closed) after 61 s: served model "
+        "version 4; "
         "stored 120 decisions and the feedback of 100 since the start; the learning worker "
         "stopped and the exploration's round saved")
 
@@ -92,8 +93,8 @@ def test_an_imported_model_and_a_shutdown_each_get_a_line(tmp_path, log_format):
         assert imports[0].startswith(f"iglearn serve: imported a model (PUT /v1/model): stored "
                                      f"as version {version}, indicator "), imports
         assert imports[0].endswith("served in place of the warm-up exploration"), imports
-        assert lines[-1].startswith("iglearn serve: stopped (graceful shutdown, SIGTERM or "
-                                    "Ctrl-C) after "), lines
+        assert lines[-1].startswith("iglearn serve: stopped (graceful shutdown on SIGTERM) "
+                                    "after "), lines
         assert f"served model version {version}; stored 1 decision and the feedback of 0 " \
                f"since the start" in lines[-1]
         return
@@ -103,6 +104,7 @@ def test_an_imported_model_and_a_shutdown_each_get_a_line(tmp_path, log_format):
     assert imports[0]["previous"] == 0 and imports[0]["bytes"] > 0
     assert events[-1]["event"] == "stop" and events[-1]["version"] == version
     assert events[-1]["decisions"] == 1 and events[-1]["feedback"] == 0
+    assert events[-1]["signal"] == "SIGTERM"
 
 
 def test_contexts_outside_the_served_models_range_get_one_drift_line(tmp_path):

@@ -20,6 +20,8 @@ from iglearn.cli.settings import number, port_number
 from iglearn.errors import IGLearnError
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from iglearn.client import Client
 
 
@@ -51,17 +53,19 @@ def exit_on_signals() -> None:
     gracefully on it: the server stops on SIGTERM or SIGINT, then raises it again, which
     unwinds from here as SystemExit, so that every ``finally`` runs (the database closed,
     a temporary folder deleted), with no "interrupted" line after the operator's "stopped";
-    SIGHUP is turned into SIGTERM, where its default would end the process at once."""
+    SIGHUP goes to SIGTERM's handler (while the server runs, the server's, which stops it
+    and names SIGHUP in its stop line), where its default would end the process at once."""
     import signal
 
-    hung_up: list[int] = []
+    def stop(signum: int, frame: FrameType | None) -> None:
+        raise SystemExit(128 + signum)
 
-    def stop(signum: int, frame: object) -> None:
-        raise SystemExit(128 + (hung_up[0] if hung_up else signum))
-
-    def hang_up(signum: int, frame: object) -> None:
-        hung_up.append(signum)
-        os.kill(os.getpid(), signal.SIGTERM)
+    def hang_up(signum: int, frame: FrameType | None) -> None:
+        handler = signal.getsignal(signal.SIGTERM)
+        if callable(handler):
+            handler(signum, frame)
+        else:  # not ours, nor the server's: ended as SIGTERM would
+            os.kill(os.getpid(), signal.SIGTERM)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)

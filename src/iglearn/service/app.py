@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import numpy as np
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
@@ -921,13 +922,36 @@ def check_action_names(schema: FeatureSchema | None, names: tuple[str, ...] | No
 def check_column_names(schema: FeatureSchema | None, names: tuple[str, ...] | None,
                        kind: str = "context") -> None:
     """Refuse (422, field ``context_names`` or ``feedback_names``) an imported model fitted
-    on named ``kind`` columns (context, feedback: its feature ``schema``'s column mapping)
-    that are not the service's ``[model] context_names`` or ``feedback_names`` in the same
+    on ``kind`` columns (context, feedback) other than those this service serves, in its
     order: it would read each entry of a decision's context, or of a feedback, as another
-    feature. A model fitted on arrays, or a service without names, is not checked."""
-    columns = None if schema is None or schema.columns is None else getattr(schema.columns,
-                                                                            kind)
-    if columns is None or names is None or tuple(columns) == tuple(names):
+    feature. With ``[model] context_names`` or ``feedback_names`` a model fitted on named
+    columns (its feature ``schema``'s column mapping) must have those names in that order;
+    without them the service serves positions, and a model whose features are positional
+    names (``x^x0``, ``x^x1``, ...: one fitted on the service's DSJSON export) must have
+    them in position order. A model fitted on arrays, or on columns of other names for a
+    service without names, is not checked."""
+    if schema is None:
+        return
+    if names is None:
+        from iglearn.data.formats.base import FeatureSchema
+
+        features = tuple(getattr(schema, kind))
+        positional = FeatureSchema.default(len(features), len(features))
+        expected = getattr(positional, kind)
+        prefix = expected[0][:-1] if expected else ""
+        if features == expected or not all(
+                name.startswith(prefix) and name[len(prefix):].isdigit() for name in features):
+            return
+        at = next(i for i, (a, b) in enumerate(zip(features, expected, strict=True)) if a != b)
+        raise Rejected(422, f"the model was fitted on the {kind} columns "
+                            f"{shown(list(features))}, not in the order this service serves "
+                            f"them (its column {at} is {features[at]!r}, the service's "
+                            f"{expected[at]!r}): it would read each entry as another "
+                            f"feature; fit it on the log with its columns in order (the "
+                            f".npz or .parquet export, or a DSJSON export iglearn wrote)",
+                       f"{kind}_names")
+    columns = None if schema.columns is None else getattr(schema.columns, kind)
+    if columns is None or tuple(columns) == tuple(names):
         return
     how = ("in another order" if sorted(columns) == sorted(names) else "of other names")
     raise Rejected(422, f"the model was fitted on the {kind} columns {shown(list(columns))}, "
@@ -1071,10 +1095,39 @@ class ServiceApp(Starlette):
             handler = self.hot.get(scope["path"])
             if handler is not None:
                 scope["app"] = self
-                response = await handler(Request(scope, receive, send))
+                request = Request(scope, receive, send)
+                try:
+                    response = await handler(request)
+                except Exception as e:  # answered as Starlette's way would, and re-raised
+                    await (await internal_error(request, e))(scope, receive, send)
+                    raise
                 await response(scope, receive, send)
                 return
         await super().__call__(scope, receive, send)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """The router's 404 (no such endpoint) and 405 (a method the endpoint does not take,
+    its ``Allow`` header kept) in the service's JSON, naming the path or the method."""
+    assert isinstance(exc, HTTPException)
+    path, method = request.url.path, request.method
+    if exc.status_code == 404:
+        body = {"error": f"no endpoint {path}; the endpoints are under /v1, /healthz, "
+                         f"/readyz and /metrics", "field": "path"}
+    elif exc.status_code == 405:
+        allowed = (exc.headers or {}).get("Allow", "")
+        body = {"error": f"{path} does not take {method}; it takes {allowed}",
+                "field": "method"}
+    else:
+        body = {"error": str(exc.detail)}
+    return json_response(body, exc.status_code, dict(exc.headers or {}) or None)
+
+
+async def internal_error(request: Request, exc: Exception) -> Response:
+    """An uncaught error's 500 in the service's JSON (the error and its traceback go to the
+    service's log)."""
+    return json_response({"error": f"internal error ({type(exc).__name__}); see the "
+                                   f"service's log"}, 500, {"connection": "close"})
 
 
 def check_retries(stored: Sequence[Decision], contexts: np.ndarray, allowed: np.ndarray,
@@ -1388,14 +1441,27 @@ def build_app(service: Service, start_worker: bool = True,
             decisions = service.metrics.decisions
             feedback = sum(service.metrics.feedbacks.get(o, 0) for o in ("joined", "late"))
             seconds = time.monotonic() - started
+            stopped_by = stop_signal(app)
             log_event(server.log_format, "stop",
-                      stop_message(version, decisions, feedback, seconds), version=version,
-                      decisions=decisions, feedback=feedback, seconds=seconds)
+                      stop_message(version, decisions, feedback, seconds, stopped_by),
+                      version=version, decisions=decisions, feedback=feedback,
+                      seconds=seconds, signal=stopped_by)
 
-    app = ServiceApp(routes=routes, lifespan=lifespan)
+    app = ServiceApp(routes=routes, lifespan=lifespan,
+                     exception_handlers={HTTPException: http_error, Exception: internal_error})
     app.hot = hot
     app.state.body_timeout_seconds = server.body_timeout_seconds
     return app
+
+
+def stop_signal(app: Starlette) -> str | None:
+    """The name of the first signal that stopped the uvicorn server :func:`serve` runs
+    ``app`` in (``SIGTERM``, ``SIGINT``, ``SIGHUP``), or None (none caught, or not run by
+    :func:`serve`)."""
+    import signal
+
+    caught = getattr(app.state, "stop_signals", None) or []
+    return signal.Signals(caught[0]).name if caught else None
 
 
 def write_log(service: Service, since: float | None, until: float | None, fmt: str
@@ -1548,6 +1614,7 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = Fa
         server_header=False, date_header=False, proxy_headers=False,
         http=guarded_protocol(config.server.header_timeout_seconds,
                               config.server.max_header_bytes)))
+    app.state.stop_signals = getattr(server, "_captured_signals", None)  # uvicorn's own list
     try:
         server.run(sockets=[sock])
     finally:

@@ -363,8 +363,9 @@ def _section(cls: type, name: str, values: dict[str, Any], path: str) -> Any:
             converted[key] = typed_value(cls, key, value)
         except SettingRefused as e:
             shape = name == "model" and key in SHAPE_RANGES
-            raise _bad(path, name, key, value,
-                       _range_text(key) if shape else e.expected) from None
+            expected = (_range_text(key) if shape else _positive_text(cls, key)
+                        if key in POSITIVE.get(name, ()) else e.expected)
+            raise _bad(path, name, key, value, expected) from None
     return cls(**converted)
 
 
@@ -372,6 +373,23 @@ SHAPE_RANGES = {"n_actions": (2, limits.MAX_ACTIONS), "context_dim": (1, limits.
                  "feedback_dim": (1, limits.MAX_DIM)}
 """The range of each of [model]'s shape settings (told alike for a wrong type or value),
 which every stored interaction and model version of a service's database share."""
+
+
+POSITIVE = {"exploration": ("warmup", "iota"),
+            "learning": ("refit_every", "refit_seconds", "min_interactions",
+                         "max_interactions", "join_window", "keep_versions", "worker_threads",
+                         "poll_seconds", "pickup_seconds"),
+            "server": ("max_body_bytes", "max_header_bytes", "max_batch",
+                       "event_id_max_length", "pool_size", "body_timeout_seconds",
+                       "header_timeout_seconds")}
+"""The settings, table by table, that must be above 0 (told alike for a wrong type or
+value: :func:`_positive_text`)."""
+
+
+def _positive_text(cls: type, key: str) -> str:
+    """What a setting of :data:`POSITIVE` expects: an integer >= 1, or a finite number > 0."""
+    kind = {f.name: f.type for f in dataclasses.fields(cls)}[key]
+    return "an integer >= 1" if kind in (int, "int") else "a finite number > 0"
 
 
 def _range_text(key: str) -> str:
@@ -422,19 +440,12 @@ def _check(config: ServiceConfig, path: str, learner: bool = True) -> None:
     if e.epsilon_rounds > 0 and not 0 < e.epsilon_final <= e.epsilon:
         raise _bad(path, "exploration", "epsilon_final", e.epsilon_final,
                    f"a number in (0, epsilon = {e.epsilon:g}] when epsilon_rounds is set")
-    positive = {("exploration", "warmup"): e.warmup, ("exploration", "iota"): e.iota,
-                ("learning", "refit_every"): lr.refit_every,
-                ("learning", "refit_seconds"): lr.refit_seconds,
-                ("learning", "min_interactions"): lr.min_interactions,
-                ("learning", "max_interactions"): lr.max_interactions,
-                ("learning", "join_window"): lr.join_window,
-                ("learning", "keep_versions"): lr.keep_versions,
-                ("learning", "worker_threads"): lr.worker_threads,
-                ("learning", "poll_seconds"): lr.poll_seconds,
-                ("learning", "pickup_seconds"): lr.pickup_seconds}
-    for (table, key), value in positive.items():
-        if not value > 0:
-            raise _bad(path, table, key, value, "a number > 0")
+    for table, keys in POSITIVE.items():
+        section = getattr(config, table)
+        for key in keys:
+            if not getattr(section, key) > 0:
+                raise _bad(path, table, key, getattr(section, key),
+                           _positive_text(type(section), key))
     _check_ranges(config.learning, "learning", path)
     if not 0 <= lr.worker_nice <= 19:
         raise _bad(path, "learning", "worker_nice", lr.worker_nice, "an integer in [0, 19]")
@@ -476,13 +487,6 @@ def _check_server(s: ServerSettings, path: str) -> None:
     if s.synchronous not in SYNCHRONOUS:
         raise _bad(path, "server", "synchronous", s.synchronous,
                    f"one of {', '.join(SYNCHRONOUS)}")
-    for key in ("max_body_bytes", "max_header_bytes", "max_batch", "event_id_max_length",
-                "pool_size"):
-        if getattr(s, key) < 1:
-            raise _bad(path, "server", key, getattr(s, key), "an integer >= 1")
-    for key in ("body_timeout_seconds", "header_timeout_seconds"):
-        if not getattr(s, key) > 0:
-            raise _bad(path, "server", key, getattr(s, key), "a number > 0")
     if s.log_format not in LOG_FORMATS:
         raise _bad(path, "server", "log_format", s.log_format, "text or json")
 

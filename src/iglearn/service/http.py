@@ -37,6 +37,7 @@ class GuardedProtocol(HttpToolsProtocol):
     _head_timer: asyncio.TimerHandle | None = None
     _head_open = False
     _head_bytes = 0
+    _head_parsed = 0
     _draining = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -54,20 +55,52 @@ class GuardedProtocol(HttpToolsProtocol):
         if self._head_open and not self.transport.is_closing():
             self._head_bytes += len(data)
             if self._head_bytes > self.max_head_bytes:
-                self.refuse(431, f"the request's head (its request line and headers) exceeds "
-                                 f"{self.max_head_bytes} bytes ([server] max_header_bytes)",
-                            drain=True)
+                self.refuse_head_size()
+
+    def refuse_head_size(self) -> None:
+        """Answer 431: the request's head exceeds ``max_head_bytes``."""
+        self.refuse(431, f"the request's head (its request line and headers) exceeds "
+                         f"{self.max_head_bytes} bytes ([server] max_header_bytes)", drain=True)
 
     def on_message_begin(self) -> None:
+        if self._draining:
+            return
         super().on_message_begin()
-        self._head_open, self._head_bytes = True, 0
+        self._head_open, self._head_bytes, self._head_parsed = True, 0, 0
         if self._head_timer is None:  # a request pipelined after a response: timed anew
             self._start_head_timer()
 
+    def on_url(self, url: bytes) -> None:
+        self._head_parsed += len(url)
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._head_parsed += len(name) + len(value) + 4  # "name: value\r\n"
+        super().on_header(name, value)
+
     def on_headers_complete(self) -> None:
+        """Refuse a head above the limit (the bytes that arrived before its last read were
+        counted as they came; its size now is read from the parsed request line and
+        headers, since the read that completed it may hold a body too), else start the
+        request."""
         self._head_open = False
+        if self._draining:
+            return
+        method = self.parser.get_method()
+        size = len(method) + len(b" ") + self._head_parsed + len(b" HTTP/1.1\r\n\r\n")
+        if max(size, self._head_bytes) > self.max_head_bytes:
+            self.refuse_head_size()
+            return
         self._stop_head_timer()
         super().on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        if not self._draining:
+            super().on_body(body)
+
+    def on_message_complete(self) -> None:
+        if not self._draining:
+            super().on_message_complete()
 
     def send_400_response(self, msg: str) -> None:
         self.refuse(400, f"not an HTTP request this service reads ({msg.rstrip('.')})")

@@ -352,7 +352,8 @@ def due(storage: Storage, config: ServiceConfig, now: float) -> str | None:
 def run_once(storage: Storage, config: ServiceConfig,
              serving: Callable[[], bool] = lambda: True) -> dict[str, Any] | None:
     """One look for work: re-fit if due, and record the outcome in the shared state
-    ``last_refit`` ({at, reason, learnable, by: the replica's host:port, version or
+    ``last_refit`` ({at, reason, learnable: the learnable interactions counted when the
+    fit read its log, by: the replica's host:port, version or
     error, held_back: why the version is stored but not served, or None});
     ``refit_running`` holds {at, reason} while it runs. ``serving``: see :func:`refit`.
     The operator's log gets the re-fit's line, then one line for each of its warnings of
@@ -371,7 +372,11 @@ def run_once(storage: Storage, config: ServiceConfig,
     try:
         minimum = config.model.n_actions if reason == "requested" else None
         record = refit(storage, config, reason, minimum, serving)
-        outcome |= {"version": record.version, "seconds": record.fit_seconds, "error": None,
+        # the count the fit read its log at, not the one above: the first re-fit spends
+        # seconds starting, and what arrived meanwhile is in its log (a 'count' re-fit
+        # counts from there)
+        outcome |= {"learnable": record.summary.get("learnable", learnable),
+                    "version": record.version, "seconds": record.fit_seconds, "error": None,
                     "held_back": record.held_back,
                     "stored_precision": list(record.summary.get("stored_precision", []))}
     except IGLearnError as e:

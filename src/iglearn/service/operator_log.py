@@ -64,11 +64,19 @@ def import_message(version: int, previous: int, indicator: float | None) -> str:
             f"{shown}, served in place of {was}")
 
 
-def stop_message(version: int, decisions: int, feedback: int, seconds: float) -> str:
-    """The text of the line of a graceful shutdown (SIGTERM, or Ctrl-C): the version served
-    last (0: none), the decisions and feedback stored since the start, and how long it ran."""
+STOP_SIGNALS = {"SIGTERM": "SIGTERM", "SIGINT": "SIGINT, Ctrl-C",
+                "SIGHUP": "SIGHUP, its terminal closed"}
+"""How the stop line names each signal that stops the service gracefully."""
+
+
+def stop_message(version: int, decisions: int, feedback: int, seconds: float,
+                 signal: str | None = None) -> str:
+    """The text of the line of a graceful shutdown on ``signal`` (SIGTERM, SIGINT: Ctrl-C,
+    SIGHUP: its terminal closed; None: not told): the version served last (0: none), the
+    decisions and feedback stored since the start, and how long it ran."""
+    on = "" if signal is None else f" on {STOP_SIGNALS.get(signal, signal)}"
     served = f"model version {version}" if version else "the warm-up exploration"
-    return (f"stopped (graceful shutdown, SIGTERM or Ctrl-C) after {seconds:.0f} s: served "
+    return (f"stopped (graceful shutdown{on}) after {seconds:.0f} s: served "
             f"{served}; stored {decisions} decision{'' if decisions == 1 else 's'} and the "
             f"feedback of {feedback} since the start; the learning worker stopped and the "
             f"exploration's round saved")

@@ -402,6 +402,10 @@ class SQLiteStorage(Storage):
         if not self.path.parent.is_dir():
             raise IGLearnError(f"{self.path}: the folder {self.path.parent} does not exist; "
                                f"create it or set [server] db to another path")
+        if self.path.is_dir():
+            raise IGLearnError(f"{self.path} is a folder, not an SQLite database file; set "
+                               f"[server] db to a file (such as "
+                               f"{self.path / 'service.db'})")
         self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
                                    check_same_thread=False)
         try:

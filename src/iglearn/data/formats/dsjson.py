@@ -41,13 +41,18 @@
 Labels and ``o`` are written before ``c`` because VW's parser needs them first. Feature names
 map to vector positions by a :class:`FeatureSchema` kept beside the data in
 ``<file>.schema.json``; without one, the reader builds it from the names in the file, in order
-of first appearance.
+of first appearance, except that a section whose names are one numbered family (``x^x0``,
+``x^x1``, ... as iglearn and the service write them) is ordered by number, so a log whose
+first lines leave some features out (zeros are not written) is read in its columns' order.
+The writer writes every feature of the first line, zeros included, so that the order and
+the width of the columns are in the file even without its sidecar.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
@@ -181,7 +186,8 @@ class DsjsonReader(TableReader):
             seen.add("definitely_bad")
         fields = required_fields(seen, source)
         if schema is None:
-            schema = FeatureSchema(tuple(names["context"]), tuple(names["feedback"]))
+            schema = FeatureSchema(_numbered(tuple(names["context"])),
+                                   _numbered(tuple(names["feedback"])))
         if not schema.context:
             raise IGLearnError(f"{source}: no context features found; put them in 'c'")
         if "feedback" in fields and not schema.feedback:
@@ -521,9 +527,26 @@ def _value(v: float) -> float | int:
     return float(str(np.float32(v)))
 
 
-def _namespaces(names: tuple[str, ...], vector: np.ndarray) -> dict[str, dict[str, float]]:
+NUMBERED = re.compile(r"(.*?)(\d+)")
+"""A feature name of a numbered family: its stem and its number (``x^x12``: ``x^x``, 12)."""
+
+
+def _numbered(names: tuple[str, ...]) -> tuple[str, ...]:
+    """``names`` (in order of first appearance) ordered by number when they are all one
+    numbered family (``x^x0``, ``x^x1``, ...: positional names, written sparsely, first
+    appear in another order); any other names as they are."""
+    matches = [NUMBERED.fullmatch(name) for name in names]
+    numbered = [(m[1], int(m[2]), m[0]) for m in matches if m is not None]
+    if not names or len(numbered) < len(names) or len({stem for stem, _, _ in numbered}) > 1:
+        return names
+    return tuple(name for _, _, name in sorted(numbered))
+
+
+def _namespaces(names: tuple[str, ...], vector: np.ndarray, dense: bool = False
+                ) -> dict[str, dict[str, float]]:
+    """The features of ``vector`` by namespace: those not 0, or with ``dense`` all."""
     out: dict[str, dict[str, float]] = {}
-    for i in np.flatnonzero(vector):
+    for i in range(len(vector)) if dense else np.flatnonzero(vector):
         ns, _, name = names[i].partition("^")
         out.setdefault(ns, {})[name] = _value(float(vector[i]))
     return out
@@ -538,6 +561,7 @@ def write_dsjson(reader: TableReader, tmp: Path, schema_tmp: Path) -> None:
         schema = FeatureSchema.default(info.dims["context"], info.dims.get("feedback", 0))
     k = info.n_actions
     multi = [{"a": {f"a{i}": 1}} for i in range(k)]
+    first = True  # the first line names every feature, in the schema's order
     with open(tmp, "w", encoding="utf-8") as f:
         for _, batch in reader.validated_batches():
             for row in range(len(batch["context"])):
@@ -546,7 +570,7 @@ def write_dsjson(reader: TableReader, tmp: Path, schema_tmp: Path) -> None:
                     action = int(batch["action"][row])
                     probability = float(batch["probability"][row])
                     observation: dict[str, object] = {
-                        **_namespaces(schema.feedback, batch["feedback"][row])}
+                        **_namespaces(schema.feedback, batch["feedback"][row], first)}
                     if "definitely_bad" in batch:
                         observation["_definitely_bad"] = bool(batch["definitely_bad"][row])
                     record.update({
@@ -556,7 +580,8 @@ def write_dsjson(reader: TableReader, tmp: Path, schema_tmp: Path) -> None:
                         "a": [action + 1] + [i + 1 for i in range(k) if i != action],
                         "p": [probability],
                     })
-                context = _namespaces(schema.context, batch["context"][row])
+                context = _namespaces(schema.context, batch["context"][row], first)
+                first = False
                 record["c"] = {**context, "_multi": multi}
                 extra = {}
                 if "reward" in batch:
