@@ -102,22 +102,28 @@ def fingerprint(config: Any, **more: object) -> dict:
 
 
 class TrialRecord:
-    """The folder of finished trials of one run, guarded by the run's fingerprint."""
+    """The folder of finished trials of one run, guarded by the run's fingerprint.
+
+    Nothing is written until the first trial finishes: the manifest ``run.json`` goes in with
+    it, so a run that fails before (a setting its environment refuses, too little memory)
+    leaves no record. A record without finished trials holds nothing to resume and never
+    blocks a run of another configuration."""
 
     def __init__(self, folder: Path, fingerprint: dict, fresh: bool):
         self.folder = folder / "trials"
-        manifest = self.folder / "run.json"
-        text = safejson.dumps(fingerprint, sort_keys=True)
-        if fresh and self.folder.exists():
+        self.manifest = self.folder / "run.json"
+        self.text = safejson.dumps(fingerprint, sort_keys=True)
+        if self.folder.exists() and (fresh or not self.finished()):
             self.forget()
-        if manifest.exists() and manifest.read_text().strip() != text:
+        elif self.manifest.exists() and self.manifest.read_text().strip() != self.text:
             raise IGLearnError(
                 f"{folder} holds trials of a different configuration"
-                f"{_difference(manifest, fingerprint)}; pass --fresh to start over there, or "
-                f"choose another --out")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        if not manifest.exists():
-            write_text(manifest, text + "\n")
+                f"{_difference(self.manifest, fingerprint)}; pass --fresh to start over there, "
+                f"or choose another --out")
+
+    def finished(self) -> bool:
+        """Whether the folder holds the record of a finished trial."""
+        return any(_TRIAL.fullmatch(path.name) for path in self.folder.iterdir())
 
     def path(self, index: int) -> Path:
         return self.folder / f"trial-{index:05d}.json"
@@ -139,11 +145,16 @@ class TrialRecord:
         return rows
 
     def save(self, index: int, rows: list[dict]) -> None:
+        """Record a finished trial; the first one recorded writes the manifest before it."""
         text = safejson.dumps(rows, other=_plain)
+        if not self.manifest.exists():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            write_text(self.manifest, self.text + "\n")
         write_text(self.path(index), text + "\n")
 
     def forget(self) -> None:
-        """Delete the records of an earlier run (``--fresh``): the manifest, the trial files
+        """Delete the records of an earlier run (``--fresh``, or a manifest without finished
+        trials): the manifest, the trial files
         and their temporaries, and nothing else; the folder goes if nothing else is in it."""
         for path in self.folder.iterdir():
             if _RECORD.fullmatch(path.name) and path.is_file():
@@ -170,6 +181,7 @@ def _difference(manifest: Path, fingerprint: dict) -> str:
     return ""
 
 
+_TRIAL = re.compile(r"trial-\d{5}\.json")
 _RECORD = re.compile(r"run\.json|trial-\d{5}\.json|\.(run|trial-\d{5})\.json\.\w+\.part")
 
 
