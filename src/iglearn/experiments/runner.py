@@ -14,6 +14,7 @@ rounding that a restart decision amplifies.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import warnings
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from iglearn.data import safejson
-from iglearn.errors import IGLearnError, check_choice, shown
+from iglearn.errors import IGLearnError, check_choice, option_list, shown
 from iglearn.files import write_text
 from iglearn.processes import end_with_parent, ray_instance
 from iglearn.progress import one_line_warnings, progress_bar
@@ -164,8 +165,10 @@ class TrialRecord:
 
 
 def _difference(manifest: Path, fingerprint: dict) -> str:
-    """Where a recorded run's fingerprint (``manifest``) first differs from ``fingerprint``,
-    for the message refusing to resume it: " (--lr: 0.01 recorded, 0.02 now)"; "" when the
+    """Where a recorded run's fingerprint (``manifest``) first differs from ``fingerprint``
+    (the settings a sweep swept first, then in its order), compared as JSON reads them back,
+    for the message refusing to resume it, named as the command line gives it: " (--lr: 0.01
+    recorded, 0.02 now)", " (--set lr: 0.01,0.02 recorded, 0.01,0.03 now)"; "" when the
     record cannot be read."""
     try:
         recorded = safejson.parse(manifest.read_bytes(), str(manifest), "")
@@ -173,12 +176,27 @@ def _difference(manifest: Path, fingerprint: dict) -> str:
         return ""
     if not isinstance(recorded, dict):
         return ""
-    for key in sorted(set(recorded) | set(fingerprint)):
-        was, now = recorded.get(key), fingerprint.get(key)
-        if was != now and safejson.dumps(was) != safejson.dumps(now):
-            name = "the result schema" if key == "schema" else f"--{key.replace('_', '-')}"
-            return f" ({name}: {shown(was)} recorded, {shown(now)} now)"
+    current = json.loads(safejson.dumps(fingerprint))  # tuples as lists, as recorded
+    keys = [*current, *(key for key in recorded if key not in current)]
+    keys.sort(key=lambda key: not key.startswith("set "))  # what a sweep swept first
+    for key in keys:
+        was, now = recorded.get(key), current.get(key)
+        if was != now:
+            name = _NAMES.get(key) or f"--{key.replace('_', '-')}"
+            return f" ({name}: {_as_given(was)} recorded, {_as_given(now)} now)"
     return ""
+
+
+_NAMES = {"schema": "the result schema", "experiment": "the experiment"}
+"""How the refusal to resume names the entries of a fingerprint that no option gives (any
+other key ``NAME`` is the option ``--NAME``)."""
+
+
+def _as_given(value: object) -> str:
+    """A recorded setting as its option writes it: ``0.01,0.02``, ``none``, ``'digits'``."""
+    if isinstance(value, list):
+        return option_list(map(str, value))
+    return "none" if value is None else shown(value)
 
 
 _TRIAL = re.compile(r"trial-\d{5}\.json")
