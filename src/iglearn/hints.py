@@ -71,6 +71,12 @@ def settings_hints(cls: type) -> Mapping[str, Any]:
     return MappingProxyType(hints)
 
 
+INTEGER_LIMIT = 2**63
+"""Every integer setting (a seed, a count of epochs or restarts, ...) is below this bound, a
+signed 64-bit integer: what a TOML file can write and what a model folder's ``model.json``
+and a run's ``run.json`` record and read back (:data:`iglearn.data.limits.MAX_INTEGER_DIGITS`).
+A setting is refused beyond it when it is given, not when the model is read."""
+
 SCALARS = (bool, int, float, str, type(None))
 """The types of the settings :func:`check_fields` checks by their annotation."""
 
@@ -120,9 +126,10 @@ def check_fields(settings: object, positive: Collection[str] = (),
                  non_negative: Collection[str] = ()) -> None:
     """Refuse a field of the dataclass ``settings`` whose value its annotation does not admit,
     for the annotations made of :data:`SCALARS` (``corrector="no"``, ``lr=True``, NaN), or
-    out of range (``positive``: the names that must be above 0, ``non_negative``: at least 0),
-    in one line naming the field; a numpy number or bool is stored as the Python one it is
-    (``update_every=np.int64(100)`` is a whole number). The one check of every settings class
+    out of range (``positive``: the names that must be above 0, ``non_negative``: at least 0;
+    an integer below :data:`INTEGER_LIMIT`), in one line naming the field; a numpy number or
+    bool is stored as the Python one it is (``update_every=np.int64(100)`` is a whole
+    number). The one check of every settings class
     (the learners', their optimisation's, a stream's, a schedule's)."""
     from iglearn.errors import IGLearnError
 
@@ -144,6 +151,9 @@ def check_fields(settings: object, positive: Collection[str] = (),
                 (item.name in positive and not read > 0)
                 or (item.name in non_negative and not read >= 0)):
             raise IGLearnError(f"{item.name} must be {_wanted(kinds, bound)}, got {value!r}")
+        if isinstance(read, int) and not isinstance(read, bool) and abs(read) >= INTEGER_LIMIT:
+            raise IGLearnError(f"{item.name} must be below 2**63 (what a model records), got "
+                               f"{value!r}")
         if read is not value:
             object.__setattr__(settings, item.name, read)  # frozen dataclasses too
 

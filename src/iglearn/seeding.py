@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from iglearn.hints import INTEGER_LIMIT
+
 if TYPE_CHECKING:
     import torch
 
@@ -13,15 +15,17 @@ SeedLike = int | np.random.Generator | np.random.SeedSequence | None
 
 
 def check_seed(seed: object) -> None:
-    """Refuse a seed numpy cannot take (a negative or fractional number, text, ...), naming
-    it: a seed is a whole number >= 0, a numpy SeedSequence or Generator, or None."""
+    """Refuse a seed numpy cannot take (a negative or fractional number, text, ...) or a model
+    cannot record (2**63 or more: :data:`~iglearn.hints.INTEGER_LIMIT`), naming it: a seed
+    is a whole number in [0, 2**63), a numpy SeedSequence or Generator, or None."""
     if seed is None or isinstance(seed, np.random.Generator | np.random.SeedSequence):
         return
-    if isinstance(seed, int | np.integer) and not isinstance(seed, bool) and seed >= 0:
+    if isinstance(seed, int | np.integer) and not isinstance(seed, bool) \
+            and 0 <= seed < INTEGER_LIMIT:
         return
     from iglearn.errors import IGLearnError
-    raise IGLearnError(f"seed must be a whole number >= 0, a numpy SeedSequence or Generator, "
-                       f"or None; got {seed!r}")
+    raise IGLearnError(f"seed must be a whole number in [0, 2**63), a numpy SeedSequence or "
+                       f"Generator, or None; got {seed!r}")
 
 
 def as_generator(seed: SeedLike) -> np.random.Generator:

@@ -293,3 +293,15 @@ def test_a_log_whose_feedback_never_varies_exits_2_and_writes_nothing(tmp_path, 
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "the feedback is the same in all 200 interactions" in err
     assert listing(tmp_path) == before
+
+
+def test_labels_written_their_own_way_in_an_npz_file_are_told_a_fix_it_takes(small, tmp_path,
+                                                                            capsys):
+    """An .npz file names its fields itself, so --actions cannot read it: the label error
+    suggested ``--actions 5,6,...,14``, which evaluate then refused for the file."""
+    test = dict(np.load(small / "test.npz"))
+    np.savez(tmp_path / "shifted.npz", **{**test, "label": test["label"] + 5})
+    code, _, err = run(capsys, "evaluate", small / "model", tmp_path / "shifted.npz")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "the values are 10 codes (5, 6, 7, 8, 9, 10, 11, 12, 13, 14)" in err
+    assert "number them from 0 to K - 1 first" in err and "--actions" not in err

@@ -153,6 +153,25 @@ def test_bad_values_exit_2_with_one_line_and_create_nothing(tmp_path, capsys, ar
     assert not out.exists()
 
 
+@pytest.mark.parametrize("argv", [
+    ["reproduce", "table1", "--samples", "10"],
+    ["sweep", "--set", "samples=5,300"],
+    ["reproduce", "sample-complexity", "--samples", "300,5"],
+])
+def test_a_run_its_environment_refuses_creates_nothing_and_the_corrected_run_goes(
+        tmp_path, capsys, argv):
+    """A log too small to fit is refused by the trials' environment: the run exits 2 and
+    leaves no folder (it used to leave OUT/trials/run.json, and the corrected command was
+    refused as "a different configuration; pass --fresh")."""
+    out = tmp_path / "results" / "out"
+    common = ["--dataset", "digits", "--trials", "1", "--jobs", "1", "--quiet", "--out", out]
+    assert main([*map(str, argv), *map(str, common)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("iglearn: error: ClassificationEnvironment:") and "too few" in err
+    assert list(tmp_path.iterdir()) == []
+    assert main(["reproduce", "table1", "--samples", "300", *map(str, common)]) == 0
+
+
 def test_python_dash_m_iglearn_cli_exits_2_without_traceback():
     result = subprocess.run([sys.executable, "-m", "iglearn.cli", "reproduce", "table1",
                              "--trials", "0"], capture_output=True, text=True)

@@ -169,6 +169,20 @@ def test_usage_errors_are_one_line_naming_the_option(capsys):
     assert "--trials" in err and "iglearn reproduce table1 --help" in err
 
 
+@pytest.mark.parametrize("option", ["--seed", "--max-restarts", "--small-log"])
+def test_an_integer_option_a_model_cannot_record_is_refused_naming_it(capsys, tmp_path,
+                                                                      option):
+    """A model.json holds integers below 2**63: ``fit --seed 100000000000000000000`` used to
+    exit 0 with a model that every later command called damaged (and a re-fit refused)."""
+    out = tmp_path / "m"
+    assert main(["fit", str(tmp_path / "log.npz"), "--out", str(out), option,
+                 "100000000000000000000"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"iglearn: error: argument {option}: must be an integer >= 0 and "
+                          f"below 2**63, got '100000000000000000000'")
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+
+
 @pytest.mark.parametrize("argv, said", [
     # the command's own help, not iglearn's (it said "see 'iglearn --help'")
     (["fit", "log.npz", "--out", "m", "--learning-rate", "0.1"],

@@ -65,6 +65,20 @@ def test_orient_turns_a_two_action_model_the_right_way_and_keeps_its_record(pari
     assert code == 0 and json.loads(out)["flipped"] is False  # already the right way
 
 
+def test_an_oriented_model_no_longer_warns_that_its_direction_is_open(parity, capsys):
+    """evaluate repeats what the fit warned of, but not, once orient has chosen the direction
+    from known rewards, the advice to orient it (K = 2) nor an ambiguous sign; it did."""
+    code, out, err = run(capsys, "evaluate", parity / "igl", parity / "test.npz")
+    assert code == 0 and "K = 2:" in err
+    assert any(note.startswith("K = 2:") for note in json.loads(out)["fit_warnings"])
+    assert run(capsys, "orient", parity / "igl", parity / "calibration.csv", "--out",
+               parity / "turned")[0] == 0
+    code, out, err = run(capsys, "evaluate", parity / "turned", parity / "test.npz")
+    assert code == 0 and "K = 2" not in err and "ambiguous" not in err and "orient" not in err
+    assert not any("K = 2" in note or "ambiguous" in note
+                   for note in json.loads(out).get("fit_warnings", []))
+
+
 @pytest.mark.parametrize(("model", "data", "extra", "message"), [
     ("igl", "calibration.csv", ["--log", "log.npz"],
      "--log: an igl model is oriented by DATA alone"),
@@ -106,3 +120,13 @@ def test_orient_turns_each_action_of_an_ai_igl_model_and_refits_its_policy(tmp_p
     assert said["rows"] == 30 and said["log"] == str(tmp_path / "log.npz")
     assert said["flipped"] == bool(said["flipped_actions"])
     assert accuracy(capsys, tmp_path / "oriented", tmp_path / "test.npz") > 0.95
+
+
+def test_orienting_settles_the_warnings_about_the_direction_alone():
+    from iglearn.learners.batch_igl import action_warning, ambiguity_warning, settled_by_orienting
+
+    assert settled_by_orienting(ambiguity_warning(0.52))
+    assert settled_by_orienting("action 3: its decoder calls 48.0% of the action's feedback a "
+                                "reward, close to one half, so the sign of its decoded reward "
+                                "is ambiguous; log more interactions of it")  # AI-IGL's
+    assert not settled_by_orienting(action_warning(0.9, "IGL")[0])

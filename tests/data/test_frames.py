@@ -3,6 +3,8 @@ the frame's attrs, and the same checks and messages as every format."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -72,6 +74,20 @@ def test_text_in_a_probability_or_flag_column_gets_the_fix_of_its_field(field, t
     with pytest.raises(IGLearnError) as error:
         InteractionLog.from_frame(frame, definitely_bad="definitely_bad")
     assert str(error.value).endswith(f"{field} columns hold numbers: {fix}")
+
+
+@pytest.mark.parametrize("actions, names", [
+    ([1, 2, 3, 1], "(actions=['1', '2', '3'], --actions 1,2,3)"),  # they were "1,2,3,...,K"
+    ([0, 2, 5, 0], "(actions=['0', '2', '5'], --actions 0,2,5)"),
+])
+def test_a_column_of_actions_written_its_own_way_is_told_to_name_them(actions, names):
+    """A table read from named columns can name its actions, ready to paste; an .npz file or
+    arrays cannot, and are told to renumber them instead (the names were offered to them,
+    and --actions then refused an .npz file)."""
+    log = small_log(k=3)
+    frame = pd.DataFrame(log.to_frame()).iloc[:4].assign(action=actions)
+    with pytest.raises(IGLearnError, match=re.escape(names)):
+        InteractionLog.from_frame(frame, n_actions=3)
 
 
 def bad(frame: pd.DataFrame, change) -> pd.DataFrame:

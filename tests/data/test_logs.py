@@ -42,14 +42,13 @@ def test_one_dimensional_feedback_becomes_a_column():
                                                   "outside [0, 3): the values run from 1 to 3",
                                                   "numbered from 1", "subtract 1"]),
     (dict(action=np.array([0, 1, 2, 3, 2, 3])), ["outside [0, 3); fix the value"]),
-    # the names ready to paste (they were "1,2,3,...,K")
-    (dict(action=np.array([1, 2, 3, 1, 2, 3])), ["(actions=['1', '2', '3'], --actions 1,2,3)"]),
     (dict(action=np.array([3, 2, 2, 3, 2, 3])), ["outside [0, 3); fix the value"]),
-    # K codes with gaps: named by them (it said to set n_actions to 6, which fitted actions
-    # that never occur)
+    # K codes with gaps: to be numbered (it said to set n_actions to 6, which fitted actions
+    # that never occur); arrays have no column to read with the actions named (frames do)
     (dict(action=np.array([0, 2, 5, 0, 2, 5])), [
         "holds 5 at row 2, outside [0, 3): the values are 3 codes (0, 2, 5), not the indices",
-        "(actions=['0', '2', '5'], --actions 0,2,5)"]),
+        "number them from 0 to K - 1 first (numpy.searchsorted(codes, values) gives each "
+        "code's index)"]),
     (dict(probability=np.full(6, 100 / 3)), ["'probability'", "outside (0, 1]: every value "
                                              "is 33.3, as if they were percentages",
                                              "divide every value by 100"]),

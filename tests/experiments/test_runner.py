@@ -110,6 +110,23 @@ def test_recorded_trials_are_skipped_and_fresh_starts_over(tmp_path):
         run_trials(counting, 4, 0, execution, tmp_path, {"a": 2})
 
 
+def test_a_run_that_fails_before_a_trial_finishes_records_nothing_and_blocks_nothing(tmp_path):
+    """The manifest goes in with the first finished trial: a run refused by its first trial
+    used to leave trials/run.json, which then refused the corrected run as "a different
+    configuration"; a manifest without trials (an older run's) blocks nothing either."""
+    def refused(index, seed):
+        raise IGLearnError("too few interactions")
+
+    execution = Execution(jobs=1, show_progress=False)
+    with pytest.raises(IGLearnError, match="too few"):
+        run_trials(refused, 2, 0, execution, tmp_path, {"samples": 10})
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "trials").mkdir()
+    (tmp_path / "trials" / "run.json").write_text('{"samples": 10}\n')
+    assert len(run_trials(toy_trial, 2, 0, execution, tmp_path, {"samples": 300})) == 2
+    assert json.loads((tmp_path / "trials" / "run.json").read_text()) == {"samples": 300}
+
+
 def table1_command(out, trials):
     return [sys.executable, "-m", "iglearn.cli", "reproduce", "table1", "--dataset", "digits",
             "--trials", str(trials), "--samples", "800", "--jobs", "1", "--stack", "2", "--quiet",

@@ -74,3 +74,49 @@ def test_sample_complexity_cli(tmp_path):
     text = (out / "sample_complexity.md").read_text()
     assert "SUP accuracy (%)" in text and "± is the standard deviation over 1 trial" in text
     assert (out / "sample_complexity.png").stat().st_size > 1000
+
+
+def _refused(capsys, argv: list[str]) -> str:
+    """The one line a refused command prints."""
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+@pytest.mark.parametrize("change, named", [
+    (["--set", "lr=0.01,0.03"], "--set lr: 0.01,0.02 recorded, 0.01,0.03 now"),
+    (["--set", "lr=0.01,0.02", "--seed", "1"], "--seed: 0 recorded, 1 now"),
+    (["--set", "lr=0.01,0.02", "--policy", "mlp"], "--policy: 'linear' recorded, 'mlp' now"),
+    (["--set", "lr=0.01,0.02", "--set", "decoder_temperature=0.1,0.2"],
+     "--set decoder-temperature: none recorded, 0.1,0.2 now"),
+    ([], "--set lr: 0.01,0.02 recorded, none now"),
+])
+def test_a_sweep_refused_to_resume_names_the_option_that_changed(tmp_path, capsys, change,
+                                                                  named):
+    """The refusal named a "--base" option that does not exist, with the whole recorded
+    configuration, whatever had changed (and even when nothing had: a tuple read back as a
+    list differed)."""
+    out = tmp_path / "sweep"
+    common = ["--dataset", "digits", "--samples", "300", "--trials", "1", "--jobs", "1",
+              "--quiet", "--out", str(out)]
+    assert main(["sweep", "--set", "lr=0.01,0.02", *common]) == 0
+    assert main(["sweep", "--set", "lr=0.01,0.02", *common]) == 0  # the same: it resumes
+    capsys.readouterr()
+    err = _refused(capsys, ["sweep", *change, *common])
+    assert err == (f"iglearn: error: {out} holds trials of a different configuration "
+                   f"({named}); pass --fresh to start over there, or choose another --out")
+
+
+def test_sample_complexity_refused_to_resume_names_its_own_options(tmp_path, capsys):
+    """It named "--base" with a samples of 60000 the user never gave."""
+    out = tmp_path / "sc"
+    common = ["--dataset", "digits", "--trials", "1", "--jobs", "1", "--quiet",
+              "--out", str(out)]
+    assert main(["reproduce", "sample-complexity", "--samples", "300,200", *common]) == 0
+    assert main(["reproduce", "sample-complexity", "--samples", "200,300", *common]) == 0
+    capsys.readouterr()
+    for change, named in ((["--samples", "300,400"], "--samples: 200,300 recorded, 300,400 now"),
+                          (["--samples", "200,300", "--seed", "1"], "--seed: 0 recorded, 1 now")):
+        err = _refused(capsys, ["reproduce", "sample-complexity", *change, *common])
+        assert f"different configuration ({named}); pass --fresh" in err

@@ -93,6 +93,20 @@ def test_every_setting_is_checked_by_its_type_when_the_learner_is_made(make, mes
         make()
 
 
+@pytest.mark.parametrize("make, message", [
+    (lambda: BatchIGL(seed=10**20), r"seed must be a whole number in \[0, 2\*\*63\)"),
+    (lambda: BatchIGL(seed=2**63), r"seed must be a whole number in \[0, 2\*\*63\)"),
+    (lambda: BatchIGL(max_restarts=10**20), r"max_restarts must be below 2\*\*63"),
+    (lambda: Optimisation(small_log=2**63), r"small_log must be below 2\*\*63"),
+])
+def test_an_integer_a_model_cannot_record_is_refused_when_the_learner_is_made(make, message):
+    """A model.json holds integers below 2**63; before, BatchIGL(seed=10**20) fitted and
+    saved a model that its own reader then called damaged."""
+    with pytest.raises(IGLearnError, match=f"^{message}"):
+        make()
+    assert BatchIGL(seed=2**63 - 1).seed == 2**63 - 1
+
+
 def test_numpy_numbers_are_the_numbers_they_hold():
     """``np.int64(100)`` from ``np.arange`` is a whole number, stored as Python's; a bool is
     not a count."""

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from iglearn.cli.paths import check_paths
 from iglearn.cli.settings import add_settings, build_settings, value_parser
 from iglearn.errors import IGLearnError
 from iglearn.experiments.runner import Execution
+from iglearn.files import removed_if_failed
 from iglearn.progress import printable
 
 CONFIG, EXECUTION = "config", "execution"
@@ -156,10 +159,21 @@ def _execution(args: argparse.Namespace) -> Execution:
     return execution
 
 
+@contextmanager
+def _removed_if_empty(out: str) -> Iterator[None]:
+    """Within the block, --out and the folders above it that do not exist yet are removed
+    again if the block raises and they are empty: a run that fails before it records a trial
+    (a setting its environment refuses, too little memory) creates no output; one that
+    recorded trials keeps them, to resume."""
+    with removed_if_failed([*reversed(Path(out).parents), Path(out)]):
+        yield
+
+
 def _run(experiment: Experiment, args: argparse.Namespace) -> int:
     config = build_settings(args, experiment.defaults, CONFIG)
     _check_out(config, args.out)
-    print(experiment.reproduce(config, args.out, _execution(args)))
+    with _removed_if_empty(args.out):
+        print(experiment.reproduce(config, args.out, _execution(args)))
     print(f"wrote {printable(args.out)}/{experiment.files}")
     return 0
 
@@ -201,7 +215,8 @@ def _sweep(args: argparse.Namespace) -> int:
                            f"its values; drop one of them")
     base = build_settings(args, sweep_defaults(), CONFIG)
     _check_out(base, args.out)
-    print(reproduce_sweep(base, dict(args.set), args.out, _execution(args)))
+    with _removed_if_empty(args.out):
+        print(reproduce_sweep(base, dict(args.set), args.out, _execution(args)))
     print(f"wrote {printable(args.out)}/sweep.csv, sweep.md and config.json")
     return 0
 

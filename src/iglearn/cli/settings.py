@@ -37,7 +37,7 @@ from functools import cache, partial
 from typing import Any, Literal, TypeVar, cast
 
 from iglearn.errors import shown as quoted
-from iglearn.hints import settings_hints
+from iglearn.hints import INTEGER_LIMIT, settings_hints
 from iglearn.learners.settings import POSITIVE_SETTINGS
 
 T = TypeVar("T")
@@ -160,9 +160,11 @@ def _kind(cls: type, field: Field) -> _Kind:
 
 
 def number(kind: type[int] | type[float], positive: bool = False) -> Callable[[str], float]:
-    """argparse type: a finite ``kind`` at least 0 (above 0 when ``positive``)."""
+    """argparse type: a finite ``kind`` at least 0 (above 0 when ``positive``); an integer
+    below :data:`~iglearn.hints.INTEGER_LIMIT`."""
     if kind is int:
         bound = "an integer >= 1" if positive else "an integer >= 0"
+        bound += " and below 2**63"
     else:
         bound = "a finite number > 0" if positive else "a finite number >= 0"
 
@@ -171,7 +173,8 @@ def number(kind: type[int] | type[float], positive: bool = False) -> Callable[[s
             value = kind(text)
         except ValueError:
             value = math.nan
-        if not (math.isfinite(value) and (value > 0 if positive else value >= 0)):
+        if not (math.isfinite(value) and (value > 0 if positive else value >= 0)
+                and (kind is float or value < INTEGER_LIMIT)):
             raise argparse.ArgumentTypeError(f"must be {bound}, got {text!r}")
         return value
     return parse
@@ -258,7 +261,8 @@ def typed_value(cls: type, name: str, value: object) -> object:
     """One value of field ``name`` of dataclass ``cls`` as a typed document (a TOML file's
     table, a JSON object) gives it, checked by the rules the field's option applies to
     command-line text (:func:`value_parser`): the type, the choices, every number finite
-    and at least 0 (above 0 for :data:`POSITIVE`), an integer below 2**63 (TOML's 64 bits);
+    and at least 0 (above 0 for :data:`POSITIVE`), an integer below
+    :data:`~iglearn.hints.INTEGER_LIMIT` (TOML's 64 bits);
     an ``int`` a whole number (never a ``bool``), a ``float`` also an integer (converted); a
     ``tuple`` a list; a ``dict`` a table. Raises :class:`SettingRefused`."""
     hint = settings_hints(cls)[name]
@@ -283,7 +287,7 @@ def _expected(kind: _Kind, name: str) -> str:
     if kind.choices is not None:
         return f"one of {', '.join(kind.choices)}"
     positive = name in POSITIVE
-    return {int: "an integer >= 1" if positive else "an integer >= 0",
+    return {int: f"an integer >= {1 if positive else 0} and below 2**63",
             float: "a finite number > 0" if positive else "a finite number >= 0",
             str: "a non-empty string", bool: "true or false"}[kind.type]
 
@@ -300,7 +304,7 @@ def _typed_one(kind: _Kind, name: str, value: object) -> object:
         number_types = (int,) if kind.type is int else (int, float)
         ok = (isinstance(value, number_types) and not isinstance(value, bool)
               and math.isfinite(value)
-              and (isinstance(value, float) or abs(value) < 2**63)  # integers: 64 bits
+              and (isinstance(value, float) or abs(value) < INTEGER_LIMIT)
               and (value > 0 if name in POSITIVE else value >= 0))
         if ok and kind.type is float:
             value = float(cast(float, value))

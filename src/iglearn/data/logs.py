@@ -145,27 +145,35 @@ NAMES_WRITTEN_OUT = 20
 to paste; more are given as an expression."""
 
 
-def _numbered_from_one(array: np.ndarray, n_actions: int) -> str | None:
+def _numbered_from_one(array: np.ndarray, n_actions: int, named: bool) -> str | None:
     """The hint for actions outside [0, K) that run from 1 to K: numbered from 1 (as R,
     MATLAB and Julia number them); or that are K codes with gaps (0, 2, 5): to be named by
-    them; or None."""
+    them; or None. Only a table read from named columns (``named``: a CSV or Parquet file or
+    a data frame, whose column mapping names the actions) is told to name them; other data (an
+    ``.npz`` file, arrays) to renumber them."""
     if array.min() == 1 and array.max() == n_actions:
-        named = (f"actions=[{', '.join(repr(str(a)) for a in range(1, n_actions + 1))}], "
-                 f"--actions {','.join(str(a) for a in range(1, n_actions + 1))}"
-                 if n_actions <= NAMES_WRITTEN_OUT else
-                 f"actions=[str(a) for a in range(1, {n_actions + 1})], --actions "
-                 f"$(seq -s, 1 {n_actions})")
+        named_fix = ""
+        if named:
+            listed = (f"actions=[{', '.join(repr(str(a)) for a in range(1, n_actions + 1))}], "
+                      f"--actions {','.join(str(a) for a in range(1, n_actions + 1))}"
+                      if n_actions <= NAMES_WRITTEN_OUT else
+                      f"actions=[str(a) for a in range(1, {n_actions + 1})], --actions "
+                      f"$(seq -s, 1 {n_actions})")
+            named_fix = f", or read a table's column with the actions named ({listed})"
         return (f"the values run from 1 to {n_actions}, as if the actions were numbered from "
-                f"1; iglearn numbers them from 0 to K - 1: subtract 1 from every value, or "
-                f"read a table's column with the actions named ({named})")
+                f"1; iglearn numbers them from 0 to K - 1: subtract 1 from every value"
+                f"{named_fix}")
     codes = np.unique(array)
     if len(codes) == n_actions <= NAMES_WRITTEN_OUT and codes.min() >= 0:
         # K codes with gaps (0, 2, 5): names, as the 1-based actions are
         names = [str(int(code)) for code in codes]
+        renumber = ("number them from 0 to K - 1 first (numpy.searchsorted(codes, values) "
+                    "gives each code's index)")
+        fix = (f"read a table's column with the actions named by their codes, in the order "
+               f"of their indices (actions=[{', '.join(map(repr, names))}], --actions "
+               f"{','.join(names)}), or {renumber}" if named else renumber)
         return (f"the values are {len(codes)} codes ({', '.join(names)}), not the indices 0 to "
-                f"K - 1; read a table's column with the actions named by their codes, in "
-                f"the order of their indices (actions=[{', '.join(map(repr, names))}], "
-                f"--actions {','.join(names)}), or number them from 0 to K - 1 first")
+                f"K - 1; {fix}")
     return None
 
 
@@ -236,7 +244,8 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
                     f", not an integer; {name}s must be integers in [0, {n_actions})")
         require(lambda a: (a >= 0) & (a < n_actions),
                 f", outside [0, {n_actions}); fix the value or set n_actions to the true "
-                f"number of actions", partial(_numbered_from_one, n_actions=n_actions),
+                f"number of actions", partial(_numbered_from_one, n_actions=n_actions,
+                                              named=bool(places.columns.get(name))),
                 f", outside [0, {n_actions})")
     elif name == "probability":
         require(lambda a: (a > 0) & (a <= 1), ", outside (0, 1]; it must be the logging "

@@ -14,6 +14,7 @@ rounding that a restart decision amplifies.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import warnings
@@ -27,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from iglearn.data import safejson
-from iglearn.errors import IGLearnError, check_choice, shown
+from iglearn.errors import IGLearnError, check_choice, option_list, shown
 from iglearn.files import write_text
 from iglearn.processes import end_with_parent, ray_instance
 from iglearn.progress import one_line_warnings, progress_bar
@@ -102,22 +103,28 @@ def fingerprint(config: Any, **more: object) -> dict:
 
 
 class TrialRecord:
-    """The folder of finished trials of one run, guarded by the run's fingerprint."""
+    """The folder of finished trials of one run, guarded by the run's fingerprint.
+
+    Nothing is written until the first trial finishes: the manifest ``run.json`` goes in with
+    it, so a run that fails before (a setting its environment refuses, too little memory)
+    leaves no record. A record without finished trials holds nothing to resume and never
+    blocks a run of another configuration."""
 
     def __init__(self, folder: Path, fingerprint: dict, fresh: bool):
         self.folder = folder / "trials"
-        manifest = self.folder / "run.json"
-        text = safejson.dumps(fingerprint, sort_keys=True)
-        if fresh and self.folder.exists():
+        self.manifest = self.folder / "run.json"
+        self.text = safejson.dumps(fingerprint, sort_keys=True)
+        if self.folder.exists() and (fresh or not self.finished()):
             self.forget()
-        if manifest.exists() and manifest.read_text().strip() != text:
+        elif self.manifest.exists() and self.manifest.read_text().strip() != self.text:
             raise IGLearnError(
                 f"{folder} holds trials of a different configuration"
-                f"{_difference(manifest, fingerprint)}; pass --fresh to start over there, or "
-                f"choose another --out")
-        self.folder.mkdir(parents=True, exist_ok=True)
-        if not manifest.exists():
-            write_text(manifest, text + "\n")
+                f"{_difference(self.manifest, fingerprint)}; pass --fresh to start over there, "
+                f"or choose another --out")
+
+    def finished(self) -> bool:
+        """Whether the folder holds the record of a finished trial."""
+        return any(_TRIAL.fullmatch(path.name) for path in self.folder.iterdir())
 
     def path(self, index: int) -> Path:
         return self.folder / f"trial-{index:05d}.json"
@@ -139,11 +146,16 @@ class TrialRecord:
         return rows
 
     def save(self, index: int, rows: list[dict]) -> None:
+        """Record a finished trial; the first one recorded writes the manifest before it."""
         text = safejson.dumps(rows, other=_plain)
+        if not self.manifest.exists():
+            self.folder.mkdir(parents=True, exist_ok=True)
+            write_text(self.manifest, self.text + "\n")
         write_text(self.path(index), text + "\n")
 
     def forget(self) -> None:
-        """Delete the records of an earlier run (``--fresh``): the manifest, the trial files
+        """Delete the records of an earlier run (``--fresh``, or a manifest without finished
+        trials): the manifest, the trial files
         and their temporaries, and nothing else; the folder goes if nothing else is in it."""
         for path in self.folder.iterdir():
             if _RECORD.fullmatch(path.name) and path.is_file():
@@ -153,8 +165,10 @@ class TrialRecord:
 
 
 def _difference(manifest: Path, fingerprint: dict) -> str:
-    """Where a recorded run's fingerprint (``manifest``) first differs from ``fingerprint``,
-    for the message refusing to resume it: " (--lr: 0.01 recorded, 0.02 now)"; "" when the
+    """Where a recorded run's fingerprint (``manifest``) first differs from ``fingerprint``
+    (the settings a sweep swept first, then in its order), compared as JSON reads them back,
+    for the message refusing to resume it, named as the command line gives it: " (--lr: 0.01
+    recorded, 0.02 now)", " (--set lr: 0.01,0.02 recorded, 0.01,0.03 now)"; "" when the
     record cannot be read."""
     try:
         recorded = safejson.parse(manifest.read_bytes(), str(manifest), "")
@@ -162,14 +176,30 @@ def _difference(manifest: Path, fingerprint: dict) -> str:
         return ""
     if not isinstance(recorded, dict):
         return ""
-    for key in sorted(set(recorded) | set(fingerprint)):
-        was, now = recorded.get(key), fingerprint.get(key)
-        if was != now and safejson.dumps(was) != safejson.dumps(now):
-            name = "the result schema" if key == "schema" else f"--{key.replace('_', '-')}"
-            return f" ({name}: {shown(was)} recorded, {shown(now)} now)"
+    current = json.loads(safejson.dumps(fingerprint))  # tuples as lists, as recorded
+    keys = [*current, *(key for key in recorded if key not in current)]
+    keys.sort(key=lambda key: not key.startswith("set "))  # what a sweep swept first
+    for key in keys:
+        was, now = recorded.get(key), current.get(key)
+        if was != now:
+            name = _NAMES.get(key) or f"--{key.replace('_', '-')}"
+            return f" ({name}: {_as_given(was)} recorded, {_as_given(now)} now)"
     return ""
 
 
+_NAMES = {"schema": "the result schema", "experiment": "the experiment"}
+"""How the refusal to resume names the entries of a fingerprint that no option gives (any
+other key ``NAME`` is the option ``--NAME``)."""
+
+
+def _as_given(value: object) -> str:
+    """A recorded setting as its option writes it: ``0.01,0.02``, ``none``, ``'digits'``."""
+    if isinstance(value, list):
+        return option_list(map(str, value))
+    return "none" if value is None else shown(value)
+
+
+_TRIAL = re.compile(r"trial-\d{5}\.json")
 _RECORD = re.compile(r"run\.json|trial-\d{5}\.json|\.(run|trial-\d{5})\.json\.\w+\.part")
 
 

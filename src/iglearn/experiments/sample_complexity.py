@@ -3,6 +3,7 @@ samples, a sweep over ``samples`` with every method."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
@@ -10,6 +11,7 @@ import pandas as pd
 from iglearn.envs import make_environment
 from iglearn.experiments.configs import SampleComplexityConfig
 from iglearn.experiments.results import (
+    SCHEMA,
     markdown_table,
     mean_std,
     metric,
@@ -65,7 +67,10 @@ def reproduce(config: SampleComplexityConfig, out: str | Path,
     folder = prepare_output(out)
     base = Table1Config(trials=config.trials, seed=config.seed, dataset=config.dataset,
                         data_dir=config.data_dir, policy=config.policy)
-    frame = run_sweep(base, {"samples": sorted(config.samples)}, execution, folder,
-                      "sample-complexity")
+    sizes = sorted(config.samples)
+    fingerprint = {**asdict(config), "samples": sizes, "experiment": "sample-complexity",
+                   "schema": SCHEMA}  # its own options, the sizes in the order they run
+    frame = run_sweep(base, {"samples": sizes}, execution, folder, "sample-complexity",
+                      fingerprint)
     return write_outputs(folder, "sample_complexity", frame, markdown(frame, config), config,
                          plot)

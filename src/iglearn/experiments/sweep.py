@@ -52,15 +52,27 @@ def sweep_trials(base: Table1Config, points: list[dict], experiment: str, indice
     return [rows[k] for k in range(len(indices))]
 
 
+def sweep_fingerprint(base: Table1Config, grid: dict[str, list], experiment: str) -> dict:
+    """What identifies a sweep's trials, by the options that give it: every setting of
+    ``base`` that the grid does not sweep, ``trials`` among them (a trial's index depends on
+    their number, so a sweep does not resume with another), each swept setting NAME as
+    ``set NAME`` (``--set NAME=V1,V2``), the experiment and the rows' schema."""
+    settings = {name: value for name, value in asdict(base).items() if name not in grid}
+    swept = {f"set {name}": list(values) for name, values in grid.items()}
+    return {**settings, **swept, "experiment": experiment, "schema": SCHEMA}
+
+
 def run_sweep(base: Table1Config, grid: dict[str, list], execution: Execution | None = None,
-              folder: Path | None = None, experiment: str = "sweep") -> pd.DataFrame:
+              folder: Path | None = None, experiment: str = "sweep",
+              fingerprint: dict | None = None) -> pd.DataFrame:
     """All grid points x ``base.trials`` trials, as one tidy table whose settings columns are
-    the grid's names."""
+    the grid's names; ``fingerprint`` identifies the trials recorded in ``folder`` (by
+    default :func:`sweep_fingerprint`; an experiment built on a sweep names its own
+    options)."""
     points = grid_points(grid)
     trial_seeds = spawn_seeds(base.seed, base.trials)
     seeds = [trial_seeds[i % base.trials] for i in range(len(points) * base.trials)]
-    fingerprint = {"base": asdict(base), "grid": grid, "experiment": experiment,
-                   "schema": SCHEMA}
+    fingerprint = fingerprint or sweep_fingerprint(base, grid, experiment)
     rows = run_trials(StackedTrials(partial(sweep_trials, base, points, experiment)),
                       len(seeds), base.seed, execution or Execution(), folder, fingerprint,
                       experiment, seeds)

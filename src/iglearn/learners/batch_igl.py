@@ -22,6 +22,7 @@ restart: the paper's algorithm, for comparison.
 from __future__ import annotations
 
 import copy
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -220,17 +221,34 @@ def action_warning(explained: float, algorithm: str) -> list[str]:
             f"user"]
 
 
+TWO_ACTIONS = "K = 2: "
+"""How the warning that a two-action fit's sign is not identified begins."""
+
+
 def identifiability_warnings(log: AnyLog) -> list[str]:
     """Warnings that hold before fitting: K = 2, and the log's own
     (:func:`~iglearn.learners.base.log_warnings`: actions it never shows, probabilities that
     do not fit its actions)."""
     notes = []
     if log.n_actions == 2:
-        notes.append("K = 2: uniform play is never 'sufficiently bad' (Section 3), so the sign "
-                     "of the decoded reward is not identified; expect an arbitrary direction, "
-                     "and choose it from a few interactions whose reward or label is known "
-                     "(orient, iglearn orient)")
+        notes.append(f"{TWO_ACTIONS}uniform play is never 'sufficiently bad' (Section 3), so the "
+                     "sign of the decoded reward is not identified; expect an arbitrary "
+                     "direction, and choose it from a few interactions whose reward or label is "
+                     "known (orient, iglearn orient)")
     return notes + log_warnings(log)
+
+
+SIGN_WARNING = re.compile(rf"{TWO_ACTIONS}|the decoded sign is ambiguous: |action \d+: its "
+                          rf"decoder calls .* so the sign of its decoded reward is ambiguous")
+"""The fit warnings about the direction of the decoded reward (K = 2,
+:func:`ambiguity_warning`, AI-IGL's per action), which orienting the model by interactions
+whose reward is known settles (``orient``)."""
+
+
+def settled_by_orienting(note: str) -> bool:
+    """Whether the fit's warning ``note`` is one that orienting the model settles
+    (:data:`SIGN_WARNING`): an oriented model no longer repeats it."""
+    return SIGN_WARNING.match(note) is not None
 
 
 @dataclass(eq=False)
