@@ -341,3 +341,39 @@ def test_a_clean_up_that_fails_warns_and_the_command_still_runs(small, tmp_path,
     assert code == 0 and (tmp_path / "p.csv").exists()
     assert err.startswith("iglearn: warning:") and "could not remove" in err
     assert len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv", [
+    ("fit", "{log}", "--out", "-"), ("convert", "{log}", "-"),
+    ("simulate", "digits", "--samples", "50", "--out", "-"),
+    ("predict", "{model}", "{test}", "--out", "-")])
+def test_standard_output_is_no_output_path(small, tmp_path, monkeypatch, capsys, argv):
+    """``-`` names standard output elsewhere; fit (and load) created a folder named "-",
+    convert said "unknown file extension '(none)'". Refused in one line, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    names = {"log": small / "log.npz", "model": small / "model", "test": small / "test.npz"}
+    code, out, err = run(capsys, *(a.format(**names) for a in argv))
+    _one_line_refusal(code, out, err, " -: iglearn writes files and folders, not standard "
+                                      "output; name a path (./- for")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (("evaluate", "{model}", "{test}", "--threads", "100000"),
+     "iglearn: error: --threads: must be a whole number in [1, 1024], got 100000"),
+    (("fit", "{log}", "--out", "{out}", "--threads", "2000"),
+     "iglearn: error: --threads: must be a whole number in [1, 1024], got 2000"),
+    (("fit", "{csv}", "--out", "{out}", "--n-actions", "0"),
+     "iglearn: error: --n-actions is 0; it must be an integer >= 2"),
+])
+def test_a_setting_refused_is_named_as_its_option(small, tmp_path, capsys, argv, message):
+    """The settings' own checks named the field (``threads must be ...``, ``column mapping:
+    n_actions is 0``) where the user typed an option."""
+    csv = tmp_path / "log.csv"
+    assert run(capsys, "convert", small / "log.npz", csv)[0] == 0
+    names = {"log": small / "log.npz", "model": small / "model", "test": small / "test.npz",
+             "out": tmp_path / "m", "csv": csv}
+    code, out, err = run(capsys, *(a.format(**names) for a in argv))
+    _one_line_refusal(code, out, err)
+    assert err.startswith(message), err
+    assert not (tmp_path / "m").exists()

@@ -64,6 +64,11 @@ class Placement:
     threads: int = 1
     """Torch threads of the computation (more help large inputs only)."""
 
+    def __post_init__(self) -> None:
+        from iglearn.threads import check_threads
+
+        check_threads(self.threads)  # named as its option when the options are read
+
 
 PLACEMENT = "placement"
 COLUMNS = "columns"

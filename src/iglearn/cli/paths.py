@@ -59,12 +59,17 @@ def argument_name(dest: str) -> str:
 
 
 def check_local(args: argparse.Namespace) -> None:
-    """Raise IGLearnError when a path the command reads (its ``reads``) or writes
-    (:data:`OUTPUTS`) is a URL: iglearn reads and writes local files and folders only, and a
-    URL taken as a path (``http:/host/file``) would name a missing file, or create a folder
-    ``http:``. The message names the argument, the URL and the fix."""
+    """Raise IGLearnError when a path the command writes (:data:`OUTPUTS`) is ``-``, which
+    names standard output elsewhere, or a path it reads (its ``reads``) or writes is a URL:
+    iglearn reads and writes local files and folders only, and a URL taken as a path
+    (``http:/host/file``) would name a missing file, or create a folder ``http:``. The
+    message names the argument, the path and the fix."""
     for dest in (*args.reads, *OUTPUTS):
         value = getattr(args, dest, None)
+        if value == "-" and dest in OUTPUTS:  # not standard output: a folder named "-"
+            raise IGLearnError(f"{argument_name(dest)} -: iglearn writes files and folders, "
+                               f"not standard output; name a path (./- for a file or "
+                               f"folder named '-')")
         if not isinstance(value, str) or not URL.match(value):
             continue
         name = argument_name(dest)

@@ -31,11 +31,12 @@ import sys
 import textwrap
 import types
 import typing
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import Field, dataclass, fields, is_dataclass, replace
 from functools import cache, partial
 from typing import Any, Literal, TypeVar, cast
 
+from iglearn.errors import IGLearnError
 from iglearn.errors import shown as quoted
 from iglearn.hints import INTEGER_LIMIT, settings_hints
 from iglearn.learners.settings import POSITIVE_SETTINGS
@@ -449,7 +450,25 @@ def build_settings(args: argparse.Namespace, settings: T, key: str) -> T:
     them under ``key``) in place of its values."""
     given = {dest[len(key) + 1:]: value for dest, value in vars(args).items()
              if dest.startswith(key + ".")}
-    return _with(settings, given)
+    try:
+        return _with(settings, given)
+    except IGLearnError as e:
+        raise IGLearnError(as_option(str(e), [path.rpartition(".")[2] for path in given])
+                           ) from None
+
+
+def as_option(message: str, names: Sequence[str]) -> str:
+    """A settings class's message about one of its fields (``threads must be ...``,
+    ``column mapping: n_actions is 0; ...``) as the command line's option names it
+    (``--threads: must be ...``, ``--n-actions is 0; ...``), when it is about one of
+    ``names``; any other message as it is."""
+    for name in names:
+        for prefix, rest in ((f"{name} must be ", "must be "),
+                             (f"column mapping: {name} ", "")):
+            if message.startswith(prefix):
+                joiner = ": " if rest else " "
+                return f"{flag(name)}{joiner}{rest}{message[len(prefix):]}"
+    return message
 
 
 def _with(settings: T, given: dict[str, object]) -> T:
