@@ -10,6 +10,7 @@ import contextlib
 import hashlib
 import os
 import re
+import secrets
 import shutil
 import stat
 import tempfile
@@ -141,10 +142,8 @@ def write_files_atomic(writes: Sequence[tuple[Path, Write]]) -> None:
             path = Path(path)
             folder = output_folder(path)
             try:
-                fd, name = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".part")
-                os.close(fd)
-                temps.append((Path(name), path))
-                write(Path(name))
+                tmp = new_part_file(folder, path.name, temps, path)
+                write(tmp)
             except PermissionError as e:
                 raise IGLearnError(f"{path}: permission denied while writing in {folder}; "
                                    f"choose a folder you may write in") from e
@@ -161,6 +160,21 @@ def write_files_atomic(writes: Sequence[tuple[Path, Write]]) -> None:
     finally:
         for tmp, _ in temps:
             tmp.unlink(missing_ok=True)
+
+
+def new_part_file(folder: Path, name: str, temps: list[tuple[Path, Path]], path: Path) -> Path:
+    """A new empty file ``.NAME.XXXXXXXX.part`` in ``folder`` (mode 0600, as ``mkstemp``
+    makes one), entered in ``temps`` (with ``path``, the file it becomes) before it is
+    created, so that an interruption at any moment (Ctrl+C, SIGTERM: the signal is handled
+    right after the file appears) leaves no part file that the caller does not remove."""
+    while True:
+        tmp = folder / f".{name}.{secrets.token_hex(4)}.part"
+        temps.append((tmp, path))
+        try:
+            os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            return tmp
+        except FileExistsError:  # another's: not ours to remove
+            temps.pop()
 
 
 def write_atomic(path: Path, write: Write) -> None:

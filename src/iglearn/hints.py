@@ -94,10 +94,10 @@ class _Wrong(Exception):
     """A value of no type that a scalar annotation admits."""
 
 
-def _scalar(value: object, kinds: tuple[type, ...]) -> object:
+def _scalar(value: object, kinds: tuple[type, ...], infinite: bool = False) -> object:
     """``value`` as the first of ``kinds`` it is: a bool only from a bool (numpy's too), a
     whole number from any integral number but a bool, a float from any finite real number but a
-    bool; else :class:`_Wrong`."""
+    bool (``infinite``: +inf too); else :class:`_Wrong`."""
     flag = isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b"
     if value is None and type(None) in kinds:
         return None
@@ -107,7 +107,8 @@ def _scalar(value: object, kinds: tuple[type, ...]) -> object:
         raise _Wrong
     if int in kinds and isinstance(value, numbers.Integral):
         return int(value)
-    if float in kinds and isinstance(value, numbers.Real) and math.isfinite(value):
+    if float in kinds and isinstance(value, numbers.Real) and (
+            math.isfinite(value) or (infinite and value == math.inf)):
         return float(value)
     if str in kinds and isinstance(value, str):
         return value
@@ -123,11 +124,12 @@ def _wanted(kinds: tuple[type, ...], bound: str) -> str:
 
 
 def check_fields(settings: object, positive: Collection[str] = (),
-                 non_negative: Collection[str] = ()) -> None:
+                 non_negative: Collection[str] = (), infinite: Collection[str] = ()) -> None:
     """Refuse a field of the dataclass ``settings`` whose value its annotation does not admit,
     for the annotations made of :data:`SCALARS` (``corrector="no"``, ``lr=True``, NaN), or
     out of range (``positive``: the names that must be above 0, ``non_negative``: at least 0;
-    an integer below :data:`INTEGER_LIMIT`), in one line naming the field; a numpy number or
+    ``infinite``: the names that may also be +inf; an integer below :data:`INTEGER_LIMIT`),
+    in one line naming the field; a numpy number or
     bool is stored as the Python one it is (``update_every=np.int64(100)`` is a whole
     number). The one check of every settings class
     (the learners', their optimisation's, a stream's, a schedule's)."""
@@ -143,7 +145,7 @@ def check_fields(settings: object, positive: Collection[str] = (),
         bound = ((f" >= {least}" if least else " > 0") if item.name in positive
                  else " >= 0" if item.name in non_negative else "")
         try:
-            read = _scalar(value, kinds)
+            read = _scalar(value, kinds, item.name in infinite)
         except _Wrong:
             raise IGLearnError(f"{item.name} must be {_wanted(kinds, bound)}, got "
                                f"{value!r}") from None

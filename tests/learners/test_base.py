@@ -393,7 +393,8 @@ def test_a_file_read_without_the_models_feature_names_is_refused_not_misread(tmp
     from iglearn.data.formats import FeatureSchema, read_contexts, read_log, write_table
 
     rng = np.random.default_rng(0)
-    n, names = 400, [f"x^f{i}" for i in range(5)]
+    # names of no numbered family (x^f0, x^f1, ... are read in the order of their numbers)
+    n, names = 400, ["x^age", "x^dose", "x^pulse", "x^temp", "x^weight"]
     best = rng.integers(0, 3, n)
     arm = rng.integers(0, 3, n)
     context = np.eye(3, 5)[best] + rng.normal(0, 0.1, (n, 5))
@@ -409,10 +410,10 @@ def test_a_file_read_without_the_models_feature_names_is_refused_not_misread(tmp
         warnings.simplefilter("ignore")
         model = BatchIGL(seed=0, optimisation=QUICK).fit(read_log(tmp_path / "train.dsjson"))
     for table in (read_log(tmp_path / "other.dsjson"), read_contexts(tmp_path / "other.dsjson")):
-        assert table.schema is not None and table.schema.context[0] == "x^f4"
+        assert table.schema is not None and table.schema.context[0] == "x^weight"
         with pytest.raises(IGLearnError, match=r"other\.dsjson: its context features are not "
-                                               r"the model's \(feature 0 is 'x\^f4', the "
-                                               r"model's 'x\^f0'\); read it with the model's "
+                                               r"the model's \(feature 0 is 'x\^weight', the "
+                                               r"model's 'x\^age'\); read it with the model's "
                                                r"feature schema, read_log\(path, schema=model"):
             model.predict(table)
     aligned = read_contexts(tmp_path / "other.dsjson", schema=model.schema_)

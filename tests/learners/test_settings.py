@@ -116,4 +116,5 @@ def test_numpy_numbers_are_the_numbers_they_hold():
     learner = BatchIGL(max_restarts=np.int64(2), corrector=np.bool_(False))
     assert type(learner.max_restarts) is int and learner.corrector is False
     assert Optimisation(lr=1).lr == 1.0
+    assert BatchIGL(reference_confidence=float("inf")).reference_confidence == float("inf")
     assert StreamSettings(shuffle_rows=np.int32(8)).shuffle_rows == 8

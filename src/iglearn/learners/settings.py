@@ -50,6 +50,10 @@ NON_NEGATIVE_SETTINGS = frozenset({
 })
 """The numeric settings that must be at least 0, checked as :data:`POSITIVE_SETTINGS` is
 (:func:`~iglearn.hints.check_fields`)."""
+INFINITE_SETTINGS = frozenset({"reference_confidence"})
+"""The settings that may be +inf as well as a finite number (a re-fit that never turns
+against its reference model's reading: the decision service's, when the log's contradictions
+do not ask it to)."""
 EXPLOIT = ("greedy", "softmax")
 """How E2G exploits (:mod:`iglearn.learners.e2g`)."""
 METHODS = ("gmm", "kmeans")
@@ -236,7 +240,7 @@ class FitSettings(NamedSettings):
         check_threads(self.threads)
         check_mode(self.standardise)
         check_same_unit(self.same_unit)
-        check_fields(self, POSITIVE_SETTINGS, NON_NEGATIVE_SETTINGS)
+        check_fields(self, POSITIVE_SETTINGS, NON_NEGATIVE_SETTINGS, INFINITE_SETTINGS)
 
 
 JUDGED_STARTS = 2
@@ -324,7 +328,7 @@ class BatchIGLSettings(FitSettings):
     """When a re-fit is given a reference model (:meth:`fit`'s ``reference``: the model it
     replaces), the corrector turns the decoder against the reference's orientation only when
     its statistic lies more than this many standard errors beyond one half
-    (:func:`~iglearn.learners.corrector.oriented_flip`)."""
+    (:func:`~iglearn.learners.corrector.oriented_flip`); ``math.inf``: never."""
     max_restarts: int = 4
     """Most restarts of the adaptive restart (Appendix B); 0 disables it."""
     restart_threshold: float | None = None
