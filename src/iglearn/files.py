@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from iglearn.errors import IGLearnError, shown
+from iglearn.errors import IGLearnError, shown, warn_caller
 
 Write = Callable[[Path], object]
 """Writes a file's whole content to the path it is given (a temporary name)."""
@@ -287,8 +287,41 @@ def replaceable_folder(folder: Path, option: str, files: Sequence[str], what: st
 
 
 def remove_folder(folder: Path) -> None:
-    """Delete a temporary folder and everything in it, ignoring one that is already gone."""
-    shutil.rmtree(folder, ignore_errors=True)
+    """Delete a temporary folder and everything in it, ignoring one that is already gone. A
+    folder in it that its owner may not write into (a model folder made read-only, set aside
+    to be replaced by a new model) is made writable first, since it is iglearn's to delete;
+    what still cannot be removed is told in one warning naming it, where before it stayed
+    hidden beside the output."""
+    try:
+        shutil.rmtree(folder)
+        return
+    except FileNotFoundError:
+        if not os.path.lexists(folder):
+            return
+    except OSError:
+        pass
+    _owner_writable(Path(folder))
+    failed: list[tuple[str, BaseException]] = []
+    shutil.rmtree(folder, onerror=lambda function, path, error: failed.append((path,
+                                                                                error[1])))
+    if os.path.lexists(folder) and failed:
+        path, error = failed[0]
+        reason = getattr(error, "strerror", None) or error
+        warn_caller(f"{folder}: could not be removed ({reason}: {path}); remove it by hand")
+
+
+def _owner_writable(folder: Path) -> None:
+    """Give ``folder`` and every folder in it (not following links) its owner's read, write
+    and search permission, where the owner may change it; others are left as they are."""
+    def grant(path: str) -> None:
+        with contextlib.suppress(OSError):
+            mode = os.lstat(path).st_mode
+            if stat.S_ISDIR(mode):
+                os.chmod(path, stat.S_IMODE(mode) | stat.S_IRWXU)
+    grant(str(folder))
+    for root, dirs, _ in os.walk(folder):
+        for name in dirs:
+            grant(os.path.join(root, name))
 
 
 def remove_stale_temporaries(target: Path, before: float) -> tuple[list[Path], Path | None]:

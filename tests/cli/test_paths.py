@@ -7,6 +7,8 @@ import fcntl
 import json
 import os
 import shutil
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -377,3 +379,24 @@ def test_a_setting_refused_is_named_as_its_option(small, tmp_path, capsys, argv,
     _one_line_refusal(code, out, err)
     assert err.startswith(message), err
     assert not (tmp_path / "m").exists()
+
+
+def test_a_read_only_model_folder_is_replaced_without_a_hidden_copy_left(small, tmp_path,
+                                                                         capsys):
+    """``fit --out m`` over a model folder its owner made read-only (chmod 555): the old
+    model, set aside to be deleted, could not be emptied and stayed beside it as a hidden
+    ``.m.XXXXXXXX`` folder, without a word, whatever later fits did."""
+    model = tmp_path / "m"
+    assert run(capsys, "fit", small / "log.npz", "--out", model, *FAST)[0] == 0
+    model.chmod(0o555)
+    command = [sys.executable, "-m", "iglearn", "fit", str(small / "log.npz"), "--out",
+               str(model), "--seed", "1", "--no-progress", *FAST]
+    if os.geteuid() == 0:  # root may write anywhere: drop that power, as a user has none
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("running as root without setpriv to drop root's file permissions")
+        command = [setpriv, "--inh-caps=-all", "--bounding-set=-all", *command]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and "warning" not in done.stderr, done.stderr
+    assert [path.name for path in tmp_path.iterdir()] == ["m"]
+    assert json.loads((model / "model.json").read_text())["format"] == "iglearn-model"
