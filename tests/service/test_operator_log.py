@@ -151,3 +151,39 @@ def test_contexts_outside_the_served_models_range_get_one_drift_line(tmp_path):
     assert lines[0].startswith("iglearn serve: the first 200 contexts model version 2 "
                                "decided for: context column 'temp': 100% of its values lie "
                                "outside ["), lines
+
+
+def test_database_driver_lines_and_an_outage_are_json_once(capsys):
+    """psycopg_pool's warnings, in plain text before, become lines of the operator's log:
+    an outage's flood of them one line when it begins and one when it ends, any other one
+    line; a background task's failure one line with its traceback as a field."""
+    import logging
+
+    from iglearn.service.operator_log import OUTAGE, log_error, route_database_log
+
+    pool = logging.getLogger("psycopg.pool")
+    kept = pool.handlers[:], pool.propagate, OUTAGE.log_format
+    route_database_log("json")
+    try:
+        for _ in range(20):  # what psycopg_pool writes while the server is down
+            pool.warning("error connecting in %r: %s", "iglearn", "connection refused\nIs "
+                         "the server running?")
+            pool.warning("discarding closed connection: %s", "<psycopg.Connection [BAD]>")
+        OUTAGE.up()  # a use of the database succeeded
+        pool.warning("rolling back returned connection: %s", "<psycopg.Connection>")
+        try:
+            raise RuntimeError("disk full")
+        except RuntimeError as e:
+            log_error("json", "cannot save the service's state", e)
+    finally:
+        OUTAGE.up()
+        OUTAGE.log_format = kept[2]
+        pool.handlers, pool.propagate = kept[0], kept[1]
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines()]
+    assert [line["event"] for line in lines] == ["db_unreachable", "db_reachable", "database",
+                                                 "error"]
+    assert lines[0]["problem"] == ("error connecting in 'iglearn': connection refused Is the "
+                                   "server running?") and lines[0]["level"] == "error"
+    assert lines[1]["held"] == 39 and lines[2]["level"] == "warning"
+    assert lines[3]["message"] == "cannot save the service's state: RuntimeError: disk full"
+    assert "Traceback" in lines[3]["traceback"] and lines[3]["level"] == "error"

@@ -4,6 +4,9 @@ Every request is checked in this order: its API key (401 without a valid one, 40
 wrong role), its body size (413), then its fields (422 naming the field and the problem);
 nothing is stored for a rejected request (but a batch with an event id stored before with
 another context, 409 once the batch's other decisions are stored: :func:`check_retries`).
+While the database cannot be reached, a request that needs it is answered 503 with
+``Retry-After`` within seconds (:class:`~iglearn.service.storage.StorageUnavailable`),
+``/readyz`` answers 503 and ``/healthz`` says ``degraded``.
 Decisions and feedback are committed to the storage
 before their answer. The served model is swapped atomically (one reference replaced) when
 the storage serves a new version, which the learning worker stores after each re-fit.
@@ -19,7 +22,6 @@ import json
 import math
 import re
 import socket
-import sys
 import tempfile
 import threading
 import time
@@ -49,6 +51,7 @@ from iglearn.service.keys import KeyRing, sync_keys, watch_keys
 from iglearn.service.metrics import Metrics
 from iglearn.service.operator_log import (
     import_message,
+    log_error,
     log_event,
     route_server_log,
     stop_message,
@@ -60,6 +63,7 @@ from iglearn.service.storage import (
     Interactions,
     ModelRecord,
     Storage,
+    StorageUnavailable,
     is_new_database,
     open_storage,
 )
@@ -81,6 +85,13 @@ RETENTION_SECONDS = 3600.0
 """How often the retention setting is applied."""
 CHECKPOINT_SECONDS = 1.0
 """How often a thread of the service checkpoints the database's WAL (off the requests' path)."""
+UNREACHABLE_RETRY_SECONDS = 2
+"""The ``Retry-After`` of a 503 while the database cannot be reached: about how often the
+connection pool tries to connect again (:data:`iglearn.service.postgres.RECONNECT_SECONDS`)."""
+PROBE_REUSE_SECONDS = 0.5
+"""``/readyz`` probes the database at most this often (:meth:`Service.database_problem`):
+the answer of a probe this recent is given again, so that a busy prober (which needs no
+key) costs the database nothing more."""
 _NUMBER_TYPES = frozenset({int, float})
 _EVENT_ID = re.compile(r"[A-Za-z0-9._:\-]+")
 
@@ -354,6 +365,19 @@ class Service:
             raise
         self.worker: WorkerSupervisor | None = None
         """The learning worker's supervisor, while the application runs one."""
+        self._probe_lock = threading.Lock()
+        self._probed: tuple[float, str | None] = (-math.inf, None)
+
+    def database_problem(self) -> str | None:
+        """Why the database cannot be reached now (:meth:`Storage.probe
+        <iglearn.service.storage.Storage.probe>`, at most every :data:`PROBE_REUSE_SECONDS`;
+        it may wait a second: call it off the event loop), or None."""
+        with self._probe_lock:
+            at, problem = self._probed
+            if time.monotonic() - at >= PROBE_REUSE_SECONDS:
+                problem = self.storage.probe()
+                self._probed = (time.monotonic(), problem)
+            return problem
 
     # -- model versions -------------------------------------------------------------------
     def load_served(self, storage: Storage | None = None) -> bool:
@@ -415,6 +439,8 @@ class Service:
         while not stop.wait(self.config.learning.pickup_seconds):
             try:
                 self.load_served(storage)
+            except StorageUnavailable:  # the outage has its own line (OUTAGE)
+                continue
             except Exception as e:  # keep serving the current model; say why, once
                 error = (self._attempt, f"{type(e).__name__}: {e}")
                 if error != self._pickup_error:
@@ -1071,6 +1097,8 @@ def endpoint(service: Service, name: str, role: str | None, handler: Handler,
             if e.close:
                 headers["connection"] = "close"
             response = json_response(body, e.status, headers or None)
+        except StorageUnavailable as e:
+            response = unreachable(e)
         except IGLearnError as e:
             response = json_response({"error": str(e)}, 422)
         service.metrics.observe(name, response.status_code, time.perf_counter() - start)
@@ -1123,9 +1151,19 @@ async def http_error(request: Request, exc: Exception) -> Response:
     return json_response(body, exc.status_code, dict(exc.headers or {}) or None)
 
 
+def unreachable(error: StorageUnavailable) -> Response:
+    """The 503 of a request that needs the database while it cannot be reached, with
+    ``Retry-After`` (:data:`UNREACHABLE_RETRY_SECONDS`); the outage itself has its lines in
+    the operator's log (:data:`~iglearn.service.operator_log.OUTAGE`)."""
+    return json_response({"error": str(error)}, 503,
+                         {"retry-after": str(UNREACHABLE_RETRY_SECONDS)})
+
+
 async def internal_error(request: Request, exc: Exception) -> Response:
     """An uncaught error's 500 in the service's JSON (the error and its traceback go to the
-    service's log)."""
+    service's log); an unreachable database's 503 (:func:`unreachable`)."""
+    if isinstance(exc, StorageUnavailable):
+        return unreachable(exc)
     return json_response({"error": f"internal error ({type(exc).__name__}); see the "
                                    f"service's log"}, 500, {"connection": "close"})
 
@@ -1244,7 +1282,7 @@ def build_app(service: Service, start_worker: bool = True,
         return json_response({})
 
     async def get_model(request: Request) -> Response:
-        return json_response(service.model_info())
+        return json_response(await anyio.to_thread.run_sync(service.model_info))
 
     def no_worker(deaths: int) -> None:
         """503 naming why, while this process's learning worker does not run or has died
@@ -1379,21 +1417,27 @@ def build_app(service: Service, start_worker: bool = True,
             "content-disposition": f'attachment; filename="iglearn-log.{fmt}"'})
 
     async def healthz(request: Request) -> Response:
+        """Liveness: never waits on the database (an outage is no reason to restart the
+        process); it says ``degraded`` while the database's last use failed."""
         served = service.served
-        problem = None if service.worker is None else service.worker.problem()
+        problem = storage.unreachable
+        if problem is None and service.worker is not None:
+            problem = service.worker.problem()
         answer = {"status": "ok" if problem is None else "degraded",
                   "iglearn": iglearn.__version__,
                   "model_version": 0 if served is None else served.version}
         return json_response(answer if problem is None else answer | {"problem": problem})
 
     async def readyz(request: Request) -> Response:
-        problem = None if service.worker is None else service.worker.problem()
+        problem = await anyio.to_thread.run_sync(service.database_problem)
+        if problem is None and service.worker is not None:
+            problem = service.worker.problem()
         if problem is not None:
             return json_response({"ready": False, "problem": problem}, 503)
         return json_response({"ready": True})
 
     async def metrics(request: Request) -> Response:
-        served, models = service.served, storage.models()
+        served, models = service.served, await anyio.to_thread.run_sync(storage.models)
         text = service.metrics.render(served, models, version_lag(served, models))
         if service.worker is not None:
             text += service.worker.metrics()
@@ -1434,7 +1478,8 @@ def build_app(service: Service, start_worker: bool = True,
                 task.cancel()
             stop_pickup()
             sync_keys(service)
-            storage.set_state("explored_rounds", service.explorer.round)
+            with contextlib.suppress(StorageUnavailable):  # an outage: it has its line
+                storage.set_state("explored_rounds", service.explorer.round)
             if service.worker is not None:
                 service.worker.stop()
             version = 0 if service.served is None else service.served.version
@@ -1506,15 +1551,22 @@ async def watch_models(service: Service) -> None:
     poll = service.config.learning.pickup_seconds
     retention = service.config.server.retention_days
     last_retention = 0.0
+
+    def save() -> None:  # in a thread: the database may take a while to answer
+        nonlocal last_retention
+        service.storage.set_state("explored_rounds", service.explorer.round)
+        if retention > 0 and time.monotonic() - last_retention > RETENTION_SECONDS:
+            last_retention = time.monotonic()
+            service.storage.delete_before(time.time() - retention * 86400)
+
     while True:
         await asyncio.sleep(poll)
         try:
-            service.storage.set_state("explored_rounds", service.explorer.round)
-            if retention > 0 and time.monotonic() - last_retention > RETENTION_SECONDS:
-                last_retention = time.monotonic()
-                service.storage.delete_before(time.time() - retention * 86400)
+            await anyio.to_thread.run_sync(save)
+        except StorageUnavailable:  # the outage has its own line; the next turn tries again
+            pass
         except Exception as e:  # the next turn tries again; say why
-            print(f"iglearn serve: cannot save the service's state: {e}", file=sys.stderr)
+            log_error(service.config.server.log_format, "cannot save the service's state", e)
 
 
 async def supervise(worker: WorkerSupervisor) -> None:
@@ -1525,7 +1577,8 @@ async def supervise(worker: WorkerSupervisor) -> None:
         try:
             worker.check()
         except Exception as e:  # keep supervising; say why
-            print(f"iglearn serve: cannot supervise the learning worker: {e}", file=sys.stderr)
+            log_error(worker.config.server.log_format, "cannot supervise the learning worker",
+                      e)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -109,14 +108,20 @@ def revoke_key(config_path: str | Path, wanted: str, db: str | None = None) -> K
 def sync_keys(service: Service) -> None:
     """Record the last use of the keys used since the previous call (one commit) and
     re-read the stored keys, so that keys revoked since are refused. A database error is
-    reported on stderr, and the keys read last stay."""
+    reported in the operator's log (an unreachable database: as its outage, once), and the
+    keys read last stay."""
+    from iglearn.service.operator_log import log_error
+    from iglearn.service.storage import StorageUnavailable
+
     used, service.keys_used = service.keys_used, {}
     try:
         if used:
             service.storage.record_key_use(used)
         service.keyring = KeyRing(service.storage.keys())
+    except StorageUnavailable:  # the next sync tries again; the outage has its own line
+        service.keys_used = used | service.keys_used
     except Exception as e:  # the service goes on; the next sync tries again
-        print(f"iglearn serve: cannot sync the API keys: {e}", file=sys.stderr)
+        log_error(service.config.server.log_format, "cannot sync the API keys", e)
 
 
 async def watch_keys(service: Service) -> None:

@@ -16,20 +16,24 @@ Several replicas on one database each run a worker, but only the holder of the s
 re-fit lease (:meth:`~iglearn.service.storage.Storage.hold_refit_lease`) re-fits; the others
 try to take the lease at every poll, so when the holder dies another takes over. The holder
 records itself in the shared state ``refit_lease`` ({host, port, pid, since}).
+
+While the database cannot be reached the worker keeps polling: the outage is one line of the
+operator's log (:data:`~iglearn.service.operator_log.OUTAGE`), a re-fit it interrupts one
+more (a ``refit`` line, outcome ``failed``), and the re-fit runs again once the database is
+back (its lease, lost with its connection, is taken again by this replica or another).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import math
 import os
 import signal
 import socket
-import sys
 import tempfile
 import time
-import traceback
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -43,8 +47,13 @@ from iglearn.heap import pad_heap
 from iglearn.learners.settings import restart_passes
 from iglearn.processes import end_with_parent
 from iglearn.service.config import ServiceConfig, make_learner
-from iglearn.service.operator_log import log_event, refit_message
-from iglearn.service.storage import ModelRecord, Storage, open_storage
+from iglearn.service.operator_log import (
+    log_error,
+    log_event,
+    refit_message,
+    route_database_log,
+)
+from iglearn.service.storage import ModelRecord, Storage, StorageUnavailable, open_storage
 from iglearn.threads import process_threads
 
 
@@ -358,7 +367,10 @@ def run_once(storage: Storage, config: ServiceConfig,
     ``refit_running`` holds {at, reason} while it runs. ``serving``: see :func:`refit`.
     The operator's log gets the re-fit's line, then one line for each of its warnings of
     stored columns that float32 rounds away (:func:`stored_precision_warnings`) that the
-    previous re-fit did not give (``last_refit``'s ``stored_precision``)."""
+    previous re-fit did not give (``last_refit``'s ``stored_precision``). A re-fit the
+    database's outage interrupts gets its line (outcome ``failed``) and raises
+    :class:`~iglearn.service.storage.StorageUnavailable`: nothing is recorded, so it is due
+    again once the database is back."""
     reason = due(storage, config, time.time())
     if reason is None:
         return None
@@ -379,6 +391,15 @@ def run_once(storage: Storage, config: ServiceConfig,
                     "version": record.version, "seconds": record.fit_seconds, "error": None,
                     "held_back": record.held_back,
                     "stored_precision": list(record.summary.get("stored_precision", []))}
+    except StorageUnavailable as e:
+        error = f"{e.problem}; it runs again once the database is back"
+        seconds = time.time() - at
+        log_event(config.server.log_format, "refit",
+                  refit_message(reason, None, 0, None, seconds, error),
+                  reason=reason, version=None, interactions=0, indicator=None,
+                  seconds=seconds, outcome="failed", error=error, held_back=None,
+                  served_version=None)
+        raise
     except IGLearnError as e:
         outcome |= {"version": None, "error": str(e)}
     finally:
@@ -404,10 +425,47 @@ def run_once(storage: Storage, config: ServiceConfig,
     return outcome
 
 
+OPEN_RETRY_SECONDS = 1.0
+"""How often a learning worker started while the database cannot be reached tries to open
+it (:func:`open_when_reachable`)."""
+
+
+def open_when_reachable(config: ServiceConfig, serving: Callable[[], bool]) -> Storage:
+    """The worker's storage, opened once the database can be reached: a worker started (or
+    restarted) during an outage reports it once (:data:`OUTAGE
+    <iglearn.service.operator_log.OUTAGE>`) and tries again every
+    :data:`OPEN_RETRY_SECONDS` while its service runs."""
+    from iglearn.service.operator_log import OUTAGE
+
+    while True:
+        try:
+            storage = open_storage(config.db_path, config.server.synchronous, pool_size=2)
+        except IGLearnError as e:
+            if not serving():
+                os._exit(0)
+            OUTAGE.down(str(e))
+            time.sleep(OPEN_RETRY_SECONDS)
+            continue
+        OUTAGE.up()
+        return storage
+
+
 def worker_main(config: ServiceConfig, parent: int) -> None:
     """The worker process: while it holds the re-fit lease, look for work every
     ``poll_seconds`` (else try to take the lease as often) until the service (process
-    ``parent``) is gone: it ends with its service, killed or not."""
+    ``parent``) is gone: it ends with its service, killed or not. A failure it cannot go on
+    after is one line of the operator's log (its traceback a field), and the service starts
+    another worker."""
+    route_database_log(config.server.log_format, "worker")
+    try:
+        work(config, parent)
+    except Exception as e:
+        log_error(config.server.log_format, "the learning worker stopped", e)
+        os._exit(1)
+
+
+def work(config: ServiceConfig, parent: int) -> None:
+    """:func:`worker_main`'s loop."""
     end_with_parent(parent, 0)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the service ends the worker itself
     os.nice(config.learning.worker_nice)
@@ -417,7 +475,7 @@ def worker_main(config: ServiceConfig, parent: int) -> None:
     def serving() -> bool:
         return os.getppid() == parent  # a child is re-parented the moment its parent dies
 
-    storage = open_storage(config.db_path, config.server.synchronous, pool_size=2)
+    storage = open_when_reachable(config, serving)
     holding = False
     while True:
         try:
@@ -434,10 +492,13 @@ def worker_main(config: ServiceConfig, parent: int) -> None:
                 holding = False
         except ServiceGone:
             os._exit(0)
-        except Exception:  # an unexpected failure is reported and the worker goes on
-            print("iglearn serve: re-fit failed:", file=sys.stderr)
-            traceback.print_exc()
-            storage.set_state("last_refit", {"at": time.time(), "reason": "error",
-                                             "version": None,
-                                             "error": "internal error; see the service log"})
+        except StorageUnavailable:  # its outage has its line; the next poll tries again
+            pass
+        except Exception as e:  # an unexpected failure is reported and the worker goes on
+            log_error(config.server.log_format, "re-fit failed", e)
+            with contextlib.suppress(StorageUnavailable):
+                storage.set_state("last_refit", {"at": time.time(), "reason": "error",
+                                                 "version": None,
+                                                 "error": "internal error; see the service "
+                                                          "log"})
         time.sleep(config.learning.poll_seconds)

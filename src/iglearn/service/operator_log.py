@@ -7,7 +7,10 @@ object per line for log collectors.
 
 A JSON line holds ``time`` (Unix seconds), ``event`` (``start``, ``refit``, ``swap``,
 ``rollback``, ``import``, ``pickup_error``, ``worker_died``, ``worker_restarted``,
-``worker_error``, ``stop``, and ``server``: a warning or error of the HTTP server,
+``worker_error``, ``stop``, ``db_unreachable`` and ``db_reachable``: an outage of the
+database begins and ends, :class:`DatabaseOutage`, ``database``: another warning of the
+database driver, ``error``: a background task failed, with its ``level``, ``error`` and
+``traceback``, and ``server``: a warning or error of the HTTP server,
 uvicorn, such as a request that is not HTTP, :class:`ServerLog`),
 ``message`` (the text line's words) and the event's fields (a ``refit`` line's
 ``outcome`` is ``served``, ``held_back`` or ``failed``) (numbers, strings, booleans or
@@ -17,7 +20,9 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
 import time
+import traceback
 from typing import Any
 
 from iglearn.data import safejson
@@ -104,8 +109,111 @@ class ServerLog(logging.Handler):
 
 
 def route_server_log(log_format: str) -> None:
-    """Send uvicorn's warnings and errors to the operator's log (:class:`ServerLog`) only."""
+    """Send uvicorn's warnings and errors to the operator's log (:class:`ServerLog`) only,
+    and the database driver's too (:func:`route_database_log`)."""
+    route_database_log(log_format)
     for name in ("uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)
         logger.handlers = [ServerLog(log_format)] if name == "uvicorn" else []
         logger.propagate = name != "uvicorn"
+
+
+def log_error(log_format: str, message: str, error: BaseException, **fields: Any) -> str:
+    """One line (event ``error``, level ``error``) for a failure of a background task that
+    the service survives (``message``: what failed, then the error): its ``error`` and, in the
+    JSON format, its ``traceback`` as a field (the text format keeps to the one line)."""
+    described = f"{type(error).__name__}: {error}"
+    if log_format == "json":
+        fields["traceback"] = "".join(traceback.format_exception(error))
+    return log_event(log_format, "error", f"{message}: {described}", level="error",
+                     error=described, **fields)
+
+
+class DatabaseOutage:
+    """The outage of this process's database, as the operator's log tells it: one line
+    (event ``db_unreachable``, level ``error``) when a use of the database first finds it
+    unreachable, one (``db_reachable``, level ``info``, with the outage's ``seconds`` and
+    how many of the driver's messages it ``held`` back) when a use succeeds again, and
+    nothing between, however many requests, background tasks and reconnection attempts
+    fail meanwhile. Silent until :meth:`start` gives it the log's format (a command that
+    opens the database reports its failure itself)."""
+
+    def __init__(self) -> None:
+        self.log_format: str | None = None
+        self.process = "service"
+        """Which process reports (``service``, or the learning ``worker``)."""
+        self.since: float | None = None
+        """When the outage began (Unix seconds), while it lasts; else None."""
+        self.held = 0
+        self._lock = threading.Lock()
+
+    def start(self, log_format: str, process: str = "service") -> None:
+        """Report outages in ``log_format`` from now on, as ``process``'s (its lines'
+        ``process`` field: ``service``, or the learning ``worker``)."""
+        self.log_format, self.process = log_format, process
+
+    def down(self, problem: str) -> None:
+        """A use of the database found it unreachable (``problem``: how)."""
+        with self._lock:
+            if self.since is not None:
+                self.held += 1
+                return
+            self.since, self.held = time.time(), 0
+        if self.log_format is not None:
+            until = ("requests are answered 503" if self.process == "service"
+                     else "the learning worker waits")
+            log_event(self.log_format, "db_unreachable",
+                      f"the database is unreachable ({problem}); {until} until it is back",
+                      level="error", process=self.process, problem=problem)
+
+    def up(self) -> None:
+        """A use of the database succeeded."""
+        with self._lock:
+            if self.since is None:
+                return
+            seconds, held, self.since = time.time() - self.since, self.held, None
+        if self.log_format is not None:
+            log_event(self.log_format, "db_reachable",
+                      f"the database is reachable again after {seconds:.1f} s "
+                      f"({self.process})", level="info", process=self.process,
+                      seconds=seconds, held=held)
+
+
+OUTAGE = DatabaseOutage()
+"""This process's database outage (a process has one database, shared by its storages)."""
+
+CONNECTION_LOST = ("error connecting", "discarding closed connection",
+                   "discarding broken connection", "reconnection attempt")
+"""How the connection pool's (psycopg_pool's) messages of an unreachable database begin."""
+
+
+class DatabaseLog(logging.Handler):
+    """The database driver's (psycopg's and psycopg_pool's) warnings as lines of the
+    operator's log: a message of a lost connection or a failed reconnection is the outage's
+    (:data:`OUTAGE`: one line when it begins, then counted), any other one line (event
+    ``database``, with its ``level``)."""
+
+    def __init__(self, log_format: str):
+        super().__init__(logging.WARNING)
+        self.log_format = log_format
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = " ".join(line.strip() for line in record.getMessage().splitlines())
+        if message.startswith(CONNECTION_LOST):
+            OUTAGE.down("the server closed a pooled connection"
+                        if message.startswith("discarding") else message)
+            return
+        fields: dict[str, Any] = {"level": record.levelname.lower()}
+        if record.exc_info and self.log_format == "json":
+            fields["traceback"] = logging.Formatter().formatException(record.exc_info)
+        log_event(self.log_format, "database", message, **fields)
+
+
+def route_database_log(log_format: str, process: str = "service") -> None:
+    """Send the database driver's warnings to the operator's log (:class:`DatabaseLog`)
+    only, and report outages there as ``process``'s (:data:`OUTAGE`)."""
+    OUTAGE.start(log_format, process)
+    for name in ("psycopg", "psycopg_pool"):
+        logger = logging.getLogger(name)
+        logger.handlers = [DatabaseLog(log_format)]
+        logger.propagate = False

@@ -13,14 +13,22 @@ database at an older version is migrated by ``iglearn serve db upgrade --config 
 
 The re-fit lease is a PostgreSQL advisory lock held on a connection of its own: the server
 releases it when that connection ends, which a killed process's connection does at once.
+
+While the server cannot be reached (stopped, restarting, the network down), every use of the
+database raises :class:`~iglearn.service.storage.StorageUnavailable` within
+:data:`POOL_WAIT_SECONDS` (:data:`UNREACHABLE_WAIT_SECONDS` once an outage is known), and
+the outage is reported once in the operator's log
+(:data:`~iglearn.service.operator_log.OUTAGE`); the pool connects again by itself once the
+server is back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
@@ -28,6 +36,7 @@ import numpy as np
 
 from iglearn.data import safejson
 from iglearn.errors import IGLearnError, require_extra
+from iglearn.service.operator_log import OUTAGE
 from iglearn.service.storage import (
     KEY_USE_STATE,
     Counts,
@@ -38,6 +47,7 @@ from iglearn.service.storage import (
     KeyRecord,
     ModelRecord,
     Storage,
+    StorageUnavailable,
     interactions_from_rows,
     joined_query,
 )
@@ -45,7 +55,7 @@ from iglearn.service.storage import (
 try:
     import psycopg
     from psycopg import errors as pg_errors
-    from psycopg_pool import ConnectionPool
+    from psycopg_pool import ConnectionPool, PoolTimeout
 except ImportError:  # pragma: no cover - the message below says what to install
     psycopg = None  # type: ignore[assignment]
 
@@ -98,6 +108,24 @@ LOCK_NAMESPACE = 0x1617_1EA2
 SCHEMA_LOCK, MODELS_LOCK, REFIT_LEASE = 1, 2, 3
 RETRIES = 5
 """Attempts of a transaction that lost a deadlock or serialisation conflict."""
+POOL_WAIT_SECONDS = 3.0
+"""How long a use of the database waits for a pooled connection before it raises
+:class:`~iglearn.service.storage.StorageUnavailable` (a request: 503). Long enough for a
+busy pool to hand one over (its commits take milliseconds) and for a new connection to a
+distant server to be made; short enough that a client hears of an outage long before its
+own timeout (psycopg_pool's default, 30 s, held every request that long while the server
+was down)."""
+UNREACHABLE_WAIT_SECONDS = 0.5
+"""The wait instead of :data:`POOL_WAIT_SECONDS` while the process knows the database is
+unreachable (a use failed so, and none has succeeded since): requests fail fast rather
+than pile up waiting, and a connection to a server that is back is made well within it."""
+RECONNECT_SECONDS = 5.0
+"""How long the pool tries to replace a lost connection (after 0, 1, 3 and 5 s) before it
+gives up, after which the next use of the database starts again at once. psycopg_pool's
+default, 300 s, doubles its wait up to minutes, which a service whose server came back
+would spend answering 503."""
+PROBE_SECONDS = 1.0
+"""How long :meth:`PostgresStorage.probe` (``/readyz``) waits for a connection."""
 
 
 URL_FORM = "postgresql://USER[:PASSWORD]@HOST[:PORT]/DATABASE"
@@ -153,6 +181,24 @@ def _connect(url: str, timeout: float = 10.0) -> Any:
         raise IGLearnError(f"{shown_url(url)}: cannot connect to PostgreSQL ({reason}); "
                            f"check that the server runs and the URL's user, host, port and "
                            f"database") from None
+
+
+def connection_lost(error: Exception) -> bool:
+    """Whether ``error`` says that the server cannot be reached or the connection to it is
+    gone (the client's own error, which has no SQL state; a connection exception, class 08;
+    the server shutting down, crashed or starting, 57P01 to 57P03), rather than that a
+    statement failed."""
+    if isinstance(error, PoolTimeout):
+        return True
+    if not isinstance(error, psycopg.OperationalError):
+        return False
+    state = error.sqlstate
+    return state is None or state.startswith("08") or state in ("57P01", "57P02", "57P03")
+
+
+def one_line(error: Exception) -> str:
+    """An error's message on one line (libpq's run over several)."""
+    return " ".join(line.strip() for line in str(error).splitlines()) or type(error).__name__
 
 
 def schema_version(connection: Any) -> int:
@@ -229,17 +275,75 @@ class PostgresStorage(Storage):
             connection.close()
         self._pool = ConnectionPool(url, min_size=1, max_size=max(1, pool_size),
                                     kwargs={"autocommit": True}, open=True,
-                                    name="iglearn", timeout=30.0)
+                                    name="iglearn", timeout=POOL_WAIT_SECONDS,
+                                    reconnect_timeout=RECONNECT_SECONDS)
         self._lease: Any = None
         self._held = False
+        self._unreachable: str | None = None
 
     def __repr__(self) -> str:
         return f"PostgresStorage({shown_url(self.url)!r})"
 
     # -- plumbing --------------------------------------------------------------------------
-    def _read(self, query: str, values: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._pool.connection() as connection:
+    @property
+    def unreachable(self) -> str | None:
+        return self._unreachable
+
+    @contextlib.contextmanager
+    def _connection(self, wait: float | None = None) -> Iterator[Any]:
+        """A pooled connection, within ``wait`` seconds (default :data:`POOL_WAIT_SECONDS`,
+        or :data:`UNREACHABLE_WAIT_SECONDS` during an outage). No connection within it, or
+        one lost while it is used, raises :class:`StorageUnavailable` (the outage begins);
+        a use that succeeds ends an outage. The outage is the process's (:data:`OUTAGE`,
+        which its storages share), and a use that began with its short wait but ended
+        after another use ended it waits the full one again: the pool is still replacing
+        the connections it lost."""
+        short = wait is None and OUTAGE.since is not None
+        if wait is None:
+            wait = UNREACHABLE_WAIT_SECONDS if short else POOL_WAIT_SECONDS
+        try:
+            try:
+                connection = self._pool.getconn(timeout=wait)
+            except PoolTimeout:
+                if not short or OUTAGE.since is not None:
+                    raise
+                wait = POOL_WAIT_SECONDS
+                connection = self._pool.getconn(timeout=wait)
+            try:  # as ConnectionPool.connection(): commit or roll back, then give it back
+                with connection:
+                    yield connection
+            finally:
+                self._pool.putconn(connection)
+        except (PoolTimeout, psycopg.OperationalError) as e:
+            if not connection_lost(e):
+                raise
+            reason = (f"no connection within {wait:.2g} s" if isinstance(e, PoolTimeout)
+                      else f"connection lost: {one_line(e)}")
+            error = StorageUnavailable(reason)
+            self._unreachable = error.problem
+            OUTAGE.down(f"{shown_url(self.url)}: {reason}")
+            raise error from e
+        if self._unreachable is not None:
+            self._unreachable = None
+            OUTAGE.up()
+
+    def _read(self, query: str, values: Sequence[Any] = (), wait: float | None = None
+              ) -> list[tuple[Any, ...]]:
+        with self._connection(wait) as connection:
             return connection.execute(query, values).fetchall()
+
+    def probe(self) -> str | None:
+        """``SELECT 1`` on a pooled connection within :data:`PROBE_SECONDS`; a connection
+        the server closed while it sat in the pool (the server restarted) fails at once and
+        is replaced, so then the probe asks again."""
+        deadline = time.monotonic() + PROBE_SECONDS
+        while True:
+            try:
+                self._read("SELECT 1", wait=max(0.01, deadline - time.monotonic()))
+                return None
+            except StorageUnavailable as e:
+                if time.monotonic() >= deadline:
+                    return e.problem
 
     def _write(self, work: Callable[[Any], T], transaction: bool = True) -> T:
         """Run ``work(connection)`` in one transaction (``transaction``; else its statements
@@ -247,7 +351,7 @@ class PostgresStorage(Storage):
         when it lost a deadlock or a serialisation conflict to another replica."""
         for attempt in range(RETRIES):
             try:
-                with self._pool.connection() as connection:
+                with self._connection() as connection:
                     if not transaction:
                         return work(connection)
                     with connection.transaction():
@@ -299,7 +403,7 @@ class PostgresStorage(Storage):
 
     def _decision(self, event_id: str) -> Decision:
         """The stored decision of ``event_id``."""
-        with self._pool.connection() as connection:
+        with self._connection() as connection:
             found = self._decisions(connection, [event_id])
         if not found:
             raise IGLearnError(f"no decision has event id {event_id}")
@@ -419,7 +523,7 @@ class PostgresStorage(Storage):
         return bytes(rows[0][0])
 
     def served_version(self) -> int:
-        with self._pool.connection() as connection:
+        with self._connection() as connection:
             return self._served(connection)
 
     def serve(self, version: int) -> None:

@@ -104,12 +104,23 @@ class PostgresServer:
         self.user = SERVER_USER if os.geteuid() == 0 else pwd.getpwuid(os.geteuid()).pw_name
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", "postgres",
                   "--auth=trust", "--encoding=UTF8", "--locale=C", "--no-sync")
+        self.resume()
+        return self
+
+    def pause(self) -> None:
+        """Stop the server as an operator's ``pg_ctl stop -m fast`` does (its connections
+        are ended), keeping its data: a database outage, until :meth:`resume`."""
+        self._run(str(self.bin / "pg_ctl"), "stop", "-w", "-m", "fast", "-D", str(self.data))
+
+    def resume(self) -> None:
+        """Start the server on its data folder and port; wait until it accepts
+        connections."""
+        assert self.folder is not None, "the server has not been started"
         options = (f"-p {self.port} -c listen_addresses=127.0.0.1 "
                    f"-c unix_socket_directories={self.folder} "
                    f"-c fsync={'on' if self.fsync else 'off'} -c max_connections=200")
         self._run(str(self.bin / "pg_ctl"), "start", "-w", "-t", "60", "-D", str(self.data),
                   "-l", str(self.folder / "server.log"), "-o", options)
-        return self
 
     def url(self, database: str = "postgres") -> str:
         """The connection URL of ``database`` on this server."""

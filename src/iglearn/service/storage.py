@@ -38,6 +38,23 @@ from iglearn.errors import IGLearnError
 SCHEMA_VERSION = 1
 
 
+class StorageUnavailable(IGLearnError):
+    """The database cannot be reached now: its server is down or restarting, or the network
+    to it failed (a PostgreSQL database; an embedded SQLite file is always there). It is
+    an outage, not a mistake of the request: the service answers 503 with ``Retry-After``
+    and goes on, and the same request succeeds once the database is back. A call that
+    raised it stored nothing, unless the connection was lost during its commit (then the
+    commit either happened or did not; a decision retried with its event id gets the
+    stored one back)."""
+
+    def __init__(self, reason: str):
+        self.reason = reason
+        """Why, in a few words: no connection came within the wait, or how it was lost."""
+        self.problem = f"the database is unreachable ({reason})"
+        """What ``/readyz`` and ``/healthz`` say."""
+        super().__init__(f"{self.problem}; ask again shortly")
+
+
 @dataclass(frozen=True)
 class Decision:
     """One served decision, as stored."""
@@ -233,6 +250,18 @@ class Storage(ABC):
         none): what each returns. An embedded file stores both in one commit."""
         return (self.add_decisions(decisions) if decisions else [],
                 self.add_feedback(feedback, join_window) if feedback else [])
+
+    def probe(self) -> str | None:
+        """Whether the database can be reached now, asked cheaply and within a second or
+        so: None, or the problem (:attr:`StorageUnavailable.problem`). An embedded file is
+        always there."""
+        return None
+
+    @property
+    def unreachable(self) -> str | None:
+        """The problem of the outage the last use of the database ran into, until a use
+        succeeds again (None: it answered); an embedded file is always there."""
+        return None
 
     @abstractmethod
     def joined(self, since: float | None = None, until: float | None = None,

@@ -19,7 +19,7 @@ import time
 from typing import Any
 
 from iglearn.service.config import ServiceConfig
-from iglearn.service.storage import Storage
+from iglearn.service.storage import Storage, StorageUnavailable
 
 CHECK_SECONDS = 0.2
 """How often the service looks whether its worker still runs."""
@@ -164,6 +164,8 @@ class WorkerSupervisor:
             lease = self.storage.state("refit_lease") or {}
             if lease.get("pid") == os.getpid() and lease.get("port") == self.config.server.port:
                 self.storage.set_state("refit_running", None)
+        except StorageUnavailable:  # the outage has its line; the next worker runs it again
+            pass
         except Exception as e:  # the restart matters more; say why
             log(self.config, "worker_error", f"cannot clear the dead worker's re-fit state: {e}",
                 error=str(e))
