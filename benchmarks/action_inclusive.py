@@ -105,7 +105,7 @@ def checks(table: pd.DataFrame, frame: pd.DataFrame) -> dict[str, bool]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=16)
     parser.add_argument("--samples", type=int, default=60000, help="MNIST log size")
     parser.add_argument("--bci-samples", type=int, default=10000, help="BCI log size")

@@ -75,7 +75,7 @@ def measure(dataset: str, data_dir: str | None, trials: int, samples: int) -> li
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dataset", choices=("mnist", "digits"), default="mnist")
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--trials", type=int, default=4)

@@ -19,7 +19,7 @@ import warnings
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", required=True, help="folder of the four MNIST files")
     parser.add_argument("--samples", type=int, default=60000)
     parser.add_argument("--trials", type=int, default=16, help="fits side by side")

@@ -21,6 +21,7 @@ import numpy as np
 
 from iglearn.envs import make_environment
 from iglearn.envs.play import play
+from iglearn.errors import IGLearnError
 from iglearn.experiments.figure3 import (
     Figure3Config,
     final_values,
@@ -82,9 +83,11 @@ def throughput(config: Figure3Config, method: str) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=10000)
+    parser.add_argument("--warmup", type=int, default=4000,
+                        help="the paper schedule's exploration rounds before the first fit")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--dataset", default="mnist")
     parser.add_argument("--data-dir", default=None)
@@ -95,10 +98,13 @@ def main() -> None:
                         help="also write figure3.csv, figure3.md and figure3.png there")
     args = parser.parse_args()
 
-    config = Figure3Config(trials=args.trials, rounds=args.rounds, seed=args.seed,
-                           dataset=args.dataset, data_dir=args.data_dir)
     start = time.perf_counter()
-    frame = run(config, Execution(jobs=args.jobs))
+    try:
+        config = Figure3Config(trials=args.trials, rounds=args.rounds, warmup=args.warmup,
+                               seed=args.seed, dataset=args.dataset, data_dir=args.data_dir)
+        frame = run(config, Execution(jobs=args.jobs))
+    except IGLearnError as e:  # a setting the run refuses: one line, as the CLI says it
+        parser.error(str(e))
     wall = time.perf_counter() - start
     if args.out:
         write_results(frame, config, prepare_output(args.out))

@@ -105,7 +105,7 @@ def bare_loop(log: InteractionLog, epochs: int = 8, batch: int = 500, seed: int 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[500, 2000])
     parser.add_argument("--learners", nargs="+", default=list(LEARNERS), choices=list(LEARNERS))
     parser.add_argument("--repeats", type=int, default=3)

@@ -153,7 +153,7 @@ def _targets(results: dict) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000],
                         help="log sizes to generate and fit streamed")
     parser.add_argument("--dims", default="784,784",

@@ -70,7 +70,7 @@ def versions(log: InteractionLog, test: np.ndarray) -> dict[str, tuple[Interacti
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seeds", type=int, default=2)
     parser.add_argument("--samples", type=int, default=2000)
     parser.add_argument("--tasks", default=",".join(TASKS))

@@ -128,7 +128,7 @@ def peak_memory() -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--dataset", default="mnist")

@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import signal
 import sys
 import tempfile
 import time
@@ -185,6 +186,9 @@ def main() -> None:
                         help="the replicas' pickup_seconds")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
+    # SIGTERM (timeout, kill) ends the run as Ctrl+C does, through every `with` below: its
+    # default ended the process at once and left the throw-away PostgreSQL server running
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     pools = Pools(seed=0)
     runs = []
     with tempfile.TemporaryDirectory(prefix="iglearn-serve-replicas-") as tmp, \

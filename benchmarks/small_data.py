@@ -542,7 +542,7 @@ def markdown(frame: pd.DataFrame, config: SmallDataConfig, wall: float | None = 
 
 def parse(argv: list[str] | None = None) -> tuple[SmallDataConfig, Execution, Path]:
     """The configuration, execution and output folder from the command line."""
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
 
     def words(text: str) -> tuple[str, ...]:
         return tuple(w for w in text.split(",") if w)

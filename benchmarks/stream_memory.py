@@ -90,7 +90,7 @@ def measure(command: list[str]) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[600_000, 2_400_000])
     parser.add_argument("--format", nargs="+", choices=("parquet", "npz", "shards"),
                         default=["parquet"])

@@ -21,7 +21,7 @@ from iglearn.experiments.table1 import PAPER, Table1Config, run, summary
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=16)
     parser.add_argument("--samples", type=int, default=60000)
     parser.add_argument("--seed", type=int, default=0)

@@ -29,7 +29,7 @@ from iglearn.experiments.unsupervised import (
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     defaults = UnsupervisedConfig()
     parser.add_argument("--trials", type=int, default=defaults.trials)
     parser.add_argument("--samples", type=int, default=defaults.samples)

@@ -55,7 +55,7 @@ def compare(logs: list) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=4)
     parser.add_argument("--samples", type=int, default=60000)
     parser.add_argument("--data-dir", default=None)

@@ -1,7 +1,7 @@
 """A sweep on Ray: Table-1-style fits over a grid of learning rates, the trials spread over a
 local Ray instance (or a cluster: pass its address), one tidy table back.
 
-Needs the 'ray' extra: pip install 'iglearn[ray]'.
+Needs the 'ray' extra: pip install -e '.[ray]' in the clone.
 Run: python examples/sweep_on_ray.py
 """
 
