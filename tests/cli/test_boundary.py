@@ -128,7 +128,7 @@ def test_a_permission_error_while_writing_says_permission_denied(small, tmp_path
     def denied(*args, **kwargs):
         raise PermissionError(13, "Permission denied", str(tmp_path / ".x.npz.part"))
 
-    monkeypatch.setattr(iglearn.files.tempfile, "mkstemp", denied)
+    monkeypatch.setattr(iglearn.files, "new_part_file", denied)
     code, _, err = run(capsys, "convert", small / "log.npz", tmp_path / "x.npz")
     assert code == 2 and "permission denied" in err and len(err.strip().splitlines()) == 1
     assert list(tmp_path.iterdir()) == []

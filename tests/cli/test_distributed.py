@@ -22,7 +22,7 @@ from tests.cli.conftest import run
     (("--algorithm", "vi-igl"), "--backend ray fits --algorithm igl and ai-igl"),
     (("--stream", "off"), "--stream off: --backend ray streams"),
     (("--reader", "ray"), "--reader ray: with --backend ray"),
-    (("--workers", "0"), "workers must be a whole number >= 1"),
+    (("--workers", "0"), "--workers: must be a whole number >= 1"),
     ((), "a distributed fit reads Parquet files or shard folders"),
 ], ids=["algorithm", "stream-off", "reader-ray", "workers", "npz"])
 def test_a_distributed_fit_that_cannot_run_is_refused_in_one_line(small, capsys, tmp_path,

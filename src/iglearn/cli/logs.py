@@ -769,8 +769,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "over actions of Cov_a(pi(a|x), psi_a(y)) for ai-igl; 'in_sample' is "
                     "true (with a note) when DATA is the log the model was fitted on, in any "
                     "format or order, a part of it, or its contexts with labels; false when "
-                    "not (with 'training_rows_share' and a note when some of its rows are "
-                    "the log's); null when the model does not say.")
+                    "not, with 'training_rows_share', the share of its rows that are the "
+                    "log's (and a note when some are); null when the model does not say.")
     commands.add_parser(
         "orient", help="choose a two-action model's direction from labelled interactions",
         build=_orient_options,

@@ -389,8 +389,11 @@ class BatchIGLSettings(FitSettings):
     feedback rather than as a random hard split of it (a custom decoder starts as its factory
     draws it)."""
     device: str = "cpu"
-    """Where the fit runs: cpu, cuda, mps, or auto (CUDA, else MPS, else the CPU); the log
-    stays in host memory and moves in mini-batches, the fitted models come back to the CPU."""
+    """Where the fit runs: cpu, cuda, mps, or auto (CUDA, else MPS, else the CPU). On CUDA a
+    log in memory is copied to the device once a fit when it takes at most half its free
+    memory (:data:`~iglearn.learners.trials.DEVICE_SHARE`); a larger or streamed log, and any
+    log on MPS, stays in host memory and moves in mini-batches. The fitted models come back
+    to the CPU."""
     logdir: str | None = None
     """Folder for TensorBoard event files of the fit's per-epoch history (needs the
     'tensorboard' extra); none: no TensorBoard."""
