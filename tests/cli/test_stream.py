@@ -35,6 +35,20 @@ def test_convert_to_shards_then_fit_and_evaluate_the_folder(small, tmp_path, cap
         assert code == 0, err
         assert json.loads(out)["value_ips"] > 0.5   # far above uniform play's 0.1
 
+    # whether the data are the training log, where it cannot be told (a model fitted on a
+    # stream keeps no row sketch; data read as a stream are not sketched), is null: it was
+    # a definite false for the training log itself
+    told = {}
+    for model, data, stream in (("streamed", small / "log.npz", "off"),
+                                ("memory", small / "log.npz", "on"),
+                                ("memory", small / "log.npz", "off"),
+                                ("memory", small / "test.npz", "off")):
+        code, out, err = run(capsys, "evaluate", tmp_path / model, data, "--stream", stream)
+        assert code == 0, err
+        told[model, data.name, stream] = json.loads(out)["in_sample"]
+    assert told == {("streamed", "log.npz", "off"): None, ("memory", "log.npz", "on"): None,
+                    ("memory", "log.npz", "off"): True, ("memory", "test.npz", "off"): False}
+
 
 def test_shards_into_a_folder_that_holds_files_are_refused(small, tmp_path, capsys):
     (tmp_path / "full").mkdir()

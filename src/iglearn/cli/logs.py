@@ -470,8 +470,9 @@ def _evaluate(args: argparse.Namespace) -> int:
         training.get("contexts_sketch" if contexts else "rows_sketch"), table)
     if share is not None and share >= IN_SAMPLE_SHARE:  # rows of the training log only
         in_sample = True
+    judged: bool | None = in_sample or (None if share is None else False)  # None: untold
     record = {"model": str(args.model), "data": str(args.data),
-              "algorithm": algorithm_of(learner), "in_sample": in_sample, **measures}
+              "algorithm": algorithm_of(learner), "in_sample": judged, **measures}
     if share is not None:
         record["training_rows_share"] = share
     if in_sample:
@@ -770,7 +771,8 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                     "true (with a note) when DATA is the log the model was fitted on, in any "
                     "format or order, a part of it, or its contexts with labels; false when "
                     "not, with 'training_rows_share', the share of its rows that are the "
-                    "log's (and a note when some are); null when the model does not say.")
+                    "log's (and a note when some are); null when it cannot be told (a model "
+                    "fitted on a stream, data read as a stream, a model that does not say).")
     commands.add_parser(
         "orient", help="choose a two-action model's direction from labelled interactions",
         build=_orient_options,
