@@ -196,10 +196,32 @@ def open_log(path: str | Path, settings: StreamSettings | None = None, *,
     streamed as ``settings`` say (:func:`log_from`). Learners fit either. ``columns``: which
     columns of a ``.csv`` or ``.parquet`` table hold which field (a table in the user's own
     column names, read in memory), as ``iglearn fit``'s column options say; ``n_actions``: K,
-    for a table that does not say it."""
+    for a table that does not say it. A stream asked of a file that cannot be streamed is
+    refused before the file is read (a CSV file too large for memory would not get there)."""
     from iglearn.data.formats import open_table
 
+    if settings is not None and settings.stream == "on":
+        suffix = Path(path).suffix.lower()
+        if columns is not None or (suffix not in STREAMED and not Path(path).is_dir()):
+            raise unstreamable(str(path), columns is not None)
     return log_from(open_table(path, columns=columns, n_actions=n_actions), settings)
+
+
+STREAMED = (".parquet", ".npz")
+"""The extensions of the files a stream reads (and folders of Parquet shards)."""
+
+
+def unstreamable(source: str, mapped: bool) -> IGLearnError:
+    """The refusal of a stream of ``source``, a table that is read in memory: one read by its
+    own column names (``mapped``: the column options), or a file of another format."""
+    if mapped:
+        return IGLearnError(f"{source}: a table read by its own column names (the column "
+                            f"options) is read in memory, not streamed; convert it to "
+                            f"iglearn's layout first, with the same column options (iglearn "
+                            f"convert LOG LOG2.parquet --context ...), and stream that")
+    return IGLearnError(f"{source}: only Parquet files, folders of Parquet shards and .npz "
+                        f"files can be streamed; convert it first (iglearn convert LOG "
+                        f"LOG.parquet)")
 
 
 def log_from(reader: TableReader, settings: StreamSettings | None = None
@@ -388,15 +410,7 @@ class LogStream:
         else:
             from iglearn.data.formats.columns import MappedParquetReader  # imports pyarrow
 
-            if isinstance(reader, MappedParquetReader):  # read by its own column names
-                raise IGLearnError(f"{info.source}: a table read by its own column names (the "
-                                   f"column options) is read in memory, not streamed; convert "
-                                   f"it to iglearn's layout first, with the same column "
-                                   f"options (iglearn convert LOG LOG2.parquet --context ...), "
-                                   f"and stream that")
-            raise IGLearnError(f"{info.source}: only Parquet files, folders of Parquet shards "
-                               f"and .npz files can be streamed; convert it first (iglearn "
-                               f"convert LOG LOG.parquet)")
+            raise unstreamable(info.source, isinstance(reader, MappedParquetReader))
         if sum(self._pieces.rows) != info.n_rows:
             raise IGLearnError(f"{info.source}: its row groups hold {sum(self._pieces.rows)} "
                                f"rows but its metadata says {info.n_rows}; the file is "
