@@ -258,3 +258,17 @@ def test_sigterm_ends_a_command_as_ctrl_c_does_with_nothing_half_written(tmp_pat
     assert child.returncode == code, err
     assert err.strip().splitlines() == [f"iglearn: terminated ({name})"] and out == ""
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_help_names_a_setting_as_its_option(capsys):
+    """The help is the settings' docstrings, which named other settings as Python does
+    ("a fit's shuffle_rows, block_rows", "(0: run to max_steps)") where the reader types
+    options."""
+    for command in ("fit", "evaluate"):
+        assert main([command, "--help"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+        for name in ("memory_limit_gb", "shuffle_rows", "block_rows", "max_steps",
+                     "small_steps"):
+            assert name not in text, (command, name)
+    assert "a fit's --shuffle-rows, --block-rows" in text.replace("--block- rows",
+                                                                   "--block-rows")

@@ -83,7 +83,8 @@ def flag(name: str) -> str:
 @cache
 def field_docs(cls: type) -> dict[str, str]:
     """The attribute docstrings of a dataclass's fields (its bases' too), read with ``ast``
-    from the class source, as one line of plain text each."""
+    from the class source, as one line of plain text each, a field of the class they name
+    (one with an underscore, ``shuffle_rows``) named as its option (``--shuffle-rows``)."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
         if "__dataclass_fields__" not in vars(klass):
@@ -98,6 +99,10 @@ def field_docs(cls: type) -> dict[str, str]:
                     and isinstance(after, ast.Expr) and isinstance(after.value, ast.Constant)
                     and isinstance(after.value.value, str)):
                 docs[statement.target.id] = _plain_text(after.value.value)
+    named = sorted((name for name in docs if "_" in name), key=len, reverse=True)
+    if named:  # a setting the help names is named as its option (memory_limit_gb)
+        pattern = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, named)) + r")(?![\w=(])")
+        docs = {name: pattern.sub(lambda m: flag(m.group(1)), doc) for name, doc in docs.items()}
     return docs
 
 
