@@ -197,7 +197,11 @@ def main() -> None:
     args = parser.parse_args()
     latency, bandwidth = args.latency_us * 1e-6, args.bandwidth_gbit * 1e9 / 8
     if args.project_only:
-        saved = json.loads((Path(args.out) / "results.json").read_text())
+        results = Path(args.out) / "results.json"
+        if not results.is_file():
+            parser.error(f"--project-only reads {results}, which an earlier run writes; run "
+                         f"without --project-only first")
+        saved = json.loads(results.read_text())
         saved["projection"] = project(saved["ray_1"], saved["ray_2"], latency, bandwidth)
         (Path(args.out) / "results.json").write_text(json.dumps(saved, indent=2) + "\n")
         print(json.dumps(saved["projection"], indent=2))

@@ -157,7 +157,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[1_000_000],
                         help="log sizes to generate and fit streamed")
     parser.add_argument("--dims", default="784,784",
-                        help="context and feedback dimensions, each 784, 256 or 64")
+                        help="the context and the feedback dimension, two of 784, 256 or "
+                             "64 (784,256, say)")
     parser.add_argument("--format", choices=("shards", "npz"), default="shards",
                         help="generated logs as folders of Parquet shards or uncompressed .npz "
                              "(Parquet decodes vectors at a few hundred MB/s a core; .npz "

@@ -87,15 +87,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="how many of the 10 users swap good and bad words")
     parser.add_argument("--csv", type=Path, default=None)
     args = parser.parse_args(argv)
-    rows = []
+    rows, last = [], min(LAST, args.rounds)  # the rounds reward_last averages
     for seed in args.seeds:
         row = play_seed(seed, args.rounds, args.ik_starts, args.swapping, args.gamma0)
         rows.append(row)
-        print(f"seed {seed}: reward {row['reward']:.3f}, last {LAST} {row['reward_last']:.3f}, "
+        print(f"seed {seed}: reward {row['reward']:.3f}, last {last} {row['reward_last']:.3f}, "
               f"extreme {row['extreme_last_fit']:.3f}, {row['cpu_seconds']:.1f} CPU-s",
               flush=True)
     frame = pd.DataFrame(rows)
-    print(f"mean over {len(frame)} seeds: reward {frame['reward'].mean():.3f}, last {LAST} "
+    print(f"mean over {len(frame)} seeds: reward {frame['reward'].mean():.3f}, last {last} "
           f"{frame['reward_last'].mean():.3f}, {frame['cpu_seconds'].mean():.1f} CPU-s per seed "
           f"(ik_starts {args.ik_starts})")
     if args.csv is not None:
