@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.cli.conftest import FAST, run
 
 
@@ -166,3 +168,53 @@ def test_evaluate_refuses_to_stream_a_file_of_contexts(small, tmp_path, capsys):
                                f"only, which are read into memory, never streamed; drop {asked}")
     code, out, err = run(capsys, "evaluate", small / "model", small / "test.npz")
     assert code == 0 and json.loads(out)["accuracy"] > 0.5, err
+
+
+def _wide_log(path, rows: int, **options) -> None:
+    """A K = 5 log of ``rows`` interactions, 256-dimensional contexts and feedback, written to
+    ``path`` (``options``: write_table's)."""
+    import numpy as np
+
+    from iglearn.data.formats import write_table
+    from iglearn.data.logs import InteractionLog
+
+    rng = np.random.default_rng(0)
+    write_table(InteractionLog(context=rng.normal(size=(rows, 256)).astype(np.float32),
+                               action=rng.integers(5, size=rows),
+                               probability=np.full(rows, 0.2),
+                               feedback=rng.normal(size=(rows, 256)).astype(np.float32),
+                               n_actions=5), path, **options)
+
+
+def _measured(*argv) -> tuple[int, str, str, int]:
+    """(exit code, standard output, standard error, peak resident bytes) of ``iglearn ARGV``
+    in a process of its own: its VmHWM, which ru_maxrss would mix with the parent's."""
+    import re
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "from iglearn.cli import main\n"
+            f"code = main({[str(a) for a in argv]!r})\n"
+            "hwm = [line for line in open('/proc/self/status') if line.startswith('VmHWM')]\n"
+            "print('peak', hwm[0].split()[1], file=sys.stderr)\n"
+            "sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=300)
+    peak = int(re.search(r"peak (\d+)", done.stderr).group(1)) * 1024  # KiB on Linux
+    return done.returncode, done.stdout, done.stderr, peak
+
+
+@pytest.mark.parametrize("suffix", ["npz", "parquet"])
+def test_a_log_stream_auto_reads_into_memory_keeps_the_limit(tmp_path, suffix):
+    """`fit --stream auto` reads a log into memory only when the whole fit stays below the
+    limit: the fingerprint and sketches of model.json are hashed a block at a time (they
+    copied the log three times over: 80,000 rows of 256 + 256 values, 0.15 GiB, peaked at
+    0.89 GiB from .npz under a limit of 0.82), and reading Parquet gives Arrow's pool back."""
+    limit = 0.82
+    _wide_log(tmp_path / f"log.{suffix}", 80_000)
+    code, out, err, peak = _measured("fit", tmp_path / f"log.{suffix}", "--out",
+                                     tmp_path / "m", "--memory-limit-gb", limit,
+                                     "--shuffle-rows", 8192, *FAST)
+    assert code == 0, err
+    assert peak <= limit * 2**30, (json.loads(out)["streamed"], peak / 2**30)

@@ -167,3 +167,23 @@ def test_a_frame_column_whose_float32_copy_loses_its_variation_is_warned_about_b
                                          r"around 1\.7e\+08"):
         InteractionLog.from_frame(frame, 3, context=["temp", "sent_ms"], action="arm",
                                   probability="uniform", feedback="dwell")
+
+
+def test_rows_fingerprint_is_order_free_versioned_and_sees_a_missing_row():
+    """The fingerprint of model.json hashes rows a block at a time (it sorted a copy of the
+    whole log): the same rows in another order (and -0.0 for 0.0) give the same value."""
+    from iglearn.data.logs import _HASH_ROWS, rows_fingerprint
+
+    rng = np.random.default_rng(3)
+    n = 2 * _HASH_ROWS + 5
+    context = rng.normal(size=(n, 3)).astype(np.float32)
+    context[0, 0] = 0.0
+    log = InteractionLog(context=context, action=rng.integers(2, size=n),
+                         probability=np.full(n, 0.5), feedback=rng.normal(size=(n, 2)),
+                         n_actions=2)
+    order = rng.permutation(n)
+    shuffled = log.subset(order)
+    shuffled.context[np.argsort(order)[0], 0] = -0.0
+    assert rows_fingerprint(shuffled) == rows_fingerprint(log)
+    assert rows_fingerprint(log).startswith(f"v2:{n}:")
+    assert rows_fingerprint(log.subset(np.arange(1, n))) != rows_fingerprint(log)

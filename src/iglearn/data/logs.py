@@ -14,7 +14,7 @@ probabilities at least ``PROBABILITY_FLOOR``, K at most ``MAX_ACTIONS``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
@@ -570,55 +570,99 @@ class InteractionLog:
         return InteractionLog(**values)
 
 
-def _row_matrix(log: InteractionLog | ContextSet) -> np.ndarray:
+def _row_blocks(log: InteractionLog | ContextSet) -> Iterator[np.ndarray]:
     """The rows of ``log`` (context, action, probability, feedback, each as float32; a
-    context set's contexts) as one contiguous float32 matrix, -0.0 made 0.0: what identifies
-    an interaction (a context)."""
-    columns = ([log.context, log.action[:, None], log.probability[:, None], log.feedback]
-               if isinstance(log, InteractionLog) else [log.context])
-    return np.ascontiguousarray(np.hstack([np.asarray(c, np.float32) for c in columns]) + 0.0,
-                                dtype=np.float32)  # + 0.0: -0.0 is 0.0
+    context set's contexts), :data:`_HASH_ROWS` at a time, each block one contiguous float32
+    matrix, -0.0 made 0.0: what identifies an interaction (a context). A block at a time, so
+    that hashing a log never copies it whole."""
+    for start in range(0, len(log), _HASH_ROWS):
+        part = slice(start, start + _HASH_ROWS)
+        columns = ([log.context[part], log.action[part, None], log.probability[part, None],
+                    log.feedback[part]] if isinstance(log, InteractionLog)
+                   else [log.context[part]])
+        block = np.hstack([np.asarray(c, np.float32) for c in columns])
+        block += np.float32(0.0)  # -0.0 is 0.0
+        yield np.ascontiguousarray(block, dtype=np.float32)
+
+
+def _mixed(words: np.ndarray, multipliers: np.ndarray) -> np.ndarray:
+    """Hashes of the rows of ``words`` (uint32, (n, w)), one per column of ``multipliers``
+    (odd uint64, (w, m) or (w,)): the words times the multipliers, summed modulo 2^64, mixed
+    by splitmix64's finaliser so that every bit depends on every word."""
+    with np.errstate(over="ignore"):
+        h = words.astype(np.uint64) @ multipliers
+        h ^= h >> np.uint64(30)
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(27)
+        h *= np.uint64(0x94D049BB133111EB)
+        h ^= h >> np.uint64(31)
+    return h
+
+
+def _multipliers(seed: int, width: int, lanes: int | None = None) -> np.ndarray:
+    """Odd uint64 multipliers for rows of ``width`` words, drawn from ``seed``: (width,), or
+    (width, lanes) for ``lanes`` independent hashes."""
+    shape = (width,) if lanes is None else (lanes, width)
+    drawn = np.random.default_rng(seed).integers(0, 2 ** 63, shape, dtype=np.uint64)
+    drawn = drawn * np.uint64(2) + np.uint64(1)
+    return drawn if lanes is None else np.ascontiguousarray(drawn.T)
+
+
+FINGERPRINT_VERSION = "2"
+"""The version :func:`rows_fingerprint` writes first. Version 1 (fits before it; a value
+without a version, ``"n:sha256"``) hashed the rows sorted by their bytes, which copied the
+log three times over; a recorded version-1 fingerprint no longer matches, and ``evaluate``
+tells training rows of such a model by its row sketch alone."""
+
+_FINGERPRINT_LANES = 4
+"""Independent 64-bit row hashes :func:`rows_fingerprint` sums: 256 bits in all."""
 
 
 def rows_fingerprint(log: InteractionLog) -> str:
     """What identifies the interactions of ``log`` whatever their order and the file they
-    were read from (a log saved again as Parquet, or its rows shuffled): the SHA-256 of its
-    rows (context, action, probability, feedback, each as float32) sorted by their bytes,
-    after their number. ``evaluate`` compares it with the one the fit recorded, to say
-    whether its data are the training log."""
+    were read from (a log saved again as Parquet, or its rows shuffled): the version, the
+    number of rows and the SHA-256 of the sums modulo 2^64 of four independent 64-bit hashes
+    of each row (context, action, probability, feedback, each as float32; :func:`_mixed`).
+    A sum does not depend on the rows' order, and the rows are hashed a block at a time, so
+    that the log is never copied whole. ``evaluate`` compares it with the one the fit
+    recorded, to say whether its data are the training log."""
     import hashlib
 
-    rows = _row_matrix(log)
-    whole = rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).reshape(-1)
-    return f"{len(log)}:{hashlib.sha256(np.sort(whole).tobytes()).hexdigest()}"
+    sums = np.zeros(_FINGERPRINT_LANES, np.uint64)
+    multipliers = None
+    with np.errstate(over="ignore"):
+        for block in _row_blocks(log):
+            words = block.view(np.uint32)
+            if multipliers is None:
+                multipliers = _multipliers(20212, words.shape[1], _FINGERPRINT_LANES)
+            sums += _mixed(words, multipliers).sum(axis=0, dtype=np.uint64)
+    digest = hashlib.sha256(sums.astype("<u8").tobytes()).hexdigest()
+    return f"v{FINGERPRINT_VERSION}:{len(log)}:{digest}"
 
 
 SKETCH_ROWS = 1024
 """How many row hashes :func:`rows_sketch` keeps: the smallest."""
 
 _HASH_ROWS = 4096
-"""Rows :func:`row_hashes` hashes at a time."""
+"""Rows :func:`row_hashes` and :func:`rows_fingerprint` hash at a time."""
 
 
 def row_hashes(log: InteractionLog | ContextSet) -> np.ndarray:
     """A 64-bit hash of each row of ``log`` (its float32 interaction, as
     :func:`rows_fingerprint` reads it; a context set's contexts), uint64 (n,): the row's
     32-bit words times fixed odd multipliers, summed modulo 2^64, then mixed by splitmix64's
-    finaliser so that every bit depends on every word. Equal rows hash alike in any order
-    and file format."""
-    rows = _row_matrix(log).view(np.uint32)
-    multipliers = np.random.default_rng(20211).integers(
-        0, 2 ** 63, rows.shape[1], dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-    out = np.empty(len(rows), np.uint64)
-    with np.errstate(over="ignore"):
-        for start in range(0, len(rows), _HASH_ROWS):
-            h = rows[start:start + _HASH_ROWS].astype(np.uint64) @ multipliers
-            h ^= h >> np.uint64(30)
-            h *= np.uint64(0xBF58476D1CE4E5B9)
-            h ^= h >> np.uint64(27)
-            h *= np.uint64(0x94D049BB133111EB)
-            h ^= h >> np.uint64(31)
-            out[start:start + _HASH_ROWS] = h
+    finaliser so that every bit depends on every word (:func:`_mixed`). Equal rows hash alike
+    in any order and file format. The rows are read a block at a time: memory 8 bytes a row
+    beyond the log."""
+    out = np.empty(len(log), np.uint64)
+    multipliers = None
+    start = 0
+    for block in _row_blocks(log):
+        words = block.view(np.uint32)
+        if multipliers is None:
+            multipliers = _multipliers(20211, words.shape[1])
+        out[start:start + len(words)] = _mixed(words, multipliers)
+        start += len(words)
     return out
 
 

@@ -123,6 +123,10 @@ class ParquetReader(TableReader):
             for batch in self._file.iter_batches(batch_size=rows, columns=wanted):
                 yield start, {name: self._column(name, batch.column(name)) for name in wanted}
                 start += batch.num_rows
+                del batch
+                # Arrow's pool (mimalloc) keeps what a decoded batch freed: reading a log of
+                # 82 MB into memory left the process 0.35 GB larger without this
+                pa.default_memory_pool().release_unused()
         except (pa.ArrowException, OSError, UnicodeDecodeError) as e:
             raise IGLearnError(f"{self.path}: reading rows from {start} failed "
                                f"({shown(str(e))}); the file is truncated or corrupt, write it "
