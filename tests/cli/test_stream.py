@@ -205,6 +205,7 @@ def _measured(*argv) -> tuple[int, str, str, int]:
     return done.returncode, done.stdout, done.stderr, peak
 
 
+@pytest.mark.slow  # a fit of 80,000 wide rows in a child process: about 25 s each
 @pytest.mark.parametrize("suffix", ["npz", "parquet"])
 def test_a_log_stream_auto_reads_into_memory_keeps_the_limit(tmp_path, suffix):
     """`fit --stream auto` reads a log into memory only when the whole fit stays below the
