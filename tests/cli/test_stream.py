@@ -219,3 +219,19 @@ def test_a_log_stream_auto_reads_into_memory_keeps_the_limit(tmp_path, suffix):
                                      "--shuffle-rows", 8192, *FAST)
     assert code == 0, err
     assert peak <= limit * 2**30, (json.loads(out)["streamed"], peak / 2**30)
+
+
+
+def test_the_need_a_refused_limit_states_is_a_limit_the_command_takes(small, tmp_path,
+                                                                      capsys):
+    """The need was printed rounded to the nearest hundredth, so 0.503 GB read "0.50", a
+    limit then refused as well; it is rounded up."""
+    import re
+
+    code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
+                         "--stream", "on", "--memory-limit-gb", 0.01, *FAST)
+    assert code == 2 and "cannot be kept" in err, err
+    need = re.search(r"needs (\d+\.\d+) GB at least", err).group(1)
+    code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
+                         "--stream", "on", "--memory-limit-gb", need, *FAST)
+    assert code == 0 and json.loads(out)["streamed"] is True, err

@@ -171,8 +171,8 @@ def stream_sizes(info: TableInfo, settings: StreamSettings, held: int,
         raise IGLearnError(
             f"{info.source}: memory_limit_gb {settings.memory_limit_gb:g} (--memory-limit-gb) "
             f"cannot be kept: the process holds {held / 2**30:.2f} GB (with what a fit "
-            f"imports) and a stream of this log "
-            f"needs {need / 2**30:.2f} GB at least; raise the limit")
+            f"imports) and a stream of this log needs "
+            f"{math.ceil(need / 2**30 * 100) / 100:.2f} GB at least; raise the limit")
     return shuffle, block
 
 
