@@ -8,6 +8,8 @@ database of its own)."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,14 +26,22 @@ K, D_X, D_Y = 3, 4, 3
 BACKENDS = ("sqlite", "postgresql")
 
 
-@pytest.fixture(scope="session")
-def postgres_server():
-    """A throw-away PostgreSQL server for the session (skips without one)."""
+@contextlib.contextmanager
+def throwaway_postgres() -> Iterator[PostgresServer]:
+    """A throw-away PostgreSQL server, stopped and removed at the end (skips the test
+    without PostgreSQL's server binaries or psycopg)."""
     pytest.importorskip("psycopg", reason="psycopg is not installed (iglearn[postgres])")
     pytest.importorskip("psycopg_pool", reason="psycopg_pool is not installed")
     if server_binaries() is None:
         pytest.skip("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
     with PostgresServer(fsync=False) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """A throw-away PostgreSQL server for the session (skips without one)."""
+    with throwaway_postgres() as server:
         yield server
 
 

@@ -11,9 +11,7 @@ import httpx
 import numpy as np
 import pytest
 
-from iglearn.service.postgres_server import PostgresServer, server_binaries
-
-from .conftest import D_X, D_Y, play, start_service
+from .conftest import D_X, D_Y, play, start_service, throwaway_postgres
 
 OUTAGE_ANSWER_SECONDS = 10.0
 """A request during an outage is answered within this (psycopg_pool's default held it 30 s)."""
@@ -24,11 +22,7 @@ RECOVERY_SECONDS = 30.0
 @pytest.fixture
 def own_server():
     """A PostgreSQL server this test may stop and start (skips without one)."""
-    pytest.importorskip("psycopg", reason="psycopg is not installed (iglearn[postgres])")
-    pytest.importorskip("psycopg_pool", reason="psycopg_pool is not installed")
-    if server_binaries() is None:
-        pytest.skip("PostgreSQL's server binaries (initdb, pg_ctl) are not installed")
-    with PostgresServer(fsync=False) as server:
+    with throwaway_postgres() as server:
         yield server
 
 
