@@ -58,7 +58,6 @@ class PaperSchedule(Schedule):
             raise IGLearnError(f"warmup must be a whole number >= 1, got {rounds!r}")
         super().__post_init__()
 
-
     def warmup(self, n_actions: int) -> int:
         return self.warmup_rounds
 
