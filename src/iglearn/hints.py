@@ -90,6 +90,13 @@ def scalar_kinds(hint: Any) -> tuple[type, ...] | None:
     return kinds if kinds and all(kind in SCALARS for kind in kinds) else None
 
 
+def whole_number(value: object) -> int | None:
+    """``value`` as a Python int when it is a whole number (any integral number, numpy's
+    too, but a bool), else None: the one test of every setting that counts something."""
+    flag = isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", "") == "b"
+    return int(value) if isinstance(value, numbers.Integral) and not flag else None
+
+
 class _Wrong(Exception):
     """A value of no type that a scalar annotation admits."""
 
@@ -105,8 +112,8 @@ def _scalar(value: object, kinds: tuple[type, ...], infinite: bool = False) -> o
         if bool in kinds:
             return bool(value)
         raise _Wrong
-    if int in kinds and isinstance(value, numbers.Integral):
-        return int(value)
+    if int in kinds and (whole := whole_number(value)) is not None:
+        return whole
     if float in kinds and isinstance(value, numbers.Real) and (
             math.isfinite(value) or (infinite and value == math.inf)):
         return float(value)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iglearn.hints import INTEGER_LIMIT
+from iglearn.hints import INTEGER_LIMIT, whole_number
 
 if TYPE_CHECKING:
     import torch
@@ -20,8 +20,8 @@ def check_seed(seed: object) -> None:
     is a whole number in [0, 2**63), a numpy SeedSequence or Generator, or None."""
     if seed is None or isinstance(seed, np.random.Generator | np.random.SeedSequence):
         return
-    if isinstance(seed, int | np.integer) and not isinstance(seed, bool) \
-            and 0 <= seed < INTEGER_LIMIT:
+    whole = whole_number(seed)
+    if whole is not None and 0 <= whole < INTEGER_LIMIT:
         return
     from iglearn.errors import IGLearnError
     raise IGLearnError(f"seed must be a whole number in [0, 2**63), a numpy SeedSequence or "

@@ -118,3 +118,22 @@ def test_numpy_numbers_are_the_numbers_they_hold():
     assert Optimisation(lr=1).lr == 1.0
     assert BatchIGL(reference_confidence=float("inf")).reference_confidence == float("inf")
     assert StreamSettings(shuffle_rows=np.int32(8)).shuffle_rows == 8
+
+
+def test_counts_given_outside_the_dataclasses_take_numpy_whole_numbers_alone():
+    """The seed, the online learners' widths and intervals and the paper schedule's warm-up
+    read a whole number as the settings do: numpy's is one, a bool or a fraction is not."""
+    from iglearn.learners.e2g import E2G
+
+    learner = E2G(3, np.int64(4), np.int32(2), update_every=np.int64(5),
+                  holdout_every=np.uint8(4), seed=np.int64(7))
+    assert learner.holdout_every == 4 and type(learner.holdout_every) is int
+    assert PaperSchedule(warmup_rounds=np.int16(10)).warmup(3) == 10
+    for make, name in [(lambda: E2G(3, 4, 2, seed=True), "seed"),
+                       (lambda: E2G(3, 4.0, 2), "context_dim"),
+                       (lambda: E2G(3, 4, np.bool_(True)), "feedback_dim"),
+                       (lambda: E2G(3, 4, 2, update_every=True), "update_every"),
+                       (lambda: E2G(3, 4, 2, holdout_every=2.0), "holdout_every"),
+                       (lambda: PaperSchedule(warmup_rounds=True), "warmup")]:
+        with pytest.raises(IGLearnError, match=f"^{name} must be"):
+            make()

@@ -31,6 +31,7 @@ import torch
 
 from iglearn.data.scaling import Mode, SameUnit, Standardiser, check_mode, check_same_unit
 from iglearn.errors import IGLearnError, check_choice, warn_caller
+from iglearn.hints import whole_number
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.baselines import ContextualBandit
 from iglearn.learners.batch_igl import (
@@ -67,8 +68,8 @@ REFIT = Optimisation(grounding_epochs=0, policy_epochs=0, epochs=1, max_steps=6,
 def check_update_every(update_every: int) -> None:
     """Refuse a re-fit interval below one round, naming it (also where coba's learners are
     configured, before the learner is made)."""
-    if isinstance(update_every, bool) or not (isinstance(update_every, int | np.integer)
-                                              and update_every >= 1):
+    whole = whole_number(update_every)
+    if whole is None or whole < 1:
         raise IGLearnError(f"update_every must be a whole number >= 1, got {update_every!r}")
 
 
@@ -124,9 +125,8 @@ class EpochGreedy(OnlineLearner):
                                        least=self.least_signal)
         check_choice("exploit mode", exploit, EXPLOIT)
         check_update_every(update_every)
-        if isinstance(holdout_every, bool) or not (
-                isinstance(holdout_every, int | np.integer)
-                and (holdout_every == 0 or holdout_every >= 2)):
+        held = whole_number(holdout_every)
+        if held is None or not (held == 0 or held >= 2):
             raise IGLearnError(f"holdout_every must be 0 (none held out) or a whole number >= 2 "
                                f"(one exploration sample in every that many held out), got "
                                f"{holdout_every!r}")
@@ -150,7 +150,7 @@ class EpochGreedy(OnlineLearner):
         the corrector's flip and ``action_explained``)."""
         self._exploit_left = 0
         self._pending: list[np.ndarray] = []
-        self.holdout_every = int(holdout_every)
+        self.holdout_every = held
         self._store = ExplorationSet(context_dim, signal_dim)
         self._holdout = ExplorationSet(context_dim, signal_dim)
 

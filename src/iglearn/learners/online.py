@@ -16,6 +16,7 @@ import numpy as np
 from iglearn.data import limits
 from iglearn.data.logs import check_n_actions, label_accuracy, model_rows, row_values
 from iglearn.errors import IGLearnError
+from iglearn.hints import whole_number
 from iglearn.seeding import SeedLike, as_generator
 
 
@@ -144,11 +145,11 @@ class OnlineLearner(ABC):
 def check_width(name: str, value: object, least: int = 1) -> int:
     """An online learner's ``name`` (a width: ``context_dim``, ``feedback_dim``) as a whole
     number in [``least``, MAX_DIM], or an error naming it."""
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or not (
-            least <= value <= limits.MAX_DIM):
+    whole = whole_number(value)
+    if whole is None or not least <= whole <= limits.MAX_DIM:
         raise IGLearnError(f"{name} must be a whole number from {least} to {limits.MAX_DIM}, "
                            f"got {value!r}")
-    return int(value)
+    return whole
 
 
 def checked_signal(feedback: np.ndarray | float, n: int, dim: int) -> np.ndarray:

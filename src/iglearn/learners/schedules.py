@@ -8,12 +8,11 @@ warm-up is over; they differ in when the warm-up ends.
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 
 from iglearn import theory
 from iglearn.errors import IGLearnError
-from iglearn.hints import check_fields
+from iglearn.hints import check_fields, whole_number
 
 
 @dataclass(frozen=True)
@@ -54,7 +53,8 @@ class PaperSchedule(Schedule):
 
     def __post_init__(self) -> None:
         rounds = self.warmup_rounds  # given as warmup (make_schedule, --warmup, coba)
-        if isinstance(rounds, bool) or not (isinstance(rounds, numbers.Integral) and rounds >= 1):
+        whole = whole_number(rounds)
+        if whole is None or whole < 1:
             raise IGLearnError(f"warmup must be a whole number >= 1, got {rounds!r}")
         super().__post_init__()
 
