@@ -3,6 +3,7 @@ and the choice between memory and stream."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import warnings
@@ -171,6 +172,31 @@ def test_a_shard_that_differs_is_named(stored, tmp_path):
         ShardedReader(folder)
     with pytest.raises(IGLearnError, match="its subfolder 'mixed' holds .parquet files"):
         open_table(tmp_path)  # the shards lie one folder down
+
+
+@pytest.mark.parametrize(("name", "change"), [("shards", "removed"), ("shards", "cut short"),
+                                             ("log.parquet", "removed"),
+                                             ("log.npz", "removed")])
+def test_a_file_removed_or_cut_short_under_an_open_stream_is_named(stored, tmp_path, name,
+                                                                    change):
+    """A shard deleted or rewritten between opening a streamed log and reading it is named
+    with what to do, not an OSError from deep inside pyarrow or numpy."""
+    import shutil
+
+    from iglearn import BatchIGL
+
+    copy = tmp_path / name
+    (shutil.copytree if (stored / name).is_dir() else shutil.copyfile)(stored / name, copy)
+    stream = open_log(copy, StreamSettings(stream="on"))
+    victim = copy / "part-00001.parquet" if copy.is_dir() else copy
+    if change == "removed":
+        victim.unlink()
+    else:
+        victim.write_bytes(victim.read_bytes()[:500])
+    expected = (f"^{re.escape(str(victim))}: could not be read while the log was streamed "
+                f".*keep a log's files unchanged")
+    with pytest.raises(IGLearnError, match=expected):
+        BatchIGL(seed=0).fit(stream)
 
 
 def test_opening_a_stream_checks_every_value_and_names_the_rows(tmp_path):

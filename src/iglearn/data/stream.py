@@ -256,6 +256,15 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
     return log
 
 
+def changed_on_disk(path: str | Path, error: BaseException) -> IGLearnError:
+    """The error of a file of a streamed log that could not be read after the log was opened:
+    it was removed, replaced or cut short before the fit read it again."""
+    reason = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return IGLearnError(f"{path}: could not be read while the log was streamed ({reason}); it "
+                        f"was removed or changed after the log was opened: keep a log's files "
+                        f"unchanged until the fit ends, then run it again")
+
+
 class _Pieces:
     """The pieces of a log on disk: their rows, and a reader of each."""
 
@@ -282,14 +291,19 @@ class _ParquetPieces(_Pieces):
         self.block_rows = block_rows
 
     def read(self, piece: int, fields: Sequence[str], reuse: bool = False) -> Iterator[Block]:
+        import pyarrow as pa
+
         from iglearn.data.formats.parquet import column_values
 
         group = self.groups[piece]
-        for batch in group.to_batches(columns=list(fields), batch_size=self.block_rows,
-                                      batch_readahead=0, fragment_readahead=0,
-                                      use_threads=False):
-            yield {name: _typed(name, column_values(group.path, name, batch.column(name)))
-                   for name in fields}
+        try:
+            for batch in group.to_batches(columns=list(fields), batch_size=self.block_rows,
+                                          batch_readahead=0, fragment_readahead=0,
+                                          use_threads=False):
+                yield {name: _typed(name, column_values(group.path, name, batch.column(name)))
+                       for name in fields}
+        except (OSError, pa.ArrowException) as error:
+            raise changed_on_disk(group.path, error) from None
 
 
 class _NpzPieces(_Pieces):
@@ -320,7 +334,10 @@ class _NpzPieces(_Pieces):
                 if name not in self._scratch or self._scratch[name].dtype != dtype:
                     self._scratch[name] = np.empty((max(self.rows), *shape[1:]), dtype)
             out = {name: self._scratch[name][:count] for name in fields}
-        block = self.reader.read_rows(self.starts[piece], count, tuple(fields), out)
+        try:
+            block = self.reader.read_rows(self.starts[piece], count, tuple(fields), out)
+        except OSError as error:
+            raise changed_on_disk(self.reader.info.source, error) from None
         yield {name: _typed(name, value) for name, value in block.items()}
 
 
