@@ -466,3 +466,46 @@ def test_the_contextual_bandit_records_the_probability_warning_it_warns(logs):
     (note,) = [str(w.message) for w in caught if "probabilities do not fit" in str(w.message)]
     assert bad.report_.warnings == [note] and good.report_.warnings == []
     assert Supervised(seed=0, optimisation=QUICK).fit(wrong).report_.warnings == []
+
+
+def test_accuracy_reads_labels_that_are_numeric_action_names_as_those_names():
+    """Actions named by codes 42, 7, 3 (read with actions=[...]): labels given as those codes
+    are the actions they name, as the log's label column was read; labels that are indices
+    0 to K - 1 (the log's ``label``) still count as indices; a code naming no action is an
+    error naming it."""
+    from iglearn import BatchIGL, InteractionLog
+
+    frame, best = _own_columns_frame(400)
+    codes = np.array([42, 7, 3])
+    frame = frame.assign(arm=codes[frame["arm"]])
+    log = InteractionLog.from_frame(frame, context=["age", "clicks"], feedback="emg_*",
+                                    action="arm", probability="p", actions=[42, 7, 3])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        learner = BatchIGL(seed=0, optimisation=QUICK).fit(log)
+    expected = float((learner.predict(frame) == best).mean())
+    assert expected > 0.5  # chance is 1/3: the check below can tell the readings apart
+    assert learner.accuracy(frame, codes[best]) == pytest.approx(expected)
+    assert learner.accuracy(frame, best) == pytest.approx(expected)
+    assert learner.accuracy(frame, codes[best].astype(str)) == pytest.approx(expected)
+    with pytest.raises(IGLearnError, match=r"holds '99' at row 0, none of the actions"):
+        learner.accuracy(frame, np.r_[99, codes[best][1:]])
+
+
+def test_predict_on_a_frame_with_a_column_the_model_does_not_read_says_to_drop_it():
+    """predict takes no ``ignore``: a column the model does not read is told to be dropped
+    from the frame, naming it and the drop that does it."""
+    from iglearn import BatchIGL, InteractionLog
+
+    frame, _ = _own_columns_frame(300)
+    log = InteractionLog.from_frame(frame, context=["age", "clicks"], feedback="emg_*",
+                                    action="arm", probability="p", n_actions=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        learner = BatchIGL(seed=0, optimisation=QUICK).fit(log)
+    with pytest.raises(IGLearnError, match=r"^data frame: column 'note' is not among the "
+                                           r"model's columns \(.*\); drop it from the frame "
+                                           r"first \(frame\.drop\(columns=\['note'\]\)\)$"):
+        learner.predict(frame.assign(note=1.0))
+    assert np.array_equal(learner.predict(frame.assign(note=1.0).drop(columns=["note"])),
+                          learner.predict(frame))

@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from iglearn import InteractionLog, Supervised
+from iglearn import IGLearnError, InteractionLog, Supervised
 from iglearn.envs import digits_environment
 from iglearn.learners.evaluation import evaluate
 from iglearn.learners.training import Optimisation
@@ -52,3 +52,67 @@ def test_probabilities_that_are_not_the_logged_actions_are_warned_of(fitted):
         measures = evaluate(model, wrong)
     assert measures["weight_means"][1] == pytest.approx(
         np.mean((log.action == 1) / 0.9), rel=1e-9)
+
+
+@pytest.fixture(scope="module")
+def named_fit():
+    """A BatchIGL and an AIIGL fitted on a user's frame: contexts 'age', 'clicks';
+    feedback 'emg_0', 'emg_1'; actions 'arm' with probabilities 'p'."""
+    import pandas as pd
+
+    from iglearn import AIIGL, BatchIGL
+
+    rng = np.random.default_rng(0)
+    n = 400
+    best, arm = rng.integers(0, 3, n), rng.integers(0, 3, n)
+    emg = (arm == best)[:, None] + rng.normal(0, 0.3, (n, 2))
+    frame = pd.DataFrame({"age": best + rng.normal(0, 0.2, n), "clicks": rng.normal(size=n),
+                          "emg_0": emg[:, 0], "emg_1": rng.normal(size=n), "arm": arm,
+                          "p": 1 / 3, "best": best})
+    mapping = dict(action="arm", probability="p", label="best", n_actions=3)
+    log = InteractionLog.from_frame(frame, context=["age", "clicks"],
+                                    feedback=["emg_0", "emg_1"], **mapping)
+    quick = Optimisation(grounding_epochs=1, policy_epochs=1, epochs=1, max_steps=60)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        models = [kind(seed=0, optimisation=quick).fit(log) for kind in (BatchIGL, AIIGL)]
+    return models, frame, mapping
+
+
+@pytest.mark.parametrize("which", [0, 1], ids=["igl", "ai-igl"])
+def test_evaluate_and_indicator_refuse_a_log_the_model_would_misread(named_fit, which):
+    """A log whose contexts or feedback come in other columns' order, or with another K, or
+    a frame that is no log: evaluate and indicator refuse it as predict does (they read the
+    columns by position, and other actions as the model's)."""
+    models, frame, mapping = named_fit
+    model = models[which]
+    context, feedback = ["age", "clicks"], ["emg_0", "emg_1"]
+    same = InteractionLog.from_frame(frame, context=context, feedback=feedback, **mapping)
+    evaluate(model, same)
+    model.indicator(same)
+    refused = {
+        r"its context features are not the model's \(feature 0 is '\^clicks', the model's "
+        r"'\^age'\); read the frame by the model's column mapping, InteractionLog\.from_"
+        r"frame\(frame, schema=model\.schema_\)":
+            dict(context=context[::-1], feedback=feedback),
+        r"its feedback features are not the model's \(feature 0 is '\^emg_1'":
+            dict(context=context, feedback=feedback[::-1]),
+        r"n_actions is 4 but the model was fit with K = 3":
+            dict(context=context, feedback=feedback, **{**mapping, "n_actions": 4}),
+    }
+    for message, columns in refused.items():
+        log = InteractionLog.from_frame(frame, **{**mapping, **columns})
+        for measure in (lambda t: evaluate(model, t), model.indicator):
+            with pytest.raises(IGLearnError, match=f"^data frame: {message}"):
+                measure(log)
+    for measure, what in ((lambda t: evaluate(model, t), "an interaction log or a context "
+                                                           "set"),
+                          (model.indicator, "an interaction log")):
+        for table in (frame, frame.to_numpy()):
+            with pytest.raises(IGLearnError, match=f"takes {what}, not a "
+                                                   f"{type(table).__name__}: .*"
+                                                   r"InteractionLog\.from_frame"):
+                measure(table)
+    # a model's evaluation of its own log's contexts stays as it was
+    assert evaluate(model, same)["accuracy"] == pytest.approx(
+        (model.predict(same.context) == same.label).mean())

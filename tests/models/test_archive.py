@@ -315,3 +315,15 @@ def test_brackets_inside_names_are_not_counted_as_objects(model, tmp_path):
     text = (folder / METADATA).read_text()
     assert text.count("[") + text.count("{") > io_module.MAX_MODEL_JSON_CONTAINERS
     assert load_model(folder).schema_.context == tuple(names)
+
+
+def test_unpacking_into_a_folder_that_cannot_be_written_names_the_folder(model, tmp_path):
+    """A missing destination folder is no fault of the archive: the message names the path
+    that could not be written and the fix, not 'not a gzip-compressed tar archive'."""
+    data = pack_model(model)
+    with pytest.raises(IGLearnError, match=r"could not write the unpacked model \(No such "
+                                           r"file or directory\); unpack it into an existing"):
+        unpack_model(data, tmp_path / "missing")
+    assert not (tmp_path / "missing").exists()
+    unpack_model(data, tmp_path)  # the same archive into a folder that exists
+    assert (tmp_path / METADATA).is_file()

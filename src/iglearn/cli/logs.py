@@ -369,7 +369,7 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
 
     from iglearn.data.stream import log_from
     from iglearn.devices import resolve_device
-    from iglearn.learners.evaluation import check_compatible
+    from iglearn.learners.base import check_compatible
     from iglearn.models.archive import read_model
 
     device = build_settings(args, Placement(), PLACEMENT).device
@@ -456,7 +456,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     from iglearn.threads import torch_threads
 
     with torch_threads(build_settings(args, Placement(), PLACEMENT).threads):
-        measures = evaluate(learner, table)
+        measures = evaluate(learner, table, by_position=True)  # mapped by _model_and_table
     if set(measures) == {"samples"}:
         raise IGLearnError(f"{args.data}: nothing to evaluate; the data need labels, a reward "
                            f"or feedback")

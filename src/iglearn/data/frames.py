@@ -664,13 +664,15 @@ class _Selection:
         return f"a column {shown(getattr(self.mapping, field))}"
 
     def unread(self, k_column: str | None, row_numbers: Callable[[str], bool],
-               index: Collection[str] = ()) -> None:
+               index: Collection[str] = (), ignorable: bool = True) -> None:
         """An error naming the columns no field reads and ``ignore`` does not list, but for
         a row index: a column without a name (or named as pandas names one, ``Unnamed: 0``,
         ``__index_level_0__``) that comes first or holds the row numbers (``row_numbers``),
         as pandas' ``to_csv`` and R's ``write.csv`` write unless told not to (a filtered
         frame's index numbers its rows with gaps), and the ``index`` columns (a DataFrame's
-        named index levels, as ``to_parquet`` stores them)."""
+        named index levels, as ``to_parquet`` stores them). Unless ``ignorable`` (a fitted
+        model's columns, read from a frame by :meth:`~iglearn.learners.base.PolicyLearner.
+        predict`, which takes no ``ignore``), the fix is to drop them from the frame."""
         ignored = {name for entry in self.mapping.ignore or ()
                    for name in self.names if selects(entry, name)}  # none: ignores nothing
         left = [name for name in self.names
@@ -687,6 +689,11 @@ class _Selection:
                 f"or remove it")
         what, it = ((f"column {shown(left[0])} is", "it") if len(left) == 1
                     else (f"columns {_listing(left)} are", "them"))
+        if not ignorable:
+            raise IGLearnError(
+                f"{self.source}: {what} not among the model's columns "
+                f"({_listing(list(self.used)) or 'none'}); drop {it} from the frame first "
+                f"(frame.drop(columns={left!r}))")
         raise IGLearnError(
             f"{self.source}: {what} read by no field (the columns read are "
             f"{_listing(list(self.used)) or 'none'}); map {it} to a field (context=[...], "
@@ -697,7 +704,7 @@ class _Selection:
 def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
                  mapping: ColumnMapping, source: str, default_n_actions: int | None = None,
                  places: Places = ROWS, wanted: Collection[str] | None = None,
-                 index: Collection[str] = ()
+                 index: Collection[str] = (), ignorable: bool = True
                  ) -> tuple[dict[str, np.ndarray], int, FeatureSchema | None]:
     """The fields (context, action, ...), K and the feature schema of a table whose columns
     are ``names`` (``whole(name)`` gives one column's values), read as ``mapping`` says.
@@ -717,6 +724,8 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
     columns of the others are mapped and checked as ever, their values not read, so a
     missing or bad value there is no error. ``index``: columns that held a DataFrame's index
     (a Parquet file's pandas metadata says which), left unread unless the mapping reads them.
+    ``ignorable``: whether a column read by no field is told to be ignored (``ignore``) or,
+    for a fitted model's columns, dropped (:meth:`_Selection.unread`).
     """
     from iglearn.data.formats.base import FeatureSchema
 
@@ -821,7 +830,8 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
                            f"{uniform}{'; ' + near if near else ''}); an interaction log "
                            f"needs context, action, probability and feedback, a context set "
                            f"the context only")
-    table.unread(k_column, lambda name: _row_numbers(np.asarray(whole(name))), index)
+    table.unread(k_column, lambda name: _row_numbers(np.asarray(whole(name))), index,
+                 ignorable)
     schema = None
     if mapping.renames:  # a model's mapping answers every row: predict drops none
         schema = FeatureSchema(tuple(positions.get("context", ())),
@@ -931,11 +941,11 @@ def as_pandas(frame: object, source: str) -> pd.DataFrame:
 
 
 def frame_columns(frame: pd.DataFrame, mapping: ColumnMapping, source: str,
-                  wanted: Collection[str] | None = None
+                  wanted: Collection[str] | None = None, ignorable: bool = True
                   ) -> tuple[dict[str, np.ndarray], int, FeatureSchema | None]:
     """:func:`read_columns` on a DataFrame (:func:`mapped_index` first), or on another
     library's table (:func:`as_pandas`); K may also be ``frame.attrs['n_actions']``;
-    ``wanted``: the fields to read."""
+    ``wanted``: the fields to read; ``ignorable``: as :func:`read_columns` says."""
     frame = as_pandas(frame, source)
     attrs = frame.attrs.get(N_ACTIONS)
     frame = mapped_index(frame, mapping)
@@ -945,7 +955,8 @@ def frame_columns(frame: pd.DataFrame, mapping: ColumnMapping, source: str,
         values = frame.iloc[:, names.index(name)].to_numpy()
         return values if values.flags.writeable else values.copy()  # pandas' copy-on-write
     return read_columns(names, column, mapping, source,
-                        None if attrs is None else check_n_actions(attrs, source), ROWS, wanted)
+                        None if attrs is None else check_n_actions(attrs, source), ROWS, wanted,
+                        ignorable=ignorable)
 
 
 def from_frame(frame: pd.DataFrame, mapping: ColumnMapping | None = None,

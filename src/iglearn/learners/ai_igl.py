@@ -437,8 +437,10 @@ class AIIGL(AIIGLSettings, StackableLearner):
 
     def indicator(self, log: AnyLog) -> float:
         """The indicator sum_a Cov_a(pi(a|x), psi_a(y)) of the fitted models on ``log`` (in
-        memory or streamed)."""
+        memory or streamed): of the fitted model's K and feedback columns
+        (:meth:`check_table`)."""
         decoders = self._fitted_decoders()
+        self.check_table(log, "indicator", feedback=True)
         data = training_data([log], "feedback", [self.standardiser_])
         return float(indicator_terms(self.policy_, decoders, data).sum())
 

@@ -45,28 +45,60 @@ if TYPE_CHECKING:
 _CHUNK = 65536
 
 
-def check_feature_names(table: InteractionLog | ContextSet,
-                        schema: FeatureSchema | None) -> None:
-    """Refuse a log's or context set's contexts whose feature names (its ``schema``, as a
-    DSJSON file read without the model's schema names them, in its own order of first
-    appearance) are not the model's ``schema``'s, in its order: their columns would be read
-    as other features. Either without names passes (nothing to compare)."""
-    theirs = table.schema
-    if schema is None or theirs is None or tuple(theirs.context) == tuple(schema.context):
+def check_compatible(table: InteractionLog | LogStream | ContextSet, n_actions: int,
+                     context_dim: int, feedback_dim: int | None = None) -> None:
+    """Errors naming the file and the field when ``table`` does not fit the model: another K,
+    another context width, or (a log, when ``feedback_dim`` is given) another feedback
+    width."""
+    src = table.source
+    if table.n_actions != n_actions:
+        raise IGLearnError(f"{src}: n_actions is {table.n_actions} but the model was fit with "
+                           f"K = {n_actions}; use data with the model's actions or refit")
+    if table.context_dim != context_dim:
+        raise IGLearnError(f"{src}: field 'context' has dimension {table.context_dim} but the "
+                           f"model expects {context_dim}; use contexts with the model's "
+                           f"features (and the same feature schema)")
+    if (isinstance(table, InteractionLog | LogStream) and feedback_dim is not None
+            and table.feedback_dim != feedback_dim):
+        raise IGLearnError(f"{src}: field 'feedback' has dimension {table.feedback_dim} but "
+                           f"the model's decoder expects {feedback_dim}")
+
+
+def check_feature_names(table: InteractionLog | ContextSet | LogStream,
+                        schema: FeatureSchema | None,
+                        blocks: tuple[str, ...] = ("context",)) -> None:
+    """Refuse a log's or context set's contexts (or another of its ``blocks``: a log's
+    ``feedback``)
+    whose feature names (its ``schema``: a DSJSON file read without the model's schema names
+    them in its own order of first appearance, a frame read with a column mapping by its
+    columns) are not the model's ``schema``'s, in its order: their columns would be read as
+    other features. Either without names passes (nothing to compare)."""
+    theirs = getattr(table, "schema", None)
+    if schema is None or theirs is None:
         return
-    ours = list(schema.context)
-    known = set(ours)
-    extra = [name for name in theirs.context if name not in known]
-    if extra:
-        what = f"feature {shown(extra[0])} is not among the model's"
-    else:
-        n = min(len(theirs.context), len(ours))
-        i = next((i for i in range(n) if theirs.context[i] != ours[i]), n)
-        what = (f"feature {i} is {shown(theirs.context[i])}, the model's {shown(ours[i])}"
-                if i < n else f"it has {len(theirs.context)} features, the model {len(ours)}")
-    raise IGLearnError(f"{table.source}: its context features are not the model's ({what}); "
-                       f"read it with the model's feature schema, read_log(path, "
-                       f"schema=model.schema_) or read_contexts(path, schema=model.schema_)")
+    for block in blocks:
+        mine, ours = tuple(getattr(theirs, block)), tuple(getattr(schema, block))
+        if not mine or not ours or mine == ours:
+            continue
+        known = set(ours)
+        extra = [name for name in mine if name not in known]
+        if extra:
+            what = f"feature {shown(extra[0])} is not among the model's"
+        else:
+            n = min(len(mine), len(ours))
+            i = next((i for i in range(n) if mine[i] != ours[i]), n)
+            what = (f"feature {i} is {shown(mine[i])}, the model's {shown(ours[i])}"
+                    if i < n else f"it has {len(mine)} {block} features, the model "
+                                  f"{len(ours)}")
+        if theirs.columns is not None:  # a table read with a column mapping
+            fix = ("read the frame by the model's column mapping, InteractionLog.from_frame("
+                   "frame, schema=model.schema_) or ContextSet.from_frame(frame, "
+                   "schema=model.schema_)")
+        else:
+            fix = ("read it with the model's feature schema, read_log(path, "
+                   "schema=model.schema_) or read_contexts(path, schema=model.schema_)")
+        raise IGLearnError(f"{table.source}: its {block} features are not the model's "
+                           f"({what}); {fix}")
 
 
 def _source_of(value: object, default: str) -> str:
@@ -198,6 +230,30 @@ class PolicyLearner:
             raise IGLearnError(f"{type(self).__name__} is not fitted yet; call fit(log) first")
         return policy
 
+    def check_table(self, table: object, use: str, feedback: bool = False,
+                    names: bool = True) -> None:
+        """Refuse what ``use`` (the method's name: ``evaluate``, ``indicator``) cannot read:
+        anything but a log (in memory or streamed) or, unless ``feedback``, a context set;
+        one whose K, widths or feature names (contexts, and the feedback's if ``feedback``)
+        are not the fitted model's (:func:`check_compatible`, :func:`check_feature_names`):
+        its columns would be read as other features, its actions as other actions. Not
+        ``names``: the feature names are not compared (columns already mapped onto the
+        model's)."""
+        kinds = (InteractionLog, LogStream) if feedback else (InteractionLog, LogStream,
+                                                              ContextSet)
+        if not isinstance(table, kinds):
+            what = "an interaction log" if feedback else "an interaction log or a context set"
+            raise IGLearnError(
+                f"{use} takes {what}, not a {type(table).__name__}: read a file with "
+                f"read_log(path), a data frame with InteractionLog.from_frame(frame, ...)")
+        self._fitted_policy()
+        k, d_x = self._fitted("n_actions"), self._fitted("context_dim")
+        if k is not None and d_x is not None:
+            check_compatible(table, k, d_x, self._fitted("feedback_dim") if feedback else None)
+        if names:
+            check_feature_names(table, getattr(self, "schema_", None),
+                                ("context", "feedback") if feedback else ("context",))
+
     def take_statistics(self, log: InteractionLog | LogStream,
                         feedback: bool = True) -> Standardiser | None:
         """Set ``standardiser_`` to the statistics of ``log`` (of its contexts only unless
@@ -243,8 +299,8 @@ class PolicyLearner:
             raise IGLearnError(f"{value.source}: a context set holds no feedback; give a log "
                                f"or the feedback vectors")
         if isinstance(value, InteractionLog | ContextSet):
-            if field == "context":
-                check_feature_names(value, getattr(self, "schema_", None))
+            if field in ("context", "feedback"):  # named blocks: their names are compared
+                check_feature_names(value, getattr(self, "schema_", None), (field,))
             return cast(np.ndarray, getattr(value, field))
         if isinstance(value, LogStream):
             use = ("predict on contexts in memory (read_contexts(path), or iglearn predict "
@@ -271,7 +327,7 @@ class PolicyLearner:
         mapping = mapping_of(None if schema is None else schema.columns,
                              n_actions=self._fitted("n_actions"))
         # the field alone: a missing value of another field is no concern here
-        found = frame_columns(frame, mapping, "data frame", (field,))[0]
+        found = frame_columns(frame, mapping, "data frame", (field,), ignorable=False)[0]
         if field not in found:
             entries = getattr(mapping, field)
             where = (f"the column {shown(entries)}" if isinstance(entries, str)
@@ -355,16 +411,30 @@ class PolicyLearner:
                  label: np.ndarray) -> float:
         """Fraction of contexts whose greedy action equals the label (one integer action per
         context, checked as a log's labels are; a model fitted on named actions also takes
-        the labels as those names)."""
+        the labels as those names, :meth:`label_indices`)."""
         probabilities = self.predict_proba(context)
+        values = self.label_indices(label, probabilities.shape[1])
+        return label_accuracy(probabilities.argmax(1), values, probabilities.shape[1])
+
+    def label_indices(self, label: np.ndarray, k: int) -> np.ndarray:
+        """``label`` as action indices: as given, unless the model was fitted on named
+        actions (``schema_.action_names``) and the labels are not all indices 0 to K - 1:
+        then each is read as an action's name (words, or numbers such as codes 42, 7, 3),
+        as the log's label column was, and one that names no action is an error naming
+        it."""
         schema = getattr(self, "schema_", None)
         names = None if schema is None else schema.action_names
         values = np.asarray(label)
-        if names is not None and values.dtype.kind in "USO":
-            from iglearn.data.frames import action_indices
+        if names is None:
+            return values
+        indices = values.dtype.kind in "biu" or (
+            values.dtype.kind == "f" and bool(np.all(np.isfinite(values)))
+            and bool(np.all(values == np.round(values))))
+        if indices and values.size and values.min() >= 0 and values.max() < k:
+            return values
+        from iglearn.data.frames import action_indices
 
-            values = action_indices("label", values, tuple(names), "labels")
-        return label_accuracy(probabilities.argmax(1), values, probabilities.shape[1])
+        return action_indices("label", values, tuple(names), "labels")
 
 
 class StackableLearner(PolicyLearner):

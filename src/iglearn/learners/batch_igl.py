@@ -690,8 +690,8 @@ class BatchIGL(BatchIGLSettings, StackableLearner, Orientable):
 
     def indicator(self, log: AnyLog) -> float:
         """Eq. 9 (importance-weighted) of the fitted (pi, psi) on ``log`` (in memory or
-        streamed)."""
-        self._fitted_policy()
+        streamed): of the fitted model's K and feedback columns (:meth:`check_table`)."""
+        self.check_table(log, "indicator", feedback=True)
         return indicators([self.policy_], [self.decoder_],
                           training_data([log], "feedback", [self.standardiser_]),
                           log.n_actions)[0]

@@ -17,7 +17,7 @@ from iglearn.data.logs import (
     standard_error,
 )
 from iglearn.data.stream import Block, LogStream
-from iglearn.errors import IGLearnError, warn_caller
+from iglearn.errors import warn_caller
 from iglearn.learners.base import PolicyLearner
 from iglearn.learners.objective import indicator
 from iglearn.learners.trials import as_tensor
@@ -36,23 +36,6 @@ def _instance_of(learner: object, module: str, name: str) -> bool:
     return loaded is not None and isinstance(learner, getattr(loaded, name))
 
 
-def check_compatible(table: Table, n_actions: int, context_dim: int,
-                     feedback_dim: int | None = None) -> None:
-    """Errors naming the file and the field when ``table`` does not fit the model."""
-    src = table.source
-    if table.n_actions != n_actions:
-        raise IGLearnError(f"{src}: n_actions is {table.n_actions} but the model was fit with "
-                           f"K = {n_actions}; use data with the model's actions or refit")
-    if table.context_dim != context_dim:
-        raise IGLearnError(f"{src}: field 'context' has dimension {table.context_dim} but the "
-                           f"model expects {context_dim}; use contexts with the model's "
-                           f"features (and the same feature schema)")
-    if (isinstance(table, InteractionLog | LogStream) and feedback_dim is not None
-            and table.feedback_dim != feedback_dim):
-        raise IGLearnError(f"{src}: field 'feedback' has dimension {table.feedback_dim} but "
-                           f"the model's decoder expects {feedback_dim}")
-
-
 def blocks(table: Table) -> Iterator[Block]:
     """The rows of ``table`` in order, a block of fields at a time: slices of a table in
     memory, or a stream's chunks."""
@@ -66,7 +49,8 @@ def blocks(table: Table) -> Iterator[Block]:
         yield {name: value[start:start + _CHUNK] for name, value in present.items()}
 
 
-def evaluate(learner: PolicyLearner, table: Table) -> dict[str, Any]:
+def evaluate(learner: PolicyLearner, table: Table, *, by_position: bool = False
+             ) -> dict[str, Any]:
     """Measures of the fitted softmax policy pi on ``table`` (in memory or streamed), as sums
     over its blocks (:func:`blocks`).
 
@@ -91,7 +75,18 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, Any]:
     (``value_ips_error``, ``greedy_value_ips_error``, ``decoded_value_error``); a log's
     ``weight_means`` are the means of 1{A = a} / p per action, about 1 each when the
     probabilities are the logged actions' (:func:`~iglearn.data.logs.probability_warning`).
+
+    ``table`` must be of the model's K and widths, its features named as the model's, in its
+    order (:meth:`~iglearn.learners.base.PolicyLearner.check_table`), unless ``by_position``:
+    its columns were mapped onto the model's already (``iglearn evaluate``'s column options,
+    checked against the model), so their names are not compared.
     """
+    per_action = _instance_of(learner, "iglearn.learners.ai_igl", "AIIGL")
+    three_state = _instance_of(learner, "iglearn.learners.iglp", "IGLP")
+    decoder = getattr(learner, "decoder_", None)  # BatchIGL's and VIIGL's psi
+    decodes = per_action or three_state or decoder is not None
+    learner.check_table(table, "evaluate", isinstance(table, InteractionLog | LogStream)
+                        and decodes, names=not by_position)
     n = len(table)
     k = table.n_actions
     is_log = isinstance(table, InteractionLog | LogStream)
@@ -99,10 +94,7 @@ def evaluate(learner: PolicyLearner, table: Table) -> dict[str, Any]:
         {"label"} if table.label is not None else set()) | (
         {"reward"} if is_log and getattr(table, "reward", None) is not None else set())
     has_label, has_reward = "label" in fields, "reward" in fields
-    per_action = _instance_of(learner, "iglearn.learners.ai_igl", "AIIGL")
-    three_state = _instance_of(learner, "iglearn.learners.iglp", "IGLP")
-    decoder = getattr(learner, "decoder_", None)  # BatchIGL's and VIIGL's psi
-    decoding = is_log and (per_action or three_state or decoder is not None)
+    decoding = is_log and decodes
     fitted = cast(Any, learner)
     sums = {"correct": 0.0, "ips": 0.0, "greedy": 0.0, "decoded": 0.0, "indicator": 0.0,
             "ips2": 0.0, "greedy2": 0.0, "decoded2": 0.0}

@@ -152,7 +152,14 @@ def unpack_model(data: bytes | IO[bytes], folder: str | Path, source: str = "mod
         size, data = len(data), io.BytesIO(data)
     try:
         _unpack(_Inflated(data, source), Path(folder), source, size)
-    except (tarfile.TarError, zlib.error, EOFError, OSError) as e:
+    except OSError as e:
+        if e.filename is not None:  # writing the folder failed, not reading the archive
+            raise IGLearnError(f"{e.filename}: could not write the unpacked model "
+                               f"({e.strerror or type(e).__name__}); unpack it into an "
+                               f"existing, writable, empty folder") from None
+        raise IGLearnError(f"{source}: not a gzip-compressed tar archive of a model folder "
+                           f"({e}); send the archive GET /v1/model/export gives") from None
+    except (tarfile.TarError, zlib.error, EOFError) as e:
         raise IGLearnError(f"{source}: not a gzip-compressed tar archive of a model folder "
                            f"({e}); send the archive GET /v1/model/export gives") from None
 
