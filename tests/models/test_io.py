@@ -122,6 +122,22 @@ def test_models_without_settings_load_with_their_classes_and_temperature(tmp_pat
     assert loaded.decoder_.temperature == 0.2
 
 
+def test_a_policy_temperature_near_0_gives_the_greedy_policy(tmp_path, saved, digits_log):
+    """A temperature of 2e-38 (allowed: float32 holds it) makes each row's largest score take
+    all the probability: no inf / inf, no NaN."""
+    folder = copy_of(saved, tmp_path, "mlp")
+    meta = json.loads((folder / io.METADATA).read_text())
+    meta["policy"]["temperature"] = 2e-38
+    (folder / io.METADATA).write_text(json.dumps(meta))
+    x = digits_log.context[:200]
+    probabilities = registry.load_model(folder).predict_proba(x)
+    assert np.isfinite(probabilities).all()
+    np.testing.assert_allclose(probabilities.sum(1), 1.0, rtol=1e-6)
+    assert (probabilities.max(1) >= 0.5).all()
+    greedy = registry.load_model(copy_of(saved, tmp_path / "again", "mlp")).predict(x)
+    np.testing.assert_array_equal(probabilities.argmax(1), greedy)
+
+
 def test_settings_this_version_does_not_know_are_left_out(tmp_path, saved):
     folder = copy_of(saved, tmp_path)
     meta = json.loads((folder / io.METADATA).read_text())
@@ -210,9 +226,12 @@ DAMAGED = {
     "n_actions 10**12": (_set("n_actions", 10**12), ["'n_actions'", "MAX_ACTIONS"]),
     "unknown class": (_set("policy", {"class": "tree"}), ["'policy.class'", "'tree'"]),
     "policy not an object": (_set("policy", [1]), ["'policy'", "[1]"]),
-    "temperature 0": (_set("decoder", "temperature", 0), ["'decoder.temperature'", "> 0"]),
+    "temperature 0": (_set("decoder", "temperature", 0),
+                      ["'decoder.temperature'", ">= 1.18e-38"]),
     "temperature negative": (_set("policy", "temperature", -1.0),
-                             ["'policy.temperature'", "> 0"]),
+                             ["'policy.temperature'", ">= 1.18e-38"]),
+    "temperature 1e-300": (_set("policy", "temperature", 1e-300),
+                           ["'policy.temperature'", "1e-300", "0 in float32"]),
     "temperature a string": (_set("policy", "temperature", "hot"),
                              ["'policy.temperature'", "'hot'"]),
     "temperature NaN": (_text('"temperature": 0.1', '"temperature": NaN'), ["NaN"]),

@@ -89,6 +89,10 @@ FORMAT = "iglearn-model"
 FORMAT_VERSION = 1
 METADATA, WEIGHTS = MODEL_FILES
 
+MIN_TEMPERATURE = 1.1754943508222875e-38
+"""The smallest temperature ``model.json`` may give a policy or a decoder: float32's smallest
+normal number (torch.finfo(torch.float32).tiny), below which the division by it is a
+division by 0 (NaN probabilities)."""
 _FACTORY = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 """An importable factory path, ``module:function``."""
 RUNTIME = frozenset({"seed", "device", "threads", "progress", "logdir"})
@@ -462,8 +466,9 @@ def _check_module(record: object, key: str, classes: Sequence[str],
                            "the import path 'module:function' of the module's factory")
     temperature = record.get("temperature")
     if isinstance(temperature, bool) or not isinstance(temperature, int | float) or not (
-            math.isfinite(temperature) and temperature > 0):
-        raise _damaged(path, f"{key}.temperature", temperature, "a finite number > 0")
+            math.isfinite(temperature) and temperature >= MIN_TEMPERATURE):
+        raise _damaged(path, f"{key}.temperature", temperature,
+                       f"a finite number >= {MIN_TEMPERATURE:.3g} (smaller is 0 in float32)")
     for name, (want, source) in dims.items():
         value = record.get(name)
         if isinstance(value, bool) or value != want:

@@ -39,9 +39,13 @@ class Policy(nn.Module):
         return self.net(context)
 
     def _tempered(self, context: torch.Tensor) -> torch.Tensor:
-        """f(x) / temperature, shape (n, K) (no division at temperature 1: the same values)."""
+        """f(x) / temperature, shape (n, K) (no division at temperature 1: the same values);
+        at another temperature each row's largest score is taken off first (the softmax is
+        the same), so that a temperature near 0 gives the greedy policy, not inf / inf."""
         scores = self.scores(context)
-        return scores if self.temperature == 1.0 else scores / self.temperature
+        if self.temperature == 1.0:
+            return scores
+        return (scores - scores.amax(-1, keepdim=True).detach()) / self.temperature
 
 
 class LinearPolicy(Policy):
