@@ -7,6 +7,7 @@ import warnings
 from dataclasses import replace
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -519,7 +520,7 @@ def test_a_refit_leaves_a_stuck_per_user_model_only_with_a_fresh_start(starts):
     stuck_at_the_saddle(learner)
     learner.fit_arrays(learner.standardised(log.context), log.action, log.probability,
                        learner.standardised_feedback(log.feedback), np.zeros(len(log), bool),
-                       3, learner.optimisation)
+                       3, learner.optimisation, warm_start=True)
     rng = np.random.default_rng(5)
     _, test_x, test_context = users_and_contexts(2000, rng)
     accuracy = learner.accuracy(test_context, (test_x @ SWAPPING).argmax(1))
@@ -733,3 +734,51 @@ def test_feedback_that_shows_the_action_is_warned_of():
         learnt = IGLP(seed=0).fit(digits_environment().log(500, seed=0))
     assert learnt.report_.extreme < 0.3
     assert not [w for w in caught if "as extreme" in str(w.message)]
+
+
+def fitted_state(learner: IGLP) -> dict[str, torch.Tensor]:
+    """The three models' parameters, by model and name."""
+    return {f"{name}.{key}": value for name, model in learner.fitted_models().items()
+            for key, value in model.state_dict().items()}
+
+
+def test_a_second_fit_starts_afresh():
+    """fit starts from fresh models and a fresh random state every time: fitted again, with
+    the same seed and log, a learner ends as a new one; a log of another K and widths is
+    fitted as any other. Only the online learner's re-fits continue (warm_start)."""
+    first, second = vw_simulator().log(400, seed=0), vw_simulator().log(400, seed=1)
+    learner = IGLP(seed=0).fit(first).fit(second)
+    fresh = IGLP(seed=0).fit(second)
+    refitted, new = fitted_state(learner), fitted_state(fresh)
+    assert refitted.keys() == new.keys()
+    for key in new:
+        assert torch.allclose(refitted[key], new[key], atol=1e-6), key
+    np.testing.assert_allclose(learner.predict_values(second.context),
+                               fresh.predict_values(second.context), atol=1e-6)
+    from iglearn.envs import digits_environment
+
+    digits = digits_environment().log(300, seed=0)  # K = 10, other widths
+    learner.fit(digits)
+    np.testing.assert_allclose(learner.predict_values(digits.context),
+                               IGLP(seed=0).fit(digits).predict_values(digits.context),
+                               atol=1e-6)
+    ik = learner.ik_
+    learner.fit_arrays(learner.standardised(digits.context), digits.action,
+                       digits.probability, learner.standardised_feedback(digits.feedback),
+                       np.zeros(len(digits), bool), 10, learner.optimisation, warm_start=True)
+    assert learner.ik_ is ik  # continued in place
+    learner.fit_arrays(learner.standardised(digits.context), digits.action,
+                       digits.probability, learner.standardised_feedback(digits.feedback),
+                       np.zeros(len(digits), bool), 10, learner.optimisation)
+    assert learner.ik_ is not ik
+
+
+def test_an_unfitted_learner_says_so_before_reading_the_contexts():
+    """predict, predict_proba, predict_values and accuracy of an unfitted IGLP name the
+    missing fit, not the columns of the frame they were given."""
+    frame = pd.DataFrame({"x": [1.0, 2.0]})
+    learner = IGLP()
+    for call in (learner.predict, learner.predict_proba, learner.predict_values,
+                 lambda contexts: learner.accuracy(contexts, np.zeros(2, int))):
+        with pytest.raises(IGLearnError, match=r"IGLP is not fitted yet; call fit\(log\) first"):
+            call(frame)

@@ -628,8 +628,10 @@ class IGLP(IGLPSettings, PolicyLearner):
 
     def fit(self, log: InteractionLog) -> Self:
         """Fit the three models on ``log``, a log in memory (a stream is refused: read the
-        file with :func:`~iglearn.data.formats.read_log`). Warns
-        (:class:`IdentifiabilityWarning`) the log's own warnings
+        file with :func:`~iglearn.data.formats.read_log`), from fresh models every time: a
+        fitted learner fitted again ends as a new learner of the same settings would (its
+        earlier models and random state are dropped; a log of another K or other widths is
+        fitted as any other). Warns (:class:`IdentifiabilityWarning`) the log's own warnings
         (:func:`~iglearn.learners.base.log_warnings`) and extreme fits."""
         if isinstance(log, LogStream):
             raise IGLearnError(f"{log.source}: IGL-P fits a log in memory, not a stream; read "
@@ -637,7 +639,6 @@ class IGLP(IGLPSettings, PolicyLearner):
         check_igl_logs([log])
         check_user_columns(log.context, self.users, log.source)
         start = time.perf_counter()
-        self._rng = as_generator(self.seed)
         flags = (np.zeros(len(log), dtype=bool) if log.definitely_bad is None
                  else log.definitely_bad)
         self.take_statistics(log)
@@ -665,12 +666,24 @@ class IGLP(IGLPSettings, PolicyLearner):
         """The models of :data:`MODELS` by name, None where not fitted yet."""
         return {name: getattr(self, attribute, None) for name, attribute in self.MODELS.items()}
 
+    def clear_fit(self) -> None:
+        """Drop what a fit left behind (the models of :data:`MODELS`, the feedback posterior,
+        the report and the random state drawn from ``seed``), so that the next fit starts as
+        a new learner's would."""
+        for attribute in (*self.MODELS.values(), "report_", "_rng"):
+            vars(self).pop(attribute, None)
+        self.posterior_ = None
+
     def fit_arrays(self, context: np.ndarray, action: np.ndarray, probability: np.ndarray,
                    feedback: np.ndarray, flags: np.ndarray, n_actions: int,
-                   settings: Optimisation) -> None:
+                   settings: Optimisation, warm_start: bool = False) -> None:
         """Steps 1-4 on the given interactions (contexts and feedback as the models read
-        them: standardised by the caller, see :meth:`fit`), warm-started from the models
-        already fitted (fresh ones the first time)."""
+        them: standardised by the caller, see :meth:`fit`): from fresh models and a fresh
+        random state drawn from ``seed`` (:meth:`clear_fit`), or, with ``warm_start`` (the
+        online learner's re-fits, :class:`OnlineIGLP`), from the models already fitted and
+        the random state where the last fit left it (fresh ones the first time)."""
+        if not warm_start:
+            self.clear_fit()
         rng = getattr(self, "_rng", None) or as_generator(self.seed)
         self._rng = rng
         self.feedback_dim_ = int(np.asarray(feedback).shape[1])
@@ -797,7 +810,9 @@ class IGLP(IGLPSettings, PolicyLearner):
 
     def predict_values(self, context: np.ndarray | pd.DataFrame) -> np.ndarray:
         """f(x, a) for every action: the predicted decoded reward, shape (n, K), of raw
-        contexts (standardised here with the fit's statistics)."""
+        contexts (standardised here with the fit's statistics). Refuses an unfitted learner
+        before reading the contexts."""
+        self._fitted_policy()
         return self.model_values(self.standardised(context))
 
     def model_values(self, context: np.ndarray) -> np.ndarray:
@@ -883,8 +898,9 @@ class OnlineIGLP(OnlineRegression):
     def _fit(self) -> None:
         settings = self.refit if self.fitted_ else self.first_fit
         context, action, probability, feedback, flags = self.interactions()
+        # each re-fit continues from the last one's models (warm-started)
         self.batch.fit_arrays(context, action, probability, feedback, flags, self.n_actions,
-                              settings)
+                              settings, warm_start=True)
 
     def model_values(self, contexts: np.ndarray) -> np.ndarray:
         return self.batch.model_values(contexts)
