@@ -626,6 +626,40 @@ def test_idempotent_retries_are_not_counted_as_decisions(service):
     assert 0 <= explored <= 2
 
 
+def test_a_path_taking_several_methods_lists_every_one_in_allow(service):
+    """/v1/model takes GET (the served model) and PUT (an import): another method's 405
+    lists both (it listed GET and HEAD only, the first of two routes of one path), and each
+    method still reaches its own endpoint."""
+    with service.http() as http:
+        for method in ("POST", "DELETE", "PATCH"):
+            wrong = http.request(method, "/v1/model")
+            assert wrong.status_code == 405, wrong.text
+            assert wrong.headers["allow"] == "GET, HEAD, PUT"
+            assert wrong.json() == {"error": f"/v1/model does not take {method}; it takes "
+                                             f"GET, HEAD, PUT", "field": "method"}
+        assert http.get("/v1/model").status_code == 200
+        assert http.head("/v1/model").status_code == 200
+        refused = http.put("/v1/model", content=b"x")  # the import, which needs an admin key
+        assert refused.status_code == 403 and "admin key" in refused.json()["error"]
+        assert http.get("/v1/model/export").status_code == 403  # its own route still
+
+
+def test_a_trailing_slash_is_an_unknown_path_not_a_redirect(service):
+    """An endpoint's path with a slash added is answered as any unknown path is, 404 in the
+    service's JSON naming it (it was a bare 307 redirect, no JSON, to the path without the
+    slash)."""
+    with service.http() as http:
+        for method, path in (("POST", "/v1/decide/"), ("POST", "/v1/feedback/"),
+                             ("GET", "/v1/model/"), ("PUT", "/v1/model/"),
+                             ("GET", "/healthz/"), ("GET", "/metrics/")):
+            answer = http.request(method, path, json={"context": [0, 0, 0, 0]})
+            assert answer.status_code == 404, (method, path, answer.status_code)
+            assert answer.headers["content-type"] == "application/json"
+            assert answer.json() == {"error": f"no endpoint {path}; the endpoints are under "
+                                              f"/v1, /healthz, /readyz and /metrics",
+                                     "field": "path"}
+
+
 def test_unknown_paths_wrong_methods_and_internal_errors_answer_in_json(tmp_path):
     import sqlite3
 

@@ -1106,6 +1106,16 @@ def endpoint(service: Service, name: str, role: str | None, handler: Handler,
     return wrapped
 
 
+def by_method(handlers: Mapping[str, Handler]) -> Handler:
+    """One route's handler for the methods its path takes (``handlers``: method -> handler,
+    HEAD answered as GET): a path registered once per method would answer another method's
+    405 with the first route's methods only in its ``Allow`` header."""
+    async def dispatch(request: Request) -> Response:
+        method = request.method
+        return await handlers["GET" if method == "HEAD" else method](request)
+    return dispatch
+
+
 class ServiceApp(Starlette):
     """The service's Starlette application, with a direct way in for the requests that come
     by the thousand per second: a POST to one of the ``hot`` paths (decide, feedback and the
@@ -1136,19 +1146,22 @@ class ServiceApp(Starlette):
 
 async def http_error(request: Request, exc: Exception) -> Response:
     """The router's 404 (no such endpoint) and 405 (a method the endpoint does not take,
-    its ``Allow`` header kept) in the service's JSON, naming the path or the method."""
+    its ``Allow`` header kept, its methods sorted) in the service's JSON, naming the path or
+    the method."""
     assert isinstance(exc, HTTPException)
     path, method = request.url.path, request.method
+    headers = dict(exc.headers or {})
     if exc.status_code == 404:
         body = {"error": f"no endpoint {path}; the endpoints are under /v1, /healthz, "
                          f"/readyz and /metrics", "field": "path"}
-    elif exc.status_code == 405:
-        allowed = (exc.headers or {}).get("Allow", "")
+    elif exc.status_code == 405:  # Starlette lists a route's methods as a set: sorted here
+        allowed = ", ".join(sorted(m.strip() for m in headers.get("Allow", "").split(",")))
+        headers["Allow"] = allowed
         body = {"error": f"{path} does not take {method}; it takes {allowed}",
                 "field": "method"}
     else:
         body = {"error": str(exc.detail)}
-    return json_response(body, exc.status_code, dict(exc.headers or {}) or None)
+    return json_response(body, exc.status_code, headers or None)
 
 
 def unreachable(error: StorageUnavailable) -> Response:
@@ -1448,8 +1461,9 @@ def build_app(service: Service, start_worker: bool = True,
            "/v1/noop": guarded("noop", "client", noop)}
     routes = [
         *(Route(path, handler, methods=["POST"]) for path, handler in hot.items()),
-        Route("/v1/model", guarded("model", "client", get_model), methods=["GET"]),
-        Route("/v1/model", guarded("import", "admin", import_model), methods=["PUT"]),
+        Route("/v1/model", by_method({"GET": guarded("model", "client", get_model),
+                                      "PUT": guarded("import", "admin", import_model)}),
+              methods=["GET", "PUT"]),
         Route("/v1/model/refit", guarded("refit", "admin", refit, ("wait",)), methods=["POST"]),
         Route("/v1/model/rollback", guarded("rollback", "admin", rollback), methods=["POST"]),
         Route("/v1/model/export", guarded("export", "admin", export), methods=["GET"]),
@@ -1494,6 +1508,7 @@ def build_app(service: Service, start_worker: bool = True,
 
     app = ServiceApp(routes=routes, lifespan=lifespan,
                      exception_handlers={HTTPException: http_error, Exception: internal_error})
+    app.router.redirect_slashes = False  # /v1/decide/ is no endpoint: 404, not a redirect
     app.hot = hot
     app.state.body_timeout_seconds = server.body_timeout_seconds
     return app
