@@ -13,6 +13,7 @@ answered 409, which the client takes as done.
 from __future__ import annotations
 
 import contextlib
+import operator
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -21,13 +22,15 @@ from typing import Any
 
 import numpy as np
 
-from iglearn.errors import IGLearnError, require_extra
+from iglearn.errors import IGLearnError, require_extra, shown
 from iglearn.service.ids import new_event_id
 
 require_extra("serve", ("httpx",), "iglearn.client")
 import httpx  # noqa: E402
 
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
+LOG10_2 = 0.30103
+"""log10(2): an integer of n bits is about 10**(n * LOG10_2)."""
 
 
 class ServiceError(IGLearnError):
@@ -39,8 +42,28 @@ class ServiceError(IGLearnError):
 
 
 def _actions(actions: Sequence[int | str]) -> list[int | str]:
-    """The allowed actions as the service reads them: indices as integers, names as text."""
-    return [a if isinstance(a, str) else int(a) for a in actions]
+    """The allowed actions as the service reads them: indices as integers (a whole number of
+    any type: 2, 2.0, numpy's integers), names as text; anything else an
+    :class:`IGLearnError` naming it (1.7 is no action index: it was sent as 1)."""
+    out: list[int | str] = []
+    for i, a in enumerate(actions):
+        if isinstance(a, str):
+            out.append(a)
+            continue
+        if not isinstance(a, bool | np.bool_):
+            try:
+                out.append(operator.index(a))  # int, numpy's integers
+                continue
+            except TypeError:
+                pass
+            with contextlib.suppress(TypeError, ValueError, OverflowError):
+                if float(a).is_integer():  # 2.0, np.float32(2)
+                    out.append(int(a))
+                    continue
+        raise IGLearnError(f"actions[{i}] is {shown(a)}, not an action index (a whole number) "
+                           f"nor an action's name; pass the actions' indices as integers "
+                           f"(or their names)")
+    return out
 
 
 ONE_CONTEXT = ("decide takes one context, a flat vector of numbers: pass the row itself, or "
@@ -78,6 +101,12 @@ def _numbers(values: Any, field: str, nested: str = ONE_VECTOR,
     def at(i: int) -> str:
         return f"{field}[{i if names is None else repr(names[i])}]"
 
+    def complex_number(where: str, what: str) -> IGLearnError:
+        return IGLearnError(f"{where} is complex: {what}; the service takes real numbers: "
+                            f"send the real part (.real) or the magnitude (abs) instead")
+
+    if isinstance(values, np.ndarray) and values.dtype.kind == "c":  # float() drops .imag
+        raise complex_number(field, f"dtype {values.dtype}")
     if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":  # numbers only
         if values.ndim > 1:
             raise IGLearnError(f"{field}: not a vector of numbers (shape {values.shape}: "
@@ -99,12 +128,20 @@ def _numbers(values: Any, field: str, nested: str = ONE_VECTOR,
             if inner:
                 raise IGLearnError(f"{field}: not a vector of numbers ({at(i)} is itself "
                                    f"a sequence, shape {_shape(value)}); {nested}")
+            if isinstance(value, complex | np.complexfloating):
+                raise complex_number(at(i), shown(value))
             try:
                 float(value)
             except (TypeError, ValueError):
                 raise IGLearnError(f"{at(i)} is not a number ({type(value).__name__} "
                                    f"{value!r}); the service takes finite numbers only: "
                                    f"convert or drop it before sending") from None
+            except OverflowError:  # an int beyond a float's range, 10**400
+                what = (f"an integer of about 10**{int(abs(value).bit_length() * LOG10_2)}"
+                        if isinstance(value, int) else shown(value))
+                raise IGLearnError(f"{at(i)} is too large for a float ({what}); the service "
+                                   f"takes finite numbers only, at most about 1.8e308: scale "
+                                   f"or drop it before sending") from None
         array = np.asarray(items, dtype=np.float64).ravel()
     bad = np.flatnonzero(~np.isfinite(array))
     if len(bad):
@@ -269,11 +306,14 @@ class Client:
                  definitely_bad: bool = False) -> str:
         """Send the feedback vector of a decision (or a mapping of the service's ``[model]
         feedback_names`` to their values); 'joined', 'late' or, when a retry found it
-        already stored, 'stored'."""
+        already stored, 'stored'. ``definitely_bad`` is a bool (Python's or numpy's)."""
+        if not isinstance(definitely_bad, bool | np.bool_):
+            raise IGLearnError(f"definitely_bad is {shown(definitely_bad)}, not a bool; pass "
+                               f"True or False")
         response = self._request("POST", "/v1/feedback",
                                  {"event_id": event_id,
                                   "feedback": _vector(feedback, "feedback"),
-                                  "definitely_bad": definitely_bad}, retried_ok=409)
+                                  "definitely_bad": bool(definitely_bad)}, retried_ok=409)
         if response.status_code == 409:
             return "stored"
         return response.headers.get("iglearn-feedback", "joined")

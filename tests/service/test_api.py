@@ -423,7 +423,9 @@ def test_requests_arriving_while_a_group_waits_share_its_commit(tmp_path, beyond
         service.storage.close()
     grouped = [(app.GATHER_TURNS + 1, 0)] + [(1, 0)] * beyond
     assert app.GATHER_TURNS >= 1 and commits == [*grouped, (1, 1)]
-    assert [d.event_id for d, in answers[:-1]] == [f"e{i}" for i in range(turns + 1)] + ["e9"]
+    assert [d.event_id for (d,), _ in answers[:-1]] == [f"e{i}" for i in range(turns + 1)] \
+        + ["e9"]
+    assert [retried for _, retried in answers[:-1]] == [0] * (turns + 2)
     assert answers[-1] is FeedbackOutcome.JOINED
 
 
@@ -624,6 +626,66 @@ def test_idempotent_retries_are_not_counted_as_decisions(service):
     decisions, retries, explored = (a - b for a, b in zip(after, before, strict=True))
     assert (decisions, retries) == (2, 3)
     assert 0 <= explored <= 2
+
+
+def test_a_decision_refused_409_is_not_counted_as_a_retry(service):
+    """iglearn_decision_retries_total counts decisions answered with the one stored under
+    their event id; a decision refused 409 (another context, or actions excluding the stored
+    action, under a stored event id) is no retry, nor is anything of a batch refused 409,
+    whose new decisions are stored and counted as decisions."""
+    names = ("iglearn_decisions_total", "iglearn_decision_retries_total")
+    reused, kept, fresh = (f"{what}-{uuid.uuid4().hex}" for what in ("reused", "kept", "fresh"))
+    with service.http() as http, service.http("admin") as admin:
+        before = metric_values(admin, *names)
+        first = http.post("/v1/decide", json={"context": [1, 1, 1, 1], "event_id": reused})
+        assert first.status_code == 200, first.text
+        assert http.post("/v1/decide", json={"context": [2, 2, 2, 2],
+                                             "event_id": kept}).status_code == 200
+        excluded = [a for a in range(K) if a != first.json()["action"]]
+        for body in ({"context": [1, 1, 1, 2], "event_id": reused},
+                     {"context": [1, 1, 1, 1], "event_id": reused, "actions": excluded},
+                     {"contexts": [[3, 3, 3, 3], [2, 2, 2, 2], [1, 1, 1, 2]],
+                      "event_ids": [fresh, kept, reused]}):
+            answer = http.post("/v1/decide", json=body)
+            assert answer.status_code == 409, answer.text
+        assert metric_values(admin, *names) == [before[0] + 3, before[1]]
+        assert http.post("/v1/decide", json={"context": [1, 1, 1, 1],
+                                             "event_id": reused}).status_code == 200
+        assert metric_values(admin, *names) == [before[0] + 3, before[1] + 1]
+
+
+def test_a_path_taking_several_methods_lists_every_one_in_allow(service):
+    """/v1/model takes GET (the served model) and PUT (an import): another method's 405
+    lists both (it listed GET and HEAD only, the first of two routes of one path), and each
+    method still reaches its own endpoint."""
+    with service.http() as http:
+        for method in ("POST", "DELETE", "PATCH"):
+            wrong = http.request(method, "/v1/model")
+            assert wrong.status_code == 405, wrong.text
+            assert wrong.headers["allow"] == "GET, HEAD, PUT"
+            assert wrong.json() == {"error": f"/v1/model does not take {method}; it takes "
+                                             f"GET, HEAD, PUT", "field": "method"}
+        assert http.get("/v1/model").status_code == 200
+        assert http.head("/v1/model").status_code == 200
+        refused = http.put("/v1/model", content=b"x")  # the import, which needs an admin key
+        assert refused.status_code == 403 and "admin key" in refused.json()["error"]
+        assert http.get("/v1/model/export").status_code == 403  # its own route still
+
+
+def test_a_trailing_slash_is_an_unknown_path_not_a_redirect(service):
+    """An endpoint's path with a slash added is answered as any unknown path is, 404 in the
+    service's JSON naming it (it was a bare 307 redirect, no JSON, to the path without the
+    slash)."""
+    with service.http() as http:
+        for method, path in (("POST", "/v1/decide/"), ("POST", "/v1/feedback/"),
+                             ("GET", "/v1/model/"), ("PUT", "/v1/model/"),
+                             ("GET", "/healthz/"), ("GET", "/metrics/")):
+            answer = http.request(method, path, json={"context": [0, 0, 0, 0]})
+            assert answer.status_code == 404, (method, path, answer.status_code)
+            assert answer.headers["content-type"] == "application/json"
+            assert answer.json() == {"error": f"no endpoint {path}; the endpoints are under "
+                                              f"/v1, /healthz, /readyz and /metrics",
+                                     "field": "path"}
 
 
 def test_unknown_paths_wrong_methods_and_internal_errors_answer_in_json(tmp_path):

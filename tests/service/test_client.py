@@ -255,3 +255,62 @@ def test_a_feedback_by_name_is_sent_as_the_service_reads_it(tmp_path):
         assert stored.feedback.tolist() == [[3400.0, 1.0, 0.0]]
     finally:
         running.stop()
+
+
+def test_a_fractional_action_or_a_complex_value_is_refused_naming_it(service):
+    """An action index that is no whole number is refused naming it (1.7 was sent as action
+    1), while 2.0 and numpy's integers are the indices they equal; a complex value is
+    refused naming it (a numpy complex was sent as its real part, with a warning only)."""
+    with Client(service.url, service.client_key, retries=0) as client:
+        for actions, index in (([1.7], "0"), ([0, np.float64(2.5)], "1"), ([True], "0"),
+                               ([None], "0")):
+            with pytest.raises(IGLearnError, match=rf"^actions\[{index}\] is .*, not an action "
+                                                   rf"index \(a whole number\)") as error:
+                client.decide(np.ones(D_X), actions=actions)
+            assert not isinstance(error.value, ServiceError)
+            with pytest.raises(IGLearnError, match=rf"^actions\[{index}\] is "):
+                client.decide_batch(np.ones((2, D_X)), actions=actions)
+        with pytest.raises(IGLearnError, match=r"^actions\[0\] is 1\.7, not an action index"):
+            client.decide(np.ones(D_X), actions=[1.7])
+        assert client.decide(np.ones(D_X), actions=[2.0])["action"] == 2
+        assert client.decide(np.ones(D_X), actions=[np.int64(1)])["action"] == 1
+        assert {d["action"] for d in client.decide_batch(
+            np.ones((5, D_X)), actions=[np.float32(0)])} == {0}
+        complex_context = np.ones(D_X, dtype=complex)
+        with pytest.raises(IGLearnError, match=r"^context is complex: dtype complex128; the "
+                                               r"service takes real numbers"):
+            client.decide(complex_context)
+        with pytest.raises(IGLearnError, match=r"^contexts\[1\] is complex"):
+            client.decide_batch([np.ones(D_X), complex_context])
+        with pytest.raises(IGLearnError, match=r"^context\[1\] is complex: "):
+            client.decide([0.0, np.complex128(1 + 2j), 0.0, 0.0])
+        decision = client.decide(np.ones(D_X))
+        with pytest.raises(IGLearnError, match=r"^feedback\[2\] is complex: \(1\+0j\)"):
+            client.feedback(decision["event_id"], [0.0, 1.0, 1 + 0j])
+        assert client.feedback(decision["event_id"], np.ones(D_Y)) == "joined"
+
+
+def test_a_numpy_bool_is_sent_as_a_bool_and_a_huge_integer_is_refused_naming_it(service):
+    """``definitely_bad`` may be a numpy bool (a mask's entry), sent as true or false (its
+    JSON encoding failed with a TypeError); anything else that is no bool is refused naming
+    it; an integer beyond a float's range is refused naming its field (a bare
+    OverflowError)."""
+    with Client(service.url, service.client_key, retries=0) as client:
+        bad, good = (client.decide(np.ones(D_X))["event_id"] for _ in range(2))
+        assert client.feedback(bad, np.ones(D_Y), definitely_bad=np.bool_(True)) == "joined"
+        assert client.feedback(good, np.ones(D_Y), definitely_bad=np.False_) == "joined"
+        joined = service.storage().joined()
+        flags = dict(zip(joined.event_id, joined.definitely_bad.tolist(), strict=True))
+        assert (flags[bad], flags[good]) == (True, False)
+        other = client.decide(np.ones(D_X))["event_id"]
+        for value in (1, "yes", None, np.array([True])):
+            with pytest.raises(IGLearnError, match=r"^definitely_bad is .*, not a bool; pass "
+                                                   r"True or False$"):
+                client.feedback(other, np.ones(D_Y), definitely_bad=value)
+        with pytest.raises(IGLearnError, match=r"^context\[2\] is too large for a float \(an "
+                                               r"integer of about 10\*\*400\); the service "
+                                               r"takes finite numbers only"):
+            client.decide([0, 1, 10**400, 3])
+        with pytest.raises(IGLearnError, match=r"^feedback\[0\] is too large for a float"):
+            client.feedback(other, [-(10**400), 0, 0])
+        assert client.feedback(other, [10**6, 0, 0]) == "joined"  # a Python int in range

@@ -523,7 +523,7 @@ class Service:
         store the decisions (a stored event id gives back its stored decision)."""
         decisions = self.draw(contexts, ids, allowed)
         stored = self.storage.add_decisions(decisions)
-        count_decided(self.metrics, decisions, stored)
+        self.metrics.retried(sum(count_decided(self.metrics, decisions, stored)))
         return stored
 
     def add_feedback(self, feedback: list[Feedback]) -> list[FeedbackOutcome]:
@@ -555,18 +555,26 @@ class Service:
 
 
 def count_decided(metrics: Metrics, made: Sequence[Decision], stored: Sequence[Decision]
-                  ) -> None:
+                  ) -> list[bool]:
     """Count in ``metrics`` the decisions the storage stored anew of those ``made`` (drawn),
-    position by position against what it returned (``stored``): a decision whose event id
-    was stored before comes back as the stored one (another decision time), an idempotent
-    retry, counted as such and not as a decision (nor its exploration); two requests of one
-    group under one new event id store one decision."""
+    position by position against what it returned (``stored``), and say which of the others
+    are retries: a decision whose event id was stored before comes back as the stored one
+    (another decision time), not a decision (nor its exploration); two requests of one group
+    under one new event id store one decision, the first, and the second is a retry. The
+    retries are the caller's to count (:meth:`Metrics.retried`) once their request is
+    answered with them: one refused 409 (:func:`check_retries`) is no retry."""
     if all(s is d for s, d in zip(stored, made, strict=True)):  # nothing stored before
         metrics.decided(len(made), sum(d.explored for d in made))
-        return
-    new = {d.event_id: d for s, d in zip(stored, made, strict=True)
-           if s is d or s.decided_at == d.decided_at}
-    metrics.decided(len(new), sum(d.explored for d in new.values()), len(made) - len(new))
+        return [False] * len(made)
+    new: dict[str, Decision] = {}
+    retried = []
+    for s, d in zip(stored, made, strict=True):
+        fresh = (s is d or s.decided_at == d.decided_at) and d.event_id not in new
+        if fresh:
+            new[d.event_id] = d
+        retried.append(not fresh)
+    metrics.decided(len(new), sum(d.explored for d in new.values()))
+    return retried
 
 
 GATHER_TURNS = 2
@@ -611,8 +619,10 @@ class GroupCommit:
             self.run()
 
     async def decide(self, contexts: np.ndarray, ids: list[str], allowed: np.ndarray
-                     ) -> list[Decision]:
-        """Decisions for ``contexts``, once stored."""
+                     ) -> tuple[list[Decision], int]:
+        """Decisions for ``contexts``, once stored, and how many of them are retries (answered
+        with the decision stored before under their event id: :func:`count_decided`), not
+        yet counted in the metrics."""
         future = self._schedule()
         self.decisions.append((contexts, ids, allowed, future))
         return await future
@@ -651,13 +661,13 @@ class GroupCommit:
                 if not future.done():  # done: its request went away
                     future.set_exception(e)
             return
-        if decisions:
-            count_decided(service.metrics, made, stored)
+        retried = count_decided(service.metrics, made, stored) if decisions else []
         start = 0
         for contexts, _, _, future in decisions:
+            end = start + len(contexts)
             if not future.done():
-                future.set_result(stored[start:start + len(contexts)])
-            start += len(contexts)
+                future.set_result((stored[start:end], sum(retried[start:end])))
+            start = end
         for (_, future), outcome in zip(feedback, outcomes, strict=True):
             service.metrics.feedback(outcome.value)
             if not future.done():
@@ -696,9 +706,10 @@ class GroupCommit:
                         future.set_exception(e)
             else:
                 def split(stored: list[Decision]) -> list[Any]:
-                    count_decided(service.metrics, made, stored)
+                    retried = count_decided(service.metrics, made, stored)
                     bounds = np.cumsum([0] + [len(d[0]) for d in decisions])
-                    return [stored[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+                    return [(stored[a:b], sum(retried[a:b]))
+                            for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
                 task = loop.run_in_executor(None, service.storage.add_decisions, made)
                 task.add_done_callback(lambda t: settle(futures, t, split))
@@ -1106,6 +1117,16 @@ def endpoint(service: Service, name: str, role: str | None, handler: Handler,
     return wrapped
 
 
+def by_method(handlers: Mapping[str, Handler]) -> Handler:
+    """One route's handler for the methods its path takes (``handlers``: method -> handler,
+    HEAD answered as GET): a path registered once per method would answer another method's
+    405 with the first route's methods only in its ``Allow`` header."""
+    async def dispatch(request: Request) -> Response:
+        method = request.method
+        return await handlers["GET" if method == "HEAD" else method](request)
+    return dispatch
+
+
 class ServiceApp(Starlette):
     """The service's Starlette application, with a direct way in for the requests that come
     by the thousand per second: a POST to one of the ``hot`` paths (decide, feedback and the
@@ -1136,19 +1157,22 @@ class ServiceApp(Starlette):
 
 async def http_error(request: Request, exc: Exception) -> Response:
     """The router's 404 (no such endpoint) and 405 (a method the endpoint does not take,
-    its ``Allow`` header kept) in the service's JSON, naming the path or the method."""
+    its ``Allow`` header kept, its methods sorted) in the service's JSON, naming the path or
+    the method."""
     assert isinstance(exc, HTTPException)
     path, method = request.url.path, request.method
+    headers = dict(exc.headers or {})
     if exc.status_code == 404:
         body = {"error": f"no endpoint {path}; the endpoints are under /v1, /healthz, "
                          f"/readyz and /metrics", "field": "path"}
-    elif exc.status_code == 405:
-        allowed = (exc.headers or {}).get("Allow", "")
+    elif exc.status_code == 405:  # Starlette lists a route's methods as a set: sorted here
+        allowed = ", ".join(sorted(m.strip() for m in headers.get("Allow", "").split(",")))
+        headers["Allow"] = allowed
         body = {"error": f"{path} does not take {method}; it takes {allowed}",
                 "field": "method"}
     else:
         body = {"error": str(exc.detail)}
-    return json_response(body, exc.status_code, dict(exc.headers or {}) or None)
+    return json_response(body, exc.status_code, headers or None)
 
 
 def unreachable(error: StorageUnavailable) -> Response:
@@ -1208,8 +1232,9 @@ def build_app(service: Service, start_worker: bool = True,
     async def decide_rows(contexts: np.ndarray, ids: list[str], mask: np.ndarray,
                           field: str) -> list[dict]:
         allowed = np.repeat(mask[None], len(contexts), 0)
-        stored = await group.decide(contexts, ids, allowed)
+        stored, retried = await group.decide(contexts, ids, allowed)
         check_retries(stored, contexts, mask, field)
+        service.metrics.retried(retried)  # answered: a request refused 409 is no retry
         return [{"event_id": d.event_id, "action": d.action,
                  **({} if model.actions is None else {"action_name": model.actions[d.action]}),
                  "probability": d.probability, "probabilities": d.probabilities.tolist(),
@@ -1448,8 +1473,9 @@ def build_app(service: Service, start_worker: bool = True,
            "/v1/noop": guarded("noop", "client", noop)}
     routes = [
         *(Route(path, handler, methods=["POST"]) for path, handler in hot.items()),
-        Route("/v1/model", guarded("model", "client", get_model), methods=["GET"]),
-        Route("/v1/model", guarded("import", "admin", import_model), methods=["PUT"]),
+        Route("/v1/model", by_method({"GET": guarded("model", "client", get_model),
+                                      "PUT": guarded("import", "admin", import_model)}),
+              methods=["GET", "PUT"]),
         Route("/v1/model/refit", guarded("refit", "admin", refit, ("wait",)), methods=["POST"]),
         Route("/v1/model/rollback", guarded("rollback", "admin", rollback), methods=["POST"]),
         Route("/v1/model/export", guarded("export", "admin", export), methods=["GET"]),
@@ -1494,6 +1520,7 @@ def build_app(service: Service, start_worker: bool = True,
 
     app = ServiceApp(routes=routes, lifespan=lifespan,
                      exception_handlers={HTTPException: http_error, Exception: internal_error})
+    app.router.redirect_slashes = False  # /v1/decide/ is no endpoint: 404, not a redirect
     app.hot = hot
     app.state.body_timeout_seconds = server.body_timeout_seconds
     return app

@@ -28,13 +28,16 @@ class Metrics:
         self.buckets: dict[str, list[int]] = {}
         self.sums: dict[str, float] = defaultdict(float)
 
-    def decided(self, n: int, explored: int, retried: int = 0) -> None:
-        """Count ``n`` decisions stored anew, ``explored`` of them exploring, and ``retried``
-        decisions answered with the one stored before under their event id (idempotent
-        retries, not counted as decisions)."""
+    def decided(self, n: int, explored: int) -> None:
+        """Count ``n`` decisions stored anew, ``explored`` of them exploring."""
         self.decisions += n
         self.explored += explored
-        self.retries += retried
+
+    def retried(self, n: int) -> None:
+        """Count ``n`` decisions answered with the one stored before under their event id
+        (idempotent retries, not counted as decisions); a decision refused because its
+        event id is stored with another context or action (409) is not one."""
+        self.retries += n
 
     def feedback(self, outcome: str) -> None:
         """Count one feedback by its outcome (joined, late, unknown, duplicate)."""
@@ -62,7 +65,8 @@ class Metrics:
                "counted in iglearn_decision_retries_total instead).", [("", self.decisions)])
         metric("iglearn_decision_retries_total", "counter",
                "Decisions asked again under a stored event id (idempotent retries), answered "
-               "with the stored decision and not counted as decisions.",
+               "with the stored decision and not counted as decisions (a request refused "
+               "409, another context or action under a stored event id, is not counted).",
                [("", self.retries)])
         metric("iglearn_decisions_explored_total", "counter", "Decisions that explored.",
                [("", self.explored)])
