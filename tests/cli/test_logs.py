@@ -684,11 +684,11 @@ def test_fit_and_evaluate_drop_rows_with_missing_values_only_when_told(capsys, t
     code, _, err = run(capsys, "fit", tmp_path / "labelled.csv", "--out", tmp_path / "l",
                        *options, "--label", "truth")
     assert code == 2 and err == ("iglearn: error: " + str(tmp_path / "labelled.csv") + ": "
-                                 "column 'truth' holds a missing value at line 12; a fit reads "
-                                 "no label: leave the column unread to fit (ignore=['truth'], "
-                                 "not as label; --ignore truth without --label), and evaluate "
-                                 "on the labelled rows "
-                                 "(missing='drop', --missing drop)\n")
+                                 "column 'truth' holds a missing value at line 12; to "
+                                 "evaluate, read the labelled rows only (missing='drop', "
+                                 "--missing drop); to fit, which reads no label, leave the "
+                                 "column unread (ignore=['truth'], not as label; --ignore "
+                                 "truth without --label)\n")
     code, _, err = run(capsys, "fit", tmp_path / "labelled.csv", "--out", tmp_path / "l",
                        *options, "--ignore", "truth")
     assert code == 0, err

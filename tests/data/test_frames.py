@@ -677,6 +677,19 @@ def test_a_row_index_written_with_the_table_is_left_unread(tmp_path):
     last = indexed[[*indexed.columns[1:], "Unnamed: 0"]]
     with pytest.raises(IGLearnError, match="column 'Unnamed: 0' is read by no field"):
         InteractionLog.from_frame(last.assign(**{"Unnamed: 0": 7}), **mapping, actions=names)
+    # first, but a feature under a blank header cell (measurements, a repeated id): refused,
+    # not dropped unseen; distinct words (row names) are an index
+    for values in (38.0 + np.arange(len(frame)) % 7 / 10, np.arange(len(frame)) % 5):
+        blank = indexed.assign(**{"Unnamed: 0": values})
+        with pytest.raises(IGLearnError, match="column 'Unnamed: 0' is read by no field"):
+            InteractionLog.from_frame(blank, **mapping, actions=names)
+        blank.rename(columns={"Unnamed: 0": ""}).to_csv(tmp_path / "blank.csv", index=False)
+        with pytest.raises(IGLearnError, match="column 1 has no name but holds values"):
+            open_table(tmp_path / "blank.csv", columns=ColumnMapping(
+                context=("x",), feedback=("latency",), action="arm", probability="p",
+                actions=tuple(names)))
+    words = indexed.assign(**{"Unnamed: 0": [f"row{i}" for i in range(len(frame))]})
+    assert len(InteractionLog.from_frame(words, **mapping, actions=names)) == len(frame)
 
 
 def test_missing_drop_leaves_out_the_rows_with_a_missing_value_and_names_them():
@@ -787,3 +800,24 @@ def test_action_codes_with_leading_zeros_read_as_numbers_match_their_names(tmp_p
     np.testing.assert_array_equal(read["action"], as_text.action)
     np.testing.assert_array_equal(read["action"],
                                   frame["arm"].map({"left": 0, "middle": 1, "right": 2}))
+
+
+def test_a_mapped_column_missing_from_a_table_in_iglearns_layout_names_the_fix():
+    """A table written in iglearn's layout (context_0, ...: a CSV from convert) keeps no
+    column names: read by a mapping of named columns, the message says so and how to map
+    the layout's columns; another table's message says to map its own columns."""
+    frame, _ = user_frame(60)
+    log = InteractionLog.from_frame(frame, **MAPPING)
+    layout = to_frame(log)
+    assert "context_0" in layout.columns
+    with pytest.raises(IGLearnError, match=r"no column 'age', which the column mapping reads "
+                                           r"as context; the columns are 'context_0', .*; the "
+                                           r"table is in iglearn's layout \(context_0, \.\.\.\)"
+                                           r".*context=\['context_\*'\], --context 'context_\*'"):
+        InteractionLog.from_frame(layout, **MAPPING)
+    renamed = InteractionLog.from_frame(layout, context=["context_*"], feedback=["feedback_*"],
+                                        n_actions=3)
+    np.testing.assert_allclose(renamed.context, log.context)
+    with pytest.raises(IGLearnError, match=r"no column 'clicks', .*; map the table's own "
+                                           r"columns \(context=\[\.\.\.\], --context\)$"):
+        InteractionLog.from_frame(frame.drop(columns="clicks"), **MAPPING)

@@ -187,3 +187,24 @@ def test_rows_fingerprint_is_order_free_versioned_and_sees_a_missing_row():
     assert rows_fingerprint(shuffled) == rows_fingerprint(log)
     assert rows_fingerprint(log).startswith(f"v2:{n}:")
     assert rows_fingerprint(log.subset(np.arange(1, n))) != rows_fingerprint(log)
+
+
+def test_a_probability_column_of_booleans_is_refused_not_read_as_one():
+    """True is no probability: read as p = 1 it made every weight 1 (only a warning that the
+    probabilities do not fit the actions). Refused naming the column, from a frame as from
+    arrays; booleans stay welcome where they are values (a feature, a reward, a flag)."""
+    import pandas as pd
+
+    n = 30
+    frame = pd.DataFrame({"x": np.arange(n) % 4 == 0, "arm": np.arange(n) % 3, "p": True,
+                          "y": np.arange(n) % 2 == 0})
+    with pytest.raises(IGLearnError, match=r"^data frame: column 'p' \(probability\) holds "
+                                           r"true/false values; a probability is a number"):
+        InteractionLog.from_frame(frame, context=["x"], action="arm", probability="p",
+                                  feedback=["y"], n_actions=3)
+    with pytest.raises(IGLearnError, match=r"field 'probability' holds true/false values"):
+        InteractionLog(np.zeros((n, 1)), frame["arm"].to_numpy(), np.ones(n, bool),
+                       np.zeros((n, 1)), 3)
+    log = InteractionLog.from_frame(frame.assign(p=1 / 3), context=["x"], action="arm",
+                                    probability="p", feedback=["y"], n_actions=3)
+    assert log.context.sum() == (np.arange(n) % 4 == 0).sum()

@@ -332,12 +332,13 @@ def _missing(name: str, values: np.ndarray, source: str, places: Places = ROWS,
     where = f"{source}: column {shown(name)} holds a missing value at {places.row(int(bad[0]))}"
     if field == "label":  # a partly labelled log
         unmap = "" if name == "label" else ", not as label"
-        raise IGLearnError(f"{where}; a fit reads no label: leave the column unread to fit "
-                           f"(ignore=[{name!r}]{unmap}; --ignore {name}"
-                           f"{'' if name == 'label' else ' without --label'}), and evaluate "
-                           f"on the labelled rows (missing='drop', --missing drop)")
-    raise IGLearnError(f"{where}; remove or impute those rows (a fit or an evaluation may "
-                       f"drop them: missing='drop', --missing drop)")
+        raise IGLearnError(f"{where}; to evaluate, read the labelled rows only "
+                           f"(missing='drop', --missing drop); to fit, which reads no label, "
+                           f"leave the column unread (ignore=[{name!r}]{unmap}; --ignore "
+                           f"{name}{'' if name == 'label' else ' without --label'})")
+    raise IGLearnError(f"{where}; remove or impute those rows (to fit or evaluate, they may "
+                       f"be dropped instead: missing='drop', --missing drop; predict answers "
+                       f"every row, so it takes none missing)")
 
 
 def _list_column(name: str, field: str, cells: np.ndarray, source: str,
@@ -532,6 +533,19 @@ def _row_numbers(values: np.ndarray) -> bool:
     return first in (0, 1) and bool(np.array_equal(values, np.arange(len(values)) + first))
 
 
+def _index_like(values: np.ndarray) -> bool:
+    """Whether the values of a table's unnamed first column can be the row index pandas'
+    ``to_csv`` or R's ``write.csv`` writes: distinct labels (numbers of a filtered frame's
+    rows, words, dates), not a measurement with fractions (38.17) nor a repeated id (a
+    blank header cell over a feature, which would be dropped unseen)."""
+    if values.dtype.kind == "f" and not np.all(np.isfinite(values) & (values == np.round(values))):
+        return False
+    try:
+        return len(np.unique(values)) == len(values)
+    except TypeError:  # mixed objects that do not sort: no index pandas writes
+        return False
+
+
 def _listing(names: Sequence[str]) -> str:
     """A few names (of columns, or of actions), for a message."""
     shown_names = ", ".join(shown(name) for name in names[:_SHOWN_COLUMNS])
@@ -631,10 +645,16 @@ class _Selection:
         absent = [name for name in columns if name not in self.names]
         if absent and (len(absent) < len(columns) or field == "context"):
             near = near_name(absent[0], self.names)
+            if f"{field}_0" in self.names:  # iglearn's layout, as convert writes a CSV
+                fix = (f"the table is in iglearn's layout ({field}_0, ...), which keeps no "
+                       f"column names: map those columns instead ({field}=['{field}_*'], "
+                       f"--{field} '{field}_*', and the other fields likewise), or convert "
+                       f"to Parquet, which keeps the names")
+            else:
+                fix = f"map the table's own columns ({field}=[...], --{field})"
             raise IGLearnError(f"{self.source}: no column {shown(absent[0])}, which the column "
                                f"mapping reads as {field}{f' ({near})' if near else ''}; the "
-                               f"columns are "
-                               f"{_listing(self.names)}")
+                               f"columns are {_listing(self.names)}; {fix}")
         return [] if absent else columns
 
     def _default_columns(self, field: str) -> list[str]:
@@ -663,11 +683,13 @@ class _Selection:
             return f"{field}={','.join(entries)}"
         return f"a column {shown(getattr(self.mapping, field))}"
 
-    def unread(self, k_column: str | None, row_numbers: Callable[[str], bool],
+    def unread(self, k_column: str | None, values: Callable[[str], np.ndarray],
                index: Collection[str] = (), ignorable: bool = True) -> None:
         """An error naming the columns no field reads and ``ignore`` does not list, but for
         a row index: a column without a name (or named as pandas names one, ``Unnamed: 0``,
-        ``__index_level_0__``) that comes first or holds the row numbers (``row_numbers``),
+        ``__index_level_0__``) that comes first and looks like an index (:func:`_index_like`:
+        no measurement such as 38.17, no repeated id) or holds the row numbers (``values``
+        gives a column's values, :func:`_row_numbers`),
         as pandas' ``to_csv`` and R's ``write.csv`` write unless told not to (a filtered
         frame's index numbers its rows with gaps), and the ``index`` columns (a DataFrame's
         named index levels, as ``to_parquet`` stores them). Unless ``ignorable`` (a fitted
@@ -678,8 +700,9 @@ class _Selection:
         left = [name for name in self.names
                 if name not in self.used and name != k_column and name not in ignored
                 and name not in index
-                and not (_UNNAMED.fullmatch(name)
-                         and (name == self.names[0] or row_numbers(name)))]
+                and not (_UNNAMED.fullmatch(name) and (
+                    (name == self.names[0] and _index_like(np.asarray(values(name))))
+                    or _row_numbers(np.asarray(values(name)))))]
         if not left:
             return
         if "" in left:  # no name, so no entry of ignore reads it
@@ -830,8 +853,7 @@ def read_columns(names: Sequence[str], whole: Callable[[str], np.ndarray],
                            f"{uniform}{'; ' + near if near else ''}); an interaction log "
                            f"needs context, action, probability and feedback, a context set "
                            f"the context only")
-    table.unread(k_column, lambda name: _row_numbers(np.asarray(whole(name))), index,
-                 ignorable)
+    table.unread(k_column, whole, index, ignorable)
     schema = None
     if mapping.renames:  # a model's mapping answers every row: predict drops none
         schema = FeatureSchema(tuple(positions.get("context", ())),

@@ -213,6 +213,10 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
     """
     array = np.asarray(value)
     _kind(name, array, source)
+    if name == "probability" and array.dtype.kind == "b":  # True would be read as p = 1
+        raise IGLearnError(f"{source}: {places.value(name, 0)} holds true/false values; a "
+                           f"probability is a number in (0, 1], the chance with which the "
+                           f"logged action was chosen: give those numbers")
     if array.dtype == np.float16:  # exactly, so that bounds such as K compare without overflow
         array = array.astype(np.float32)
 
