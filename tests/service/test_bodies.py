@@ -180,3 +180,16 @@ def test_the_head_limit_holds_whether_the_head_arrives_in_one_read_or_several(
             f"content-length: {len(body)}\r\n\r\n").encode()
     received, _ = exchange(port, head + body, b"")
     assert received.startswith(b"HTTP/1.1 200 "), received[:300]
+
+
+def test_a_refused_head_that_was_sent_whole_is_closed_soon_not_after_the_timeout(service):
+    """A client that sent its whole oversized head and waits for the close gets the 431 and
+    the close within about DRAIN_QUIET, not the head's timeout (10 s by default), during
+    which the connection was held open for nothing."""
+    from iglearn.service.http import DRAIN_QUIET
+
+    port = service.process.port
+    big = b"GET /healthz HTTP/1.1\r\nhost: x\r\nx-big: " + b"a" * 100_000 + b"\r\n\r\n"
+    received, seconds = exchange(port, big, b"")
+    assert received.startswith(b"HTTP/1.1 431 "), received[:300]
+    assert seconds < DRAIN_QUIET + 3 < 10

@@ -19,6 +19,10 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from iglearn.data import safejson
 
+DRAIN_QUIET = 1.0
+"""Seconds without a byte after which a refused connection that is being drained (its
+client still sending the rest of its request) is closed: the client has sent it all and
+waits for the close (at most the head's timeout in all)."""
 REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
 """The statuses the protocol answers itself, with their reason phrases."""
 
@@ -39,6 +43,8 @@ class GuardedProtocol(HttpToolsProtocol):
     _head_bytes = 0
     _head_parsed = 0
     _draining = False
+    _drain_until = 0.0
+    _drain_heard = 0.0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -49,7 +55,10 @@ class GuardedProtocol(HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
-        if self._draining or self.transport.is_closing():  # answered: nothing more is read
+        if self._draining:  # answered: what comes is dropped, and keeps the drain open
+            self._drain_heard = self.loop.time()
+            return
+        if self.transport.is_closing():
             return
         super().data_received(data)
         if self._head_open and not self.transport.is_closing():
@@ -109,7 +118,8 @@ class GuardedProtocol(HttpToolsProtocol):
         """Answer ``status`` with the service's JSON error ``message`` and close; with
         ``drain``, what the client still sends is read and dropped for at most the head's
         timeout first (closed at once, a connection with unread data is reset, and the
-        client, still sending, would lose the answer)."""
+        client, still sending, would lose the answer), and closed once the client has sent
+        nothing for :data:`DRAIN_QUIET` seconds."""
         self._stop_head_timer()
         body = safejson.dumps({"error": message}).encode()
         head = (b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
@@ -117,9 +127,23 @@ class GuardedProtocol(HttpToolsProtocol):
         self.transport.write(head + body)
         if drain:
             self._draining = True
-            self._head_timer = self.loop.call_later(self.head_timeout, self.transport.close)
+            self._drain_heard = self.loop.time()
+            self._drain_until = self._drain_heard + self.head_timeout
+            self._drain_later()
         else:
             self.transport.close()
+
+    def _drain_later(self) -> None:
+        """Close a drained connection when it has been quiet for :data:`DRAIN_QUIET` seconds
+        or its time is up, checking again until then."""
+        now = self.loop.time()
+        quiet_at = self._drain_heard + DRAIN_QUIET
+        if now >= min(quiet_at, self._drain_until):
+            self._head_timer = None
+            self.transport.close()
+            return
+        self._head_timer = self.loop.call_later(min(quiet_at, self._drain_until) - now,
+                                                self._drain_later)
 
     def _start_head_timer(self) -> None:
         self._head_timer = self.loop.call_later(self.head_timeout, self._head_timed_out)
