@@ -19,6 +19,7 @@ from iglearn.integrations.coba import (  # noqa: E402
     UniformIGLLearner,
     e2g,
     feedback_values,
+    uniform,
 )
 from iglearn.learners.iglp import OnlineIGLP  # noqa: E402
 from iglearn.learners.regression import OnlineRegressionCB  # noqa: E402
@@ -255,7 +256,19 @@ def test_registered_learners_refuse_a_bad_setting_when_made():
                                                                  "whole number >= 1, got 0"),
                           (lambda: E2GLearner(warmup=-3), "^warmup must be a whole number >= 1"),
                           (lambda: IGLPLearner(seed=-1), "seed must be a whole number in"),
-                          (lambda: UniformIGLLearner(seed=-1), "seed must be a whole number")]:
+                          (lambda: UniformIGLLearner(seed=-1), "seed must be a whole number"),
+                          # IGL-P decodes feedback vectors: a scalar failed at the first fit
+                          (lambda: IGLPLearner(words=None, feedback_dim=0),
+                           "^feedback_dim must be a whole number from 1"),
+                          (lambda: E2GLearner(words=None, feedback_dim="3"),
+                           "^feedback_dim must be a whole number from 0 .*, got '3'"),
+                          (lambda: E2GLearner(users=True), "^users must be 'auto', None or a "
+                                                           "whole number >= 0, got True"),
+                          (lambda: IGLPLearner(users="x"), "^users must be 'auto', None"),
+                          (lambda: CobaLearner(5), r"^make must build the online learner "
+                                                   r"from \(n_actions, context_dim"),
+                          (lambda: CobaLearner(uniform(), slots=0),
+                           "^slots must be a whole number")]:
         with pytest.raises(IGLearnError, match=message):
             make()
 

@@ -6,7 +6,8 @@ import pytest
 from iglearn import IGLearnError
 from iglearn.envs import digits_environment
 from iglearn.envs.play import play
-from iglearn.learners import E2G, OnlineAIIGL, OnlineContextualBandit, UniformLearner
+from iglearn.learners import E2G, OnlineAIIGL, OnlineContextualBandit, OnlineIGLP, UniformLearner
+from iglearn.learners.regression import OnlineRegressionCB
 from iglearn.learners.schedules import (
     DataDrivenSchedule,
     PaperSchedule,
@@ -266,11 +267,20 @@ def test_one_feedback_number_may_be_a_scalar_and_a_wrong_shape_is_told_how_to_gi
      r"schedule must be a Schedule, got 'paper'; build one by name with "
      r"iglearn.learners.make_schedule\('paper'\)"),
     (lambda: E2G(10, 5, 3, update_every=True), "update_every must be a whole number >= 1"),
+    (lambda: OnlineIGLP(3, 5, 0), "feedback_dim must be a whole number from 1 to"),
+    (lambda: OnlineIGLP(3, 5, 3, refit_growth=float("nan")),
+     r"refit_growth must be a finite number >= 1 .*got nan"),
+    (lambda: OnlineRegressionCB(3, 5, refit_growth=float("inf")), "refit_growth .*got inf"),
+    (lambda: OnlineIGLP(3, 5, 3, refit_every="50"), "refit_every must be a whole number >= 1"),
+    (lambda: OnlineIGLP(3, 5, 3, refit_every=2.5), "refit_every .*got 2.5"),
+    (lambda: OnlineIGLP(3, 5, 3, users=5), "users is 5 but the contexts have 5 features"),
 ])
 def test_the_online_learners_refuse_settings_they_cannot_run_when_made(make, message):
     """Each failed only at the first re-fit, after the whole warm-up had been played: a
     negative holdout read unfilled memory, 1 held out every sample (division by zero), a
-    feedback width of 0 broke the decoder, a schedule by name had no exploit_steps."""
+    feedback width of 0 broke the decoder, a schedule by name had no exploit_steps, a NaN
+    growth of the re-fits failed with the models already re-fitted, a fractional
+    refit_every made fractional blocks."""
     with pytest.raises(IGLearnError, match=message):
         make()
 
@@ -292,3 +302,21 @@ def test_one_context_may_be_a_row_and_probabilities_check_their_contexts():
             learner.probabilities(contexts)
     with pytest.raises(IGLearnError, match="probabilities: field 'context'"):
         UniformLearner(10, seed=0).probabilities(np.full((2, 3), np.nan))
+
+
+def test_an_online_regressions_values_are_checked_as_its_predictions_are():
+    """predict_values of an online regression learner says to play more rounds before its
+    first fit (it told an OnlineIGLP to call fit(log)) and refuses NaN contexts as predict
+    does (it returned NaN values)."""
+    rng = np.random.default_rng(0)
+    learner = OnlineRegressionCB(3, 4, refit_every=20, seed=0)
+    with pytest.raises(IGLearnError, match="has not fitted yet; play more rounds"):
+        learner.predict_values(np.zeros((2, 4)))
+    for _ in range(25):
+        x = rng.normal(size=4)
+        action, probability = learner.act(x)
+        learner.learn(x, action, probability, float(action == x[:3].argmax()))
+    assert learner.fitted_
+    assert learner.predict_values(rng.normal(size=(5, 4))).shape == (5, 3)
+    with pytest.raises(IGLearnError, match="NaN"):
+        learner.predict_values(np.full((3, 4), np.nan))

@@ -40,10 +40,11 @@ from coba import Learner
 
 from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit, check_users_unit
 from iglearn.errors import IGLearnError
+from iglearn.hints import whole_number
 from iglearn.learners.ai_igl import OnlineAIIGL
 from iglearn.learners.e2g import E2G, check_update_every
 from iglearn.learners.iglp import GAMMA0, OnlineIGLP, check_decode_from, check_estimator
-from iglearn.learners.online import OnlineLearner, UniformLearner
+from iglearn.learners.online import OnlineLearner, UniformLearner, check_width
 from iglearn.learners.regression import OnlineRegressionCB, check_exploration
 from iglearn.learners.schedules import PaperSchedule
 from iglearn.seeding import check_seed
@@ -80,6 +81,16 @@ def feedback_values(feedback: Any, action: Any) -> np.ndarray:
                            f"numbers") from None
 
 
+def check_ids(what: str, value: object) -> None:
+    """Refuse a ``users`` or ``words`` setting that is not "auto", None or a whole number (at
+    least 0 for users, 1 for words), naming it."""
+    least = 0 if what == "users" else 1
+    whole = None if isinstance(value, str) else whole_number(value)
+    if not (value is None or value == AUTO or (whole is not None and whole >= least)):
+        raise IGLearnError(f"{what} must be 'auto', None or a whole number >= {least}, got "
+                           f"{value!r}")
+
+
 class CobaLearner(Learner):
     """An iglearn online learner behind coba's ``Learner`` interface.
 
@@ -104,14 +115,14 @@ class CobaLearner(Learner):
     def __init__(self, make: Maker, users: Ids = 0, words: Ids = AUTO, name: str = "iglearn",
                  params: Mapping[str, Any] | None = None, feedback_dim: int = 1,
                  slots: int = SLOTS):
-        for what, value in (("users", users), ("words", words)):
-            if not (value is None or value == AUTO
-                    or (isinstance(value, int) and value >= (0 if what == "users" else 1))):
-                raise IGLearnError(f"{what} must be 'auto', None or an integer >= "
-                                   f"{0 if what == 'users' else 1}, got {value!r}")
-        if feedback_dim < 0 or slots < 1:
-            raise IGLearnError(f"feedback_dim must be >= 0 and slots >= 1, got "
-                               f"{feedback_dim} and {slots}")
+        if not callable(make):
+            raise IGLearnError(f"make must build the online learner from (n_actions, "
+                               f"context_dim, feedback_dim), got {make!r}: pass a maker such "
+                               f"as iglearn.integrations.coba.iglp()")
+        check_ids("users", users)
+        check_ids("words", words)
+        feedback_dim = check_width("feedback_dim", feedback_dim, least=0)
+        slots = check_width("slots", slots)
         check_seed(dict(params or {}).get("seed"))  # each named learner reports its seed
         self._make, self._users, self._words = make, users, words
         self._name, self._params = name, dict(params or {})
@@ -360,6 +371,7 @@ def _scaling(standardise: Mode, same_unit: SameUnit, users: Ids) -> dict[str, An
     learner is made (not at coba's first interaction), as the online learner takes them: a
     context that begins with a user id's one-hot features (``users`` "auto" or n >= 1) is not
     measured in one unit."""
+    check_ids("users", users)  # before a learner reads its width
     unit = check_same_unit(same_unit)
     check_users_unit(unit, users)
     return {"standardise": check_mode(standardise), "same_unit": unit}
@@ -481,6 +493,8 @@ class IGLPLearner(CobaLearner):
         if estimator != "auto":
             check_estimator(estimator)  # refused here, not at coba's first interaction
         check_decode_from(decode_from)
+        if words is None:  # IGL-P decodes feedback vectors: one number at least
+            check_width("feedback_dim", feedback_dim)
         super().__init__(iglp(exploration, seed, epsilon=epsilon, gamma=gamma, gamma0=gamma0,
                               users=width, estimator=estimator, decode_from=decode_from,
                               **scaling),

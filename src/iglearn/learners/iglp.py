@@ -79,6 +79,7 @@ from iglearn.learners.base import PolicyLearner, check_finite_fit, log_warnings
 from iglearn.learners.batch_igl import IdentifiabilityWarning
 from iglearn.learners.monitor import ShortReport
 from iglearn.learners.objective import at_action
+from iglearn.learners.online import check_width
 from iglearn.learners.regression import (
     DEFAULT_OPTIMISATION,
     REFIT,
@@ -555,6 +556,14 @@ def decoded_reward(extreme_positive: np.ndarray, extreme_negative: np.ndarray,
     return np.where(negative, -extreme_negative, extreme_positive)
 
 
+def check_user_count(users: int, context_dim: int) -> None:
+    """Refuse ``users`` user-id features that leave no other context feature."""
+    if users >= context_dim:
+        raise IGLearnError(f"users is {users} but the contexts have {context_dim} features: "
+                           f"the first users features are the user, at least one must be "
+                           f"left for the rest")
+
+
 def check_user_columns(context: np.ndarray, users: int, source: str) -> None:
     """Refuse contexts whose first ``users`` columns are not a one-hot user id (each row a
     single 1, or none for a user not among them, and zeros), naming the first row that is not:
@@ -688,10 +697,7 @@ class IGLP(IGLPSettings, PolicyLearner):
         self._rng = rng
         self.feedback_dim_ = int(np.asarray(feedback).shape[1])
         generator = torch_generator(rng)
-        if self.users >= context.shape[1]:
-            raise IGLearnError(f"users is {self.users} but the contexts have "
-                               f"{context.shape[1]} features: the first users features are "
-                               f"the user, at least one must be left for the rest")
+        check_user_count(self.users, context.shape[1])
         def personal_ik() -> Policy:
             return Policy(PersonalIK(context.shape[1], self.feedback_dim_, self.users,
                                      n_actions, self.model, generator))
@@ -880,6 +886,7 @@ class OnlineIGLP(OnlineRegression):
                  gamma0: float | None = GAMMA0, users: int = 0, ik_starts: int = 2,
                  decode_from: Literal["interaction", "feedback"] = "interaction",
                  same_unit: SameUnit = "none"):
+        check_width("feedback_dim", feedback_dim)  # IGL-P decodes vectors: one number at least
         super().__init__(n_actions, context_dim, feedback_dim, exploration, epsilon, gamma,
                          refit_every, refit_growth, seed, standardise, gamma0, same_unit)
         check_users_unit(self.same_unit, users)
@@ -890,6 +897,7 @@ class OnlineIGLP(OnlineRegression):
                           threshold=threshold, ramp_start=ramp_start, ramp_width=ramp_width,
                           optimisation=self.first_fit, seed=self.rng, standardise="off",
                           users=users, ik_starts=ik_starts, decode_from=decode_from)
+        check_user_count(users, self.context_dim)  # a whole number now (checked by IGLP)
 
     def fitted_models(self) -> dict[str, Any]:
         """IGL-P's three models, which each re-fit changes."""

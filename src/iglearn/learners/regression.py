@@ -7,6 +7,8 @@ reward (the contextual bandit baseline of the personalised reproduction).
 
 from __future__ import annotations
 
+import math
+import numbers
 from abc import abstractmethod
 from collections.abc import Callable
 from functools import partial
@@ -26,6 +28,7 @@ from iglearn.data.scaling import (
     check_same_unit,
 )
 from iglearn.errors import IGLearnError, check_choice
+from iglearn.hints import whole_number
 from iglearn.learners import closed_form
 from iglearn.learners.objective import at_action
 from iglearn.learners.online import OnlineLearner, check_width
@@ -139,6 +142,22 @@ def exploration_distribution(values: np.ndarray, exploration: str, epsilon: floa
     return probs
 
 
+def check_refits(refit_every: object, refit_growth: object) -> tuple[int, float]:
+    """An online regression learner's ``refit_every`` (a whole number >= 1) and
+    ``refit_growth`` (a finite number >= 1), or an error naming the one that is not: a float
+    ``refit_every`` made blocks of fractional size, and a NaN or infinite growth failed at the
+    first fit with the models already re-fitted."""
+    every = whole_number(refit_every)
+    if every is None or every < 1:
+        raise IGLearnError(f"refit_every must be a whole number >= 1 (the first fit's size), "
+                           f"got {refit_every!r}")
+    if (isinstance(refit_growth, bool) or not isinstance(refit_growth, numbers.Real)
+            or not math.isfinite(refit_growth) or refit_growth < 1):
+        raise IGLearnError(f"refit_growth must be a finite number >= 1 (the growth of the "
+                           f"interactions between re-fits), got {refit_growth!r}")
+    return every, float(refit_growth)
+
+
 def check_exploration(exploration: str, epsilon: float, gamma: float,
                       gamma0: float | None = None) -> None:
     """Refuse an exploration the online regression learners cannot play, naming the setting:
@@ -202,8 +221,7 @@ class OnlineRegression(OnlineLearner):
         self.standardiser_: Standardiser | None = None
         """The warm-up's statistics, set at the first fit (None before, or when off)."""
         check_exploration(exploration, epsilon, gamma, gamma0)
-        if refit_every < 1 or refit_growth < 1:
-            raise IGLearnError("refit_every must be >= 1 and refit_growth >= 1")
+        refit_every, refit_growth = check_refits(refit_every, refit_growth)
         self.exploration, self.epsilon, self.gamma = exploration, epsilon, gamma
         self.gamma0 = gamma0
         self.refit_every, self.refit_growth = refit_every, refit_growth
@@ -220,7 +238,17 @@ class OnlineRegression(OnlineLearner):
         (standardised)."""
 
     def predict_values(self, contexts: np.ndarray) -> np.ndarray:
-        """f(x, a) for every action, shape (n, K), of raw contexts."""
+        """f(x, a) for every action, shape (n, K), of raw contexts, checked as
+        :meth:`predict`'s are (a learner not fitted yet: play more rounds)."""
+        self._require_fit()
+        return self._values(self.checked_contexts(contexts, "predict_values"))
+
+    def _require_fit(self) -> None:
+        if not self.fitted_:
+            raise IGLearnError(f"{type(self).__name__} has not fitted yet; play more rounds")
+
+    def _values(self, contexts: np.ndarray) -> np.ndarray:
+        """f(x, a) of raw contexts already checked."""
         contexts = np.asarray(contexts, np.float32)
         if self.standardiser_ is not None:
             contexts = self.standardiser_.apply(contexts)
@@ -240,7 +268,7 @@ class OnlineRegression(OnlineLearner):
         if self.gamma0 is not None:
             rounds = self.round_ + np.arange(len(contexts)) * int(consecutive)
             gamma = zhang_gamma(rounds, self.n_actions, self.gamma0)
-        return exploration_distribution(self.predict_values(contexts), self.exploration,
+        return exploration_distribution(self._values(contexts), self.exploration,
                                         self.epsilon, gamma)
 
     def probabilities(self, contexts: np.ndarray) -> np.ndarray:
@@ -317,9 +345,8 @@ class OnlineRegression(OnlineLearner):
     def predict(self, contexts: np.ndarray) -> np.ndarray:
         """The greedy action of the current regressor (contexts checked:
         :meth:`~iglearn.learners.online.OnlineLearner.checked_contexts`)."""
-        if not self.fitted_:
-            raise IGLearnError(f"{type(self).__name__} has not fitted yet; play more rounds")
-        return self.predict_values(self.checked_contexts(contexts, "predict")).argmax(1)
+        self._require_fit()
+        return self._values(self.checked_contexts(contexts, "predict")).argmax(1)
 
 
 class OnlineRegressionCB(OnlineRegression):
