@@ -135,6 +135,44 @@ def test_a_folder_given_as_the_database_is_one_line_naming_it(tmp_path, capsys):
         assert files(folder) == []
 
 
+def test_a_database_the_service_cannot_create_or_that_sits_under_a_file_is_one_line(
+        tmp_path, capsys):
+    """A database in a folder the service may not write (/proc: read-only even to root) was
+    an "internal error" and exit code 1; a path under a file was told its folder does not
+    exist. Each is one line naming the path and the fix, for serve and its commands."""
+    (tmp_path / "afile").write_text("x")
+    for db, words in (("/proc/iglearn-test.db", "cannot open or create the SQLite database"),
+                      (str(tmp_path / "afile" / "s.db"), "afile is a file, not a folder")):
+        config = write_config(tmp_path / "s.toml", tables(server={"db": db}))
+        for argv in (["serve", "--config", config, "--port", "0", "--insecure-no-auth"],
+                     ["serve", "keys", "add", "--config", config, "--role", "admin"],
+                     ["serve", "db", "upgrade", "--config", config]):
+            code, _, err = run(capsys, *argv)
+            assert code == 2, (argv, err)
+            assert err.count("\n") == 1 and "internal error" not in err, err
+            assert words in err and "[server] db (or --db)" in err, err
+    assert not Path("/proc/iglearn-test.db").exists()
+
+
+def test_a_relative_db_on_the_command_line_is_relative_to_the_current_folder(
+        tmp_path, capsys, monkeypatch):
+    """--db is a command-line path: relative to the current folder, as every path given
+    there is (it was taken relative to the configuration file's folder, as the file's own
+    [server] db is, and the database landed beside the file)."""
+    (tmp_path / "etc").mkdir()
+    (tmp_path / "work").mkdir()
+    config = write_config(tmp_path / "etc" / "s.toml", tables())
+    monkeypatch.chdir(tmp_path / "work")
+    code, _, err = run(capsys, "serve", "db", "upgrade", "--config", "../etc/s.toml",
+                       "--db", "here.db")
+    assert code == 0, err
+    assert (tmp_path / "work" / "here.db").is_file()
+    assert not (tmp_path / "etc" / "here.db").exists()
+    # the file's own relative db stays relative to the file's folder
+    assert run(capsys, "serve", "db", "upgrade", "--config", config)[0] == 0
+    assert (tmp_path / "etc" / "service.db").is_file()
+
+
 def sqlite_file(path: Path, rows: int = 200) -> bytes:
     """The bytes of a small SQLite database of another application."""
     with contextlib.closing(sqlite3.connect(path)) as db:

@@ -4,6 +4,7 @@ the file, the key and the fix."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 from iglearn.cli import main
 from iglearn.errors import IGLearnError
@@ -145,6 +146,29 @@ def test_learner_tables_change_only_their_keys_of_the_algorithms_defaults():
     assert learner.optimisation.epochs == 5 and learner.refinements == 0
     assert learner.temperature == 2.0 and isinstance(learner.temperature, float)
     assert learner.optimisation.policy_epochs == AIIGL_OPTIMISATION.policy_epochs
+
+
+def test_a_relative_logdir_is_relative_to_the_files_folder_as_its_db_is(tmp_path):
+    """Two relative paths of one file resolve alike: [model.learner] logdir was taken
+    relative to the current folder, [server] db relative to the file's folder."""
+    from iglearn.service.config import make_learner
+
+    config = parse_config({"model": MODEL | {"learner": {"logdir": "tb"}},
+                           "server": {"db": "s.db"}}, str(tmp_path / "etc" / "svc.toml"))
+    assert config.db_path == tmp_path / "etc" / "s.db"
+    assert make_learner(config).logdir == str(tmp_path / "etc" / "tb")
+    absolute = parse_config({"model": MODEL | {"learner": {"logdir": str(tmp_path / "a")}}})
+    assert make_learner(absolute).logdir == str(tmp_path / "a")
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="a machine without a CUDA GPU")
+def test_a_device_this_machine_lacks_is_refused_at_start_not_at_each_refit():
+    """device = "cuda" without a GPU was accepted, and every re-fit then failed (the service
+    stayed in its warm-up exploration); it is refused with the file and the key."""
+    with pytest.raises(IGLearnError, match=r"^svc\.toml: \[model\.learner\] device 'cuda': no "
+                                           r"CUDA GPU is available"):
+        parse_config({"model": MODEL | {"learner": {"device": "cuda"}}}, "svc.toml")
+    assert parse_config({"model": MODEL | {"learner": {"device": "cpu"}}}, "svc.toml")
 
 
 SETTINGS_BAD = [  # every numeric setting with a bound a value can cross

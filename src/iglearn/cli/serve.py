@@ -467,9 +467,21 @@ def add_database_arguments(parser: argparse.ArgumentParser, required: bool = Tru
     parser.add_argument("--config", required=required,
                         help="the service's TOML configuration" if required else
                              "the service's TOML configuration (required; default: none)")
-    parser.add_argument("--db", default=None,
-                        help="database file or postgresql:// URL (default: the file's "
-                             "[server] db)")
+    parser.add_argument("--db", default=None, type=database_argument,
+                        help="database file (relative to the current folder) or "
+                             "postgresql:// URL (default: the file's [server] db, relative "
+                             "to the file's folder)")
+
+
+def database_argument(value: str) -> str:
+    """``--db`` as the service reads it: a relative file path resolved against the current
+    folder, as every path on a command line is (the configuration file's own ``[server] db``
+    is relative to the file's folder), and a PostgreSQL URL as given."""
+    from iglearn.service.storage import is_postgres
+
+    if is_postgres(value) or not value:
+        return value
+    return str(Path(value).expanduser().absolute())
 
 
 def keys_command(actions: argparse._SubParsersAction, name: str,

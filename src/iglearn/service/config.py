@@ -247,8 +247,13 @@ class ServiceConfig:
 
         if is_postgres(self.server.db):
             return self.server.db
-        db = Path(self.server.db).expanduser()
-        return db if db.is_absolute() else Path(self.path).resolve().parent / db
+        return self.resolved(self.server.db)
+
+    def resolved(self, value: str | Path) -> Path:
+        """A path the file gives (``[server] db``, ``[model.learner] logdir``): as it is when
+        absolute (``~`` expanded), else relative to the configuration file's folder."""
+        path = Path(value).expanduser()
+        return path if path.is_absolute() else Path(self.path).resolve().parent / path
 
     @property
     def db_shown(self) -> str:
@@ -510,6 +515,8 @@ def make_learner(config: ServiceConfig, path: str = "configuration", seed: int =
                                f"worker_threads instead")
     if "threads" in {f.name for f in dataclasses.fields(cls)}:  # re-fits run in the worker
         settings["threads"] = config.learning.worker_threads
+    if isinstance(settings.get("logdir"), str) and settings["logdir"]:  # as [server] db is
+        settings["logdir"] = str(config.resolved(settings["logdir"]))
     try:
         learner = typed_settings(cls(seed=seed), settings, skip=("seed", "threads"))
     except SettingRefused as e:
@@ -517,6 +524,14 @@ def make_learner(config: ServiceConfig, path: str = "configuration", seed: int =
     except (TypeError, ValueError, IGLearnError) as e:
         raise IGLearnError(f"{path}: [model.learner] settings refused by "
                            f"{cls.__name__}: {e}; fix them") from None
+    device = getattr(learner, "device", None)
+    if isinstance(device, str):  # a device this machine lacks: refused now, not at each re-fit
+        from iglearn.devices import resolve_device
+
+        try:
+            resolve_device(device)
+        except IGLearnError as e:
+            raise IGLearnError(f"{path}: [model.learner] {e}") from None
     return learner
 
 

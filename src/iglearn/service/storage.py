@@ -428,15 +428,24 @@ class SQLiteStorage(Storage):
     def __init__(self, path: str | Path, synchronous: str = "normal", timeout: float = 30.0,
                  checkpoint_seconds: float | None = None, adopt: bool = False):
         self.path = Path(path)
+        if self.path.parent.exists() and not self.path.parent.is_dir():
+            raise IGLearnError(f"{self.path}: {self.path.parent} is a file, not a folder; set "
+                               f"[server] db (or --db) to a path in a folder")
         if not self.path.parent.is_dir():
             raise IGLearnError(f"{self.path}: the folder {self.path.parent} does not exist; "
-                               f"create it or set [server] db to another path")
+                               f"create it or set [server] db (or --db) to another path")
         if self.path.is_dir():
             raise IGLearnError(f"{self.path} is a folder, not an SQLite database file; set "
-                               f"[server] db to a file (such as "
+                               f"[server] db (or --db) to a file (such as "
                                f"{self.path / 'service.db'})")
-        self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
-                                   check_same_thread=False)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=timeout, isolation_level=None,
+                                       check_same_thread=False)
+        except sqlite3.OperationalError as e:  # a folder it may not write, a file it may not read
+            raise IGLearnError(f"{self.path}: cannot open or create the SQLite database "
+                               f"({e}); make the file and its folder {self.path.parent} "
+                               f"readable and writable by the service, or set [server] db "
+                               f"(or --db) to another path") from None
         try:
             self._open(synchronous, timeout, adopt)
         except BaseException:
