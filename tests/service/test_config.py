@@ -93,6 +93,15 @@ def test_not_toml(tmp_path):
         load_config(path)
 
 
+def test_a_file_saved_with_a_byte_order_mark_is_read(tmp_path):
+    """Windows' Notepad saves UTF-8 with a byte-order mark: it was "Invalid statement (at
+    line 1, column 1)", naming nothing a user could see."""
+    path = tmp_path / "bom.toml"
+    path.write_bytes(b"\xef\xbb\xbf[model]\nn_actions = 3\ncontext_dim = 4\n"
+                     b"feedback_dim = 2\n")
+    assert load_config(path).model.n_actions == 3
+
+
 def test_command_line_overrides_are_checked():
     config = parse_config({"model": MODEL})
     assert config.replace(port=9000).server.port == 9000
@@ -185,7 +194,10 @@ SETTINGS_BAD = [  # every numeric setting with a bound a value can cross
     ("learning", "refit_every", "500", "an integer"),
     ("learning", "join_window", "600", "a finite number"),
     ("exploration", "warmup", 10.5, "an integer"),
-    ("server", "port", "8700", "an integer"),
+    ("server", "port", "8700", "an integer in [0, 65535]"),
+    ("server", "port", -1, "an integer in [0, 65535]"),
+    ("server", "port", 70000, "an integer in [0, 65535]"),
+    ("learning", "worker_nice", -1, "an integer in [0, 19]"),
     ("server", "max_body_bytes", 0, "an integer >= 1"),
 ]
 

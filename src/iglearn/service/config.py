@@ -318,7 +318,7 @@ def load_config(path: str | Path, learner: bool = True) -> ServiceConfig:
         raise IGLearnError(f"{path}: {size} bytes is too large for a configuration file "
                            f"(at most {MAX_CONFIG_BYTES})")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")  # a byte-order mark, as Notepad saves
     except UnicodeDecodeError as e:
         raise IGLearnError(f"{path}: not valid TOML ({e}); fix the file") from None
     return parse_config(safejson.parse_toml(text, str(path), "fix the file"), str(path),
@@ -368,12 +368,17 @@ def _section(cls: type, name: str, values: dict[str, Any], path: str) -> Any:
             converted[key] = typed_value(cls, key, value)
         except SettingRefused as e:
             shape = name == "model" and key in SHAPE_RANGES
-            expected = (_range_text(key) if shape else _positive_text(cls, key)
+            expected = (_range_text(key) if shape else INTEGER_RANGES[name, key]
+                        if (name, key) in INTEGER_RANGES else _positive_text(cls, key)
                         if key in POSITIVE.get(name, ()) else e.expected)
             raise _bad(path, name, key, value, expected) from None
     return cls(**converted)
 
 
+INTEGER_RANGES = {("server", "port"): "an integer in [0, 65535]",
+                  ("learning", "worker_nice"): "an integer in [0, 19]"}
+"""What the integer settings with a range of their own need, told alike for a value of
+another type (a port given as text) and one out of the range (:func:`_check`)."""
 SHAPE_RANGES = {"n_actions": (2, limits.MAX_ACTIONS), "context_dim": (1, limits.MAX_DIM),
                  "feedback_dim": (1, limits.MAX_DIM)}
 """The range of each of [model]'s shape settings (told alike for a wrong type or value),
@@ -453,7 +458,8 @@ def _check(config: ServiceConfig, path: str, learner: bool = True) -> None:
                            _positive_text(type(section), key))
     _check_ranges(config.learning, "learning", path)
     if not 0 <= lr.worker_nice <= 19:
-        raise _bad(path, "learning", "worker_nice", lr.worker_nice, "an integer in [0, 19]")
+        raise _bad(path, "learning", "worker_nice", lr.worker_nice,
+                   INTEGER_RANGES["learning", "worker_nice"])
     if not 0 < e.eta <= 1:
         raise _bad(path, "exploration", "eta", e.eta, "a number in (0, 1] (Assumption 2)")
     if lr.min_interactions > lr.max_interactions:
@@ -475,7 +481,7 @@ def _check_ranges(settings: Any, table: str, path: str) -> None:
 def _check_server(s: ServerSettings, path: str) -> None:
     _check_ranges(s, "server", path)
     if not 0 <= s.port <= 65535:
-        raise _bad(path, "server", "port", s.port, "an integer in [0, 65535]")
+        raise _bad(path, "server", "port", s.port, INTEGER_RANGES["server", "port"])
     if not s.host:
         raise _bad(path, "server", "host", s.host, "an address such as 127.0.0.1")
     if not s.db:
