@@ -201,7 +201,7 @@ def test_a_non_finite_measure_prints_as_null(small, tmp_path, capsys, monkeypatc
     import iglearn.learners.evaluation as evaluation
 
     monkeypatch.setattr(evaluation, "evaluate",
-                        lambda learner, table: {"accuracy": float("nan"),
+                        lambda learner, table, **_: {"accuracy": float("nan"),
                                                 "value_ips": np.float32("inf")})
     code, out, _ = run(capsys, "evaluate", small / "model", small / "test.npz")
     assert code == 0 and strict_json(out)["accuracy"] is None
