@@ -68,11 +68,10 @@ def check_feature_names(table: InteractionLog | ContextSet | LogStream,
                         schema: FeatureSchema | None,
                         blocks: tuple[str, ...] = ("context",)) -> None:
     """Refuse a log's or context set's contexts (or another of its ``blocks``: a log's
-    ``feedback``)
-    whose feature names (its ``schema``: a DSJSON file read without the model's schema names
-    them in its own order of first appearance, a frame read with a column mapping by its
-    columns) are not the model's ``schema``'s, in its order: their columns would be read as
-    other features. Either without names passes (nothing to compare)."""
+    ``feedback``) whose feature names (its ``schema``: a DSJSON file read without the model's
+    schema names them in its own order of first appearance, a frame read with a column
+    mapping by its columns) are not the model's ``schema``'s, in its order: their columns
+    would be read as other features. Either without names passes (nothing to compare)."""
     theirs = getattr(table, "schema", None)
     if schema is None or theirs is None:
         return

@@ -1620,12 +1620,13 @@ def listening_socket(host: str, port: int) -> socket.socket:
     except OSError as e:
         sock.close()
         if e.errno == errno.EADDRINUSE:
-            problem = "the port is in use by another program; choose another with --port"
+            problem = ("the port is in use by another program; choose another with --port "
+                       "or [server] port")
         elif e.errno == errno.EADDRNOTAVAIL:
             problem = (f"{host} is not an address of this machine; choose another with "
-                       f"--host")
+                       f"--host or [server] host")
         elif e.errno == errno.EACCES:
-            problem = "permission denied; choose a port above 1023 with --port"
+            problem = "permission denied; choose a port above 1023 with --port or [server] port"
         else:
             problem = f"{e.strerror or e}; check [server] host and port"
         raise IGLearnError(f"cannot listen on {host}:{port}: {problem}") from None
