@@ -426,6 +426,47 @@ def test_the_version_a_start_loads_is_told_as_served_not_swapped(tmp_path, capsy
     assert "serving model version 1, stored" in err and "(was" not in err, err
 
 
+def test_a_damaged_served_version_is_rolled_back_offline_and_the_service_starts(tmp_path,
+                                                                                capsys):
+    """The served version's stored archive is damaged: the start is refused naming the
+    database and the way out that needs no running service (it told the operator to send an
+    archive to the service it had refused to start); serve db rollback serves the version
+    before, and the service starts on it."""
+    from iglearn.models.archive import pack_model
+    from iglearn.service.app import Service
+    from iglearn.service.config import load_config
+
+    from .test_api import small_model
+
+    small_model(tmp_path / "model")
+    storage = SQLiteStorage(tmp_path / "service.db")
+    storage.add_model("igl", 0, 0.0, {"source": "import"}, pack_model(tmp_path / "model"))
+    storage.add_model("igl", 0, 0.0, {"source": "import"}, b"not an archive")
+    storage.close()
+    config = write_config(tmp_path / "s.toml", tables())
+    db = tmp_path / "service.db"
+    with pytest.raises(IGLearnError, match=rf"^{db}: model version 2: not a gzip-compressed "
+                                           r"tar archive .*; serve an earlier version with "
+                                           r"iglearn serve db rollback --config FILE"):
+        Service(load_config(config), insecure_no_auth=True)
+    code, _, err = run(capsys, "serve", "db", "rollback", "--config", config, "--version", 7)
+    assert code == 2 and "model version 7 is not stored (the stored versions: [1, 2])" in err
+    code, out, err = run(capsys, "serve", "db", "rollback", "--config", config)
+    assert code == 0, err
+    assert out == f"{db}: serving model version 1 (was 2)\n"
+    code, _, err = run(capsys, "serve", "db", "rollback", "--config", config)
+    assert code == 2 and "no model version earlier than the served 1 is stored" in err
+    service = Service(load_config(config), insecure_no_auth=True)
+    try:
+        assert service.served is not None and service.served.version == 1
+    finally:
+        service.storage.close()
+    code, _, err = run(capsys, "serve", "db", "rollback", "--config", config, "--db",
+                       tmp_path / "none.db")
+    assert code == 2 and "no service database there yet" in err
+    assert not (tmp_path / "none.db").exists()
+
+
 @pytest.mark.parametrize("signum", ["SIGTERM", "SIGINT", "SIGHUP"])
 def test_a_signal_stops_the_service_gracefully_with_its_status_and_the_database_closed(
         tmp_path, signum):

@@ -159,6 +159,40 @@ def run_db_upgrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_db_rollback(args: argparse.Namespace) -> int:
+    """Serve an earlier stored model version, the service stopped or running (it picks the
+    change up as it picks up a re-fit): the way out when the served version cannot be
+    loaded and the service cannot start to be rolled back over HTTP."""
+    from iglearn.service.config import load_config
+    from iglearn.service.storage import is_new_database, open_storage
+
+    config = load_config(args.config, learner=False).replace(db=args.db)
+    if is_new_database(config.db_path):
+        raise IGLearnError(f"{config.db_shown}: no service database there yet; nothing to "
+                           f"roll back (check --config and --db)")
+    storage = open_storage(config.db_path, config.server.synchronous, pool_size=1)
+    try:
+        models = storage.models()
+        versions = [m.version for m in models]
+        current = storage.served_version()
+        target = args.version
+        if target is None:  # the newest earlier version, as POST /v1/model/rollback
+            older = [m.version for m in models if m.version < current and not m.held_back]
+            if not older:
+                raise IGLearnError(f"{config.db_shown}: no model version earlier than the "
+                                   f"served {current} is stored; import one with iglearn "
+                                   f"serve import once the service runs")
+            target = max(older)
+        elif target not in versions:
+            raise IGLearnError(f"{config.db_shown}: model version {target} is not stored (the "
+                               f"stored versions: {versions or 'none'}); choose one of them")
+        storage.serve(target)
+    finally:
+        storage.close()
+    print(f"{config.db_shown}: serving model version {target} (was {current})")
+    return 0
+
+
 DEFAULT_URL = "http://127.0.0.1:8700"
 """The service a remote command talks to without ``--url`` or ``--config``: the address
 ``[server]`` defaults to."""
@@ -543,6 +577,17 @@ def add_commands(commands: argparse._SubParsersAction) -> None:
                          help="add iglearn's tables to an SQLite file that holds another "
                               "application's tables (refused without it)")
     upgrade.set_defaults(run=run_db_upgrade, reads=("config",))
+    rollback = db_actions.add_parser(
+        "rollback", help="serve an earlier stored model version",
+        description="Serve an earlier stored model version (by default the newest one before "
+                    "the served version that was not held back), whether the service is "
+                    "stopped or running: the way out when the served version cannot be "
+                    "loaded, so that the service cannot start to be rolled back over HTTP.")
+    add_database_arguments(rollback)
+    rollback.add_argument("--version", type=int, default=None,
+                          help="the stored model version to serve (default: the newest "
+                               "earlier one)")
+    rollback.set_defaults(run=run_db_rollback, reads=("config",))
     add_remote_commands(actions)
     add_demo_command(commands)
 

@@ -407,8 +407,15 @@ class Service:
                                    f"{algorithm!r}; configure algorithm = "
                                    f"{json.dumps(record.algorithm)}, or start with a new "
                                    f"database")
-            learner = load_archive(storage.model_archive(version), algorithm,
-                                   f"model version {version}")
+            try:
+                learner = load_archive(storage.model_archive(version), algorithm,
+                                       f"model version {version}")
+            except IGLearnError as e:  # a damaged stored archive: the way out, offline
+                problem = str(e).rsplit("; ", 1)[0]  # its fix is for an upload
+                raise IGLearnError(
+                    f"{self.config.db_shown}: {problem}; serve an earlier version with "
+                    f"iglearn serve db rollback --config FILE (or --version N), or import "
+                    f"a model once the service runs") from None
             differs = shape_mismatch(getattr(learner, "metadata_", {}), self.config)
             if differs is not None:
                 key, have, value = differs
