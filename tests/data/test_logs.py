@@ -208,3 +208,35 @@ def test_a_probability_column_of_booleans_is_refused_not_read_as_one():
     log = InteractionLog.from_frame(frame.assign(p=1 / 3), context=["x"], action="arm",
                                     probability="p", feedback=["y"], n_actions=3)
     assert log.context.sum() == (np.arange(n) % 4 == 0).sum()
+
+
+def test_pandas_nullable_numbers_and_torch_tensors_are_read_as_numbers():
+    """A log built from pandas' nullable numbers (a frame of Float64 or Int64 columns, as
+    convert_dtypes() or dtype_backend='numpy_nullable' gives) or from torch tensors that
+    require grad holds the same values as one built from numpy arrays (the frame was refused
+    as "dtype 'object'", the tensor raised torch's RuntimeError); a missing value is refused
+    as NaN, naming its row, and a column of text stays refused."""
+    import pandas as pd
+    import torch
+
+    rng = np.random.default_rng(0)
+    context, feedback = 35 + 0.05 * rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
+    plain = make(context=context, feedback=feedback)
+    frame = pd.DataFrame(context, columns=list("abc")).astype("Float64")
+    frame["c"] = frame["c"].round().astype("Int64")
+    for given in (make(context=frame, feedback=pd.DataFrame(feedback).astype("Float64"),
+                       action=pd.Series(plain.action, dtype="Int64")),
+                  make(context=frame.to_numpy(), feedback=feedback),
+                  make(context=torch.tensor(context, requires_grad=True),
+                       feedback=torch.tensor(feedback, requires_grad=True))):
+        rounded = plain.context.copy()
+        if given.context[0, 2] != plain.context[0, 2]:
+            rounded[:, 2] = np.round(context[:, 2])
+        np.testing.assert_allclose(given.context, rounded)
+        np.testing.assert_allclose(given.feedback, plain.feedback)
+        assert given.action.tolist() == plain.action.tolist()
+    frame.loc[4, "b"] = pd.NA
+    with pytest.raises(IGLearnError, match=r"^log.npz: field 'context' holds nan at row 4; "):
+        make(context=frame)
+    with pytest.raises(IGLearnError, match="field 'context' has dtype 'object'; expected real"):
+        make(context=frame.astype(object).assign(a="x"))

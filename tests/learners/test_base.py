@@ -509,3 +509,29 @@ def test_predict_on_a_frame_with_a_column_the_model_does_not_read_says_to_drop_i
         learner.predict(frame.assign(note=1.0))
     assert np.array_equal(learner.predict(frame.assign(note=1.0).drop(columns=["note"])),
                           learner.predict(frame))
+
+
+def _raw_log(n: int = 400, k: int = 3) -> InteractionLog:
+    """n uniform interactions of raw measurements (35 + 0.05 x): the context tells the right
+    action, the feedback whether the action was right."""
+    rng = np.random.default_rng(0)
+    best, arm = rng.integers(0, k, n), rng.integers(0, k, n)
+    context = 35 + 0.05 * (np.eye(k)[best] + rng.normal(0, 0.3, (n, k)))
+    feedback = 35 + 0.05 * ((arm == best)[:, None] + rng.normal(0, 0.3, (n, 4)))
+    return InteractionLog(context, arm, np.full(n, 1 / k), feedback, k, label=best)
+
+
+@pytest.mark.parametrize("make", [BatchIGL, IGLP], ids=["IGL", "IGL-P"])
+def test_a_fitted_model_reads_nullable_frames_and_tensors_as_their_numbers(make):
+    """predict on the array of a frame of pandas' nullable numbers (frame.to_numpy(), which
+    the message for a frame of other names suggests, holds Python objects) and on a torch
+    tensor that requires grad gives the actions of the plain array (they were refused as
+    "dtype 'object'" and with torch's RuntimeError)."""
+    log = _raw_log()
+    learner = make(seed=0).fit(log)
+    expected = learner.predict(log.context)
+    nullable = pd.DataFrame(log.context.astype(np.float64)).astype("Float64").to_numpy()
+    assert nullable.dtype == object
+    for given in (nullable, torch.tensor(log.context, requires_grad=True)):
+        np.testing.assert_array_equal(learner.predict(given), expected)
+

@@ -320,3 +320,20 @@ def test_an_online_regressions_values_are_checked_as_its_predictions_are():
     assert learner.predict_values(rng.normal(size=(5, 4))).shape == (5, 3)
     with pytest.raises(IGLearnError, match="NaN"):
         learner.predict_values(np.full((3, 4), np.nan))
+
+
+def test_an_online_learner_reads_nullable_frames_and_tensors_as_their_numbers():
+    """act and learn take a context and feedback given as a torch tensor that requires grad
+    or a row of a frame of pandas' nullable numbers (they raised torch's RuntimeError, or
+    refused the row as "dtype 'object'")."""
+    import pandas as pd
+    import torch
+
+    learner = E2G(3, 4, 2, seed=0)
+    frame = pd.DataFrame(np.arange(8.0).reshape(2, 4)).astype("Float64")
+    tensors = torch.ones(4, requires_grad=True), torch.ones(2, requires_grad=True)
+    for context, feedback in (tensors, (frame.iloc[[1]],
+                                        pd.DataFrame([[1.5, 2]]).astype("Float64"))):
+        action, probability = learner.act(context)
+        learner.learn(context, action, probability, feedback)
+    assert learner.interactions_ == 2

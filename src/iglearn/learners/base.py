@@ -15,7 +15,13 @@ import torch
 
 from iglearn.data.contexts import ContextSet
 from iglearn.data.limits import check_log_types
-from iglearn.data.logs import InteractionLog, label_accuracy, model_rows, probability_warning
+from iglearn.data.logs import (
+    InteractionLog,
+    as_array,
+    label_accuracy,
+    model_rows,
+    probability_warning,
+)
 from iglearn.data.scaling import (
     DEFAULT_ORIGINS,
     ROW_SPREAD,
@@ -309,7 +315,7 @@ class PolicyLearner:
         from iglearn.data.frames import as_pandas, frame_columns, is_table, mapping_of
 
         if not is_table(value):
-            return np.asarray(value)
+            return as_array(value)
         frame = as_pandas(value, "data frame")  # a polars or pyarrow table: by its names
         schema = getattr(self, "schema_", None)
         names = {str(name) for name in frame.columns}

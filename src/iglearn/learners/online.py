@@ -14,7 +14,13 @@ from typing import Any
 import numpy as np
 
 from iglearn.data import limits
-from iglearn.data.logs import check_n_actions, label_accuracy, model_rows, row_values
+from iglearn.data.logs import (
+    as_array,
+    check_n_actions,
+    label_accuracy,
+    model_rows,
+    row_values,
+)
 from iglearn.errors import IGLearnError
 from iglearn.hints import whole_number
 from iglearn.seeding import SeedLike, as_generator
@@ -100,7 +106,7 @@ class OnlineLearner(ABC):
     def one_context(self, context: np.ndarray, source: str = "act") -> np.ndarray:
         """One context handed to :meth:`act` or :meth:`learn` (a vector of d values, or one
         row of shape (1, d)) as the block of one row the learner reads, checked."""
-        row = np.asarray(context)
+        row = as_array(context)
         if row.ndim == 2 and len(row) == 1:
             row = row[0]
         return self.checked_contexts(row[None], source, single=True)
@@ -116,7 +122,7 @@ class OnlineLearner(ABC):
         """Learn from one interaction."""
         contexts = self.one_context(context, "learn")
         self.learn_batch(contexts, np.array([action]),
-                         np.array([probability]), np.asarray(feedback)[None])
+                         np.array([probability]), as_array(feedback)[None])
 
     def predict(self, contexts: np.ndarray) -> np.ndarray:
         """The greedy action of the learner's current model for each context."""
@@ -153,11 +159,12 @@ def check_width(name: str, value: object, least: int = 1) -> int:
 
 
 def checked_signal(feedback: np.ndarray | float, n: int, dim: int) -> np.ndarray:
-    """What ``learn_batch`` received for ``n`` interactions, as float32 of shape (n,) when the
-    learner reads one number per interaction (``dim`` 0) or (n, dim); anything else (an
+    """What ``learn_batch`` received for ``n`` interactions, in the shape (n,) when the
+    learner reads one number per interaction (``dim`` 0) or (n, dim), its values as given (the
+    caller checks them as a log's); anything else (an
     (n, 1) column where n numbers are meant, a vector of the wrong length) is refused with
     one line, since broadcasting it would silently learn nothing."""
-    signal = np.asarray(feedback, np.float32)
+    signal = as_array(feedback)
     expected = (n, dim) if dim else (n,)
     if dim and signal.ndim > 2 and signal.size == n * dim:  # e.g. images: flattened
         signal = signal.reshape(expected)
