@@ -535,3 +535,23 @@ def test_a_fitted_model_reads_nullable_frames_and_tensors_as_their_numbers(make)
     for given in (nullable, torch.tensor(log.context, requires_grad=True)):
         np.testing.assert_array_equal(learner.predict(given), expected)
 
+def test_decode_checks_the_actions_it_is_given():
+    """AI-IGL's and IGL-P's decode refuse an action out of range or not an integer naming the
+    value and its row (IGL-P's raised torch's errors; AI-IGL's named only the shape), and
+    IGL-P's refuses feedback of another number of rows than the contexts."""
+    log = _raw_log()
+    ai, iglp = AIIGL(seed=0).fit(log), IGLP(seed=0).fit(log)
+    decoders = {"AI-IGL": lambda actions, feedback=log.feedback: ai.decode(feedback, actions),
+                "IGL-P": lambda actions, feedback=log.feedback: iglp.decode(log.context,
+                                                                            actions, feedback)}
+    for name, decode in decoders.items():
+        assert decode(log.action.astype(float)).shape == (len(log),), name
+        with pytest.raises(IGLearnError, match=r"^decode: field 'action' holds \d at row 0, "
+                                               r"outside \[0, 3\)"):
+            decode(log.action + 3)
+        with pytest.raises(IGLearnError, match=r"^decode: field 'action' holds \d.5 at row 0, "
+                                               r"not an integer"):
+            decode(log.action + 0.5)
+    with pytest.raises(IGLearnError, match=r"^decode: field 'feedback' has 399 rows but "
+                                           r"'context' has 400"):
+        decoders["IGL-P"](log.action, log.feedback[:-1])
