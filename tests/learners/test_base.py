@@ -79,10 +79,20 @@ def test_fit_many_equals_fitting_each_alone(make, logs):
 def test_fit_many_rejects_what_cannot_run_together(logs):
     with pytest.raises(IGLearnError, match="one class and settings"):
         BatchIGL.fit_many([BatchIGL(seed=0), BatchIGL(seed=1, max_restarts=0)], logs[:2])
-    with pytest.raises(IGLearnError, match="one class and settings"):
+    with pytest.raises(IGLearnError, match="learners.1. is of type Supervised; fit those with "
+                                           "Supervised.fit_many"):
         BatchIGL.fit_many([BatchIGL(seed=0), Supervised(seed=1)], logs[:2])
     with pytest.raises(IGLearnError, match="one log per learner"):
         BatchIGL.fit_many([BatchIGL(seed=0)], logs[:2])
+    # not learners of the class (a TypeError from vars(), an AttributeError for IGL-P)
+    with pytest.raises(IGLearnError, match=r"^BatchIGL.fit_many fits BatchIGL learners, but "
+                                           r"learners\[1\] is of type str; give BatchIGL"):
+        BatchIGL.fit_many([BatchIGL(seed=0), "seed 1"], logs[:2])
+    with pytest.raises(IGLearnError, match=r"learners\[0\] is of type IGLP; fit it on its own "
+                                           r"with fit\(log\)"):
+        BatchIGL.fit_many([IGLP(seed=0), IGLP(seed=1)], logs[:2])
+    with pytest.raises(IGLearnError, match="is of type BatchIGL; fit those with BatchIGL.fit_many"):
+        AIIGL.fit_many([BatchIGL(seed=0), BatchIGL(seed=1)], logs[:2])
     with pytest.raises(IGLearnError, match="logs of one shape"):
         BatchIGL.fit_many([BatchIGL(seed=0), BatchIGL(seed=1)],
                           [logs[0], logs[1].subset(np.arange(1000))])

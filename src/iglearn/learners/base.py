@@ -474,6 +474,18 @@ class StackableLearner(PolicyLearner):
         if not learners or len(learners) != len(logs):
             raise IGLearnError(f"fit_many needs one log per learner; got {len(learners)} "
                                f"learners and {len(logs)} logs")
+        place = next((t for t, learner in enumerate(learners) if not isinstance(learner, cls)),
+                     None)
+        if place is not None:
+            stranger = learners[place]
+            kind = type(stranger).__name__
+            how = (f"fit those with {kind}.fit_many" if isinstance(stranger, StackableLearner)
+                   else "fit it on its own with fit(log)" if callable(getattr(stranger, "fit",
+                                                                               None))
+                   else f"give {cls.__name__} learners ([{cls.__name__}(seed=s) for s in "
+                        f"seeds])")
+            raise IGLearnError(f"{cls.__name__}.fit_many fits {cls.__name__} learners, but "
+                               f"learners[{place}] is of type {kind}; {how}")
         check_log_types(logs)
         first, shape = learners[0], _shape(logs[0])
         for learner, log in zip(learners, logs, strict=True):
