@@ -322,6 +322,21 @@ def test_an_online_regressions_values_are_checked_as_its_predictions_are():
         learner.predict_values(np.full((3, 4), np.nan))
 
 
+def test_act_and_learn_given_several_contexts_say_to_use_their_batch_forms():
+    """act and learn take one context; several rows (or a number) are refused naming what was
+    given and act_batch or learn_batch (it named a shape (1, 2, 64) that was never passed)."""
+    learner = E2G(10, 64, 64, seed=0)
+    for call, batch in ((learner.act, "act_batch"),
+                        (lambda x: learner.learn(x, 0, 0.1, np.zeros(64)), "learn_batch")):
+        with pytest.raises(IGLearnError, match=r"takes one context, 64 values \(or one row of "
+                                               r"them\), but got an array of shape \(2, 64\); "
+                                               rf"for several contexts use {batch}$"):
+            call(np.zeros((2, 64)))
+        with pytest.raises(IGLearnError, match="64 values .* but got a single number$"):
+            call(3.0)
+    assert learner.interactions_ == 0
+
+
 def test_an_online_learner_reads_nullable_frames_and_tensors_as_their_numbers():
     """act and learn take a context and feedback given as a torch tensor that requires grad
     or a row of a frame of pandas' nullable numbers (they raised torch's RuntimeError, or

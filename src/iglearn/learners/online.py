@@ -109,6 +109,11 @@ class OnlineLearner(ABC):
         row = as_array(context)
         if row.ndim == 2 and len(row) == 1:
             row = row[0]
+        if row.ndim > 1 or row.ndim == 0 and self.context_dim != 1:
+            given = (f"an array of shape {row.shape}; for several contexts use {source}_batch"
+                     if row.ndim else "a single number")
+            raise IGLearnError(f"{source}: takes one context, {self.context_dim or 'd'} values "
+                               f"(or one row of them), but got {given}")
         return self.checked_contexts(row[None], source, single=True)
 
     def act(self, context: np.ndarray) -> tuple[int, float]:
