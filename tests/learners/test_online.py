@@ -352,3 +352,24 @@ def test_an_online_learner_reads_nullable_frames_and_tensors_as_their_numbers():
         action, probability = learner.act(context)
         learner.learn(context, action, probability, feedback)
     assert learner.interactions_ == 2
+
+
+def test_uniform_play_checks_what_it_acts_on_and_learns_from_as_every_learner_does():
+    """UniformLearner learns nothing, but a NaN context, an action outside [0, K), a
+    probability of 0 or a count that differs from the contexts' is refused as the other
+    learners refuse it (it accepted them all without a word), so that a loop run with
+    uniform play runs with the others."""
+    learner = UniformLearner(3, seed=0)
+    with pytest.raises(IGLearnError, match="^act: field 'context' holds nan at row 1"):
+        learner.act_batch(np.array([[0.0, 1], [np.nan, 1]]))
+    with pytest.raises(IGLearnError, match=r"^learn: field 'action' holds 7 at row 0, outside "
+                                           r"\[0, 3\)"):
+        learner.learn(np.zeros(2), 7, 0.5, 1.0)
+    with pytest.raises(IGLearnError, match="^learn: field 'probability' holds 0.0 at row 0"):
+        learner.learn(np.zeros(2), 1, 0.0, 1.0)
+    with pytest.raises(IGLearnError, match="^learn: field 'action' has 1 rows but 'context' "
+                                           "has 2"):
+        learner.learn_batch(np.zeros((2, 2)), np.array([0]), np.full(2, 0.5), np.zeros(2))
+    assert learner.interactions_ == 0
+    learner.learn(np.zeros(2), *learner.act(np.zeros(2)), np.zeros(5))
+    assert learner.interactions_ == 1

@@ -189,7 +189,9 @@ class UniformLearner(OnlineLearner):
     """Uniformly random play, pi_bad of the paper: the reference every learner must beat."""
 
     def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        n = len(contexts)
+        """One uniformly random action per context (checked as every learner's are), each
+        drawn with probability 1/K."""
+        n = len(self.checked_contexts(contexts))
         self.interactions_ += n
         self.round_ += n
         return self.rng.integers(0, self.n_actions, n), np.full(n, 1.0 / self.n_actions)
@@ -217,4 +219,10 @@ class UniformLearner(OnlineLearner):
 
     def learn_batch(self, contexts: np.ndarray, actions: np.ndarray,
                     probabilities: np.ndarray, feedback: np.ndarray) -> None:
-        """Uniform play learns nothing."""
+        """Uniform play learns nothing; the contexts, actions and probabilities are checked as
+        every learner checks them (one line naming a NaN, an action outside [0, K), a
+        probability outside (0, 1], a count that differs from the contexts'), so that a loop
+        that runs with uniform play runs with the others too."""
+        n = len(self.checked_contexts(contexts, "learn"))
+        row_values("action", actions, n, "learn", self.n_actions)
+        row_values("probability", probabilities, n, "learn")
