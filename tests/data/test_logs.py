@@ -240,3 +240,14 @@ def test_pandas_nullable_numbers_and_torch_tensors_are_read_as_numbers():
         make(context=frame)
     with pytest.raises(IGLearnError, match="field 'context' has dtype 'object'; expected real"):
         make(context=frame.astype(object).assign(a="x"))
+
+
+def test_a_scipy_sparse_matrix_is_read_as_the_array_it_stands_for():
+    """Sparse features (a bag of words as scipy.sparse) give the log of their dense array; the
+    matrix was refused as "field 'context' has shape ()", a shape it does not have."""
+    sparse = pytest.importorskip("scipy.sparse")
+    context = np.eye(6, 4)
+    for matrix in (sparse.csr_matrix(context), sparse.coo_array(context)):
+        np.testing.assert_array_equal(make(context=matrix).context, context)
+    np.testing.assert_array_equal(make(feedback=sparse.csc_matrix(np.ones((6, 2)))).feedback,
+                                  np.ones((6, 2)))

@@ -137,12 +137,15 @@ def rows_failing(array: np.ndarray, ok: Callable[[np.ndarray], np.ndarray],
 def as_array(value: object) -> np.ndarray:
     """``value`` as a numpy array, as ``np.asarray`` reads it, except that an array of Python
     objects that are all numbers or missing (what a pandas DataFrame of nullable numbers,
-    ``Int64`` or ``Float64``, gives) is read as float64, a missing value as NaN, and that a
+    ``Int64`` or ``Float64``, gives) is read as float64, a missing value as NaN, that a
     torch tensor is read detached and on the CPU (bfloat16 as float32), whatever its gradient
-    or device."""
-    if type(value).__module__.startswith("torch") and callable(getattr(value, "detach", None)):
+    or device, and a SciPy sparse matrix as the dense array it stands for."""
+    module = type(value).__module__
+    if module.startswith("torch") and callable(getattr(value, "detach", None)):
         tensor = cast(Any, value).detach().cpu()
         return (tensor.float() if str(tensor.dtype) == "torch.bfloat16" else tensor).numpy()
+    if module.startswith("scipy.sparse") and callable(getattr(value, "toarray", None)):
+        return np.asarray(cast(Any, value).toarray())
     array = np.asarray(value)
     if array.dtype == object and array.size:
         from iglearn.data.frames import _is_number, missing_rows  # frames imports this module
