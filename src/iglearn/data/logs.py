@@ -577,7 +577,8 @@ class InteractionLog:
                              context=context, feedback=feedback, action=action,
                              probability=probability, reward=reward, label=label,
                              definitely_bad=definitely_bad, n_actions=n_actions, ignore=ignore,
-                             actions=None if actions is None else tuple(actions),
+                             actions=actions if actions is None or isinstance(actions, str)
+                             else tuple(actions),
                              missing=missing)
         return from_frame(frame, mapping, source)
 
