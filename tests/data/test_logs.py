@@ -251,3 +251,17 @@ def test_a_scipy_sparse_matrix_is_read_as_the_array_it_stands_for():
         np.testing.assert_array_equal(make(context=matrix).context, context)
     np.testing.assert_array_equal(make(feedback=sparse.csc_matrix(np.ones((6, 2)))).feedback,
                                   np.ones((6, 2)))
+
+
+def test_rows_of_different_lengths_are_one_line_naming_the_field():
+    """A list of rows of different lengths (numpy's ValueError "inhomogeneous shape", which
+    named no field) is refused naming the field, by a log, a fitted model and an online
+    learner alike."""
+    from iglearn.learners import E2G
+
+    ragged = [[0.0, 1.0]] * 5 + [[0.0]]
+    with pytest.raises(IGLearnError, match=r"^log.npz: field 'context' holds rows of different "
+                                           r"lengths, not an array; give every row the same"):
+        make(context=ragged)
+    with pytest.raises(IGLearnError, match=r"^act: field 'context' holds rows of different"):
+        E2G(2, 2, 1, seed=0).act([1.0, [2.0]])

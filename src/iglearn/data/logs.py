@@ -134,8 +134,10 @@ def rows_failing(array: np.ndarray, ok: Callable[[np.ndarray], np.ndarray],
     return f"{places.noun}{plural} {listed} ({count} row{plural})"
 
 
-def as_array(value: object) -> np.ndarray:
-    """``value`` as a numpy array, as ``np.asarray`` reads it, except that an array of Python
+def as_array(value: object, name: str = "values", source: str = "input") -> np.ndarray:
+    """``value`` (field ``name`` of ``source``, as messages name it) as a numpy array, as
+    ``np.asarray`` reads it, except that rows of different lengths are refused in one line
+    (numpy's ValueError named no field), that an array of Python
     objects that are all numbers or missing (what a pandas DataFrame of nullable numbers,
     ``Int64`` or ``Float64``, gives) is read as float64, a missing value as NaN, that a
     torch tensor is read detached and on the CPU (bfloat16 as float32), whatever its gradient
@@ -146,7 +148,11 @@ def as_array(value: object) -> np.ndarray:
         return (tensor.float() if str(tensor.dtype) == "torch.bfloat16" else tensor).numpy()
     if module.startswith("scipy.sparse") and callable(getattr(value, "toarray", None)):
         return np.asarray(cast(Any, value).toarray())
-    array = np.asarray(value)
+    try:
+        array = np.asarray(value)
+    except ValueError:  # "inhomogeneous shape": a list of rows of different lengths
+        raise IGLearnError(f"{source}: field '{name}' holds rows of different lengths, not an "
+                           f"array; give every row the same number of values") from None
     if array.dtype == object and array.size:
         from iglearn.data.frames import _is_number, missing_rows  # frames imports this module
 
@@ -234,7 +240,7 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
     ``first_row`` and name rows and columns as ``places`` says; with ``single`` (one context
     or feedback vector, as a row), they name the vector's column instead.
     """
-    array = as_array(value)
+    array = as_array(value, name, source)
     _kind(name, array, source)
     if name == "probability" and array.dtype.kind == "b":  # True would be read as p = 1
         raise IGLearnError(f"{source}: {places.value(name, 0)} holds true/false values; a "
@@ -346,7 +352,7 @@ def lost_digits_warning(name: str, array: np.ndarray, source: str, places: Place
 def _shaped(name: str, value: object, source: str) -> np.ndarray:
     """``value`` as an array of the field's shape: (n, d) with d >= 1 for contexts and
     feedback (a vector becomes one column), (n,) for the others."""
-    array = as_array(value)
+    array = as_array(value, name, source)
     if name in MATRIX_FIELDS:
         if array.ndim == 1:
             array = array[:, None]
@@ -370,7 +376,7 @@ def model_rows(name: str, value: object, width: int | None, source: str,
     ±MAX_ABS_VALUE; a vector is one column only where the model reads one value, and no rows
     at all is allowed (nothing to predict). An error names the problem and the fix; with
     ``single`` (one vector, given as one row), a bad value by its column, not by a row."""
-    array = as_array(value)
+    array = as_array(value, name, source)
     _kind(name, array, source)
     if array.ndim == 1 and width != 1:
         raise IGLearnError(f"{source}: field '{name}' has shape {array.shape}; expected (n, "

@@ -387,7 +387,7 @@ class AIIGL(AIIGLSettings, StackableLearner):
                 raise IGLearnError("decode needs the action of each feedback vector: give "
                                    "actions, or a log or data frame that holds them")
             actions = self._field_of(feedback, "action")
-        rows, actions = self.standardised_feedback(feedback), as_array(actions)
+        rows, actions = self.standardised_feedback(feedback), as_array(actions, "action", "decode")
         if actions.shape != (len(rows),):
             raise IGLearnError(f"decode needs one action in 0..{len(decoders) - 1} per feedback "
                                f"vector; got actions of shape {actions.shape} for "

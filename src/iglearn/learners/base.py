@@ -315,7 +315,7 @@ class PolicyLearner:
         from iglearn.data.frames import as_pandas, frame_columns, is_table, mapping_of
 
         if not is_table(value):
-            return as_array(value)
+            return as_array(value, field, "contexts" if field == "context" else field)
         frame = as_pandas(value, "data frame")  # a polars or pyarrow table: by its names
         schema = getattr(self, "schema_", None)
         names = {str(name) for name in frame.columns}
@@ -429,7 +429,7 @@ class PolicyLearner:
         it."""
         schema = getattr(self, "schema_", None)
         names = None if schema is None else schema.action_names
-        values = np.asarray(label)
+        values = as_array(label, "label", "labels")
         if names is None:
             return values
         indices = values.dtype.kind in "biu" or (

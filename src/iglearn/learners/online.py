@@ -106,7 +106,7 @@ class OnlineLearner(ABC):
     def one_context(self, context: np.ndarray, source: str = "act") -> np.ndarray:
         """One context handed to :meth:`act` or :meth:`learn` (a vector of d values, or one
         row of shape (1, d)) as the block of one row the learner reads, checked."""
-        row = as_array(context)
+        row = as_array(context, "context", source)
         if row.ndim == 2 and len(row) == 1:
             row = row[0]
         if row.ndim > 1 or row.ndim == 0 and self.context_dim != 1:
@@ -127,7 +127,8 @@ class OnlineLearner(ABC):
         """Learn from one interaction."""
         contexts = self.one_context(context, "learn")
         self.learn_batch(contexts, np.array([action]),
-                         np.array([probability]), as_array(feedback)[None])
+                         np.array([probability]),
+                         as_array(feedback, "feedback", "learn")[None])
 
     def predict(self, contexts: np.ndarray) -> np.ndarray:
         """The greedy action of the learner's current model for each context."""
@@ -169,7 +170,7 @@ def checked_signal(feedback: np.ndarray | float, n: int, dim: int) -> np.ndarray
     caller checks them as a log's); anything else (an
     (n, 1) column where n numbers are meant, a vector of the wrong length) is refused with
     one line, since broadcasting it would silently learn nothing."""
-    signal = as_array(feedback)
+    signal = as_array(feedback, "feedback", "learn")
     expected = (n, dim) if dim else (n,)
     if dim and signal.ndim > 2 and signal.size == n * dim:  # e.g. images: flattened
         signal = signal.reshape(expected)
