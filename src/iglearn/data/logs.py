@@ -136,12 +136,12 @@ def rows_failing(array: np.ndarray, ok: Callable[[np.ndarray], np.ndarray],
 
 def as_array(value: object, name: str = "values", source: str = "input") -> np.ndarray:
     """``value`` (field ``name`` of ``source``, as messages name it) as a numpy array, as
-    ``np.asarray`` reads it, except that rows of different lengths are refused in one line
-    (numpy's ValueError named no field), that an array of Python
-    objects that are all numbers or missing (what a pandas DataFrame of nullable numbers,
-    ``Int64`` or ``Float64``, gives) is read as float64, a missing value as NaN, that a
-    torch tensor is read detached and on the CPU (bfloat16 as float32), whatever its gradient
-    or device, and a SciPy sparse matrix as the dense array it stands for."""
+    ``np.asarray`` reads it, except that: rows of different lengths are refused in one line
+    (numpy's ValueError named no field); an array of Python objects that are all numbers or
+    missing (what a pandas DataFrame of nullable numbers, ``Int64`` or ``Float64``, gives) is
+    read as float64, a missing value as NaN; a torch tensor is read detached and on the CPU
+    (bfloat16 as float32), whatever its gradient or device; and a SciPy sparse matrix is read
+    as the dense array it stands for."""
     module = type(value).__module__
     if module.startswith("torch") and callable(getattr(value, "detach", None)):
         tensor = cast(Any, value).detach().cpu()

@@ -358,8 +358,8 @@ def check_model_folder(folder: Path, option: str = "model folder") -> None:
     iglearn wrote (``model.json``, recognised by its format record, and
     ``weights.safetensors``, both plain files, and nothing else:
     :func:`~iglearn.files.replaceable_folder`): a folder holding anything else is never
-    replaced. A new folder named as a model archive is (``model.tar.gz``): a model is
-    written as a folder, which ``iglearn pack`` makes an archive of."""
+    replaced. A new folder named as a model archive (``model.tar.gz``) is refused too: a
+    model is written as a folder, which ``iglearn pack`` makes an archive of."""
     from iglearn.models.archive import ARCHIVE_SUFFIXES  # archive imports this module
 
     folder = Path(folder)
