@@ -373,3 +373,17 @@ def test_uniform_play_checks_what_it_acts_on_and_learns_from_as_every_learner_do
     assert learner.interactions_ == 0
     learner.learn(np.zeros(2), *learner.act(np.zeros(2)), np.zeros(5))
     assert learner.interactions_ == 1
+
+
+def test_online_iglp_learns_one_interactions_definitely_bad_flag():
+    """OnlineIGLP's learn takes the definitely-bad flag of its interaction, as its docstring
+    says (it raised a TypeError, unexpected keyword 'definitely_bad'; only learn_batch took
+    the flags); a flag that is not a boolean is refused naming the field."""
+    learner = OnlineIGLP(3, 2, 2, seed=0)
+    for flag in (True, None, False):
+        action, probability = learner.act(np.zeros(2))
+        learner.learn(np.zeros(2), action, probability, np.zeros(2), definitely_bad=flag)
+    assert learner.interactions()[4].tolist() == [True, False, False]
+    action, probability = learner.act(np.zeros(2))
+    with pytest.raises(IGLearnError, match="'definitely_bad' holds 2 at row 0, not a boolean"):
+        learner.learn(np.zeros(2), action, probability, np.zeros(2), definitely_bad=2)

@@ -125,10 +125,15 @@ class OnlineLearner(ABC):
     def learn(self, context: np.ndarray, action: int, probability: float,
               feedback: np.ndarray | float) -> None:
         """Learn from one interaction."""
-        contexts = self.one_context(context, "learn")
-        self.learn_batch(contexts, np.array([action]),
-                         np.array([probability]),
-                         as_array(feedback, "feedback", "learn")[None])
+        self.learn_batch(*self.one_interaction(context, action, probability, feedback))
+
+    def one_interaction(self, context: np.ndarray, action: int, probability: float,
+                        feedback: np.ndarray | float
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """One interaction handed to :meth:`learn` as the block of one row that
+        :meth:`learn_batch` reads (the context checked by :meth:`one_context`)."""
+        return (self.one_context(context, "learn"), np.array([action]), np.array([probability]),
+                as_array(feedback, "feedback", "learn")[None])
 
     def predict(self, contexts: np.ndarray) -> np.ndarray:
         """The greedy action of the learner's current model for each context."""
