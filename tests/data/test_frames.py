@@ -302,6 +302,14 @@ MAPPING_ERRORS = {
     "actions as fractions": (dict(MAPPING, actions=[0.0, 1.0, 2.0]),
                              ["actions holds the number 0.0; name each action as text, or as "
                               "a whole number"]),
+    # read as its letters ('l', 'e', 'f', ...), then refused as a column of other names
+    "actions as one text": (dict(MAPPING, actions="left,middle,right"),
+                            ["actions is the text 'left,middle,right'; give the names as a "
+                             "list, in the order of their indices (actions=['left', 'middle', "
+                             "'right'])"]),
+    # a TypeError: 'int' object is not iterable
+    "a column number alone": (dict(MAPPING, context=3),
+                              ["context holds the number 3; name each column as text ('3'"]),
 }
 
 

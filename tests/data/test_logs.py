@@ -208,3 +208,60 @@ def test_a_probability_column_of_booleans_is_refused_not_read_as_one():
     log = InteractionLog.from_frame(frame.assign(p=1 / 3), context=["x"], action="arm",
                                     probability="p", feedback=["y"], n_actions=3)
     assert log.context.sum() == (np.arange(n) % 4 == 0).sum()
+
+
+def test_pandas_nullable_numbers_and_torch_tensors_are_read_as_numbers():
+    """A log built from pandas' nullable numbers (a frame of Float64 or Int64 columns, as
+    convert_dtypes() or dtype_backend='numpy_nullable' gives) or from torch tensors that
+    require grad holds the same values as one built from numpy arrays (the frame was refused
+    as "dtype 'object'", the tensor raised torch's RuntimeError); a missing value is refused
+    as NaN, naming its row, and a column of text stays refused."""
+    import pandas as pd
+    import torch
+
+    rng = np.random.default_rng(0)
+    context, feedback = 35 + 0.05 * rng.normal(size=(6, 3)), rng.normal(size=(6, 2))
+    plain = make(context=context, feedback=feedback)
+    frame = pd.DataFrame(context, columns=list("abc")).astype("Float64")
+    frame["c"] = frame["c"].round().astype("Int64")
+    for given in (make(context=frame, feedback=pd.DataFrame(feedback).astype("Float64"),
+                       action=pd.Series(plain.action, dtype="Int64")),
+                  make(context=frame.to_numpy(), feedback=feedback),
+                  make(context=torch.tensor(context, requires_grad=True),
+                       feedback=torch.tensor(feedback, requires_grad=True))):
+        rounded = plain.context.copy()
+        if given.context[0, 2] != plain.context[0, 2]:
+            rounded[:, 2] = np.round(context[:, 2])
+        np.testing.assert_allclose(given.context, rounded)
+        np.testing.assert_allclose(given.feedback, plain.feedback)
+        assert given.action.tolist() == plain.action.tolist()
+    frame.loc[4, "b"] = pd.NA
+    with pytest.raises(IGLearnError, match=r"^log.npz: field 'context' holds nan at row 4; "):
+        make(context=frame)
+    with pytest.raises(IGLearnError, match="field 'context' has dtype 'object'; expected real"):
+        make(context=frame.astype(object).assign(a="x"))
+
+
+def test_a_scipy_sparse_matrix_is_read_as_the_array_it_stands_for():
+    """Sparse features (a bag of words as scipy.sparse) give the log of their dense array; the
+    matrix was refused as "field 'context' has shape ()", a shape it does not have."""
+    sparse = pytest.importorskip("scipy.sparse")
+    context = np.eye(6, 4)
+    for matrix in (sparse.csr_matrix(context), sparse.coo_array(context)):
+        np.testing.assert_array_equal(make(context=matrix).context, context)
+    np.testing.assert_array_equal(make(feedback=sparse.csc_matrix(np.ones((6, 2)))).feedback,
+                                  np.ones((6, 2)))
+
+
+def test_rows_of_different_lengths_are_one_line_naming_the_field():
+    """A list of rows of different lengths (numpy's ValueError "inhomogeneous shape", which
+    named no field) is refused naming the field, by a log, a fitted model and an online
+    learner alike."""
+    from iglearn.learners import E2G
+
+    ragged = [[0.0, 1.0]] * 5 + [[0.0]]
+    with pytest.raises(IGLearnError, match=r"^log.npz: field 'context' holds rows of different "
+                                           r"lengths, not an array; give every row the same"):
+        make(context=ragged)
+    with pytest.raises(IGLearnError, match=r"^act: field 'context' holds rows of different"):
+        E2G(2, 2, 1, seed=0).act([1.0, [2.0]])

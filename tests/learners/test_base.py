@@ -79,10 +79,20 @@ def test_fit_many_equals_fitting_each_alone(make, logs):
 def test_fit_many_rejects_what_cannot_run_together(logs):
     with pytest.raises(IGLearnError, match="one class and settings"):
         BatchIGL.fit_many([BatchIGL(seed=0), BatchIGL(seed=1, max_restarts=0)], logs[:2])
-    with pytest.raises(IGLearnError, match="one class and settings"):
+    with pytest.raises(IGLearnError, match="learners.1. is of type Supervised; fit those with "
+                                           "Supervised.fit_many"):
         BatchIGL.fit_many([BatchIGL(seed=0), Supervised(seed=1)], logs[:2])
     with pytest.raises(IGLearnError, match="one log per learner"):
         BatchIGL.fit_many([BatchIGL(seed=0)], logs[:2])
+    # not learners of the class (a TypeError from vars(), an AttributeError for IGL-P)
+    with pytest.raises(IGLearnError, match=r"^BatchIGL.fit_many fits BatchIGL learners, but "
+                                           r"learners\[1\] is of type str; give BatchIGL"):
+        BatchIGL.fit_many([BatchIGL(seed=0), "seed 1"], logs[:2])
+    with pytest.raises(IGLearnError, match=r"learners\[0\] is of type IGLP; fit it on its own "
+                                           r"with fit\(log\)"):
+        BatchIGL.fit_many([IGLP(seed=0), IGLP(seed=1)], logs[:2])
+    with pytest.raises(IGLearnError, match="is of type BatchIGL; fit those with BatchIGL.fit_many"):
+        AIIGL.fit_many([BatchIGL(seed=0), BatchIGL(seed=1)], logs[:2])
     with pytest.raises(IGLearnError, match="logs of one shape"):
         BatchIGL.fit_many([BatchIGL(seed=0), BatchIGL(seed=1)],
                           [logs[0], logs[1].subset(np.arange(1000))])
@@ -509,3 +519,49 @@ def test_predict_on_a_frame_with_a_column_the_model_does_not_read_says_to_drop_i
         learner.predict(frame.assign(note=1.0))
     assert np.array_equal(learner.predict(frame.assign(note=1.0).drop(columns=["note"])),
                           learner.predict(frame))
+
+
+def _raw_log(n: int = 400, k: int = 3) -> InteractionLog:
+    """n uniform interactions of raw measurements (35 + 0.05 x): the context tells the right
+    action, the feedback whether the action was right."""
+    rng = np.random.default_rng(0)
+    best, arm = rng.integers(0, k, n), rng.integers(0, k, n)
+    context = 35 + 0.05 * (np.eye(k)[best] + rng.normal(0, 0.3, (n, k)))
+    feedback = 35 + 0.05 * ((arm == best)[:, None] + rng.normal(0, 0.3, (n, 4)))
+    return InteractionLog(context, arm, np.full(n, 1 / k), feedback, k, label=best)
+
+
+@pytest.mark.parametrize("make", [BatchIGL, IGLP], ids=["IGL", "IGL-P"])
+def test_a_fitted_model_reads_nullable_frames_and_tensors_as_their_numbers(make):
+    """predict on the array of a frame of pandas' nullable numbers (frame.to_numpy(), which
+    the message for a frame of other names suggests, holds Python objects) and on a torch
+    tensor that requires grad gives the actions of the plain array (they were refused as
+    "dtype 'object'" and with torch's RuntimeError)."""
+    log = _raw_log()
+    learner = make(seed=0).fit(log)
+    expected = learner.predict(log.context)
+    nullable = pd.DataFrame(log.context.astype(np.float64)).astype("Float64").to_numpy()
+    assert nullable.dtype == object
+    for given in (nullable, torch.tensor(log.context, requires_grad=True)):
+        np.testing.assert_array_equal(learner.predict(given), expected)
+
+def test_decode_checks_the_actions_it_is_given():
+    """AI-IGL's and IGL-P's decode refuse an action out of range or not an integer naming the
+    value and its row (IGL-P's raised torch's errors; AI-IGL's named only the shape), and
+    IGL-P's refuses feedback of another number of rows than the contexts."""
+    log = _raw_log()
+    ai, iglp = AIIGL(seed=0).fit(log), IGLP(seed=0).fit(log)
+    decoders = {"AI-IGL": lambda actions, feedback=log.feedback: ai.decode(feedback, actions),
+                "IGL-P": lambda actions, feedback=log.feedback: iglp.decode(log.context,
+                                                                            actions, feedback)}
+    for name, decode in decoders.items():
+        assert decode(log.action.astype(float)).shape == (len(log),), name
+        with pytest.raises(IGLearnError, match=r"^decode: field 'action' holds \d at row 0, "
+                                               r"outside \[0, 3\)"):
+            decode(log.action + 3)
+        with pytest.raises(IGLearnError, match=r"^decode: field 'action' holds \d.5 at row 0, "
+                                               r"not an integer"):
+            decode(log.action + 0.5)
+    with pytest.raises(IGLearnError, match=r"^decode: field 'feedback' has 399 rows but "
+                                           r"'context' has 400"):
+        decoders["IGL-P"](log.action, log.feedback[:-1])

@@ -1,6 +1,7 @@
 """The data-driven corrector (Appendix B) and its reference: a re-fit keeps the orientation
 of the model it replaces unless the log clearly says otherwise."""
 
+import dataclasses
 import warnings
 
 import numpy as np
@@ -155,6 +156,20 @@ def test_a_refit_keeps_the_reference_orientation_where_the_log_cannot_tell():
 def test_an_unfitted_reference_is_refused():
     with pytest.raises(IGLearnError, match="reference model is not fitted"):
         BatchIGL(seed=0).fit(two_action_log(50, 2), reference=BatchIGL())
+
+
+def test_a_reference_whose_decoder_reads_other_feedback_is_refused_naming_both_widths():
+    """A reference fitted on feedback of another width raised torch's RuntimeError (mat1 and
+    mat2 shapes cannot be multiplied) from inside the fit."""
+    log = two_action_log(100, 2)
+    wider = dataclasses.replace(log, feedback=np.hstack([log.feedback, log.feedback]))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        reference = BatchIGL(seed=0, max_restarts=0).fit(wider)
+    with pytest.raises(IGLearnError, match=r"^interaction log: its feedback vectors have 2 "
+                                           r"values, but the reference model's decoder reads 4; "
+                                           r"pass the model fitted on this log's earlier"):
+        BatchIGL(seed=0).fit(log, reference=reference)
 
 
 def test_reward_share_bound_lies_between_one_right_action_and_one_half():

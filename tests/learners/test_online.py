@@ -320,3 +320,70 @@ def test_an_online_regressions_values_are_checked_as_its_predictions_are():
     assert learner.predict_values(rng.normal(size=(5, 4))).shape == (5, 3)
     with pytest.raises(IGLearnError, match="NaN"):
         learner.predict_values(np.full((3, 4), np.nan))
+
+
+def test_act_and_learn_given_several_contexts_say_to_use_their_batch_forms():
+    """act and learn take one context; several rows (or a number) are refused naming what was
+    given and act_batch or learn_batch (it named a shape (1, 2, 64) that was never passed)."""
+    learner = E2G(10, 64, 64, seed=0)
+    for call, batch in ((learner.act, "act_batch"),
+                        (lambda x: learner.learn(x, 0, 0.1, np.zeros(64)), "learn_batch")):
+        with pytest.raises(IGLearnError, match=r"takes one context, 64 values \(or one row of "
+                                               r"them\), but got an array of shape \(2, 64\); "
+                                               rf"for several contexts use {batch}$"):
+            call(np.zeros((2, 64)))
+        with pytest.raises(IGLearnError, match="64 values .* but got a single number$"):
+            call(3.0)
+    assert learner.interactions_ == 0
+
+
+def test_an_online_learner_reads_nullable_frames_and_tensors_as_their_numbers():
+    """act and learn take a context and feedback given as a torch tensor that requires grad
+    or a row of a frame of pandas' nullable numbers (they raised torch's RuntimeError, or
+    refused the row as "dtype 'object'")."""
+    import pandas as pd
+    import torch
+
+    learner = E2G(3, 4, 2, seed=0)
+    frame = pd.DataFrame(np.arange(8.0).reshape(2, 4)).astype("Float64")
+    tensors = torch.ones(4, requires_grad=True), torch.ones(2, requires_grad=True)
+    for context, feedback in (tensors, (frame.iloc[[1]],
+                                        pd.DataFrame([[1.5, 2]]).astype("Float64"))):
+        action, probability = learner.act(context)
+        learner.learn(context, action, probability, feedback)
+    assert learner.interactions_ == 2
+
+
+def test_uniform_play_checks_what_it_acts_on_and_learns_from_as_every_learner_does():
+    """UniformLearner learns nothing, but a NaN context, an action outside [0, K), a
+    probability of 0 or a count that differs from the contexts' is refused as the other
+    learners refuse it (it accepted them all without a word), so that a loop run with
+    uniform play runs with the others."""
+    learner = UniformLearner(3, seed=0)
+    with pytest.raises(IGLearnError, match="^act: field 'context' holds nan at row 1"):
+        learner.act_batch(np.array([[0.0, 1], [np.nan, 1]]))
+    with pytest.raises(IGLearnError, match=r"^learn: field 'action' holds 7 at row 0, outside "
+                                           r"\[0, 3\)"):
+        learner.learn(np.zeros(2), 7, 0.5, 1.0)
+    with pytest.raises(IGLearnError, match="^learn: field 'probability' holds 0.0 at row 0"):
+        learner.learn(np.zeros(2), 1, 0.0, 1.0)
+    with pytest.raises(IGLearnError, match="^learn: field 'action' has 1 rows but 'context' "
+                                           "has 2"):
+        learner.learn_batch(np.zeros((2, 2)), np.array([0]), np.full(2, 0.5), np.zeros(2))
+    assert learner.interactions_ == 0
+    learner.learn(np.zeros(2), *learner.act(np.zeros(2)), np.zeros(5))
+    assert learner.interactions_ == 1
+
+
+def test_online_iglp_learns_one_interactions_definitely_bad_flag():
+    """OnlineIGLP's learn takes the definitely-bad flag of its interaction, as its docstring
+    says (it raised a TypeError, unexpected keyword 'definitely_bad'; only learn_batch took
+    the flags); a flag that is not a boolean is refused naming the field."""
+    learner = OnlineIGLP(3, 2, 2, seed=0)
+    for flag in (True, None, False):
+        action, probability = learner.act(np.zeros(2))
+        learner.learn(np.zeros(2), action, probability, np.zeros(2), definitely_bad=flag)
+    assert learner.interactions()[4].tolist() == [True, False, False]
+    action, probability = learner.act(np.zeros(2))
+    with pytest.raises(IGLearnError, match="'definitely_bad' holds 2 at row 0, not a boolean"):
+        learner.learn(np.zeros(2), action, probability, np.zeros(2), definitely_bad=2)

@@ -81,6 +81,12 @@ def test_a_subclass_with_an_init_of_its_own_takes_its_own_keywords():
     (lambda: VIIGL(beta=0), "beta must be a finite number > 0, got 0"),
     (lambda: AIIGL(restart_fraction=-0.1), "restart_fraction must be a finite number >= 0"),
     (lambda: IGLP(threshold="x"), "threshold must be a finite number, got 'x'"),
+    # it failed at fit with an AttributeError ('dict' object has no attribute 'max_steps')
+    (lambda: BatchIGL(optimisation={"lr": 0.1}),
+     r"optimisation must be an iglearn Optimisation, got dict \{'lr': 0.1\}; pass "
+     r"optimisation=dataclasses\.replace\(BatchIGL\(\)\.optimisation, lr=\.\.\.\)"),
+    (lambda: ContextualBandit().set_params(optimisation=0.1),
+     "optimisation must be an iglearn Optimisation, got float 0.1"),
     (lambda: StreamSettings(block_rows=1.5), "block_rows must be a whole number >= 1, got 1.5"),
     (lambda: PaperSchedule(warmup_rounds="5"), "warmup must be a whole number >= 1, got '5'"),
     (lambda: TheorySchedule(iota=float("nan")), "iota must be a finite number > 0, got nan"),

@@ -333,6 +333,11 @@ def test_missing_folder_and_non_model_target(tmp_path, digits_log):
     with pytest.raises(IGLearnError, match="a model archive, not a model folder; read it with "
                                            "iglearn.models.archive.read_model"):
         registry.load_model(tmp_path / "model.tar.gz")
+    for name in ("new.tar.gz", "new.TGZ"):  # saved as a folder of that name, once
+        with pytest.raises(IGLearnError, match=rf"^model folder .*{name}: names a model "
+                                               rf"archive.*iglearn pack model/ --out {name}'"):
+            fitted(digits_log).save(tmp_path / name)
+        assert not (tmp_path / name).exists()
     (tmp_path / "notes.txt").write_text("not a model")
     with pytest.raises(IGLearnError, match="notes.txt: a file, not a model folder"):
         registry.load_model(tmp_path / "notes.txt")

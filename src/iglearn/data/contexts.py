@@ -74,7 +74,8 @@ class ContextSet:
         from iglearn.data.frames import contexts_from_frame, mapping_of
         mapping = mapping_of(schema.columns if schema is not None else None, context=context,
                              label=label, n_actions=n_actions, ignore=ignore,
-                             actions=None if actions is None else tuple(actions))
+                             actions=actions if actions is None or isinstance(actions, str)
+                             else tuple(actions))
         return contexts_from_frame(frame, mapping, source)
 
 

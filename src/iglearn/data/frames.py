@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, cast
 
@@ -125,8 +125,8 @@ class ColumnMapping:
             entries = getattr(self, name)
             if entries is None:
                 continue
-            if isinstance(entries, str):
-                entries = (entries,)
+            if isinstance(entries, str) or not isinstance(entries, Iterable):
+                entries = (entries,)  # one entry: a name, or what is refused below
             entries = tuple(entries)
             if not entries and name == "ignore":  # an empty list ignores nothing
                 object.__setattr__(self, name, None)
@@ -155,7 +155,12 @@ class ColumnMapping:
                         "first)" if name == "probability" else "one value per row")
                 raise IGLearnError(f"column mapping: {name} is {shown(value)}, a prefix; "
                                    f"{name} reads one column, {what}")
-        if self.actions is not None and not isinstance(self.actions, str):
+        if isinstance(self.actions, str):  # a list's items, not the text's letters
+            names = [name.strip() for name in self.actions.split(",")]
+            raise IGLearnError(f"column mapping: actions is the text {shown(self.actions)}; give "
+                               f"the names as a list, in the order of their indices "
+                               f"(actions={names!r})")
+        if self.actions is not None:
             # whole numbers (actions numbered 1..K) or numpy strings: the names as text, as a
             # table's column shows them
             for action in self.actions:
@@ -180,8 +185,7 @@ class ColumnMapping:
     def _check_actions(self) -> None:
         """``actions``: at least two distinct non-empty names, their number K (which
         ``n_actions``, when given, must be)."""
-        names = (self.actions,) if isinstance(self.actions, str) else self.actions
-        names = tuple(cast(Sequence[str], names))
+        names = tuple(cast(Sequence[str], self.actions))
         for name in names:
             if not (isinstance(name, str) and name):
                 raise IGLearnError(f"column mapping: actions holds {shown(name)}; name each "

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from functools import partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -134,6 +134,35 @@ def rows_failing(array: np.ndarray, ok: Callable[[np.ndarray], np.ndarray],
     return f"{places.noun}{plural} {listed} ({count} row{plural})"
 
 
+def as_array(value: object, name: str = "values", source: str = "input") -> np.ndarray:
+    """``value`` (field ``name`` of ``source``, as messages name it) as a numpy array, as
+    ``np.asarray`` reads it, except that: rows of different lengths are refused in one line
+    (numpy's ValueError named no field); an array of Python objects that are all numbers or
+    missing (what a pandas DataFrame of nullable numbers, ``Int64`` or ``Float64``, gives) is
+    read as float64, a missing value as NaN; a torch tensor is read detached and on the CPU
+    (bfloat16 as float32), whatever its gradient or device; and a SciPy sparse matrix is read
+    as the dense array it stands for."""
+    module = type(value).__module__
+    if module.startswith("torch") and callable(getattr(value, "detach", None)):
+        tensor = cast(Any, value).detach().cpu()
+        return (tensor.float() if str(tensor.dtype) == "torch.bfloat16" else tensor).numpy()
+    if module.startswith("scipy.sparse") and callable(getattr(value, "toarray", None)):
+        return np.asarray(cast(Any, value).toarray())
+    try:
+        array = np.asarray(value)
+    except ValueError:  # "inhomogeneous shape": a list of rows of different lengths
+        raise IGLearnError(f"{source}: field '{name}' holds rows of different lengths, not an "
+                           f"array; give every row the same number of values") from None
+    if array.dtype == object and array.size:
+        from iglearn.data.frames import _is_number, missing_rows  # frames imports this module
+
+        flat = array.reshape(-1)
+        missing = missing_rows(flat)
+        if all(gone or _is_number(item) for gone, item in zip(missing, flat, strict=True)):
+            array = np.where(missing, np.nan, flat).astype(np.float64).reshape(array.shape)
+    return array
+
+
 def _kind(name: str, array: np.ndarray, source: str) -> None:
     if array.dtype.kind not in REAL_KINDS or array.dtype.itemsize == 0:
         raise IGLearnError(f"{source}: field '{name}' has dtype {shown(str(array.dtype))}; "
@@ -211,7 +240,7 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
     ``first_row`` and name rows and columns as ``places`` says; with ``single`` (one context
     or feedback vector, as a row), they name the vector's column instead.
     """
-    array = np.asarray(value)
+    array = as_array(value, name, source)
     _kind(name, array, source)
     if name == "probability" and array.dtype.kind == "b":  # True would be read as p = 1
         raise IGLearnError(f"{source}: {places.value(name, 0)} holds true/false values; a "
@@ -323,7 +352,7 @@ def lost_digits_warning(name: str, array: np.ndarray, source: str, places: Place
 def _shaped(name: str, value: object, source: str) -> np.ndarray:
     """``value`` as an array of the field's shape: (n, d) with d >= 1 for contexts and
     feedback (a vector becomes one column), (n,) for the others."""
-    array = np.asarray(value)
+    array = as_array(value, name, source)
     if name in MATRIX_FIELDS:
         if array.ndim == 1:
             array = array[:, None]
@@ -347,7 +376,7 @@ def model_rows(name: str, value: object, width: int | None, source: str,
     ±MAX_ABS_VALUE; a vector is one column only where the model reads one value, and no rows
     at all is allowed (nothing to predict). An error names the problem and the fix; with
     ``single`` (one vector, given as one row), a bad value by its column, not by a row."""
-    array = np.asarray(value)
+    array = as_array(value, name, source)
     _kind(name, array, source)
     if array.ndim == 1 and width != 1:
         raise IGLearnError(f"{source}: field '{name}' has shape {array.shape}; expected (n, "
@@ -554,7 +583,8 @@ class InteractionLog:
                              context=context, feedback=feedback, action=action,
                              probability=probability, reward=reward, label=label,
                              definitely_bad=definitely_bad, n_actions=n_actions, ignore=ignore,
-                             actions=None if actions is None else tuple(actions),
+                             actions=actions if actions is None or isinstance(actions, str)
+                             else tuple(actions),
                              missing=missing)
         return from_frame(frame, mapping, source)
 

@@ -79,7 +79,7 @@ import torch
 from torch import nn
 
 from iglearn.data.limits import check_igl_logs
-from iglearn.data.logs import InteractionLog
+from iglearn.data.logs import InteractionLog, as_array, field_values
 from iglearn.data.scaling import Mode, SameUnit, standardised_feedback
 from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
@@ -387,14 +387,14 @@ class AIIGL(AIIGLSettings, StackableLearner):
                 raise IGLearnError("decode needs the action of each feedback vector: give "
                                    "actions, or a log or data frame that holds them")
             actions = self._field_of(feedback, "action")
-        feedback, actions = self.feedback_of(feedback), np.asarray(actions)
-        if actions.shape != (len(feedback),) or not np.isin(actions, range(len(decoders))).all():
+        rows, actions = self.standardised_feedback(feedback), as_array(actions, "action", "decode")
+        if actions.shape != (len(rows),):
             raise IGLearnError(f"decode needs one action in 0..{len(decoders) - 1} per feedback "
                                f"vector; got actions of shape {actions.shape} for "
-                               f"{len(feedback)} feedback vectors")
+                               f"{len(rows)} feedback vectors")
+        actions = field_values("action", actions, "decode", len(decoders))
         with torch.no_grad(), torch_threads(self.threads, libraries=False):
-            return decoded(decoders, as_tensor(self.standardised_feedback(feedback)),
-                           field_tensor(actions)).numpy()
+            return decoded(decoders, as_tensor(rows), field_tensor(actions)).numpy()
 
     def orient(self, labelled: InteractionLog, log: AnyLog | None = None) -> Oriented:
         """Choose a two-action fit's direction, action by action, from interactions whose

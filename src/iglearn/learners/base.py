@@ -15,7 +15,13 @@ import torch
 
 from iglearn.data.contexts import ContextSet
 from iglearn.data.limits import check_log_types
-from iglearn.data.logs import InteractionLog, label_accuracy, model_rows, probability_warning
+from iglearn.data.logs import (
+    InteractionLog,
+    as_array,
+    label_accuracy,
+    model_rows,
+    probability_warning,
+)
 from iglearn.data.scaling import (
     DEFAULT_ORIGINS,
     ROW_SPREAD,
@@ -309,7 +315,7 @@ class PolicyLearner:
         from iglearn.data.frames import as_pandas, frame_columns, is_table, mapping_of
 
         if not is_table(value):
-            return np.asarray(value)
+            return as_array(value, field, "contexts" if field == "context" else field)
         frame = as_pandas(value, "data frame")  # a polars or pyarrow table: by its names
         schema = getattr(self, "schema_", None)
         names = {str(name) for name in frame.columns}
@@ -423,7 +429,7 @@ class PolicyLearner:
         it."""
         schema = getattr(self, "schema_", None)
         names = None if schema is None else schema.action_names
-        values = np.asarray(label)
+        values = as_array(label, "label", "labels")
         if names is None:
             return values
         indices = values.dtype.kind in "biu" or (
@@ -468,6 +474,18 @@ class StackableLearner(PolicyLearner):
         if not learners or len(learners) != len(logs):
             raise IGLearnError(f"fit_many needs one log per learner; got {len(learners)} "
                                f"learners and {len(logs)} logs")
+        place = next((t for t, learner in enumerate(learners) if not isinstance(learner, cls)),
+                     None)
+        if place is not None:
+            stranger = learners[place]
+            kind = type(stranger).__name__
+            how = (f"fit those with {kind}.fit_many" if isinstance(stranger, StackableLearner)
+                   else "fit it on its own with fit(log)" if callable(getattr(stranger, "fit",
+                                                                               None))
+                   else f"give {cls.__name__} learners ([{cls.__name__}(seed=s) for s in "
+                        f"seeds])")
+            raise IGLearnError(f"{cls.__name__}.fit_many fits {cls.__name__} learners, but "
+                               f"learners[{place}] is of type {kind}; {how}")
         check_log_types(logs)
         first, shape = learners[0], _shape(logs[0])
         for learner, log in zip(learners, logs, strict=True):

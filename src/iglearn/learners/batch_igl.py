@@ -310,6 +310,13 @@ class BatchIGL(BatchIGLSettings, StackableLearner, Orientable):
         if reference is not None and getattr(reference, "decoder_", None) is None:
             raise IGLearnError("the reference model is not fitted; fit it first, or pass no "
                                "reference")
+        width = None if reference is None else reference._fitted("feedback_dim")
+        given = getattr(log, "feedback_dim", width)  # not a log: refused by the fit below
+        if width is not None and given != width:
+            raise IGLearnError(f"{log.source}: its feedback vectors have {given} "
+                               f"values, but the reference model's decoder reads {width}; pass "
+                               f"the model fitted on this log's earlier interactions, or no "
+                               f"reference")
         with torch_threads(self.threads):
             type(self)._fit_stacked([self], [log], None if reference is None else [reference])
         return self

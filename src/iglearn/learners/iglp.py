@@ -71,7 +71,7 @@ import torch
 
 from iglearn.data.contexts import row_groups
 from iglearn.data.limits import check_igl_logs
-from iglearn.data.logs import InteractionLog
+from iglearn.data.logs import InteractionLog, _check_rows, row_values
 from iglearn.data.scaling import Mode, Origins, SameUnit, check_users_unit
 from iglearn.data.stream import LogStream
 from iglearn.errors import IGLearnError, check_choice, warn_caller
@@ -761,12 +761,13 @@ class IGLP(IGLPSettings, PolicyLearner):
             raise IGLearnError("IGLP is not fitted yet; call fit(log) first")
         context, feedback = self.standardised(context), self.standardised_feedback(feedback)
         k = self.policy_.scores(as_tensor(context[:1])).shape[-1]
+        _check_rows("feedback", feedback, len(context), "decode")
+        action = row_values("action", action, len(context), "decode", k)
         with torch.no_grad():
             rows, dims = ik_rows(ik, context, feedback), (context.shape[1], feedback.shape[1])
             h = at_action(kernels.softmax(ik_scores(ik, as_tensor(rows), dims)),
-                          torch.as_tensor(np.asarray(action))).double().numpy()
-            score = at_action(self.flags_.scores(as_tensor(context)),
-                              torch.as_tensor(np.asarray(action)))
+                          torch.as_tensor(action)).double().numpy()
+            score = at_action(self.flags_.scores(as_tensor(context)), torch.as_tensor(action))
         negative = torch.sigmoid(score).numpy() > self.report_.flagged / 2 if (
             self.report_.flagged > 0) else np.zeros(len(action), dtype=bool)
         step, positive = self.extremeness(h, k)

@@ -14,7 +14,13 @@ from typing import Any
 import numpy as np
 
 from iglearn.data import limits
-from iglearn.data.logs import check_n_actions, label_accuracy, model_rows, row_values
+from iglearn.data.logs import (
+    as_array,
+    check_n_actions,
+    label_accuracy,
+    model_rows,
+    row_values,
+)
 from iglearn.errors import IGLearnError
 from iglearn.hints import whole_number
 from iglearn.seeding import SeedLike, as_generator
@@ -100,9 +106,14 @@ class OnlineLearner(ABC):
     def one_context(self, context: np.ndarray, source: str = "act") -> np.ndarray:
         """One context handed to :meth:`act` or :meth:`learn` (a vector of d values, or one
         row of shape (1, d)) as the block of one row the learner reads, checked."""
-        row = np.asarray(context)
+        row = as_array(context, "context", source)
         if row.ndim == 2 and len(row) == 1:
             row = row[0]
+        if row.ndim > 1 or row.ndim == 0 and self.context_dim != 1:
+            given = (f"an array of shape {row.shape}; for several contexts use {source}_batch"
+                     if row.ndim else "a single number")
+            raise IGLearnError(f"{source}: takes one context, {self.context_dim or 'd'} values "
+                               f"(or one row of them), but got {given}")
         return self.checked_contexts(row[None], source, single=True)
 
     def act(self, context: np.ndarray) -> tuple[int, float]:
@@ -114,9 +125,15 @@ class OnlineLearner(ABC):
     def learn(self, context: np.ndarray, action: int, probability: float,
               feedback: np.ndarray | float) -> None:
         """Learn from one interaction."""
-        contexts = self.one_context(context, "learn")
-        self.learn_batch(contexts, np.array([action]),
-                         np.array([probability]), np.asarray(feedback)[None])
+        self.learn_batch(*self.one_interaction(context, action, probability, feedback))
+
+    def one_interaction(self, context: np.ndarray, action: int, probability: float,
+                        feedback: np.ndarray | float
+                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """One interaction handed to :meth:`learn` as the block of one row that
+        :meth:`learn_batch` reads (the context checked by :meth:`one_context`)."""
+        return (self.one_context(context, "learn"), np.array([action]), np.array([probability]),
+                as_array(feedback, "feedback", "learn")[None])
 
     def predict(self, contexts: np.ndarray) -> np.ndarray:
         """The greedy action of the learner's current model for each context."""
@@ -153,11 +170,12 @@ def check_width(name: str, value: object, least: int = 1) -> int:
 
 
 def checked_signal(feedback: np.ndarray | float, n: int, dim: int) -> np.ndarray:
-    """What ``learn_batch`` received for ``n`` interactions, as float32 of shape (n,) when the
-    learner reads one number per interaction (``dim`` 0) or (n, dim); anything else (an
+    """What ``learn_batch`` received for ``n`` interactions, in the shape (n,) when the
+    learner reads one number per interaction (``dim`` 0) or (n, dim), its values as given (the
+    caller checks them as a log's); anything else (an
     (n, 1) column where n numbers are meant, a vector of the wrong length) is refused with
     one line, since broadcasting it would silently learn nothing."""
-    signal = np.asarray(feedback, np.float32)
+    signal = as_array(feedback, "feedback", "learn")
     expected = (n, dim) if dim else (n,)
     if dim and signal.ndim > 2 and signal.size == n * dim:  # e.g. images: flattened
         signal = signal.reshape(expected)
@@ -177,7 +195,9 @@ class UniformLearner(OnlineLearner):
     """Uniformly random play, pi_bad of the paper: the reference every learner must beat."""
 
     def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        n = len(contexts)
+        """One uniformly random action per context (checked as every learner's are), each
+        drawn with probability 1/K."""
+        n = len(self.checked_contexts(contexts))
         self.interactions_ += n
         self.round_ += n
         return self.rng.integers(0, self.n_actions, n), np.full(n, 1.0 / self.n_actions)
@@ -205,4 +225,10 @@ class UniformLearner(OnlineLearner):
 
     def learn_batch(self, contexts: np.ndarray, actions: np.ndarray,
                     probabilities: np.ndarray, feedback: np.ndarray) -> None:
-        """Uniform play learns nothing."""
+        """Uniform play learns nothing; the contexts, actions and probabilities are checked as
+        every learner checks them (one line naming a NaN, an action outside [0, K), a
+        probability outside (0, 1], a count that differs from the contexts'), so that a loop
+        that runs with uniform play runs with the others too."""
+        n = len(self.checked_contexts(contexts, "learn"))
+        row_values("action", actions, n, "learn", self.n_actions)
+        row_values("probability", probabilities, n, "learn")

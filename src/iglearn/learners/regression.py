@@ -304,6 +304,13 @@ class OnlineRegression(OnlineLearner):
         assert self._whole is not None
         return self._whole
 
+    def learn(self, context: np.ndarray, action: int, probability: float,
+              feedback: np.ndarray | float, definitely_bad: bool | None = None) -> None:
+        """Learn from one interaction; ``definitely_bad``: whether its feedback was flagged
+        definitely bad (IGL-P reads the flags; None: not flagged)."""
+        self.learn_batch(*self.one_interaction(context, action, probability, feedback),
+                         None if definitely_bad is None else np.array([definitely_bad]))
+
     def learn_batch(self, contexts: np.ndarray, actions: np.ndarray,
                     probabilities: np.ndarray, feedback: np.ndarray,
                     definitely_bad: np.ndarray | None = None) -> None:

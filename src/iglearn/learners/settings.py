@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Literal, Self
 
 from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, shown
 from iglearn.hints import check_fields
 from iglearn.seeding import SeedLike, check_seed
 from iglearn.threads import check_threads
@@ -241,6 +241,13 @@ class FitSettings(NamedSettings):
         check_mode(self.standardise)
         check_same_unit(self.same_unit)
         check_fields(self, POSITIVE_SETTINGS, NON_NEGATIVE_SETTINGS, INFINITE_SETTINGS)
+        optimisation = getattr(self, "optimisation", None)  # None: the learner's defaults
+        if optimisation is not None and not isinstance(optimisation, Optimisation):
+            title = type(self).__name__
+            raise IGLearnError(f"optimisation must be an iglearn Optimisation, got "
+                               f"{type(optimisation).__name__} {shown(optimisation)}; pass "
+                               f"optimisation=dataclasses.replace({title}().optimisation, "
+                               f"lr=...), which keeps {title}'s other optimisation defaults")
 
 
 JUDGED_STARTS = 2

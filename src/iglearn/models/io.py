@@ -358,7 +358,16 @@ def check_model_folder(folder: Path, option: str = "model folder") -> None:
     iglearn wrote (``model.json``, recognised by its format record, and
     ``weights.safetensors``, both plain files, and nothing else:
     :func:`~iglearn.files.replaceable_folder`): a folder holding anything else is never
-    replaced."""
+    replaced. A new folder named as a model archive (``model.tar.gz``) is refused too: a
+    model is written as a folder, which ``iglearn pack`` makes an archive of."""
+    from iglearn.models.archive import ARCHIVE_SUFFIXES  # archive imports this module
+
+    folder = Path(folder)
+    if folder.name.lower().endswith(ARCHIVE_SUFFIXES) and not folder.is_dir():
+        raise IGLearnError(f"{option} {folder}: names a model archive, but a model is written "
+                           f"as a folder; write it to a folder (model/, say), then make the "
+                           f"archive with 'iglearn pack model/ --out {folder.name}' "
+                           f"(iglearn.models.archive.pack_model in Python)")
     if not replaceable_folder(folder, option, (METADATA, WEIGHTS), "model"):
         return
     try:
