@@ -2,6 +2,7 @@
 model folder; evaluate and predict read an archive as they read a folder."""
 
 import json
+import shlex
 
 import numpy as np
 
@@ -48,3 +49,21 @@ def test_load_refuses_what_is_not_a_model_archive(small, tmp_path, capsys):
     assert (occupied / "notes.txt").read_text() == "mine"
     code, _, err = run(capsys, "load", tmp_path / "missing.tar.gz", "--out", tmp_path / "m")
     assert code == 2 and "no such model archive" in err
+
+
+def test_a_model_folder_named_as_an_archive_is_refused_with_the_way_to_pack_it(
+        small, tmp_path, capsys):
+    """fit, load and orient write a model folder: an --out named model.tar.gz made a folder
+    that looked like the archive pack writes, and that load and the service then refused as
+    "a folder, not a model archive"; it is refused before any work, with the pack command."""
+    archive = tmp_path / "model.tar.gz"
+    archive.write_bytes(pack_model(small / "model"))
+    for argv in (["fit", small / "log.npz", "--out", tmp_path / "fitted.tar.gz"],
+                 ["load", archive, "--out", tmp_path / "loaded.tgz"],
+                 ["orient", archive, small / "log.npz", "--out", tmp_path / "my model.TAR.GZ"]):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+        assert "names a model archive" in err and "iglearn pack" in err, err
+    folder, named = shlex.quote(str(tmp_path / "my model")), tmp_path / "my model.TAR.GZ"
+    assert f"iglearn pack {folder} --out {shlex.quote(str(named))}" in err
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["model.tar.gz"]
