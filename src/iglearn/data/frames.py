@@ -23,9 +23,10 @@ in a model fitted on the table: ``predict`` on a table with the same column name
 mapping again.
 
 Columns hold numbers: integers, floats, booleans (read as 1 and 0), pandas' nullable numbers
-and categoricals of numbers (read as their values), or object columns whose every value is a
-number. A column of durations, dates and times, text, or other objects is refused, naming the
-column and how to convert it (durations: ``frame[col].dt.total_seconds()``, say).
+and categoricals of numbers (read as their values), decimals (read as the nearest floats), or
+object columns whose every value is a number. A column of durations, dates and times, text,
+or other objects is refused, naming the column and how to convert it (durations:
+``frame[col].dt.total_seconds()``, say).
 
 A log needs context, action, probability and feedback; a context set, context (and maybe
 label). The values go through the checks of :class:`~iglearn.data.logs.InteractionLog` and
@@ -38,6 +39,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -358,7 +360,7 @@ def _list_column(name: str, field: str, cells: np.ndarray, source: str,
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float | np.bool_ | np.integer | np.floating)
+    return isinstance(value, int | float | Decimal | np.bool_ | np.integer | np.floating)
 
 
 def _reads_as_number(value: object) -> bool:
@@ -426,7 +428,9 @@ def _numbers(name: str, field: str, values: np.ndarray, source: str, places: Pla
         flat = values.reshape(-1)
         bad = next((i for i, value in enumerate(flat) if not _is_number(value)), None)
         if bad is None and len(flat):
-            values = np.array(flat.tolist()).reshape(values.shape)
+            # decimals (a SQL NUMERIC column, a Parquet decimal) as the floats nearest them
+            values = np.array([float(value) if isinstance(value, Decimal) else value
+                               for value in flat.tolist()]).reshape(values.shape)
             if values.dtype == object:   # Python ints beyond 64 bits
                 raise IGLearnError(f"{source}: column {shown(name)} holds integers beyond 64 "
                                    f"bits; {field} columns hold numbers within ±2**63 (scale "
