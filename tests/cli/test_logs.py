@@ -173,6 +173,9 @@ def test_a_parquet_table_in_iglearns_column_names_without_its_metadata_reads_as_
     code, out, err = run(capsys, "evaluate", workspace / "model", tmp_path / "l.parquet")
     assert code == 0, err
     assert json.loads(out)["in_sample"] is True
+    code, _, err = run(capsys, "evaluate", workspace / "model", tmp_path / "l.parquet",
+                       "--stream", "on")
+    assert code == 2 and "a Parquet table iglearn did not write" in err and "convert" in err
     code, _, err = run(capsys, "convert", tmp_path / "c.parquet", tmp_path / "c.npz")
     assert code == 2 and "K is unknown" in err and "--n-actions" in err
 
