@@ -103,7 +103,9 @@ class _Inflated:
 
 def pack_model(folder: str | Path) -> bytes:
     """The archive of the model folder ``folder``, its two members with the mode a new file
-    gets (0666 less the umask), whatever their mode in ``folder``."""
+    gets (0666 less the umask), whatever their mode in ``folder``, and their contents where
+    they are symbolic links (a folder put together with ``ln -s``, a store that links to its
+    cache): an archive of links is refused where it is read."""
     from iglearn.files import umask
 
     mode = 0o666 & ~umask()
@@ -113,7 +115,7 @@ def pack_model(folder: str | Path) -> bytes:
         return member
 
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+    with tarfile.open(fileobj=buffer, mode="w:gz", dereference=True) as tar:
         for name in MEMBERS:
             tar.add(Path(folder) / name, arcname=name, recursive=False, filter=ordinary)
     return buffer.getvalue()
