@@ -1,6 +1,7 @@
 """``iglearn load``: a model archive from the service (``GET /v1/model/export``) written as a
 model folder; evaluate and predict read an archive as they read a folder."""
 
+import gzip
 import json
 import shlex
 
@@ -39,6 +40,12 @@ def test_load_refuses_what_is_not_a_model_archive(small, tmp_path, capsys):
     assert code == 2 and "not a gzip-compressed tar archive" in err
     assert len(err.strip().splitlines()) == 1 and not (tmp_path / "m").exists()
     assert not list(tmp_path.glob(".m.*"))  # nothing half-written
+    for name, data in (("text.tar.gz", gzip.compress(b"context_0,action\n1,0\n")),
+                       ("nothing.tar.gz", gzip.compress(b""))):
+        (tmp_path / name).write_bytes(data)  # gzip, but no tar inside: the way to make one
+        code, _, err = run(capsys, "load", tmp_path / name, "--out", tmp_path / "m")
+        assert code == 2 and "iglearn pack MODEL --out model.tar.gz" in err, err
+        assert "send the archive" not in err and not (tmp_path / "m").exists()
     occupied = tmp_path / "occupied"
     occupied.mkdir()
     (occupied / "notes.txt").write_text("mine")

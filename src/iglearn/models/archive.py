@@ -160,10 +160,10 @@ def unpack_model(data: bytes | IO[bytes], folder: str | Path, source: str = "mod
                                f"({e.strerror or type(e).__name__}); unpack it into an "
                                f"existing, writable, empty folder") from None
         raise IGLearnError(f"{source}: not a gzip-compressed tar archive of a model folder "
-                           f"({e}); send the archive GET /v1/model/export gives") from None
+                           f"({e}); {REPACK}") from None
     except (tarfile.TarError, zlib.error, EOFError) as e:
         raise IGLearnError(f"{source}: not a gzip-compressed tar archive of a model folder "
-                           f"({e}); send the archive GET /v1/model/export gives") from None
+                           f"({e}); {REPACK}") from None
 
 
 def _budget(name: str, folder: Path, source: str) -> tuple[int, str]:
@@ -186,8 +186,7 @@ def _unpack(stream: _Inflated, folder: Path, source: str, size: int | None) -> N
     while True:
         block = stream.read(_BLOCK)
         if not block and not seen:
-            raise IGLearnError(f"{source}: is empty; send the archive GET /v1/model/export "
-                               f"gives")
+            raise IGLearnError(f"{source}: is empty; {REPACK}")
         if len(block) < _BLOCK:
             raise IGLearnError(f"{source}: ends inside a tar header (the archive is "
                                f"truncated); {REPACK}")
