@@ -461,6 +461,40 @@ def test_a_parquet_file_of_its_own_column_names_reads_through_a_mapping(tmp_path
     assert len(LogStream(open_table(tmp_path / "ours.parquet"))) == 200
 
 
+def test_a_list_cell_holding_a_missing_value_is_a_missing_value(tmp_path):
+    """A cell of a column of lists that holds a null (a Parquet list<double> with a null
+    entry) or a NaN is a missing value, as an empty cell is: refused naming the row, with
+    missing='drop' (--missing drop) as the way out, or dropped. It was refused as a NaN that
+    "cannot be learned from", and missing='drop' kept the row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from iglearn.data.formats import open_table
+
+    frame, _ = user_frame(40)
+    frame["emg"] = [[a, b] for a, b in zip(frame.pop("emg_0"), frame.pop("emg_1"),
+                                            strict=True)]
+    frame = frame.drop(columns=["emg_2", "emg_10"])
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    emg = frame["emg"].tolist()
+    emg[3], emg[7] = [None, 1.0], [np.nan, 1.0]
+    table = table.set_column(table.column_names.index("emg"), "emg",
+                             pa.array(emg, pa.list_(pa.float64())))
+    pq.write_table(table, tmp_path / "lists.parquet")
+    mapping = ColumnMapping(context=("age", "clicks"), feedback=("emg",), action="arm",
+                            probability="p", n_actions=3)
+    with pytest.raises(IGLearnError, match="column 'emg' holds a missing value at row 3; .*"
+                                           "--missing drop"):
+        open_table(tmp_path / "lists.parquet", columns=mapping)
+    with pytest.warns(UserWarning, match=r"dropped rows 3, 7 \(2 rows\)"):
+        arrays = open_table(tmp_path / "lists.parquet",
+                            columns=replace(mapping, missing="drop")).arrays()
+    assert len(arrays["feedback"]) == 38 and np.isfinite(arrays["feedback"]).all()
+    frame["emg"] = emg  # a DataFrame's Python lists alike
+    with pytest.raises(IGLearnError, match="column 'emg' holds a missing value at row 3"):
+        InteractionLog.from_frame(frame, **{**MAPPING, "feedback": "emg"})
+
+
 def test_decimal_columns_read_as_the_nearest_floats(tmp_path):
     """A decimal column (SQL's NUMERIC as pandas' read_sql gives it, a Parquet decimal as
     Spark writes DecimalType) holds numbers: it reads as the floats nearest them, its nulls

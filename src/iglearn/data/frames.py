@@ -308,12 +308,46 @@ def given_fields_read(mapping: ColumnMapping, given: Collection[str]) -> ColumnM
     return mapping if len(kept) == len(mapping.ignore) else replace(mapping, ignore=kept or None)
 
 
+def _missing_value(value: object) -> bool:
+    return (value is None or (isinstance(value, float) and value != value)
+            or type(value).__name__ in ("NAType", "NaTType"))
+
+
+def _missing_cell(value: object) -> bool:
+    """Whether a cell is missing, or is a list (a column of lists) holding a missing value."""
+    if isinstance(value, np.ndarray | list | tuple):
+        return any(map(_missing_value, np.ravel(np.asarray(value, dtype=object))))
+    return _missing_value(value)
+
+
+def _nan_cells(cells: np.ndarray) -> np.ndarray | None:
+    """Which cells of a column of lists of numbers (arrays, as pyarrow and pandas give them)
+    hold a NaN, all cells at once; None when the cells are not all lists of numbers."""
+    if not len(cells) or not isinstance(cells[0], np.ndarray | list | tuple):
+        return None
+    try:
+        flat = np.concatenate(cells)
+    except (TypeError, ValueError):  # a cell that is no list (None), or lists of lists
+        return None
+    if flat.dtype.kind not in "biufc":
+        return None
+    out = np.zeros(len(cells), dtype=bool)
+    lengths = np.fromiter(map(len, cells), np.int64, len(cells))
+    if flat.dtype.kind in "fc" and len(flat):
+        nan = np.isnan(flat).reshape(len(flat), -1).any(axis=1)
+        filled = lengths > 0
+        out[filled] = np.logical_or.reduceat(nan, (np.cumsum(lengths) - lengths)[filled])
+    return out
+
+
 def missing_rows(values: np.ndarray) -> np.ndarray:
-    """Which values of a column are missing: None, NaN, pandas' NA or NaT (booleans)."""
+    """Which values of a column are missing: None, NaN, pandas' NA or NaT, or a list cell
+    (a column of lists) holding one (booleans)."""
     if values.dtype == object:
-        return np.array([v is None or (isinstance(v, float) and v != v)
-                         or type(v).__name__ in ("NAType", "NaTType") for v in values],
-                        dtype=bool)
+        nan = _nan_cells(values)
+        if nan is not None:
+            return nan
+        return np.array([_missing_cell(v) for v in values], dtype=bool)
     if values.dtype.kind in "fc":
         return np.isnan(values)
     if values.dtype.kind in "mM":
