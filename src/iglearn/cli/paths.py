@@ -61,7 +61,10 @@ def argument_name(dest: str) -> str:
 
 def check_local(args: argparse.Namespace) -> None:
     """Raise IGLearnError when a path the command writes (:data:`OUTPUTS`) is ``-``, which
-    names standard output elsewhere, or a path it reads (its ``reads``) or writes is a URL:
+    names standard output elsewhere, or a path it reads or writes starts with a ``~`` that no
+    shell expanded (``"~/log.csv"`` quoted, or in a notebook's argument list: an output would
+    have gone into a new folder named ``~``), or a path it reads (its ``reads``) or writes is
+    a URL:
     iglearn reads and writes local files and folders only, and a URL taken as a path
     (``http:/host/file``) would name a missing file, or create a folder ``http:``. The
     message names the argument, the path and the fix."""
@@ -71,6 +74,12 @@ def check_local(args: argparse.Namespace) -> None:
             raise IGLearnError(f"{argument_name(dest)} -: iglearn writes files and folders, "
                                f"not standard output; name a path (./- for a file or "
                                f"folder named '-')")
+        if isinstance(value, str) and value.startswith("~"):
+            home = os.path.expanduser(value)
+            raise IGLearnError(f"{argument_name(dest)} {value}: ~ is the home folder only where "
+                               f"a shell expands it (unquoted), not in a quoted path or a "
+                               f"list of arguments; give the path itself"
+                               f"{f' ({home})' if home != value else ''}")
         if not isinstance(value, str) or not URL.match(value):
             continue
         name = argument_name(dest)
