@@ -180,6 +180,21 @@ def test_a_parquet_table_in_iglearns_column_names_without_its_metadata_reads_as_
     assert code == 2 and "K is unknown" in err and "--n-actions" in err
 
 
+def test_contexts_saved_by_numpy_without_k_take_the_models(workspace, capsys, tmp_path):
+    """Contexts saved as np.savez(path, context=x, label=y), without n_actions, are read
+    with the model's K by predict and evaluate (they were refused: "missing field
+    'n_actions'"); convert, which has no model, still asks for it."""
+    test = np.load(workspace / "log.npz")
+    np.savez(tmp_path / "c.npz", context=test["context"][:200], label=test["label"][:200])
+    code, out, err = run(capsys, "predict", workspace / "model", tmp_path / "c.npz", "--out",
+                         tmp_path / "p.csv")
+    assert code == 0 and json.loads(out)["rows"] == 200, err
+    code, out, err = run(capsys, "evaluate", workspace / "model", tmp_path / "c.npz")
+    assert code == 0 and json.loads(out)["samples"] == 200 and "accuracy" in out, err
+    code, _, err = run(capsys, "convert", tmp_path / "c.npz", tmp_path / "c.csv")
+    assert code == 2 and "missing field 'n_actions'" in err
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".npz", ".parquet"])
 def test_predict_writes_actions_and_probabilities(workspace, capsys, tmp_path, suffix):
     out_file = tmp_path / f"p{suffix}"

@@ -139,7 +139,9 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
         columns: CSV and Parquet only (a file or a folder of shards): which columns hold which
             field (Parquet so read is read whole, :mod:`iglearn.data.formats.columns`; an
             error for other formats, whose fields have fixed names).
-        n_actions: with a column mapping: K when neither the mapping nor a column gives it.
+        n_actions: K when the file does not give it (a model's): with a column mapping,
+            when neither the mapping nor a column gives it; a ``.npz`` file without
+            ``n_actions``.
         wanted: the fields to read (the context and labels, to predict on a log), or None
             for the whole log: with a column mapping, the columns of the others are not
             read, so a missing value there is no error; DSJSON then reads every line, those
@@ -169,7 +171,7 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
         raise IGLearnError(f"{path}: the file is empty; write the log again")
     if suffix == ".npz":
         from iglearn.data.formats.npz import NpzReader
-        return NpzReader(path)
+        return NpzReader(path, n_actions)
     if suffix == ".parquet":
         from iglearn.data.formats.parquet import ParquetReader, iglearn_layout
         if columns is None and not iglearn_layout(path):
