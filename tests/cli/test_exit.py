@@ -128,3 +128,31 @@ def test_a_reader_that_goes_away_or_a_full_stdout_is_not_blamed_on_the_inputs(tm
                                       "device; free some space or write elsewhere"]
     code, err = fit("closed", stdout=subprocess.DEVNULL, preexec_fn=lambda: os.close(1))
     assert code == 0 and "Traceback" not in err and (tmp_path / "closed" / "model.json").is_file()
+
+
+def test_a_reader_of_standard_error_that_goes_away_loses_the_messages_not_the_work(tmp_path):
+    """`iglearn fit LOG 2>&1 | head -1`: a warning that standard error can no longer take
+    (K = 2 always warns) is lost, and the fit goes on to write its model, code 0; the
+    warning's failed write was taken for an error reading the inputs ("LOG: Broken pipe;
+    check the path"), the fit stopped with no model and code 1. An error is still the
+    command's code 2."""
+    from iglearn.data.formats import write_table
+    from iglearn.data.logs import InteractionLog
+
+    rng = np.random.default_rng(0)
+    n = 200
+    write_table(InteractionLog(context=rng.normal(0, 1, (n, 2)), action=rng.integers(0, 2, n),
+                               probability=np.full(n, 0.5), feedback=rng.normal(0, 1, (n, 2)),
+                               n_actions=2), tmp_path / "log.npz")
+
+    def gone(*argv) -> int:
+        process = subprocess.Popen([sys.executable, "-m", "iglearn", *map(str, argv)],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        assert process.stderr is not None
+        process.stderr.close()  # the reader goes away before anything is said
+        return process.wait(timeout=300)
+
+    assert gone("fit", tmp_path / "log.npz", "--out", tmp_path / "model", "--max-steps",
+                "20") == 0
+    assert (tmp_path / "model" / "model.json").is_file()
+    assert gone("evaluate", tmp_path / "model", tmp_path / "missing.npz") == 2

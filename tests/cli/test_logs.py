@@ -152,6 +152,49 @@ def test_fit_from_each_format_gives_the_same_model(workspace, capsys, tmp_path):
     assert code == 0 and json.loads(out)["rows"] == 3000
 
 
+def test_a_parquet_table_in_iglearns_column_names_without_its_metadata_reads_as_csv(
+        workspace, capsys, tmp_path):
+    """A Parquet table in iglearn's column names (context_0, ..., n_actions) that iglearn did
+    not write, so without K in its metadata (pandas' to_parquet of a log's CSV), reads as the
+    CSV does: convert takes K from its column n_actions, predict and evaluate from the
+    model; it was refused as missing K's metadata."""
+    assert run(capsys, "convert", workspace / "log.npz", tmp_path / "l.csv")[0] == 0
+    frame = pd.read_csv(tmp_path / "l.csv")
+    frame.to_parquet(tmp_path / "l.parquet", index=False)
+    code, out, err = run(capsys, "convert", tmp_path / "l.parquet", tmp_path / "o.npz")
+    assert code == 0, err
+    assert json.loads(out)["n_actions"] == 10 and json.loads(out)["rows"] == 3000
+    contexts = frame[[name for name in frame.columns if name.startswith("context_")]]
+    contexts.to_parquet(tmp_path / "c.parquet", index=False)
+    code, out, err = run(capsys, "predict", workspace / "model", tmp_path / "c.parquet",
+                         "--out", tmp_path / "p.csv")
+    assert code == 0, err
+    assert json.loads(out)["rows"] == 3000
+    code, out, err = run(capsys, "evaluate", workspace / "model", tmp_path / "l.parquet")
+    assert code == 0, err
+    assert json.loads(out)["in_sample"] is True
+    code, _, err = run(capsys, "evaluate", workspace / "model", tmp_path / "l.parquet",
+                       "--stream", "on")
+    assert code == 2 and "a Parquet table iglearn did not write" in err and "convert" in err
+    code, _, err = run(capsys, "convert", tmp_path / "c.parquet", tmp_path / "c.npz")
+    assert code == 2 and "K is unknown" in err and "--n-actions" in err
+
+
+def test_contexts_saved_by_numpy_without_k_take_the_models(workspace, capsys, tmp_path):
+    """Contexts saved as np.savez(path, context=x, label=y), without n_actions, are read
+    with the model's K by predict and evaluate (they were refused: "missing field
+    'n_actions'"); convert, which has no model, still asks for it."""
+    test = np.load(workspace / "log.npz")
+    np.savez(tmp_path / "c.npz", context=test["context"][:200], label=test["label"][:200])
+    code, out, err = run(capsys, "predict", workspace / "model", tmp_path / "c.npz", "--out",
+                         tmp_path / "p.csv")
+    assert code == 0 and json.loads(out)["rows"] == 200, err
+    code, out, err = run(capsys, "evaluate", workspace / "model", tmp_path / "c.npz")
+    assert code == 0 and json.loads(out)["samples"] == 200 and "accuracy" in out, err
+    code, _, err = run(capsys, "convert", tmp_path / "c.npz", tmp_path / "c.csv")
+    assert code == 2 and "missing field 'n_actions'" in err
+
+
 @pytest.mark.parametrize("suffix", [".csv", ".npz", ".parquet"])
 def test_predict_writes_actions_and_probabilities(workspace, capsys, tmp_path, suffix):
     out_file = tmp_path / f"p{suffix}"

@@ -130,3 +130,20 @@ def test_orienting_settles_the_warnings_about_the_direction_alone():
                                 "reward, close to one half, so the sign of its decoded reward "
                                 "is ambiguous; log more interactions of it")  # AI-IGL's
     assert not settled_by_orienting(action_warning(0.9, "IGL")[0])
+
+
+def test_a_direction_chosen_from_too_few_interactions_is_warned_of(parity, capsys, tmp_path):
+    """orient on 2 labelled interactions chose a direction, said an agreement of 1.0 and
+    nothing else (and evaluate no longer warned that the direction is open): now it warns
+    that the choice is not told apart from chance; 30 interactions that agree are not."""
+    write_table(parity_log(2, 100, labelled=True), tmp_path / "two.csv")
+    for algorithm, warnings in (("igl", 1), ("ai-igl", None)):
+        code, out, err = run(capsys, "orient", parity / algorithm, tmp_path / "two.csv",
+                             "--out", tmp_path / algorithm)
+        assert code == 0 and json.loads(out)["rows"] == 2
+        told = [line for line in err.splitlines() if "chosen at random" in line]
+        assert told and all(line.startswith("iglearn: warning: orient") for line in told), err
+        assert warnings is None or len(told) == warnings
+    code, _, err = run(capsys, "orient", parity / "igl", parity / "calibration.csv", "--out",
+                       tmp_path / "thirty")
+    assert code == 0 and "chosen at random" not in err

@@ -218,6 +218,24 @@ def test_a_url_given_as_a_path_is_refused_in_one_line_and_nothing_is_written(
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_tilde_no_shell_expanded_is_refused_naming_the_home_folder(small, tmp_path, capsys,
+                                                                    monkeypatch):
+    """A path starting with ~ that reached iglearn unexpanded (quoted, or from a notebook's
+    list of arguments) is refused with the path the shell would have made of it: an output
+    was refused as "the folder ~ does not exist; create it first", which makes a folder named
+    ~ in the current one."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for argv, name, home in (
+            (["predict", small / "model", small / "test.npz", "--out", "~/p.csv"],
+             "--out ~/p.csv", tmp_path / "home" / "p.csv"),
+            (["convert", "~/log.npz", "log.csv"], "IN ~/log.npz", tmp_path / "home" / "log.npz")):
+        code, out, err = run(capsys, *argv)
+        _one_line_refusal(code, out, err, f"{name}: ~ is the home folder only where a shell "
+                          f"expands it", f"give the path itself ({home})")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_a_path_that_only_looks_like_a_url_is_a_path(small, tmp_path, capsys, monkeypatch):
     """A Windows drive (C://) and a colon without // are paths, not URLs."""
     monkeypatch.chdir(tmp_path)

@@ -626,7 +626,7 @@ BAD = {
     "parquet missing field": ("x.parquet", lambda p: _parquet(p, probability=None),
                               ["missing field 'probability'"]),
     "parquet missing n_actions": ("x.parquet", lambda p: _parquet(p, {}),
-                                  ["'n_actions'", "metadata"]),
+                                  ["K is unknown", "--n-actions", "column 'n_actions'"]),
     "parquet probability > 1": ("x.parquet",
                                 lambda p: _parquet(p, probability=pa.array(np.full(40, 2.0))),
                                 ["'probability'", "(0, 1]", "at row 0"]),

@@ -4,6 +4,7 @@ the frame's attrs, and the same checks and messages as every format."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -466,6 +467,74 @@ def test_a_parquet_file_of_its_own_column_names_reads_through_a_mapping(tmp_path
                                            "memory, not streamed; convert it"):
         LogStream(readers[0])  # streamed only once converted
     assert len(LogStream(open_table(tmp_path / "ours.parquet"))) == 200
+
+
+def test_a_list_cell_holding_a_missing_value_is_a_missing_value(tmp_path):
+    """A cell of a column of lists that holds a null (a Parquet list<double> with a null
+    entry) or a NaN is a missing value, as an empty cell is: refused naming the row, with
+    missing='drop' (--missing drop) as the way out, or dropped. It was refused as a NaN that
+    "cannot be learned from", and missing='drop' kept the row."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from iglearn.data.formats import open_table
+
+    frame, _ = user_frame(40)
+    frame["emg"] = [[a, b] for a, b in zip(frame.pop("emg_0"), frame.pop("emg_1"),
+                                            strict=True)]
+    frame = frame.drop(columns=["emg_2", "emg_10"])
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    emg = frame["emg"].tolist()
+    emg[3], emg[7] = [None, 1.0], [np.nan, 1.0]
+    table = table.set_column(table.column_names.index("emg"), "emg",
+                             pa.array(emg, pa.list_(pa.float64())))
+    pq.write_table(table, tmp_path / "lists.parquet")
+    mapping = ColumnMapping(context=("age", "clicks"), feedback=("emg",), action="arm",
+                            probability="p", n_actions=3)
+    with pytest.raises(IGLearnError, match="column 'emg' holds a missing value at row 3; .*"
+                                           "--missing drop"):
+        open_table(tmp_path / "lists.parquet", columns=mapping)
+    with pytest.warns(UserWarning, match=r"dropped rows 3, 7 \(2 rows\)"):
+        arrays = open_table(tmp_path / "lists.parquet",
+                            columns=replace(mapping, missing="drop")).arrays()
+    assert len(arrays["feedback"]) == 38 and np.isfinite(arrays["feedback"]).all()
+    frame["emg"] = emg  # a DataFrame's Python lists alike
+    with pytest.raises(IGLearnError, match="column 'emg' holds a missing value at row 3"):
+        InteractionLog.from_frame(frame, **{**MAPPING, "feedback": "emg"})
+
+
+def test_decimal_columns_read_as_the_nearest_floats(tmp_path):
+    """A decimal column (SQL's NUMERIC as pandas' read_sql gives it, a Parquet decimal as
+    Spark writes DecimalType) holds numbers: it reads as the floats nearest them, its nulls
+    as missing values; it was refused as "holds Decimal objects"."""
+    from decimal import Decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from iglearn.data.formats import open_table
+
+    frame, _ = user_frame(40)
+    exact = frame.copy()
+    frame["p"] = [Decimal("0.333333")] * 40
+    frame["arm"] = [Decimal(int(a)) for a in frame["arm"]]
+    log = InteractionLog.from_frame(frame, **MAPPING)
+    np.testing.assert_allclose(log.probability, 0.333333)
+    np.testing.assert_array_equal(log.action, exact["arm"])
+    table = pa.Table.from_pandas(exact, preserve_index=False)
+    table = table.set_column(table.column_names.index("p"), "p", pa.array(
+        [None] + [Decimal("0.333333")] * 39, pa.decimal128(7, 6)))
+    pq.write_table(table, tmp_path / "decimal.parquet")
+    mapping = ColumnMapping(**{**MAPPING, "context": ("age", "clicks"),
+                               "feedback": ("emg_*",)})
+    with pytest.raises(IGLearnError, match="column 'p' holds a missing value at row 0"):
+        open_table(tmp_path / "decimal.parquet", columns=mapping)
+    with pytest.warns(UserWarning, match="dropped row 0"):
+        arrays = open_table(tmp_path / "decimal.parquet",
+                            columns=replace(mapping, missing="drop")).arrays()
+    np.testing.assert_allclose(arrays["probability"], 0.333333)
+    np.testing.assert_allclose(arrays["context"], exact[["age", "clicks"]].to_numpy()[1:],
+                               rtol=1e-6)
 
 
 def test_a_column_name_twice_in_a_parquet_file_is_told_as_in_a_csv_file(tmp_path):

@@ -468,5 +468,6 @@ def test_a_stream_of_a_file_that_cannot_stream_is_refused_before_it_is_read(tmp_
                                            r"shards and \.npz files can be streamed"):
         open_log(tmp_path / "log.csv", on)
     with pytest.raises(IGLearnError, match=r"own\.parquet: a table read by its own column "
-                                           r"names \(the column options\) is read in memory"):
+                                           r"names \(the column options, or a Parquet table "
+                                           r"iglearn did not write\) is read in memory"):
         open_log(tmp_path / "own.parquet", on, columns=ColumnMapping(context=("x",)))

@@ -58,6 +58,24 @@ def test_archive_members_and_extracted_files_get_the_mode_of_a_new_file(tmp_path
     assert modes == {METADATA: 0o666 & ~mask, WEIGHTS: 0o666 & ~mask}
 
 
+def test_a_folder_of_symbolic_links_packs_the_files_they_name(tmp_path, model):
+    """A model folder whose files are symbolic links (put together with ``ln -s``, or a store
+    that links to its cache) packs their contents: its archive was one of links, which pack
+    wrote without a word and load, predict and the service refused ("model.json is not a
+    regular file")."""
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    for name in (METADATA, WEIGHTS):
+        (linked / name).symlink_to(model / name)
+    archive = tmp_path / "m.tar.gz"
+    archive.write_bytes(pack_model(linked))
+    with tarfile.open(archive, mode="r:gz") as tar:
+        assert all(member.isfile() for member in tar.getmembers())
+    extract_archive(archive, tmp_path / "out")
+    for name in (METADATA, WEIGHTS):
+        assert (tmp_path / "out" / name).read_bytes() == (model / name).read_bytes()
+
+
 # -- hostile archives: byte budgets before inflating, memory bounded -------------------------
 
 ZERO_MIB = gzip.compress(bytes(1 << 20))

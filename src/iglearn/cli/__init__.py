@@ -213,18 +213,52 @@ class GuardedOutput:
         return getattr(self._stream, name)
 
 
+class LosableOutput:
+    """The command's standard error, where a message its reader can no longer take (the
+    reader went away: ``iglearn fit ... 2>&1 | head -1``; a full disk) is lost, as Python
+    loses a warning it cannot show, rather than ending the command with its work undone: the
+    command goes on and ends with its own code, what it would say after that lost too (the
+    null device takes the stream's descriptor, so that the exit's flush does not fail)."""
+
+    def __init__(self, stream: Any):
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return cast(int, self._stream.write(text))
+        except OSError:
+            self._lose()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError:
+            self._lose()
+
+    def _lose(self) -> None:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            descriptor = self._stream.fileno()
+            os.dup2(os.open(os.devnull, os.O_WRONLY), descriptor)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
 @contextlib.contextmanager
 def guarded_stdout() -> Iterator[None]:
     """Run with ``sys.stdout`` a :class:`GuardedOutput` (a closed one, fd 1 not open:
-    the null device, where what the command prints is lost as the caller asked), then put
-    the stream back."""
-    stream = sys.stdout
+    the null device, where what the command prints is lost as the caller asked) and
+    ``sys.stderr`` a :class:`LosableOutput`, then put the streams back."""
+    stream, errors = sys.stdout, sys.stderr
     sys.stdout = cast(Any, GuardedOutput(stream if stream is not None
                                          else open(os.devnull, "w")))  # noqa: SIM115
+    if errors is not None:
+        sys.stderr = cast(Any, LosableOutput(errors))
     try:
         yield
     finally:
-        sys.stdout = stream
+        sys.stdout, sys.stderr = stream, errors
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -233,7 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     A reader of standard output that goes away before the command has printed all (``iglearn
     fit ... | head -1``) ends it quietly with code 0, the command's work done (a model
     written); another error writing standard output (a full disk) is one line naming
-    standard output, code 2."""
+    standard output, code 2. A message standard error cannot take (``2>&1 | head -1``) is
+    lost, the work done all the same."""
     with guarded_stdout():
         return _main(argv)
 

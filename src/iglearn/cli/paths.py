@@ -21,6 +21,7 @@ import argparse
 import contextlib
 import os
 import re
+import shlex
 import time
 import warnings
 from collections.abc import Sequence
@@ -60,7 +61,10 @@ def argument_name(dest: str) -> str:
 
 def check_local(args: argparse.Namespace) -> None:
     """Raise IGLearnError when a path the command writes (:data:`OUTPUTS`) is ``-``, which
-    names standard output elsewhere, or a path it reads (its ``reads``) or writes is a URL:
+    names standard output elsewhere, or a path it reads or writes starts with a ``~`` that no
+    shell expanded (``"~/log.csv"`` quoted, or in a notebook's argument list: an output would
+    have gone into a new folder named ``~``), or a path it reads (its ``reads``) or writes is
+    a URL:
     iglearn reads and writes local files and folders only, and a URL taken as a path
     (``http:/host/file``) would name a missing file, or create a folder ``http:``. The
     message names the argument, the path and the fix."""
@@ -70,6 +74,12 @@ def check_local(args: argparse.Namespace) -> None:
             raise IGLearnError(f"{argument_name(dest)} -: iglearn writes files and folders, "
                                f"not standard output; name a path (./- for a file or "
                                f"folder named '-')")
+        if isinstance(value, str) and value.startswith("~"):
+            home = os.path.expanduser(value)
+            raise IGLearnError(f"{argument_name(dest)} {value}: ~ is the home folder only where "
+                               f"a shell expands it (unquoted), not in a quoted path or a "
+                               f"list of arguments; give the path itself"
+                               f"{f' ({home})' if home != value else ''}")
         if not isinstance(value, str) or not URL.match(value):
             continue
         name = argument_name(dest)
@@ -135,9 +145,20 @@ def check_paths(inputs: Sequence[Named], outputs: Sequence[Named]) -> None:
 
 def check_model_output(folder: Path) -> None:
     """Raise IGLearnError unless ``fit`` may write a model to ``folder``
-    (:func:`iglearn.models.io.check_model_folder`)."""
+    (:func:`iglearn.models.io.check_model_folder`), or when ``folder`` is named as a model
+    archive (``model.tar.gz``): a folder of that name would be taken for the archive that
+    ``pack`` writes, and refused where an archive is read (``load``, the service)."""
+    from iglearn.models.archive import ARCHIVE_SUFFIXES
     from iglearn.models.io import check_model_folder
 
+    suffix = next((s for s in ARCHIVE_SUFFIXES if folder.name.lower().endswith(s)), None)
+    if suffix is not None:
+        stem = folder.name[:-len(suffix)] or "model"
+        raise IGLearnError(f"--out {folder}: names a model archive ({suffix}), but a model "
+                           f"folder is written there; name the folder without {suffix} "
+                           f"({stem}, say), then write its archive: iglearn pack "
+                           f"{shlex.quote(str(folder.with_name(stem)))} --out "
+                           f"{shlex.quote(str(folder))}")
     check_model_folder(folder, "--out")
 
 

@@ -23,9 +23,10 @@ in a model fitted on the table: ``predict`` on a table with the same column name
 mapping again.
 
 Columns hold numbers: integers, floats, booleans (read as 1 and 0), pandas' nullable numbers
-and categoricals of numbers (read as their values), or object columns whose every value is a
-number. A column of durations, dates and times, text, or other objects is refused, naming the
-column and how to convert it (durations: ``frame[col].dt.total_seconds()``, say).
+and categoricals of numbers (read as their values), decimals (read as the nearest floats), or
+object columns whose every value is a number. A column of durations, dates and times, text,
+or other objects is refused, naming the column and how to convert it (durations:
+``frame[col].dt.total_seconds()``, say).
 
 A log needs context, action, probability and feedback; a context set, context (and maybe
 label). The values go through the checks of :class:`~iglearn.data.logs.InteractionLog` and
@@ -38,6 +39,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -310,12 +312,46 @@ def given_fields_read(mapping: ColumnMapping, given: Collection[str]) -> ColumnM
     return mapping if len(kept) == len(mapping.ignore) else replace(mapping, ignore=kept or None)
 
 
+def _missing_value(value: object) -> bool:
+    return (value is None or (isinstance(value, float) and value != value)
+            or type(value).__name__ in ("NAType", "NaTType"))
+
+
+def _missing_cell(value: object) -> bool:
+    """Whether a cell is missing, or is a list (a column of lists) holding a missing value."""
+    if isinstance(value, np.ndarray | list | tuple):
+        return any(map(_missing_value, np.ravel(np.asarray(value, dtype=object))))
+    return _missing_value(value)
+
+
+def _nan_cells(cells: np.ndarray) -> np.ndarray | None:
+    """Which cells of a column of lists of numbers (arrays, as pyarrow and pandas give them)
+    hold a NaN, all cells at once; None when the cells are not all lists of numbers."""
+    if not len(cells) or not isinstance(cells[0], np.ndarray | list | tuple):
+        return None
+    try:
+        flat = np.concatenate(cells)
+    except (TypeError, ValueError):  # a cell that is no list (None), or lists of lists
+        return None
+    if flat.dtype.kind not in "biufc":
+        return None
+    out = np.zeros(len(cells), dtype=bool)
+    lengths = np.fromiter(map(len, cells), np.int64, len(cells))
+    if flat.dtype.kind in "fc" and len(flat):
+        nan = np.isnan(flat).reshape(len(flat), -1).any(axis=1)
+        filled = lengths > 0
+        out[filled] = np.logical_or.reduceat(nan, (np.cumsum(lengths) - lengths)[filled])
+    return out
+
+
 def missing_rows(values: np.ndarray) -> np.ndarray:
-    """Which values of a column are missing: None, NaN, pandas' NA or NaT (booleans)."""
+    """Which values of a column are missing: None, NaN, pandas' NA or NaT, or a list cell
+    (a column of lists) holding one (booleans)."""
     if values.dtype == object:
-        return np.array([v is None or (isinstance(v, float) and v != v)
-                         or type(v).__name__ in ("NAType", "NaTType") for v in values],
-                        dtype=bool)
+        nan = _nan_cells(values)
+        if nan is not None:
+            return nan
+        return np.array([_missing_cell(v) for v in values], dtype=bool)
     if values.dtype.kind in "fc":
         return np.isnan(values)
     if values.dtype.kind in "mM":
@@ -362,7 +398,7 @@ def _list_column(name: str, field: str, cells: np.ndarray, source: str,
 
 
 def _is_number(value: object) -> bool:
-    return isinstance(value, int | float | np.bool_ | np.integer | np.floating)
+    return isinstance(value, int | float | Decimal | np.bool_ | np.integer | np.floating)
 
 
 def _reads_as_number(value: object) -> bool:
@@ -430,7 +466,9 @@ def _numbers(name: str, field: str, values: np.ndarray, source: str, places: Pla
         flat = values.reshape(-1)
         bad = next((i for i, value in enumerate(flat) if not _is_number(value)), None)
         if bad is None and len(flat):
-            values = np.array(flat.tolist()).reshape(values.shape)
+            # decimals (a SQL NUMERIC column, a Parquet decimal) as the floats nearest them
+            values = np.array([float(value) if isinstance(value, Decimal) else value
+                               for value in flat.tolist()]).reshape(values.shape)
             if values.dtype == object:   # Python ints beyond 64 bits
                 raise IGLearnError(f"{source}: column {shown(name)} holds integers beyond 64 "
                                    f"bits; {field} columns hold numbers within ±2**63 (scale "

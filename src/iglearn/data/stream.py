@@ -213,12 +213,14 @@ STREAMED = (".parquet", ".npz")
 
 def unstreamable(source: str, mapped: bool) -> IGLearnError:
     """The refusal of a stream of ``source``, a table that is read in memory: one read by its
-    own column names (``mapped``: the column options), or a file of another format."""
+    own column names (``mapped``: the column options, or a Parquet table without the K of
+    iglearn's layout in its metadata), or a file of another format."""
     if mapped:
         return IGLearnError(f"{source}: a table read by its own column names (the column "
-                            f"options) is read in memory, not streamed; convert it to "
-                            f"iglearn's layout first, with the same column options (iglearn "
-                            f"convert LOG LOG2.parquet --context ...), and stream that")
+                            f"options, or a Parquet table iglearn did not write) is read in "
+                            f"memory, not streamed; convert it to iglearn's layout first, with "
+                            f"the same column options if any (iglearn convert LOG "
+                            f"LOG2.parquet --context ...), and stream that")
     return IGLearnError(f"{source}: only Parquet files, folders of Parquet shards and .npz "
                         f"files can be streamed; convert it first (iglearn convert LOG "
                         f"LOG.parquet)")

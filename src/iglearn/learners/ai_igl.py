@@ -85,6 +85,7 @@ from iglearn.errors import IGLearnError, warn_caller
 from iglearn.learners import closed_form
 from iglearn.learners.base import (
     StackableLearner,
+    chance_warning,
     check_finite_fit,
     known_rewards,
     log_warnings,
@@ -433,6 +434,9 @@ class AIIGL(AIIGLSettings, StackableLearner):
                                [torch_generator(as_generator(self.seed))], self.optimisation,
                                self.progress_label("policy"))
         after = np.where(flip[actions], ~agree, agree)
+        for a in np.unique(actions):
+            chance_warning(float(after[actions == a].mean()), int((actions == a).sum()),
+                           f" (the decoder of action {a})")
         return Oriented(len(reward), float(after.mean()), bool(flipped), flipped)
 
     def indicator(self, log: AnyLog) -> float:

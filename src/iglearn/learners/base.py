@@ -624,8 +624,30 @@ class Orientable:
 
         learner = cast(Any, self)  # a fitted BatchIGL or VIIGL
         reward = known_rewards(learner, labelled)
-        return orient_by_rewards(learner._fitted_policy(), learner.decoder_,
-                                 learner.decode(labelled.feedback), reward)
+        oriented = orient_by_rewards(learner._fitted_policy(), learner.decoder_,
+                                     learner.decode(labelled.feedback), reward)
+        chance_warning(oriented.agreement, oriented.rows)
+        return oriented
+
+
+ORIENT_SIGMAS = 2.0
+"""How many standard errors (of the share of n interactions, 0.5 / sqrt(n) at one half) the
+agreement after ``orient``'s choice must lie above one half, the agreement of a direction
+chosen at random, for the choice to be told apart from chance (:func:`chance_warning`)."""
+
+
+def chance_warning(agreement: float, rows: int, what: str = "") -> None:
+    """Warn when ``orient``'s choice of a direction (``what``: of which decoder) rests on
+    too few interactions to be told apart from chance: the ``agreement`` after it, on
+    ``rows`` interactions whose reward is known, lies within :data:`ORIENT_SIGMAS` standard
+    errors of one half (1 row at 100 %, 10 at 80 %, 30 at 68 % do)."""
+    if agreement - 0.5 > ORIENT_SIGMAS * 0.5 / math.sqrt(rows):
+        return
+    warn_caller(f"orient{what}: the decoded reward agrees with the known one on "
+                f"{agreement:.0%} of {rows} interaction{'s' if rows != 1 else ''}, within "
+                f"{ORIENT_SIGMAS:g} standard errors of the 50% a direction chosen at random "
+                f"agrees on, so the direction chosen may be the wrong one; orient on more "
+                f"interactions whose reward is known (and check their reward or label)")
 
 
 def known_rewards(learner: PolicyLearner, labelled: InteractionLog) -> np.ndarray:

@@ -103,7 +103,9 @@ class _Inflated:
 
 def pack_model(folder: str | Path) -> bytes:
     """The archive of the model folder ``folder``, its two members with the mode a new file
-    gets (0666 less the umask), whatever their mode in ``folder``."""
+    gets (0666 less the umask), whatever their mode in ``folder``, and their contents where
+    they are symbolic links (a folder put together with ``ln -s``, a store that links to its
+    cache): an archive of links is refused where it is read."""
     from iglearn.files import umask
 
     mode = 0o666 & ~umask()
@@ -113,7 +115,7 @@ def pack_model(folder: str | Path) -> bytes:
         return member
 
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+    with tarfile.open(fileobj=buffer, mode="w:gz", dereference=True) as tar:
         for name in MEMBERS:
             tar.add(Path(folder) / name, arcname=name, recursive=False, filter=ordinary)
     return buffer.getvalue()
@@ -158,10 +160,10 @@ def unpack_model(data: bytes | IO[bytes], folder: str | Path, source: str = "mod
                                f"({e.strerror or type(e).__name__}); unpack it into an "
                                f"existing, writable, empty folder") from None
         raise IGLearnError(f"{source}: not a gzip-compressed tar archive of a model folder "
-                           f"({e}); send the archive GET /v1/model/export gives") from None
+                           f"({e}); {REPACK}") from None
     except (tarfile.TarError, zlib.error, EOFError) as e:
         raise IGLearnError(f"{source}: not a gzip-compressed tar archive of a model folder "
-                           f"({e}); send the archive GET /v1/model/export gives") from None
+                           f"({e}); {REPACK}") from None
 
 
 def _budget(name: str, folder: Path, source: str) -> tuple[int, str]:
@@ -184,8 +186,7 @@ def _unpack(stream: _Inflated, folder: Path, source: str, size: int | None) -> N
     while True:
         block = stream.read(_BLOCK)
         if not block and not seen:
-            raise IGLearnError(f"{source}: is empty; send the archive GET /v1/model/export "
-                               f"gives")
+            raise IGLearnError(f"{source}: is empty; {REPACK}")
         if len(block) < _BLOCK:
             raise IGLearnError(f"{source}: ends inside a tar header (the archive is "
                                f"truncated); {REPACK}")

@@ -4,7 +4,9 @@
   ``feedback`` (n, d_y), optional ``reward`` and ``label`` (n,), and a scalar ``n_actions``;
   a context set holds ``context``, optional ``label``, and ``n_actions``.
 - ``.parquet``: the same fields as columns, vectors as fixed-size lists of float32, and
-  ``n_actions`` in the schema metadata; streamed in row batches.
+  ``n_actions`` in the schema metadata; streamed in row batches. A Parquet table without
+  that metadata (written by pandas, pyarrow or Spark) is read whole as a ``.csv`` one is:
+  its columns named as there (or by a column mapping), K from a column ``n_actions``.
 - ``.csv``: a header row, then one row per interaction: ``context_0``, ..., ``action``,
   ``probability``, ``feedback_0``, ..., optional ``reward`` and ``label``, and ``n_actions``
   (K on every row), or other column names read with a
@@ -137,7 +139,9 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
         columns: CSV and Parquet only (a file or a folder of shards): which columns hold which
             field (Parquet so read is read whole, :mod:`iglearn.data.formats.columns`; an
             error for other formats, whose fields have fixed names).
-        n_actions: with a column mapping: K when neither the mapping nor a column gives it.
+        n_actions: K when the file does not give it (a model's): with a column mapping,
+            when neither the mapping nor a column gives it; a ``.npz`` file without
+            ``n_actions``.
         wanted: the fields to read (the context and labels, to predict on a log), or None
             for the whole log: with a column mapping, the columns of the others are not
             read, so a missing value there is no error; DSJSON then reads every line, those
@@ -153,10 +157,10 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
         raise IGLearnError(_unmapped(path, columns))
     if shards:
         from iglearn.data.formats.shards import ShardedReader, shard_files
-        if columns is None and schema is not None:
+        if columns is None:
             from iglearn.data.formats.parquet import iglearn_layout
             if not iglearn_layout(shard_files(path)[0]):
-                columns = model_mapping(schema, wanted)
+                columns = model_mapping(schema, wanted) or ColumnMapping()
         if columns is not None:  # the user's own column names: read whole
             from iglearn.data.formats.columns import MappedParquetReader
             return MappedParquetReader(path, columns, n_actions, wanted)
@@ -167,11 +171,13 @@ def open_table(path: str | Path, schema: FeatureSchema | None = None,
         raise IGLearnError(f"{path}: the file is empty; write the log again")
     if suffix == ".npz":
         from iglearn.data.formats.npz import NpzReader
-        return NpzReader(path)
+        return NpzReader(path, n_actions)
     if suffix == ".parquet":
         from iglearn.data.formats.parquet import ParquetReader, iglearn_layout
-        if columns is None and schema is not None and not iglearn_layout(path):
-            columns = model_mapping(schema, wanted)  # a model's mapping reads tables by it
+        if columns is None and not iglearn_layout(path):
+            # a table iglearn did not write (no K in its metadata): by a model's mapping, else
+            # by iglearn's column names, K from a column n_actions or ``n_actions``
+            columns = model_mapping(schema, wanted) or ColumnMapping()
         if columns is not None:  # the user's own column names: read whole, as a CSV file
             from iglearn.data.formats.columns import MappedParquetReader
             return MappedParquetReader(path, columns, n_actions, wanted)

@@ -48,10 +48,11 @@ class NpzReader(TableReader):
     Every member's header is checked before its data are read: its type (real numbers only;
     never Python objects), and its shape against the bytes the archive really holds (at most
     MAX_EXPANSION times its compressed size), so a damaged or hostile archive cannot make the
-    reader allocate more than the file could hold.
+    reader allocate more than the file could hold. ``n_actions``: K when the archive has no
+    ``n_actions`` (a model's, for contexts saved as ``np.savez(path, context=x)``).
     """
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, n_actions: int | None = None):
         self.path = path
         source = str(path)
         self._size = input_file(path)
@@ -74,13 +75,16 @@ class NpzReader(TableReader):
         self._arrays: dict[str, np.ndarray] = {}
         self._headers: dict[str, tuple[tuple[int, ...], bool, np.dtype, int]] = {}
         if "n_actions" not in members:
-            raise IGLearnError(f"{source}: missing field 'n_actions' (the number of actions K); "
-                               f"add a scalar array n_actions to the archive")
-        shape = self._header("n_actions", "iu")[0]
-        if math.prod(shape) != 1:
-            raise IGLearnError(f"{source}: field 'n_actions' must be one integer, got shape "
-                               f"{shape}")
-        k = check_n_actions(self._load("n_actions"), source)
+            if n_actions is None:
+                raise IGLearnError(f"{source}: missing field 'n_actions' (the number of actions "
+                                   f"K); add a scalar array n_actions to the archive")
+            k = check_n_actions(n_actions, source)
+        else:
+            shape = self._header("n_actions", "iu")[0]
+            if math.prod(shape) != 1:
+                raise IGLearnError(f"{source}: field 'n_actions' must be one integer, got "
+                                   f"shape {shape}")
+            k = check_n_actions(self._load("n_actions"), source)
         fields = required_fields(set(members), source)
         shapes = {name: self._header(name, REAL_KINDS)[0] for name in fields}
         n = shapes["context"][0] if shapes["context"] else 0
