@@ -299,8 +299,8 @@ def test_unwritable_outputs_create_nothing(workspace, capsys, tmp_path):
         (["fit", workspace / "log.npz", "--out", blocker], "is a file, not a model folder"),
         # a folder named as an archive (it was written as a folder named model.tar.gz)
         (["fit", workspace / "log.npz", "--out", tmp_path / "model.tar.gz"],
-         "names a model archive, but a model is written as a folder; write it to a folder "
-         "(model/, say), then make the archive with 'iglearn pack model/ --out model.tar.gz'"),
+         "names a model archive (.tar.gz), but a model is written as a folder; write it to a "
+         "folder (model, say), then make the archive with 'iglearn pack "),
         (["predict", workspace / "model", workspace / "test.parquet", "--out",
           tmp_path / "no" / "p.csv"], "does not exist"),
         (["predict", workspace / "model", workspace / "test.parquet", "--out",

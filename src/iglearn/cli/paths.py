@@ -21,7 +21,6 @@ import argparse
 import contextlib
 import os
 import re
-import shlex
 import time
 import warnings
 from collections.abc import Sequence
@@ -144,21 +143,10 @@ def check_paths(inputs: Sequence[Named], outputs: Sequence[Named]) -> None:
 
 
 def check_model_output(folder: Path) -> None:
-    """Raise IGLearnError unless ``fit`` may write a model to ``folder``
-    (:func:`iglearn.models.io.check_model_folder`), or when ``folder`` is named as a model
-    archive (``model.tar.gz``): a folder of that name would be taken for the archive that
-    ``pack`` writes, and refused where an archive is read (``load``, the service)."""
-    from iglearn.models.archive import ARCHIVE_SUFFIXES
+    """Raise IGLearnError unless ``fit``, ``load`` or ``orient`` may write a model to
+    ``folder`` (:func:`iglearn.models.io.check_model_folder`, as ``--out``)."""
     from iglearn.models.io import check_model_folder
 
-    suffix = next((s for s in ARCHIVE_SUFFIXES if folder.name.lower().endswith(s)), None)
-    if suffix is not None:
-        stem = folder.name[:-len(suffix)] or "model"
-        raise IGLearnError(f"--out {folder}: names a model archive ({suffix}), but a model "
-                           f"folder is written there; name the folder without {suffix} "
-                           f"({stem}, say), then write its archive: iglearn pack "
-                           f"{shlex.quote(str(folder.with_name(stem)))} --out "
-                           f"{shlex.quote(str(folder))}")
     check_model_folder(folder, "--out")
 
 

@@ -41,6 +41,7 @@ import dataclasses
 import inspect
 import math
 import re
+import shlex
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -358,15 +359,19 @@ def check_model_folder(folder: Path, option: str = "model folder") -> None:
     iglearn wrote (``model.json``, recognised by its format record, and
     ``weights.safetensors``, both plain files, and nothing else:
     :func:`~iglearn.files.replaceable_folder`): a folder holding anything else is never
-    replaced. A new folder named as a model archive (``model.tar.gz``) is refused too: a
-    model is written as a folder, which ``iglearn pack`` makes an archive of."""
+    replaced. A folder named as a model archive (``model.tar.gz``) is refused too: it would
+    be taken for the archive ``iglearn pack`` writes, and refused where an archive is read
+    (``load``, the service); the message gives the pack command."""
     from iglearn.models.archive import ARCHIVE_SUFFIXES  # archive imports this module
 
     folder = Path(folder)
-    if folder.name.lower().endswith(ARCHIVE_SUFFIXES) and not folder.is_dir():
-        raise IGLearnError(f"{option} {folder}: names a model archive, but a model is written "
-                           f"as a folder; write it to a folder (model/, say), then make the "
-                           f"archive with 'iglearn pack model/ --out {folder.name}' "
+    suffix = next((s for s in ARCHIVE_SUFFIXES if folder.name.lower().endswith(s)), None)
+    if suffix is not None:
+        stem = folder.with_name(folder.name[:-len(suffix)] or "model")
+        raise IGLearnError(f"{option} {folder}: names a model archive ({suffix}), but a model "
+                           f"is written as a folder; write it to a folder ({stem.name}, say), "
+                           f"then make the archive with 'iglearn pack "
+                           f"{shlex.quote(str(stem))} --out {shlex.quote(str(folder))}' "
                            f"(iglearn.models.archive.pack_model in Python)")
     if not replaceable_folder(folder, option, (METADATA, WEIGHTS), "model"):
         return
