@@ -120,3 +120,23 @@ def test_sample_complexity_refused_to_resume_names_its_own_options(tmp_path, cap
                           (["--samples", "200,300", "--seed", "1"], "--seed: 0 recorded, 1 now")):
         err = _refused(capsys, ["reproduce", "sample-complexity", *change, *common])
         assert f"different configuration ({named}); pass --fresh" in err
+
+
+def test_a_sweep_resumed_with_its_set_options_in_another_order_is_refused(tmp_path, capsys):
+    """The grid's points run in the order of the --set options and a trial's record is
+    found by its index: given in another order, the recorded trials were taken for other
+    points, and a sweep resumed after an interruption wrote one point twice and left
+    another out."""
+    out = tmp_path / "sweep"
+    common = ["--dataset", "digits", "--samples", "300", "--trials", "1", "--stack", "1",
+              "--jobs", "1", "--quiet", "--out", str(out)]
+    lr, temperature = ["--set", "lr=0.01,0.02"], ["--set", "decoder_temperature=0.05,0.1"]
+    assert main(["sweep", *lr, *temperature, *common]) == 0
+    assert main(["sweep", *lr, *temperature, *common]) == 0  # the same: it resumes
+    capsys.readouterr()
+    err = _refused(capsys, ["sweep", *temperature, *lr, *common])
+    assert ("different configuration (the order of the --set options: "
+            "lr,decoder_temperature recorded, decoder_temperature,lr now); pass --fresh") in err
+    frame = pd.read_csv(out / "sweep.csv")
+    points = frame[frame["metric"] == "accuracy"][["lr", "decoder_temperature"]]
+    assert len(points.drop_duplicates()) == 4

@@ -187,7 +187,8 @@ def _difference(manifest: Path, fingerprint: dict) -> str:
     return ""
 
 
-_NAMES = {"schema": "the result schema", "experiment": "the experiment"}
+_NAMES = {"schema": "the result schema", "experiment": "the experiment",
+          "set order": "the order of the --set options"}
 """How the refusal to resume names the entries of a fingerprint that no option gives (any
 other key ``NAME`` is the option ``--NAME``)."""
 
