@@ -357,7 +357,7 @@ def demo_routes(service: Service) -> list[Route]:
                               "feedback": y.tolist(), **status()})
 
     async def reset(request: Request) -> Response:
-        await read_json(request, limit, ())
+        await read_json(request, limit, (), empty_ok=True)
         await restart(service)
         return json_response(status())
 
