@@ -140,3 +140,16 @@ def test_a_sweep_resumed_with_its_set_options_in_another_order_is_refused(tmp_pa
     frame = pd.read_csv(out / "sweep.csv")
     points = frame[frame["metric"] == "accuracy"][["lr", "decoder_temperature"]]
     assert len(points.drop_duplicates()) == 4
+
+
+def test_the_closing_line_names_the_folder_the_files_went_to(tmp_path, capsys, monkeypatch):
+    """--out '' (an unset variable, say) wrote into the current folder and said "wrote
+    /sweep.csv", the root's; a trailing slash gave "results/x//sweep.csv"."""
+    monkeypatch.chdir(tmp_path)
+    common = ["--dataset", "digits", "--samples", "300", "--trials", "1", "--jobs", "1",
+              "--quiet"]
+    for out, shown in (("", "."), ("x/", "x")):
+        assert main(["sweep", "--set", "lr=0.01", *common, "--out", out]) == 0
+        last = capsys.readouterr().out.strip().splitlines()[-1]
+        assert last == f"wrote {shown}/sweep.csv, sweep.md and config.json"
+        assert (tmp_path / shown / "sweep.csv").is_file()

@@ -174,7 +174,7 @@ def _run(experiment: Experiment, args: argparse.Namespace) -> int:
     _check_out(config, args.out)
     with _removed_if_empty(args.out):
         print(experiment.reproduce(config, args.out, _execution(args)))
-    print(f"wrote {printable(args.out)}/{experiment.files}")
+    print(f"wrote {printable(Path(args.out))}/{experiment.files}")
     return 0
 
 
@@ -217,7 +217,7 @@ def _sweep(args: argparse.Namespace) -> int:
     _check_out(base, args.out)
     with _removed_if_empty(args.out):
         print(reproduce_sweep(base, dict(args.set), args.out, _execution(args)))
-    print(f"wrote {printable(args.out)}/sweep.csv, sweep.md and config.json")
+    print(f"wrote {printable(Path(args.out))}/sweep.csv, sweep.md and config.json")
     return 0
 
 
