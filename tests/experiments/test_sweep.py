@@ -34,7 +34,14 @@ def test_a_value_or_a_setting_given_twice_is_refused(capsys, tmp_path):
              (["sweep", "--set", "lr=0.01,0.02", "--lr", "0.05"],
               "--lr is swept by --set lr, which gives its values; drop one of them"),
              (["sweep", "--set", "samples=300,600", "--samples", "500"],
-              "--samples is swept by --set samples")]
+              "--samples is swept by --set samples"),
+             # fitted once, recorded twice in config.json
+             (["sweep", "--methods", "IGL,CB,IGL"], "--methods lists a value twice (IGL,CB,IGL)"),
+             (["reproduce", "table1", "--methods", "IGL,IGL"],
+              "--methods lists a value twice (IGL,IGL); give each once"),
+             # every environment of the family ran twice, its rows counted as two trials
+             (["reproduce", "unsupervised", "--families", "env12,env12"],
+              "--families lists a value twice (env12,env12); give each once")]
     for argv, words in cases:
         assert main([*argv, "--dataset", "digits", "--out", str(tmp_path / "x")]) == 2
         err = capsys.readouterr().err.strip()

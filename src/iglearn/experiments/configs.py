@@ -60,6 +60,9 @@ class Table1Config:
     methods: tuple[str, ...] = ("SUP", "CB", "IGL")
     """Which learners to fit."""
 
+    def __post_init__(self) -> None:
+        check_distinct(self, ("methods",))
+
 
 SWEEPABLE = ("lr", "decoder_temperature", "samples", "policy", "decoder")
 """Settings of :class:`Table1Config` a sweep may vary (the command line reads each value as
@@ -125,6 +128,9 @@ class UnsupervisedConfig:
     flip_policy: bool = True
     """IGL negates the policy's scores whenever the corrector flips the decoder (see
     :class:`~iglearn.learners.BatchIGL`; its default)."""
+
+    def __post_init__(self) -> None:
+        check_distinct(self, ("families",))
 
 
 # Figure 3 (:mod:`iglearn.experiments.figure3`).
