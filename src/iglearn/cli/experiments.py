@@ -151,8 +151,13 @@ def _check_out(config: object, out: str) -> None:
 
 def _execution(args: argparse.Namespace) -> Execution:
     """The execution options; a Ray cluster that cannot be reached is told before anything
-    is read or written (:func:`~iglearn.processes.check_reachable`)."""
+    is read or written (:func:`~iglearn.processes.check_reachable`), and so is a
+    ``--ray-address`` without ``--backend ray``, which would run the trials here."""
     execution = build_settings(args, Execution(), EXECUTION)
+    if execution.ray_address and execution.backend != "ray":
+        raise IGLearnError(f"--ray-address {execution.ray_address}: trials run on a Ray "
+                           f"cluster with --backend ray only; add --backend ray, or drop "
+                           f"--ray-address to run them here")
     if execution.backend == "ray" and execution.ray_address:
         from iglearn.processes import check_reachable
         check_reachable(execution.ray_address)
