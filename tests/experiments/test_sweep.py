@@ -160,3 +160,14 @@ def test_the_closing_line_names_the_folder_the_files_went_to(tmp_path, capsys, m
         last = capsys.readouterr().out.strip().splitlines()[-1]
         assert last == f"wrote {shown}/sweep.csv, sweep.md and config.json"
         assert (tmp_path / shown / "sweep.csv").is_file()
+
+
+def test_an_out_that_is_a_file_is_named_as_one(tmp_path, capsys):
+    """It was refused as "cannot write there (File exists); choose a writable folder"."""
+    blocker = tmp_path / "results.csv"
+    blocker.write_text("mine\n")
+    err = _refused(capsys, ["sweep", "--set", "lr=0.01", "--dataset", "digits", "--samples",
+                            "300", "--trials", "1", "--jobs", "1", "--out", str(blocker)])
+    assert err == (f"iglearn: error: --out {blocker}: is a file, not a folder; choose a new "
+                   f"name for --out")
+    assert blocker.read_text() == "mine\n"
