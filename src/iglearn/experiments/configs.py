@@ -175,6 +175,12 @@ class Figure3Config:
                                f"--update-every {self.update_every}")
         if self.rounds < 1 or self.trials < 1:
             raise IGLearnError("--rounds and --trials must be positive")
+        for name, schedule in (("warmup", "paper"), ("eta", "theory")):
+            value = getattr(self, name)
+            if self.schedule != schedule and value != getattr(Figure3Config, name):
+                raise IGLearnError(f"--{name} {value} is read by the {schedule} schedule only "
+                                   f"(--schedule is {self.schedule}); drop --{name}, or add "
+                                   f"--schedule {schedule}")
         warmup = make_schedule(self.schedule, self.warmup, self.eta, self.iota).warmup(n_actions)
         if warmup is not None and self.rounds <= warmup:
             fix = ("lower --warmup" if self.schedule == "paper" else
