@@ -277,6 +277,10 @@ class PersonalizedConfig:
             raise IGLearnError(f"--epsilon must be in [0, 1], got {self.epsilon}")
         if not self.gamma0 > 0:
             raise IGLearnError(f"--gamma0 must be positive, got {self.gamma0}")
+        if self.exploration != "igw" and self.gamma0 != PersonalizedConfig.gamma0:
+            raise IGLearnError(f"--gamma0 {self.gamma0} is read by --exploration igw only "
+                               f"(--exploration is {self.exploration}); drop --gamma0, or "
+                               f"add --exploration igw")
         check_distinct(self, ("tasks", "methods"))
 
     def rounds_of(self, task: str) -> int:
