@@ -332,6 +332,12 @@ class FamilyConfig:
             if getattr(self, name) < 1:
                 raise IGLearnError(f"--{name.replace('_', '-')} must be at least 1")
         check_distinct(self, ("families", "methods"))
+        if ("personalised" not in self.families
+                and self.personalised_samples != FamilyConfig.personalised_samples):
+            raise IGLearnError(f"--personalised-samples {self.personalised_samples} is read by "
+                               f"the personalised family only, which --families leaves out; "
+                               f"drop --personalised-samples, or add personalised to "
+                               f"--families")
 
     def environment_name(self, family: str) -> str:
         """The named environment of ``family``."""
@@ -394,5 +400,9 @@ class NoisyFeedbackConfig:
         if any(not 0.0 <= p <= 1.0 for p in self.p):
             raise IGLearnError(f"--p values must lie in [0, 1], got {','.join(map(str, self.p))}")
         check_distinct(self, ("p", "kinds", "methods"))
+        if "E2G" not in self.methods and self.e2g_rounds != NoisyFeedbackConfig.e2g_rounds:
+            raise IGLearnError(f"--e2g-rounds {self.e2g_rounds} is read by E2G only, which "
+                               f"--methods leaves out; drop --e2g-rounds, or add E2G to "
+                               f"--methods")
         if not self.kinds:
             raise IGLearnError("--kinds names no noise kind; give at least one")
