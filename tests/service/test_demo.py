@@ -80,7 +80,10 @@ def test_demo_api_decides_stores_gestures_and_resets(demo_service, tmp_path):
         for asked, location in (("/demo", "/demo/"), ("/demo?seed=3", "/demo/?seed=3")):
             moved = http.get(asked)  # the page's seed survives the redirect
             assert moved.status_code == 307 and moved.headers["location"] == location
-        assert http.get("/demo/nothing.js").status_code == 404
+        missing = http.get("/demo/nothing.js")  # it named no field
+        assert missing.status_code == 404 and missing.json() == {
+            "error": "no file 'nothing.js' in the demo; its files are index.html, demo.js, "
+                     "demo.css", "field": "path"}
         d = http.post("/demo/api/decide", json={"colour": 1, "shape": 2}).json()
         assert d["word"] in ("red", "green", "blue") and d["model_version"] == 0
         bad = http.post("/demo/api/decide", json={"colour": 3, "shape": 0})
