@@ -171,3 +171,16 @@ def test_an_out_that_is_a_file_is_named_as_one(tmp_path, capsys):
     assert err == (f"iglearn: error: --out {blocker}: is a file, not a folder; choose a new "
                    f"name for --out")
     assert blocker.read_text() == "mine\n"
+
+
+def test_another_experiments_folder_is_refused_naming_the_experiment(tmp_path, capsys):
+    """A sample-complexity run in a sweep's folder was refused as "--set lr: 0.01 recorded,
+    none now", naming an option sample-complexity does not have."""
+    out = tmp_path / "run"
+    common = ["--dataset", "digits", "--trials", "1", "--jobs", "1", "--quiet",
+              "--out", str(out)]
+    assert main(["sweep", "--set", "lr=0.01", "--samples", "300", *common]) == 0
+    capsys.readouterr()
+    err = _refused(capsys, ["reproduce", "sample-complexity", "--samples", "300", *common])
+    assert ("different configuration (the experiment: 'sweep' recorded, 'sample-complexity' "
+            "now); pass --fresh") in err
