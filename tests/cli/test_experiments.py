@@ -209,3 +209,20 @@ def test_a_ray_cluster_that_cannot_be_reached_is_refused_before_anything_is_writ
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert f"--ray-address 127.0.0.1:{port}: cannot reach a Ray cluster there" in err
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", [
+    ["reproduce", "table1", "--dataset", "digits", "--samples", "300", "--trials", "1"],
+    ["sweep", "--dataset", "digits", "--samples", "300", "--trials", "1", "--set", "lr=0.01"],
+], ids=["reproduce", "sweep"])
+def test_a_ray_address_without_the_ray_backend_is_refused(command, tmp_path, capsys):
+    """--ray-address without --backend ray was dropped without a word: the trials ran on
+    this machine's process pool, not on the cluster named."""
+    out = tmp_path / "out"
+    code = main([*command, "--ray-address", "127.0.0.1:6379", "--jobs", "1", "--quiet",
+                 "--out", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip() == (
+        "iglearn: error: --ray-address 127.0.0.1:6379: trials run on a Ray cluster with "
+        "--backend ray only; add --backend ray, or drop --ray-address to run them here")
+    assert not out.exists()

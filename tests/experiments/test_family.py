@@ -117,6 +117,18 @@ def test_refuses_a_family_given_twice(tmp_path, capsys):
     assert "--families lists a value twice" in capsys.readouterr().err
 
 
+def test_refuses_personalised_samples_without_the_personalised_family(tmp_path, capsys):
+    """--personalised-samples without the personalised family was dropped without a word."""
+    assert main(["reproduce", "family", "--families", "2021", "--methods", "CB", "--trials",
+                 "1", "--samples", "300", "--personalised-samples", "500", "--jobs", "1",
+                 "--quiet", "--out", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "iglearn: error: --personalised-samples 500 is read by the personalised family only, "
+        "which --families leaves out; drop --personalised-samples, or add personalised to "
+        "--families")
+    assert not (tmp_path / "x").exists()
+
+
 @pytest.mark.slow
 def test_the_noisy_family_and_vi_igl_have_their_column_and_row(tmp_path):
     from iglearn.experiments.configs import FAMILIES, METHODS

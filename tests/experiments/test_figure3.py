@@ -66,6 +66,16 @@ def test_bad_settings_are_user_errors(tmp_path, capsys):
     assert "--eval-every" in capsys.readouterr().err
     with pytest.raises(IGLearnError, match="eta"):
         Figure3Config(schedule="theory", eta=2.0).check(10)
+    # an option of another schedule than --schedule ran without it, and without a word
+    for options, words in ((["--eta", "0.5"], "--eta 0.5 is read by the theory schedule only "
+                            "(--schedule is paper); drop --eta, or add --schedule theory"),
+                           (["--schedule", "data-driven", "--warmup", "100"],
+                            "--warmup 100 is read by the paper schedule only (--schedule is "
+                            "data-driven); drop --warmup, or add --schedule paper")):
+        assert main(["reproduce", "figure3", "--dataset", "digits", *options,
+                     "--out", str(tmp_path / "x")]) == 2
+        assert capsys.readouterr().err.strip() == f"iglearn: error: {words}"
+    assert not (tmp_path / "x").exists()
 
 
 @pytest.mark.parametrize("options, words", [

@@ -117,6 +117,16 @@ def test_settings_that_cannot_run_are_refused(settings):
         NoisyFeedbackConfig(**settings).check()
 
 
+def test_e2g_rounds_without_e2g_is_refused():
+    """--e2g-rounds without E2G in --methods (the default leaves it out) was dropped without
+    a word."""
+    with pytest.raises(IGLearnError, match=r"^--e2g-rounds 500 is read by E2G only, which "
+                                           r"--methods leaves out; drop --e2g-rounds, or add "
+                                           r"E2G to --methods$"):
+        NoisyFeedbackConfig(e2g_rounds=500).check()
+    NoisyFeedbackConfig(e2g_rounds=500, methods=("E2G", "CB")).check()
+
+
 @pytest.mark.slow
 def test_e2g_plays_where_its_assumption_holds():
     config = NoisyFeedbackConfig(trials=1, samples=300, p=(0.0, 0.2),

@@ -32,3 +32,15 @@ def test_small_run_writes_the_tidy_table_the_report_and_the_plot(tmp_path):
     assert ("not run" in text) == (status is not None)
     assert (tmp_path / "personalized.png").stat().st_size > 0
     assert "wrote" in printed
+
+
+def test_gamma0_without_inverse_gap_weighting_is_refused(tmp_path, capsys):
+    """--gamma0 with --exploration epsilon played epsilon-greedy without a word."""
+    from iglearn.cli import main
+
+    assert main(["reproduce", "personalised", *SMALL, "--exploration", "epsilon",
+                 "--gamma0", "10", "--out", str(tmp_path / "x")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "iglearn: error: --gamma0 10.0 is read by --exploration igw only (--exploration is "
+        "epsilon); drop --gamma0, or add --exploration igw")
+    assert not (tmp_path / "x").exists()

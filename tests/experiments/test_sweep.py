@@ -34,7 +34,14 @@ def test_a_value_or_a_setting_given_twice_is_refused(capsys, tmp_path):
              (["sweep", "--set", "lr=0.01,0.02", "--lr", "0.05"],
               "--lr is swept by --set lr, which gives its values; drop one of them"),
              (["sweep", "--set", "samples=300,600", "--samples", "500"],
-              "--samples is swept by --set samples")]
+              "--samples is swept by --set samples"),
+             # fitted once, recorded twice in config.json
+             (["sweep", "--methods", "IGL,CB,IGL"], "--methods lists a value twice (IGL,CB,IGL)"),
+             (["reproduce", "table1", "--methods", "IGL,IGL"],
+              "--methods lists a value twice (IGL,IGL); give each once"),
+             # every environment of the family ran twice, its rows counted as two trials
+             (["reproduce", "unsupervised", "--families", "env12,env12"],
+              "--families lists a value twice (env12,env12); give each once")]
     for argv, words in cases:
         assert main([*argv, "--dataset", "digits", "--out", str(tmp_path / "x")]) == 2
         err = capsys.readouterr().err.strip()
@@ -120,3 +127,60 @@ def test_sample_complexity_refused_to_resume_names_its_own_options(tmp_path, cap
                           (["--samples", "200,300", "--seed", "1"], "--seed: 0 recorded, 1 now")):
         err = _refused(capsys, ["reproduce", "sample-complexity", *change, *common])
         assert f"different configuration ({named}); pass --fresh" in err
+
+
+def test_a_sweep_resumed_with_its_set_options_in_another_order_is_refused(tmp_path, capsys):
+    """The grid's points run in the order of the --set options and a trial's record is
+    found by its index: given in another order, the recorded trials were taken for other
+    points, and a sweep resumed after an interruption wrote one point twice and left
+    another out."""
+    out = tmp_path / "sweep"
+    common = ["--dataset", "digits", "--samples", "300", "--trials", "1", "--stack", "1",
+              "--jobs", "1", "--quiet", "--out", str(out)]
+    lr, temperature = ["--set", "lr=0.01,0.02"], ["--set", "decoder_temperature=0.05,0.1"]
+    assert main(["sweep", *lr, *temperature, *common]) == 0
+    assert main(["sweep", *lr, *temperature, *common]) == 0  # the same: it resumes
+    capsys.readouterr()
+    err = _refused(capsys, ["sweep", *temperature, *lr, *common])
+    assert ("different configuration (the order of the --set options: "
+            "lr,decoder_temperature recorded, decoder_temperature,lr now); pass --fresh") in err
+    frame = pd.read_csv(out / "sweep.csv")
+    points = frame[frame["metric"] == "accuracy"][["lr", "decoder_temperature"]]
+    assert len(points.drop_duplicates()) == 4
+
+
+def test_the_closing_line_names_the_folder_the_files_went_to(tmp_path, capsys, monkeypatch):
+    """--out '' (an unset variable, say) wrote into the current folder and said "wrote
+    /sweep.csv", the root's; a trailing slash gave "results/x//sweep.csv"."""
+    monkeypatch.chdir(tmp_path)
+    common = ["--dataset", "digits", "--samples", "300", "--trials", "1", "--jobs", "1",
+              "--quiet"]
+    for out, shown in (("", "."), ("x/", "x")):
+        assert main(["sweep", "--set", "lr=0.01", *common, "--out", out]) == 0
+        last = capsys.readouterr().out.strip().splitlines()[-1]
+        assert last == f"wrote {shown}/sweep.csv, sweep.md and config.json"
+        assert (tmp_path / shown / "sweep.csv").is_file()
+
+
+def test_an_out_that_is_a_file_is_named_as_one(tmp_path, capsys):
+    """It was refused as "cannot write there (File exists); choose a writable folder"."""
+    blocker = tmp_path / "results.csv"
+    blocker.write_text("mine\n")
+    err = _refused(capsys, ["sweep", "--set", "lr=0.01", "--dataset", "digits", "--samples",
+                            "300", "--trials", "1", "--jobs", "1", "--out", str(blocker)])
+    assert err == (f"iglearn: error: --out {blocker}: is a file, not a folder; choose a new "
+                   f"name for --out")
+    assert blocker.read_text() == "mine\n"
+
+
+def test_another_experiments_folder_is_refused_naming_the_experiment(tmp_path, capsys):
+    """A sample-complexity run in a sweep's folder was refused as "--set lr: 0.01 recorded,
+    none now", naming an option sample-complexity does not have."""
+    out = tmp_path / "run"
+    common = ["--dataset", "digits", "--trials", "1", "--jobs", "1", "--quiet",
+              "--out", str(out)]
+    assert main(["sweep", "--set", "lr=0.01", "--samples", "300", *common]) == 0
+    capsys.readouterr()
+    err = _refused(capsys, ["reproduce", "sample-complexity", "--samples", "300", *common])
+    assert ("different configuration (the experiment: 'sweep' recorded, 'sample-complexity' "
+            "now); pass --fresh") in err

@@ -80,7 +80,10 @@ def test_demo_api_decides_stores_gestures_and_resets(demo_service, tmp_path):
         for asked, location in (("/demo", "/demo/"), ("/demo?seed=3", "/demo/?seed=3")):
             moved = http.get(asked)  # the page's seed survives the redirect
             assert moved.status_code == 307 and moved.headers["location"] == location
-        assert http.get("/demo/nothing.js").status_code == 404
+        missing = http.get("/demo/nothing.js")  # it named no field
+        assert missing.status_code == 404 and missing.json() == {
+            "error": "no file 'nothing.js' in the demo; its files are index.html, demo.js, "
+                     "demo.css", "field": "path"}
         d = http.post("/demo/api/decide", json={"colour": 1, "shape": 2}).json()
         assert d["word"] in ("red", "green", "blue") and d["model_version"] == 0
         bad = http.post("/demo/api/decide", json={"colour": 3, "shape": 0})
@@ -117,6 +120,20 @@ def test_demo_api_decides_stores_gestures_and_resets(demo_service, tmp_path):
         assert http.get("/demo/api/status").json()["interactions"] == 2
         after = http.post("/demo/api/reset", json={}).json()
         assert after["interactions"] == 0 and after["model_version"] == 0
+        # a reset takes no fields: a POST without a body (curl -X POST) resets too; it was
+        # refused as "not valid JSON"
+        d3 = http.post("/demo/api/decide", json={"colour": 0, "shape": 0}).json()
+        joined = http.post("/demo/api/feedback", json={"event_id": d3["event_id"],
+                                                        "stroke": stroke}).json()
+        assert joined["interactions"] == 1
+        bare = http.post("/demo/api/reset")
+        assert bare.status_code == 200 and bare.json()["interactions"] == 0, bare.text
+        # an unknown path names the demo's endpoints too (it named /v1, /healthz, /readyz
+        # and /metrics only)
+        unknown = http.get("/demo/api/decisions")
+        assert unknown.status_code == 404 and unknown.json() == {
+            "error": "no endpoint /demo/api/decisions; the endpoints are under /v1, /healthz, "
+                     "/readyz, /metrics and /demo", "field": "path"}
     storage = SQLiteStorage(demo_service.config.parent / "demo.db")
     assert storage.counts().joined == 0 and storage.models() == []
 

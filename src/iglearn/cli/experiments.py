@@ -151,8 +151,13 @@ def _check_out(config: object, out: str) -> None:
 
 def _execution(args: argparse.Namespace) -> Execution:
     """The execution options; a Ray cluster that cannot be reached is told before anything
-    is read or written (:func:`~iglearn.processes.check_reachable`)."""
+    is read or written (:func:`~iglearn.processes.check_reachable`), and so is a
+    ``--ray-address`` without ``--backend ray``, which would run the trials here."""
     execution = build_settings(args, Execution(), EXECUTION)
+    if execution.ray_address and execution.backend != "ray":
+        raise IGLearnError(f"--ray-address {execution.ray_address}: trials run on a Ray "
+                           f"cluster with --backend ray only; add --backend ray, or drop "
+                           f"--ray-address to run them here")
     if execution.backend == "ray" and execution.ray_address:
         from iglearn.processes import check_reachable
         check_reachable(execution.ray_address)
@@ -174,7 +179,7 @@ def _run(experiment: Experiment, args: argparse.Namespace) -> int:
     _check_out(config, args.out)
     with _removed_if_empty(args.out):
         print(experiment.reproduce(config, args.out, _execution(args)))
-    print(f"wrote {printable(args.out)}/{experiment.files}")
+    print(f"wrote {printable(Path(args.out))}/{experiment.files}")
     return 0
 
 
@@ -217,7 +222,7 @@ def _sweep(args: argparse.Namespace) -> int:
     _check_out(base, args.out)
     with _removed_if_empty(args.out):
         print(reproduce_sweep(base, dict(args.set), args.out, _execution(args)))
-    print(f"wrote {printable(args.out)}/sweep.csv, sweep.md and config.json")
+    print(f"wrote {printable(Path(args.out))}/sweep.csv, sweep.md and config.json")
     return 0
 
 

@@ -60,6 +60,9 @@ class Table1Config:
     methods: tuple[str, ...] = ("SUP", "CB", "IGL")
     """Which learners to fit."""
 
+    def __post_init__(self) -> None:
+        check_distinct(self, ("methods",))
+
 
 SWEEPABLE = ("lr", "decoder_temperature", "samples", "policy", "decoder")
 """Settings of :class:`Table1Config` a sweep may vary (the command line reads each value as
@@ -126,6 +129,9 @@ class UnsupervisedConfig:
     """IGL negates the policy's scores whenever the corrector flips the decoder (see
     :class:`~iglearn.learners.BatchIGL`; its default)."""
 
+    def __post_init__(self) -> None:
+        check_distinct(self, ("families",))
+
 
 # Figure 3 (:mod:`iglearn.experiments.figure3`).
 @dataclass
@@ -169,6 +175,12 @@ class Figure3Config:
                                f"--update-every {self.update_every}")
         if self.rounds < 1 or self.trials < 1:
             raise IGLearnError("--rounds and --trials must be positive")
+        for name, schedule in (("warmup", "paper"), ("eta", "theory")):
+            value = getattr(self, name)
+            if self.schedule != schedule and value != getattr(Figure3Config, name):
+                raise IGLearnError(f"--{name} {value} is read by the {schedule} schedule only "
+                                   f"(--schedule is {self.schedule}); drop --{name}, or add "
+                                   f"--schedule {schedule}")
         warmup = make_schedule(self.schedule, self.warmup, self.eta, self.iota).warmup(n_actions)
         if warmup is not None and self.rounds <= warmup:
             fix = ("lower --warmup" if self.schedule == "paper" else
@@ -265,6 +277,10 @@ class PersonalizedConfig:
             raise IGLearnError(f"--epsilon must be in [0, 1], got {self.epsilon}")
         if not self.gamma0 > 0:
             raise IGLearnError(f"--gamma0 must be positive, got {self.gamma0}")
+        if self.exploration != "igw" and self.gamma0 != PersonalizedConfig.gamma0:
+            raise IGLearnError(f"--gamma0 {self.gamma0} is read by --exploration igw only "
+                               f"(--exploration is {self.exploration}); drop --gamma0, or "
+                               f"add --exploration igw")
         check_distinct(self, ("tasks", "methods"))
 
     def rounds_of(self, task: str) -> int:
@@ -316,6 +332,12 @@ class FamilyConfig:
             if getattr(self, name) < 1:
                 raise IGLearnError(f"--{name.replace('_', '-')} must be at least 1")
         check_distinct(self, ("families", "methods"))
+        if ("personalised" not in self.families
+                and self.personalised_samples != FamilyConfig.personalised_samples):
+            raise IGLearnError(f"--personalised-samples {self.personalised_samples} is read by "
+                               f"the personalised family only, which --families leaves out; "
+                               f"drop --personalised-samples, or add personalised to "
+                               f"--families")
 
     def environment_name(self, family: str) -> str:
         """The named environment of ``family``."""
@@ -378,5 +400,9 @@ class NoisyFeedbackConfig:
         if any(not 0.0 <= p <= 1.0 for p in self.p):
             raise IGLearnError(f"--p values must lie in [0, 1], got {','.join(map(str, self.p))}")
         check_distinct(self, ("p", "kinds", "methods"))
+        if "E2G" not in self.methods and self.e2g_rounds != NoisyFeedbackConfig.e2g_rounds:
+            raise IGLearnError(f"--e2g-rounds {self.e2g_rounds} is read by E2G only, which "
+                               f"--methods leaves out; drop --e2g-rounds, or add E2G to "
+                               f"--methods")
         if not self.kinds:
             raise IGLearnError("--kinds names no noise kind; give at least one")

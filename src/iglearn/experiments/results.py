@@ -143,6 +143,9 @@ def std_note(trials: int) -> str:
 def prepare_output(folder: str | Path) -> Path:
     """Create ``folder`` if needed and check it is writable, before any long work starts."""
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise IGLearnError(f"--out {folder}: is a file, not a folder; choose a new name for "
+                           f"--out")
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=folder):

@@ -166,7 +166,8 @@ class TrialRecord:
 
 def _difference(manifest: Path, fingerprint: dict) -> str:
     """Where a recorded run's fingerprint (``manifest``) first differs from ``fingerprint``
-    (the settings a sweep swept first, then in its order), compared as JSON reads them back,
+    (the experiment first, then the settings a sweep swept, then in its order), compared as
+    JSON reads them back,
     for the message refusing to resume it, named as the command line gives it: " (--lr: 0.01
     recorded, 0.02 now)", " (--set lr: 0.01,0.02 recorded, 0.01,0.03 now)"; "" when the
     record cannot be read."""
@@ -178,7 +179,9 @@ def _difference(manifest: Path, fingerprint: dict) -> str:
         return ""
     current = json.loads(safejson.dumps(fingerprint))  # tuples as lists, as recorded
     keys = [*current, *(key for key in recorded if key not in current)]
-    keys.sort(key=lambda key: not key.startswith("set "))  # what a sweep swept first
+    # the experiment first (another's options would be named as if this one had them),
+    # then what a sweep swept
+    keys.sort(key=lambda key: (key != "experiment", not key.startswith("set ")))
     for key in keys:
         was, now = recorded.get(key), current.get(key)
         if was != now:
@@ -187,7 +190,8 @@ def _difference(manifest: Path, fingerprint: dict) -> str:
     return ""
 
 
-_NAMES = {"schema": "the result schema", "experiment": "the experiment"}
+_NAMES = {"schema": "the result schema", "experiment": "the experiment",
+          "set order": "the order of the --set options"}
 """How the refusal to resume names the entries of a fingerprint that no option gives (any
 other key ``NAME`` is the option ``--NAME``)."""
 

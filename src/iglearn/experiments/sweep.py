@@ -56,9 +56,13 @@ def sweep_fingerprint(base: Table1Config, grid: dict[str, list], experiment: str
     """What identifies a sweep's trials, by the options that give it: every setting of
     ``base`` that the grid does not sweep, ``trials`` among them (a trial's index depends on
     their number, so a sweep does not resume with another), each swept setting NAME as
-    ``set NAME`` (``--set NAME=V1,V2``), the experiment and the rows' schema."""
+    ``set NAME`` (``--set NAME=V1,V2``), with two or more the order of the ``--set`` options
+    as ``set order`` (a trial's index depends on it too: the grid's points run in that
+    order), the experiment and the rows' schema."""
     settings = {name: value for name, value in asdict(base).items() if name not in grid}
-    swept = {f"set {name}": list(values) for name, values in grid.items()}
+    swept: dict[str, list] = {f"set {name}": list(values) for name, values in grid.items()}
+    if len(grid) > 1:
+        swept["set order"] = list(grid)
     return {**settings, **swept, "experiment": experiment, "schema": SCHEMA}
 
 

@@ -1163,15 +1163,19 @@ class ServiceApp(Starlette):
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
-    """The router's 404 (no such endpoint) and 405 (a method the endpoint does not take,
-    its ``Allow`` header kept, its methods sorted) in the service's JSON, naming the path or
-    the method."""
+    """The router's 404 (no such endpoint, naming where the application's endpoints are:
+    ``/demo`` too beside a demo page) and 405 (a method the endpoint does not take, its
+    ``Allow`` header kept, its methods sorted) in the service's JSON, naming the path or the
+    method."""
     assert isinstance(exc, HTTPException)
     path, method = request.url.path, request.method
     headers = dict(exc.headers or {})
     if exc.status_code == 404:
-        body = {"error": f"no endpoint {path}; the endpoints are under /v1, /healthz, "
-                         f"/readyz and /metrics", "field": "path"}
+        tops = [*dict.fromkeys("/" + route.path.split("/")[1] for route in request.app.routes
+                               if isinstance(route, Route))]
+        under = ", ".join(tops[:-1]) + f" and {tops[-1]}" if len(tops) > 1 else tops[0]
+        body = {"error": f"no endpoint {path}; the endpoints are under {under}",
+                "field": "path"}
     elif exc.status_code == 405:  # Starlette lists a route's methods as a set: sorted here
         allowed = ", ".join(sorted(m.strip() for m in headers.get("Allow", "").split(",")))
         headers["Allow"] = allowed

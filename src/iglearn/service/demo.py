@@ -315,7 +315,8 @@ def demo_routes(service: Service) -> list[Route]:
     async def page(request: Request) -> Response:
         name = request.path_params.get("name", "index.html")
         if name not in STATIC_TYPES:
-            raise Rejected(404, f"no file {name!r} in the demo")
+            raise Rejected(404, f"no file {name!r} in the demo; its files are "
+                                f"{', '.join(STATIC_TYPES)}", "path")
         return Response(static_file(name), media_type=STATIC_TYPES[name],
                         headers={"cache-control": "no-cache"})
 
@@ -357,7 +358,7 @@ def demo_routes(service: Service) -> list[Route]:
                               "feedback": y.tolist(), **status()})
 
     async def reset(request: Request) -> Response:
-        await read_json(request, limit, ())
+        await read_json(request, limit, (), empty_ok=True)
         await restart(service)
         return json_response(status())
 
