@@ -613,3 +613,17 @@ def test_a_count_refit_waits_for_refit_every_interactions_beyond_those_fitted(tm
                 (m.version, m.summary["reason"], m.interactions) for m in models]
     finally:
         running.stop()
+
+
+def test_a_requested_refit_on_fewer_than_two_per_action_asks_for_more_feedback(tmp_path):
+    # an admin's re-fit needs no min_interactions, but a fit needs 2 interactions per action:
+    # below that the outcome says how many the service needs, not that K would do
+    config = parse_config(tables(), str(tmp_path / "s.toml"))
+    storage = SQLiteStorage(tmp_path / "service.db")
+    fill(storage, 2 * K - 1, np.random.default_rng(0))
+    storage.set_state("refit_requested_at", time.time())
+    outcome = run_once(storage, config)
+    assert outcome is not None and outcome["version"] is None
+    assert outcome["error"] == (f"{2 * K - 1} joined interactions to learn from, fewer than "
+                                f"{2 * K}; send more feedback first")
+    assert storage.models() == [] and storage.served_version() == 0

@@ -346,7 +346,8 @@ def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLo
 
 def _model_and_table(model_dir: str, data: str, contexts_only: bool,
                      args: argparse.Namespace, reading: StreamSettings | None = None
-                     ) -> tuple[BatchIGL | AIIGL | IGLP, InteractionLog | LogStream | ContextSet]:
+                     ) -> tuple[BatchIGL | AIIGL | IGLP | VIIGL,
+                                InteractionLog | LogStream | ContextSet]:
     """The model and the data of ``evaluate`` or ``predict``. A missing data file, and for a
     model folder (not an archive) a damaged ``model.json`` or data that do not match the
     model (its columns, K, the context's dimension), are told before torch is imported."""

@@ -259,8 +259,9 @@ class BatchIGL(BatchIGLSettings, StackableLearner, Orientable):
     The settings are the dataclass fields below. The paper's objective and its Appendix B
     fixes (the corrector and the adaptive restart) are always there; iglearn's own additions
     (the staged fit and the scaled weight decay in ``optimisation``, the control variate, the
-    self-normalised psi terms of the grounding and exact stages, the two-sided minorant and the
-    policy negation) are each one setting, and :meth:`paper` switches them all off.
+    self-normalised psi terms of the grounding and exact stages, the two-sided minorant, soft
+    decoders, the policy negation, the reward-share test and judged starts) are each one
+    setting, and :meth:`paper` switches them all off.
     """
 
     if TYPE_CHECKING:  # set by fit; declared for the type checker, not as settings
@@ -279,8 +280,9 @@ class BatchIGL(BatchIGLSettings, StackableLearner, Orientable):
         """A learner that maximises the paper's objective plainly: Eq. 2 as written (no
         control variate) over (pi, psi) from the start, with the corrector and the adaptive
         restart of Appendix B and none of iglearn's additions (no grounding or policy
-        stage, no scaled weight decay, no policy negation, decoders drawn at the default
-        scale, no restart for an implausible share of rewards); ``settings`` override."""
+        stage, no scaled weight decay, no self-normalised psi terms, a one-sided minorant,
+        no policy negation, decoders drawn at the default scale, no restart for an
+        implausible share of rewards, one start); ``settings`` override."""
         plain: dict[str, Any] = dict(optimisation=Optimisation(grounding_epochs=0, policy_epochs=0,
                                                weight_decay_scale=0.0),
                      flip_policy=False, control_variate=0.0, starts=1, share_test=False,

@@ -113,17 +113,20 @@ class Optimisation(NamedSettings):
     """How a learner fits its models: epochs per stage and optimiser settings.
 
     The stages run in this order (a stage with zero epochs is skipped):
-    grounding (IGL only: pi and psi jointly, pi on the minorant), policy (pi alone on the
-    minorant, rewards or decoder held fixed), exact (the objective itself).
+    grounding (the decoders: BatchIGL's pi and psi jointly, pi on the minorant; AIIGL's
+    decoders on the per-action covariance; VIIGL's decoder against its critics), policy (pi
+    alone on the minorant, rewards or decoder held fixed), exact (the objective itself).
 
     A stage runs its epochs. On a small log, where they are only a few steps, it runs on
     while its loss improves, up to ``max_steps`` steps (:func:`run_stage`): it stops when the
-    mean loss over ``window`` steps has not improved for ``patience`` windows.
+    mean loss over ``window`` steps has not improved by ``tolerance`` of its progress so far
+    for ``patience`` windows.
     """
 
     grounding_epochs: int = 2
     """Stage one, grounding (IGL: psi ascends Eq. 2 while pi ascends the minorant; AI-IGL:
-    each (re-)grounding of the decoders on the per-action covariance)."""
+    each (re-)grounding of the decoders on the per-action covariance; VI-IGL: the decoder's
+    min-max stage against its critics)."""
     policy_epochs: int = 2
     """Stage two: pi ascends the minorant with the (decoded) reward held fixed."""
     epochs: int = 3

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from iglearn.learners.ai_igl import AIIGL
     from iglearn.learners.batch_igl import BatchIGL
     from iglearn.learners.iglp import IGLP
+    from iglearn.learners.vi_igl import VIIGL
 
 MEMBERS = (METADATA, WEIGHTS)
 REPACK = ("write the archive of the model folder again: iglearn pack MODEL --out model.tar.gz "
@@ -257,7 +258,7 @@ def _copy(stream: _Inflated, path: Path, declared: int, label: str) -> None:
 
 def load_archive(data: bytes | IO[bytes], algorithm: str | None = None,
                  source: str = "model archive", size: int | None = None
-                 ) -> BatchIGL | AIIGL | IGLP:
+                 ) -> BatchIGL | AIIGL | IGLP | VIIGL:
     """The learner in the archive ``data`` (see :func:`unpack_model`), checked as
     :func:`load_model` checks a folder; messages name ``source`` and the member."""
     with tempfile.TemporaryDirectory(prefix="iglearn-model-") as tmp:
@@ -270,7 +271,8 @@ def is_archive(path: str | Path) -> bool:
     return Path(path).name.lower().endswith(ARCHIVE_SUFFIXES) and not Path(path).is_dir()
 
 
-def read_model(path: str | Path, algorithm: str | None = None) -> BatchIGL | AIIGL | IGLP:
+def read_model(path: str | Path, algorithm: str | None = None
+               ) -> BatchIGL | AIIGL | IGLP | VIIGL:
     """The learner in a model folder, or in a model archive (``.tar.gz``, as
     ``GET /v1/model/export`` writes it); either is checked as :func:`load_model` checks a
     folder."""
@@ -306,7 +308,7 @@ def open_archive(path: str | Path) -> Iterator[tuple[IO[bytes], int]]:
         yield file, size
 
 
-def extract_archive(path: str | Path, folder: str | Path) -> BatchIGL | AIIGL | IGLP:
+def extract_archive(path: str | Path, folder: str | Path) -> BatchIGL | AIIGL | IGLP | VIIGL:
     """Write the model in the archive at ``path`` as the model folder ``folder`` (checked as
     :func:`load_model` checks a folder before it is put in place, atomically; ``folder`` must
     be missing, empty or a model folder, which is replaced); the learner it holds."""

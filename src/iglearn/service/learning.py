@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from iglearn.data.contexts import row_groups
+from iglearn.data.limits import MIN_PER_ACTION
 from iglearn.data.logs import InteractionLog
 from iglearn.errors import IGLearnError
 from iglearn.heap import pad_heap
@@ -382,7 +383,8 @@ def run_once(storage: Storage, config: ServiceConfig,
     record = None
     previous = (storage.state("last_refit") or {}).get("stored_precision") or []
     try:
-        minimum = config.model.n_actions if reason == "requested" else None
+        # an admin's request waits for no min_interactions, only for what any fit needs
+        minimum = MIN_PER_ACTION * config.model.n_actions if reason == "requested" else None
         record = refit(storage, config, reason, minimum, serving)
         # the count the fit read its log at, not the one above: the first re-fit spends
         # seconds starting, and what arrived meanwhile is in its log (a 'count' re-fit

@@ -256,9 +256,9 @@ def convert(source: str | Path, target: str | Path, shard_rows: int | None = Non
             columns: ColumnMapping | None = None) -> TableInfo:
     """Convert a log or context set between formats, streaming batch by batch; with
     ``shard_rows``, ``target`` is a new (or empty) folder of Parquet shards of that many rows
-    (:func:`~iglearn.data.formats.shards.write_shards`); ``columns`` reads a ``.csv``
-    ``source`` with other column names (a mapping that renames fields goes into the target's
-    feature schema)."""
+    (:func:`~iglearn.data.formats.shards.write_shards`); ``columns`` reads a ``.csv`` or
+    ``.parquet`` ``source`` (or folder of Parquet shards) in other column names, read whole
+    (a mapping that renames fields goes into the target's feature schema)."""
     source, target = Path(source), Path(target)
     if shard_rows is None:
         _suffix(target)
