@@ -451,6 +451,15 @@ def _npz(path, **changes):
     np.savez(path, **{k: v for k, v in arrays.items() if v is not None})
 
 
+@pytest.mark.parametrize("k", [np.float64(4.0), np.float32(4.0)])
+def test_an_npz_k_held_as_a_whole_float_is_k(tmp_path, k):
+    """K stored as 4.0 (a float array) was refused ("field 'n_actions' has dtype 'float64';
+    expected integers"), while a CSV or Parquet column n_actions of 4.0 is read as 4."""
+    _npz(tmp_path / "x.npz", n_actions=k)
+    log = read_log(tmp_path / "x.npz")
+    assert log.n_actions == 4 and type(log.n_actions) is int
+
+
 def _parquet(path, metadata=None, **changes):
     log = small_log()
     columns = {"context": pa.FixedSizeListArray.from_arrays(pa.array(log.context.ravel()), 5),
@@ -698,7 +707,10 @@ BAD = {
     # hostile or numerically meaningless files
     "npz K 10**12": ("x.npz", lambda p: _npz(p, n_actions=10**12),
                      ["n_actions", "1000000000000", "MAX_ACTIONS"]),
-    "npz K a float": ("x.npz", lambda p: _npz(p, n_actions=3.9), ["'n_actions'", "float64"]),
+    "npz K a float": ("x.npz", lambda p: _npz(p, n_actions=3.9), ["n_actions is 3.9",
+                                                                  "an integer >= 2"]),
+    "npz K a bool": ("x.npz", lambda p: _npz(p, n_actions=True), ["'n_actions'", "bool",
+                                                                  "a whole number"]),
     "npz K an array": ("x.npz", lambda p: _npz(p, n_actions=np.arange(3)), ["'n_actions'",
                                                                               "one integer"]),
     "npz complex context": ("x.npz", lambda p: _npz(p, context=np.ones((40, 5), complex)),

@@ -80,7 +80,7 @@ class NpzReader(TableReader):
                                    f"K); add a scalar array n_actions to the archive")
             k = check_n_actions(n_actions, source)
         else:
-            shape = self._header("n_actions", "iu")[0]
+            shape = self._header("n_actions", "iuf")[0]  # 2.0: K, as in a CSV column
             if math.prod(shape) != 1:
                 raise IGLearnError(f"{source}: field 'n_actions' must be one integer, got "
                                    f"shape {shape}")
@@ -158,8 +158,8 @@ class NpzReader(TableReader):
             raise IGLearnError(f"{self.path}: field '{name}' stores Python objects; iglearn "
                                f"never unpickles them, save numeric arrays instead")
         if dtype.kind not in kinds or dtype.itemsize == 0:
-            expected = "real numbers" if kinds == REAL_KINDS else "integers" if kinds == "iu" \
-                else "text"
+            expected = "real numbers" if kinds == REAL_KINDS else "text" if kinds == "U" \
+                else "a whole number"
             raise IGLearnError(f"{self.path}: field '{name}' has dtype {shown(str(dtype))}; "
                                f"expected {expected}")
         if any(s < 0 for s in shape):
