@@ -22,6 +22,7 @@ import numpy as np
 
 from iglearn.data import limits, safejson
 from iglearn.data.formats.base import (
+    ALL_FIELDS,
     BATCH_ROWS,
     DTYPES,
     MATRIX_FIELDS,
@@ -32,6 +33,7 @@ from iglearn.data.formats.base import (
     check_table_size,
     required_fields,
 )
+from iglearn.data.frames import near_name
 from iglearn.data.logs import REAL_KINDS
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file, remove_folder
@@ -86,6 +88,13 @@ class NpzReader(TableReader):
                                    f"shape {shape}")
             k = check_n_actions(self._load("n_actions"), source)
         fields = required_fields(set(members), source)
+        read = (*ALL_FIELDS, "n_actions", "feature_schema")
+        unknown = sorted(set(members) - set(read))
+        if unknown:  # a misspelt field (labels) would be left unread without a word
+            hint = near_name(unknown[0], read)
+            raise IGLearnError(f"{source}: holds an array {shown(unknown[0])} that iglearn "
+                               f"does not read (it reads {', '.join(map(shown, read))})"
+                               f"; {hint + ' ' if hint else ''}rename or remove it")
         shapes = {name: self._header(name, REAL_KINDS)[0] for name in fields}
         n = shapes["context"][0] if shapes["context"] else 0
         dims = {}
