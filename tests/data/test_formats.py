@@ -472,6 +472,13 @@ def _parquet(path, metadata=None, **changes):
     pq.write_table(table, path)
 
 
+def _keyed(path, kind, cell):
+    """A Parquet table without iglearn's metadata whose one context column holds ``cell``, a
+    map (of Arrow type ``kind``) or a struct (``kind`` None), on each row."""
+    pq.write_table(pa.table({"context_0": pa.array([cell] * 4, kind),
+                             "n_actions": pa.array([3] * 4)}), path)
+
+
 def _parquet_duplicate_column(path):
     log = small_log()
     context = pa.FixedSizeListArray.from_arrays(pa.array(log.context.ravel()), 5)
@@ -714,6 +721,14 @@ BAD = {
                             "did you mean 'label'? rename or remove it"]),
     "npz unknown array": ("x.npz", lambda p: _npz(p, probabilities=np.full((40, 4), 0.25)),
                           ["array 'probabilities'", "did you mean 'probability'?"]),
+    # a map column was "text ('<U32')", its pairs read as an array of strings
+    "parquet map column": ("x.parquet", lambda p: _keyed(p, pa.map_(pa.string(), pa.float64()),
+                                                         [("a", 1.0)]),
+                           ["column 'context_0' holds key-value maps ({'a': 1.0} at row 0); "
+                            "context columns hold numbers: give one column per key"]),
+    "parquet struct column": ("x.parquet", lambda p: _keyed(p, None, {"a": 1.0}),
+                              ["column 'context_0' holds key-value maps ({'a': 1.0} at row 0)",
+                               "one column per key"]),
     "npz K a bool": ("x.npz", lambda p: _npz(p, n_actions=True), ["'n_actions'", "bool",
                                                                   "a whole number"]),
     "npz K an array": ("x.npz", lambda p: _npz(p, n_actions=np.arange(3)), ["'n_actions'",
