@@ -70,3 +70,19 @@ def line_of(call) -> int:
     and return that line, the one a warning from the call names."""
     call()
     return call.__code__.co_firstlineno
+
+
+def test_a_log_too_small_to_fit_keeps_its_sizes_across_processes():
+    """An experiment's trial runs in a worker process: the error that its log is too small
+    comes back pickled, with the sizes the command line names the option by."""
+    import pickle
+
+    from iglearn.data.limits import check_fit_size
+    from iglearn.errors import TooFewInteractionsError
+
+    env = digits_environment()
+    with pytest.raises(TooFewInteractionsError) as caught:
+        check_fit_size([env.log(5, seed=0)])
+    back = pickle.loads(pickle.dumps(caught.value))
+    assert (type(back), str(back)) == (TooFewInteractionsError, str(caught.value))
+    assert (back.n, back.n_actions, back.minimum) == (5, 10, 20)

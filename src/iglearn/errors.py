@@ -25,6 +25,19 @@ class DataNotFoundError(IGLearnError):
     """A data set could not be found locally nor downloaded."""
 
 
+class TooFewInteractionsError(IGLearnError):
+    """A log too small to fit: ``n`` interactions for ``n_actions`` actions, where a fit
+    needs at least ``minimum`` (:func:`iglearn.data.limits.check_fit_size`)."""
+
+    def __init__(self, message: str, n: int = 0, n_actions: int = 0, minimum: int = 0):
+        super().__init__(message)
+        self.n, self.n_actions, self.minimum = n, n_actions, minimum
+
+    def __reduce__(self) -> tuple[type, tuple[str, int, int, int]]:
+        """Pickled whole (raised in a worker process of an experiment)."""
+        return type(self), (str(self), self.n, self.n_actions, self.minimum)
+
+
 class DriftWarning(UserWarning):
     """Rows a fitted model reads lie mostly outside the range of its training log in some
     column (:func:`iglearn.data.scaling.drift_warning`): another unit or origin."""

@@ -153,21 +153,29 @@ def test_bad_values_exit_2_with_one_line_and_create_nothing(tmp_path, capsys, ar
     assert not out.exists()
 
 
-@pytest.mark.parametrize("argv", [
-    ["reproduce", "table1", "--samples", "10"],
-    ["sweep", "--set", "samples=5,300"],
-    ["reproduce", "sample-complexity", "--samples", "300,5"],
+@pytest.mark.parametrize("argv, given", [
+    (["reproduce", "table1", "--samples", "10"], "--samples 10"),
+    (["sweep", "--set", "samples=5,300"], "--samples 5"),
+    (["reproduce", "sample-complexity", "--samples", "300,5"], "--samples 5"),
+    (["reproduce", "action-inclusive", "--bci-samples", "5", "--methods", "CB"],
+     "--bci-samples 5"),
 ])
 def test_a_run_its_environment_refuses_creates_nothing_and_the_corrected_run_goes(
-        tmp_path, capsys, argv):
+        tmp_path, capsys, argv, given):
     """A log too small to fit is refused by the trials' environment: the run exits 2 and
     leaves no folder (it used to leave OUT/trials/run.json, and the corrected command was
-    refused as "a different configuration; pass --fresh")."""
+    refused as "a different configuration; pass --fresh"). The message names the option
+    that sized the log and the least it takes (it said "ClassificationEnvironment: ... log
+    more interactions", naming no option)."""
     out = tmp_path / "results" / "out"
     common = ["--dataset", "digits", "--trials", "1", "--jobs", "1", "--quiet", "--out", out]
     assert main([*map(str, argv), *map(str, common)]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("iglearn: error: ClassificationEnvironment:") and "too few" in err
+    option = given.split()[0]
+    least = 6 if option == "--bci-samples" else 20
+    actions = 3 if option == "--bci-samples" else 10
+    assert capsys.readouterr().err == (
+        f"iglearn: error: {given} is too few for the experiment's {actions} actions: a fit "
+        f"needs at least {least} interactions (2 per action); give {option} {least} or more\n")
     assert list(tmp_path.iterdir()) == []
     assert main(["reproduce", "table1", "--samples", "300", *map(str, common)]) == 0
 

@@ -272,3 +272,27 @@ def test_the_help_names_a_setting_as_its_option(capsys):
             assert name not in text, (command, name)
     assert "a fit's --shuffle-rows, --block-rows" in text.replace("--block- rows",
                                                                    "--block-rows")
+
+
+@pytest.mark.parametrize("command", ["fit", "evaluate", "orient", "predict"])
+@pytest.mark.parametrize("threads", ["0", "-1", "100000", "1.5", "abc"])
+def test_every_wrong_thread_count_states_the_one_range(capsys, tmp_path, command, threads):
+    """``--threads 0`` said "an integer >= 1 and below 2**63" and ``--threads 100000`` "a
+    whole number in [1, 1024]": two ranges for one option."""
+    args = {"fit": [str(tmp_path / "log.npz"), "--out", str(tmp_path / "m")],
+            "evaluate": [str(tmp_path / "m"), str(tmp_path / "log.npz")],
+            "orient": [str(tmp_path / "m"), str(tmp_path / "log.npz")],
+            "predict": [str(tmp_path / "m"), str(tmp_path / "x.npz")]}[command]
+    assert main([command, *args, "--threads", threads]) == 2
+    assert capsys.readouterr().err == (f"iglearn: error: argument --threads: must be an "
+                                       f"integer in [1, 1024], got {threads!r}; see 'iglearn "
+                                       f"{command} --help'\n")
+
+
+@pytest.mark.parametrize("threads", [0, 5000, 1.5, "2"])
+def test_a_typed_thread_count_states_the_one_range(threads):
+    from iglearn.cli.settings import SettingRefused, typed_value
+    from iglearn.learners.settings import BatchIGLSettings
+
+    with pytest.raises(SettingRefused, match=r"expected an integer in \[1, 1024\]$"):
+        typed_value(BatchIGLSettings, "threads", threads)

@@ -451,6 +451,15 @@ def _npz(path, **changes):
     np.savez(path, **{k: v for k, v in arrays.items() if v is not None})
 
 
+@pytest.mark.parametrize("k", [np.float64(4.0), np.float32(4.0)])
+def test_an_npz_k_held_as_a_whole_float_is_k(tmp_path, k):
+    """K stored as 4.0 (a float array) was refused ("field 'n_actions' has dtype 'float64';
+    expected integers"), while a CSV or Parquet column n_actions of 4.0 is read as 4."""
+    _npz(tmp_path / "x.npz", n_actions=k)
+    log = read_log(tmp_path / "x.npz")
+    assert log.n_actions == 4 and type(log.n_actions) is int
+
+
 def _parquet(path, metadata=None, **changes):
     log = small_log()
     columns = {"context": pa.FixedSizeListArray.from_arrays(pa.array(log.context.ravel()), 5),
@@ -461,6 +470,13 @@ def _parquet(path, metadata=None, **changes):
     metadata = {"n_actions": "4"} if metadata is None else metadata
     table = table.replace_schema_metadata({k: v for k, v in metadata.items() if v is not None})
     pq.write_table(table, path)
+
+
+def _keyed(path, kind, cell):
+    """A Parquet table without iglearn's metadata whose one context column holds ``cell``, a
+    map (of Arrow type ``kind``) or a struct (``kind`` None), on each row."""
+    pq.write_table(pa.table({"context_0": pa.array([cell] * 4, kind),
+                             "n_actions": pa.array([3] * 4)}), path)
 
 
 def _parquet_duplicate_column(path):
@@ -698,7 +714,23 @@ BAD = {
     # hostile or numerically meaningless files
     "npz K 10**12": ("x.npz", lambda p: _npz(p, n_actions=10**12),
                      ["n_actions", "1000000000000", "MAX_ACTIONS"]),
-    "npz K a float": ("x.npz", lambda p: _npz(p, n_actions=3.9), ["'n_actions'", "float64"]),
+    "npz K a float": ("x.npz", lambda p: _npz(p, n_actions=3.9), ["n_actions is 3.9",
+                                                                  "an integer >= 2"]),
+    "npz misspelt label": ("x.npz", lambda p: _npz(p, labels=np.zeros(40, np.int64)),
+                           ["array 'labels'", "it reads 'context', 'action'", "'n_actions'",
+                            "did you mean 'label'? rename or remove it"]),
+    "npz unknown array": ("x.npz", lambda p: _npz(p, probabilities=np.full((40, 4), 0.25)),
+                          ["array 'probabilities'", "did you mean 'probability'?"]),
+    # a map column was "text ('<U32')", its pairs read as an array of strings
+    "parquet map column": ("x.parquet", lambda p: _keyed(p, pa.map_(pa.string(), pa.float64()),
+                                                         [("a", 1.0)]),
+                           ["column 'context_0' holds key-value maps ({'a': 1.0} at row 0); "
+                            "context columns hold numbers: give one column per key"]),
+    "parquet struct column": ("x.parquet", lambda p: _keyed(p, None, {"a": 1.0}),
+                              ["column 'context_0' holds key-value maps ({'a': 1.0} at row 0)",
+                               "one column per key"]),
+    "npz K a bool": ("x.npz", lambda p: _npz(p, n_actions=True), ["'n_actions'", "bool",
+                                                                  "a whole number"]),
     "npz K an array": ("x.npz", lambda p: _npz(p, n_actions=np.arange(3)), ["'n_actions'",
                                                                               "one integer"]),
     "npz complex context": ("x.npz", lambda p: _npz(p, context=np.ones((40, 5), complex)),

@@ -386,7 +386,7 @@ NON_NUMERIC = {
                                    ["column 'context_3'", "not a number ('high' at row 3)",
                                     "remove those rows"]),
     "object dicts in n_actions": (_set("n_actions", lambda n: [{"k": 3}] * n),
-                                  ["column 'n_actions'", "dict objects"]),
+                                  ["column 'n_actions'", "key-value maps"]),
     "mixed n_actions": (_set("n_actions", lambda n: [3, "three"] * (n // 2)),
                         ["column 'n_actions'", "text", "row 1"]),
     "periods": (_set("context_2", lambda n: pd.period_range("2024-01", periods=n, freq="M")),

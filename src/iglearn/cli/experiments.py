@@ -7,13 +7,13 @@ import argparse
 import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from iglearn.cli.paths import check_paths
-from iglearn.cli.settings import add_settings, build_settings, value_parser
-from iglearn.errors import IGLearnError
+from iglearn.cli.settings import add_settings, build_settings, flag, value_parser
+from iglearn.errors import IGLearnError, TooFewInteractionsError
 from iglearn.experiments.runner import Execution
 from iglearn.files import removed_if_failed
 from iglearn.progress import printable
@@ -174,10 +174,33 @@ def _removed_if_empty(out: str) -> Iterator[None]:
         yield
 
 
+@contextmanager
+def _samples_named(config: Any, grid: dict[str, list] | None = None) -> Iterator[None]:
+    """Within the block, a log too small to fit is told as the option that sized it
+    (``--samples 5``, a ``*_samples`` setting of ``config`` or of a sweep's ``grid``, whose
+    value, or one of whose values, is the log's size) with the least it needs; before, the
+    message named the environment's log and no option."""
+    try:
+        yield
+    except TooFewInteractionsError as e:
+        from iglearn.data.limits import MIN_PER_ACTION
+
+        for f in fields(config):
+            if f.name.endswith("samples"):
+                given = (grid or {}).get(f.name, getattr(config, f.name))
+                if e.n in (given if isinstance(given, list | tuple) else [given]):
+                    raise IGLearnError(
+                        f"{flag(f.name)} {e.n} is too few for the experiment's "
+                        f"{e.n_actions} actions: a fit needs at least {e.minimum} "
+                        f"interactions ({MIN_PER_ACTION} per action); give {flag(f.name)} "
+                        f"{e.minimum} or more") from None
+        raise
+
+
 def _run(experiment: Experiment, args: argparse.Namespace) -> int:
     config = build_settings(args, experiment.defaults, CONFIG)
     _check_out(config, args.out)
-    with _removed_if_empty(args.out):
+    with _removed_if_empty(args.out), _samples_named(config):
         print(experiment.reproduce(config, args.out, _execution(args)))
     print(f"wrote {printable(Path(args.out))}/{experiment.files}")
     return 0
@@ -220,7 +243,7 @@ def _sweep(args: argparse.Namespace) -> int:
                            f"its values; drop one of them")
     base = build_settings(args, sweep_defaults(), CONFIG)
     _check_out(base, args.out)
-    with _removed_if_empty(args.out):
+    with _removed_if_empty(args.out), _samples_named(base, dict(args.set)):
         print(reproduce_sweep(base, dict(args.set), args.out, _execution(args)))
     print(f"wrote {printable(Path(args.out))}/sweep.csv, sweep.md and config.json")
     return 0

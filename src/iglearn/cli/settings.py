@@ -40,6 +40,7 @@ from iglearn.errors import IGLearnError
 from iglearn.errors import shown as quoted
 from iglearn.hints import INTEGER_LIMIT, settings_hints
 from iglearn.learners.settings import POSITIVE_SETTINGS
+from iglearn.threads import MAX_THREADS
 
 T = TypeVar("T")
 
@@ -71,6 +72,10 @@ POSITIVE = POSITIVE_SETTINGS | frozenset({
     "bci_samples", "clusters", "eta", "eval_every", "iota", "jobs", "rounds", "samples",
     "stack", "threads", "trials", "update_every",
 })
+
+# Integer settings with an upper bound of their own (every other one is below
+# INTEGER_LIMIT), by field name.
+MAXIMA: Mapping[str, int] = {"threads": MAX_THREADS}
 
 NONE = "none"
 
@@ -165,14 +170,12 @@ def _kind(cls: type, field: Field) -> _Kind:
     return _Kind(hint, optional, sequence, choices)
 
 
-def number(kind: type[int] | type[float], positive: bool = False) -> Callable[[str], float]:
+def number(kind: type[int] | type[float], positive: bool = False,
+           most: int | None = None) -> Callable[[str], float]:
     """argparse type: a finite ``kind`` at least 0 (above 0 when ``positive``); an integer
-    below :data:`~iglearn.hints.INTEGER_LIMIT`."""
-    if kind is int:
-        bound = "an integer >= 1" if positive else "an integer >= 0"
-        bound += " and below 2**63"
-    else:
-        bound = "a finite number > 0" if positive else "a finite number >= 0"
+    below :data:`~iglearn.hints.INTEGER_LIMIT`, or at most ``most`` (ints only)."""
+    bound = _bound(kind, positive, most)
+    limit = INTEGER_LIMIT if most is None else most + 1
 
     def parse(text: str) -> float:
         try:
@@ -180,10 +183,19 @@ def number(kind: type[int] | type[float], positive: bool = False) -> Callable[[s
         except ValueError:
             value = math.nan
         if not (math.isfinite(value) and (value > 0 if positive else value >= 0)
-                and (kind is float or value < INTEGER_LIMIT)):
+                and (kind is float or value < limit)):
             raise argparse.ArgumentTypeError(f"must be {bound}, got {text!r}")
         return value
     return parse
+
+
+def _bound(kind: type, positive: bool, most: int | None = None) -> str:
+    """What a number of ``kind`` must be, as :func:`number` and :func:`typed_value` say it."""
+    if kind is not int:
+        return "a finite number > 0" if positive else "a finite number >= 0"
+    if most is not None:
+        return f"an integer in [{1 if positive else 0}, {most}]"
+    return f"an integer >= {1 if positive else 0} and below 2**63"
 
 
 PORTS = 65535
@@ -212,7 +224,7 @@ def value_parser(cls: type, name: str) -> Callable[[str], object]:
     elif kind.type is str:
         one = _text
     else:
-        one = number(kind.type, name in POSITIVE)
+        one = number(kind.type, name in POSITIVE, MAXIMA.get(name))
 
     def parse(text: str) -> object:
         text = text.strip()
@@ -292,10 +304,9 @@ def typed_value(cls: type, name: str, value: object) -> object:
 def _expected(kind: _Kind, name: str) -> str:
     if kind.choices is not None:
         return f"one of {', '.join(kind.choices)}"
-    positive = name in POSITIVE
-    return {int: f"an integer >= {1 if positive else 0} and below 2**63",
-            float: "a finite number > 0" if positive else "a finite number >= 0",
-            str: "a non-empty string", bool: "true or false"}[kind.type]
+    if kind.type in (int, float):
+        return _bound(kind.type, name in POSITIVE, MAXIMA.get(name))
+    return {str: "a non-empty string", bool: "true or false"}[kind.type]
 
 
 def _typed_one(kind: _Kind, name: str, value: object) -> object:
@@ -311,6 +322,7 @@ def _typed_one(kind: _Kind, name: str, value: object) -> object:
         ok = (isinstance(value, number_types) and not isinstance(value, bool)
               and math.isfinite(value)
               and (isinstance(value, float) or abs(value) < INTEGER_LIMIT)
+              and (name not in MAXIMA or value <= MAXIMA[name])
               and (value > 0 if name in POSITIVE else value >= 0))
         if ok and kind.type is float:
             value = float(cast(float, value))

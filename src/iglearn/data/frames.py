@@ -448,6 +448,10 @@ def _what(kind: str, example: object = None) -> tuple[str, str]:
                         "the column unread (ignore=[...], --ignore)")
     if kind == "c":
         return "complex numbers", "give their real parts, or real and imaginary as two columns"
+    if isinstance(example, dict):  # the cells of a struct or map column (Parquet, Arrow)
+        return "key-value maps", ("give one column per key (a struct or map column "
+                                  "flattened), or leave the column unread (ignore=[...], "
+                                  "--ignore)")
     what = f"{type(example).__name__} objects" if example is not None else "values"
     return what, "give numbers, or leave the column unread (ignore=[...], --ignore)"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from iglearn.errors import IGLearnError
+from iglearn.errors import IGLearnError, TooFewInteractionsError
 
 if TYPE_CHECKING:
     from iglearn.data.logs import InteractionLog
@@ -101,10 +101,10 @@ def check_fit_size(logs: Sequence[InteractionLog | LogStream]) -> None:
         n, k = len(log), log.n_actions
         minimum = MIN_PER_ACTION * k
         if n < minimum:
-            raise IGLearnError(
+            raise TooFewInteractionsError(
                 f"{log.source}: {n} interaction{'' if n == 1 else 's'} for {k} actions is too "
                 f"few to fit; a fit needs at least {minimum} ({MIN_PER_ACTION} per action): "
-                f"log more interactions")
+                f"log more interactions", n, k, minimum)
 
 
 def check_feedback_varies(logs: Sequence[InteractionLog | LogStream]) -> None:

@@ -2,7 +2,8 @@
 
 - ``.npz``: arrays ``context`` (n, d_x), ``action`` (n,), ``probability`` (n,),
   ``feedback`` (n, d_y), optional ``reward`` and ``label`` (n,), and a scalar ``n_actions``;
-  a context set holds ``context``, optional ``label``, and ``n_actions``.
+  a context set holds ``context``, optional ``label``, and ``n_actions``; an array of
+  another name is refused.
 - ``.parquet``: the same fields as columns, vectors as fixed-size lists of float32, and
   ``n_actions`` in the schema metadata; streamed in row batches. A Parquet table without
   that metadata (written by pandas, pyarrow or Spark) is read whole as a ``.csv`` one is:

@@ -43,6 +43,9 @@ class NamedColumnsReader(TableReader):
         index = index_columns(table)
         def column(name: str) -> np.ndarray:
             values = table.column(name)
+            if pa.types.is_map(values.type):  # key-value pairs: dicts, as a struct's cells
+                return np.array([None if cell is None else dict(cell)
+                                 for cell in values.to_pylist()], dtype=object)
             if values.null_count:  # None or NaN: read_columns names the row, or drops it
                 return values.to_numpy(zero_copy_only=False)
             if not (pa.types.is_integer(values.type) or pa.types.is_floating(values.type)

@@ -22,6 +22,7 @@ import numpy as np
 
 from iglearn.data import limits, safejson
 from iglearn.data.formats.base import (
+    ALL_FIELDS,
     BATCH_ROWS,
     DTYPES,
     MATRIX_FIELDS,
@@ -32,6 +33,7 @@ from iglearn.data.formats.base import (
     check_table_size,
     required_fields,
 )
+from iglearn.data.frames import near_name
 from iglearn.data.logs import REAL_KINDS
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import input_file, remove_folder
@@ -80,12 +82,19 @@ class NpzReader(TableReader):
                                    f"K); add a scalar array n_actions to the archive")
             k = check_n_actions(n_actions, source)
         else:
-            shape = self._header("n_actions", "iu")[0]
+            shape = self._header("n_actions", "iuf")[0]  # 2.0: K, as in a CSV column
             if math.prod(shape) != 1:
                 raise IGLearnError(f"{source}: field 'n_actions' must be one integer, got "
                                    f"shape {shape}")
             k = check_n_actions(self._load("n_actions"), source)
         fields = required_fields(set(members), source)
+        read = (*ALL_FIELDS, "n_actions", "feature_schema")
+        unknown = sorted(set(members) - set(read))
+        if unknown:  # a misspelt field (labels) would be left unread without a word
+            hint = near_name(unknown[0], read)
+            raise IGLearnError(f"{source}: holds an array {shown(unknown[0])} that iglearn "
+                               f"does not read (it reads {', '.join(map(shown, read))})"
+                               f"; {hint + ' ' if hint else ''}rename or remove it")
         shapes = {name: self._header(name, REAL_KINDS)[0] for name in fields}
         n = shapes["context"][0] if shapes["context"] else 0
         dims = {}
@@ -158,8 +167,8 @@ class NpzReader(TableReader):
             raise IGLearnError(f"{self.path}: field '{name}' stores Python objects; iglearn "
                                f"never unpickles them, save numeric arrays instead")
         if dtype.kind not in kinds or dtype.itemsize == 0:
-            expected = "real numbers" if kinds == REAL_KINDS else "integers" if kinds == "iu" \
-                else "text"
+            expected = "real numbers" if kinds == REAL_KINDS else "text" if kinds == "U" \
+                else "a whole number"
             raise IGLearnError(f"{self.path}: field '{name}' has dtype {shown(str(dtype))}; "
                                f"expected {expected}")
         if any(s < 0 for s in shape):
