@@ -243,7 +243,8 @@ def _cases() -> list[tuple[str, str, Case]]:
             lambda r: json.dumps({**r, "c": {**r["c"], "x": {"x0": float("nan")}}}).encode())),
     ]
     tables = [
-        ("hostile columns", "no-metadata", parquet_with(lambda t: t.replace_schema_metadata())),
+        ("hostile columns", "k-zero", parquet_with(
+            lambda t: t.replace_schema_metadata({b"n_actions": b"0"}))),
         ("hostile columns", "k-text", parquet_with(
             lambda t: t.replace_schema_metadata({b"n_actions": b"\x1b[31mten"}))),
         ("hostile columns", "no-action", parquet_with(lambda t: t.drop_columns(["action"]))),
