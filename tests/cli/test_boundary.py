@@ -275,7 +275,8 @@ def test_a_log_too_small_to_fit_exits_2_naming_the_count_and_the_minimum(tmp_pat
     assert "diverged" not in err and "Traceback" not in err
     code, _, err = run(capsys, "reproduce", "family", "--samples", samples, "--trials", 1,
                        "--out", tmp_path / "family")
-    assert code == 2 and "at least 20 (2 per action)" in err
+    assert code == 2 and f"--samples {samples} is too few" in err
+    assert "at least 20 interactions (2 per action)" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize("algorithm", ["igl", "ai-igl", "igl-p", "vi-igl"])

@@ -380,9 +380,9 @@ def test_standard_output_is_no_output_path(small, tmp_path, monkeypatch, capsys,
 
 @pytest.mark.parametrize(("argv", "message"), [
     (("evaluate", "{model}", "{test}", "--threads", "100000"),
-     "iglearn: error: --threads: must be a whole number in [1, 1024], got 100000"),
+     "iglearn: error: argument --threads: must be an integer in [1, 1024], got '100000'"),
     (("fit", "{log}", "--out", "{out}", "--threads", "2000"),
-     "iglearn: error: --threads: must be a whole number in [1, 1024], got 2000"),
+     "iglearn: error: argument --threads: must be an integer in [1, 1024], got '2000'"),
     (("fit", "{csv}", "--out", "{out}", "--n-actions", "0"),
      "iglearn: error: --n-actions is 0; it must be an integer >= 2"),
 ])
