@@ -265,3 +265,44 @@ def test_rows_of_different_lengths_are_one_line_naming_the_field():
         make(context=ragged)
     with pytest.raises(IGLearnError, match=r"^act: field 'context' holds rows of different"):
         E2G(2, 2, 1, seed=0).act([1.0, [2.0]])
+
+
+def test_logs_and_context_sets_compare_by_value():
+    """``==`` compared the fields' arrays element-wise and raised "truth value of an array
+    ... is ambiguous" for two logs holding the same interactions."""
+    log = make(reward=np.ones(6))
+    assert log == make(reward=np.ones(6)) and (log != make(reward=np.ones(6))) is False
+    assert log != make() and log != make(reward=np.zeros(6))
+    assert log != make(reward=np.ones(6), context=np.ones((6, 3)))
+    assert log != make(reward=np.ones(6), n_actions=4) and log != "log.npz"
+    assert log == log.subset(np.arange(6))
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(log)
+    assert ContextSet(np.zeros((2, 3)), 3) == ContextSet(np.zeros((2, 3)), 3)
+    assert ContextSet(np.zeros((2, 3)), 3) != ContextSet(np.zeros((2, 3)), 4)
+    assert ContextSet(np.zeros((2, 3)), 3) != ContextSet(np.zeros((3, 3)), 3)
+
+
+def test_a_subset_takes_positions_masks_and_slices():
+    log = make(label=np.arange(6) % 3)
+    np.testing.assert_array_equal(log.subset([5, -1, 0]).label, [2, 2, 0])
+    np.testing.assert_array_equal(log.subset(log.action == 1).context, log.context[[1, 4]])
+    assert len(log.subset(slice(2, None))) == 4 and log.subset(slice(2, 4)).source == "log.npz"
+
+
+@pytest.mark.parametrize("index, words", [
+    ([6], "position 6 is out of range for a log of 6 interactions (0 to 5, or -6 to -1"),
+    (np.array([0, -7]), "position -7 is out of range"),
+    (np.array([0.5]), "integer positions, a boolean mask or a slice, got float64 values"),
+    ([[0, 1]], "got an array of shape (1, 2)"),
+    (np.ones(4, bool), "a boolean mask needs one value per interaction (6), got shape (4,)"),
+    (np.zeros(6, bool), "the index selects none of its 6 interactions"),
+    ([], "the index selects none of its 6 interactions"),
+    (slice(8, 9), "the slice slice(8, 9, None) selects none of its 6 interactions"),
+])
+def test_a_subset_out_of_range_or_empty_is_one_line_naming_the_log(index, words):
+    """A position past the end gave numpy's IndexError, naming no log; an empty selection
+    the constructor's "the log is empty"."""
+    with pytest.raises(IGLearnError) as caught:
+        make().subset(index)
+    assert str(caught.value).startswith("log.npz: ") and words in str(caught.value)

@@ -387,3 +387,23 @@ def test_online_iglp_learns_one_interactions_definitely_bad_flag():
     action, probability = learner.act(np.zeros(2))
     with pytest.raises(IGLearnError, match="'definitely_bad' holds 2 at row 0, not a boolean"):
         learner.learn(np.zeros(2), action, probability, np.zeros(2), definitely_bad=2)
+
+
+def test_an_online_learner_shows_its_shape_and_progress(env):
+    """An online learner showed as ``<iglearn.learners.e2g.E2G object at 0x...>``."""
+    d = env.context_dim
+    e2g = E2G(10, d, env.feedback_dim, seed=0)
+    assert repr(e2g) == (f"E2G(n_actions=10, context_dim={d}, feedback_dim={env.feedback_dim}, "
+                         f"interactions=0, explored=0, refits=0, certified=False)")
+    cb = OnlineContextualBandit(10, d, PaperSchedule(iota=10.0, warmup_rounds=100), seed=0)
+    total_reward(cb, env, np.random.default_rng(0), 300, "reward")
+    assert repr(cb) == (f"OnlineContextualBandit(n_actions=10, context_dim={d}, "
+                        f"interactions={cb.interactions_}, explored={cb.explored_}, "
+                        f"refits={len(cb.fits_)}, certified=False)")
+    assert cb.interactions_ >= 300 and len(cb.fits_) >= 2
+    regression = OnlineRegressionCB(10, d, seed=0)
+    total_reward(regression, env, np.random.default_rng(0), 120, "reward")
+    assert repr(regression) == (f"OnlineRegressionCB(n_actions=10, context_dim={d}, "
+                                f"exploration='epsilon', interactions=120, "
+                                f"refits={regression.fits_})") and regression.fits_ >= 1
+    assert repr(UniformLearner(3)) == "UniformLearner(n_actions=3, interactions=0)"

@@ -8,7 +8,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iglearn.data.logs import _check_rows, _shaped, check_n_actions, field_values
+from iglearn.data.logs import (
+    _check_rows,
+    _shaped,
+    check_n_actions,
+    field_values,
+    same_fields,
+)
 from iglearn.errors import IGLearnError
 
 if TYPE_CHECKING:
@@ -17,7 +23,7 @@ if TYPE_CHECKING:
     from iglearn.data.formats.base import FeatureSchema
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ContextSet:
     """Contexts without interactions, validated on construction.
 
@@ -30,6 +36,9 @@ class ContextSet:
             DSJSON file, a table read through a column mapping); a model fitted on named
             features checks them against its own (:meth:`~iglearn.learners.base.
             PolicyLearner.contexts_of`).
+
+    Two context sets are equal (``==``) when every field holds the same values; a context set
+    is not hashable.
     """
 
     context: np.ndarray
@@ -53,6 +62,13 @@ class ContextSet:
 
     def __len__(self) -> int:
         return int(self.context.shape[0])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ContextSet):
+            return NotImplemented
+        return same_fields(self, other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, mutable arrays
 
     @property
     def context_dim(self) -> int:

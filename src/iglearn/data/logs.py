@@ -474,7 +474,25 @@ def _check_rows(name: str, array: np.ndarray, n: int, source: str,
                            f"has {n}; every field needs one row per {unit}")
 
 
-@dataclass(frozen=True)
+def same_fields(a: object, b: object) -> bool:
+    """Whether two dataclass instances of one type hold the same values in every field:
+    arrays by shape and value (:func:`numpy.array_equal`), the rest by ``==``. The equality of
+    :class:`InteractionLog` and :class:`~iglearn.data.contexts.ContextSet`, whose generated
+    one compared arrays element-wise and raised "truth value ... is ambiguous"."""
+    if type(a) is not type(b):
+        return False
+    for f in fields(cast(Any, a)):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, np.ndarray) or isinstance(y, np.ndarray):
+            if not (isinstance(x, np.ndarray) and isinstance(y, np.ndarray)
+                    and np.array_equal(x, y)):
+                return False
+        elif x != y:
+            return False
+    return True
+
+
+@dataclass(frozen=True, eq=False)
 class InteractionLog:
     """A batch of logged interactions, validated on construction.
 
@@ -493,6 +511,9 @@ class InteractionLog:
         schema: the names of the features and, read with a column mapping, the columns they
             came from (:class:`~iglearn.data.formats.base.FeatureSchema`); pass it to a
             learner's ``save`` so that the model keeps them.
+
+    Two logs are equal (``==``) when every field holds the same values (:func:`same_fields`);
+    a log is not hashable.
     """
 
     context: np.ndarray
@@ -522,6 +543,13 @@ class InteractionLog:
 
     def __len__(self) -> int:
         return int(self.context.shape[0])
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, InteractionLog):
+            return NotImplemented
+        return same_fields(self, other)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by value, mutable arrays
 
     @property
     def context_dim(self) -> int:
@@ -595,13 +623,49 @@ class InteractionLog:
         from iglearn.data.frames import to_frame
         return to_frame(self, vectors)
 
-    def subset(self, index: np.ndarray) -> InteractionLog:
-        """The interactions at ``index`` (an integer array or a boolean mask)."""
-        values = {}
+    def subset(self, index: np.ndarray | Sequence[int] | slice) -> InteractionLog:
+        """The interactions at ``index``: integer positions (negative ones count from the
+        end), a boolean mask of one value per interaction, or a slice. Positions out of range,
+        a mask of another length, or an index selecting nothing are refused in one line."""
+        rows = _row_index(index, len(self), self.source)
+        values: dict[str, Any] = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            values[f.name] = value[index] if isinstance(value, np.ndarray) else value
+            values[f.name] = value[rows] if isinstance(value, np.ndarray) else value
         return InteractionLog(**values)
+
+
+def _row_index(index: object, n: int, source: str) -> np.ndarray | slice:
+    """``index`` of :meth:`InteractionLog.subset`, checked against a log of ``n`` rows."""
+    if isinstance(index, slice):
+        if not range(n)[index]:
+            raise IGLearnError(f"{source}: the slice {index} selects none of its {n} "
+                               f"interactions; a log needs at least one")
+        return index
+    array = np.asarray(index)
+    if array.dtype == bool:
+        if array.shape != (n,):
+            raise IGLearnError(f"{source}: a boolean mask needs one value per interaction "
+                               f"({n}), got shape {array.shape}")
+        chosen = int(array.sum())
+    else:
+        if array.size == 0:
+            array = array.astype(np.int64)
+        if array.ndim != 1 or not np.issubdtype(array.dtype, np.integer):
+            given = (f"an array of shape {array.shape}" if array.ndim != 1
+                     else f"{array.dtype} values")
+            raise IGLearnError(f"{source}: subset takes integer positions, a boolean mask or "
+                               f"a slice, got {given}")
+        outside = array[(array < -n) | (array >= n)]
+        if outside.size:
+            raise IGLearnError(f"{source}: position {int(outside[0])} is out of range for a "
+                               f"log of {n} interactions (0 to {n - 1}, or -{n} to -1 from "
+                               f"the end)")
+        chosen = array.size
+    if not chosen:
+        raise IGLearnError(f"{source}: the index selects none of its {n} interactions; a "
+                           f"log needs at least one")
+    return array
 
 
 def _row_blocks(log: InteractionLog | ContextSet) -> Iterator[np.ndarray]:

@@ -154,6 +154,17 @@ class EpochGreedy(OnlineLearner):
         self._store = ExplorationSet(context_dim, signal_dim)
         self._holdout = ExplorationSet(context_dim, signal_dim)
 
+    def described(self) -> dict[str, object]:
+        """:meth:`OnlineLearner.described` with the feedback's width (none for a learner of
+        rewards), the exploration steps, the re-fits and whether a fit was certified."""
+        shown = super().described()
+        interactions = shown.pop("interactions")
+        if self._signal_dim:
+            shown["feedback_dim"] = self._signal_dim
+        shown.update(interactions=interactions, explored=self.explored_,
+                     refits=len(self.fits_), certified=self.certified_)
+        return shown
+
     # -- acting: lines 2 and 5 ------------------------------------------------------------
     def next_step_explores(self) -> bool:
         """Advance Algorithm 1 by one step; whether that step explores. While n_i steps of

@@ -47,6 +47,22 @@ class OnlineLearner(ABC):
         """Torch threads of each re-fit (the caller's count is restored after it); set it
         before learning for large re-fits (:mod:`iglearn.threads`)."""
 
+    def __repr__(self) -> str:
+        """The learner's kind, shape and progress (:meth:`described`), as a notebook shows
+        it: ``E2G(n_actions=10, context_dim=64, feedback_dim=64, interactions=1200, ...)``."""
+        shown = ", ".join(f"{name}={value!r}" for name, value in self.described().items())
+        return f"{type(self).__name__}({shown})"
+
+    def described(self) -> dict[str, object]:
+        """What :meth:`__repr__` shows: K, the contexts' width (when fixed) and the
+        interactions acted on; a learner that re-fits adds its feedback's width and its
+        re-fits."""
+        shown: dict[str, object] = {"n_actions": self.n_actions}
+        if self.context_dim is not None:
+            shown["context_dim"] = self.context_dim
+        shown["interactions"] = self.interactions_
+        return shown
+
     @abstractmethod
     def act_batch(self, contexts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Actions for consecutive contexts (n, d) and the probability each was drawn with.

@@ -232,6 +232,17 @@ class OnlineRegression(OnlineLearner):
         self.fitted_ = False
         self.fits_ = 0
 
+    def described(self) -> dict[str, object]:
+        """:meth:`OnlineLearner.described` with the feedback's width (none for a learner of
+        rewards), the exploration and the re-fits."""
+        shown = super().described()
+        interactions = shown.pop("interactions")
+        if self.feedback_dim:
+            shown["feedback_dim"] = self.feedback_dim
+        shown.update(exploration=self.exploration, interactions=interactions,
+                     refits=self.fits_)
+        return shown
+
     @abstractmethod
     def model_values(self, contexts: np.ndarray) -> np.ndarray:
         """f(x, a) for every action, shape (n, K), of contexts as the models read them
