@@ -95,6 +95,21 @@ def test_a_port_that_cannot_be_had_is_refused_before_anything_is_created(
     assert files(tmp_path) == before
 
 
+def test_the_port_accepts_connections_once_the_start_line_names_it():
+    """The start line ("listening on http://...") came after the port was bound but before
+    the server listened: a client that connected on reading it, as a script or a browser
+    opened at once does, was refused. The socket now listens when bound, and a connection
+    waits in its queue until the server accepts it."""
+    from iglearn.service.app import listening_socket
+
+    sock = listening_socket("127.0.0.1", 0)
+    try:
+        client = socket.create_connection(sock.getsockname(), timeout=5)
+        client.close()
+    finally:
+        sock.close()
+
+
 def test_refused_starts_leave_no_file_they_created(tmp_path, capsys):
     config = write_config(tmp_path / "s.toml", tables())
     # no key yet, no database yet: none is created

@@ -1619,15 +1619,23 @@ async def supervise(worker: WorkerSupervisor) -> None:
                       e)
 
 
+LISTEN_BACKLOG = 2048
+"""Connections the listening socket queues before the server accepts them (uvicorn's
+``backlog``)."""
+
+
 def listening_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host``:``port`` (0: a free port), for the service to listen
-    on; a port in use, or an address that is not this machine's, is an error naming it and
-    the fix."""
+    """A TCP socket bound to ``host``:``port`` (0: a free port) and listening, for the
+    service to serve on; a port in use, or an address that is not this machine's, is an error
+    naming it and the fix. It listens at once, so that a client that connects as soon as the
+    start line names the address waits in the queue until the server accepts, where before
+    the server ran it was refused."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does
         sock.bind((host, port))
+        sock.listen(LISTEN_BACKLOG)
     except OSError as e:
         sock.close()
         if e.errno == errno.EADDRINUSE:
@@ -1703,7 +1711,7 @@ def serve(config: ServiceConfig, insecure_no_auth: bool = False, demo: bool = Fa
     route_server_log(config.server.log_format)
     server = uvicorn.Server(uvicorn.Config(
         app, host=host, port=port, log_level="warning", log_config=None, access_log=False,
-        server_header=False, date_header=False, proxy_headers=False,
+        server_header=False, date_header=False, proxy_headers=False, backlog=LISTEN_BACKLOG,
         http=guarded_protocol(config.server.header_timeout_seconds,
                               config.server.max_header_bytes)))
     app.state.stop_signals = getattr(server, "_captured_signals", None)  # uvicorn's own list
