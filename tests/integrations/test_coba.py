@@ -453,3 +453,19 @@ def test_zhangs_ramp_below_four_actions_is_refused_at_the_first_decision():
     with pytest.raises(IGLearnError, match=r"^estimator 'zhang' needs at least 4 actions .*"
                                            r"offers 2: use estimator='auto' or 'lipschitz'"):
         learner.predict((0, 0.5, 0.25), ["a", "b"])
+
+
+def test_an_environment_without_contexts_is_refused_as_such_under_sequential_igl():
+    """SequentialIGL hands a context-free task's contexts on as (user id, None): the learners
+    that read the user id said the context held NaN and asked to impute rows."""
+    environment = coba.Environments.from_linear_synthetic(
+        20, n_actions=3, n_context_features=0, n_action_features=0, seed=1).grounded(
+        USERS, USERS, WORDS, 2, seed=1)
+    for learner in (IGLPLearner(), E2GLearner(warmup=5)):
+        with pytest.raises(IGLearnError, match=r"^this environment's interactions have no "
+                                               r"context \(None\); .*give the environment "
+                                               r"contexts$"):
+            learner.predict((0, None), [(1, 0, 0), (0, 1, 0), (0, 0, 1)])
+        result = coba.Experiment(environment, [learner], coba.SequentialIGL()).run(
+            quiet=True, processes=1)
+        assert "reward" not in result.interactions.to_pandas()  # refused, not played

@@ -64,6 +64,13 @@ SLOTS = 32
 """The most distinct user ids and word ids "auto" encodes, unless a learner says otherwise."""
 
 
+NO_CONTEXT = ("this environment's interactions have no context (None); iglearn's coba "
+              "learners read a dense context vector: give the environment contexts")
+"""The refusal of an environment without contexts (coba's ``from_bandit_synthetic``, or a
+synthetic task with ``n_context_features=0``, whose contexts SequentialIGL hands on as
+(user id, None))."""
+
+
 def feedback_values(feedback: Any, action: Any) -> np.ndarray:
     """coba's reward or feedback, of any shape, as one flat vector: a number, a 1-element (or
     longer) list, tuple or array, nested or not, or one of coba's reward / feedback objects
@@ -190,15 +197,15 @@ class CobaLearner(Learner):
                                "has sparse (dict) contexts: make them dense first (coba's "
                                ".dense(n_feats, method))")
         if context is None:
-            raise IGLearnError("this environment's interactions have no context (None); "
-                               "iglearn's coba learners read a dense context vector: give "
-                               "the environment contexts")
+            raise IGLearnError(NO_CONTEXT)
         if self._users is None:
             return np.asarray(flat_values(context), np.float32)
         if isinstance(context, np.ndarray):
             context = list(context.ravel())
         parts = list(context) if isinstance(context, Sequence) and not isinstance(
             context, str | bytes) else [context]
+        if len(parts) == 2 and parts[1] is None:  # SequentialIGL's (user id, None)
+            raise IGLearnError(NO_CONTEXT)
         rest = np.asarray(flat_values(parts[1:]), np.float32)  # the user id first, any kind
         if self._users == 0:
             self._id_key("users", parts[0])  # dropped, but an id: not a measurement
