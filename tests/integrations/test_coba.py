@@ -469,3 +469,21 @@ def test_an_environment_without_contexts_is_refused_as_such_under_sequential_igl
         result = coba.Experiment(environment, [learner], coba.SequentialIGL()).run(
             quiet=True, processes=1)
         assert "reward" not in result.interactions.to_pandas()  # refused, not played
+
+
+def test_a_batched_environment_is_played_one_interaction_at_a_time():
+    """coba hands a batched environment's (``.batch(n)``) contexts and actions to predict as
+    one batch first, and row by row when that is refused: the batch built a learner of the
+    batch's shape (K = 8 action lists), so every row after it was refused and the learner
+    played nothing."""
+    environment = coba.Environments.from_custom(Blobs(160, seed=5)).batch(8)
+    result = coba.Experiment(environment, [RegressionCBLearner(seed=0)],
+                             coba.SequentialCB()).run(quiet=True, processes=1)
+    frame, reward = mean_rewards(result)
+    assert len(frame) == 160 and reward[0] > 0.5, reward.to_dict()   # uniform play: 1/3
+    learner = RegressionCBLearner(seed=0)
+    batch = coba.environments.filters.Batch.List([[0.1, 0.2, 0.3, 0.4, 0.5]] * 2)
+    with pytest.raises(IGLearnError, match="^iglearn's coba learners take one interaction at a "
+                                           "time, not a batch: coba retries"):
+        learner.predict(batch, [[0, 1, 2]] * 2)
+    assert learner.learner is None

@@ -37,6 +37,7 @@ from typing import Any, ClassVar, Literal, cast
 
 import numpy as np
 from coba import Learner
+from coba.primitives import is_batch
 
 from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit, check_users_unit
 from iglearn.errors import IGLearnError
@@ -191,7 +192,13 @@ class CobaLearner(Learner):
         return onehot
 
     def context_vector(self, context: Any) -> np.ndarray:
-        """A coba context as iglearn's dense float32 context vector."""
+        """A coba context as iglearn's dense float32 context vector. A batch of contexts
+        (coba's ``.batch(n)``) is refused before anything is read or built, so that coba plays
+        it one interaction at a time."""
+        if is_batch(context):
+            raise IGLearnError("iglearn's coba learners take one interaction at a time, not a "
+                               "batch: coba retries a batched environment row by row "
+                               "(SequentialCB does; under SequentialIGL leave out .batch(n))")
         if isinstance(context, Mapping):
             raise IGLearnError("iglearn's coba learners read dense contexts; this environment "
                                "has sparse (dict) contexts: make them dense first (coba's "
