@@ -260,6 +260,12 @@ def test_registered_learners_refuse_a_bad_setting_when_made():
                           # IGL-P decodes feedback vectors: a scalar failed at the first fit
                           (lambda: IGLPLearner(words=None, feedback_dim=0),
                            "^feedback_dim must be a whole number from 1"),
+                          # so do E2G's and AI-IGL's decoders: it was accepted, then refused
+                          # at the first interaction
+                          (lambda: E2GLearner(words=None, feedback_dim=0),
+                           "^feedback_dim must be a whole number from 1"),
+                          (lambda: AIIGLLearner(users=None, words=None, feedback_dim=0),
+                           "^feedback_dim must be a whole number from 1"),
                           (lambda: E2GLearner(words=None, feedback_dim="3"),
                            "^feedback_dim must be a whole number from 0 .*, got '3'"),
                           (lambda: E2GLearner(users=True), "^users must be 'auto', None or a "

@@ -408,6 +408,8 @@ class _ScheduledLearner(CobaLearner):
                          users, words, self.registered,
                          {"warmup": warmup, "iota": iota, "update_every": update_every,
                           "seed": seed, **scaling}, feedback_dim=feedback_dim)
+        if words is None:  # the decoders read feedback vectors: one number at least
+            check_width("feedback_dim", feedback_dim)
 
 
 class E2GLearner(_ScheduledLearner):
@@ -434,7 +436,8 @@ class E2GLearner(_ScheduledLearner):
             (``users`` 0 or None drops or has no user id). A word id's one-hot feedback is one
             block of one unit.
         feedback_dim: with ``words`` None (feedback that is already numbers), the numbers
-            per feedback, as for :class:`CobaLearner`.
+            per feedback, at least 1 (the decoders read feedback vectors), as for
+            :class:`CobaLearner`.
     """
 
     make_learner = staticmethod(e2g)
