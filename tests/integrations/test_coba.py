@@ -256,6 +256,9 @@ def test_registered_learners_refuse_a_bad_setting_when_made():
                                                                  "whole number >= 1, got 0"),
                           (lambda: E2GLearner(warmup=-3), "^warmup must be a whole number >= 1"),
                           (lambda: IGLPLearner(seed=-1), "seed must be a whole number in"),
+                          # a JSON file's "false" was read as True: per-user grounding
+                          (lambda: JsonMakerV2().make({"iglearn.IGLP": {"personal": "false"}}),
+                           "^personal must be True or False, got 'false'$"),
                           (lambda: UniformIGLLearner(seed=-1), "seed must be a whole number"),
                           # IGL-P decodes feedback vectors: a scalar failed at the first fit
                           (lambda: IGLPLearner(words=None, feedback_dim=0),

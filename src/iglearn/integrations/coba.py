@@ -497,6 +497,8 @@ class IGLPLearner(CobaLearner):
                  decode_from: str = "feedback", standardise: Mode = "auto",
                  same_unit: SameUnit = "none", feedback_dim: int = 1):
         scaling = _scaling(standardise, same_unit, users)
+        if not isinstance(personal, bool | np.bool_):  # "false" would be read as True
+            raise IGLearnError(f"personal must be True or False, got {personal!r}")
         width = 0 if not personal or not users else SLOTS if users == AUTO else int(users)
         if exploration is None:
             exploration = "igw" if width else "epsilon"
