@@ -496,3 +496,18 @@ def test_a_batched_environment_is_played_one_interaction_at_a_time():
                                            "time, not a batch: coba retries"):
         learner.predict(batch, [[0, 1, 2]] * 2)
     assert learner.learner is None
+
+
+def test_a_sparse_or_odd_part_of_a_context_is_refused_in_one_line():
+    """A context of dense values beside a sparse (dict) part, or a value that is no number,
+    stopped with numpy's "float() argument must be a string or a real number, not 'dict'"."""
+    for users, context in ((None, [0.5, {"a": 1.0}]), (0, (1, 0.5, {"a": 1.0})),
+                           ("auto", (1, {"a": 1.0}))):
+        with pytest.raises(IGLearnError, match=r"^iglearn's coba learners read dense contexts; "
+                                               r".*make them dense first"):
+            CobaLearner(uniform(), users=users).context_vector(context)
+    with pytest.raises(IGLearnError, match=r"^this context holds \(1\+2j\), which is not a "
+                                           r"number; iglearn's coba learners read numbers$"):
+        RegressionCBLearner().context_vector([0.5, 1 + 2j])
+    assert RegressionCBLearner().context_vector([np.float32(2), np.int8(1), True]).tolist() == [
+        2, 1, 1]

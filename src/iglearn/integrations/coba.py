@@ -31,6 +31,7 @@ so nothing about the environment is passed by hand. The entry point ``coba.regis
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any, ClassVar, Literal, cast
@@ -64,6 +65,10 @@ Ids = int | Literal["auto"] | None
 SLOTS = 32
 """The most distinct user ids and word ids "auto" encodes, unless a learner says otherwise."""
 
+
+SPARSE_CONTEXT = ("iglearn's coba learners read dense contexts; this environment has sparse "
+                  "(dict) contexts: make them dense first (coba's .dense(n_feats, method))")
+"""The refusal of a sparse context, or a sparse part of one."""
 
 NO_CONTEXT = ("this environment's interactions have no context (None); iglearn's coba "
               "learners read a dense context vector: give the environment contexts")
@@ -200,20 +205,18 @@ class CobaLearner(Learner):
                                "batch: coba retries a batched environment row by row "
                                "(SequentialCB does; under SequentialIGL leave out .batch(n))")
         if isinstance(context, Mapping):
-            raise IGLearnError("iglearn's coba learners read dense contexts; this environment "
-                               "has sparse (dict) contexts: make them dense first (coba's "
-                               ".dense(n_feats, method))")
+            raise IGLearnError(SPARSE_CONTEXT)
         if context is None:
             raise IGLearnError(NO_CONTEXT)
         if self._users is None:
-            return np.asarray(flat_values(context), np.float32)
+            return context_numbers(context)
         if isinstance(context, np.ndarray):
             context = list(context.ravel())
         parts = list(context) if isinstance(context, Sequence) and not isinstance(
             context, str | bytes) else [context]
         if len(parts) == 2 and parts[1] is None:  # SequentialIGL's (user id, None)
             raise IGLearnError(NO_CONTEXT)
-        rest = np.asarray(flat_values(parts[1:]), np.float32)  # the user id first, any kind
+        rest = context_numbers(parts[1:])  # the user id first, any kind
         if self._users == 0:
             self._id_key("users", parts[0])  # dropped, but an id: not a measurement
             return rest
@@ -343,16 +346,31 @@ def same_action(first: Any, second: Any) -> bool:
 
 def flat_values(context: Any) -> list[Any]:
     """A coba context's values in order, nested sequences and numpy arrays flattened (a
-    numpy context, or SequentialIGL's (user id, features) with numpy features); text is
-    refused, naming it."""
+    numpy context, or SequentialIGL's (user id, features) with numpy features); text and
+    sparse (dict) parts are refused, naming them."""
     if isinstance(context, str | bytes):
         raise IGLearnError(f"this context is text ({context!r}); iglearn's coba learners read "
                            f"numbers")
+    if isinstance(context, Mapping):  # a sparse part beside dense ones
+        raise IGLearnError(SPARSE_CONTEXT)
     if isinstance(context, np.ndarray):
         return list(context.ravel())
     if not isinstance(context, Sequence):
         return [context]
     return [value for part in context for value in flat_values(part)]
+
+
+def context_numbers(context: Any) -> np.ndarray:
+    """A coba context's values (:func:`flat_values`) as a float32 vector; a value that is no
+    number is refused in one line, naming it."""
+    values = flat_values(context)
+    try:
+        return np.asarray(values, np.float32)
+    except (TypeError, ValueError):
+        wrong = next((v for v in values if not isinstance(v, numbers.Real | type(None))),
+                     values)
+        raise IGLearnError(f"this context holds {wrong!r}, which is not a number; iglearn's "
+                           f"coba learners read numbers") from None
 
 
 def iglp(exploration: str = "epsilon", seed: int = 0, **settings: Any) -> Maker:
