@@ -511,3 +511,18 @@ def test_a_sparse_or_odd_part_of_a_context_is_refused_in_one_line():
         RegressionCBLearner().context_vector([0.5, 1 + 2j])
     assert RegressionCBLearner().context_vector([np.float32(2), np.int8(1), True]).tolist() == [
         2, 1, 1]
+
+
+def test_actions_that_change_are_refused_naming_the_fix():
+    """coba's synthetic tasks with action features offer new actions at every interaction;
+    the refusal named the problem only."""
+    environment = coba.Environments.from_linear_synthetic(3, n_actions=3, n_context_features=2,
+                                                          n_action_features=2, seed=1)
+    learner = RegressionCBLearner(seed=0)
+    interactions = list(next(iter(environment)).read())
+    learner.predict(interactions[0]["context"], interactions[0]["actions"])
+    with pytest.raises(IGLearnError, match=r"^iglearn's online learners need the same actions, "
+                                           r"in the same order, at every interaction, .*: play "
+                                           r"them on one whose actions are fixed \(coba's "
+                                           r"synthetic tasks with n_action_features=0\)$"):
+        learner.predict(interactions[1]["context"], interactions[1]["actions"])

@@ -258,7 +258,9 @@ class CobaLearner(Learner):
         elif len(actions) != len(self._actions) or not all(
                 same_action(a, b) for a, b in zip(actions, self._actions, strict=True)):
             raise IGLearnError("iglearn's online learners need the same actions, in the same "
-                               "order, at every interaction")
+                               "order, at every interaction, and this environment's change: "
+                               "play them on one whose actions are fixed (coba's synthetic "
+                               "tasks with n_action_features=0)")
         return self.learner
 
     # -- coba's Learner interface ---------------------------------------------------------
