@@ -526,3 +526,20 @@ def test_actions_that_change_are_refused_naming_the_fix():
                                            r"them on one whose actions are fixed \(coba's "
                                            r"synthetic tasks with n_action_features=0\)$"):
         learner.predict(interactions[1]["context"], interactions[1]["actions"])
+
+
+def test_a_context_of_another_width_is_named_in_the_environments_features():
+    """A context with one feature more than the first: the refusal counted the user id's 32
+    one-hot features ("36 values but the model was fitted on 35") before any fit."""
+    message = (r"^this context has 4 features where the first had 3; give every interaction "
+               r"the same context features$")
+    for learner, first, other, feedback in (
+            (IGLPLearner(), (0, 0.1, 0.2, 0.3), (0, 0.1, 0.2, 0.3, 0.4), (1,)),
+            (RegressionCBLearner(), [0.1, 0.2, 0.3], [0.1, 0.2, 0.3, 0.4], 1.0)):
+        action, probability = learner.predict(first, [0, 1, 2])["action_prob"]
+        with pytest.raises(IGLearnError, match=message):
+            learner.predict(other, [0, 1, 2])
+        with pytest.raises(IGLearnError, match=message):
+            learner.learn(other, action, feedback, probability)
+        with pytest.raises(IGLearnError, match=message):
+            learner.score(other, [0, 1, 2], 0)

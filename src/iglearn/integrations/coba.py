@@ -143,6 +143,7 @@ class CobaLearner(Learner):
         self.learner: OnlineLearner | None = None
         """The wrapped online learner, once the first ``predict`` has built it."""
         self._actions: list[Any] = []
+        self._width = 0  # the context vectors' width the learner was built with
         self.ids: dict[str, dict[Any, int]] = {"users": {}, "words": {}}
         """The user and word ids seen so far and their one-hot slots (with "auto")."""
 
@@ -251,10 +252,24 @@ class CobaLearner(Learner):
             raise IGLearnError(f"action {action!r} is not one the learner was offered")
         return found
 
+    def _same_width(self, context: np.ndarray) -> np.ndarray:
+        """``context``, refused in one line where the learner was built on context vectors of
+        another width; counted in the environment's features, without the user id's one-hot
+        ones (which ``users`` adds)."""
+        if self.learner is not None and len(context) != self._width:
+            ids = (self._slots if self._users == AUTO else
+                   int(self._users) if self._users else 0)
+            raise IGLearnError(f"this context has {len(context) - ids} features where the "
+                               f"first had {self._width - ids}; give every interaction the "
+                               f"same context features")
+        return context
+
     def _built(self, context: np.ndarray, actions: Sequence[Any]) -> OnlineLearner:
+        self._same_width(context)
         if self.learner is None:
             self._actions = list(actions)
             self.learner = self._make(len(self._actions), len(context), self._feedback_width())
+            self._width = len(context)
         elif len(actions) != len(self._actions) or not all(
                 same_action(a, b) for a, b in zip(actions, self._actions, strict=True)):
             raise IGLearnError("iglearn's online learners need the same actions, in the same "
@@ -277,8 +292,8 @@ class CobaLearner(Learner):
         SequentialCB the reward (:meth:`feedback_vector` reads either)."""
         if self.learner is None:
             raise IGLearnError("learn was called before predict; coba calls predict first")
-        self.learner.learn(self.context_vector(context), self._index(action), probability,
-                           self.feedback_vector(reward, action))
+        self.learner.learn(self._same_width(self.context_vector(context)), self._index(action),
+                           probability, self.feedback_vector(reward, action))
 
     def score(self, context: Any, actions: Sequence[Any], action: Any) -> float:
         """The probability that the learner's current policy plays ``action`` on
