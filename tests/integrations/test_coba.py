@@ -543,3 +543,19 @@ def test_a_context_of_another_width_is_named_in_the_environments_features():
             learner.learn(other, action, feedback, probability)
         with pytest.raises(IGLearnError, match=message):
             learner.score(other, [0, 1, 2], 0)
+
+
+def test_a_bad_context_value_is_named_by_its_column_among_the_environments_features():
+    """Where the user id's one-hot features go first (IGLPLearner's users="auto"), a NaN in
+    the environment's first feature was named "column 32"; it is named by its column among
+    the environment's features, in predict, learn and score."""
+    learner = IGLPLearner()
+    action, probability = learner.predict((0, 0.5, 1.0), [0, 1, 2])["action_prob"]
+    with pytest.raises(IGLearnError, match=r"^act: this context holds nan in column 0; "):
+        learner.predict((0, float("nan"), 1.0), [0, 1, 2])
+    with pytest.raises(IGLearnError, match=r"^learn: this context holds 1e\+15 in column 1, "
+                                           r"beyond"):
+        learner.learn((1, 0.5, 1e15), action, (1,), probability)
+    with pytest.raises(IGLearnError, match=r"^score: this context holds inf in column 1; "):
+        learner.score((0, 0.5, float("inf")), [0, 1, 2], 0)
+    assert IGLPLearner(personal=False).predict((0,), [0, 1, 2])  # a user id alone is read

@@ -40,6 +40,7 @@ import numpy as np
 from coba import Learner
 from coba.primitives import is_batch
 
+from iglearn.data.logs import model_rows
 from iglearn.data.scaling import Mode, SameUnit, check_mode, check_same_unit, check_users_unit
 from iglearn.errors import IGLearnError
 from iglearn.hints import whole_number
@@ -197,10 +198,12 @@ class CobaLearner(Learner):
         onehot[slot] = 1.0
         return onehot
 
-    def context_vector(self, context: Any) -> np.ndarray:
+    def context_vector(self, context: Any, source: str = "act") -> np.ndarray:
         """A coba context as iglearn's dense float32 context vector. A batch of contexts
         (coba's ``.batch(n)``) is refused before anything is read or built, so that coba plays
-        it one interaction at a time."""
+        it one interaction at a time. Where a user id's one-hot features go first, the
+        environment's features are checked here (for ``source``: "act", "learn" or "score"),
+        so that a bad value is named by its column among them."""
         if is_batch(context):
             raise IGLearnError("iglearn's coba learners take one interaction at a time, not a "
                                "batch: coba retries a batched environment row by row "
@@ -221,6 +224,8 @@ class CobaLearner(Learner):
         if self._users == 0:
             self._id_key("users", parts[0])  # dropped, but an id: not a measurement
             return rest
+        if len(rest):  # named by their columns among the features, not after the user's
+            model_rows("context", rest[None], None, source, single=True)
         return np.concatenate([self._onehot("users", parts[0]), rest])
 
     def feedback_vector(self, feedback: Any, action: Any = None) -> np.ndarray:
@@ -292,14 +297,14 @@ class CobaLearner(Learner):
         SequentialCB the reward (:meth:`feedback_vector` reads either)."""
         if self.learner is None:
             raise IGLearnError("learn was called before predict; coba calls predict first")
-        self.learner.learn(self._same_width(self.context_vector(context)), self._index(action),
-                           probability, self.feedback_vector(reward, action))
+        self.learner.learn(self._same_width(self.context_vector(context, "learn")),
+                           self._index(action), probability, self.feedback_vector(reward, action))
 
     def score(self, context: Any, actions: Sequence[Any], action: Any) -> float:
         """The probability that the learner's current policy plays ``action`` on
         ``context`` (coba's off-policy evaluators call it): the distribution the next
         ``predict`` draws from."""
-        x = self.context_vector(context)
+        x = self.context_vector(context, "score")
         learner = self._built(x, actions)
         contexts = learner.checked_contexts(x[None], "score", single=True)
         return float(learner.probabilities(contexts)[0, self._index(action)])
