@@ -230,12 +230,13 @@ def _percentages(array: np.ndarray, n_actions: int | None = None) -> str | None:
 
 
 def field_values(name: str, value: object, source: str, n_actions: int | None = None,
-                 first_row: int = 0, single: bool = False, places: Places = ROWS
-                 ) -> np.ndarray:
+                 first_row: int = 0, single: bool = False, places: Places = ROWS,
+                 bounded: bool = True) -> np.ndarray:
     """One field's values (any shape) as given, checked, then cast to ``DTYPES[name]``.
 
     Actions and labels must be integers in [0, n_actions); probabilities in
-    [PROBABILITY_FLOOR, 1]; rewards in [-1, 1]; definitely-bad flags 0 or 1 (booleans);
+    [PROBABILITY_FLOOR, 1]; rewards in [-1, 1] (any finite value within ±MAX_ABS_VALUE when
+    not ``bounded``: a regression's targets); definitely-bad flags 0 or 1 (booleans);
     contexts and feedback finite and within ±MAX_ABS_VALUE. Messages count rows from
     ``first_row`` and name rows and columns as ``places`` says; with ``single`` (one context
     or feedback vector, as a row), they name the vector's column instead.
@@ -292,7 +293,7 @@ def field_values(name: str, value: object, source: str, n_actions: int | None = 
                 f"weights 1/p above {1 / floor:g} let single interactions dominate every "
                 f"estimate; check the logging, or lower iglearn.data.limits.PROBABILITY_FLOOR "
                 f"if the logging policy did play them this rarely")
-    elif name == "reward":
+    elif name == "reward" and bounded:
         require(lambda a: (a >= -1) & (a <= 1),
                 ", outside [-1, 1]; iglearn's rewards lie in [-1, 1] (1 rewarded, 0 not; "
                 "IGL-P's -1 disliked): rescale them into it, e.g. divide by their largest "
@@ -390,14 +391,15 @@ def model_rows(name: str, value: object, width: int | None, source: str,
 
 
 def row_values(name: str, value: object, n: int, source: str, n_actions: int | None = None,
-               unit: str = "interaction") -> np.ndarray:
+               unit: str = "interaction", bounded: bool = True) -> np.ndarray:
     """One value of field ``name`` (action, probability, reward or label) for each of ``n``
     rows handed to a learner outside a log (labels to score, an online learner's
     interactions), checked as a log's are (:func:`field_values`; actions and labels against
-    ``n_actions``); ``unit`` names a row in the message."""
+    ``n_actions``); ``unit`` names a row in the message; ``bounded``: as for
+    :func:`field_values`."""
     array = _shaped(name, value, source)
     _check_rows(name, array, n, source, unit=unit)
-    return field_values(name, array, source, n_actions)
+    return field_values(name, array, source, n_actions, bounded=bounded)
 
 
 def label_accuracy(actions: np.ndarray, labels: object, n_actions: int) -> float:

@@ -9,7 +9,7 @@ Each learner owns its numpy Generator.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -33,6 +33,10 @@ class OnlineLearner(ABC):
         n_actions: K.
         seed: seed or numpy Generator; the learner draws all its randomness from it.
     """
+
+    bounded_reward: ClassVar[bool] = True
+    """Whether the rewards a learner of rewards (feedback width 0) takes in ``learn`` must lie
+    in [-1, 1], as a log's; a regression on them takes any finite reward."""
 
     def __init__(self, n_actions: int, seed: SeedLike = None):
         self.n_actions = check_n_actions(n_actions, type(self).__name__)
@@ -116,7 +120,7 @@ class OnlineLearner(ABC):
         probabilities = row_values("probability", probabilities, n, "learn")
         signal = checked_signal(feedback, n, signal_dim)
         signal = (model_rows("feedback", signal, signal_dim, "learn") if signal_dim
-                  else row_values("reward", signal, n, "learn"))
+                  else row_values("reward", signal, n, "learn", bounded=self.bounded_reward))
         return contexts, actions, probabilities, signal
 
     def one_context(self, context: np.ndarray, source: str = "act") -> np.ndarray:

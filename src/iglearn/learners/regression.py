@@ -368,9 +368,10 @@ class OnlineRegression(OnlineLearner):
 
 
 class OnlineRegressionCB(OnlineRegression):
-    """The same loop with the true reward: ``learn`` receives r in [-1, 1] in place of the
-    feedback (play with ``learns_from='reward'``), and the regressor is fitted to it by
-    squared error (:func:`fit_reward_model`).
+    """The same loop with the true reward: ``learn`` receives r in place of the feedback
+    (play with ``learns_from='reward'``), and the regressor is fitted to it by squared error
+    (:func:`fit_reward_model`). A regression needs no range: any finite reward is taken (a
+    task's rewards slightly above 1, or coba's importance-weighted estimates).
 
     Args:
         n_actions: K.
@@ -391,6 +392,8 @@ class OnlineRegressionCB(OnlineRegression):
             :class:`OnlineRegression`).
         gamma0: IGW's growing gamma (as for :class:`OnlineRegression`); None: ``gamma``.
     """
+
+    bounded_reward = False
 
     def __init__(self, n_actions: int, context_dim: int, exploration: str = "epsilon",
                  epsilon: float = 0.2, gamma: float = 100.0, policy: ModelSpec = "linear",
