@@ -19,6 +19,7 @@ from iglearn.integrations.coba import (  # noqa: E402
     UniformIGLLearner,
     e2g,
     feedback_values,
+    regression_cb,
     uniform,
 )
 from iglearn.learners.e2g import OnlineContextualBandit  # noqa: E402
@@ -585,3 +586,19 @@ def test_the_regression_cb_learns_rewards_beyond_one_as_coba_tasks_give_them():
     actions, probabilities = bandit.act_batch(np.ones((1, 1)))
     with pytest.raises(IGLearnError, match=r"outside \[-1, 1\]"):
         bandit.learn_batch(np.ones((1, 1)), actions, probabilities, np.array([1.5]))
+
+
+def test_a_reward_learner_wrapped_for_feedback_vectors_is_refused_when_first_asked_to_act():
+    """``CobaLearner(regression_cb())`` (words "auto") acted, then its first ``learn`` said
+    "learn received feedback of shape (1, 32) where shape (1,) is meant", naming no fix."""
+    for wrapped in (CobaLearner(regression_cb()), CobaLearner(regression_cb(), words=None,
+                                                               feedback_dim=3)):
+        with pytest.raises(IGLearnError, match=r"^regression_cb\(\) learns from one reward per "
+                                               r"interaction, .* CobaLearner\(regression_cb\(\), "
+                                               r"users=None, words=None, feedback_dim=0\)"):
+            wrapped.predict((0, 0.1, 0.2), [0, 1, 2])
+        assert wrapped.learner is None
+    right = CobaLearner(regression_cb(), users=None, words=None, feedback_dim=0)
+    action, probability = right.predict((0, 0.1, 0.2), [0, 1, 2])["action_prob"]
+    right.learn((0, 0.1, 0.2), action, 1.0, probability)
+    assert right.learner is not None and right.learner.interactions_ == 1

@@ -8,7 +8,7 @@ import torch
 from iglearn import BatchIGL, ContextualBandit, IGLearnError, InteractionLog, Supervised
 from iglearn.envs import BCIEnvironment, digits_environment
 from iglearn.learners import IdentifiabilityWarning
-from iglearn.learners.batch_igl import STAGES, indicator_moments
+from iglearn.learners.batch_igl import STAGES, action_warning, indicator_moments
 from iglearn.learners.corrector import reward_share_bound
 from iglearn.learners.training import Optimisation
 from iglearn.learners.trials import Batch, Trials
@@ -546,3 +546,12 @@ def test_an_uncertified_fit_of_a_wide_log_points_to_a_weaker_weight_decay():
     assert weaker.accuracy(test.context, best) > 0.55  # chance is 1/3
     assert decay_advice(640, 64, Optimisation()) == ""  # ten interactions a column: not wide
     assert decay_advice(100, 64, Optimisation(weight_decay_scale=0)) == ""
+
+
+def test_the_action_led_warning_names_the_successors_in_python_and_on_the_command_line():
+    """It named only the command line's ``--algorithm ai-igl`` and ``--algorithm igl-p``: a
+    user of the Python API (or of coba, through E2G) had no class to reach for."""
+    assert action_warning(0.01, "2021 IGL") == []
+    (note,) = action_warning(0.9, "2021 IGL")
+    assert "fit AI-IGL (iglearn.AIIGL, --algorithm ai-igl)" in note
+    assert "IGL-P (iglearn.IGLP, --algorithm igl-p)" in note

@@ -411,6 +411,14 @@ def ai_igl(warmup: int = 4000, iota: float = 100.0, update_every: int = 100, see
 
 def _regression_cb(n_actions: int, context_dim: int, feedback_dim: int,
                    **settings: Any) -> OnlineLearner:
+    """OnlineRegressionCB, which learns one reward per interaction: refused (when coba first
+    asks it to act) behind an adapter that would hand it feedback vectors (``words`` not None,
+    or ``feedback_dim`` not 0), where its first ``learn`` failed on a feedback's shape."""
+    if feedback_dim:
+        raise IGLearnError(f"regression_cb() learns from one reward per interaction, but this "
+                           f"CobaLearner hands its learner feedback of {feedback_dim} values; "
+                           f"wrap it as CobaLearner(regression_cb(), users=None, words=None, "
+                           f"feedback_dim=0), or use RegressionCBLearner")
     return OnlineRegressionCB(n_actions, context_dim, **settings)
 
 

@@ -216,9 +216,9 @@ def action_warning(explained: float, algorithm: str) -> list[str]:
     return [f"the logged action explains {explained:.0%} of the decoded reward's variance "
             f"(uniform play): unless one action is right on most contexts, the decoder follows "
             f"the action rather than the reward, which {algorithm} cannot tell apart; fit AI-IGL "
-            f"(--algorithm ai-igl) for feedback that shows the action (a gesture or a brain "
-            f"response to the choice), IGL-P (--algorithm igl-p) for feedback that differs by "
-            f"user"]
+            f"(iglearn.AIIGL, --algorithm ai-igl) for feedback that shows the action (a gesture "
+            f"or a brain response to the choice), IGL-P (iglearn.IGLP, --algorithm igl-p) for "
+            f"feedback that differs by user"]
 
 
 TWO_ACTIONS = "K = 2: "

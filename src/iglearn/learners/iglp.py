@@ -162,7 +162,7 @@ def extreme_warning(extreme: float) -> list[str]:
     return [f"IGL-P reads {extreme:.0%} of the interactions as extreme (their logged action "
             f"told from the feedback), so its decoded reward is 1 almost everywhere and says "
             f"nothing of which actions were right: the feedback may show the action taken "
-            f"(fit AI-IGL, --algorithm ai-igl), or the threshold is too low"]
+            f"(fit AI-IGL: iglearn.AIIGL, --algorithm ai-igl), or the threshold is too low"]
 
 
 @dataclass(repr=False)
