@@ -347,13 +347,15 @@ class BatchIGL(BatchIGLSettings, StackableLearner, Orientable):
             chosen, judged = first.judge_starts(logs, scalers, rngs, starts, rebased)
         data = training_data(logs, "feedback", scalers)
         monitor = FitMonitor(len(learners), first.progress, first.logdir)
+        finished = False
         try:
             fits = first.fit_with_restarts(
                 data, k, rngs, starts=chosen, monitor=monitor, references=rebased,
                 start_optimisation=None if chosen is None else start_settings(
                     first.optimisation, CONTINUED_STEPS))
+            finished = True
         finally:
-            monitor.close()
+            monitor.close(finished)
         for log, (value, policy, decoder, _, _) in zip(logs, fits, strict=True):  # all, or none
             check_finite_fit(log, {"policy": policy, "decoder": decoder}, {"indicator": value})
         shares = decoded_shares(stack([fit[2] for fit in fits]), data, k, by_action=True)
