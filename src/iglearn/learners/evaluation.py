@@ -17,10 +17,9 @@ from iglearn.data.logs import (
     probability_warning,
     standard_error,
 )
-from iglearn.data.scaling import beyond_limits, drift_message
 from iglearn.data.stream import Block, LogStream
 from iglearn.errors import DriftWarning, warn_caller
-from iglearn.learners.base import PolicyLearner
+from iglearn.learners.base import DriftCount, PolicyLearner
 from iglearn.learners.objective import indicator
 from iglearn.learners.trials import as_tensor
 
@@ -49,44 +48,6 @@ def blocks(table: Table) -> Iterator[Block]:
                if getattr(table, name, None) is not None}
     for start in range(0, len(table), _CHUNK):
         yield {name: value[start:start + _CHUNK] for name, value in present.items()}
-
-
-class _Drift:
-    """A table's values beyond the range a model reads, summed over the blocks it is read
-    in, so that a table read a block at a time (a stream's pieces, a large log's slices) is
-    warned once (:class:`~iglearn.errors.DriftWarning`), with the share of the whole table
-    and naming its source, as rows read at once are, rather than once per block with that
-    block's share (and not at all where no block alone passes the share)."""
-
-    def __init__(self, learner: PolicyLearner):
-        self.learner = learner
-        self.standardiser = getattr(learner, "standardiser_", None)
-        self.beyond: dict[str, np.ndarray] = {}
-        self.rows: dict[str, int] = {}
-
-    def add(self, rows: np.ndarray, block: str) -> None:
-        """Count the values of ``rows`` (raw, of ``block`` "context" or "feedback") beyond
-        the model's limits."""
-        if self.standardiser is None:
-            return
-        beyond = beyond_limits(self.standardiser, rows, block)
-        if beyond is None:
-            return
-        self.beyond[block] = self.beyond.get(block, 0) + beyond
-        self.rows[block] = self.rows.get(block, 0) + len(rows)
-
-    def warn(self, source: str) -> None:
-        """Warn of each block whose column lies mostly beyond the model's range
-        (:func:`~iglearn.data.scaling.drift_message`)."""
-        schema = getattr(self.learner, "schema_", None)
-        for block, beyond in self.beyond.items():
-            names = None if schema is None else (schema.context if block == "context"
-                                                 else schema.feedback) or None
-            assert self.standardiser is not None  # counted only with a standardiser
-            message = drift_message(self.standardiser, beyond, self.rows[block], block,
-                                    source, names)
-            if message is not None:
-                warn_caller(message, DriftWarning)
 
 
 def evaluate(learner: PolicyLearner, table: Table, *, by_position: bool = False
@@ -143,7 +104,7 @@ def evaluate(learner: PolicyLearner, table: Table, *, by_position: bool = False
     weights = np.zeros((2, k))
     # per action a: sums over its rows of pi/p, psi/p and pi psi/p (AI-IGL's indicator)
     moments = np.zeros((3, k))
-    drift = _Drift(learner)
+    drift = DriftCount(learner)
     with warnings.catch_warnings():  # told once, for the whole table, by drift.warn
         warnings.simplefilter("ignore", DriftWarning)
         for block in blocks(table):
