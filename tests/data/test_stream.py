@@ -244,6 +244,26 @@ def test_memory_or_stream_by_size_with_an_override(stored, tmp_path):
         open_log(stored / "log.parquet", StreamSettings(stream="off", reader="ray"))
 
 
+def test_the_limit_a_log_read_into_memory_is_told_to_take_is_one_it_keeps(stored,
+                                                                         monkeypatch):
+    """The warning of a small log read into memory above the limit rounded the process's
+    peak to the nearest hundredth, so 0.503 GB read "0.50", a limit then warned of again;
+    it is rounded up, and a limit of that is kept."""
+    import iglearn.data.stream as stream
+
+    info = open_table(stored / "log.parquet").info
+    held = int(0.503 * 2**30 - FIT_RESERVE - IN_MEMORY_COST * table_bytes(info))
+    monkeypatch.setattr(stream, "fit_start_bytes", lambda: held)
+    with pytest.warns(UserWarning, match=r"takes about \d\.\d\d GB") as told:
+        open_log(stored / "log.parquet", StreamSettings(memory_limit_gb=0.3))
+    gb = re.search(r"takes about (\d\.\d\d) GB", str(told[0].message)).group(1)
+    assert gb == "0.51"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert isinstance(open_log(stored / "log.parquet",
+                                   StreamSettings(memory_limit_gb=float(gb))), InteractionLog)
+
+
 @pytest.mark.slow  # starts Ray
 def test_ray_data_reads_the_shards(stored):
     pytest.importorskip("ray")

@@ -249,8 +249,9 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
         return LogStream(reader, settings)
     peak = in_memory_bytes(info, held)
     if settings.stream == "auto" and peak > settings.memory_limit_gb * 2**30:
-        warn_caller(f"{info.source}: read into memory, the process takes about "
-                    f"{peak / 2**30:.2f} GB, above memory_limit_gb {settings.memory_limit_gb:g} "
+        gb = math.ceil(peak / 2**30 * 100) / 100  # rounded up: a limit of that is kept
+        warn_caller(f"{info.source}: read into memory, the process takes about {gb:.2f} GB, "
+                    f"above memory_limit_gb {settings.memory_limit_gb:g} "
                     f"(--memory-limit-gb), since streaming this small a log would take no "
                     f"less; raise the limit to that")
     log = check(info, reader.arrays(), info.source)
