@@ -491,3 +491,32 @@ def test_a_stream_of_a_file_that_cannot_stream_is_refused_before_it_is_read(tmp_
                                            r"names \(the column options, or a Parquet table "
                                            r"iglearn did not write\) is read in memory"):
         open_log(tmp_path / "own.parquet", on, columns=ColumnMapping(context=("x",)))
+
+
+def test_a_log_too_large_for_the_limit_that_cannot_stream_says_so_with_both_fixes(tmp_path):
+    """Without stream on, a CSV file (or a table read by its own column names) whose fit in
+    memory would pass the limit was refused as if a stream had been asked ("only Parquet
+    files ... can be streamed"); the refusal says the limit was passed, and gives both ways
+    out: convert the file, or raise the limit to what the process would take."""
+    from iglearn.data.frames import ColumnMapping
+
+    log = numbered_log()
+    write_table(log, tmp_path / "log.csv")
+    frame = pd.DataFrame({"x0": log.context[:, 0], "x1": log.context[:, 1],
+                          "x2": log.context[:, 2], "arm": log.action, "p": log.probability,
+                          "y0": log.feedback[:, 0], "y1": log.feedback[:, 1]})
+    frame.to_parquet(tmp_path / "own.parquet", index=False)
+    mapping = ColumnMapping(context=("x0", "x1", "x2"), feedback=("y0", "y1"), action="arm",
+                            probability="p")
+    tight = StreamSettings(memory_limit_gb=0.0, shuffle_rows=500)
+    for path, columns, what in ((tmp_path / "log.csv", None, "a .csv file"),
+                                (tmp_path / "own.parquet", mapping,
+                                 "a table read by its own column names")):
+        with pytest.raises(IGLearnError) as error:
+            open_log(path, tight, columns=columns, n_actions=K)
+        message = str(error.value)
+        assert re.match(rf"{re.escape(str(path))}: read into memory, the process would take "
+                        rf"about (\d\.\d\d) GB, above memory_limit_gb 0 \(--memory-limit-gb\), "
+                        rf"and {what}", message), message
+        assert "iglearn convert LOG LOG.parquet" in message and "raise the limit to" in message
+        assert "\n" not in message
