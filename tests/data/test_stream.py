@@ -494,10 +494,11 @@ def test_a_stream_of_a_file_that_cannot_stream_is_refused_before_it_is_read(tmp_
 
 
 def test_a_log_too_large_for_the_limit_that_cannot_stream_says_so_with_both_fixes(tmp_path):
-    """Without stream on, a CSV file (or a table read by its own column names) whose fit in
-    memory would pass the limit was refused as if a stream had been asked ("only Parquet
-    files ... can be streamed"); the refusal says the limit was passed, and gives both ways
-    out: convert the file, or raise the limit to what the process would take."""
+    """Without stream on, a CSV file (a compressed .npz, a table read by its own column
+    names) whose fit in memory would pass the limit was refused as if a stream had been
+    asked ("only Parquet files ... can be streamed"); the refusal says the limit was passed,
+    and gives both ways out: convert the file, or raise the limit to what the process would
+    take."""
     from iglearn.data.frames import ColumnMapping
 
     log = numbered_log()
@@ -508,8 +509,11 @@ def test_a_log_too_large_for_the_limit_that_cannot_stream_says_so_with_both_fixe
     frame.to_parquet(tmp_path / "own.parquet", index=False)
     mapping = ColumnMapping(context=("x0", "x1", "x2"), feedback=("y0", "y1"), action="arm",
                             probability="p")
+    np.savez_compressed(tmp_path / "packed.npz", context=log.context, action=log.action,
+                        probability=log.probability, feedback=log.feedback, n_actions=K)
     tight = StreamSettings(memory_limit_gb=0.0, shuffle_rows=500)
     for path, columns, what in ((tmp_path / "log.csv", None, "a .csv file"),
+                                (tmp_path / "packed.npz", None, "a compressed .npz file"),
                                 (tmp_path / "own.parquet", mapping,
                                  "a table read by its own column names")):
         with pytest.raises(IGLearnError) as error:

@@ -269,22 +269,26 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
 
 def streamable(reader: TableReader) -> bool:
     """Whether a :class:`LogStream` reads ``reader``'s table: a Parquet file or a folder of
-    shards in iglearn's layout, or an ``.npz`` (one stored compressed is refused when
-    opened, with the fix)."""
+    shards in iglearn's layout, or an ``.npz`` whose members are stored uncompressed."""
     from iglearn.data.formats.npz import NpzReader
     from iglearn.data.formats.parquet import ParquetReader
     from iglearn.data.formats.shards import ShardedReader
 
-    return isinstance(reader, ShardedReader | ParquetReader | NpzReader)
+    if isinstance(reader, NpzReader):
+        return all(reader.stored_plainly(name) for name in reader.info.fields)
+    return isinstance(reader, ShardedReader | ParquetReader)
 
 
 def unstreamed(reader: TableReader) -> str:
     """What ``reader`` reads that a stream does not, for messages: a table read by its own
-    column names, or a file of another format."""
+    column names, a compressed ``.npz``, or a file of another format."""
     from iglearn.data.formats.columns import MappedParquetReader
+    from iglearn.data.formats.npz import NpzReader
 
     if isinstance(reader, MappedParquetReader):
         return "a table read by its own column names (the column options)"
+    if isinstance(reader, NpzReader):
+        return "a compressed .npz file"
     suffix = Path(reader.info.source).suffix.lower()
     return f"a {suffix} file" if suffix else "such a file"
 
