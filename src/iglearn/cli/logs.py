@@ -182,6 +182,12 @@ def _fit(args: argparse.Namespace) -> int:
             raise IGLearnError("--reader ray: --algorithm igl-p fits a log in memory, never "
                                "streamed, so Ray does not read it; drop --reader ray")
         reading = replace(reading, stream="off")
+    buffers = [name for name in ("shuffle_rows", "block_rows") if f"{STREAM}.{name}" in vars(args)]
+    if buffers and reading.stream == "off":  # given, and never read: told, not ignored
+        why = ("--algorithm igl-p fits a log in memory" if in_memory
+               else "--stream off reads the log into memory")
+        raise IGLearnError(f"{flag(buffers[0])}: {why}, where no stream reads blocks or "
+                           f"shuffles rows through a buffer; drop {flag(buffers[0])}")
     backend = _backend(args, reading)
     if backend is not None:
         reading = replace(reading, stream="on")
