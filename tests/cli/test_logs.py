@@ -857,3 +857,33 @@ def test_predict_warns_of_a_drifted_column_by_its_name_and_the_file(tmp_path, ca
                        tmp_path / "actions.csv")
     assert code == 0, err
     assert f"warning: {tmp_path / 'new.csv'}: context column 'eeg_1': 100% of its values" in err
+
+
+def test_predict_of_a_long_file_warns_of_a_drifted_column_once_with_the_files_share(tmp_path,
+                                                                                    capsys):
+    """Contexts read in slices of 65,536 rows, one column in another unit in 30 % of the
+    first slice's rows and 90 % of the rest's: one warning with the file's share (about
+    60 %), not one per slice with its own (the first slice's 30 % not told at all)."""
+    rng = np.random.default_rng(0)
+    n = 400
+    eeg = 37 + rng.normal(0, 0.5, (n, 3))
+    frame = pd.DataFrame({**{f"eeg_{i}": eeg[:, i] for i in range(3)},
+                          "chosen": rng.integers(0, 3, n), "prop": 1 / 3,
+                          "fb_rt": rng.normal(800, 100, n)})
+    frame.to_csv(tmp_path / "eeg.csv", index=False)
+    code, _, err = run(capsys, "fit", tmp_path / "eeg.csv", "--out", tmp_path / "model",
+                       "--context", "eeg_*", "--feedback", "fb_*", "--action", "chosen",
+                       "--probability", "prop", "--n-actions", 3, *FAST)
+    assert code == 0, err
+    rows = 65536 + 50000
+    contexts = pd.DataFrame({f"eeg_{i}": 37 + rng.normal(0, 0.5, rows) for i in range(3)})
+    share = np.where(np.arange(rows) < 65536, 0.3, 0.9)
+    moved = (np.arange(rows) % 10) < 10 * share    # 30 % of the first slice, 90 % after
+    contexts.loc[moved, "eeg_1"] *= 1000               # sent in another unit
+    contexts.to_parquet(tmp_path / "new.parquet", index=False)
+    code, _, err = run(capsys, "predict", tmp_path / "model", tmp_path / "new.parquet",
+                       "--out", tmp_path / "actions.csv")
+    assert code == 0, err
+    told = [line for line in err.splitlines() if "of its values lie outside" in line]
+    expected = f"{moved.mean():.0%}"
+    assert len(told) == 1 and f"'eeg_1': {expected} of its values" in told[0], told

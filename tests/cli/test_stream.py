@@ -235,3 +235,20 @@ def test_the_need_a_refused_limit_states_is_a_limit_the_command_takes(small, tmp
     code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m",
                          "--stream", "on", "--memory-limit-gb", need, *FAST)
     assert code == 0 and json.loads(out)["streamed"] is True, err
+
+
+@pytest.mark.parametrize(("options", "why"), [
+    (("--stream", "off", "--shuffle-rows", "1000"), "--stream off reads the log into memory"),
+    (("--algorithm", "igl-p", "--block-rows", "100"),
+     "--algorithm igl-p fits a log in memory")])
+def test_stream_buffer_sizes_a_fit_in_memory_never_reads_are_refused(small, tmp_path, capsys,
+                                                                      options, why):
+    """--shuffle-rows and --block-rows size a stream: with --stream off (or IGL-P, which
+    fits in memory) they were ignored without a word; they are refused, naming why."""
+    code, out, err = run(capsys, "fit", small / "log.npz", "--out", tmp_path / "m", *options,
+                         *FAST)
+    option = options[-2]
+    assert code == 2 and err.strip() == (f"iglearn: error: {option}: {why}, where no stream "
+                                         f"reads blocks or shuffles rows through a buffer; "
+                                         f"drop {option}"), err
+    assert not (tmp_path / "m").exists()

@@ -277,6 +277,32 @@ def test_parquet_is_streamed_in_batches_with_fixed_size_float32_lists(tmp_path):
     np.testing.assert_array_equal(batches[1][1]["context"], log.context[16:32])
 
 
+def test_parquet_vectors_as_lists_of_any_length_are_refused_naming_the_column_options(
+        tmp_path):
+    """A log in iglearn's column names whose vectors are lists of any length (as Spark
+    writes arrays) was refused as "expected fixed-size lists of float32" without a way out;
+    the refusal names the column options, which read such a table as it is."""
+    from iglearn.data.frames import ColumnMapping
+    from iglearn.data.stream import open_log
+
+    log = small_log(n=50)
+    write_table(log, tmp_path / "a.parquet")
+    table = pq.read_table(tmp_path / "a.parquet")
+    for name in ("context", "feedback"):
+        table = table.set_column(table.schema.get_field_index(name), name,
+                                 table.column(name).cast(pa.list_(pa.float32())))
+    pq.write_table(table, tmp_path / "spark.parquet")
+    with pytest.raises(IGLearnError, match=r"column 'context' has type 'list<element: float>'; "
+                                           r"expected fixed-size lists .* is read with the "
+                                           r"column options \(--context context --feedback "
+                                           r"feedback") as error:
+        read_log(tmp_path / "spark.parquet")
+    assert "\n" not in str(error.value)
+    mapping = ColumnMapping(context="context", feedback="feedback", action="action",
+                            probability="probability", reward="reward", label="label")
+    assert_same(open_log(tmp_path / "spark.parquet", columns=mapping, n_actions=4), log)
+
+
 VW_LINE = ('{"_label_cost": 0, "_label_probability": 0.25, "_label_Action": 2, '
            '"_labelIndex": 1, "o": [{"v": {"v=click": 1}, "_definitely_bad": false}], '
            '"a": [2, 1, 3, 4], "c": {"User": {"user=Tom": 1, "time": "afternoon"}, '

@@ -244,6 +244,26 @@ def test_memory_or_stream_by_size_with_an_override(stored, tmp_path):
         open_log(stored / "log.parquet", StreamSettings(stream="off", reader="ray"))
 
 
+def test_the_limit_a_log_read_into_memory_is_told_to_take_is_one_it_keeps(stored,
+                                                                         monkeypatch):
+    """The warning of a small log read into memory above the limit rounded the process's
+    peak to the nearest hundredth, so 0.503 GB read "0.50", a limit then warned of again;
+    it is rounded up, and a limit of that is kept."""
+    import iglearn.data.stream as stream
+
+    info = open_table(stored / "log.parquet").info
+    held = int(0.503 * 2**30 - FIT_RESERVE - IN_MEMORY_COST * table_bytes(info))
+    monkeypatch.setattr(stream, "fit_start_bytes", lambda: held)
+    with pytest.warns(UserWarning, match=r"takes about \d\.\d\d GB") as told:
+        open_log(stored / "log.parquet", StreamSettings(memory_limit_gb=0.3))
+    gb = re.search(r"takes about (\d\.\d\d) GB", str(told[0].message)).group(1)
+    assert gb == "0.51"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert isinstance(open_log(stored / "log.parquet",
+                                   StreamSettings(memory_limit_gb=float(gb))), InteractionLog)
+
+
 @pytest.mark.slow  # starts Ray
 def test_ray_data_reads_the_shards(stored):
     pytest.importorskip("ray")
@@ -471,3 +491,36 @@ def test_a_stream_of_a_file_that_cannot_stream_is_refused_before_it_is_read(tmp_
                                            r"names \(the column options, or a Parquet table "
                                            r"iglearn did not write\) is read in memory"):
         open_log(tmp_path / "own.parquet", on, columns=ColumnMapping(context=("x",)))
+
+
+def test_a_log_too_large_for_the_limit_that_cannot_stream_says_so_with_both_fixes(tmp_path):
+    """Without stream on, a CSV file (a compressed .npz, a table read by its own column
+    names) whose fit in memory would pass the limit was refused as if a stream had been
+    asked ("only Parquet files ... can be streamed"); the refusal says the limit was passed,
+    and gives both ways out: convert the file, or raise the limit to what the process would
+    take."""
+    from iglearn.data.frames import ColumnMapping
+
+    log = numbered_log()
+    write_table(log, tmp_path / "log.csv")
+    frame = pd.DataFrame({"x0": log.context[:, 0], "x1": log.context[:, 1],
+                          "x2": log.context[:, 2], "arm": log.action, "p": log.probability,
+                          "y0": log.feedback[:, 0], "y1": log.feedback[:, 1]})
+    frame.to_parquet(tmp_path / "own.parquet", index=False)
+    mapping = ColumnMapping(context=("x0", "x1", "x2"), feedback=("y0", "y1"), action="arm",
+                            probability="p")
+    np.savez_compressed(tmp_path / "packed.npz", context=log.context, action=log.action,
+                        probability=log.probability, feedback=log.feedback, n_actions=K)
+    tight = StreamSettings(memory_limit_gb=0.0, shuffle_rows=500)
+    for path, columns, what in ((tmp_path / "log.csv", None, "a .csv file"),
+                                (tmp_path / "packed.npz", None, "a compressed .npz file"),
+                                (tmp_path / "own.parquet", mapping,
+                                 "a table read by its own column names")):
+        with pytest.raises(IGLearnError) as error:
+            open_log(path, tight, columns=columns, n_actions=K)
+        message = str(error.value)
+        assert re.match(rf"{re.escape(str(path))}: read into memory, the process would take "
+                        rf"about (\d\.\d\d) GB, above memory_limit_gb 0 \(--memory-limit-gb\), "
+                        rf"and {what}", message), message
+        assert "iglearn convert LOG LOG.parquet" in message and "raise the limit to" in message
+        assert "\n" not in message

@@ -116,3 +116,43 @@ def test_evaluate_and_indicator_refuse_a_log_the_model_would_misread(named_fit, 
     # a model's evaluation of its own log's contexts stays as it was
     assert evaluate(model, same)["accuracy"] == pytest.approx(
         (model.predict(same.context) == same.label).mean())
+
+
+def test_a_column_out_of_range_in_a_streamed_log_is_warned_once_for_the_whole_log(tmp_path):
+    """A raw log read in pieces (a stream's row groups) whose context column lies beyond the
+    model's range in 30 % of the rows of some pieces and 90 % of others is warned once, with
+    the share of the whole log (60 %) and naming its file, as the same log in memory is:
+    not once per piece with that piece's share, under the name "contexts"."""
+    import pyarrow.parquet as pq
+
+    from iglearn import BatchIGL, StreamSettings, open_log
+    from iglearn.data.formats import write_table
+    from iglearn.errors import DriftWarning
+
+    env = digits_environment()
+    train = env.log(600, seed=0)
+    raw = InteractionLog(train.context * 0.05 + 35, train.action, train.probability,
+                         train.feedback, train.n_actions, train.reward)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = BatchIGL(seed=0, optimisation=Optimisation(max_steps=20)).fit(raw)
+    test = env.log(800, seed=1)
+    context = test.context * 0.05 + 35
+    busy = int(np.argmax(test.context.std(0)))
+    shares = np.repeat([0.3, 0.9] * 4, 100)  # pieces of 100 rows, 60 % of the rows in all
+    moved = np.arange(800) % 100 < 100 * shares
+    context[moved, busy] = context[moved, busy] * 1.8 + 32   # as degrees Fahrenheit
+    log = InteractionLog(context, test.action, test.probability, test.feedback,
+                         test.n_actions, test.reward)
+    write_table(log, tmp_path / "whole.parquet")
+    pq.write_table(pq.read_table(tmp_path / "whole.parquet"), tmp_path / "log.parquet",
+                   row_group_size=100)
+    for table in (open_log(tmp_path / "log.parquet", StreamSettings(stream="on")),
+                  open_log(tmp_path / "log.parquet", StreamSettings(stream="off"))):
+        with warnings.catch_warnings(record=True) as told:
+            warnings.simplefilter("always")
+            evaluate(model, table)
+        drifts = [str(w.message) for w in told if issubclass(w.category, DriftWarning)]
+        assert len(drifts) == 1, drifts
+        assert drifts[0].startswith(f"{tmp_path / 'log.parquet'}: context column {busy}: 60% "
+                                    f"of its values lie outside"), drifts[0]

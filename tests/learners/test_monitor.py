@@ -125,3 +125,24 @@ def test_the_other_reports_print_short_too():
         "  decoded_value: 0.75", "  seconds: 0", "  warnings: none"]
     several = str(IGLPReport(0.25, 0.5, 0.125, 0.75, ik_losses=[1.5, 1.25], ik_kept=1))
     assert "  ik_losses: [1.5, 1.25]" in several and "  ik_kept: 1" in several
+
+
+def test_a_fit_interrupted_says_where_its_progress_stopped(log, capsys, monkeypatch):
+    """A fit stopped by Ctrl+C (or SIGTERM, which the command turns into an exception) after
+    two of its six epochs ends its progress on "2/6 (33 %) stopped after", not on "2/2
+    (100 %) done" as a fit that finished early."""
+    from iglearn.learners.monitor import FitMonitor
+
+    monkeypatch.setattr("iglearn.progress._drawn_on_terminal", lambda: False)
+    epoch = FitMonitor.epoch
+
+    def interrupted(self, *args, **kwargs):
+        epoch(self, *args, **kwargs)
+        if self._bar is not None and self._bar.n == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(FitMonitor, "epoch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        fit(log, max_restarts=0, progress=True)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[-1].startswith("fit (attempt 0): 2/6 (33 %) stopped after"), lines

@@ -174,6 +174,22 @@ def test_a_streamed_log_is_not_split_to_judge_starts(digits):
         BatchIGL(seed=0, starts=2, optimisation=QUICK).fit(stream)
 
 
+def test_starts_on_a_stream_are_refused_before_a_pass_naming_both_fixes(digits, monkeypatch):
+    """starts > 1 on a streamed log was refused only after the fit's first pass over it (the
+    standardiser's statistics: minutes on a large log), in Python's terms alone; it is
+    refused before any pass, naming the command's options too."""
+    stream = open_log(digits[0], STREAM)
+
+    def no_pass(self, log):
+        raise AssertionError("a pass over the stream before the refusal")
+
+    monkeypatch.setattr(BatchIGL, "take_statistics", no_pass)
+    with pytest.raises(IGLearnError, match=r"starts = 3 \(--starts\) .* drop starts "
+                                           r"\(--starts\), or read the log into memory "
+                                           r"\(stream off, --stream off\)"):
+        BatchIGL(seed=0, starts=3, optimisation=QUICK).fit(stream)
+
+
 def test_a_fixed_signal_is_decoded_once_in_memory_and_per_mini_batch_when_streamed(digits):
     memory, stream = (training_data([open_log(digits[0], settings)], "feedback")
                       for settings in (None, STREAM))

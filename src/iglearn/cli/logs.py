@@ -26,7 +26,7 @@ from iglearn.data.contexts import ContextSet
 from iglearn.data.frames import ColumnMapping, given_fields_read, in_model_order
 from iglearn.data.logs import InteractionLog, rows_fingerprint, rows_sketch, training_share
 from iglearn.data.stream import LogStream, StreamSettings
-from iglearn.errors import IGLearnError
+from iglearn.errors import DriftWarning, IGLearnError
 from iglearn.learners.distributed import RayTrain
 from iglearn.theory import DEFAULT_IOTA
 
@@ -182,6 +182,12 @@ def _fit(args: argparse.Namespace) -> int:
             raise IGLearnError("--reader ray: --algorithm igl-p fits a log in memory, never "
                                "streamed, so Ray does not read it; drop --reader ray")
         reading = replace(reading, stream="off")
+    buffers = [name for name in ("shuffle_rows", "block_rows") if f"{STREAM}.{name}" in vars(args)]
+    if buffers and reading.stream == "off":  # given, and never read: told, not ignored
+        why = ("--algorithm igl-p fits a log in memory" if in_memory
+               else "--stream off reads the log into memory")
+        raise IGLearnError(f"{flag(buffers[0])}: {why}, where no stream reads blocks or "
+                           f"shuffles rows through a buffer; drop {flag(buffers[0])}")
     backend = _backend(args, reading)
     if backend is not None:
         reading = replace(reading, stream="on")
@@ -540,6 +546,7 @@ PREDICTION_SUFFIXES = (".npz", ".parquet", ".csv")
 
 def _predict(args: argparse.Namespace) -> int:
     from iglearn.files import output_folder, write_files_atomic
+    from iglearn.learners.base import DriftCount
     from iglearn.sampling import sample_actions
     from iglearn.seeding import as_generator
     from iglearn.threads import torch_threads
@@ -556,11 +563,15 @@ def _predict(args: argparse.Namespace) -> int:
     args.outputs.claim([out])
     rng = as_generator(args.seed)
     actions, probabilities, every = [], [], []
-    with torch_threads(build_settings(args, Placement(), PLACEMENT).threads):
+    drift = DriftCount(learner)  # told once, for the whole file, not per slice
+    with (torch_threads(build_settings(args, Placement(), PLACEMENT).threads),
+          warnings.catch_warnings()):
+        warnings.simplefilter("ignore", DriftWarning)
         for start in range(0, len(table), 65536):
             rows = ContextSet(table.context[start:start + 65536], table.n_actions,
                               source=table.source)  # a warning names the file
             pi = learner.predict_proba(rows).astype(np.float64)
+            drift.add(rows.context, "context")
             if args.sample:
                 pi /= pi.sum(1, keepdims=True)
                 action = sample_actions(pi, rng)
@@ -570,6 +581,7 @@ def _predict(args: argparse.Namespace) -> int:
             probabilities.append(pi[np.arange(len(pi)), action])
             if args.all_probabilities:
                 every.append(pi)
+    drift.warn(table.source)
     action, probability = np.concatenate(actions), np.concatenate(probabilities)
     schema = learner.schema_
     names = None if schema is None else schema.action_names

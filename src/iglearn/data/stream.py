@@ -245,17 +245,52 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
         return LogStream(reader, settings)
     held = fit_start_bytes()
     large = not fits_in_memory(info, settings, held)
+    peak = in_memory_bytes(info, held)
+    if settings.stream == "auto" and large and not streamable(reader):
+        gb = math.ceil(peak / 2**30 * 100) / 100
+        raise IGLearnError(f"{info.source}: read into memory, the process would take about "
+                           f"{gb:.2f} GB, above memory_limit_gb {settings.memory_limit_gb:g} "
+                           f"(--memory-limit-gb), and {unstreamed(reader)} cannot be "
+                           f"streamed; convert it to iglearn's Parquet layout first (iglearn "
+                           f"convert LOG LOG.parquet, with the same column options if any) "
+                           f"and give that, or raise the limit to {gb:.2f}")
     if settings.stream == "on" or (settings.stream == "auto" and large):
         return LogStream(reader, settings)
-    peak = in_memory_bytes(info, held)
     if settings.stream == "auto" and peak > settings.memory_limit_gb * 2**30:
-        warn_caller(f"{info.source}: read into memory, the process takes about "
-                    f"{peak / 2**30:.2f} GB, above memory_limit_gb {settings.memory_limit_gb:g} "
+        gb = math.ceil(peak / 2**30 * 100) / 100  # rounded up: a limit of that is kept
+        warn_caller(f"{info.source}: read into memory, the process takes about {gb:.2f} GB, "
+                    f"above memory_limit_gb {settings.memory_limit_gb:g} "
                     f"(--memory-limit-gb), since streaming this small a log would take no "
                     f"less; raise the limit to that")
     log = check(info, reader.arrays(), info.source)
     assert isinstance(log, InteractionLog)
     return log
+
+
+def streamable(reader: TableReader) -> bool:
+    """Whether a :class:`LogStream` reads ``reader``'s table: a Parquet file or a folder of
+    shards in iglearn's layout, or an ``.npz`` whose members are stored uncompressed."""
+    from iglearn.data.formats.npz import NpzReader
+    from iglearn.data.formats.parquet import ParquetReader
+    from iglearn.data.formats.shards import ShardedReader
+
+    if isinstance(reader, NpzReader):
+        return all(reader.stored_plainly(name) for name in reader.info.fields)
+    return isinstance(reader, ShardedReader | ParquetReader)
+
+
+def unstreamed(reader: TableReader) -> str:
+    """What ``reader`` reads that a stream does not, for messages: a table read by its own
+    column names, a compressed ``.npz``, or a file of another format."""
+    from iglearn.data.formats.columns import MappedParquetReader
+    from iglearn.data.formats.npz import NpzReader
+
+    if isinstance(reader, MappedParquetReader):
+        return "a table read by its own column names (the column options)"
+    if isinstance(reader, NpzReader):
+        return "a compressed .npz file"
+    suffix = Path(reader.info.source).suffix.lower()
+    return f"a {suffix} file" if suffix else "such a file"
 
 
 def changed_on_disk(path: str | Path, error: BaseException) -> IGLearnError:

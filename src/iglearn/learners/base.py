@@ -27,7 +27,9 @@ from iglearn.data.scaling import (
     ROW_SPREAD,
     Origins,
     Standardiser,
+    beyond_limits,
     check_mode,
+    drift_message,
     drift_warning,
     standardised_feedback,
     standardiser_of,
@@ -110,6 +112,44 @@ def _source_of(value: object, default: str) -> str:
     """What a warning about ``value``'s rows calls them: a log's or a context set's source
     (its file), else ``default`` (an array, or a frame, whose column ``source`` is no name)."""
     return value.source if isinstance(value, InteractionLog | ContextSet) else default
+
+
+class DriftCount:
+    """The values of a table beyond the range a model reads, summed over the blocks it is
+    read in, so that a table read a block at a time (a stream's pieces, a large file's
+    slices) is warned once (:class:`~iglearn.errors.DriftWarning`), with the share of the
+    whole table, as rows read at once are, rather than once per block with that block's
+    share. The caller ignores the blocks' own drift warnings while it reads them."""
+
+    def __init__(self, learner: PolicyLearner):
+        self.learner = learner
+        self.standardiser = getattr(learner, "standardiser_", None)
+        self.beyond: dict[str, np.ndarray] = {}
+        self.rows: dict[str, int] = {}
+
+    def add(self, rows: np.ndarray, block: str) -> None:
+        """Count the values of ``rows`` (raw, of ``block`` "context" or "feedback") beyond
+        the model's limits."""
+        if self.standardiser is None:
+            return
+        beyond = beyond_limits(self.standardiser, rows, block)
+        if beyond is None:
+            return
+        self.beyond[block] = self.beyond.get(block, 0) + beyond
+        self.rows[block] = self.rows.get(block, 0) + len(rows)
+
+    def warn(self, source: str) -> None:
+        """Warn of each block whose column lies mostly beyond the model's range
+        (:func:`~iglearn.data.scaling.drift_message`), naming the table ``source``."""
+        schema = getattr(self.learner, "schema_", None)
+        for block, beyond in self.beyond.items():
+            names = None if schema is None else (schema.context if block == "context"
+                                                 else schema.feedback) or None
+            assert self.standardiser is not None  # counted only with a standardiser
+            message = drift_message(self.standardiser, beyond, self.rows[block], block,
+                                    source, names)
+            if message is not None:
+                warn_caller(message, DriftWarning)
 
 
 class PolicyLearner:

@@ -251,6 +251,15 @@ def settled_by_orienting(note: str) -> bool:
     return SIGN_WARNING.match(note) is not None
 
 
+def streamed_starts(starts: int) -> IGLearnError:
+    """The refusal of ``starts`` initialisations judged on a streamed log: they are judged
+    on a held-out part of a log in memory."""
+    return IGLearnError(f"starts = {starts} (--starts) judges initialisations on a held-out "
+                        f"part of a log in memory, and a streamed log is fitted with "
+                        f"starts=1: drop starts (--starts), or read the log into memory "
+                        f"(stream off, --stream off)")
+
+
 @dataclass(eq=False)
 class BatchIGL(BatchIGLSettings, StackableLearner, Orientable):
     """Jointly learns a softmax policy pi and a sigmoid reward decoder psi from a log
@@ -333,6 +342,10 @@ class BatchIGL(BatchIGLSettings, StackableLearner, Orientable):
         start = time.perf_counter()
         first, k = learners[0], logs[0].n_actions
         threshold = first.threshold(k)
+        in_memory = all(isinstance(log, InteractionLog) for log in logs)
+        starts = starts_for(first.starts, len(logs[0]), in_memory)
+        if starts > 1 and not in_memory:  # refused before a pass over the stream
+            raise streamed_starts(starts)
         scalers = [learner.take_statistics(log) for learner, log in zip(learners, logs,
                                                                           strict=True)]
         rebased = None if references is None else [
@@ -341,19 +354,19 @@ class BatchIGL(BatchIGLSettings, StackableLearner, Orientable):
         rngs = [as_generator(each.seed) for each in learners]
         judged: list[list[float]] = [[] for _ in learners]
         chosen = None
-        starts = starts_for(first.starts, len(logs[0]),
-                            all(isinstance(log, InteractionLog) for log in logs))
         if starts > 1:
             chosen, judged = first.judge_starts(logs, scalers, rngs, starts, rebased)
         data = training_data(logs, "feedback", scalers)
         monitor = FitMonitor(len(learners), first.progress, first.logdir)
+        finished = False
         try:
             fits = first.fit_with_restarts(
                 data, k, rngs, starts=chosen, monitor=monitor, references=rebased,
                 start_optimisation=None if chosen is None else start_settings(
                     first.optimisation, CONTINUED_STEPS))
+            finished = True
         finally:
-            monitor.close()
+            monitor.close(finished)
         for log, (value, policy, decoder, _, _) in zip(logs, fits, strict=True):  # all, or none
             check_finite_fit(log, {"policy": policy, "decoder": decoder}, {"indicator": value})
         shares = decoded_shares(stack([fit[2] for fit in fits]), data, k, by_action=True)
@@ -417,8 +430,7 @@ class BatchIGL(BatchIGLSettings, StackableLearner, Orientable):
             initialisation.
         """
         if not all(isinstance(log, InteractionLog) for log in logs):
-            raise IGLearnError(f"starts = {starts} judges initialisations on a held-out part "
-                               f"of a log in memory; a streamed log is fitted with starts=1")
+            raise streamed_starts(starts)
         trains, holds, seeds = [], [], []
         for log, rng in zip(cast(Sequence[InteractionLog], logs), rngs, strict=True):
             order = rng.permutation(len(log))

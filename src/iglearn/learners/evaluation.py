@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from collections.abc import Iterator
 from typing import Any, cast
 
@@ -17,8 +18,8 @@ from iglearn.data.logs import (
     standard_error,
 )
 from iglearn.data.stream import Block, LogStream
-from iglearn.errors import warn_caller
-from iglearn.learners.base import PolicyLearner
+from iglearn.errors import DriftWarning, warn_caller
+from iglearn.learners.base import DriftCount, PolicyLearner
 from iglearn.learners.objective import indicator
 from iglearn.learners.trials import as_tensor
 
@@ -103,42 +104,48 @@ def evaluate(learner: PolicyLearner, table: Table, *, by_position: bool = False
     weights = np.zeros((2, k))
     # per action a: sums over its rows of pi/p, psi/p and pi psi/p (AI-IGL's indicator)
     moments = np.zeros((3, k))
-    for block in blocks(table):
-        pi = learner.predict_proba(block["context"]).astype(np.float64)
-        greedy = pi.argmax(1)
-        if has_label:
-            sums["correct"] += float((greedy == block["label"]).sum())
-        if not is_log:
-            continue
-        action, p = block["action"], np.asarray(block["probability"], np.float64)
-        pi_logged = pi[np.arange(len(action)), action]
-        weights += importance_weight_sums(action, p, k)
-        if has_reward:
-            weight = block["reward"] / p
-            ips, greedy_ips = pi_logged * weight, (greedy == action) * weight
-            sums["ips"] += float(ips.sum())
-            sums["greedy"] += float(greedy_ips.sum())
-            sums["ips2"] += float((ips ** 2).sum())
-            sums["greedy2"] += float((greedy_ips ** 2).sum())
-        if not decoding:
-            continue
-        if three_state:
-            psi = fitted.decode(block["context"], action, block["feedback"])
-        elif per_action:
-            psi = fitted.decode(block["feedback"], action).astype(np.float64)
-            for m, value in enumerate((pi_logged, psi, pi_logged * psi)):
-                moments[m] += np.bincount(action, value / p, minlength=k)
-        else:  # a BatchIGL's or a VIIGL's decoder, on the feedback as it reads it
-            with torch.no_grad():
-                assert decoder is not None  # decoding without per-action decoders
-                psi = decoder(as_tensor(learner.standardised_feedback(block["feedback"]))
-                              ).double().numpy()
-            sums["indicator"] += float(indicator(
-                torch.from_numpy(pi_logged), torch.from_numpy(psi), torch.from_numpy(p),
-                k)) * len(action)
-        decoded = pi_logged * psi / p
-        sums["decoded"] += float(decoded.sum())
-        sums["decoded2"] += float((decoded ** 2).sum())
+    drift = DriftCount(learner)
+    with warnings.catch_warnings():  # told once, for the whole table, by drift.warn
+        warnings.simplefilter("ignore", DriftWarning)
+        for block in blocks(table):
+            pi = learner.predict_proba(block["context"]).astype(np.float64)
+            drift.add(block["context"], "context")
+            greedy = pi.argmax(1)
+            if has_label:
+                sums["correct"] += float((greedy == block["label"]).sum())
+            if not is_log:
+                continue
+            action, p = block["action"], np.asarray(block["probability"], np.float64)
+            pi_logged = pi[np.arange(len(action)), action]
+            weights += importance_weight_sums(action, p, k)
+            if has_reward:
+                weight = block["reward"] / p
+                ips, greedy_ips = pi_logged * weight, (greedy == action) * weight
+                sums["ips"] += float(ips.sum())
+                sums["greedy"] += float(greedy_ips.sum())
+                sums["ips2"] += float((ips ** 2).sum())
+                sums["greedy2"] += float((greedy_ips ** 2).sum())
+            if not decoding:
+                continue
+            drift.add(block["feedback"], "feedback")
+            if three_state:
+                psi = fitted.decode(block["context"], action, block["feedback"])
+            elif per_action:
+                psi = fitted.decode(block["feedback"], action).astype(np.float64)
+                for m, value in enumerate((pi_logged, psi, pi_logged * psi)):
+                    moments[m] += np.bincount(action, value / p, minlength=k)
+            else:  # a BatchIGL's or a VIIGL's decoder, on the feedback as it reads it
+                with torch.no_grad():
+                    assert decoder is not None  # decoding without per-action decoders
+                    psi = decoder(as_tensor(learner.standardised_feedback(block["feedback"]))
+                                  ).double().numpy()
+                sums["indicator"] += float(indicator(
+                    torch.from_numpy(pi_logged), torch.from_numpy(psi), torch.from_numpy(p),
+                    k)) * len(action)
+            decoded = pi_logged * psi / p
+            sums["decoded"] += float(decoded.sum())
+            sums["decoded2"] += float((decoded ** 2).sum())
+    drift.warn(table.source)
     out: dict[str, Any] = {"samples": n}
     if has_label:
         out["accuracy"] = sums["correct"] / n

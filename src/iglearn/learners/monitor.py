@@ -171,14 +171,18 @@ class FitMonitor:
         writer.add_scalar("charts/flipped", float(record.flipped), step)
         writer.add_scalar("charts/attempt", record.attempt, step)
 
-    def _close_bar(self) -> None:
+    def _close_bar(self, finished: bool = True) -> None:
         if self._bar is not None:
-            self._bar.total = self._bar.n  # the epochs the attempt ran, fewer than its most
+            if finished:  # the epochs the attempt ran, fewer than its most
+                self._bar.total = self._bar.n
             self._bar.close()
             self._bar = None
 
-    def close(self) -> None:
-        """Close the progress bar and flush and close the TensorBoard writers."""
-        self._close_bar()
+    def close(self, finished: bool = True) -> None:
+        """Close the progress bar and flush and close the TensorBoard writers; ``finished``
+        False (an error or an interruption stopped the fit) leaves the bar at the epochs
+        done of the attempt's total, so that it says where the fit stopped rather than that
+        it was done."""
+        self._close_bar(finished)
         for writer in self.writers:
             writer.close()

@@ -98,7 +98,12 @@ class ParquetReader(TableReader):
                 else:
                     raise IGLearnError(f"{source}: column '{name}' has type "
                                        f"{shown(str(kind))}; expected fixed-size lists of "
-                                       f"float32 (one vector per row)")
+                                       f"float32 (one vector per row); a column of lists of "
+                                       f"any length (as Spark writes arrays) is read with "
+                                       f"the column options (--context context --feedback "
+                                       f"feedback --action action --probability probability "
+                                       f"...), or converted with them once (iglearn convert "
+                                       f"LOG LOG2.parquet --context context ...)")
             elif not _numeric(kind):
                 raise IGLearnError(f"{source}: column '{name}' has type {shown(str(kind))}; "
                                    f"expected numbers")
