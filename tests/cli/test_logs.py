@@ -399,6 +399,29 @@ def test_a_folder_of_shards_in_the_users_own_names_fits_and_predicts(capsys, tmp
                          "first shard part-0.parquet" in err, err
 
 
+def test_shards_in_the_users_own_names_may_order_their_columns_differently(capsys, tmp_path):
+    """The column options read columns by name, yet a folder whose shards (written by
+    different jobs) ordered the same columns differently was refused as "holds the columns
+    in another order"; each shard is now read in the first shard's order."""
+    frame, _ = user_frame(600)
+    shards = tmp_path / "shards"
+    shards.mkdir()
+    frame.iloc[:300].to_parquet(shards / "part-0.parquet")
+    frame.iloc[300:, ::-1].to_parquet(shards / "part-1.parquet")
+    code, _, err = run(capsys, "fit", shards, "--out", tmp_path / "model", *COLUMN_OPTIONS,
+                       *FAST)
+    assert code == 0, err
+    frame.to_parquet(tmp_path / "whole.parquet")
+    code, _, err = run(capsys, "fit", tmp_path / "whole.parquet", "--out", tmp_path / "whole",
+                       *COLUMN_OPTIONS, *FAST)
+    assert code == 0, err
+    for model, out_file in (("model", "a.csv"), ("whole", "b.csv")):  # the same fit
+        assert run(capsys, "predict", tmp_path / model, tmp_path / "whole.parquet", "--out",
+                   tmp_path / out_file)[0] == 0
+    np.testing.assert_array_equal(pd.read_csv(tmp_path / "a.csv")["action"],
+                                  pd.read_csv(tmp_path / "b.csv")["action"])
+
+
 def test_named_actions_are_read_by_their_names_and_predicted_as_them(capsys, tmp_path):
     """A CSV whose action and label columns write the actions as words fits with --actions
     (a name that holds a comma quoted, as the error's suggestion writes it for the shell);

@@ -110,14 +110,20 @@ def _parquet_table(path: Path) -> pa.Table:
 
 
 def _shards_table(folder: Path) -> pa.Table:
-    """The shards of ``folder`` read whole, one after the other; an error naming the first
-    shard whose columns (names or types) differ from the first shard's."""
+    """The shards of ``folder`` read whole, one after the other, each shard's columns taken by
+    name in the first shard's order (a mapping reads columns by name: shards written by
+    different jobs may order them differently); an error naming the first shard whose columns
+    (names or types) differ from the first shard's."""
     from iglearn.data.formats.shards import shard_files
 
     shards = shard_files(folder)
     tables = [_parquet_table(path) for path in shards]
     first = tables[0].schema.remove_metadata()
-    for path, table in zip(shards[1:], tables[1:], strict=True):
+    unique = len(set(first.names)) == len(first.names)
+    for i, (path, table) in enumerate(zip(shards[1:], tables[1:], strict=True), start=1):
+        if unique and table.schema.names != first.names and (
+                sorted(table.schema.names) == sorted(first.names)):
+            table = tables[i] = table.select(first.names)
         schema = table.schema.remove_metadata()
         if schema.equals(first):
             continue
