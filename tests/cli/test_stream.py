@@ -252,3 +252,31 @@ def test_stream_buffer_sizes_a_fit_in_memory_never_reads_are_refused(small, tmp_
                                          f"reads blocks or shuffles rows through a buffer; "
                                          f"drop {option}"), err
     assert not (tmp_path / "m").exists()
+
+
+def test_a_bad_value_in_a_shard_is_named_by_its_file_and_its_row_there(small, tmp_path, capsys):
+    """A NaN in the third shard was told as "shards: field 'probability' holds nan at row
+    605": the folder and the row counted over every shard, not which file to open nor where.
+    Read into memory or streamed, by fit and evaluate, it is now named by its shard."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    shards = tmp_path / "shards"
+    assert run(capsys, "convert", small / "log.npz", shards, "--shard-rows", 300)[0] == 0
+    assert run(capsys, "fit", small / "log.npz", "--out", tmp_path / "model", *FAST)[0] == 0
+    part = shards / "part-00002.parquet"
+    table = pq.read_table(part)
+    probability = table.column("probability").to_numpy().copy()
+    probability[5] = np.nan
+    index = table.schema.get_field_index("probability")
+    pq.write_table(table.set_column(index, "probability", pa.array(probability)), part)
+    for argv in (("fit", shards, "--out", tmp_path / "m", *FAST),
+                 ("fit", shards, "--out", tmp_path / "m", "--stream", "on", *FAST),
+                 ("evaluate", tmp_path / "model", shards),
+                 ("evaluate", tmp_path / "model", shards, "--stream", "on")):
+        code, out, err = run(capsys, *argv)
+        assert code == 2 and out == "" and err.startswith(
+            f"iglearn: error: {part}: field 'probability' holds nan at row 5, outside (0, 1]"
+        ), (argv, err)
+    assert not (tmp_path / "m").exists()

@@ -362,7 +362,6 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
     if not Path(data).is_dir():  # a missing or unreadable file: told before torch is imported
         input_file(data)
 
-    from iglearn.data.formats.base import check
 
     wanted = ("context",) if contexts_only else None  # predict reads no label
     opened = None
@@ -395,7 +394,7 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
     elif info.is_log:
         table = log_from(reader, reading)
     else:
-        table = check(info, reader.arrays(), info.source)
+        table = reader.checked(reader.arrays())
     check_compatible(table, meta["n_actions"], meta["context_dim"], meta["feedback_dim"])
     return learner, table
 

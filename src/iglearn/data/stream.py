@@ -231,7 +231,6 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
     """The log ``reader`` reads: a :class:`LogStream` when ``settings.stream`` is on, or auto
     and a fit in memory would take the process above ``settings.memory_limit_gb``
     (:func:`fits_in_memory`), or ``settings.reader`` is ray; else the log in memory."""
-    from iglearn.data.formats.base import check
 
     settings = settings or StreamSettings()
     info = reader.info
@@ -262,7 +261,7 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
                     f"above memory_limit_gb {settings.memory_limit_gb:g} "
                     f"(--memory-limit-gb), since streaming this small a log would take no "
                     f"less; raise the limit to that")
-    log = check(info, reader.arrays(), info.source)
+    log = reader.checked(reader.arrays())
     assert isinstance(log, InteractionLog)
     return log
 

@@ -34,7 +34,6 @@ from iglearn.data.formats.base import (
     FeatureSchema,
     TableInfo,
     TableReader,
-    check,
     write_files_atomic,
 )
 from iglearn.data.frames import ColumnMapping
@@ -200,7 +199,7 @@ def read_table(path: str | Path, schema: FeatureSchema | None = None
     into preallocated arrays, so the data are held in memory once.
     """
     reader = open_table(path, schema)
-    return check(reader.info, reader.arrays(), reader.info.source), reader.info
+    return reader.checked(reader.arrays()), reader.info
 
 
 def read_log(path: str | Path, schema: FeatureSchema | None = None) -> InteractionLog:
@@ -221,7 +220,7 @@ def read_contexts(path: str | Path, schema: FeatureSchema | None = None) -> Cont
         arrays = reader.arrays(("context", "label"))
         return ContextSet(arrays["context"], info.n_actions, arrays.get("label"), info.source,
                           info.schema)
-    contexts = check(info, reader.arrays(), info.source)
+    contexts = reader.checked(reader.arrays())
     assert isinstance(contexts, ContextSet)  # not a log, so check made a context set
     return contexts
 

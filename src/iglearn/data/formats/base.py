@@ -145,6 +145,11 @@ class TableReader(ABC):
                 target[start:start + len(value)] = value
         return out
 
+    def checked(self, arrays: dict[str, np.ndarray]) -> InteractionLog | ContextSet:
+        """``arrays`` (every row of this table, as :meth:`arrays` reads them) validated as a
+        log or a context set (:func:`check`)."""
+        return check(self.info, arrays, self.info.source)
+
     def validated_batches(self, rows: int = BATCH_ROWS
                           ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
         """:meth:`batches`, each checked like a whole log (error messages name the rows) and

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -26,6 +27,10 @@ from iglearn.data.formats.parquet import (
 )
 from iglearn.errors import IGLearnError, shown
 from iglearn.files import remove_folder, replace_folder, temporary_folder
+
+if TYPE_CHECKING:
+    from iglearn.data.contexts import ContextSet
+    from iglearn.data.logs import InteractionLog
 
 SHARD_NAME = "part-{:05d}.parquet"
 """Names of the shards :func:`write_shards` writes, numbered from 0."""
@@ -75,6 +80,31 @@ class ShardedReader(TableReader):
             for start, batch in shard.batches(rows, fields):
                 yield offset + start, batch
             offset += shard.info.n_rows
+
+    def validated_batches(self, rows: int = BATCH_ROWS
+                          ) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+        """:meth:`TableReader.validated_batches` shard by shard: a bad value is named by its
+        shard's file and its row there (the folder and the row counted over every shard said
+        neither which file to open nor where in it)."""
+        offset = 0
+        for shard in self.shards:
+            for start, batch in shard.validated_batches(rows):
+                yield offset + start, batch
+            offset += shard.info.n_rows
+
+    def checked(self, arrays: dict[str, np.ndarray]) -> InteractionLog | ContextSet:
+        """:meth:`TableReader.checked`; a bad value is named by its shard's file and its row
+        there: each shard's rows are checked alone once the whole table is refused (a refusal
+        of the whole, such as one of its size, stands as it is)."""
+        try:
+            return super().checked(arrays)
+        except IGLearnError:
+            offset = 0
+            for shard in self.shards:
+                end = offset + shard.info.n_rows
+                shard.checked({name: values[offset:end] for name, values in arrays.items()})
+                offset = end
+            raise
 
 
 def check_same_table(first: TableInfo, other: TableInfo) -> None:
