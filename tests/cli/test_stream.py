@@ -280,3 +280,26 @@ def test_a_bad_value_in_a_shard_is_named_by_its_file_and_its_row_there(small, tm
             f"iglearn: error: {part}: field 'probability' holds nan at row 5, outside (0, 1]"
         ), (argv, err)
     assert not (tmp_path / "m").exists()
+
+
+def test_a_streamed_fit_shows_the_progress_of_its_passes_over_the_log(small, tmp_path, capsys):
+    """With --progress, a streamed fit showed nothing while it checked every row and took the
+    log's statistics, two whole passes before its first step: minutes of silence on tens of
+    millions of interactions. Each pass now shows its rows; without --progress (and off a
+    terminal) nothing is shown."""
+    shards = tmp_path / "shards"
+    assert run(capsys, "convert", small / "log.npz", shards, "--shard-rows", 300)[0] == 0
+    code, _, err = run(capsys, "fit", shards, "--out", tmp_path / "watched", "--stream", "on",
+                       "--progress", *FAST)
+    assert code == 0, err
+    lines = err.splitlines()
+    for first, last in ((f"checking {shards}: 0/800 (0 %), starting",
+                         f"checking {shards}: 800/800 (100 %) done in"),
+                        (f"statistics of {shards}: 0/800 (0 %), starting",
+                         f"statistics of {shards}: 800/800 (100 %) done in")):
+        assert first in lines and any(line.startswith(last) for line in lines), err
+    assert lines.index(f"checking {shards}: 0/800 (0 %), starting") < lines.index(
+        f"statistics of {shards}: 0/800 (0 %), starting")
+    code, _, err = run(capsys, "fit", shards, "--out", tmp_path / "quiet", "--stream", "on",
+                       *FAST)
+    assert code == 0 and "checking" not in err and "statistics of" not in err, err

@@ -524,3 +524,22 @@ def test_a_log_too_large_for_the_limit_that_cannot_stream_says_so_with_both_fixe
                         rf"and {what}", message), message
         assert "iglearn convert LOG LOG.parquet" in message and "raise the limit to" in message
         assert "\n" not in message
+
+
+def test_a_stream_shows_its_opening_check_and_a_learner_its_statistics_pass(tmp_path, capsys):
+    """Both whole passes before a streamed fit's first step showed nothing, whatever the
+    learner's ``progress``; each now shows the rows it has read when asked, and only then."""
+    from iglearn import ContextualBandit
+
+    path = tmp_path / "log.parquet"
+    write_table(numbered_log(), path)
+    quiet = open_log(path, StreamSettings(stream="on"))
+    ContextualBandit(seed=0).take_statistics(quiet)
+    assert capsys.readouterr().err == ""
+    log = open_log(path, StreamSettings(stream="on"), progress=True)
+    err = capsys.readouterr().err
+    assert f"checking {path}: 0/{N} (0 %), starting" in err
+    assert f"checking {path}: {N}/{N} (100 %) done in" in err and "statistics" not in err
+    ContextualBandit(seed=0, progress=True).take_statistics(log)
+    err = capsys.readouterr().err
+    assert f"statistics of {path}: {N}/{N} (100 %) done in" in err and "checking" not in err

@@ -198,7 +198,7 @@ def _fit(args: argparse.Namespace) -> int:
     check_paths(with_sidecar("LOG", args.log),
                 [("--out", out), *([("--history", history)] if history else [])])
     check_model_output(out)
-    log = log_from(open_table(args.log, columns=_columns(args)), reading)
+    log = log_from(open_table(args.log, columns=_columns(args)), reading, _watched(args))
     check_fit_size([log])
 
     from iglearn.devices import resolve_device
@@ -308,9 +308,16 @@ def _learner(args: argparse.Namespace) -> BatchIGL | AIIGL | IGLP | VIIGL:
     else:  # only this algorithm's learner module is imported
         start = learner_class(algorithm)(seed=args.seed)
     learner = build_settings(args, start, LEARNER)
-    if f"{LEARNER}.progress" not in vars(args):  # a fit watched on a terminal shows its bars
-        learner.progress = sys.stderr.isatty()
+    learner.progress = _watched(args)
     return learner
+
+
+def _watched(args: argparse.Namespace) -> bool:
+    """Whether a fit shows its progress (a streamed log's passes, then the fit's stages):
+    ``--progress`` or ``--no-progress``, else when stderr is a terminal (a fit watched on
+    one)."""
+    given = vars(args).get(f"{LEARNER}.progress")
+    return sys.stderr.isatty() if given is None else bool(given)
 
 
 def _igl_summary(args: argparse.Namespace, learner: BatchIGL, log: InteractionLog | LogStream,

@@ -770,12 +770,17 @@ class Standardiser:
     def of_stream(cls, stream: LogStream, feedback: bool = True,
                   mode: Mode = "on", row_spread: float | None = ROW_SPREAD,
                   origins: Origins = DEFAULT_ORIGINS,
-                  same_unit: SameUnit = "none") -> Standardiser:
+                  same_unit: SameUnit = "none", progress: bool = False) -> Standardiser:
         """The statistics of a log streamed from disk, in one pass over it (its chunks: the
         memory of a block, not of the log); equal to :meth:`of_log` of the same log up to
-        rounding."""
+        rounding. ``progress``: a bar of the rows read
+        (:func:`~iglearn.data.stream.watched`)."""
+        from iglearn.data.stream import watched
+
         fields = ("context", "probability", "feedback") if feedback else ("context",)
-        return cls.of_blocks(stream.chunks(fields), stream.context_dim,
+        blocks = watched(stream.chunks(fields), len(stream), f"statistics of {stream.source}",
+                         progress)
+        return cls.of_blocks(blocks, stream.context_dim,
                              stream.feedback_dim if feedback else 0, "stream", mode,
                              getattr(stream, "reducer", None), row_spread, origins,
                              same_unit)
@@ -1129,14 +1134,15 @@ def standardised_feedback(standardiser: Standardiser | None) -> bool:
 def standardiser_of(log: InteractionLog | LogStream, feedback: bool = True,
                     mode: Mode = "on", row_spread: float | None = ROW_SPREAD,
                     origins: Origins = DEFAULT_ORIGINS,
-                    same_unit: SameUnit = "none") -> Standardiser:
+                    same_unit: SameUnit = "none", progress: bool = False) -> Standardiser:
     """The statistics of a log in memory (:meth:`Standardiser.of_log`) or streamed
-    (:meth:`Standardiser.of_stream`, one extra pass); with ``feedback`` False, of the
-    contexts only (a learner that does not read the feedback); ``mode`` "on" or "auto";
-    ``origins``: where each block's zero lies (:data:`ORIGINS`); ``same_unit``: the blocks
-    whose columns share one scale (:data:`SAME_UNIT`)."""
+    (:meth:`Standardiser.of_stream`, one extra pass, shown with ``progress``); with
+    ``feedback`` False, of the contexts only (a learner that does not read the feedback);
+    ``mode`` "on" or "auto"; ``origins``: where each block's zero lies (:data:`ORIGINS`);
+    ``same_unit``: the blocks whose columns share one scale (:data:`SAME_UNIT`)."""
     from iglearn.data.stream import LogStream
 
     if isinstance(log, LogStream):
-        return Standardiser.of_stream(log, feedback, mode, row_spread, origins, same_unit)
+        return Standardiser.of_stream(log, feedback, mode, row_spread, origins, same_unit,
+                                      progress)
     return Standardiser.of_log(log, feedback, mode, row_spread, origins, same_unit)

@@ -190,13 +190,14 @@ def fits_in_memory(info: TableInfo, settings: StreamSettings, held: int) -> bool
 
 
 def open_log(path: str | Path, settings: StreamSettings | None = None, *,
-             columns: ColumnMapping | None = None, n_actions: int | None = None
-             ) -> InteractionLog | LogStream:
+             columns: ColumnMapping | None = None, n_actions: int | None = None,
+             progress: bool = False) -> InteractionLog | LogStream:
     """The interaction log in ``path`` (a file or a folder of Parquet shards), in memory or
     streamed as ``settings`` say (:func:`log_from`). Learners fit either. ``columns``: which
     columns of a ``.csv`` or ``.parquet`` table hold which field (a table in the user's own
     column names, read in memory), as ``iglearn fit``'s column options say; ``n_actions``: K,
-    for a table that does not say it. A stream asked of a file that cannot be streamed is
+    for a table that does not say it; ``progress``: a stream shows the progress of its
+    opening check (:class:`LogStream`). A stream asked of a file that cannot be streamed is
     refused before the file is read (a CSV file too large for memory would not get there)."""
     from iglearn.data.formats import open_table
 
@@ -204,7 +205,8 @@ def open_log(path: str | Path, settings: StreamSettings | None = None, *,
         suffix = Path(path).suffix.lower()
         if columns is not None or (suffix not in STREAMED and not Path(path).is_dir()):
             raise unstreamable(str(path), columns is not None)
-    return log_from(open_table(path, columns=columns, n_actions=n_actions), settings)
+    return log_from(open_table(path, columns=columns, n_actions=n_actions), settings,
+                    progress)
 
 
 STREAMED = (".parquet", ".npz")
@@ -226,11 +228,12 @@ def unstreamable(source: str, mapped: bool) -> IGLearnError:
                         f"LOG.parquet)")
 
 
-def log_from(reader: TableReader, settings: StreamSettings | None = None
-             ) -> InteractionLog | LogStream:
+def log_from(reader: TableReader, settings: StreamSettings | None = None,
+             progress: bool = False) -> InteractionLog | LogStream:
     """The log ``reader`` reads: a :class:`LogStream` when ``settings.stream`` is on, or auto
     and a fit in memory would take the process above ``settings.memory_limit_gb``
-    (:func:`fits_in_memory`), or ``settings.reader`` is ray; else the log in memory."""
+    (:func:`fits_in_memory`), or ``settings.reader`` is ray; else the log in memory.
+    ``progress``: a stream shows the progress of its opening check."""
 
     settings = settings or StreamSettings()
     info = reader.info
@@ -241,7 +244,7 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
         if settings.stream == "off":
             raise IGLearnError("reader ray reads the log as a stream and stream off reads it "
                                "into memory: drop one of them (--reader ray, --stream off)")
-        return LogStream(reader, settings)
+        return LogStream(reader, settings, progress)
     held = fit_start_bytes()
     large = not fits_in_memory(info, settings, held)
     peak = in_memory_bytes(info, held)
@@ -254,7 +257,7 @@ def log_from(reader: TableReader, settings: StreamSettings | None = None
                            f"convert LOG LOG.parquet, with the same column options if any) "
                            f"and give that, or raise the limit to {gb:.2f}")
     if settings.stream == "on" or (settings.stream == "auto" and large):
-        return LogStream(reader, settings)
+        return LogStream(reader, settings, progress)
     if settings.stream == "auto" and peak > settings.memory_limit_gb * 2**30:
         gb = math.ceil(peak / 2**30 * 100) / 100  # rounded up: a limit of that is kept
         warn_caller(f"{info.source}: read into memory, the process takes about {gb:.2f} GB, "
@@ -434,9 +437,12 @@ class LogStream:
         reader: the log's reader, from :func:`~iglearn.data.formats.open_table`: a Parquet
             file, a folder of Parquet shards, or an uncompressed ``.npz``.
         settings: the shuffle buffer and block sizes.
+        progress: show the progress of the opening pass, which checks every row
+            (:func:`watched`): minutes on a log of tens of millions of interactions.
     """
 
-    def __init__(self, reader: TableReader, settings: StreamSettings | None = None):
+    def __init__(self, reader: TableReader, settings: StreamSettings | None = None,
+                 progress: bool = False):
         from iglearn.data.formats.npz import NpzReader
         from iglearn.data.formats.parquet import ParquetReader
         from iglearn.data.formats.shards import ShardedReader
@@ -469,7 +475,7 @@ class LogStream:
                                f"rows but its metadata says {info.n_rows}; the file is "
                                f"corrupt, write it again")
         self.settings = replace(self.settings, shuffle_rows=shuffle, block_rows=block)
-        self._counts, self._weights, self.min_probability = self._scan(reader)
+        self._counts, self._weights, self.min_probability = self._scan(reader, progress)
         self._buffer: Block = {}   # the shuffle buffer, kept from one epoch to the next
         self._ray: _RayDataset | None = None
         if self.settings.reader == "ray":
@@ -479,14 +485,16 @@ class LogStream:
                                    f"or use reader local")
             self._ray = _RayDataset(self._pieces.paths, self.settings)
 
-    def _scan(self, reader: TableReader) -> tuple[np.ndarray, np.ndarray, float]:
+    def _scan(self, reader: TableReader, progress: bool = False
+              ) -> tuple[np.ndarray, np.ndarray, float]:
         """Check every row as an in-memory log is checked; count each action's interactions,
         sum its importance weights 1/p and their squares, and find the smallest logged
-        probability."""
+        probability; with ``progress``, a bar of the rows checked."""
         counts = np.zeros(self.n_actions, dtype=np.int64)
         weights = np.zeros((2, self.n_actions))
         smallest = math.inf
-        for _, batch in reader.validated_batches(self.settings.block_rows):
+        batches = (batch for _, batch in reader.validated_batches(self.settings.block_rows))
+        for batch in watched(batches, len(self), f"checking {self.source}", progress):
             action, probability = batch["action"], batch["probability"]
             counts += np.bincount(action, minlength=self.n_actions)
             weights += importance_weight_sums(action, probability, self.n_actions)
@@ -568,6 +576,26 @@ class LogStream:
         if missing:
             raise IGLearnError(f"{self.source}: the log has no field '{missing[0]}'")
         return tuple(fields)
+
+
+def watched(blocks: Iterable[Block], total: int, description: str, enabled: bool
+            ) -> Iterator[Block]:
+    """``blocks`` (rows of a log, ``total`` in all) passed on, with a progress bar of the rows
+    passed (:func:`~iglearn.progress.progress_bar`) when ``enabled``: a whole pass over a
+    large stream (its opening check, its statistics) takes minutes, which a fit showed as
+    silence."""
+    if not enabled:
+        yield from blocks
+        return
+    from iglearn.progress import progress_bar
+
+    bar = progress_bar(total, description)
+    try:
+        for block in blocks:
+            yield block
+            bar.update(len(next(iter(block.values()))) if block else 0)
+    finally:
+        bar.close()
 
 
 def batch_sizes(n: int, batch_size: int) -> list[int]:

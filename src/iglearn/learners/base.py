@@ -302,7 +302,8 @@ class PolicyLearner:
     def take_statistics(self, log: InteractionLog | LogStream,
                         feedback: bool = True) -> Standardiser | None:
         """Set ``standardiser_`` to the statistics of ``log`` (of its contexts only unless
-        ``feedback``; a streamed log: one extra pass) under the learner's ``standardise``
+        ``feedback``; a streamed log: one extra pass, shown with the learner's ``progress``)
+        under the learner's ``standardise``
         setting ("auto": each block off the unit scale only; ``same_unit``: the blocks whose
         columns share one scale), or to None when it is "off";
         returns it. Also keeps the log's K (``n_actions_``) and feature schema (``schema_``:
@@ -314,7 +315,7 @@ class PolicyLearner:
         mode = check_mode(getattr(self, "standardise", "auto"))
         self.standardiser_ = None if mode == "off" else standardiser_of(
             log, feedback, mode, type(self).row_spread, type(self).origins,
-            getattr(self, "same_unit", "none"))
+            getattr(self, "same_unit", "none"), bool(getattr(self, "progress", False)))
         return self.standardiser_
 
     def contexts_of(self, context: np.ndarray | pd.DataFrame | InteractionLog | ContextSet
