@@ -749,16 +749,21 @@ async def receive_body(request: Request, limit: int, how: str,
     it); its length. 413 (the connection closed after it) as soon as it exceeds ``limit``
     bytes (the message names the limit, then ``how`` to raise it), before the chunk beyond
     it reaches ``sink``; 408 (the same) when it has not all arrived within the
-    application's ``body_timeout_seconds`` (``[server] body_timeout_seconds``)."""
+    application's ``body_timeout_seconds`` (``[server] body_timeout_seconds``). A client
+    that waits to be told to send its body (``Expect: 100-continue``) and declares a length
+    above ``limit`` is answered 413 at once, never told to send it."""
     timeout: float = request.app.state.body_timeout_seconds
     length = request.headers.get("content-length")
     too_large = Rejected(413, f"the body is larger than the limit of {limit} bytes; send "
                               f"at most {limit} bytes {how}", "body", close=True)
+    # uvicorn answers "100 Continue" at the first receive: until then such a client sends nothing
+    waiting = request.headers.get("expect", "").lower() == "100-continue"
     received, more = 0, True
     try:  # asyncio's timeout: anyio's cancel scope costs several times more per request
         async with asyncio.timeout(timeout):
             if length is not None and (not length.isdigit() or int(length) > limit):
                 raise too_large
+            waiting = False
             while more:
                 message = await request.receive()
                 if message["type"] == "http.disconnect":
@@ -774,7 +779,7 @@ async def receive_body(request: Request, limit: int, how: str,
         raise Rejected(408, f"the body did not arrive within {timeout:g} s ([server] "
                             f"body_timeout_seconds)", "body", close=True) from None
     except Rejected:
-        if more:
+        if more and not waiting:  # a waiting client has sent no body to drain
             await discard_body(request, timeout)
         raise
     return received
