@@ -688,6 +688,31 @@ def test_a_trailing_slash_is_an_unknown_path_not_a_redirect(service):
                                      "field": "path"}
 
 
+def test_a_compressed_json_body_is_refused_415_naming_content_encoding(service):
+    """A JSON body sent gzip-compressed (``Content-Encoding: gzip``, as some HTTP clients
+    send large bodies) is answered 415 naming the header, nothing stored; it was a 422 that
+    called the body "not UTF-8 text". ``identity`` is plain JSON, served as ever."""
+    import gzip
+    import json
+
+    eid = uuid.uuid4().hex
+    context = {"context": [0.1, 0.2, 0.3, 0.4], "event_id": eid}
+    with service.http() as http:
+        for path, body in (("/v1/decide", context),
+                           ("/v1/feedback", {"event_id": eid, "feedback": [1, 0, 0]})):
+            answer = http.post(path, content=gzip.compress(json.dumps(body).encode()),
+                               headers={"content-type": "application/json",
+                                        "content-encoding": "gzip"})
+            assert answer.status_code == 415, (path, answer.text)
+            assert answer.json()["field"] == "content-encoding"
+            assert "gzip" in answer.json()["error"] and "uncompressed" in answer.json()["error"]
+        assert http.post("/v1/feedback", json={"event_id": eid, "feedback": [1, 0, 0]}
+                         ).status_code == 404  # the decision was not stored
+        answer = http.post("/v1/decide", content=json.dumps(context).encode(),
+                           headers={"content-encoding": "identity"})
+        assert answer.status_code == 200 and answer.json()["event_id"] == eid
+
+
 def test_unknown_paths_wrong_methods_and_internal_errors_answer_in_json(tmp_path):
     import sqlite3
 

@@ -825,8 +825,15 @@ async def read_json(request: Request, limit: int, allowed: tuple[str, ...],
     bounded before conversion; a refused value's top-level key is the field, its message names
     the place: ``contexts[0][3]``, and with ``context_names`` or ``feedback_names`` (``[model]``)
     a vector's entry by its name too, :func:`named_entry`); ``empty_ok``: no body at all is
-    ``{}`` (an endpoint whose fields are all optional)."""
+    ``{}`` (an endpoint whose fields are all optional). A body sent compressed (a
+    ``Content-Encoding`` other than ``identity``, such as ``gzip``) is refused 415 naming the
+    header: the service reads plain JSON only."""
     body = await read_body(request, limit)
+    coding = request.headers.get("content-encoding", "").strip()
+    if coding.lower() not in ("", "identity"):
+        raise Rejected(415, f"the body is sent with Content-Encoding {shown(coding)}; this "
+                            f"endpoint reads plain JSON: send it uncompressed, without "
+                            f"Content-Encoding", "content-encoding")
     if empty_ok and not body.strip():
         return {}
     try:
