@@ -542,7 +542,9 @@ class Service:
 
     # -- keys -------------------------------------------------------------------------------
     def authorise(self, request: Request, role: str) -> None:
-        """401 without a valid key, 403 when an admin key is needed and a client one came."""
+        """401 without a valid key (with the ``WWW-Authenticate: Bearer`` challenge HTTP
+        requires of a 401), 403 when an admin key is needed and a client one came; both name
+        the ``authorization`` header as their field."""
         if self.insecure:
             return
         header = request.headers.get("authorization", "")
@@ -555,10 +557,10 @@ class Service:
             found = self.keyring.match(given)
         if found is None:
             raise Rejected(401, "a valid API key is needed: send 'Authorization: Bearer KEY' "
-                                "(create one with 'iglearn serve keys add')")
+                                "(create one with 'iglearn serve keys add')", "authorization")
         self.keys_used[found[0]] = time.time()  # written by keys.watch_keys
         if role == "admin" and found[1] != "admin":
-            raise Rejected(403, "this endpoint needs an admin key")
+            raise Rejected(403, "this endpoint needs an admin key", "authorization")
 
 
 def count_decided(metrics: Metrics, made: Sequence[Decision], stored: Sequence[Decision]
@@ -1126,6 +1128,8 @@ def endpoint(service: Service, name: str, role: str | None, handler: Handler,
             headers = {} if e.retry_after is None else {"retry-after": str(e.retry_after)}
             if e.close:
                 headers["connection"] = "close"
+            if e.status == 401:  # the challenge HTTP requires of a 401 (RFC 9110, 11.6.1)
+                headers["www-authenticate"] = 'Bearer realm="iglearn"'
             response = json_response(body, e.status, headers or None)
         except StorageUnavailable as e:
             response = unreachable(e)
