@@ -1033,6 +1033,9 @@ def allowed_actions(value: object, n_actions: int,
     for v in value:
         if isinstance(v, str) and v in index:
             v = index[v]
+        if type(v) is float and v.is_integer():  # 1.0: a whole number, not in its form
+            raise Rejected(422, f"{v!r} is not an integer; send an action index as one "
+                                f"({int(v)}, not {v!r})", "actions")
         if type(v) is not int or not 0 <= v < n_actions:
             named = "" if names is None else " or an action's name"
             raise Rejected(422, f"{v!r} is not an action index in [0, {n_actions}){named}",
@@ -1385,6 +1388,9 @@ def build_app(service: Service, start_worker: bool = True,
             if not older:
                 raise Rejected(409, "no earlier model version is stored", "version")
             target = max(older)
+        if type(target) is float and target.is_integer():  # 1.0: not in an integer's form
+            raise Rejected(422, f"{target!r} is not an integer; send a version as one "
+                                f"({int(target)}, not {target!r})", "version")
         if type(target) is not int or target not in versions:
             raise Rejected(422, f"{target!r} is not a stored version ({versions})", "version")
         storage.serve(target)
