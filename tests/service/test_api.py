@@ -688,6 +688,49 @@ def test_a_trailing_slash_is_an_unknown_path_not_a_redirect(service):
                                      "field": "path"}
 
 
+def test_a_whole_number_sent_as_a_float_is_named_as_not_an_integer(service):
+    """An action index or a model version sent as ``1.0`` (a client that holds every number
+    as a float, numpy's float64 in Python's json) is refused naming the field and saying it
+    is no integer; it was "1.0 is not an action index in [0, 3)" and "1.0 is not a stored
+    version ([1, 2])", which it seemed to be."""
+    with service.http() as http:
+        answer = http.post("/v1/decide", json={"context": [0.1, 0.2, 0.3, 0.4],
+                                               "actions": [0, 1.0]})
+        assert answer.status_code == 422 and answer.json()["field"] == "actions"
+        assert answer.json()["error"] == "1.0 is not an integer; send an action index as one " \
+                                         "(1, not 1.0)"
+    with service.http("admin") as admin:
+        answer = admin.post("/v1/model/rollback", json={"version": 1.0})
+        assert answer.status_code == 422 and answer.json()["field"] == "version"
+        assert answer.json()["error"] == "1.0 is not an integer; send a version as one " \
+                                         "(1, not 1.0)"
+
+
+def test_a_compressed_json_body_is_refused_415_naming_content_encoding(service):
+    """A JSON body sent gzip-compressed (``Content-Encoding: gzip``, as some HTTP clients
+    send large bodies) is answered 415 naming the header, nothing stored; it was a 422 that
+    called the body "not UTF-8 text". ``identity`` is plain JSON, served as ever."""
+    import gzip
+    import json
+
+    eid = uuid.uuid4().hex
+    context = {"context": [0.1, 0.2, 0.3, 0.4], "event_id": eid}
+    with service.http() as http:
+        for path, body in (("/v1/decide", context),
+                           ("/v1/feedback", {"event_id": eid, "feedback": [1, 0, 0]})):
+            answer = http.post(path, content=gzip.compress(json.dumps(body).encode()),
+                               headers={"content-type": "application/json",
+                                        "content-encoding": "gzip"})
+            assert answer.status_code == 415, (path, answer.text)
+            assert answer.json()["field"] == "content-encoding"
+            assert "gzip" in answer.json()["error"] and "uncompressed" in answer.json()["error"]
+        assert http.post("/v1/feedback", json={"event_id": eid, "feedback": [1, 0, 0]}
+                         ).status_code == 404  # the decision was not stored
+        answer = http.post("/v1/decide", content=json.dumps(context).encode(),
+                           headers={"content-encoding": "identity"})
+        assert answer.status_code == 200 and answer.json()["event_id"] == eid
+
+
 def test_unknown_paths_wrong_methods_and_internal_errors_answer_in_json(tmp_path):
     import sqlite3
 

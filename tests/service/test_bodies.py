@@ -97,6 +97,39 @@ def test_stalled_body_is_dropped_after_the_timeout(short_timeout_service):
     assert after.decisions == before.decisions + 1
 
 
+def test_a_client_waiting_for_100_continue_gets_413_before_sending_its_body(
+        short_timeout_service):
+    """A client that sends ``Expect: 100-continue`` (curl does for a body above 1 MB) and
+    declares a length above the limit is answered 413 at once and the connection closed:
+    it is not told to continue and so never sends the body (nor waits the body's timeout
+    for the answer). One within the limit is told to continue and served."""
+    service = short_timeout_service
+    before = service.storage().counts()
+    port = service.process.port
+    for path, key, length in (("/v1/decide", service.client_key, 10_000_000),
+                              ("/v1/model", service.admin_key, 1_000_000_000)):
+        head = request_head(path, key, length).replace(
+            b"\r\n\r\n", b"\r\nexpect: 100-continue\r\n\r\n")
+        if path == "/v1/model":
+            head = b"PUT" + head[len(b"POST"):]
+        received, _ = exchange(port, head, b"")  # the body is never sent
+        assert received.startswith(b"HTTP/1.1 413 "), received[:300]
+        assert b"100 Continue" not in received and b"connection: close" in received.lower()
+        assert b'"field": "body"' in received
+    body = b'{"context": [0.1, 0.2, 0.3, 0.4]}'
+    head = request_head("/v1/decide", service.client_key, len(body)).replace(
+        b"\r\n\r\n", b"\r\nexpect: 100-continue\r\nconnection: close\r\n\r\n")
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(head)
+        assert connection.recv(65536).startswith(b"HTTP/1.1 100 Continue")
+        connection.sendall(body)
+        received = b""
+        while chunk := connection.recv(65536):
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 200 "), received[:300]
+    assert service.storage().counts().decisions == before.decisions + 1
+
+
 @pytest.fixture(scope="module")
 def short_head_service(tmp_path_factory):
     running = start_service(tmp_path_factory.mktemp("heads"),

@@ -48,6 +48,23 @@ def test_keys_and_roles(service):
     assert snapshot(service) == before
 
 
+def test_a_refused_key_names_authorization_and_a_401_carries_its_challenge(service):
+    """A 401 names the ``authorization`` header as its field and carries the
+    ``WWW-Authenticate: Bearer`` challenge that HTTP requires of a 401 (clients and proxies
+    read the scheme to send from it); a 403 names the header too."""
+    for who in (None, "iglk_not-a-key", "Basic abc"):
+        with service.http(who) as http:
+            for method, path, _, body in ENDPOINTS:
+                answer = http.request(method, path, json=body)
+                assert answer.status_code == 401, (who, path, answer.text)
+                assert answer.headers["www-authenticate"].startswith("Bearer"), path
+                assert answer.json()["field"] == "authorization", path
+    with service.http("client") as http:
+        answer = http.get("/metrics")
+        assert answer.status_code == 403 and answer.json()["field"] == "authorization"
+        assert "www-authenticate" not in answer.headers
+
+
 DECIDE_BAD = [
     (b"{not json", "body"),
     (b"[1, 2]", "body"),

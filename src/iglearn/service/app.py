@@ -542,7 +542,9 @@ class Service:
 
     # -- keys -------------------------------------------------------------------------------
     def authorise(self, request: Request, role: str) -> None:
-        """401 without a valid key, 403 when an admin key is needed and a client one came."""
+        """401 without a valid key (with the ``WWW-Authenticate: Bearer`` challenge HTTP
+        requires of a 401), 403 when an admin key is needed and a client one came; both name
+        the ``authorization`` header as their field."""
         if self.insecure:
             return
         header = request.headers.get("authorization", "")
@@ -555,10 +557,10 @@ class Service:
             found = self.keyring.match(given)
         if found is None:
             raise Rejected(401, "a valid API key is needed: send 'Authorization: Bearer KEY' "
-                                "(create one with 'iglearn serve keys add')")
+                                "(create one with 'iglearn serve keys add')", "authorization")
         self.keys_used[found[0]] = time.time()  # written by keys.watch_keys
         if role == "admin" and found[1] != "admin":
-            raise Rejected(403, "this endpoint needs an admin key")
+            raise Rejected(403, "this endpoint needs an admin key", "authorization")
 
 
 def count_decided(metrics: Metrics, made: Sequence[Decision], stored: Sequence[Decision]
@@ -749,16 +751,21 @@ async def receive_body(request: Request, limit: int, how: str,
     it); its length. 413 (the connection closed after it) as soon as it exceeds ``limit``
     bytes (the message names the limit, then ``how`` to raise it), before the chunk beyond
     it reaches ``sink``; 408 (the same) when it has not all arrived within the
-    application's ``body_timeout_seconds`` (``[server] body_timeout_seconds``)."""
+    application's ``body_timeout_seconds`` (``[server] body_timeout_seconds``). A client
+    that waits to be told to send its body (``Expect: 100-continue``) and declares a length
+    above ``limit`` is answered 413 at once, never told to send it."""
     timeout: float = request.app.state.body_timeout_seconds
     length = request.headers.get("content-length")
     too_large = Rejected(413, f"the body is larger than the limit of {limit} bytes; send "
                               f"at most {limit} bytes {how}", "body", close=True)
+    # uvicorn answers "100 Continue" at the first receive: until then such a client sends nothing
+    waiting = request.headers.get("expect", "").lower() == "100-continue"
     received, more = 0, True
     try:  # asyncio's timeout: anyio's cancel scope costs several times more per request
         async with asyncio.timeout(timeout):
             if length is not None and (not length.isdigit() or int(length) > limit):
                 raise too_large
+            waiting = False
             while more:
                 message = await request.receive()
                 if message["type"] == "http.disconnect":
@@ -774,7 +781,7 @@ async def receive_body(request: Request, limit: int, how: str,
         raise Rejected(408, f"the body did not arrive within {timeout:g} s ([server] "
                             f"body_timeout_seconds)", "body", close=True) from None
     except Rejected:
-        if more:
+        if more and not waiting:  # a waiting client has sent no body to drain
             await discard_body(request, timeout)
         raise
     return received
@@ -820,8 +827,15 @@ async def read_json(request: Request, limit: int, allowed: tuple[str, ...],
     bounded before conversion; a refused value's top-level key is the field, its message names
     the place: ``contexts[0][3]``, and with ``context_names`` or ``feedback_names`` (``[model]``)
     a vector's entry by its name too, :func:`named_entry`); ``empty_ok``: no body at all is
-    ``{}`` (an endpoint whose fields are all optional)."""
+    ``{}`` (an endpoint whose fields are all optional). A body sent compressed (a
+    ``Content-Encoding`` other than ``identity``, such as ``gzip``) is refused 415 naming the
+    header: the service reads plain JSON only."""
     body = await read_body(request, limit)
+    coding = request.headers.get("content-encoding", "").strip()
+    if coding.lower() not in ("", "identity"):
+        raise Rejected(415, f"the body is sent with Content-Encoding {shown(coding)}; this "
+                            f"endpoint reads plain JSON: send it uncompressed, without "
+                            f"Content-Encoding", "content-encoding")
     if empty_ok and not body.strip():
         return {}
     try:
@@ -1019,6 +1033,9 @@ def allowed_actions(value: object, n_actions: int,
     for v in value:
         if isinstance(v, str) and v in index:
             v = index[v]
+        if type(v) is float and v.is_integer():  # 1.0: a whole number, not in its form
+            raise Rejected(422, f"{v!r} is not an integer; send an action index as one "
+                                f"({int(v)}, not {v!r})", "actions")
         if type(v) is not int or not 0 <= v < n_actions:
             named = "" if names is None else " or an action's name"
             raise Rejected(422, f"{v!r} is not an action index in [0, {n_actions}){named}",
@@ -1114,6 +1131,8 @@ def endpoint(service: Service, name: str, role: str | None, handler: Handler,
             headers = {} if e.retry_after is None else {"retry-after": str(e.retry_after)}
             if e.close:
                 headers["connection"] = "close"
+            if e.status == 401:  # the challenge HTTP requires of a 401 (RFC 9110, 11.6.1)
+                headers["www-authenticate"] = 'Bearer realm="iglearn"'
             response = json_response(body, e.status, headers or None)
         except StorageUnavailable as e:
             response = unreachable(e)
@@ -1369,6 +1388,9 @@ def build_app(service: Service, start_worker: bool = True,
             if not older:
                 raise Rejected(409, "no earlier model version is stored", "version")
             target = max(older)
+        if type(target) is float and target.is_integer():  # 1.0: not in an integer's form
+            raise Rejected(422, f"{target!r} is not an integer; send a version as one "
+                                f"({int(target)}, not {target!r})", "version")
         if type(target) is not int or target not in versions:
             raise Rejected(422, f"{target!r} is not a stored version ({versions})", "version")
         storage.serve(target)
