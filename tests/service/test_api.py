@@ -228,10 +228,16 @@ def test_refit_rollback_export_import_and_log(service, tmp_path):
     rng = np.random.default_rng(0)
     with service.http() as http, service.http("admin") as admin:
         ids = play(http, 120, rng)
-        for wait in ("abc", "nan", "-1", "601", "2026-01-01T00:00:00"):  # seconds, not a time
+        # seconds, not a time; nor what Python's float reads but no client means (1_0 was 10
+        # s, an Arabic-Indic digit 3 was 3, a leading space was ignored)
+        for wait in ("abc", "nan", "-1", "601", "2026-01-01T00:00:00", "1_0", "%D9%A3",
+                     "%201", "inf"):
             bad = admin.post(f"/v1/model/refit?wait={wait}")
             assert bad.status_code == 422 and bad.json()["field"] == "wait", bad.text
             assert bad.json()["error"] == "must be seconds in [0, 600]"
+        for since in ("1_0", "%D9%A3"):
+            bad = admin.get(f"/v1/log?since={since}")
+            assert bad.status_code == 422 and bad.json()["field"] == "since", bad.text
         versions = len(admin.get("/v1/model").json()["versions"])
         typo = admin.post("/v1/model/refit?wiat=3")  # not a re-fit that does not wait
         assert typo.status_code == 422 and typo.json() == {

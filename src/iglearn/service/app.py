@@ -1086,13 +1086,26 @@ _SPACED_OFFSET = re.compile(r"(.*T.*\d) (\d\d(?::?\d\d)?)")
 """A time whose UTC offset's ``+`` arrived as a space."""
 
 
+_DECIMAL = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?", re.ASCII)
+"""A number as a query parameter writes it: ASCII digits, a point, an exponent."""
+
+
+def query_number(value: str) -> float:
+    """A number given in a query parameter (``10``, ``2.5``, ``1e3``, ``-3``); ValueError for
+    what Python's ``float`` reads but no client means: ``1_0`` (read as 10), digits of
+    other scripts (``٣``, read as 3), surrounding spaces, ``inf`` or ``nan``."""
+    if _DECIMAL.fullmatch(value) is None:
+        raise ValueError(f"not a decimal number: {value!r}")
+    return float(value)
+
+
 def timestamp(value: str | None, name: str) -> float | None:
     """A time given as Unix seconds or ISO 8601 within ±:data:`MAX_SECONDS` (422 naming
     ``name`` otherwise: not a time, not finite, a date that has no Unix time)."""
     if value is None or value == "":
         return None
     try:
-        seconds = float(value)
+        seconds = query_number(value)
     except ValueError:
         try:
             seconds = iso_time(value).timestamp()
@@ -1355,7 +1368,7 @@ def build_app(service: Service, start_worker: bool = True,
     async def refit(request: Request) -> Response:
         asked = request.query_params.get("wait")
         try:
-            wait = 0.0 if asked is None else float(asked)
+            wait = 0.0 if asked is None else query_number(asked)
         except ValueError:
             wait = math.nan
         if not 0 <= wait <= 600:  # NaN too
