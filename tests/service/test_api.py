@@ -737,6 +737,36 @@ def test_a_compressed_json_body_is_refused_415_naming_content_encoding(service):
         assert answer.status_code == 200 and answer.json()["event_id"] == eid
 
 
+def test_a_form_encoded_body_is_refused_415_saying_to_send_json(service):
+    """An HTML form's body (``curl --data-urlencode 'context=[...]'``) was a 422 "the body:
+    not valid JSON (Expecting value at line 1 column 1)", with nothing saying why; it is now a
+    415 naming ``content-type`` and what to send. A JSON body sent with a form's content type
+    (curl's ``-d`` declares it for any body) is read as JSON, as before."""
+    import json
+
+    eid = uuid.uuid4().hex
+    with service.http() as http:
+        for kind, body in (("application/x-www-form-urlencoded",
+                            "context=%5B0.1%2C0.2%2C0.3%2C0.4%5D"),
+                           ("multipart/form-data; boundary=x",
+                            '--x\r\nContent-Disposition: form-data; name="context"\r\n\r\n'
+                            '[0.1,0.2,0.3,0.4]\r\n--x--\r\n')):
+            answer = http.post("/v1/decide", content=body.encode(),
+                               headers={"content-type": kind})
+            assert answer.status_code == 415 and answer.json() == {
+                "error": f"the body is {kind.split(';')[0]} (Content-Type: "
+                         f"{kind.split(';')[0]}), where this endpoint reads a JSON object; "
+                         f"send JSON with Content-Type: application/json (curl: --json "
+                         f"'{{...}}')", "field": "content-type"}, answer.text
+        context = {"context": [0.1, 0.2, 0.3, 0.4], "event_id": eid}
+        answer = http.post("/v1/decide", content=json.dumps(context).encode(),
+                           headers={"content-type": "application/x-www-form-urlencoded"})
+        assert answer.status_code == 200 and answer.json()["event_id"] == eid
+        broken = http.post("/v1/decide", content=b'{"context": [0.1,',
+                           headers={"content-type": "application/json"})
+        assert broken.status_code == 422 and broken.json()["field"] == "body"
+
+
 def test_unknown_paths_wrong_methods_and_internal_errors_answer_in_json(tmp_path):
     import sqlite3
 

@@ -819,6 +819,18 @@ def named_entry(parts: tuple[str | int, ...], context_names: Sequence[str] | Non
     return f"{kind} value {shown(names[i])}" if 0 <= i < len(names) else None
 
 
+FORMS = ("application/x-www-form-urlencoded", "multipart/form-data")
+"""The content types of an HTML form's body."""
+
+
+def form_encoded(request: Request) -> str | None:
+    """The form content type (:data:`FORMS`) ``request`` declares, or None: told when its body
+    is no JSON (curl's ``-d`` declares the first for any body, so a JSON body sent so is read
+    as JSON)."""
+    declared = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return declared if declared in FORMS else None
+
+
 async def read_json(request: Request, limit: int, allowed: tuple[str, ...],
                     empty_ok: bool = False, context_names: Sequence[str] | None = None,
                     feedback_names: Sequence[str] | None = None) -> dict[str, Any]:
@@ -829,7 +841,8 @@ async def read_json(request: Request, limit: int, allowed: tuple[str, ...],
     a vector's entry by its name too, :func:`named_entry`); ``empty_ok``: no body at all is
     ``{}`` (an endpoint whose fields are all optional). A body sent compressed (a
     ``Content-Encoding`` other than ``identity``, such as ``gzip``) is refused 415 naming the
-    header: the service reads plain JSON only."""
+    header: the service reads plain JSON only; so is a form's body that is no JSON
+    (:func:`form_encoded`), naming ``content-type``."""
     body = await read_body(request, limit)
     coding = request.headers.get("content-encoding", "").strip()
     if coding.lower() not in ("", "identity"):
@@ -841,6 +854,12 @@ async def read_json(request: Request, limit: int, allowed: tuple[str, ...],
     try:
         value = safejson.parse(body, "the body", BODY_FIX)
     except safejson.Refused as e:  # the field: the top-level key where the value is
+        form = form_encoded(request)
+        if form is not None and not e.parts:
+            raise Rejected(415, f"the body is {form} (Content-Type: {form}), where this "
+                                f"endpoint reads a JSON object; send JSON with Content-Type: "
+                                f"application/json (curl: --json '{{...}}')",
+                           "content-type") from None
         field = e.parts[0] if e.parts and isinstance(e.parts[0], str) and e.parts[0] \
             else "body"
         named = named_entry(e.parts, context_names, feedback_names)
