@@ -862,7 +862,9 @@ def test_the_fit_options_given_again_to_predict_read_as_the_model_reads(capsys, 
     np.testing.assert_array_equal(model.predict(frame.assign(label=np.nan)), first)
 
 
-def test_predict_warns_of_a_drifted_column_by_its_name_and_the_file(tmp_path, capsys):
+def _eeg_model(tmp_path, capsys) -> tuple[pd.DataFrame, np.random.Generator]:
+    """A model fitted (into ``model``) on 400 interactions of raw EEG-like contexts read by
+    their own column names from ``eeg.csv``; the log and the generator that drew it."""
     rng = np.random.default_rng(0)
     n = 400
     eeg = 37 + rng.normal(0, 0.5, (n, 3))
@@ -874,6 +876,11 @@ def test_predict_warns_of_a_drifted_column_by_its_name_and_the_file(tmp_path, ca
                        "--context", "eeg_*", "--feedback", "fb_*", "--action", "chosen",
                        "--probability", "prop", "--n-actions", 3, *FAST)
     assert code == 0, err
+    return frame, rng
+
+
+def test_predict_warns_of_a_drifted_column_by_its_name_and_the_file(tmp_path, capsys):
+    frame, rng = _eeg_model(tmp_path, capsys)
     frame["eeg_1"] *= 1000  # sent in another unit
     frame.to_csv(tmp_path / "new.csv", index=False)
     code, _, err = run(capsys, "predict", tmp_path / "model", tmp_path / "new.csv", "--out",
@@ -887,17 +894,7 @@ def test_predict_of_a_long_file_warns_of_a_drifted_column_once_with_the_files_sh
     """Contexts read in slices of 65,536 rows, one column in another unit in 30 % of the
     first slice's rows and 90 % of the rest's: one warning with the file's share (about
     60 %), not one per slice with its own (the first slice's 30 % not told at all)."""
-    rng = np.random.default_rng(0)
-    n = 400
-    eeg = 37 + rng.normal(0, 0.5, (n, 3))
-    frame = pd.DataFrame({**{f"eeg_{i}": eeg[:, i] for i in range(3)},
-                          "chosen": rng.integers(0, 3, n), "prop": 1 / 3,
-                          "fb_rt": rng.normal(800, 100, n)})
-    frame.to_csv(tmp_path / "eeg.csv", index=False)
-    code, _, err = run(capsys, "fit", tmp_path / "eeg.csv", "--out", tmp_path / "model",
-                       "--context", "eeg_*", "--feedback", "fb_*", "--action", "chosen",
-                       "--probability", "prop", "--n-actions", 3, *FAST)
-    assert code == 0, err
+    frame, rng = _eeg_model(tmp_path, capsys)
     rows = 65536 + 50000
     contexts = pd.DataFrame({f"eeg_{i}": 37 + rng.normal(0, 0.5, rows) for i in range(3)})
     share = np.where(np.arange(rows) < 65536, 0.3, 0.9)
