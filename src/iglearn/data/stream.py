@@ -316,17 +316,21 @@ class _Pieces:
 
 
 class _ParquetPieces(_Pieces):
-    """The row groups of Parquet files, as a ``pyarrow.dataset`` lists them."""
+    """The row groups of Parquet files, as a ``pyarrow.dataset`` lists them, consecutive small
+    ones of a file read together (:func:`piece_groups`)."""
 
     def __init__(self, paths: Sequence[Path], block_rows: int):
         import pyarrow.dataset as ds
 
         self.paths = list(paths)
         dataset = ds.dataset([str(path) for path in paths], format="parquet")
-        self.groups = [group for fragment in dataset.get_fragments()   # empty ones left out
-                       for group in fragment.split_by_row_group()
-                       if group.row_groups[0].num_rows]
-        self.rows = [group.row_groups[0].num_rows for group in self.groups]
+        self.groups = []
+        self.rows = []
+        for fragment in dataset.get_fragments():
+            sizes = [group.num_rows for group in fragment.row_groups]
+            for ids in piece_groups(sizes, block_rows):
+                self.groups.append(fragment.subset(row_group_ids=ids))
+                self.rows.append(sum(sizes[i] for i in ids))
         self.block_rows = block_rows
 
     def read(self, piece: int, fields: Sequence[str], reuse: bool = False) -> Iterator[Block]:
@@ -336,13 +340,44 @@ class _ParquetPieces(_Pieces):
 
         group = self.groups[piece]
         try:
-            for batch in group.to_batches(columns=list(fields), batch_size=self.block_rows,
-                                          batch_readahead=0, fragment_readahead=0,
-                                          use_threads=False):
+            if len(group.row_groups) > 1:  # small groups, read whole and cut into blocks
+                # (each row group is one record batch, however small), by the file's reader:
+                # a third of the dataset's cost
+                import pyarrow.parquet as pq
+
+                with pq.ParquetFile(group.path) as file:
+                    table = file.read_row_groups([g.id for g in group.row_groups],
+                                                 columns=list(fields), use_threads=False)
+                batches = table.combine_chunks().to_batches(self.block_rows)
+            else:
+                batches = group.to_batches(columns=list(fields), batch_size=self.block_rows,
+                                           batch_readahead=0, fragment_readahead=0,
+                                           use_threads=False)
+            for batch in batches:
                 yield {name: _typed(name, column_values(group.path, name, batch.column(name)))
                        for name in fields}
         except (OSError, pa.ArrowException) as error:
             raise changed_on_disk(group.path, error) from None
+
+
+def piece_groups(sizes: Sequence[int], block_rows: int) -> list[list[int]]:
+    """The row groups of one Parquet file (their ``sizes`` in rows) read as one piece each:
+    consecutive groups together while their rows stay within ``block_rows`` (a group of more
+    rows alone), empty ones left out. A file written in many small row groups (appended a
+    few rows at a time) was read a group at a time, about half a millisecond each and pass:
+    3,000 rows in groups of 7 took a fit 25 s where 1,000-row groups took 3 s."""
+    pieces: list[list[int]] = []
+    rows = 0
+    for i, size in enumerate(sizes):
+        if not size:
+            continue
+        if pieces and rows + size <= block_rows:
+            pieces[-1].append(i)
+            rows += size
+        else:
+            pieces.append([i])
+            rows = size
+    return pieces
 
 
 class _NpzPieces(_Pieces):
