@@ -124,3 +124,18 @@ def test_a_value_that_is_no_origin_is_refused_at_start(tmp_path, capsys, value, 
     err = capsys.readouterr().err
     assert err.startswith("iglearn: error: ") and len(err.strip().splitlines()) == 1
     assert "[server] cors_origins" in err and shown in err and "scheme://host[:port]" in err
+
+
+def test_any_origin_with_a_star(tmp_path):
+    running = start_service(tmp_path, server={"cors_origins": ["*"]})
+    try:
+        response = preflight(running.url, "/v1/decide", OTHER)
+        assert response.status_code == 204
+        assert response.headers["access-control-allow-origin"] == OTHER
+        with running.http() as http:
+            decided = http.post("/v1/decide", json={"context": [0.1, 0.2, 0.3, 0.4]},
+                                headers={"origin": "http://localhost:5173"})
+            assert decided.status_code == 200
+            assert decided.headers["access-control-allow-origin"] == "http://localhost:5173"
+    finally:
+        running.stop()
