@@ -64,6 +64,8 @@ MODEL = {"n_actions": 3, "context_dim": 2, "feedback_dim": 2}
     ({"model": MODEL, "learning": {"refit_every": 0}}, ["[learning] refit_every", ">= 1"]),
     ({"model": MODEL, "server": {"port": 70000}}, ["[server] port"]),
     ({"model": MODEL, "server": {"synchronous": "off"}}, ["[server] synchronous"]),
+    ({"model": MODEL, "server": {"cors_origins": ["https://app.example.com/"]}},
+     ["[server] cors_origins has 'https://app.example.com/'", "scheme://host[:port]"]),
     ({"model": MODEL | {"learner": {"epochs": 2}}}, ["[model.learner] epochs"]),
     ({"model": MODEL | {"learner": {"optimisation": {"epoch": 2}}}},
      ["optimisation.epoch"]),
@@ -75,6 +77,14 @@ def test_problems_are_named(document, words):
     assert message.startswith("svc.toml: ") and "\n" not in message
     for word in words:
         assert word in message
+
+
+def test_cors_origins_take_origins_or_any():
+    assert parse_config({"model": MODEL}, "svc.toml").server.cors_origins == ()
+    for origins in (["https://app.example.com", "http://localhost:3000", "http://[::1]:8080"],
+                    ["*"]):
+        config = parse_config({"model": MODEL, "server": {"cors_origins": origins}}, "svc.toml")
+        assert config.server.cors_origins == tuple(origins)
 
 
 def test_an_exploration_seed_makes_the_draws_reproducible():

@@ -38,7 +38,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 import iglearn
 from iglearn.data import limits, safejson
@@ -1185,18 +1185,63 @@ def by_method(handlers: Mapping[str, Handler]) -> Handler:
     return dispatch
 
 
+CORS_ALLOW_HEADERS = b"Authorization, Content-Type, Content-Encoding"
+"""The request headers the service reads that a page may send (a preflight's answer): the
+key, the body's type, and its encoding (refused 415, with a message, rather than by the
+browser)."""
+CORS_EXPOSE_HEADERS = b"Retry-After, WWW-Authenticate, Content-Disposition, iglearn-feedback"
+"""The response headers the service sets that a page may read."""
+CORS_MAX_AGE = b"600"
+"""Seconds a browser may keep a preflight's answer."""
+
+
+def cors_headers(origin: bytes, methods: str | None = None) -> list[tuple[bytes, bytes]]:
+    """The CORS headers of an answer to ``origin``, one ``[server] cors_origins`` allows:
+    a preflight's (``methods``: those of its path) or any other answer's (None)."""
+    headers = [(b"access-control-allow-origin", origin), (b"vary", b"Origin")]
+    if methods is None:
+        return [*headers, (b"access-control-expose-headers", CORS_EXPOSE_HEADERS)]
+    return [*headers, (b"access-control-allow-methods", methods.encode()),
+            (b"access-control-allow-headers", CORS_ALLOW_HEADERS),
+            (b"access-control-max-age", CORS_MAX_AGE)]
+
+
+def request_header(scope: Scope, name: bytes) -> bytes | None:
+    """The first value of the request header ``name`` (lower case), or None."""
+    return next((value for key, value in scope["headers"] if key == name), None)
+
+
 class ServiceApp(Starlette):
     """The service's Starlette application, with a direct way in for the requests that come
     by the thousand per second: a POST to one of the ``hot`` paths (decide, feedback and the
     no-op) goes straight to its handler (the same :func:`endpoint`-wrapped function its
     route holds) instead of through Starlette's middleware, router and exception
     wrappers, which cost a request about as much CPU time as parsing its body. Every other
-    request (other methods and paths, lifespan) takes Starlette's way."""
+    request (other methods and paths, lifespan) takes Starlette's way.
+
+    With ``[server] cors_origins`` (:attr:`cors_origins`), CORS is answered here, before
+    either way, so that every route, hot or not, answers it alike: a preflight is answered
+    at once (:meth:`preflight`), and every other answer to an allowed origin gets
+    :func:`cors_headers`."""
 
     hot: dict[str, Handler] = {}
     """Path -> handler of the POST routes taken directly."""
+    cors_origins: frozenset[str] = frozenset()
+    """The origins allowed to call the service from a browser, in lower case (``*``: any);
+    empty: no CORS."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.cors_origins:
+            origin = request_header(scope, b"origin")
+            if origin is not None:
+                allowed = ("*" in self.cors_origins
+                           or origin.decode("latin-1").lower() in self.cors_origins)
+                asked = request_header(scope, b"access-control-request-method") is not None
+                if asked and scope["method"] == "OPTIONS" \
+                        and await self.preflight(scope, receive, send, origin, allowed):
+                    return
+                if allowed:
+                    send = with_headers(send, cors_headers(origin))
         if scope["type"] == "http" and scope["method"] == "POST" \
                 and not scope.get("root_path"):
             handler = self.hot.get(scope["path"])
@@ -1211,6 +1256,36 @@ class ServiceApp(Starlette):
                 await response(scope, receive, send)
                 return
         await super().__call__(scope, receive, send)
+
+    async def preflight(self, scope: Scope, receive: Receive, send: Send, origin: bytes,
+                        allowed: bool) -> bool:
+        """Answer a CORS preflight, which needs no key: 403 naming the field ``origin`` for
+        an origin not allowed; 204 with :func:`cors_headers` and the methods of its path for
+        an allowed one. False (not answered) for a path no route serves: the router's 404."""
+        if not allowed:
+            shown_origin = shown(origin.decode("latin-1"))
+            await json_response({"error": f"origin {shown_origin} may not call this service "
+                                          f"from a browser; add it to [server] cors_origins",
+                                 "field": "origin"}, 403)(scope, receive, send)
+            return True
+        path = scope["path"]
+        methods = next((route.methods for route in self.routes if isinstance(route, Route)
+                        and route.methods and route.path_regex.match(path)), None)
+        if methods is None:
+            return False
+        await send({"type": "http.response.start", "status": 204,
+                    "headers": cors_headers(origin, ", ".join(sorted(methods)))})
+        await send({"type": "http.response.body", "body": b""})
+        return True
+
+
+def with_headers(send: Send, headers: list[tuple[bytes, bytes]]) -> Send:
+    """``send`` adding ``headers`` to the answer's head."""
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), *headers]}
+        await send(message)
+    return sending
 
 
 async def http_error(request: Request, exc: Exception) -> Response:
@@ -1587,6 +1662,7 @@ def build_app(service: Service, start_worker: bool = True,
                      exception_handlers={HTTPException: http_error, Exception: internal_error})
     app.router.redirect_slashes = False  # /v1/decide/ is no endpoint: 404, not a redirect
     app.hot = hot
+    app.cors_origins = frozenset(origin.lower() for origin in server.cors_origins)
     app.state.body_timeout_seconds = server.body_timeout_seconds
     return app
 

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -226,6 +227,14 @@ class ServerSettings:
     """The operator's log on standard error (start, re-fits, swaps of the served version,
     rollbacks): 'text' for a terminal, or 'json' (one object per line) for log
     collectors; ``iglearn serve --log-format`` overrides it."""
+    cors_origins: tuple[str, ...] = ()
+    """The web origins whose pages may call the service from a browser (CORS), each
+    ``scheme://host[:port]`` with scheme http or https and no path
+    (``["https://app.example.com", "http://localhost:3000"]``), or ``["*"]`` for any origin:
+    a preflight (``OPTIONS`` with ``Access-Control-Request-Method``) from one is answered 204
+    without a key, every answer to one carries ``Access-Control-Allow-Origin``, and a
+    preflight from another origin is answered 403; empty (the default): no CORS, and a page
+    on another origin cannot call the service."""
 
 
 @dataclass(frozen=True)
@@ -370,9 +379,36 @@ def _section(cls: type, name: str, values: dict[str, Any], path: str) -> Any:
             shape = name == "model" and key in SHAPE_RANGES
             expected = (_range_text(key) if shape else INTEGER_RANGES[name, key]
                         if (name, key) in INTEGER_RANGES else _positive_text(cls, key)
-                        if key in POSITIVE.get(name, ()) else e.expected)
+                        if key in POSITIVE.get(name, ()) else f"a list of {CORS_FORM}"
+                        if (name, key) == ("server", "cors_origins") else e.expected)
             raise _bad(path, name, key, value, expected) from None
     return cls(**converted)
+
+
+CORS_FORM = ('origins, each scheme://host[:port] with scheme http or https and no path '
+             '(["https://app.example.com", "http://localhost:3000"]), or ["*"] alone for '
+             'any origin')
+"""What ``[server] cors_origins`` takes (:func:`origin_problem`)."""
+DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def origin_problem(origin: str) -> str | None:
+    """Why ``origin`` is not a web origin as a browser sends it in its ``Origin`` header
+    (``scheme://host[:port]``, scheme http or https, no path, no default port), or None."""
+    parts = urlsplit(origin)
+    if parts.scheme.lower() not in DEFAULT_PORTS:
+        return "its scheme is not http or https"
+    try:
+        port = parts.port
+    except ValueError:
+        return "its port is not a number in [0, 65535]"
+    if not parts.hostname or "@" in parts.netloc:
+        return "it has no host, or a user before its host"
+    if origin != f"{parts.scheme}://{parts.netloc}":
+        return "it has a path, a query or a fragment"
+    if port == DEFAULT_PORTS[parts.scheme.lower()]:
+        return f"a browser sends it without its default port {port}"
+    return None
 
 
 INTEGER_RANGES = {("server", "port"): "an integer in [0, 65535]",
@@ -500,6 +536,13 @@ def _check_server(s: ServerSettings, path: str) -> None:
                    f"one of {', '.join(SYNCHRONOUS)}")
     if s.log_format not in LOG_FORMATS:
         raise _bad(path, "server", "log_format", s.log_format, "text or json")
+    for origin in s.cors_origins:
+        problem = ('"*" (any origin) goes alone, not beside other origins'
+                   if origin == "*" and len(s.cors_origins) > 1
+                   else None if origin == "*" else origin_problem(origin))
+        if problem is not None:
+            raise IGLearnError(f"{path}: [server] cors_origins has {shown(origin)}, which "
+                               f"is not an origin it takes ({problem}); give {CORS_FORM}")
 
 
 def make_learner(config: ServiceConfig, path: str = "configuration", seed: int = 0) -> Any:
