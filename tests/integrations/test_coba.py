@@ -602,3 +602,15 @@ def test_a_reward_learner_wrapped_for_feedback_vectors_is_refused_when_first_ask
     action, probability = right.predict((0, 0.1, 0.2), [0, 1, 2])["action_prob"]
     right.learn((0, 0.1, 0.2), action, 1.0, probability)
     assert right.learner is not None and right.learner.interactions_ == 1
+
+
+def test_learn_handed_no_probability_says_so():
+    """A logged environment whose log holds no probabilities hands ``learn`` None, which
+    was told as "field 'probability' holds nan at row 0"."""
+    learner = RegressionCBLearner(seed=0)
+    action, _ = learner.predict((0.1, 0.2, 0.3), [0, 1, 2])["action_prob"]
+    with pytest.raises(IGLearnError, match=r"^coba handed learn no probability \(None\) for "
+                                           r"the action played; .* 1/p"):
+        learner.learn((0.1, 0.2, 0.3), action, 1.0, None)
+    assert learner.learner is not None and learner.learner.interactions_ == 1
+    assert learner.learner.fits_ == 0

@@ -291,12 +291,17 @@ class CobaLearner(Learner):
         action, probability = self._built(x, actions).act(x)
         return {"action_prob": (actions[action], probability)}
 
-    def learn(self, context: Any, action: Any, reward: Any, probability: float,
+    def learn(self, context: Any, action: Any, reward: Any, probability: float | None,
               **kwargs: Any) -> None:
         """Learn from one interaction; under SequentialIGL ``reward`` is the feedback, under
         SequentialCB the reward (:meth:`feedback_vector` reads either)."""
         if self.learner is None:
             raise IGLearnError("learn was called before predict; coba calls predict first")
+        if probability is None:  # a logged environment whose log holds none
+            raise IGLearnError("coba handed learn no probability (None) for the action "
+                               "played; iglearn's learners weight each interaction by 1/p "
+                               "and need it: play an environment whose log holds the "
+                               "logging policy's probabilities")
         self.learner.learn(self._same_width(self.context_vector(context, "learn")),
                            self._index(action), probability, self.feedback_vector(reward, action))
 
