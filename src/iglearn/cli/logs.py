@@ -552,7 +552,6 @@ PREDICTION_SUFFIXES = (".npz", ".parquet", ".csv")
 
 def _predict(args: argparse.Namespace) -> int:
     from iglearn.files import output_folder, write_files_atomic
-    from iglearn.learners.base import DriftCount
     from iglearn.sampling import sample_actions
     from iglearn.seeding import as_generator
     from iglearn.threads import torch_threads
@@ -567,6 +566,8 @@ def _predict(args: argparse.Namespace) -> int:
     learner, table = _model_and_table(args.model, args.contexts, contexts_only=True, args=args)
     table = cast("ContextSet | InteractionLog", table)  # contexts only: never streamed
     args.outputs.claim([out])
+    from iglearn.learners.base import DriftCount  # torch: once the inputs are checked
+
     rng = as_generator(args.seed)
     actions, probabilities, every = [], [], []
     drift = DriftCount(learner)  # told once, for the whole file, not per slice
