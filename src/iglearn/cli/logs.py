@@ -369,7 +369,6 @@ def _model_and_table(model_dir: str, data: str, contexts_only: bool,
     if not Path(data).is_dir():  # a missing or unreadable file: told before torch is imported
         input_file(data)
 
-
     wanted = ("context",) if contexts_only else None  # predict reads no label
     opened = None
     if Path(model_dir).is_dir():  # model.json, then the data against it: no torch yet

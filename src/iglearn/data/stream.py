@@ -364,8 +364,9 @@ def piece_groups(sizes: Sequence[int], block_rows: int) -> list[list[int]]:
     """The row groups of one Parquet file (their ``sizes`` in rows) read as one piece each:
     consecutive groups together while their rows stay within ``block_rows`` (a group of more
     rows alone), empty ones left out. A file written in many small row groups (appended a
-    few rows at a time) was read a group at a time, about half a millisecond each and pass:
-    3,000 rows in groups of 7 took a fit 25 s where 1,000-row groups took 3 s."""
+    few rows at a time) was read a group at a time, each a record batch of its own: a
+    streamed fit of 3,000 rows in groups of 7 took 14.4 s, where 1,000-row groups took
+    1.0 s."""
     pieces: list[list[int]] = []
     rows = 0
     for i, size in enumerate(sizes):

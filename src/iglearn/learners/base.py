@@ -141,13 +141,10 @@ class DriftCount:
     def warn(self, source: str) -> None:
         """Warn of each block whose column lies mostly beyond the model's range
         (:func:`~iglearn.data.scaling.drift_message`), naming the table ``source``."""
-        schema = getattr(self.learner, "schema_", None)
         for block, beyond in self.beyond.items():
-            names = None if schema is None else (schema.context if block == "context"
-                                                 else schema.feedback) or None
             assert self.standardiser is not None  # counted only with a standardiser
             message = drift_message(self.standardiser, beyond, self.rows[block], block,
-                                    source, names)
+                                    source, self.learner.column_names(block))
             if message is not None:
                 warn_caller(message, DriftWarning)
 
@@ -407,16 +404,21 @@ class PolicyLearner:
         self._warn_drift(context, "context", source)
         return self.standardiser_.apply(context)
 
+    def column_names(self, block: str) -> tuple[str, ...] | None:
+        """The names of ``block``'s ("context" or "feedback") columns in the model's feature
+        schema, or None (none recorded): what a drift warning names a column by."""
+        schema = getattr(self, "schema_", None)
+        return None if schema is None else (schema.context if block == "context"
+                                            else schema.feedback) or None
+
     def _warn_drift(self, rows: np.ndarray, block: str, source: str) -> None:
         """Warn (:class:`~iglearn.errors.DriftWarning`) if a column of ``rows`` of ``block``
         lies mostly outside the range of the training log
         (:func:`~iglearn.data.scaling.drift_warning`; columns named by the model's feature
         schema)."""
-        schema = getattr(self, "schema_", None)
-        names = None if schema is None else (schema.context if block == "context"
-                                             else schema.feedback) or None
         assert self.standardiser_ is not None
-        warning = drift_warning(self.standardiser_, rows, block, source, names)
+        warning = drift_warning(self.standardiser_, rows, block, source,
+                                self.column_names(block))
         if warning is not None:
             warn_caller(warning, DriftWarning)
 

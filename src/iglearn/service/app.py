@@ -1038,6 +1038,15 @@ def check_column_names(schema: FeatureSchema | None, names: tuple[str, ...] | No
                         f"{option_list(names)})", f"{kind}_names")
 
 
+def refuse_whole_float(value: object, what: str, field: str) -> None:
+    """422 naming ``field`` for a whole number sent as a float (``1.0``, as numpy's float64
+    passes through Python's json) where an integer (``what``) is meant: told as not an
+    integer, rather than as a value out of range or unknown, which it seems not to be."""
+    if type(value) is float and value.is_integer():
+        raise Rejected(422, f"{value!r} is not an integer; send {what} as one "
+                            f"({int(value)}, not {value!r})", field)
+
+
 def allowed_actions(value: object, n_actions: int,
                     names: Sequence[str] | None = None) -> np.ndarray:
     """The allowed-actions mask (K,) from a list of distinct actions: indices, or with the
@@ -1052,9 +1061,7 @@ def allowed_actions(value: object, n_actions: int,
     for v in value:
         if isinstance(v, str) and v in index:
             v = index[v]
-        if type(v) is float and v.is_integer():  # 1.0: a whole number, not in its form
-            raise Rejected(422, f"{v!r} is not an integer; send an action index as one "
-                                f"({int(v)}, not {v!r})", "actions")
+        refuse_whole_float(v, "an action index", "actions")
         if type(v) is not int or not 0 <= v < n_actions:
             named = "" if names is None else " or an action's name"
             raise Rejected(422, f"{v!r} is not an action index in [0, {n_actions}){named}",
@@ -1495,9 +1502,7 @@ def build_app(service: Service, start_worker: bool = True,
             if not older:
                 raise Rejected(409, "no earlier model version is stored", "version")
             target = max(older)
-        if type(target) is float and target.is_integer():  # 1.0: not in an integer's form
-            raise Rejected(422, f"{target!r} is not an integer; send a version as one "
-                                f"({int(target)}, not {target!r})", "version")
+        refuse_whole_float(target, "a version", "version")
         if type(target) is not int or target not in versions:
             raise Rejected(422, f"{target!r} is not a stored version ({versions})", "version")
         storage.serve(target)
